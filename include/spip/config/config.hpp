@@ -1,0 +1,93 @@
+#pragma once
+// The validated run configuration. Only the config room parses strings; every
+// other room reads these plain structs. Units are SI except where the name says
+// otherwise (arcsec at the config edge, converted by accessors).
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace spip {
+
+enum class Weighting { natural, uniform, briggs };
+enum class Device { automatic, cpu, gpu };
+
+struct InputConfig {
+  std::vector<std::string> ms;        // one or more Measurement Set paths
+  std::string column = "DATA";        // DATA | CORRECTED_DATA | MODEL_DATA
+  int field = -1;                     // FIELD_ID to select; -1: the MS must have one field
+  int spw = -1;                       // SPECTRAL_WINDOW id; -1: the MS must have one window
+  int channel_begin = 0;              // first channel to image
+  int channel_end = -1;               // one past the last channel; -1: to the end of the band
+  int row_chunk = 65536;              // rows read per casacore call (bounds reader memory)
+};
+
+struct ImageConfig {
+  int size = 512;                     // pixels per side
+  double scale_arcsec = 20.0;         // pixel size
+  Weighting weighting = Weighting::briggs;
+  double robust = 0.0;                // Briggs robustness, [-2, 2]
+  double accuracy = 1e-4;             // requested gridding accuracy, (0, 0.1]
+  double padding = 1.2;               // grid padding factor, [1, 4]
+  bool wstacking = true;              // false: 2-D imaging (wrong for wide fields)
+};
+
+struct CleanConfig {
+  int niter = 0;                      // minor-cycle iteration limit; 0: dirty images only
+  double gain = 0.1;                  // minor-cycle loop gain, (0, 1]
+  double mgain = 0.8;                 // major-cycle gain, (0, 1]
+  double threshold_jy = 0.0;          // absolute stopping threshold
+  double auto_threshold = 0.0;        // stop at this many sigma (MAD) of the residual; 0: off
+};
+
+struct FaradayConfig {
+  double phi_max = 0.0;               // rad/m^2; 0: RM-Tools default
+  double dphi = 0.0;                  // rad/m^2; 0: RMSF FWHM / samples_per_fwhm
+  double samples_per_fwhm = 10.0;
+};
+
+struct OutputConfig {
+  std::string dir = "spip-out";
+  std::string prefix = "spip";
+};
+
+struct ParallelConfig {
+  Device device = Device::automatic;
+  int threads = 0;                    // OpenMP threads per rank; 0: all available cores
+};
+
+struct Config {
+  InputConfig input;
+  ImageConfig image;
+  CleanConfig clean;
+  FaradayConfig faraday;
+  OutputConfig output;
+  ParallelConfig parallel;
+  std::string config_file;            // where it was read from; empty: command line only
+
+  double pixel_scale_rad() const;
+};
+
+// What the command line asked for besides a run.
+enum class CommandAction { run, help, print_config, version };
+
+struct ParsedCommand {
+  CommandAction action = CommandAction::run;
+  Config config;
+};
+
+// Parses `--config FILE` (INI sections [input] [image] ...) and `--section.key value`
+// overrides (the command line wins) and validates every value.
+// Throws ConfigError with one line naming the key, the value, the source and what
+// was expected.
+ParsedCommand parse_command_line(int argc, const char* const argv[]);
+
+// Every key with its type, default and unit.
+std::string help_text();
+
+// The effective configuration as an INI file that reproduces the run.
+std::string to_ini(const Config& config);
+
+std::string to_string(Weighting weighting);
+std::string to_string(Device device);
+
+}  // namespace spip

@@ -1,0 +1,30 @@
+#pragma once
+// Host-side view of the CUDA backend: no CUDA types cross this header, so the
+// rest of spip compiles without the toolkit.
+#include <string>
+#include <vector>
+
+namespace spip::cuda {
+
+struct DeviceInfo {
+  int index = 0;
+  std::string name;
+  std::size_t memory_bytes = 0;
+  int compute_major = 0, compute_minor = 0;
+};
+
+struct DeviceProbe {
+  bool backend_built = false;        // spip was compiled with SPIP_CUDA on
+  std::vector<DeviceInfo> devices;   // usable devices (after CUDA_VISIBLE_DEVICES)
+  std::string reason;                // why there are none, when there are none
+};
+
+// Lists usable devices. Never throws: a machine without a driver or a GPU gives
+// an empty list and the reason.
+DeviceProbe probe_devices();
+
+// Runs a small kernel on `device` and checks its result; false with `error` set if
+// the device cannot run spip's kernels.
+bool self_test(int device, std::string& error);
+
+}  // namespace spip::cuda

@@ -1,0 +1,80 @@
+#pragma once
+// FITS images and cubes with a complete celestial WCS (the only room that calls CFITSIO).
+//
+// Axis order (FITS, fastest first): RA---SIN, DEC--SIN, then an optional third
+// linear axis (FREQ in Hz, or FDEP in rad/m^2), then an optional STOKES axis of
+// length 1. Pixel data are float32, x fastest: data[(plane * ny + y) * nx + x].
+// The phase centre sits at zero-based pixel (nx/2, ny/2), i.e. CRPIX = n/2 + 1.
+#include <map>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace spip::fits {
+
+enum class Stokes : int { I = 1, Q = 2, U = 3, V = 4 };
+
+struct Beam {
+  double major_rad = 0;
+  double minor_rad = 0;
+  double pa_rad = 0;  // east of north
+};
+
+// A linear axis: CRVAL + (pixel - CRPIX) * CDELT, pixel one-based.
+struct LinearAxis {
+  std::string ctype;  // "FREQ" or "FDEP"
+  std::string cunit;  // "Hz" or "rad/m^2"
+  double crval = 0;
+  double cdelt = 1;
+  double crpix = 1;
+  int size = 1;
+};
+
+struct ImageHeader {
+  int nx = 0, ny = 0;
+  double ra_rad = 0, dec_rad = 0;  // phase centre (J2000)
+  double cell_rad = 0;             // pixel size; CDELT1 = -cell, CDELT2 = +cell (in degrees)
+  std::optional<LinearAxis> spectral;
+  std::optional<Stokes> stokes;
+  std::string bunit = "Jy/beam";   // "Jy/pixel" for models
+  std::optional<Beam> beam;        // BMAJ/BMIN/BPA on restored products
+  std::string date_obs;            // ISO 8601 UTC
+  std::string telescope;
+  std::string object;
+  std::map<std::string, double> extra_keys;  // e.g. LAMSQ0
+  std::vector<std::string> history;
+
+  int planes() const { return spectral ? spectral->size : 1; }
+};
+
+// Writes a complete image or cube under a temporary name and renames it.
+void write_image(const std::string& path, const ImageHeader& header, std::span<const float> data);
+
+// A cube created once with its full shape and filled plane by plane, possibly by
+// several processes, each writing its own planes. The file lives under
+// partial_path(path) until commit() renames it, so a crash never leaves a
+// product that looks complete.
+class CubeFile {
+ public:
+  static std::string partial_path(const std::string& path);
+
+  // Creates the partial file with every pixel NaN (no other writer may be active).
+  static void create(const std::string& path, const ImageHeader& header);
+  // Writes planes [first_plane, first_plane + data.size() / (nx*ny)) into the partial file.
+  static void write_planes(const std::string& path, int first_plane, std::span<const float> data);
+  // Renames the partial file to its final name (after every writer has finished).
+  static void commit(const std::string& path);
+};
+
+struct FitsImage {
+  std::vector<long> shape;                          // NAXISn, fastest first
+  std::vector<float> data;
+  std::map<std::string, std::string> keywords;      // raw header values as written
+  double number(const std::string& key) const;      // throws if absent or not numeric
+  std::string text(const std::string& key) const;   // string value without quotes
+};
+
+FitsImage read_image(const std::string& path);
+
+}  // namespace spip::fits
