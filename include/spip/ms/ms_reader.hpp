@@ -1,0 +1,91 @@
+#pragma once
+// Reading channel blocks of a Measurement Set (the only room, with sim, that
+// includes casacore; this header does not, so C++20 code may include it).
+#include <array>
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "spip/ms/stokes.hpp"
+
+namespace spip::ms {
+
+struct Selection {
+  std::string column = "DATA";  // DATA | CORRECTED_DATA | MODEL_DATA
+  int field = -1;               // -1: the MS must have exactly one field
+  int spw = -1;                 // -1: the MS must have exactly one spectral window
+  std::size_t row_chunk = 65536;
+};
+
+struct MsInfo {
+  std::string path;
+  std::int64_t num_rows = 0;          // rows in the main table
+  int field = 0;
+  int spw = 0;
+  std::vector<double> freq_hz;        // channel centres of the selected window
+  std::vector<double> chan_width_hz;
+  std::vector<int> corr_types;        // CORR_TYPE codes, MS order
+  std::array<bool, num_stokes> stokes_determined{};  // which of I, Q, U, V the correlations give
+  double ra_rad = 0, dec_rad = 0;     // phase centre, J2000
+  std::string telescope;
+  std::string field_name;
+  double first_time_mjd_s = 0;        // TIME of the first row, MJD seconds (UTC)
+  bool has_weight_spectrum = false;
+
+  int num_channels() const { return static_cast<int>(freq_hz.size()); }
+  std::string date_obs() const;       // ISO 8601 of first_time_mjd_s
+  std::string stokes_summary() const; // e.g. "I Q U V" or "I Q (U, V not determined by [XX YY])"
+};
+
+// Stokes visibilities of the channels [chan_begin, chan_end) for every kept row
+// (cross-correlations of the selected field and window, FLAG_ROW false).
+// Layout: index(row, chan, stokes) = (row * num_channels() + chan) * 4 + stokes.
+// A weight is 0 where any correlation the Stokes parameter needs is flagged, or
+// where the correlations do not determine it.
+struct VisBlock {
+  int chan_begin = 0, chan_end = 0;
+  std::vector<double> freq_hz;                 // per channel of the block
+  std::vector<double> uvw_m;                   // [row][3], metres, as in the UVW column
+  std::vector<std::complex<float>> vis;        // Jy
+  std::vector<float> weight;                   // inverse variance, per Stokes
+
+  int num_channels() const { return chan_end - chan_begin; }
+  std::size_t num_rows() const { return uvw_m.size() / 3; }
+  std::size_t index(std::size_t row, int chan, int stokes) const {
+    return (row * static_cast<std::size_t>(num_channels()) + static_cast<std::size_t>(chan)) * 4 +
+           static_cast<std::size_t>(stokes);
+  }
+};
+
+// One open Measurement Set, read-only and without table locks so that many ranks
+// can read it at once. Every failure to use the input is an InputError naming the
+// path (and the column or table) and what was expected.
+class MsReader {
+ public:
+  MsReader(const std::string& path, const Selection& selection);
+  ~MsReader();
+  MsReader(MsReader&&) noexcept;
+  MsReader& operator=(MsReader&&) noexcept;
+
+  const MsInfo& info() const;
+
+  // Reads channels [chan_begin, chan_end) of all rows, row_chunk rows per call.
+  VisBlock read(int chan_begin, int chan_end) const;
+
+  // Unflagged visibilities per channel (a Stokes I sample counts when both of its
+  // correlations are unflagged); reads only FLAG and the row-selection columns.
+  // Throws an InputError if nothing at all is unflagged.
+  std::vector<std::int64_t> unflagged_per_channel() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Checks that several Measurement Sets share their channel frequencies (to 1 Hz)
+// and throws an InputError naming the first pair and channel that differ.
+void require_same_channels(const std::vector<MsInfo>& sets);
+
+}  // namespace spip::ms

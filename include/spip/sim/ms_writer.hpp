@@ -1,0 +1,51 @@
+#pragma once
+// Writing simulated Measurement Sets in the layout OSKAR writes (main table with
+// tiled UVW/DATA/FLAG/WEIGHT/SIGMA, correlations [XX, XY, YX, YY]).
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "spip/sim/sky_model.hpp"
+
+namespace spip::sim {
+
+struct Corruption {
+  double noise_sigma_jy = 0;   // Gaussian noise per correlation, real and imaginary part
+  double flag_fraction = 0;    // fraction of visibilities flagged at random (all correlations)
+  std::uint64_t seed = 1;
+};
+
+// Copies `template_ms` (its UVW, times, baselines and frequencies) to `out_ms` and
+// replaces DATA with the sky's exact visibilities. Written under a temporary name
+// and renamed when complete.
+void simulate_from_template(const std::string& template_ms, const std::string& out_ms,
+                            const SkyModel& sky, const Corruption& corruption);
+
+struct ArrayDescription {
+  std::vector<std::array<double, 2>> station_en_m;  // horizontal East, North offsets
+  double lon_rad = 0, lat_rad = 0, alt_m = 0;       // site (WGS84)
+  double ra_rad = 0, dec_rad = 0;                   // phase centre
+  bool apparent_phase_centre = false;  // treat RA/Dec as apparent, as OSKAR does
+  double freq_start_hz = 0, freq_inc_hz = 0;
+  int num_channels = 0;
+  double start_mjd_s = 0;              // UTC, MJD seconds, start of the first dump
+  double dump_s = 0;
+  int num_times = 0;
+  std::string telescope = "spip-simulate";
+};
+
+// Reads an OSKAR telescope model folder: layout.txt (East, North [m]) and
+// position.txt (longitude, latitude [deg], altitude [m]).
+void read_oskar_telescope(const std::string& dir, ArrayDescription& array);
+
+// Parses "YYYY-MM-DD hh:mm:ss[.sss]" (UTC) to MJD seconds.
+double parse_utc(const std::string& text);
+
+// Computes UVW (antenna1 - antenna2, time-major, antenna1 < antenna2) with casacore
+// measures at the midpoint of each dump, and writes a new MS with the sky's exact
+// visibilities.
+void simulate_from_array(const ArrayDescription& array, const std::string& out_ms,
+                         const SkyModel& sky, const Corruption& corruption);
+
+}  // namespace spip::sim

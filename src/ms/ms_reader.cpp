@@ -1,0 +1,353 @@
+// casacore side of the ms room; compiled as C++17 (casacore 3.5 headers are not C++20-clean).
+#include "spip/ms/ms_reader.hpp"
+
+#include <casacore/casa/Arrays/Array.h>
+#include <casacore/casa/Arrays/Vector.h>
+#include <casacore/casa/Exceptions/Error.h>
+#include <casacore/casa/Quanta/MVTime.h>
+#include <casacore/measures/Measures/MDirection.h>
+#include <casacore/measures/Measures/MCDirection.h>
+#include <casacore/measures/TableMeasures/ArrayMeasColumn.h>
+#include <casacore/tables/Tables/ArrayColumn.h>
+#include <casacore/tables/Tables/RefRows.h>
+#include <casacore/tables/Tables/ScalarColumn.h>
+#include <casacore/tables/Tables/Table.h>
+#include <casacore/tables/Tables/TableLock.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+#include "spip/error.hpp"
+
+namespace spip::ms {
+namespace {
+
+namespace cc = casacore;
+
+[[noreturn]] void bad_input(const std::string& message) { SPIP_THROW(InputError, message); }
+
+// Read-only and without locks: many ranks read the same MS at once.
+cc::Table open_table(const std::string& path) {
+  return cc::Table(path, cc::TableLock(cc::TableLock::NoLocking), cc::Table::Old);
+}
+
+cc::Table open_subtable(const std::string& ms_path, const char* name) {
+  const std::string path = ms_path + "/" + name;
+  if (!cc::Table::isReadable(path))
+    bad_input(ms_path + ": the " + name + " subtable is missing; expected a MeasurementSet");
+  return open_table(path);
+}
+
+void require_column(const cc::Table& table, const std::string& column, const std::string& what) {
+  if (!table.tableDesc().isColumn(column))
+    bad_input(what + ": column " + column + " not found");
+}
+
+std::string corr_name(int code) {
+  static const char* names[] = {"RR", "RL", "LR", "LL", "XX", "XY", "YX", "YY"};
+  if (code >= 5 && code <= 12) return names[code - 5];
+  return "CORR_TYPE " + std::to_string(code);
+}
+
+// Picks the index to use from a subtable with `rows` entries: an explicit selection
+// must exist; no selection requires that there is exactly one.
+int select_row(int requested, std::size_t rows, const std::string& ms_path, const char* what,
+               const char* key) {
+  if (rows == 0) bad_input(ms_path + ": the " + std::string(what) + " table is empty");
+  if (requested < 0) {
+    if (rows > 1)
+      bad_input(ms_path + " has " + std::to_string(rows) + " " + what + "s; choose one with " +
+                key);
+    return 0;
+  }
+  if (static_cast<std::size_t>(requested) >= rows)
+    bad_input(ms_path + ": " + key + " = " + std::to_string(requested) + " but the MS has " +
+              std::to_string(rows) + " " + what + "(s)");
+  return requested;
+}
+
+}  // namespace
+
+struct MsReader::Impl {
+  Selection selection;
+  MsInfo info;
+  cc::Table main;
+  std::vector<int> data_desc_ids;  // DATA_DESC_IDs that point at the selected window
+  std::array<StokesRule, num_stokes> rules{};
+  std::string weight_column;       // WEIGHT_SPECTRUM, WEIGHT or SIGMA
+
+  void open(const std::string& path);
+  void read_windows();
+  void read_field();
+  void choose_weights();
+
+  struct RowChunk {
+    cc::Vector<cc::rownr_t> rows;  // kept rows of the chunk
+  };
+  RowChunk keep_rows(cc::rownr_t first, cc::rownr_t count) const;
+  cc::Array<float> weights(const cc::RefRows& rows, int chan_begin, int chan_end) const;
+};
+
+void MsReader::Impl::open(const std::string& path) {
+  info.path = path;
+  if (!std::filesystem::exists(path)) bad_input(path + ": no such file or directory");
+  if (!cc::Table::isReadable(path))
+    bad_input(path + ": not a casacore table; expected a MeasurementSet directory");
+  main = open_table(path);
+  for (const char* column : {"UVW", "ANTENNA1", "ANTENNA2", "FLAG", "FLAG_ROW", "FIELD_ID",
+                             "DATA_DESC_ID", "TIME"})
+    require_column(main, column, path + " (not a MeasurementSet?)");
+  require_column(main, selection.column, path);
+  info.num_rows = static_cast<std::int64_t>(main.nrow());
+  read_windows();
+  read_field();
+  choose_weights();
+  if (info.num_rows > 0) info.first_time_mjd_s = cc::ScalarColumn<double>(main, "TIME")(0);
+  const cc::Table observation = open_subtable(path, "OBSERVATION");
+  if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
+    info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
+}
+
+void MsReader::Impl::read_windows() {
+  const cc::Table windows = open_subtable(info.path, "SPECTRAL_WINDOW");
+  info.spw = select_row(selection.spw, windows.nrow(), info.path, "spectral window", "input.spw");
+  const cc::Vector<double> freq = cc::ArrayColumn<double>(windows, "CHAN_FREQ")(info.spw);
+  const cc::Vector<double> width = cc::ArrayColumn<double>(windows, "CHAN_WIDTH")(info.spw);
+  info.freq_hz.assign(freq.begin(), freq.end());
+  info.chan_width_hz.assign(width.begin(), width.end());
+
+  const cc::Table descriptions = open_subtable(info.path, "DATA_DESCRIPTION");
+  const cc::ScalarColumn<int> spw_of(descriptions, "SPECTRAL_WINDOW_ID");
+  const cc::ScalarColumn<int> pol_of(descriptions, "POLARIZATION_ID");
+  int pol_id = -1;
+  for (cc::rownr_t d = 0; d < descriptions.nrow(); ++d) {
+    if (spw_of(d) != info.spw) continue;
+    if (pol_id >= 0 && pol_of(d) != pol_id)
+      bad_input(info.path + ": spectral window " + std::to_string(info.spw) +
+                " has several polarisation setups; expected one");
+    pol_id = pol_of(d);
+    data_desc_ids.push_back(static_cast<int>(d));
+  }
+  if (pol_id < 0)
+    bad_input(info.path + ": no DATA_DESCRIPTION row refers to spectral window " +
+              std::to_string(info.spw));
+
+  const cc::Table polarizations = open_subtable(info.path, "POLARIZATION");
+  const cc::Vector<int> corr = cc::ArrayColumn<int>(polarizations, "CORR_TYPE")(pol_id);
+  info.corr_types.assign(corr.begin(), corr.end());
+  rules = stokes_rules(info.corr_types.data(), static_cast<int>(info.corr_types.size()));
+  for (int s = 0; s < num_stokes; ++s) info.stokes_determined[s] = rules[s].determined();
+  if (!info.stokes_determined[stokes_i])
+    bad_input(info.path + ": correlations [" + info.stokes_summary() +
+              "] do not determine Stokes I; expected linear or circular feeds");
+}
+
+void MsReader::Impl::read_field() {
+  const cc::Table fields = open_subtable(info.path, "FIELD");
+  info.field = select_row(selection.field, fields.nrow(), info.path, "field", "input.field");
+  const cc::ArrayMeasColumn<cc::MDirection> phase_dir(fields, "PHASE_DIR");
+  const cc::Array<cc::MDirection> dirs = phase_dir(info.field);
+  const cc::MDirection j2000 =
+      cc::MDirection::Convert(dirs(cc::IPosition(dirs.ndim(), 0)), cc::MDirection::J2000)();
+  const cc::Vector<double> angles = j2000.getAngle("rad").getValue();
+  info.ra_rad = angles(0);
+  info.dec_rad = angles(1);
+  if (fields.tableDesc().isColumn("NAME"))
+    info.field_name = cc::ScalarColumn<cc::String>(fields, "NAME")(info.field);
+}
+
+void MsReader::Impl::choose_weights() {
+  const auto& desc = main.tableDesc();
+  if (desc.isColumn("WEIGHT_SPECTRUM") && main.nrow() > 0 &&
+      cc::ArrayColumn<float>(main, "WEIGHT_SPECTRUM").isDefined(0)) {
+    weight_column = "WEIGHT_SPECTRUM";
+    info.has_weight_spectrum = true;
+  } else if (desc.isColumn("WEIGHT")) {
+    weight_column = "WEIGHT";
+  } else if (desc.isColumn("SIGMA")) {
+    weight_column = "SIGMA";
+  } else {
+    bad_input(info.path + ": none of WEIGHT_SPECTRUM, WEIGHT or SIGMA is present");
+  }
+}
+
+MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_t count) const {
+  const cc::Slicer range(cc::IPosition(1, first), cc::IPosition(1, count));
+  const cc::Vector<int> ant1 = cc::ScalarColumn<int>(main, "ANTENNA1").getColumnRange(range);
+  const cc::Vector<int> ant2 = cc::ScalarColumn<int>(main, "ANTENNA2").getColumnRange(range);
+  const cc::Vector<int> field = cc::ScalarColumn<int>(main, "FIELD_ID").getColumnRange(range);
+  const cc::Vector<int> ddid = cc::ScalarColumn<int>(main, "DATA_DESC_ID").getColumnRange(range);
+  const cc::Vector<bool> flag_row = cc::ScalarColumn<bool>(main, "FLAG_ROW").getColumnRange(range);
+  std::vector<cc::rownr_t> kept;
+  kept.reserve(count);
+  for (cc::rownr_t r = 0; r < count; ++r) {
+    const bool wanted_ddid =
+        std::find(data_desc_ids.begin(), data_desc_ids.end(), ddid(r)) != data_desc_ids.end();
+    if (ant1(r) != ant2(r) && !flag_row(r) && field(r) == info.field && wanted_ddid)
+      kept.push_back(first + r);
+  }
+  return RowChunk{cc::Vector<cc::rownr_t>(kept)};
+}
+
+// Weights per [corr, chan, row] whatever the MS stores: WEIGHT_SPECTRUM as is,
+// WEIGHT repeated over channels, or 1/SIGMA^2.
+cc::Array<float> MsReader::Impl::weights(const cc::RefRows& rows, int chan_begin,
+                                         int chan_end) const {
+  const int num_corr = static_cast<int>(info.corr_types.size());
+  const int num_chan = chan_end - chan_begin;
+  const cc::ArrayColumn<float> column(main, weight_column);
+  if (weight_column == "WEIGHT_SPECTRUM") {
+    const cc::Slicer section(cc::IPosition(2, 0, chan_begin), cc::IPosition(2, num_corr, num_chan));
+    return column.getColumnCells(rows, section);
+  }
+  const cc::Array<float> per_row = column.getColumnCells(rows);
+  const std::size_t num_rows = per_row.shape()(1);
+  cc::Array<float> out(cc::IPosition(3, num_corr, num_chan, num_rows));
+  const bool from_sigma = weight_column == "SIGMA";
+  for (std::size_t r = 0; r < num_rows; ++r)
+    for (int c = 0; c < num_chan; ++c)
+      for (int k = 0; k < num_corr; ++k) {
+        const float v = per_row(cc::IPosition(2, k, r));
+        out(cc::IPosition(3, k, c, r)) = from_sigma ? (v > 0 ? 1.0f / (v * v) : 0.0f) : v;
+      }
+  return out;
+}
+
+MsReader::MsReader(const std::string& path, const Selection& selection)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->selection = selection;
+  try {
+    impl_->open(path);
+  } catch (const cc::AipsError& e) {
+    bad_input(path + ": " + std::string(e.what()));
+  }
+}
+
+MsReader::~MsReader() = default;
+MsReader::MsReader(MsReader&&) noexcept = default;
+MsReader& MsReader::operator=(MsReader&&) noexcept = default;
+
+const MsInfo& MsReader::info() const { return impl_->info; }
+
+VisBlock MsReader::read(int chan_begin, int chan_end) const {
+  const Impl& m = *impl_;
+  const int band = m.info.num_channels();
+  if (chan_begin < 0 || chan_end > band || chan_begin >= chan_end)
+    bad_input(m.info.path + ": channel range [" + std::to_string(chan_begin) + ", " +
+              std::to_string(chan_end) + ") is outside the band of " + std::to_string(band) +
+              " channels");
+  const int num_chan = chan_end - chan_begin;
+  const int num_corr = static_cast<int>(m.info.corr_types.size());
+  VisBlock block;
+  block.chan_begin = chan_begin;
+  block.chan_end = chan_end;
+  block.freq_hz.assign(m.info.freq_hz.begin() + chan_begin, m.info.freq_hz.begin() + chan_end);
+
+  try {
+    const cc::ArrayColumn<double> uvw_column(m.main, "UVW");
+    const cc::ArrayColumn<cc::Complex> data_column(m.main, m.selection.column);
+    const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
+    const cc::Slicer section(cc::IPosition(2, 0, chan_begin), cc::IPosition(2, num_corr, num_chan));
+    const cc::rownr_t total = m.main.nrow();
+    for (cc::rownr_t first = 0; first < total; first += m.selection.row_chunk) {
+      const cc::rownr_t count = std::min<cc::rownr_t>(m.selection.row_chunk, total - first);
+      const Impl::RowChunk chunk = m.keep_rows(first, count);
+      if (chunk.rows.empty()) continue;
+      const cc::RefRows rows(chunk.rows, false, true);
+      const cc::Array<double> uvw = uvw_column.getColumnCells(rows);
+      const cc::Array<cc::Complex> data = data_column.getColumnCells(rows, section);
+      const cc::Array<bool> flag = flag_column.getColumnCells(rows, section);
+      const cc::Array<float> weight = m.weights(rows, chan_begin, chan_end);
+
+      const std::size_t kept = chunk.rows.size();
+      const std::size_t offset = block.num_rows();
+      block.uvw_m.insert(block.uvw_m.end(), uvw.begin(), uvw.end());
+      block.vis.resize(block.uvw_m.size() / 3 * num_chan * num_stokes);
+      block.weight.resize(block.vis.size());
+      // Arrays are [corr, chan, row] with corr fastest, contiguous after getColumnCells.
+      const cc::Complex* d = data.data();
+      const bool* f = flag.data();
+      const float* w = weight.data();
+      for (std::size_t r = 0; r < kept; ++r)
+        for (int c = 0; c < num_chan; ++c) {
+          const std::size_t base = (r * num_chan + c) * num_corr;
+          for (int s = 0; s < num_stokes; ++s) {
+            const StokesRule& rule = m.rules[s];
+            const std::size_t out = block.index(offset + r, c, s);
+            if (!rule.determined()) continue;
+            const std::size_t a = base + rule.first, b = base + rule.second;
+            const Visibility v = apply_rule(rule, {d[a].real(), d[a].imag()}, {d[b].real(), d[b].imag()});
+            block.vis[out] = {v.re, v.im};
+            block.weight[out] = combine_weights(f[a] ? 0.0f : w[a], f[b] ? 0.0f : w[b]);
+          }
+        }
+    }
+  } catch (const cc::AipsError& e) {
+    bad_input(m.info.path + ": reading " + m.selection.column + ": " + std::string(e.what()));
+  }
+  return block;
+}
+
+std::vector<std::int64_t> MsReader::unflagged_per_channel() const {
+  const Impl& m = *impl_;
+  const int num_chan = m.info.num_channels();
+  const StokesRule& rule_i = m.rules[stokes_i];
+  std::vector<std::int64_t> counts(num_chan, 0);
+  try {
+    const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
+    const cc::rownr_t total = m.main.nrow();
+    for (cc::rownr_t first = 0; first < total; first += m.selection.row_chunk) {
+      const cc::rownr_t count = std::min<cc::rownr_t>(m.selection.row_chunk, total - first);
+      const Impl::RowChunk chunk = m.keep_rows(first, count);
+      if (chunk.rows.empty()) continue;
+      const cc::Array<bool> flag = flag_column.getColumnCells(cc::RefRows(chunk.rows, false, true));
+      const bool* f = flag.data();
+      const std::size_t num_corr = m.info.corr_types.size();
+      for (std::size_t r = 0; r < chunk.rows.size(); ++r)
+        for (int c = 0; c < num_chan; ++c) {
+          const std::size_t base = (r * num_chan + c) * num_corr;
+          counts[c] += !f[base + rule_i.first] && !f[base + rule_i.second];
+        }
+    }
+  } catch (const cc::AipsError& e) {
+    bad_input(m.info.path + ": reading FLAG: " + std::string(e.what()));
+  }
+  if (std::all_of(counts.begin(), counts.end(), [](std::int64_t n) { return n == 0; }))
+    bad_input(m.info.path + ": no unflagged cross-correlation data in field " +
+              std::to_string(m.info.field) + ", spectral window " + std::to_string(m.info.spw));
+  return counts;
+}
+
+std::string MsInfo::date_obs() const {
+  const cc::MVTime time(first_time_mjd_s / 86400.0);
+  std::string iso = time.string(cc::MVTime::FITS, 9);
+  return iso;
+}
+
+std::string MsInfo::stokes_summary() const {
+  std::ostringstream out;
+  for (std::size_t k = 0; k < corr_types.size(); ++k) out << (k ? " " : "") << corr_name(corr_types[k]);
+  return out.str();
+}
+
+void require_same_channels(const std::vector<MsInfo>& sets) {
+  for (std::size_t k = 1; k < sets.size(); ++k) {
+    const MsInfo& a = sets[0];
+    const MsInfo& b = sets[k];
+    if (a.num_channels() != b.num_channels())
+      bad_input(b.path + " has " + std::to_string(b.num_channels()) + " channels but " + a.path +
+                " has " + std::to_string(a.num_channels()) + "; input.ms must share channels");
+    for (int c = 0; c < a.num_channels(); ++c)
+      if (std::abs(a.freq_hz[c] - b.freq_hz[c]) > 1.0) {
+        std::ostringstream msg;
+        msg.precision(12);
+        msg << b.path << " channel " << c << " is at " << b.freq_hz[c] << " Hz but " << a.path
+            << " has " << a.freq_hz[c] << " Hz; input.ms must share channel frequencies";
+        bad_input(msg.str());
+      }
+  }
+}
+
+}  // namespace spip::ms

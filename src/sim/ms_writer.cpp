@@ -1,0 +1,367 @@
+// casacore side of the sim room; compiled as C++17.
+#include "spip/sim/ms_writer.hpp"
+
+#include <casacore/casa/Arrays/Array.h>
+#include <casacore/casa/Arrays/Matrix.h>
+#include <casacore/casa/Arrays/Vector.h>
+#include <casacore/casa/Exceptions/Error.h>
+#include <casacore/casa/Quanta/MVTime.h>
+#include <casacore/measures/Measures/MCDirection.h>
+#include <casacore/measures/Measures/MCPosition.h>
+#include <casacore/measures/Measures/MDirection.h>
+#include <casacore/measures/Measures/MEpoch.h>
+#include <casacore/measures/Measures/MPosition.h>
+#include <casacore/measures/Measures/MeasFrame.h>
+#include <casacore/ms/MeasurementSets/MSColumns.h>
+#include <casacore/ms/MeasurementSets/MeasurementSet.h>
+#include <casacore/tables/DataMan/IncrStManAccessor.h>
+#include <casacore/tables/DataMan/IncrementalStMan.h>
+#include <casacore/tables/DataMan/StandardStMan.h>
+#include <casacore/tables/DataMan/TiledColumnStMan.h>
+#include <casacore/tables/Tables/ArrColDesc.h>
+#include <casacore/tables/Tables/SetupNewTab.h>
+#include <casacore/tables/Tables/TableLock.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "spip/error.hpp"
+
+namespace spip::sim {
+namespace {
+
+namespace cc = casacore;
+namespace fs = std::filesystem;
+
+constexpr cc::rownr_t rows_per_chunk = 4096;
+
+std::string partial_name(const std::string& out_ms) { return out_ms + ".partial"; }
+
+// Atomic publication: the MS appears under its name only once it is complete.
+void publish(const std::string& out_ms) {
+  fs::remove_all(out_ms);
+  fs::rename(partial_name(out_ms), out_ms);
+}
+
+// DATA for rows [first, first + count): exact visibilities plus optional noise and flags.
+void write_chunk(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& corruption,
+                 const std::vector<double>& freq_hz, double ra0, double dec0, cc::rownr_t first,
+                 cc::rownr_t count, std::mt19937_64& rng) {
+  const cc::Slicer rows(cc::IPosition(1, first), cc::IPosition(1, count));
+  const cc::Array<double> uvw = cc::ArrayColumn<double>(ms, "UVW").getColumnRange(rows);
+  const std::size_t num_chan = freq_hz.size();
+  cc::Array<cc::Complex> data(cc::IPosition(3, 4, num_chan, count));
+  predict(sky, ra0, dec0, uvw.data(), count, freq_hz, data.data());
+  cc::Array<bool> flag(data.shape(), false);
+  if (corruption.noise_sigma_jy > 0) {
+    std::normal_distribution<float> noise(0.0f, static_cast<float>(corruption.noise_sigma_jy));
+    for (cc::Complex& v : data) v += cc::Complex(noise(rng), noise(rng));
+  }
+  if (corruption.flag_fraction > 0) {
+    std::bernoulli_distribution flagged(corruption.flag_fraction);
+    bool* f = flag.data();
+    for (std::size_t k = 0; k < flag.nelements(); k += 4)
+      if (flagged(rng)) f[k] = f[k + 1] = f[k + 2] = f[k + 3] = true;
+  }
+  cc::ArrayColumn<cc::Complex>(ms, "DATA").putColumnRange(rows, data);
+  cc::ArrayColumn<bool>(ms, "FLAG").putColumnRange(rows, flag);
+  const float sigma = corruption.noise_sigma_jy > 0 ? static_cast<float>(corruption.noise_sigma_jy) : 1.0f;
+  cc::ArrayColumn<float>(ms, "SIGMA").putColumnRange(rows, cc::Array<float>(cc::IPosition(2, 4, count), sigma));
+  cc::ArrayColumn<float>(ms, "WEIGHT")
+      .putColumnRange(rows, cc::Array<float>(cc::IPosition(2, 4, count), 1.0f / (sigma * sigma)));
+}
+
+void fill_data(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& corruption) {
+  const cc::MSColumns columns(ms);
+  const cc::Vector<double> freq = columns.spectralWindow().chanFreq()(0);
+  const std::vector<double> freq_hz(freq.begin(), freq.end());
+  const cc::MDirection centre = cc::MDirection::Convert(
+      columns.field().phaseDirMeasCol()(0)(cc::IPosition(1, 0)), cc::MDirection::J2000)();
+  const cc::Vector<double> angles = centre.getAngle("rad").getValue();
+  std::mt19937_64 rng(corruption.seed);
+  for (cc::rownr_t first = 0; first < ms.nrow(); first += rows_per_chunk)
+    write_chunk(ms, sky, corruption, freq_hz, angles(0), angles(1), first,
+                std::min(rows_per_chunk, ms.nrow() - first), rng);
+}
+
+}  // namespace
+
+void simulate_from_template(const std::string& template_ms, const std::string& out_ms,
+                            const SkyModel& sky, const Corruption& corruption) {
+  if (!cc::Table::isReadable(template_ms))
+    SPIP_THROW(InputError, template_ms + ": not a readable MeasurementSet (--template)");
+  fs::remove_all(partial_name(out_ms));
+  try {
+    {
+      const cc::Table source(template_ms, cc::TableLock(cc::TableLock::NoLocking));
+      source.deepCopy(partial_name(out_ms), cc::Table::New, true);
+    }
+    {
+      cc::MeasurementSet ms(partial_name(out_ms), cc::Table::Update);
+      fill_data(ms, sky, corruption);
+    }
+  } catch (const cc::AipsError& e) {
+    fs::remove_all(partial_name(out_ms));
+    SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));
+  }
+  publish(out_ms);
+}
+
+// ---------------------------------------------------------------------------
+// Array mode
+
+namespace {
+
+std::vector<std::string> data_lines(const std::string& path) {
+  std::ifstream file(path);
+  if (!file) SPIP_THROW(InputError, path + ": cannot open");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(file, line);) {
+    const auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    for (char& c : line)
+      if (c == ',') c = ' ';
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// Station positions in ITRF: the site's geodetic position plus ENU offsets rotated
+// to the geocentric frame (horizontal offsets, up = 0).
+std::vector<cc::MVPosition> itrf_positions(const ArrayDescription& array) {
+  const cc::MPosition site(
+      cc::MVPosition(cc::Quantity(array.alt_m, "m"), cc::Quantity(array.lon_rad, "rad"),
+                     cc::Quantity(array.lat_rad, "rad")),
+      cc::MPosition::WGS84);
+  const cc::Vector<double> centre =
+      cc::MPosition::Convert(site, cc::MPosition::ITRF)().getValue().getValue();
+  const double sl = std::sin(array.lon_rad), cl = std::cos(array.lon_rad);
+  const double sp = std::sin(array.lat_rad), cp = std::cos(array.lat_rad);
+  std::vector<cc::MVPosition> positions;
+  for (const auto& en : array.station_en_m) {
+    const double e = en[0], n = en[1];
+    positions.emplace_back(centre(0) - sl * e - sp * cl * n, centre(1) + cl * e - sp * sl * n,
+                           centre(2) + cp * n);
+  }
+  return positions;
+}
+
+// Greenwich hour angle and declination of the phase centre at `mjd_s` (UTC).
+std::pair<double, double> greenwich_hadec(const ArrayDescription& array, double mjd_s) {
+  const cc::MEpoch epoch(cc::MVEpoch(cc::Quantity(mjd_s, "s")), cc::MEpoch::UTC);
+  const cc::MPosition site(
+      cc::MVPosition(cc::Quantity(array.alt_m, "m"), cc::Quantity(array.lon_rad, "rad"),
+                     cc::Quantity(array.lat_rad, "rad")),
+      cc::MPosition::WGS84);
+  const cc::MeasFrame frame(epoch, site);
+  const cc::MDirection centre(cc::Quantity(array.ra_rad, "rad"), cc::Quantity(array.dec_rad, "rad"),
+                              array.apparent_phase_centre ? cc::MDirection::APP : cc::MDirection::J2000);
+  const cc::MDirection hadec =
+      cc::MDirection::Convert(centre, cc::MDirection::Ref(cc::MDirection::HADEC, frame))();
+  const cc::Vector<double> angles = hadec.getAngle("rad").getValue();
+  return {angles(0) - array.lon_rad, angles(1)};
+}
+
+// Thompson, Moran & Swenson (2017) eq. 4.1 with the geocentric (ITRF) baseline and the
+// Greenwich hour angle.
+cc::Vector<double> baseline_uvw(const cc::MVPosition& a, const cc::MVPosition& b, double ha,
+                                double dec) {
+  const cc::Vector<double> d = a.getValue() - b.getValue();
+  const double sh = std::sin(ha), ch = std::cos(ha), sd = std::sin(dec), cd = std::cos(dec);
+  cc::Vector<double> uvw(3);
+  uvw(0) = sh * d(0) + ch * d(1);
+  uvw(1) = -sd * ch * d(0) + sd * sh * d(1) + cd * d(2);
+  uvw(2) = cd * ch * d(0) - cd * sh * d(1) + sd * d(2);
+  return uvw;
+}
+
+void bind_tiled(cc::SetupNewTable& setup, const char* column, const char* manager,
+                const cc::IPosition& tile) {
+  cc::TiledColumnStMan tiled(manager, tile);
+  setup.bindColumn(column, tiled);
+}
+
+cc::MeasurementSet create_ms(const std::string& path, const ArrayDescription& array,
+                             cc::rownr_t num_rows) {
+  cc::TableDesc desc = cc::MS::requiredTableDesc();
+  cc::MS::addColumnToDesc(desc, cc::MS::DATA, 2);
+  desc.rwColumnDesc(cc::MS::columnName(cc::MS::DATA)).rwKeywordSet().define("UNIT", "Jy");
+  const cc::IPosition cell(2, 4, array.num_channels);
+  for (const char* name : {"DATA", "FLAG"}) desc.rwColumnDesc(name).setShape(cell);
+  for (const char* name : {"WEIGHT", "SIGMA"}) desc.rwColumnDesc(name).setShape(cc::IPosition(1, 4));
+
+  cc::SetupNewTable setup(path, desc, cc::Table::New);
+  cc::IncrementalStMan incremental("ISMData");
+  setup.bindAll(incremental);
+  cc::StandardStMan standard("SSMData", 32768);
+  setup.bindColumn("ANTENNA1", standard);
+  setup.bindColumn("ANTENNA2", standard);
+  // Tiles span all channels and ~1 MB, as OSKAR's writer lays them out.
+  const int rows_per_tile = std::max(1, 1048576 / (4 * array.num_channels * 8));
+  bind_tiled(setup, "UVW", "TiledUVW", cc::IPosition(2, 3, rows_per_tile));
+  bind_tiled(setup, "WEIGHT", "TiledWeight", cc::IPosition(2, 4, rows_per_tile));
+  bind_tiled(setup, "SIGMA", "TiledSigma", cc::IPosition(2, 4, rows_per_tile));
+  bind_tiled(setup, "DATA", "TiledData", cc::IPosition(3, 4, array.num_channels, rows_per_tile));
+  bind_tiled(setup, "FLAG", "TiledFlag", cc::IPosition(3, 4, array.num_channels, rows_per_tile));
+  cc::MeasurementSet ms(setup, num_rows);
+  ms.createDefaultSubtables(cc::Table::New);
+  return ms;
+}
+
+void fill_subtables(cc::MeasurementSet& ms, const ArrayDescription& array,
+                    const std::vector<cc::MVPosition>& stations) {
+  cc::MSColumns columns(ms);
+  const std::size_t num_stations = stations.size();
+
+  ms.antenna().addRow(num_stations);
+  ms.feed().addRow(num_stations);
+  cc::Matrix<double> beam_offset(2, 2, 0.0);
+  cc::Vector<cc::String> pol_types(2);
+  pol_types(0) = "X";
+  pol_types(1) = "Y";
+  cc::Vector<double> receptor_angle(2);
+  receptor_angle(0) = M_PI / 2;  // OSKAR writes [90 deg, 0 deg]
+  receptor_angle(1) = 0.0;
+  cc::Matrix<cc::Complex> pol_response(2, 2, cc::Complex(0.0f, 0.0f));
+  for (std::size_t a = 0; a < num_stations; ++a) {
+    char name[32];
+    std::snprintf(name, sizeof name, "s%04zu", a);
+    columns.antenna().name().put(a, name);
+    columns.antenna().station().put(a, name);
+    columns.antenna().type().put(a, "GROUND-BASED");
+    columns.antenna().mount().put(a, "FIXED");
+    columns.antenna().dishDiameter().put(a, 1.0);
+    columns.antenna().position().put(a, stations[a].getValue());
+    columns.antenna().offset().put(a, cc::Vector<double>(3, 0.0));
+    columns.feed().antennaId().put(a, static_cast<int>(a));
+    columns.feed().numReceptors().put(a, 2);
+    columns.feed().beamOffset().put(a, beam_offset);
+    columns.feed().polarizationType().put(a, pol_types);
+    columns.feed().polResponse().put(a, pol_response);
+    columns.feed().receptorAngle().put(a, receptor_angle);
+    columns.feed().position().put(a, cc::Vector<double>(3, 0.0));
+    columns.feed().spectralWindowId().put(a, -1);
+  }
+
+  ms.spectralWindow().addRow();
+  cc::Vector<double> freq(array.num_channels), width(array.num_channels, array.freq_inc_hz);
+  for (int c = 0; c < array.num_channels; ++c) freq(c) = array.freq_start_hz + c * array.freq_inc_hz;
+  auto& spw = columns.spectralWindow();
+  spw.chanFreq().put(0, freq);
+  spw.chanWidth().put(0, width);
+  spw.effectiveBW().put(0, width);
+  spw.resolution().put(0, width);
+  spw.numChan().put(0, array.num_channels);
+  spw.refFrequency().put(0, freq(0));
+  spw.totalBandwidth().put(0, array.num_channels * array.freq_inc_hz);
+  spw.measFreqRef().put(0, 5);  // TOPO, as OSKAR
+  spw.netSideband().put(0, 1);
+
+  ms.polarization().addRow();
+  cc::Vector<int> corr_type(4);
+  cc::Matrix<int> corr_product(2, 4);
+  for (int k = 0; k < 4; ++k) {
+    corr_type(k) = 9 + k;  // XX, XY, YX, YY
+    corr_product(0, k) = k / 2;
+    corr_product(1, k) = k % 2;
+  }
+  columns.polarization().corrType().put(0, corr_type);
+  columns.polarization().corrProduct().put(0, corr_product);
+  columns.polarization().numCorr().put(0, 4);
+
+  ms.dataDescription().addRow();
+  columns.dataDescription().spectralWindowId().put(0, 0);
+  columns.dataDescription().polarizationId().put(0, 0);
+
+  ms.field().addRow();
+  cc::Matrix<double> dir(2, 1);
+  dir(0, 0) = array.ra_rad;
+  dir(1, 0) = array.dec_rad;
+  columns.field().name().put(0, "field");
+  columns.field().phaseDir().put(0, dir);
+  columns.field().delayDir().put(0, dir);
+  columns.field().referenceDir().put(0, dir);
+
+  ms.observation().addRow();
+  columns.observation().telescopeName().put(0, array.telescope);
+  cc::Vector<double> range(2);
+  range(0) = array.start_mjd_s;
+  range(1) = array.start_mjd_s + array.num_times * array.dump_s;
+  columns.observation().timeRange().put(0, range);
+  columns.observation().observer().put(0, "spip-simulate");
+}
+
+void fill_main(cc::MeasurementSet& ms, const ArrayDescription& array,
+               const std::vector<cc::MVPosition>& stations) {
+  cc::MSMainColumns columns(ms);
+  const int n = static_cast<int>(stations.size());
+  cc::rownr_t row = 0;
+  for (int t = 0; t < array.num_times; ++t) {
+    const double mid = array.start_mjd_s + (t + 0.5) * array.dump_s;
+    const auto [ha, dec] = greenwich_hadec(array, mid);
+    for (int a = 0; a < n; ++a)
+      for (int b = a + 1; b < n; ++b, ++row) {
+        columns.antenna1().put(row, a);
+        columns.antenna2().put(row, b);
+        columns.uvw().put(row, baseline_uvw(stations[a], stations[b], ha, dec));
+        columns.time().put(row, mid);
+        columns.timeCentroid().put(row, mid);
+        columns.interval().put(row, array.dump_s);
+        columns.exposure().put(row, array.dump_s);
+        columns.scanNumber().put(row, 1);
+      }
+  }
+}
+
+}  // namespace
+
+void read_oskar_telescope(const std::string& dir, ArrayDescription& array) {
+  const std::vector<std::string> position = data_lines(dir + "/position.txt");
+  if (position.empty()) SPIP_THROW(InputError, dir + "/position.txt: no position");
+  std::istringstream site(position[0]);
+  double lon_deg = 0, lat_deg = 0;
+  site >> lon_deg >> lat_deg >> array.alt_m;
+  if (!site && !site.eof()) SPIP_THROW(InputError, dir + "/position.txt: expected lon lat [alt]");
+  array.lon_rad = lon_deg * M_PI / 180;
+  array.lat_rad = lat_deg * M_PI / 180;
+  array.station_en_m.clear();
+  for (const std::string& line : data_lines(dir + "/layout.txt")) {
+    std::istringstream fields(line);
+    std::array<double, 2> en{};
+    if (!(fields >> en[0] >> en[1]))
+      SPIP_THROW(InputError, dir + "/layout.txt: expected 'East North' per line, got '" + line + "'");
+    array.station_en_m.push_back(en);
+  }
+  if (array.station_en_m.size() < 2) SPIP_THROW(InputError, dir + "/layout.txt: fewer than 2 stations");
+}
+
+double parse_utc(const std::string& text) {
+  cc::Quantity time;
+  if (!cc::MVTime::read(time, text)) SPIP_THROW(InputError, "cannot parse time '" + text + "'");
+  return time.getValue("s");
+}
+
+void simulate_from_array(const ArrayDescription& array, const std::string& out_ms,
+                         const SkyModel& sky, const Corruption& corruption) {
+  if (array.num_channels < 1 || array.num_times < 1 || array.station_en_m.size() < 2)
+    SPIP_THROW(InputError, "array description needs channels, time steps and two stations");
+  const std::size_t n = array.station_en_m.size();
+  const cc::rownr_t num_rows = array.num_times * n * (n - 1) / 2;
+  fs::remove_all(partial_name(out_ms));
+  try {
+    const std::vector<cc::MVPosition> stations = itrf_positions(array);
+    cc::MeasurementSet ms = create_ms(partial_name(out_ms), array, num_rows);
+    fill_subtables(ms, array, stations);
+    fill_main(ms, array, stations);
+    fill_data(ms, sky, corruption);
+  } catch (const cc::AipsError& e) {
+    fs::remove_all(partial_name(out_ms));
+    SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));
+  }
+  publish(out_ms);
+}
+
+}  // namespace spip::sim
