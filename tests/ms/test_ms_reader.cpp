@@ -1,0 +1,213 @@
+// MsReader on real casacore tables: the OSKAR sample and simulator-made variants.
+#include <casacore/casa/Arrays/Array.h>
+#include <casacore/casa/Arrays/Matrix.h>
+#include <casacore/tables/Tables/ArrayColumn.h>
+#include <casacore/tables/Tables/ScalarColumn.h>
+#include <casacore/tables/Tables/Table.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <complex>
+#include <filesystem>
+
+#include "spip/error.hpp"
+#include "spip/ms/ms_reader.hpp"
+#include "spip/sim/ms_writer.hpp"
+#include "spip/sim/sky_model.hpp"
+
+namespace cc = casacore;
+namespace fs = std::filesystem;
+using spip::ms::MsReader;
+using spip::ms::Selection;
+using spip::ms::VisBlock;
+
+namespace {
+
+const std::string data_dir = SPIP_TEST_DATA;
+const std::string oskar_ms = data_dir + "/oskar_small.ms";
+
+std::string scratch(const std::string& name) {
+  const fs::path dir = fs::path(testing::TempDir()) / "spip_test_ms";
+  fs::create_directories(dir);
+  return (dir / name).string();
+}
+
+std::string simulated(const std::string& name, spip::sim::Corruption corruption = {}) {
+  const std::string out = scratch(name);
+  spip::sim::simulate_from_template(
+      oskar_ms, out, spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt"), corruption);
+  return out;
+}
+
+// Expects an InputError whose one-line message contains every fragment.
+template <typename F>
+void expect_input_error(F&& action, std::initializer_list<std::string> fragments) {
+  try {
+    action();
+    FAIL() << "expected an InputError";
+  } catch (const spip::InputError& e) {
+    const std::string message = e.what();
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    for (const std::string& fragment : fragments)
+      EXPECT_NE(message.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << message;
+  }
+}
+
+void add_row_copy(const std::string& table_path) {
+  cc::Table table(table_path, cc::Table::Update);
+  table.addRow();
+  for (const auto& name : table.tableDesc().columnNames()) {
+    cc::TableColumn column(table, name);
+    column.put(table.nrow() - 1, column, cc::rownr_t{0});
+  }
+}
+
+}  // namespace
+
+TEST(MsReader, DescribesTheOskarSample) {
+  const MsReader reader(oskar_ms, Selection{});
+  const auto& info = reader.info();
+  EXPECT_EQ(info.num_rows, 9936);
+  ASSERT_EQ(info.num_channels(), 40);
+  EXPECT_DOUBLE_EQ(info.freq_hz.front(), 120.6e6);
+  EXPECT_DOUBLE_EQ(info.freq_hz.back(), 167.4e6);
+  EXPECT_EQ(info.corr_types, (std::vector<int>{9, 10, 11, 12}));
+  EXPECT_NEAR(info.ra_rad, 0.0, 1e-12);
+  EXPECT_NEAR(info.dec_rad, M_PI / 3, 1e-12);
+  EXPECT_EQ(info.stokes_summary(), "XX XY YX YY");
+  EXPECT_EQ(info.date_obs().substr(0, 19), "2025-03-20T00:03:20");
+  for (bool determined : info.stokes_determined) EXPECT_TRUE(determined);
+}
+
+TEST(MsReader, BlockMatchesTheCorrelationsAndTheExactSky) {
+  const MsReader reader(oskar_ms, Selection{});
+  const VisBlock block = reader.read(5, 9);
+  ASSERT_EQ(block.num_rows(), 9936u);
+  ASSERT_EQ(block.num_channels(), 4);
+  // Independent reference: raw correlations through casacore, IAU formulas in double.
+  const cc::Table table(oskar_ms);
+  const cc::Array<cc::Complex> data = cc::ArrayColumn<cc::Complex>(table, "DATA").getColumn();
+  const cc::Array<double> uvw = cc::ArrayColumn<double>(table, "UVW").getColumn();
+  const std::complex<double> j(0, 1);
+  double worst = 0;
+  for (std::size_t r = 0; r < block.num_rows(); r += 97)
+    for (int c = 0; c < 4; ++c) {
+      auto corr = [&](int k) {
+        return std::complex<double>(data(cc::IPosition(3, k, 5 + c, r)));
+      };
+      const std::complex<double> truth[4] = {(corr(0) + corr(3)) / 2.0, (corr(0) - corr(3)) / 2.0,
+                                             (corr(1) + corr(2)) / 2.0, -j * (corr(1) - corr(2)) / 2.0};
+      for (int s = 0; s < 4; ++s)
+        worst = std::max(worst, std::abs(std::complex<double>(block.vis[block.index(r, c, s)]) - truth[s]));
+      EXPECT_EQ(block.uvw_m[3 * r + 2], uvw(cc::IPosition(2, 2, r)));
+    }
+  EXPECT_LT(worst, 1e-6);
+  // Stokes V of the sky is only S3's -0.024 Jy (nu/nu0)^-0.8: |V| at a visibility is at most that.
+  const double v_max = 0.024 * std::pow(block.freq_hz[0] / 144e6, -0.8);
+  for (std::size_t r = 0; r < block.num_rows(); ++r)
+    ASSERT_LE(std::abs(block.vis[block.index(r, 0, 3)]), v_max * (1 + 1e-5));
+}
+
+TEST(MsReader, RowChunkingDoesNotChangeTheBlock) {
+  Selection small_chunks;
+  small_chunks.row_chunk = 1000;
+  const VisBlock a = MsReader(oskar_ms, Selection{}).read(10, 13);
+  const VisBlock b = MsReader(oskar_ms, small_chunks).read(10, 13);
+  EXPECT_EQ(a.uvw_m, b.uvw_m);
+  EXPECT_EQ(a.vis, b.vis);
+  EXPECT_EQ(a.weight, b.weight);
+}
+
+TEST(MsReader, FlaggedCorrelationsGetZeroWeightAndAreNotCounted) {
+  spip::sim::Corruption corruption;
+  corruption.flag_fraction = 0.3;
+  const std::string path = simulated("flagged.ms", corruption);
+  Selection selection;
+  selection.row_chunk = 777;
+  const MsReader reader(path, selection);
+  const VisBlock block = reader.read(0, 40);
+  const cc::Array<bool> flag = cc::ArrayColumn<bool>(cc::Table(path), "FLAG").getColumn();
+  std::vector<std::int64_t> expected(40, 0);
+  for (std::size_t r = 0; r < block.num_rows(); ++r)
+    for (int c = 0; c < 40; ++c) {
+      const bool flagged = flag(cc::IPosition(3, 0, c, r)) || flag(cc::IPosition(3, 3, c, r));
+      expected[c] += !flagged;
+      ASSERT_EQ(block.weight[block.index(r, c, 0)] == 0.0f, flagged);
+    }
+  EXPECT_EQ(reader.unflagged_per_channel(), expected);
+}
+
+TEST(MsReader, WeightColumnGivesInverseVariances) {
+  spip::sim::Corruption corruption;
+  corruption.noise_sigma_jy = 2.0;  // the simulator writes WEIGHT = 1/SIGMA^2 = 1/4
+  const VisBlock block = MsReader(simulated("noisy.ms", corruption), Selection{}).read(0, 1);
+  EXPECT_FLOAT_EQ(block.weight[block.index(0, 0, 0)], 0.5f);  // 4 w_a w_b / (w_a + w_b), w = 1/4
+}
+
+TEST(MsReaderErrors, PathThatDoesNotExist) {
+  expect_input_error([] { MsReader(scratch("nowhere.ms"), Selection{}); }, {"nowhere.ms", "no such file"});
+}
+
+TEST(MsReaderErrors, DirectoryThatIsNotAnMs) {
+  const std::string dir = scratch("plain_dir");
+  fs::create_directories(dir);
+  expect_input_error([&] { MsReader(dir, Selection{}); }, {"plain_dir", "not a casacore table"});
+}
+
+TEST(MsReaderErrors, MissingDataColumn) {
+  Selection selection;
+  selection.column = "CORRECTED_DATA";
+  expect_input_error([&] { MsReader(oskar_ms, selection); }, {"oskar_small.ms", "CORRECTED_DATA", "not found"});
+}
+
+TEST(MsReaderErrors, SeveralFieldsWithoutASelection) {
+  const std::string path = simulated("two_fields.ms");
+  add_row_copy(path + "/FIELD");
+  expect_input_error([&] { MsReader(path, Selection{}); }, {"two_fields.ms", "2 fields", "input.field"});
+  Selection selection;
+  selection.field = 1;
+  EXPECT_NO_THROW(MsReader(path, selection));
+  selection.field = 2;
+  expect_input_error([&] { MsReader(path, selection); }, {"input.field = 2"});
+}
+
+TEST(MsReaderErrors, SeveralSpectralWindowsWithoutASelection) {
+  const std::string path = simulated("two_windows.ms");
+  add_row_copy(path + "/SPECTRAL_WINDOW");
+  expect_input_error([&] { MsReader(path, Selection{}); }, {"2 spectral windows", "input.spw"});
+  Selection selection;
+  selection.spw = 1;  // no DATA_DESCRIPTION points at it
+  expect_input_error([&] { MsReader(path, selection); }, {"DATA_DESCRIPTION", "spectral window 1"});
+}
+
+TEST(MsReaderErrors, ChannelRangeOutsideTheBand) {
+  const MsReader reader(oskar_ms, Selection{});
+  expect_input_error([&] { reader.read(38, 41); }, {"[38, 41)", "40 channels"});
+  expect_input_error([&] { reader.read(-1, 3); }, {"[-1, 3)"});
+  expect_input_error([&] { reader.read(5, 5); }, {"[5, 5)"});
+}
+
+TEST(MsReaderErrors, NoUnflaggedData) {
+  spip::sim::Corruption corruption;
+  corruption.flag_fraction = 1.0;
+  const MsReader reader(simulated("all_flagged.ms", corruption), Selection{});
+  expect_input_error([&] { reader.unflagged_per_channel(); }, {"all_flagged.ms", "no unflagged"});
+}
+
+TEST(MsReaderErrors, SetsWithDifferentChannels) {
+  spip::sim::ArrayDescription array;
+  spip::sim::read_oskar_telescope(data_dir + "/oskar_small.tm", array);
+  array.dec_rad = M_PI / 3;
+  array.freq_start_hz = 120.6e6;
+  array.freq_inc_hz = 1.25e6;
+  array.num_channels = 40;
+  array.start_mjd_s = spip::sim::parse_utc("2025-03-20 00:00:00");
+  array.dump_s = 400;
+  array.num_times = 2;
+  const std::string other = scratch("other_band.ms");
+  spip::sim::simulate_from_array(array, other, spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt"), {});
+  const std::vector<spip::ms::MsInfo> sets = {MsReader(oskar_ms, Selection{}).info(),
+                                              MsReader(other, Selection{}).info()};
+  expect_input_error([&] { spip::ms::require_same_channels(sets); }, {"other_band.ms", "channel 1", "oskar_small.ms"});
+  EXPECT_NO_THROW(spip::ms::require_same_channels({sets[0], sets[0]}));
+}
