@@ -1,0 +1,431 @@
+#include "spip/config/config.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iomanip>
+#include <numbers>
+#include <sstream>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+
+#include <boost/program_options.hpp>
+
+#include "spip/error.hpp"
+
+namespace spip {
+
+namespace {
+
+namespace po = boost::program_options;
+
+// Word tables shared by parsing and printing, so the two cannot disagree.
+constexpr std::array<std::pair<std::string_view, Weighting>, 3> weighting_words{{
+    {"natural", Weighting::natural},
+    {"uniform", Weighting::uniform},
+    {"briggs", Weighting::briggs}}};
+constexpr std::array<std::pair<std::string_view, Device>, 3> device_words{{
+    {"auto", Device::automatic}, {"cpu", Device::cpu}, {"gpu", Device::gpu}}};
+constexpr std::array<std::string_view, 3> column_words{"DATA", "CORRECTED_DATA", "MODEL_DATA"};
+
+// ---- text -> value: false when the text is not a value of that type --------
+
+bool parse(std::string_view text, int& out) {
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && end == text.data() + text.size() && !text.empty();
+}
+
+bool parse(std::string_view text, double& out) {
+  // from_chars rounds correctly (lexical_cast has not always), which the
+  // to_ini round trip relies on; it rejects a leading '+', which users write.
+  if (text.starts_with('+')) text.remove_prefix(1);
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc{} && end == text.data() + text.size() && !text.empty() &&
+         std::isfinite(out);
+}
+
+bool parse(std::string_view text, bool& out) {
+  std::string lower(text);
+  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (std::string_view yes : {"true", "yes", "on", "1"})
+    if (lower == yes) return out = true, true;
+  for (std::string_view no : {"false", "no", "off", "0"})
+    if (lower == no) return out = false, true;
+  return false;
+}
+
+bool parse(std::string_view text, std::string& out) {
+  out = text;
+  return !text.empty();
+}
+
+template <class Enum, std::size_t N>
+bool parse_word(std::string_view text, Enum& out,
+                const std::array<std::pair<std::string_view, Enum>, N>& words) {
+  for (const auto& [word, value] : words)
+    if (text == word) return out = value, true;
+  return false;
+}
+bool parse(std::string_view text, Weighting& out) { return parse_word(text, out, weighting_words); }
+bool parse(std::string_view text, Device& out) { return parse_word(text, out, device_words); }
+
+// ---- value -> text that parse() reads back to the same value ----------------
+
+std::string text(int value) { return std::to_string(value); }
+
+std::string text(double value) {
+  // Shortest digits that round-trip, in %g style: 20 -> "20", 1e-4 -> "0.0001".
+  std::array<char, 32> buffer{};
+  const auto result = std::to_chars(buffer.data(), buffer.data() + buffer.size(), value,
+                                    std::chars_format::general);
+  return {buffer.data(), result.ptr};
+}
+
+std::string text(bool value) { return value ? "true" : "false"; }
+std::string text(const std::string& value) { return value; }
+std::string text(Weighting value) { return to_string(value); }
+std::string text(Device value) { return to_string(value); }
+
+constexpr std::string_view type_of(int) { return "integer"; }
+constexpr std::string_view type_of(double) { return "number"; }
+constexpr std::string_view type_of(bool) { return "bool"; }
+constexpr std::string_view type_of(const std::string&) { return "string"; }
+constexpr std::string_view type_of(Weighting) { return "word"; }
+constexpr std::string_view type_of(Device) { return "word"; }
+
+// ---- the option table ------------------------------------------------------
+
+struct Key {
+  std::string_view name;         // "section.key": the INI section and key, and --section.key
+  std::string_view type;
+  std::string_view unit;
+  std::string_view description;
+  std::string_view expected;     // ends "...: expected <this>" in error messages
+  bool multi;                    // several values (input.ms); one otherwise
+  // Stores one value; false when it is malformed or out of range.
+  std::function<bool(Config&, std::string_view)> set;
+  std::function<std::vector<std::string>(const Config&)> get;
+};
+
+template <class Section, class T>
+Key scalar(std::string_view name, Section Config::*section, T Section::*member,
+           std::type_identity_t<bool (*)(T)> ok, std::string_view expected,
+           std::string_view unit, std::string_view description) {
+  return {name, type_of(T{}), unit, description, expected, false,
+          [=](Config& config, std::string_view value_text) {
+            T value{};
+            if (!parse(value_text, value) || !ok(value)) return false;
+            config.*section.*member = value;
+            return true;
+          },
+          [=](const Config& config) {
+            return std::vector<std::string>{text(config.*section.*member)};
+          }};
+}
+
+Key with_type(std::string_view type, Key key) {
+  key.type = type;
+  return key;
+}
+
+bool is_column(std::string value) {
+  return std::ranges::find(column_words, value) != column_words.end();
+}
+// For keys whose every parsable value is valid: parse() has rejected the rest.
+template <class T> bool any(T) { return true; }
+
+const std::vector<Key>& keys() {
+  static const std::vector<Key> table = {
+      {"input.ms", "paths", "", "Measurement Set(s) to image; repeat the key for several",
+       "a Measurement Set path", true,
+       [](Config& c, std::string_view path) {
+         c.input.ms.emplace_back(path);
+         return !path.empty();
+       },
+       [](const Config& c) { return c.input.ms; }},
+      with_type("word", scalar("input.column", &Config::input, &InputConfig::column, is_column,
+                               "one of DATA, CORRECTED_DATA, MODEL_DATA", "",
+                               "visibility column: DATA, CORRECTED_DATA or MODEL_DATA")),
+      scalar("input.field", &Config::input, &InputConfig::field, [](int v) { return v >= -1; },
+             "an integer >= -1", "", "FIELD_ID to image; -1: the MS must have one field"),
+      scalar("input.spw", &Config::input, &InputConfig::spw, [](int v) { return v >= -1; },
+             "an integer >= -1", "", "spectral window; -1: the MS must have one window"),
+      scalar("input.channel_begin", &Config::input, &InputConfig::channel_begin,
+             [](int v) { return v >= 0; }, "an integer >= 0", "", "first channel to image"),
+      // Checked against channel_begin once both are known.
+      scalar("input.channel_end", &Config::input, &InputConfig::channel_end,
+             any<int>,
+             "-1 or an integer > input.channel_begin", "",
+             "one past the last channel; -1: to the end of the band"),
+      scalar("input.row_chunk", &Config::input, &InputConfig::row_chunk,
+             [](int v) { return v >= 1; }, "an integer >= 1", "rows",
+             "rows read per casacore call (bounds reader memory)"),
+
+      scalar("image.size", &Config::image, &ImageConfig::size,
+             [](int v) { return v >= 16 && v % 2 == 0; }, "an even integer >= 16", "pixels",
+             "image width and height (even, at least 16)"),
+      scalar("image.scale", &Config::image, &ImageConfig::scale_arcsec,
+             [](double v) { return v > 0; }, "a number > 0", "arcsec", "pixel size"),
+      scalar("image.weighting", &Config::image, &ImageConfig::weighting, any<Weighting>,
+             "one of natural, uniform, briggs", "", "natural, uniform or briggs"),
+      scalar("image.robust", &Config::image, &ImageConfig::robust,
+             [](double v) { return v >= -2 && v <= 2; }, "a number in [-2, 2]", "",
+             "Briggs robustness, -2 (uniform) to 2 (natural)"),
+      scalar("image.accuracy", &Config::image, &ImageConfig::accuracy,
+             [](double v) { return v >= 1e-7 && v <= 0.1; }, "a number in [1e-7, 0.1]", "",
+             "requested gridding accuracy, 1e-7 to 0.1"),
+      scalar("image.padding", &Config::image, &ImageConfig::padding,
+             [](double v) { return v >= 1 && v <= 4; }, "a number in [1, 4]", "",
+             "grid padding factor, 1 to 4"),
+      scalar("image.wstacking", &Config::image, &ImageConfig::wstacking,
+             any<bool>, "true or false", "",
+             "w-stacking; false: 2-D imaging (wrong for wide fields)"),
+
+      scalar("clean.niter", &Config::clean, &CleanConfig::niter, [](int v) { return v >= 0; },
+             "an integer >= 0", "", "minor-cycle iteration limit; 0: dirty images only"),
+      scalar("clean.gain", &Config::clean, &CleanConfig::gain,
+             [](double v) { return v > 0 && v <= 1; }, "a number in (0, 1]", "",
+             "minor-cycle loop gain, (0, 1]"),
+      scalar("clean.mgain", &Config::clean, &CleanConfig::mgain,
+             [](double v) { return v > 0 && v <= 1; }, "a number in (0, 1]", "",
+             "major-cycle gain, (0, 1]"),
+      scalar("clean.threshold", &Config::clean, &CleanConfig::threshold_jy,
+             [](double v) { return v >= 0; }, "a number >= 0", "Jy",
+             "absolute stopping threshold"),
+      scalar("clean.auto_threshold", &Config::clean, &CleanConfig::auto_threshold,
+             [](double v) { return v >= 0; }, "a number >= 0", "sigma",
+             "stop at this many MAD sigma of the residual; 0: off"),
+
+      scalar("faraday.phi_max", &Config::faraday, &FaradayConfig::phi_max,
+             [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",
+             "largest |Faraday depth|; 0: RM-Tools default"),
+      scalar("faraday.dphi", &Config::faraday, &FaradayConfig::dphi,
+             [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",
+             "Faraday depth step; 0: RMSF FWHM / samples_per_fwhm"),
+      scalar("faraday.samples_per_fwhm", &Config::faraday, &FaradayConfig::samples_per_fwhm,
+             [](double v) { return v > 0; }, "a number > 0", "",
+             "Faraday depth samples per RMSF FWHM when dphi is 0"),
+
+      scalar("output.dir", &Config::output, &OutputConfig::dir, any<std::string>,
+             "a non-empty path", "", "directory for the output images"),
+      scalar("output.prefix", &Config::output, &OutputConfig::prefix,
+             any<std::string>, "a non-empty file name prefix", "",
+             "file name prefix of the output images"),
+
+      scalar("parallel.device", &Config::parallel, &ParallelConfig::device, any<Device>,
+             "one of auto, cpu, gpu", "", "auto (GPU when present), cpu or gpu"),
+      scalar("parallel.threads", &Config::parallel, &ParallelConfig::threads,
+             [](int v) { return v >= 0; }, "an integer >= 0", "",
+             "OpenMP threads per rank; 0: all available cores"),
+  };
+  return table;
+}
+
+std::string_view section_of(const Key& key) { return key.name.substr(0, key.name.find('.')); }
+std::string_view member_of(const Key& key) { return key.name.substr(key.name.find('.') + 1); }
+
+po::options_description key_options() {
+  po::options_description options;
+  for (const Key& key : keys()) {
+    const std::string name(key.name);
+    if (key.multi)
+      options.add_options()(name.c_str(), po::value<std::vector<std::string>>()->multitoken());
+    else
+      options.add_options()(name.c_str(), po::value<std::string>());
+  }
+  return options;
+}
+
+po::options_description generic_options() {
+  po::options_description options;
+  options.add_options()
+      ("config", po::value<std::string>())
+      ("help", "")
+      ("print-config", "")
+      ("version", "");
+  return options;
+}
+
+// Where a value came from, as error messages name it.
+struct Source {
+  const po::variables_map* values;
+  std::string where;  // "in run.cfg" or "on the command line"
+};
+
+[[noreturn]] void reject(const po::error& error, const std::string& where) {
+  if (const auto* unknown = dynamic_cast<const po::unknown_option*>(&error)) {
+    std::string name = unknown->get_option_name();
+    name.erase(0, name.find_first_not_of('-'));
+    SPIP_THROW(ConfigError, "unknown key " + name + " " + where +
+                                ": expected one of the keys listed by spip --help");
+  }
+  SPIP_THROW(ConfigError, std::string(error.what()) + " " + where);
+}
+
+[[noreturn]] void reject(const Key& key, std::string_view value, const std::string& where) {
+  SPIP_THROW(ConfigError, std::string(key.name) + " = " + std::string(value) + " " + where +
+                              ": expected " + std::string(key.expected));
+}
+
+po::variables_map read_file(const std::string& path, const po::options_description& options) {
+  const std::string where = "in " + path;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    SPIP_THROW(ConfigError, "config file " + path + " does not exist or is not a file");
+  std::ifstream stream(path);
+  if (!stream) SPIP_THROW(ConfigError, "cannot open config file " + path);
+  po::variables_map values;
+  try {
+    po::store(po::parse_config_file(stream, options, /*allow_unregistered=*/false), values);
+  } catch (const po::error& error) {
+    reject(error, where);
+  }
+  return values;
+}
+
+}  // namespace
+
+double Config::pixel_scale_rad() const {
+  return image.scale_arcsec * std::numbers::pi / (180.0 * 3600.0);
+}
+
+std::string to_string(Weighting weighting) {
+  for (const auto& [word, value] : weighting_words)
+    if (value == weighting) return std::string(word);
+  SPIP_THROW(Error, "internal error: unknown Weighting");
+}
+
+std::string to_string(Device device) {
+  for (const auto& [word, value] : device_words)
+    if (value == device) return std::string(word);
+  SPIP_THROW(Error, "internal error: unknown Device");
+}
+
+ParsedCommand parse_command_line(int argc, const char* const argv[]) {
+  po::options_description command_line_options = generic_options();
+  command_line_options.add(key_options());
+
+  po::variables_map command_line;
+  try {
+    // Without guessing, --image.s is an error rather than whichever key it
+    // happens to abbreviate.
+    const auto style = po::command_line_style::default_style &
+                       ~po::command_line_style::allow_guessing;
+    const po::parsed_options options =
+        po::command_line_parser(argc, argv).options(command_line_options).style(style).run();
+    // Boost drops bare words silently; one is most likely a value missing its key.
+    for (const std::string& word :
+         po::collect_unrecognized(options.options, po::include_positional))
+      SPIP_THROW(ConfigError, "unexpected argument " + word +
+                                  " on the command line: expected --section.key VALUE");
+    po::store(options, command_line);
+  } catch (const po::error& error) {
+    reject(error, "on the command line");
+  }
+
+  ParsedCommand parsed;
+  if (command_line.count("help")) {
+    parsed.action = CommandAction::help;
+    return parsed;
+  }
+  if (command_line.count("version")) {
+    parsed.action = CommandAction::version;
+    return parsed;
+  }
+  if (command_line.count("print-config")) parsed.action = CommandAction::print_config;
+
+  Config& config = parsed.config;
+  po::variables_map file;
+  if (command_line.count("config")) {
+    config.config_file = command_line["config"].as<std::string>();
+    file = read_file(config.config_file, key_options());
+  }
+
+  // The command line wins: a key given there replaces the file's value(s) whole.
+  const std::array<Source, 2> sources{{{&command_line, "on the command line"},
+                                       {&file, "in " + config.config_file}}};
+  std::string channel_end_where;
+  for (const Key& key : keys()) {
+    const std::string name(key.name);
+    const auto source = std::ranges::find_if(
+        sources, [&](const Source& s) { return s.values->count(name) != 0; });
+    if (source == sources.end()) continue;
+    const po::variable_value& value = (*source->values)[name];
+    const std::vector<std::string> tokens =
+        key.multi ? value.as<std::vector<std::string>>()
+                  : std::vector<std::string>{value.as<std::string>()};
+    if (key.multi) config.input.ms.clear();
+    for (const std::string& token : tokens)
+      if (!key.set(config, token)) reject(key, token, source->where);
+    if (key.name == "input.channel_end") channel_end_where = source->where;
+  }
+
+  const InputConfig& input = config.input;
+  if (input.channel_end != -1 && input.channel_end <= input.channel_begin)
+    SPIP_THROW(ConfigError, "input.channel_end = " + std::to_string(input.channel_end) + " " +
+                                channel_end_where + ": expected -1 or an integer > " +
+                                "input.channel_begin (" + std::to_string(input.channel_begin) +
+                                ")");
+  if (parsed.action == CommandAction::run && input.ms.empty())
+    SPIP_THROW(ConfigError,
+               "input.ms is not set: expected one or more Measurement Set paths, as "
+               "input.ms in the [input] section of the config file or --input.ms on the "
+               "command line");
+  return parsed;
+}
+
+std::string help_text() {
+  const Config defaults;
+  std::ostringstream out;
+  out << "Usage: spip --config FILE [--section.key VALUE ...]\n"
+         "Images Measurement Sets in Stokes I, Q, U, V and synthesises Faraday depth cubes.\n"
+         "\n"
+         "Options:\n"
+         "  --config FILE    read settings from an INI file with sections [input] [image]\n"
+         "                   [clean] [faraday] [output] [parallel]; the command line wins\n"
+         "  --print-config   print the effective configuration as such a file and exit\n"
+         "  --help           print this help and exit\n"
+         "  --version        print the version and exit\n"
+         "\n"
+         "Settings (key in the file's [section], or --section.key VALUE):\n"
+         "  key                       type     default   unit     description\n";
+  std::string_view section;
+  for (const Key& key : keys()) {
+    if (section_of(key) != section) {
+      section = section_of(key);
+      out << "[" << section << "]\n";
+    }
+    const std::vector<std::string> value = key.get(defaults);
+    const std::string shown = value.empty() ? "required" : value.front();
+    out << "  " << std::left << std::setw(25) << key.name << ' ' << std::setw(8) << key.type
+        << ' ' << std::setw(9) << shown << ' ' << std::setw(8) << key.unit << ' '
+        << key.description << '\n';
+  }
+  return out.str();
+}
+
+std::string to_ini(const Config& config) {
+  // Boost reads '#' as the start of a comment and trims values, so a path with
+  // '#' or edge spaces cannot be written back; spip's paths have neither.
+  std::ostringstream out;
+  out << "# spip configuration; run it with: spip --config FILE\n";
+  std::string_view section;
+  for (const Key& key : keys()) {
+    if (section_of(key) != section) {
+      section = section_of(key);
+      out << "\n[" << section << "]\n";
+    }
+    const std::vector<std::string> values = key.get(config);
+    if (values.empty()) out << "# " << member_of(key) << " = (required)\n";
+    for (const std::string& value : values) out << member_of(key) << " = " << value << '\n';
+  }
+  return out.str();
+}
+
+}  // namespace spip
