@@ -1,0 +1,553 @@
+// FITS images and cubes through CFITSIO (the only file that calls it).
+//
+// Files are opened with the *_diskfile entry points so that names are taken
+// literally: CFITSIO's extended file-name syntax would otherwise read '[', '('
+// or a leading '!' in a product name as filters, sections or overwrite flags.
+#include "spip/fits/fits_image.hpp"
+
+#include <fcntl.h>
+#include <fitsio.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <limits>
+#include <numbers>
+#include <system_error>
+#include <utility>
+
+#include "spip/error.hpp"
+#include "spip/version.hpp"
+
+namespace spip::fits {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr double deg_per_rad = 180.0 / std::numbers::pi;
+// CFITSIO reads and writes the file in whole FITS records of this many bytes.
+constexpr long long fits_record_bytes = 2880;
+
+// ---------------------------------------------------------------- errors
+
+std::string cfitsio_text(int status) {
+  char text[FLEN_STATUS] = {};
+  fits_get_errstatus(status, text);
+  // The message stack is global to the process; drop what this failure left.
+  fits_clear_errmsg();
+  return text;
+}
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int status) {
+  std::string message = "FITS: cannot " + what + " '" + path + "': " + cfitsio_text(status) +
+                        " (CFITSIO status " + std::to_string(status) + ")";
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !fs::is_directory(parent, ec))
+    message += "; directory '" + parent.string() + "' does not exist";
+  SPIP_THROW(spip::Error, message);
+}
+
+void check(int status, const std::string& what, const std::string& path) {
+  if (status != 0) fail(what, path, status);
+}
+
+[[noreturn]] void invalid(const std::string& path, const std::string& why) {
+  SPIP_THROW(spip::Error, "FITS: cannot write '" + path + "': " + why);
+}
+
+// ---------------------------------------------------------------- files
+
+// An open fitsfile*. The destructor closes quietly because it only runs on
+// the way out of a failure; close() is the path that reports errors, since
+// closing is when CFITSIO flushes its buffers.
+class FitsFile {
+ public:
+  static FitsFile create(const std::string& path) {
+    FitsFile file(path);
+    int status = 0;
+    fits_create_diskfile(&file.fptr_, path.c_str(), &status);
+    if (status != 0) {
+      file.fptr_ = nullptr;
+      fail("create", path, status);
+    }
+    return file;
+  }
+
+  static FitsFile open(const std::string& path, int mode) {
+    FitsFile file(path);
+    int status = 0;
+    fits_open_diskfile(&file.fptr_, path.c_str(), mode, &status);
+    if (status != 0) {
+      file.fptr_ = nullptr;
+      fail(mode == READWRITE ? "open for writing" : "open", path, status);
+    }
+    return file;
+  }
+
+  FitsFile(FitsFile&& other) noexcept
+      : fptr_(std::exchange(other.fptr_, nullptr)), path_(std::move(other.path_)) {}
+  FitsFile& operator=(FitsFile&&) = delete;
+  FitsFile(const FitsFile&) = delete;
+  FitsFile& operator=(const FitsFile&) = delete;
+
+  ~FitsFile() {
+    if (fptr_ != nullptr) {
+      int status = 0;
+      fits_close_file(fptr_, &status);
+      fits_clear_errmsg();
+    }
+  }
+
+  void close() {
+    int status = 0;
+    // CFITSIO frees the fitsfile even when closing fails.
+    fits_close_file(std::exchange(fptr_, nullptr), &status);
+    check(status, "write", path_);
+  }
+
+  fitsfile* get() const { return fptr_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  explicit FitsFile(std::string path) : path_(std::move(path)) {}
+
+  fitsfile* fptr_ = nullptr;
+  std::string path_;
+};
+
+// Removes a partial file unless the operation that writes it completes, so a
+// failure leaves nothing behind.
+class PartialFileGuard {
+ public:
+  explicit PartialFileGuard(std::string path) : path_(std::move(path)) {}
+  PartialFileGuard(const PartialFileGuard&) = delete;
+  PartialFileGuard& operator=(const PartialFileGuard&) = delete;
+  ~PartialFileGuard() {
+    if (armed_) {
+      std::error_code ec;
+      fs::remove(path_, ec);
+    }
+  }
+  void release() { armed_ = false; }
+
+ private:
+  std::string path_;
+  bool armed_ = true;
+};
+
+void remove_stale(const std::string& path) {
+  // CFITSIO refuses to create over an existing file; a leftover partial file
+  // is from an interrupted run and carries nothing worth keeping.
+  std::error_code ec;
+  fs::remove(path, ec);
+}
+
+void rename_into_place(const std::string& from, const std::string& to) {
+  std::error_code ec;
+  fs::rename(from, to, ec);  // atomic on POSIX, and replaces an existing file
+  if (ec) SPIP_THROW(spip::Error, "FITS: cannot rename '" + from + "' to '" + to + "': " + ec.message());
+}
+
+// ---------------------------------------------------------------- header
+
+struct AxisSpec {
+  std::string ctype;
+  std::string cunit;  // empty: no CUNIT card (STOKES is dimensionless)
+  double crval;
+  double cdelt;
+  double crpix;
+  long long size;
+};
+
+bool is_fits_keyword(const std::string& key) {
+  if (key.empty() || key.size() > 8) return false;
+  for (char c : key)
+    if (!((c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '-' || c == '_')) return false;
+  return true;
+}
+
+void validate(const ImageHeader& h, const std::string& path) {
+  if (h.nx <= 0 || h.ny <= 0)
+    invalid(path, "image size " + std::to_string(h.nx) + " x " + std::to_string(h.ny) + " is not positive");
+  if (!std::isfinite(h.cell_rad) || h.cell_rad <= 0) invalid(path, "cell size must be positive");
+  if (!std::isfinite(h.ra_rad) || !std::isfinite(h.dec_rad) ||
+      std::abs(h.dec_rad) > std::numbers::pi / 2)
+    invalid(path, "phase centre is not a valid (RA, Dec)");
+  if (h.spectral) {
+    const LinearAxis& s = *h.spectral;
+    if (s.size < 1) invalid(path, "third axis length " + std::to_string(s.size) + " is not positive");
+    if (!is_fits_keyword(s.ctype)) invalid(path, "third axis type '" + s.ctype + "' is not a FITS CTYPE");
+    if (!std::isfinite(s.crval) || !std::isfinite(s.crpix) || !std::isfinite(s.cdelt) || s.cdelt == 0)
+      invalid(path, "third axis needs finite CRVAL/CRPIX and a non-zero CDELT");
+  }
+  if (h.stokes && (static_cast<int>(*h.stokes) < 1 || static_cast<int>(*h.stokes) > 4))
+    invalid(path, "Stokes code " + std::to_string(static_cast<int>(*h.stokes)) + " is not I, Q, U or V");
+  if (h.beam && !(std::isfinite(h.beam->major_rad) && std::isfinite(h.beam->minor_rad) &&
+                  std::isfinite(h.beam->pa_rad)))
+    invalid(path, "beam is not finite");
+  for (const auto& [key, value] : h.extra_keys) {
+    if (!is_fits_keyword(key)) invalid(path, "extra keyword '" + key + "' is not a FITS keyword (A-Z, 0-9, -, _; at most 8)");
+    if (!std::isfinite(value)) invalid(path, "extra keyword '" + key + "' is not finite");
+  }
+}
+
+double ra_degrees(double ra_rad) {
+  double deg = std::fmod(ra_rad * deg_per_rad, 360.0);
+  if (deg < 0) deg += 360.0;
+  return deg >= 360.0 ? 0.0 : deg;  // -1e-17 + 360 rounds up to 360
+}
+
+std::vector<AxisSpec> axes_of(const ImageHeader& h) {
+  const double cell_deg = h.cell_rad * deg_per_rad;
+  std::vector<AxisSpec> axes{
+      {"RA---SIN", "deg", ra_degrees(h.ra_rad), -cell_deg, h.nx / 2 + 1.0, h.nx},
+      {"DEC--SIN", "deg", h.dec_rad * deg_per_rad, cell_deg, h.ny / 2 + 1.0, h.ny},
+  };
+  if (h.spectral) {
+    const LinearAxis& s = *h.spectral;
+    axes.push_back({s.ctype, s.cunit, s.crval, s.cdelt, s.crpix, s.size});
+  }
+  if (h.stokes) axes.push_back({"STOKES", "", static_cast<double>(*h.stokes), 1.0, 1.0, 1});
+  return axes;
+}
+
+// The shortest decimal text that reads back as the same double, spelled as a
+// FITS real (upper-case exponent, always a decimal point).
+std::string fits_real(double value) {
+  char buffer[64];
+  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
+  const std::string text(buffer, ec == std::errc{} ? end : buffer);
+  const std::size_t e = text.find('e');
+  std::string mantissa = text.substr(0, e);
+  if (mantissa.find('.') == std::string::npos) mantissa += ".0";
+  return e == std::string::npos ? mantissa : mantissa + "E" + text.substr(e + 1);
+}
+
+// Accumulates CFITSIO's status across cards: every CFITSIO call is a no-op
+// once the status is set, so one check after a batch reports the first failure.
+class CardWriter {
+ public:
+  explicit CardWriter(fitsfile* fptr) : fptr_(fptr) {}
+
+  void real(const std::string& key, double value, const char* comment) {
+    std::string text = fits_real(value);
+    char card[FLEN_CARD] = {};
+    fits_make_key(key.c_str(), text.data(), comment, card, &status_);
+    fits_write_record(fptr_, card, &status_);
+  }
+  void text(const std::string& key, const std::string& value, const char* comment) {
+    if (value.empty()) return;  // an empty DATE-OBS or OBJECT says less than none
+    fits_write_key_longstr(fptr_, key.c_str(), value.c_str(), comment, &status_);
+  }
+  void history(const std::string& line) { fits_write_history(fptr_, line.c_str(), &status_); }
+  int status() const { return status_; }
+
+ private:
+  fitsfile* fptr_;
+  int status_ = 0;
+};
+
+void write_extra_key(fitsfile* fptr, const std::string& key, double value, const std::string& path) {
+  int status = 0;
+  char card[FLEN_CARD] = {};
+  fits_read_card(fptr, key.c_str(), card, &status);
+  if (status == 0) invalid(path, "extra keyword '" + key + "' would duplicate a standard keyword");
+  fits_clear_errmsg();
+  CardWriter cards(fptr);
+  cards.real(key, value, "");
+  check(cards.status(), "write keyword " + key + " to", path);
+}
+
+void write_header(const FitsFile& file, const ImageHeader& h) {
+  const std::vector<AxisSpec> axes = axes_of(h);
+  std::vector<LONGLONG> naxes;
+  for (const AxisSpec& axis : axes) naxes.push_back(axis.size);
+  int status = 0;
+  fits_create_imgll(file.get(), FLOAT_IMG, static_cast<int>(naxes.size()), naxes.data(), &status);
+  check(status, "create image in", file.path());
+
+  CardWriter cards(file.get());
+  cards.text("BUNIT", h.bunit, "brightness unit");
+  cards.text("BTYPE", "Intensity", "");
+  if (h.beam) {
+    cards.real("BMAJ", h.beam->major_rad * deg_per_rad, "[deg] restoring beam major axis (FWHM)");
+    cards.real("BMIN", h.beam->minor_rad * deg_per_rad, "[deg] restoring beam minor axis (FWHM)");
+    cards.real("BPA", h.beam->pa_rad * deg_per_rad, "[deg] restoring beam position angle");
+  }
+  for (std::size_t i = 0; i < axes.size(); ++i) {
+    const std::string n = std::to_string(i + 1);
+    cards.text("CTYPE" + n, axes[i].ctype, "");
+    cards.real("CRPIX" + n, axes[i].crpix, "");
+    cards.real("CRVAL" + n, axes[i].crval, "");
+    cards.real("CDELT" + n, axes[i].cdelt, "");
+    cards.text("CUNIT" + n, axes[i].cunit, "");
+  }
+  cards.text("RADESYS", "FK5", "");
+  cards.real("EQUINOX", 2000.0, "");
+  // For SIN the native pole is fixed; stating both stops readers from guessing.
+  cards.real("LONPOLE", 180.0, "");
+  cards.real("LATPOLE", h.dec_rad * deg_per_rad, "");
+  if (h.spectral && h.spectral->ctype == "FREQ") cards.text("SPECSYS", "TOPOCENT", "");
+  cards.text("DATE-OBS", h.date_obs, "");
+  cards.text("TELESCOP", h.telescope, "");
+  cards.text("OBJECT", h.object, "");
+  cards.text("ORIGIN", std::string("spip ") + spip::version, "");
+  check(cards.status(), "write header of", file.path());
+
+  for (const auto& [key, value] : h.extra_keys) write_extra_key(file.get(), key, value, file.path());
+
+  CardWriter history(file.get());
+  for (const std::string& line : h.history) history.history(line);
+  check(history.status(), "write HISTORY to", file.path());
+}
+
+// ---------------------------------------------------------------- pixels
+
+void write_pixels(const FitsFile& file, long long first_pixel, std::span<const float> pixels) {
+  int status = 0;
+  // CFITSIO takes a non-const pointer but converts to big-endian in its own
+  // buffer (or writes the bytes as they are on big-endian machines): the
+  // caller's data are never modified.
+  fits_write_img(file.get(), TFLOAT, first_pixel + 1, static_cast<LONGLONG>(pixels.size()),
+                 const_cast<float*>(pixels.data()), &status);
+  check(status, "write pixels to", file.path());
+}
+
+void fill_with_nan(const FitsFile& file, long long plane_pixels, long long planes) {
+  const std::vector<float> nan_plane(static_cast<std::size_t>(plane_pixels),
+                                     std::numeric_limits<float>::quiet_NaN());
+  for (long long k = 0; k < planes; ++k) write_pixels(file, k * plane_pixels, nan_plane);
+}
+
+FitsFile create_with_header(const std::string& path, const ImageHeader& h) {
+  remove_stale(path);
+  FitsFile file = FitsFile::create(path);
+  write_header(file, h);
+  return file;
+}
+
+struct CubeLayout {
+  long long plane_pixels = 0;
+  long long planes = 0;
+  long long data_start = 0;  // byte offset of the first pixel
+};
+
+CubeLayout read_layout(const std::string& path) {
+  FitsFile file = FitsFile::open(path, READONLY);
+  int status = 0, bitpix = 0, naxis = 0;
+  fits_get_img_type(file.get(), &bitpix, &status);
+  fits_get_img_dim(file.get(), &naxis, &status);
+  check(status, "read the image shape of", path);
+  if (bitpix != FLOAT_IMG || naxis < 2)
+    SPIP_THROW(spip::Error, "FITS: '" + path + "' is not a float32 image of at least two axes");
+  std::vector<LONGLONG> naxes(static_cast<std::size_t>(naxis));
+  fits_get_img_sizell(file.get(), naxis, naxes.data(), &status);
+  LONGLONG head_start = 0, data_start = 0, data_end = 0;
+  fits_get_hduaddrll(file.get(), &head_start, &data_start, &data_end, &status);
+  check(status, "read the image shape of", path);
+  CubeLayout layout{naxes[0] * naxes[1], 1, data_start};
+  for (int i = 2; i < naxis; ++i) layout.planes *= naxes[static_cast<std::size_t>(i)];
+  file.close();
+  return layout;
+}
+
+// Exclusive lock on the FITS records that a write touches. CFITSIO rewrites
+// whole 2880-byte records, so two writers of adjacent planes that share a
+// record would otherwise each write back a stale copy of the other's pixels.
+// Open-file-description locks belong to this descriptor alone: CFITSIO opening
+// and closing its own descriptors cannot release them, and they also separate
+// threads. Where the file system cannot lock, writers must take turns.
+class RecordLock {
+ public:
+  RecordLock(const std::string& path, long long first_byte, long long end_byte) {
+#ifdef F_OFD_SETLKW
+    fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
+    if (fd_ < 0) SPIP_THROW(spip::Error, "FITS: cannot open '" + path + "' for writing: " + std::strerror(errno));
+    struct flock lock {};
+    lock.l_type = F_WRLCK;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = first_byte / fits_record_bytes * fits_record_bytes;
+    lock.l_len = (end_byte + fits_record_bytes - 1) / fits_record_bytes * fits_record_bytes - lock.l_start;
+    int rc = 0;
+    do rc = ::fcntl(fd_, F_OFD_SETLKW, &lock);
+    while (rc == -1 && errno == EINTR);
+    if (rc == -1 && errno != ENOLCK && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL) {
+      const int error = errno;
+      ::close(fd_);
+      SPIP_THROW(spip::Error, "FITS: cannot lock '" + path + "': " + std::strerror(error));
+    }
+#else
+    (void)path, (void)first_byte, (void)end_byte;
+#endif
+  }
+  RecordLock(const RecordLock&) = delete;
+  RecordLock& operator=(const RecordLock&) = delete;
+  ~RecordLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+// ---------------------------------------------------------------- reading
+
+std::string trim_right(std::string s) {
+  s.erase(s.find_last_not_of(' ') + 1);
+  return s;
+}
+
+std::string trim(const std::string& s) {
+  const std::size_t first = s.find_first_not_of(' ');
+  return first == std::string::npos ? std::string() : trim_right(s.substr(first));
+}
+
+void read_keywords(const FitsFile& file, FitsImage& image) {
+  int status = 0, count = 0, more = 0;
+  fits_get_hdrspace(file.get(), &count, &more, &status);
+  for (int i = 1; i <= count && status == 0; ++i) {
+    char name[FLEN_KEYWORD] = {}, value[FLEN_VALUE] = {}, comment[FLEN_COMMENT] = {};
+    fits_read_keyn(file.get(), i, name, value, comment, &status);
+    const std::string key = name;
+    if (key == "HISTORY")
+      image.history.push_back(trim_right(comment));
+    else if (!key.empty() && key != "COMMENT" && key != "CONTINUE")
+      image.keywords[key] = value;
+  }
+  check(status, "read the header of", file.path());
+}
+
+const std::string& raw_value(const FitsImage& image, const std::string& key) {
+  const auto it = image.keywords.find(key);
+  if (it == image.keywords.end())
+    SPIP_THROW(spip::Error, "FITS: keyword " + key + " is missing from '" + image.path + "'");
+  return it->second;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------- public
+
+void write_image(const std::string& path, const ImageHeader& header, std::span<const float> data) {
+  validate(header, path);
+  const long long expected = static_cast<long long>(header.nx) * header.ny * header.planes();
+  if (static_cast<long long>(data.size()) != expected)
+    invalid(path, std::to_string(data.size()) + " pixels given for a shape of " + std::to_string(expected));
+  const std::string partial = CubeFile::partial_path(path);
+  PartialFileGuard guard(partial);
+  FitsFile file = create_with_header(partial, header);
+  write_pixels(file, 0, data);
+  file.close();
+  rename_into_place(partial, path);
+  guard.release();
+}
+
+std::string CubeFile::partial_path(const std::string& path) { return path + ".partial"; }
+
+void CubeFile::create(const std::string& path, const ImageHeader& header) {
+  validate(header, path);
+  const std::string partial = partial_path(path);
+  PartialFileGuard guard(partial);
+  FitsFile file = create_with_header(partial, header);
+  fill_with_nan(file, static_cast<long long>(header.nx) * header.ny, header.planes());
+  file.close();
+  guard.release();
+}
+
+// Concurrency: the header is written once by create() and never touched again
+// (no CHECKSUM/DATASUM, no keyword updates), and each call here writes only the
+// pixels of its planes through fits_write_img on the existing HDU, then closes,
+// which flushes CFITSIO's buffers before returning. Hence:
+//  - processes (or threads) taking turns are always safe;
+//  - processes writing disjoint planes at the same time are safe on a local
+//    POSIX file system, because the record lock below serialises writers whose
+//    planes share a 2880-byte FITS record (CFITSIO writes records back whole)
+//    and lets the others proceed; on a file system without fcntl locks they
+//    must take turns;
+//  - writing the same plane twice at once, or create()/commit() while a writer
+//    is active, is not safe.
+void CubeFile::write_planes(const std::string& path, int first_plane, std::span<const float> data) {
+  const std::string partial = partial_path(path);
+  const CubeLayout layout = read_layout(partial);
+  if (data.size() % static_cast<std::size_t>(layout.plane_pixels) != 0)
+    SPIP_THROW(spip::Error, "FITS: cannot write planes to '" + partial + "': " + std::to_string(data.size()) +
+                                " pixels is not a whole number of " + std::to_string(layout.plane_pixels) +
+                                "-pixel planes");
+  const long long count = static_cast<long long>(data.size()) / layout.plane_pixels;
+  if (first_plane < 0 || first_plane + count > layout.planes)
+    SPIP_THROW(spip::Error, "FITS: cannot write planes [" + std::to_string(first_plane) + ", " +
+                                std::to_string(first_plane + count) + ") to '" + partial + "': it has " +
+                                std::to_string(layout.planes) + " planes");
+  if (count == 0) return;
+
+  const long long first_pixel = first_plane * layout.plane_pixels;
+  const long long first_byte = layout.data_start + first_pixel * static_cast<long long>(sizeof(float));
+  const RecordLock lock(partial, first_byte,
+                        first_byte + static_cast<long long>(data.size() * sizeof(float)));
+  // Opened after locking, so every record CFITSIO reads is current; closed
+  // (flushed) before the lock goes, also when a write throws.
+  FitsFile file = FitsFile::open(partial, READWRITE);
+  write_pixels(file, first_pixel, data);
+  file.close();
+}
+
+void CubeFile::commit(const std::string& path) { rename_into_place(partial_path(path), path); }
+
+FitsImage read_image(const std::string& path) {
+  FitsFile file = FitsFile::open(path, READONLY);
+  FitsImage image;
+  image.path = path;
+  int status = 0, naxis = 0;
+  fits_get_img_dim(file.get(), &naxis, &status);
+  check(status, "read the image shape of", path);
+  std::vector<LONGLONG> naxes(static_cast<std::size_t>(naxis));
+  if (naxis > 0) fits_get_img_sizell(file.get(), naxis, naxes.data(), &status);
+  check(status, "read the image shape of", path);
+
+  long long pixels = naxis > 0 ? 1 : 0;
+  for (LONGLONG n : naxes) {
+    image.shape.push_back(static_cast<long>(n));
+    pixels *= n;
+  }
+  read_keywords(file, image);
+
+  image.data.resize(static_cast<std::size_t>(pixels));
+  if (pixels > 0) {
+    int any_null = 0;
+    // No null value: NaNs (blank float pixels) come back as they are.
+    fits_read_img(file.get(), TFLOAT, 1, pixels, nullptr, image.data.data(), &any_null, &status);
+    check(status, "read the pixels of", path);
+  }
+  file.close();
+  return image;
+}
+
+double FitsImage::number(const std::string& key) const {
+  std::string text = trim(raw_value(*this, key));
+  for (char& c : text)
+    if (c == 'D' || c == 'd') c = 'E';  // Fortran-style exponent, allowed by FITS
+  const char* begin = text.data() + (text.starts_with('+') ? 1 : 0);
+  const char* end = text.data() + text.size();
+  double value = 0;
+  const auto [stop, ec] = std::from_chars(begin, end, value);
+  if (ec != std::errc{} || stop != end || begin == end)
+    SPIP_THROW(spip::Error, "FITS: keyword " + key + " in '" + path + "' is not a number: " + text);
+  return value;
+}
+
+std::string FitsImage::text(const std::string& key) const {
+  const std::string raw = trim(raw_value(*this, key));
+  if (raw.size() < 2 || raw.front() != '\'' || raw.back() != '\'') return raw;
+  std::string value;
+  for (std::size_t i = 1; i + 1 < raw.size(); ++i) {
+    value += raw[i];
+    if (raw[i] == '\'' && raw[i + 1] == '\'') ++i;  // '' is an escaped quote
+  }
+  return trim_right(value);
+}
+
+}  // namespace spip::fits

@@ -61,16 +61,20 @@ class CubeFile {
 
   // Creates the partial file with every pixel NaN (no other writer may be active).
   static void create(const std::string& path, const ImageHeader& header);
-  // Writes planes [first_plane, first_plane + data.size() / (nx*ny)) into the partial file.
+  // Writes planes [first_plane, first_plane + data.size() / (nx*ny)) into the partial file,
+  // leaving the header untouched. Processes may write disjoint planes at the same time
+  // on a local POSIX file system (see fits_image.cpp for the exact guarantees).
   static void write_planes(const std::string& path, int first_plane, std::span<const float> data);
   // Renames the partial file to its final name (after every writer has finished).
   static void commit(const std::string& path);
 };
 
 struct FitsImage {
+  std::string path;                                 // where it was read from, for messages
   std::vector<long> shape;                          // NAXISn, fastest first
   std::vector<float> data;
   std::map<std::string, std::string> keywords;      // raw header values as written
+  std::vector<std::string> history;                 // HISTORY cards in order (not in keywords)
   double number(const std::string& key) const;      // throws if absent or not numeric
   std::string text(const std::string& key) const;   // string value without quotes
 };

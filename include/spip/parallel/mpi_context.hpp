@@ -1,0 +1,34 @@
+#pragma once
+// The MPI world of one spip run (the only room that calls MPI; no MPI types here).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace spip::parallel {
+
+class MpiContext {
+ public:
+  MpiContext(int& argc, char**& argv);
+  ~MpiContext();
+  MpiContext(const MpiContext&) = delete;
+  MpiContext& operator=(const MpiContext&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // rank among the processes of this node
+  int local_size() const { return local_size_; }
+  bool is_root() const { return rank_ == 0; }
+
+  void barrier() const;
+  std::int64_t sum(std::int64_t local) const;
+  double max(double local) const;
+  // Concatenates every rank's values on rank 0 in rank order (other ranks get {}).
+  std::vector<double> gather_to_root(const std::vector<double>& local) const;
+  // Ends every rank of the job at once; for failures that other ranks cannot see.
+  [[noreturn]] void abort(int exit_code) const;
+
+ private:
+  int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+};
+
+}  // namespace spip::parallel

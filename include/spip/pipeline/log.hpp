@@ -1,0 +1,33 @@
+#pragma once
+// Per-rank log lines with the time since start, so interleaved output of many ranks
+// can be read and timed: "[spip 1/4 +12.345 s] message".
+#include <chrono>
+#include <string>
+
+namespace spip::pipeline {
+
+class Log {
+ public:
+  Log(int rank, int size) : rank_(rank), size_(size), start_(std::chrono::steady_clock::now()) {}
+  void info(const std::string& message) const;  // every rank
+  void root(const std::string& message) const;  // rank 0 only
+  double elapsed_s() const;
+
+ private:
+  int rank_, size_;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Wall time of a stage: started on construction, read with seconds().
+class Stopwatch {
+ public:
+  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
+  double seconds() const {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_;
+};
+
+}  // namespace spip::pipeline

@@ -1,0 +1,62 @@
+// spip: mpirun -np N spip --config run.cfg
+#include <cstdio>
+#include <iostream>
+
+#include "spip/config/config.hpp"
+#include "spip/error.hpp"
+#include "spip/parallel/mpi_context.hpp"
+#include "spip/pipeline/log.hpp"
+#include "spip/pipeline/pipeline.hpp"
+#include "spip/version.hpp"
+
+namespace {
+
+int report(const spip::parallel::MpiContext& mpi, const std::string& message, spip::ExitCode code) {
+  // Every rank detects bad configuration and input alike; one line is enough.
+  if (mpi.is_root()) std::fprintf(stderr, "spip: error: %s\n", message.c_str());
+  return static_cast<int>(code);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  spip::parallel::MpiContext mpi(argc, argv);
+  spip::ParsedCommand command;
+  try {
+    command = spip::parse_command_line(argc, argv);
+  } catch (const spip::Error& e) {
+    return report(mpi, e.what(), e.code());
+  }
+  switch (command.action) {
+    case spip::CommandAction::help:
+      if (mpi.is_root()) std::cout << spip::help_text();
+      return 0;
+    case spip::CommandAction::version:
+      if (mpi.is_root()) std::cout << "spip " << spip::version << "\n";
+      return 0;
+    case spip::CommandAction::print_config:
+      if (mpi.is_root()) std::cout << spip::to_ini(command.config);
+      return 0;
+    case spip::CommandAction::run:
+      break;
+  }
+  const spip::pipeline::Log log(mpi.rank(), mpi.size());
+  try {
+    log.root("spip " + std::string(spip::version) + " on " + std::to_string(mpi.size()) + " rank(s); effective configuration:\n" +
+             spip::to_ini(command.config));
+    const spip::pipeline::Products products = spip::pipeline::run(command.config, mpi, log);
+    if (mpi.is_root()) {
+      std::cout << "spip: products in " << command.config.output.dir << ":\n";
+      for (const std::string& path : products.paths) std::cout << "  " << path << "\n";
+    }
+    return 0;
+  } catch (const spip::ConfigError& e) {
+    return report(mpi, e.what(), e.code());
+  } catch (const spip::InputError& e) {
+    return report(mpi, e.what(), e.code());
+  } catch (const std::exception& e) {
+    // Not necessarily seen by every rank: stop the whole job rather than leave peers waiting.
+    std::fprintf(stderr, "spip: rank %d: error: %s\n", mpi.rank(), e.what());
+    mpi.abort(static_cast<int>(spip::ExitCode::failure));
+  }
+}

@@ -1,0 +1,153 @@
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string data_dir = SPIP_TEST_DATA;
+const std::string oskar_ms = data_dir + "/oskar_small.ms";
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+fs::path scratch(const std::string& name) {
+  const fs::path dir = fs::path(testing::TempDir()) / "spip_test_cli" /
+                       testing::UnitTest::GetInstance()->current_test_info()->name();
+  fs::create_directories(dir);
+  return dir / name;
+}
+
+Outcome run(const std::string& command) {
+  const fs::path out = scratch("stdout.txt"), err = scratch("stderr.txt");
+  const std::string full = command + " > " + out.string() + " 2> " + err.string();
+  const int status = std::system(full.c_str());
+  return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
+}
+
+Outcome spip(const std::string& args) { return run(std::string(SPIP_BIN) + " " + args); }
+
+std::string base_args(const std::string& name) {
+  return "--input.ms " + oskar_ms + " --output.dir " + scratch(name).string();
+}
+
+// A user error: the documented exit code and exactly one line naming what is wrong.
+void expect_one_line_error(const Outcome& outcome, int code, std::initializer_list<std::string> fragments) {
+  EXPECT_EQ(outcome.exit_code, code) << outcome.err;
+  EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+  for (const std::string& fragment : fragments)
+    EXPECT_NE(outcome.err.find(fragment), std::string::npos) << "'" << fragment << "' not in: " << outcome.err;
+}
+
+// Channel records of a qa.json without the fields that depend on the rank layout or timing.
+std::vector<std::string> channel_records(const fs::path& qa) {
+  const std::string text = read_file(qa);
+  std::vector<std::string> records;
+  const std::regex record(R"(\{"channel": [^}]*\})");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), record); it != std::sregex_iterator(); ++it) {
+    std::string r = it->str();
+    r = std::regex_replace(r, std::regex(R"("rank": \d+, )"), "");
+    r = std::regex_replace(r, std::regex(R"(, "read_s": [0-9.]+)"), "");
+    records.push_back(r);
+  }
+  return records;
+}
+
+}  // namespace
+
+TEST(SpipCli, HelpListsKeysWithUnits) {
+  const Outcome outcome = spip("--help");
+  EXPECT_EQ(outcome.exit_code, 0);
+  for (const char* key : {"input.ms", "image.scale", "clean.threshold", "faraday.phi_max", "parallel.device"})
+    EXPECT_NE(outcome.out.find(key), std::string::npos) << key;
+  EXPECT_NE(outcome.out.find("arcsec"), std::string::npos);
+}
+
+TEST(SpipCli, PrintConfigShowsCommandLineOverridingTheFile) {
+  const Outcome outcome = spip("--config " + std::string(SPIP_TEST_DATA) + "/../configs/demo.cfg --image.size 256 --print-config");
+  EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("size = 256"), std::string::npos) << outcome.out;
+  EXPECT_NE(outcome.out.find("threshold = 0.005"), std::string::npos) << outcome.out;
+}
+
+TEST(SpipCli, ConfigErrorsExitWithCode2) {
+  expect_one_line_error(spip(base_args("a") + " --image.sise 5"), 2, {"image.sise"});
+  expect_one_line_error(spip(base_args("b") + " --image.robust 3"), 2, {"image.robust", "3", "[-2, 2]"});
+  expect_one_line_error(spip(base_args("c") + " --image.size -4"), 2, {"image.size", "-4"});
+  const fs::path cfg = scratch("bad.cfg");
+  std::ofstream(cfg) << "[image]\nsize = abc\n";
+  expect_one_line_error(spip("--config " + cfg.string() + " --input.ms x.ms"), 2, {"image.size", "abc", cfg.string()});
+}
+
+TEST(SpipCli, InputErrorsExitWithCode3) {
+  expect_one_line_error(spip("--input.ms " + scratch("none.ms").string()), 3, {"none.ms", "no such file"});
+  expect_one_line_error(spip(base_args("d") + " --input.column CORRECTED_DATA"), 3, {"CORRECTED_DATA", "not found"});
+  expect_one_line_error(spip(base_args("e") + " --input.channel_end 41"), 3, {"41", "40 channels"});
+}
+
+TEST(SpipCli, GpuRequestWithoutAGpuIsAClearError) {
+  const Outcome outcome = spip(base_args("gpu") + " --parallel.device gpu");
+  if (outcome.exit_code == 0) GTEST_SKIP() << "a usable GPU is present";
+  expect_one_line_error(outcome, 2, {"parallel.device = gpu", "no usable GPU"});
+}
+
+TEST(SpipCli, AutoDeviceFallsBackToCpuAndSaysSo) {
+  const Outcome outcome = spip(base_args("auto") + " --parallel.device auto");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const bool gpu = outcome.out.find("-> GPU") != std::string::npos;
+  if (!gpu) {
+    EXPECT_NE(outcome.out.find("using the CPU backend"), std::string::npos) << outcome.out;
+  }
+}
+
+TEST(SpipCli, ProductsDoNotDependOnTheNumberOfRanks) {
+  const auto qa = [](const std::string& dir) { return scratch(dir) / "spip-qa.json"; };
+  const std::string mpiexec = SPIP_MPIEXEC;
+  ASSERT_EQ(run(mpiexec + " 1 " + SPIP_BIN + " " + base_args("one")).exit_code, 0);
+  const Outcome three = run(mpiexec + " 3 " + SPIP_BIN + " " + base_args("three"));
+  ASSERT_EQ(three.exit_code, 0) << three.err;
+  const std::vector<std::string> one_rank = channel_records(qa("one"));
+  ASSERT_EQ(one_rank.size(), 40u);
+  EXPECT_EQ(one_rank, channel_records(qa("three")));
+  EXPECT_NE(one_rank[0].find("\"visibilities\": 9936"), std::string::npos) << one_rank[0];
+  EXPECT_NE(three.out.find("[spip 2/3"), std::string::npos) << "every rank logs";
+  EXPECT_FALSE(fs::exists(qa("three").string() + ".partial"));
+}
+
+TEST(SpipCli, MoreRanksThanChannelsIdleAndSaySo) {
+  const std::string mpiexec = SPIP_MPIEXEC;
+  const Outcome outcome = run(mpiexec + " 4 " + SPIP_BIN + " " + base_args("idle") +
+                              " --input.channel_begin 10 --input.channel_end 12");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("no channels and idles"), std::string::npos) << outcome.out;
+  EXPECT_EQ(channel_records(scratch("idle") / "spip-qa.json").size(), 2u);
+}
+
+TEST(SpipSimulate, WritesAnMsThatSpipReads) {
+  const fs::path ms = scratch("sim.ms");
+  const Outcome sim = run(std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
+                          oskar_ms + " --out " + ms.string() + " --flag-fraction 0.5 --seed 3");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const Outcome outcome = spip("--input.ms " + ms.string() + " --output.dir " + scratch("out").string());
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const std::string qa = read_file(scratch("out") / "spip-qa.json");
+  std::smatch match;
+  ASSERT_TRUE(std::regex_search(qa, match, std::regex(R"("flagged_fraction": ([0-9.]+))")));
+  EXPECT_NEAR(std::stod(match[1]), 0.5, 0.02);
+}

@@ -1,0 +1,523 @@
+// Checks the fits room against references that share none of its code: wcslib
+// parses the header bytes read straight from the file, and an independent
+// double-precision SIN projection gives the expected sky positions.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <wcslib/wcs.h>
+#include <wcslib/wcshdr.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "spip/error.hpp"
+#include "spip/fits/fits_image.hpp"
+#include "spip/version.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using spip::fits::CubeFile;
+using spip::fits::FitsImage;
+using spip::fits::ImageHeader;
+using spip::fits::LinearAxis;
+using spip::fits::Stokes;
+
+constexpr double pi = std::numbers::pi;
+constexpr double deg = pi / 180.0;
+
+// A fresh directory per test, removed afterwards.
+class FitsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           ("spip_test_fits_" + std::to_string(::getpid()) + "_" + info->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+};
+
+ImageHeader basic_header(int nx, int ny) {
+  ImageHeader h;
+  h.nx = nx;
+  h.ny = ny;
+  h.ra_rad = -0.1 * deg;  // normalises to CRVAL1 = 359.9, so corners straddle 0h
+  h.dec_rad = -62.5 * deg;
+  h.cell_rad = 0.05 * deg;  // wide enough that SIN differs visibly from linear
+  h.date_obs = "2024-03-01T12:34:56.5";
+  h.telescope = "SKA-LOW";
+  h.object = "test field";
+  return h;
+}
+
+std::vector<float> ramp(std::size_t n, float offset = 0) {
+  std::vector<float> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = offset + 0.25f * static_cast<float>(i);
+  return v;
+}
+
+// Random bit patterns: every float class (NaN payloads, infinities, -0,
+// subnormals) must survive the round trip unchanged.
+std::vector<float> random_bits(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<float> v(n);
+  for (float& x : v) x = std::bit_cast<float>(static_cast<std::uint32_t>(rng()));
+  v.at(0) = std::numeric_limits<float>::quiet_NaN();
+  v.at(1) = -0.0f;
+  v.at(2) = std::numeric_limits<float>::infinity();
+  v.at(3) = std::numeric_limits<float>::denorm_min();
+  return v;
+}
+
+void expect_same_bits(const std::vector<float>& expected, const std::vector<float>& actual) {
+  ASSERT_EQ(expected.size(), actual.size());
+  std::size_t mismatches = 0;
+  for (std::size_t i = 0; i < expected.size(); ++i)
+    if (std::bit_cast<std::uint32_t>(expected[i]) != std::bit_cast<std::uint32_t>(actual[i])) {
+      if (++mismatches <= 5) ADD_FAILURE() << "pixel " << i << ": " << expected[i] << " != " << actual[i];
+    }
+  EXPECT_EQ(mismatches, 0u);
+}
+
+// The primary header's 80-byte cards up to END, read without CFITSIO.
+std::string raw_header(const std::string& path, int& ncards) {
+  std::ifstream in(path, std::ios::binary);
+  std::string header;
+  char card[80];
+  while (in.read(card, 80)) {
+    const std::string text(card, 80);
+    if (text.starts_with("END     ")) break;
+    header += text;
+  }
+  ncards = static_cast<int>(header.size() / 80);
+  return header;
+}
+
+// wcslib's view of a file's header. Strict parsing: no extensions allowed, and
+// any rejected WCS card fails the test.
+class Wcs {
+ public:
+  explicit Wcs(const std::string& path) {
+    int ncards = 0;
+    header_ = raw_header(path, ncards);
+    int nreject = 0;
+    const int status = wcspih(header_.data(), ncards, WCSHDR_none, 0, &nreject, &nwcs_, &wcs_);
+    EXPECT_EQ(status, 0);
+    EXPECT_EQ(nreject, 0) << "wcslib rejected cards in " << path;
+    if (nwcs_ < 1) throw std::runtime_error("no WCS in " + path);
+    EXPECT_EQ(wcsset(wcs_), 0);
+  }
+  Wcs(const Wcs&) = delete;
+  Wcs& operator=(const Wcs&) = delete;
+  ~Wcs() { wcsvfree(&nwcs_, &wcs_); }
+
+  int naxis() const { return wcs_->naxis; }
+  const wcsprm& params() const { return *wcs_; }
+
+  // World coordinates of a zero-based pixel (one entry per axis).
+  std::vector<double> world(const std::vector<double>& pixel0) {
+    const auto n = static_cast<std::size_t>(wcs_->naxis);
+    std::vector<double> pix(n), img(n), world(n);
+    for (std::size_t i = 0; i < n; ++i) pix[i] = (i < pixel0.size() ? pixel0[i] : 0.0) + 1.0;
+    double phi = 0, theta = 0;
+    int stat = 0;
+    EXPECT_EQ(wcsp2s(wcs_, 1, wcs_->naxis, pix.data(), img.data(), &phi, &theta, world.data(), &stat), 0);
+    return world;
+  }
+
+ private:
+  std::string header_;
+  int nwcs_ = 0;
+  wcsprm* wcs_ = nullptr;
+};
+
+// Independent SIN projection: direction cosines (l, m) of a zero-based pixel,
+// RA increasing to the left, rotated to the sky about the phase centre.
+std::pair<double, double> sin_world_deg(const ImageHeader& h, double x, double y) {
+  const double l = (x - h.nx / 2) * (-h.cell_rad);
+  const double m = (y - h.ny / 2) * h.cell_rad;
+  const double n = std::sqrt(1.0 - l * l - m * m);
+  const double dec = std::asin(m * std::cos(h.dec_rad) + n * std::sin(h.dec_rad));
+  const double ra = h.ra_rad + std::atan2(l, n * std::cos(h.dec_rad) - m * std::sin(h.dec_rad));
+  return {ra / deg, dec / deg};
+}
+
+double angle_diff_deg(double a, double b) { return std::remainder(a - b, 360.0); }
+
+void expect_celestial_matches(const ImageHeader& h, Wcs& wcs) {
+  const std::vector<std::pair<double, double>> pixels = {
+      {0, 0}, {h.nx - 1.0, 0}, {0, h.ny - 1.0}, {h.nx - 1.0, h.ny - 1.0},
+      {h.nx / 2 + 3.0, h.ny / 2 - 5.0}, {h.nx / 2 - 7.0, h.ny / 2 + 2.0}};
+  for (const auto& [x, y] : pixels) {
+    const std::vector<double> w = wcs.world({x, y});
+    const auto [ra, dec] = sin_world_deg(h, x, y);
+    EXPECT_NEAR(angle_diff_deg(w[0], ra), 0.0, 1e-9) << "RA at pixel (" << x << ", " << y << ")";
+    EXPECT_NEAR(w[1], dec, 1e-9) << "Dec at pixel (" << x << ", " << y << ")";
+    EXPECT_GE(w[0], 0.0);
+    EXPECT_LT(w[0], 360.0);
+  }
+  // The phase centre pixel is the reference point itself.
+  const std::vector<double> centre = wcs.world({static_cast<double>(h.nx / 2), static_cast<double>(h.ny / 2)});
+  double ra0 = std::fmod(h.ra_rad / deg + 360.0, 360.0);
+  EXPECT_NEAR(angle_diff_deg(centre[0], ra0), 0.0, 1e-12);
+  EXPECT_NEAR(centre[1], h.dec_rad / deg, 1e-12);
+}
+
+// ---------------------------------------------------------------- WCS
+
+TEST_F(FitsTest, ImageWcsMatchesIndependentSinProjection) {
+  const ImageHeader h = basic_header(64, 48);
+  spip::fits::write_image(path("image.fits"), h, ramp(64 * 48));
+
+  const FitsImage img = spip::fits::read_image(path("image.fits"));
+  EXPECT_EQ(img.shape, (std::vector<long>{64, 48}));
+  EXPECT_EQ(img.number("BITPIX"), -32);
+  EXPECT_EQ(img.text("CTYPE1"), "RA---SIN");
+  EXPECT_EQ(img.text("CTYPE2"), "DEC--SIN");
+  EXPECT_EQ(img.text("CUNIT1"), "deg");
+  EXPECT_EQ(img.text("CUNIT2"), "deg");
+  EXPECT_EQ(img.number("CRPIX1"), 33.0);
+  EXPECT_EQ(img.number("CRPIX2"), 25.0);
+  EXPECT_NEAR(img.number("CRVAL1"), 359.9, 1e-12);
+  EXPECT_NEAR(img.number("CRVAL2"), -62.5, 1e-12);
+  EXPECT_EQ(img.number("CDELT1"), -h.cell_rad * 180.0 / pi);
+  EXPECT_EQ(img.number("CDELT2"), h.cell_rad * 180.0 / pi);
+  EXPECT_EQ(img.text("RADESYS"), "FK5");
+  EXPECT_EQ(img.number("EQUINOX"), 2000.0);
+  EXPECT_EQ(img.number("LONPOLE"), 180.0);
+  EXPECT_NEAR(img.number("LATPOLE"), -62.5, 1e-12);
+  EXPECT_EQ(img.keywords.count("SPECSYS"), 0u);
+  EXPECT_EQ(img.keywords.count("CTYPE3"), 0u);
+
+  Wcs wcs(path("image.fits"));
+  ASSERT_EQ(wcs.naxis(), 2);
+  EXPECT_EQ(wcs.params().lonpole, 180.0);
+  EXPECT_NEAR(wcs.params().latpole, -62.5, 1e-12);
+  EXPECT_EQ(std::string(wcs.params().radesys), "FK5");
+  expect_celestial_matches(h, wcs);
+}
+
+TEST_F(FitsTest, OddSizedImageHasPhaseCentreAtHalfN) {
+  ImageHeader h = basic_header(63, 65);
+  h.ra_rad = 2 * pi + 10 * deg;  // beyond a turn: CRVAL1 = 10
+  h.dec_rad = 30 * deg;
+  spip::fits::write_image(path("odd.fits"), h, ramp(63 * 65));
+  const FitsImage img = spip::fits::read_image(path("odd.fits"));
+  EXPECT_EQ(img.number("CRPIX1"), 32.0);
+  EXPECT_EQ(img.number("CRPIX2"), 33.0);
+  EXPECT_NEAR(img.number("CRVAL1"), 10.0, 1e-12);
+  Wcs wcs(path("odd.fits"));
+  expect_celestial_matches(h, wcs);
+}
+
+TEST_F(FitsTest, FrequencyAndStokesAxes) {
+  ImageHeader h = basic_header(32, 32);
+  h.spectral = LinearAxis{"FREQ", "Hz", 1.4e9, 2.5e6, 1, 5};
+  h.stokes = Stokes::Q;
+  spip::fits::write_image(path("cube.fits"), h, ramp(32 * 32 * 5));
+
+  const FitsImage img = spip::fits::read_image(path("cube.fits"));
+  EXPECT_EQ(img.shape, (std::vector<long>{32, 32, 5, 1}));
+  EXPECT_EQ(img.text("CTYPE3"), "FREQ");
+  EXPECT_EQ(img.text("CUNIT3"), "Hz");
+  EXPECT_EQ(img.text("CTYPE4"), "STOKES");
+  EXPECT_EQ(img.number("CRVAL4"), 2.0);
+  EXPECT_EQ(img.number("CDELT4"), 1.0);
+  EXPECT_EQ(img.number("CRPIX4"), 1.0);
+  EXPECT_EQ(img.text("SPECSYS"), "TOPOCENT");
+
+  Wcs wcs(path("cube.fits"));
+  ASSERT_EQ(wcs.naxis(), 4);
+  for (int k = 0; k < 5; ++k) {
+    const std::vector<double> w = wcs.world({3, 29, static_cast<double>(k), 0});
+    EXPECT_NEAR(w[2], 1.4e9 + k * 2.5e6, 1e-3) << "plane " << k;
+    EXPECT_EQ(w[3], 2.0);
+    const auto [ra, dec] = sin_world_deg(h, 3, 29);
+    EXPECT_NEAR(angle_diff_deg(w[0], ra), 0.0, 1e-9);
+    EXPECT_NEAR(w[1], dec, 1e-9);
+  }
+  expect_celestial_matches(h, wcs);
+}
+
+TEST_F(FitsTest, FaradayDepthAxisWithOffsetReferencePixel) {
+  ImageHeader h = basic_header(16, 16);
+  h.spectral = LinearAxis{"FDEP", "rad/m^2", -50.0, 2.5, 5.0, 41};
+  h.stokes = Stokes::U;
+  spip::fits::write_image(path("fdf.fits"), h, ramp(16 * 16 * 41));
+
+  const FitsImage img = spip::fits::read_image(path("fdf.fits"));
+  EXPECT_EQ(img.text("CTYPE3"), "FDEP");
+  EXPECT_EQ(img.text("CUNIT3"), "rad/m^2");
+  EXPECT_EQ(img.keywords.count("SPECSYS"), 0u);
+  Wcs wcs(path("fdf.fits"));
+  for (int k : {0, 4, 17, 40}) {
+    const std::vector<double> w = wcs.world({8, 8, static_cast<double>(k), 0});
+    EXPECT_NEAR(w[2], -50.0 + (k + 1 - 5.0) * 2.5, 1e-12) << "plane " << k;
+    EXPECT_EQ(w[3], 3.0);
+  }
+}
+
+TEST_F(FitsTest, StokesWithoutSpectralAxisIsAxisThree) {
+  ImageHeader h = basic_header(16, 8);
+  h.stokes = Stokes::V;
+  spip::fits::write_image(path("v.fits"), h, ramp(16 * 8));
+  const FitsImage img = spip::fits::read_image(path("v.fits"));
+  EXPECT_EQ(img.shape, (std::vector<long>{16, 8, 1}));
+  EXPECT_EQ(img.text("CTYPE3"), "STOKES");
+  EXPECT_EQ(img.keywords.count("CTYPE4"), 0u);
+  Wcs wcs(path("v.fits"));
+  ASSERT_EQ(wcs.naxis(), 3);
+  EXPECT_EQ(wcs.world({0, 0, 0})[2], 4.0);
+  expect_celestial_matches(h, wcs);
+}
+
+// ---------------------------------------------------------------- metadata
+
+TEST_F(FitsTest, MetadataRoundTrips) {
+  ImageHeader h = basic_header(8, 8);
+  h.bunit = "Jy/pixel";
+  h.beam = spip::fits::Beam{12.5 / 3600 * deg, 7.25 / 3600 * deg, -35.0 * deg};
+  h.extra_keys = {{"LAMSQ0", 0.0451234567890123}, {"NITER", 5000}};
+  h.history = {"spip image --config run.toml", "second line"};
+  spip::fits::write_image(path("meta.fits"), h, ramp(64));
+
+  const FitsImage img = spip::fits::read_image(path("meta.fits"));
+  EXPECT_EQ(img.text("BUNIT"), "Jy/pixel");
+  EXPECT_EQ(img.text("BTYPE"), "Intensity");
+  EXPECT_NEAR(img.number("BMAJ"), 12.5 / 3600, 1e-15);
+  EXPECT_NEAR(img.number("BMIN"), 7.25 / 3600, 1e-15);
+  EXPECT_NEAR(img.number("BPA"), -35.0, 1e-12);
+  EXPECT_EQ(img.text("DATE-OBS"), "2024-03-01T12:34:56.5");
+  EXPECT_EQ(img.text("TELESCOP"), "SKA-LOW");
+  EXPECT_EQ(img.text("OBJECT"), "test field");
+  EXPECT_EQ(img.text("ORIGIN"), std::string("spip ") + spip::version);
+  EXPECT_EQ(img.number("LAMSQ0"), 0.0451234567890123);
+  EXPECT_EQ(img.number("NITER"), 5000.0);
+  EXPECT_EQ(img.history, (std::vector<std::string>{"spip image --config run.toml", "second line"}));
+}
+
+TEST_F(FitsTest, NoBeamKeywordsWithoutBeam) {
+  spip::fits::write_image(path("nobeam.fits"), basic_header(8, 8), ramp(64));
+  const FitsImage img = spip::fits::read_image(path("nobeam.fits"));
+  EXPECT_EQ(img.keywords.count("BMAJ"), 0u);
+  EXPECT_EQ(img.text("BUNIT"), "Jy/beam");
+  EXPECT_THROW((void)img.number("BMAJ"), spip::Error);
+}
+
+TEST_F(FitsTest, BadExtraKeywordThrowsAndLeavesNothing) {
+  ImageHeader h = basic_header(8, 8);
+  h.extra_keys = {{"CRVAL1", 1.0}};  // would shadow the WCS
+  EXPECT_THROW(spip::fits::write_image(path("dup.fits"), h, ramp(64)), spip::Error);
+  h.extra_keys = {{"lower", 1.0}};
+  EXPECT_THROW(spip::fits::write_image(path("dup.fits"), h, ramp(64)), spip::Error);
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST(FitsImageKeywords, TextAndNumberParsing) {
+  FitsImage img;
+  img.path = "x.fits";
+  img.keywords = {{"S", "'O''Brien  '"}, {"E", "''"}, {"D", "1.5D+03"}, {"P", "+2."},
+                  {"I", "42"}, {"T", "T"}, {"Q", "'12'"}};
+  EXPECT_EQ(img.text("S"), "O'Brien");
+  EXPECT_EQ(img.text("E"), "");
+  EXPECT_EQ(img.number("D"), 1500.0);
+  EXPECT_EQ(img.number("P"), 2.0);
+  EXPECT_EQ(img.number("I"), 42.0);
+  EXPECT_THROW((void)img.number("T"), spip::Error);
+  EXPECT_THROW((void)img.number("Q"), spip::Error);
+  try {
+    (void)img.number("MISSING");
+    FAIL() << "no exception";
+  } catch (const spip::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("MISSING"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("x.fits"), std::string::npos);
+  }
+}
+
+// ---------------------------------------------------------------- data
+
+TEST_F(FitsTest, ImageDataRoundTripBitExactly) {
+  ImageHeader h = basic_header(37, 23);
+  h.spectral = LinearAxis{"FREQ", "Hz", 1e8, 1e6, 1, 3};
+  const std::vector<float> data = random_bits(37 * 23 * 3, 1);
+  spip::fits::write_image(path("bits.fits"), h, data);
+  const FitsImage img = spip::fits::read_image(path("bits.fits"));
+  EXPECT_EQ(img.shape, (std::vector<long>{37, 23, 3}));
+  expect_same_bits(data, img.data);
+  EXPECT_FALSE(fs::exists(CubeFile::partial_path(path("bits.fits"))));
+}
+
+TEST_F(FitsTest, WriteImageReplacesExistingFile) {
+  const ImageHeader h = basic_header(8, 4);
+  spip::fits::write_image(path("again.fits"), h, ramp(32, 1.0f));
+  spip::fits::write_image(path("again.fits"), h, ramp(32, 100.0f));
+  expect_same_bits(ramp(32, 100.0f), spip::fits::read_image(path("again.fits")).data);
+}
+
+TEST_F(FitsTest, WrongPixelCountThrowsAndLeavesNothing) {
+  EXPECT_THROW(spip::fits::write_image(path("short.fits"), basic_header(8, 8), ramp(63)), spip::Error);
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(FitsTest, MissingDirectoryThrowsWithPathAndLeavesNothing) {
+  const std::string target = path("no/such/dir/image.fits");
+  try {
+    spip::fits::write_image(target, basic_header(8, 8), ramp(64));
+    FAIL() << "no exception";
+  } catch (const spip::Error& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find(target), std::string::npos) << message;
+    EXPECT_EQ(message.find('\n'), std::string::npos) << message;
+    EXPECT_NE(message.find("create"), std::string::npos) << message;
+  }
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(FitsTest, ReadingMissingFileThrowsWithPath) {
+  try {
+    (void)spip::fits::read_image(path("absent.fits"));
+    FAIL() << "no exception";
+  } catch (const spip::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(path("absent.fits")), std::string::npos) << e.what();
+  }
+}
+
+// ---------------------------------------------------------------- cubes
+
+TEST_F(FitsTest, CubeWrittenInShuffledOrderRoundTrips) {
+  ImageHeader h = basic_header(19, 11);  // 836-byte planes straddle FITS records
+  h.spectral = LinearAxis{"FREQ", "Hz", 1e9, -1e6, 1, 12};
+  h.stokes = Stokes::I;
+  const std::size_t plane = 19 * 11;
+  const std::vector<float> cube = random_bits(plane * 12, 7);
+  const std::string final_path = path("cube.fits");
+
+  CubeFile::create(final_path, h);
+  EXPECT_FALSE(fs::exists(final_path));
+  EXPECT_TRUE(fs::exists(CubeFile::partial_path(final_path)));
+  int ncards = 0;
+  const std::string header_before = raw_header(CubeFile::partial_path(final_path), ncards);
+
+  // (first plane, plane count) chunks covering the cube, written in shuffled order.
+  std::vector<std::pair<int, int>> chunks{{0, 2}, {2, 1}, {3, 1}, {4, 3}, {7, 1}, {8, 1}, {9, 2}, {11, 1}};
+  std::shuffle(chunks.begin(), chunks.end(), std::mt19937(3));
+  for (const auto& [first, count] : chunks) {
+    CubeFile::write_planes(final_path, first, std::span(cube).subspan(first * plane, count * plane));
+    EXPECT_FALSE(fs::exists(final_path));
+  }
+  // Writers never touch the header (other writers may be reading it).
+  EXPECT_EQ(raw_header(CubeFile::partial_path(final_path), ncards), header_before);
+
+  CubeFile::commit(final_path);
+  EXPECT_TRUE(fs::exists(final_path));
+  EXPECT_FALSE(fs::exists(CubeFile::partial_path(final_path)));
+
+  const FitsImage img = spip::fits::read_image(final_path);
+  EXPECT_EQ(img.shape, (std::vector<long>{19, 11, 12, 1}));
+  expect_same_bits(cube, img.data);
+  EXPECT_EQ(img.text("CTYPE3"), "FREQ");
+  EXPECT_EQ(img.number("CDELT3"), -1e6);
+}
+
+TEST_F(FitsTest, UnwrittenCubePlanesAreNaN) {
+  ImageHeader h = basic_header(16, 16);
+  h.spectral = LinearAxis{"FDEP", "rad/m^2", -10, 1, 1, 4};
+  const std::string final_path = path("partial.fits");
+  CubeFile::create(final_path, h);
+  const std::vector<float> planes = ramp(2 * 256, 5.0f);
+  CubeFile::write_planes(final_path, 1, planes);
+  CubeFile::commit(final_path);
+
+  const FitsImage img = spip::fits::read_image(final_path);
+  ASSERT_EQ(img.data.size(), 4u * 256);
+  for (std::size_t i = 0; i < 256; ++i) {
+    EXPECT_TRUE(std::isnan(img.data[i])) << i;
+    EXPECT_TRUE(std::isnan(img.data[3 * 256 + i])) << i;
+  }
+  expect_same_bits(planes, std::vector<float>(img.data.begin() + 256, img.data.begin() + 3 * 256));
+}
+
+TEST_F(FitsTest, WritePlanesRejectsBadRequests) {
+  ImageHeader h = basic_header(8, 8);
+  h.spectral = LinearAxis{"FREQ", "Hz", 1e9, 1e6, 1, 3};
+  const std::string final_path = path("bad.fits");
+  EXPECT_THROW(CubeFile::write_planes(final_path, 0, ramp(64)), spip::Error);  // not created
+  CubeFile::create(final_path, h);
+  EXPECT_THROW(CubeFile::write_planes(final_path, 0, ramp(65)), spip::Error);
+  EXPECT_THROW(CubeFile::write_planes(final_path, -1, ramp(64)), spip::Error);
+  EXPECT_THROW(CubeFile::write_planes(final_path, 3, ramp(64)), spip::Error);
+  EXPECT_THROW(CubeFile::write_planes(final_path, 2, ramp(128)), spip::Error);
+  try {
+    CubeFile::write_planes(final_path, 0, ramp(10));
+    FAIL() << "no exception";
+  } catch (const spip::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(final_path), std::string::npos) << e.what();
+  }
+  CubeFile::write_planes(final_path, 2, ramp(64));  // the last plane is in range
+  CubeFile::commit(final_path);
+  EXPECT_THROW(CubeFile::commit(final_path), spip::Error);  // nothing left to commit
+}
+
+TEST_F(FitsTest, CubeCreateIntoMissingDirectoryThrows) {
+  ImageHeader h = basic_header(8, 8);
+  const std::string target = path("missing/cube.fits");
+  try {
+    CubeFile::create(target, h);
+    FAIL() << "no exception";
+  } catch (const spip::Error& e) {
+    EXPECT_NE(std::string(e.what()).find(target), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+// Processes writing interleaved planes at the same time. Planes of 900 bytes
+// share FITS records with their neighbours, so without the record lock the
+// read-modify-write of shared records loses pixels.
+TEST_F(FitsTest, ConcurrentWritersOfDisjointPlanes) {
+  constexpr int writers = 6, planes = 384, nx = 15, ny = 15;
+  ImageHeader h = basic_header(nx, ny);
+  h.spectral = LinearAxis{"FREQ", "Hz", 1e9, 1e6, 1, planes};
+  const std::string final_path = path("shared.fits");
+  const std::vector<float> cube = random_bits(std::size_t{nx} * ny * planes, 11);
+  const std::size_t plane = std::size_t{nx} * ny;
+  CubeFile::create(final_path, h);
+
+  std::vector<pid_t> children;
+  for (int w = 0; w < writers; ++w) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      int rc = 0;
+      try {
+        for (int k = w; k < planes; k += writers)
+          CubeFile::write_planes(final_path, k, std::span(cube).subspan(k * plane, plane));
+      } catch (...) {
+        rc = 1;
+      }
+      ::_exit(rc);
+    }
+    children.push_back(pid);
+  }
+  for (pid_t pid : children) {
+    int status = 0;
+    ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  CubeFile::commit(final_path);
+  expect_same_bits(cube, spip::fits::read_image(final_path).data);
+}
+
+}  // namespace

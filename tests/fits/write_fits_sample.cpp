@@ -1,0 +1,68 @@
+// Writes sample FITS products for the astropy check (scripts/check_fits_astropy.py):
+//   <dir>/sample_cube.fits   FREQ + STOKES cube filled plane by plane via CubeFile
+//   <dir>/sample_image.fits  2-D image with a restoring beam via write_image
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <numbers>
+#include <vector>
+
+#include "spip/error.hpp"
+#include "spip/fits/fits_image.hpp"
+
+namespace {
+
+using namespace spip::fits;
+
+constexpr double deg = std::numbers::pi / 180.0;
+
+ImageHeader sample_header() {
+  ImageHeader h;
+  h.nx = 64;
+  h.ny = 48;
+  h.ra_rad = 201.365 * deg;
+  h.dec_rad = -43.019 * deg;
+  h.cell_rad = 2.0 / 3600 * deg;
+  h.date_obs = "2024-03-01T12:34:56.5";
+  h.telescope = "SKA-LOW";
+  h.object = "sample";
+  h.history = {"written by fits_write_sample"};
+  return h;
+}
+
+std::vector<float> plane_values(const ImageHeader& h, int k) {
+  std::vector<float> plane(static_cast<std::size_t>(h.nx) * h.ny);
+  for (std::size_t i = 0; i < plane.size(); ++i) plane[i] = static_cast<float>(k) + 1e-3f * static_cast<float>(i);
+  return plane;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: fits_write_sample OUTPUT_DIR\n";
+    return 2;
+  }
+  try {
+    const std::filesystem::path dir = argv[1];
+    std::filesystem::create_directories(dir);
+
+    ImageHeader cube = sample_header();
+    cube.spectral = LinearAxis{"FREQ", "Hz", 1.2e9, 1e6, 1, 4};
+    cube.stokes = Stokes::I;
+    const std::string cube_path = (dir / "sample_cube.fits").string();
+    CubeFile::create(cube_path, cube);
+    for (int k : {2, 0, 3, 1}) CubeFile::write_planes(cube_path, k, plane_values(cube, k));
+    CubeFile::commit(cube_path);
+
+    ImageHeader image = sample_header();
+    image.beam = Beam{10.0 / 3600 * deg, 6.0 / 3600 * deg, 30 * deg};
+    write_image((dir / "sample_image.fits").string(), image, plane_values(image, 0));
+    std::cout << cube_path << '\n';
+    return 0;
+  } catch (const std::exception& e) {
+    std::cerr << "fits_write_sample: " << e.what() << '\n';
+    return 1;
+  }
+}

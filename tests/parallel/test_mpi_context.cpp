@@ -1,0 +1,44 @@
+// Collectives under mpiexec: results must not depend on the number of ranks.
+#include <gtest/gtest.h>
+
+#include "spip/parallel/mpi_context.hpp"
+
+namespace {
+spip::parallel::MpiContext* mpi = nullptr;
+}
+
+TEST(MpiContext, SumAndMaxAgreeOnEveryRank) {
+  const int n = mpi->size();
+  EXPECT_EQ(mpi->sum(mpi->rank() + 1), static_cast<std::int64_t>(n) * (n + 1) / 2);
+  EXPECT_EQ(mpi->max(static_cast<double>(mpi->rank()) * 0.5), (n - 1) * 0.5);
+}
+
+TEST(MpiContext, GatherConcatenatesInRankOrderWithUnequalCounts) {
+  // Rank r sends r+1 values r*100, r*100+1, ...
+  std::vector<double> mine;
+  for (int k = 0; k <= mpi->rank(); ++k) mine.push_back(mpi->rank() * 100.0 + k);
+  const std::vector<double> all = mpi->gather_to_root(mine);
+  if (!mpi->is_root()) {
+    EXPECT_TRUE(all.empty());
+    return;
+  }
+  std::vector<double> expected;
+  for (int r = 0; r < mpi->size(); ++r)
+    for (int k = 0; k <= r; ++k) expected.push_back(r * 100.0 + k);
+  EXPECT_EQ(all, expected);
+}
+
+TEST(MpiContext, LocalRanksCoverTheNode) {
+  // All ranks of a CTest run share one node.
+  EXPECT_EQ(mpi->local_size(), mpi->size());
+  EXPECT_EQ(mpi->local_rank(), mpi->rank());
+}
+
+int main(int argc, char** argv) {
+  spip::parallel::MpiContext context(argc, argv);
+  mpi = &context;
+  testing::InitGoogleTest(&argc, argv);
+  const int failed = RUN_ALL_TESTS();
+  // Any rank's failure fails the test.
+  return context.sum(failed) == 0 ? 0 : 1;
+}
