@@ -9,7 +9,8 @@
 #include <casacore/measures/Measures/MCDirection.h>
 #include <casacore/measures/TableMeasures/ArrayMeasColumn.h>
 #include <casacore/tables/Tables/ArrayColumn.h>
-#include <casacore/tables/Tables/RefRows.h>
+#include <casacore/tables/DataMan/TiledStManAccessor.h>
+#include <casacore/tables/Tables/TableColumn.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/Table.h>
 #include <casacore/tables/Tables/TableLock.h>
@@ -83,11 +84,16 @@ struct MsReader::Impl {
   void read_field();
   void choose_weights();
 
+  // Rows [first, first + count) to read, and which of them to keep.
   struct RowChunk {
-    cc::Vector<cc::rownr_t> rows;  // kept rows of the chunk
+    cc::Slicer range;
+    std::vector<char> keep;
+    std::size_t kept = 0;
   };
   RowChunk keep_rows(cc::rownr_t first, cc::rownr_t count) const;
-  cc::Array<float> weights(const cc::RefRows& rows, int chan_begin, int chan_end) const;
+  cc::rownr_t rows_per_chunk() const;
+  void clear_caches() const;
+  cc::Array<float> weights(const cc::Slicer& rows, int chan_begin, int chan_end) const;
 };
 
 void MsReader::Impl::open(const std::string& path) {
@@ -174,43 +180,66 @@ void MsReader::Impl::choose_weights() {
 }
 
 MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_t count) const {
-  const cc::Slicer range(cc::IPosition(1, first), cc::IPosition(1, count));
-  const cc::Vector<int> ant1 = cc::ScalarColumn<int>(main, "ANTENNA1").getColumnRange(range);
-  const cc::Vector<int> ant2 = cc::ScalarColumn<int>(main, "ANTENNA2").getColumnRange(range);
-  const cc::Vector<int> field = cc::ScalarColumn<int>(main, "FIELD_ID").getColumnRange(range);
-  const cc::Vector<int> ddid = cc::ScalarColumn<int>(main, "DATA_DESC_ID").getColumnRange(range);
-  const cc::Vector<bool> flag_row = cc::ScalarColumn<bool>(main, "FLAG_ROW").getColumnRange(range);
-  std::vector<cc::rownr_t> kept;
-  kept.reserve(count);
+  RowChunk chunk{cc::Slicer(cc::IPosition(1, first), cc::IPosition(1, count)), std::vector<char>(count, 0), 0};
+  const cc::Vector<int> ant1 = cc::ScalarColumn<int>(main, "ANTENNA1").getColumnRange(chunk.range);
+  const cc::Vector<int> ant2 = cc::ScalarColumn<int>(main, "ANTENNA2").getColumnRange(chunk.range);
+  const cc::Vector<int> field = cc::ScalarColumn<int>(main, "FIELD_ID").getColumnRange(chunk.range);
+  const cc::Vector<int> ddid = cc::ScalarColumn<int>(main, "DATA_DESC_ID").getColumnRange(chunk.range);
+  const cc::Vector<bool> flag_row = cc::ScalarColumn<bool>(main, "FLAG_ROW").getColumnRange(chunk.range);
   for (cc::rownr_t r = 0; r < count; ++r) {
     const bool wanted_ddid =
         std::find(data_desc_ids.begin(), data_desc_ids.end(), ddid(r)) != data_desc_ids.end();
-    if (ant1(r) != ant2(r) && !flag_row(r) && field(r) == info.field && wanted_ddid)
-      kept.push_back(first + r);
+    chunk.keep[r] = ant1(r) != ant2(r) && !flag_row(r) && field(r) == info.field && wanted_ddid;
+    chunk.kept += chunk.keep[r];
   }
-  return RowChunk{cc::Vector<cc::rownr_t>(kept)};
+  return chunk;
+}
+
+// Bounds one call to ~64 MiB of DATA rows, and to row_chunk rows. Tiles usually span
+// every channel, so the rows of a chunk cost their full width in the tile cache
+// however few channels are read.
+cc::rownr_t MsReader::Impl::rows_per_chunk() const {
+  const std::size_t bytes_per_row = 8 * info.corr_types.size() * info.freq_hz.size();
+  const std::size_t by_memory = std::max<std::size_t>(1, (std::size_t{64} << 20) / bytes_per_row);
+  return std::min<std::size_t>(by_memory, selection.row_chunk);
+}
+
+// The tiled storage managers keep every tile they touched, without limit; chunks
+// cover disjoint rows, so dropping the tiles after each keeps memory bounded by a
+// chunk rather than growing to the whole column.
+void MsReader::Impl::clear_caches() const {
+  for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
+    if (!main.tableDesc().isColumn(column)) continue;
+    try {
+      cc::ROTiledStManAccessor(main, column, true).clearCaches();
+    } catch (const cc::AipsError&) {
+      // Not a tiled storage manager: nothing cached per tile.
+    }
+  }
 }
 
 // Weights per [corr, chan, row] whatever the MS stores: WEIGHT_SPECTRUM as is,
 // WEIGHT repeated over channels, or 1/SIGMA^2.
-cc::Array<float> MsReader::Impl::weights(const cc::RefRows& rows, int chan_begin,
-                                         int chan_end) const {
-  const int num_corr = static_cast<int>(info.corr_types.size());
-  const int num_chan = chan_end - chan_begin;
+cc::Array<float> MsReader::Impl::weights(const cc::Slicer& rows, int chan_begin, int chan_end) const {
+  const std::size_t num_corr = info.corr_types.size();
+  const std::size_t num_chan = static_cast<std::size_t>(chan_end - chan_begin);
   const cc::ArrayColumn<float> column(main, weight_column);
   if (weight_column == "WEIGHT_SPECTRUM") {
-    const cc::Slicer section(cc::IPosition(2, 0, chan_begin), cc::IPosition(2, num_corr, num_chan));
-    return column.getColumnCells(rows, section);
+    const cc::Slicer section(cc::IPosition(2, 0, chan_begin),
+                             cc::IPosition(2, static_cast<int>(num_corr), static_cast<int>(num_chan)));
+    return column.getColumnRange(rows, section);
   }
-  const cc::Array<float> per_row = column.getColumnCells(rows);
+  const cc::Array<float> per_row = column.getColumnRange(rows);
   const std::size_t num_rows = per_row.shape()(1);
   cc::Array<float> out(cc::IPosition(3, num_corr, num_chan, num_rows));
   const bool from_sigma = weight_column == "SIGMA";
+  const float* in = per_row.data();
+  float* w = out.data();
   for (std::size_t r = 0; r < num_rows; ++r)
-    for (int c = 0; c < num_chan; ++c)
-      for (int k = 0; k < num_corr; ++k) {
-        const float v = per_row(cc::IPosition(2, k, r));
-        out(cc::IPosition(3, k, c, r)) = from_sigma ? (v > 0 ? 1.0f / (v * v) : 0.0f) : v;
+    for (std::size_t c = 0; c < num_chan; ++c)
+      for (std::size_t k = 0; k < num_corr; ++k) {
+        const float v = in[r * num_corr + k];
+        w[(r * num_chan + c) * num_corr + k] = from_sigma ? (v > 0 ? 1.0f / (v * v) : 0.0f) : v;
       }
   return out;
 }
@@ -251,38 +280,45 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
     const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
     const cc::Slicer section(cc::IPosition(2, 0, chan_begin), cc::IPosition(2, num_corr, num_chan));
     const cc::rownr_t total = m.main.nrow();
-    for (cc::rownr_t first = 0; first < total; first += m.selection.row_chunk) {
-      const cc::rownr_t count = std::min<cc::rownr_t>(m.selection.row_chunk, total - first);
-      const Impl::RowChunk chunk = m.keep_rows(first, count);
-      if (chunk.rows.empty()) continue;
-      const cc::RefRows rows(chunk.rows, false, true);
-      const cc::Array<double> uvw = uvw_column.getColumnCells(rows);
-      const cc::Array<cc::Complex> data = data_column.getColumnCells(rows, section);
-      const cc::Array<bool> flag = flag_column.getColumnCells(rows, section);
-      const cc::Array<float> weight = m.weights(rows, chan_begin, chan_end);
+    const cc::rownr_t step = m.rows_per_chunk();
+    // At most every row is kept: one allocation instead of regrowing a large block.
+    block.uvw_m.reserve(total * 3);
+    block.vis.reserve(total * num_chan * num_stokes);
+    block.weight.reserve(block.vis.capacity());
+    for (cc::rownr_t first = 0; first < total; first += step) {
+      const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, total - first));
+      if (chunk.kept == 0) continue;
+      const cc::Array<double> uvw = uvw_column.getColumnRange(chunk.range);
+      const cc::Array<cc::Complex> data = data_column.getColumnRange(chunk.range, section);
+      const cc::Array<bool> flag = flag_column.getColumnRange(chunk.range, section);
+      const cc::Array<float> weight = m.weights(chunk.range, chan_begin, chan_end);
 
-      const std::size_t kept = chunk.rows.size();
-      const std::size_t offset = block.num_rows();
-      block.uvw_m.insert(block.uvw_m.end(), uvw.begin(), uvw.end());
-      block.vis.resize(block.uvw_m.size() / 3 * num_chan * num_stokes);
+      std::size_t out_row = block.num_rows();
+      block.uvw_m.resize((out_row + chunk.kept) * 3);
+      block.vis.resize((out_row + chunk.kept) * num_chan * num_stokes);
       block.weight.resize(block.vis.size());
-      // Arrays are [corr, chan, row] with corr fastest, contiguous after getColumnCells.
+      // Arrays are [corr, chan, row] with corr fastest, contiguous after getColumnRange.
       const cc::Complex* d = data.data();
       const bool* f = flag.data();
       const float* w = weight.data();
-      for (std::size_t r = 0; r < kept; ++r)
+      for (std::size_t r = 0; r < chunk.keep.size(); ++r) {
+        if (!chunk.keep[r]) continue;
+        std::copy_n(uvw.data() + 3 * r, 3, block.uvw_m.data() + 3 * out_row);
         for (int c = 0; c < num_chan; ++c) {
           const std::size_t base = (r * num_chan + c) * num_corr;
           for (int s = 0; s < num_stokes; ++s) {
             const StokesRule& rule = m.rules[s];
-            const std::size_t out = block.index(offset + r, c, s);
             if (!rule.determined()) continue;
+            const std::size_t out = block.index(out_row, c, s);
             const std::size_t a = base + rule.first, b = base + rule.second;
             const Visibility v = apply_rule(rule, {d[a].real(), d[a].imag()}, {d[b].real(), d[b].imag()});
             block.vis[out] = {v.re, v.im};
             block.weight[out] = combine_weights(f[a] ? 0.0f : w[a], f[b] ? 0.0f : w[b]);
           }
         }
+        ++out_row;
+      }
+      m.clear_caches();
     }
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading " + m.selection.column + ": " + std::string(e.what()));
@@ -298,18 +334,21 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel() const {
   try {
     const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
     const cc::rownr_t total = m.main.nrow();
-    for (cc::rownr_t first = 0; first < total; first += m.selection.row_chunk) {
-      const cc::rownr_t count = std::min<cc::rownr_t>(m.selection.row_chunk, total - first);
-      const Impl::RowChunk chunk = m.keep_rows(first, count);
-      if (chunk.rows.empty()) continue;
-      const cc::Array<bool> flag = flag_column.getColumnCells(cc::RefRows(chunk.rows, false, true));
+    const cc::rownr_t step = m.rows_per_chunk();
+    const std::size_t num_corr = m.info.corr_types.size();
+    for (cc::rownr_t first = 0; first < total; first += step) {
+      const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, total - first));
+      if (chunk.kept == 0) continue;
+      const cc::Array<bool> flag = flag_column.getColumnRange(chunk.range);
       const bool* f = flag.data();
-      const std::size_t num_corr = m.info.corr_types.size();
-      for (std::size_t r = 0; r < chunk.rows.size(); ++r)
+      for (std::size_t r = 0; r < chunk.keep.size(); ++r) {
+        if (!chunk.keep[r]) continue;
         for (int c = 0; c < num_chan; ++c) {
           const std::size_t base = (r * num_chan + c) * num_corr;
           counts[c] += !f[base + rule_i.first] && !f[base + rule_i.second];
         }
+      }
+      m.clear_caches();
     }
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading FLAG: " + std::string(e.what()));

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <numeric>
+
+#include <omp.h>
 #include <sstream>
 
 #include "spip/cuda/device.hpp"
@@ -168,6 +170,8 @@ void write_qa_json(const std::string& path, const std::vector<double>& records, 
 
 Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
   const Stopwatch total;
+  if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
+  log.info("using " + std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
   Plan plan = make_plan(config, mpi, log);
   const parallel::ChannelBlock mine = plan.blocks[static_cast<std::size_t>(mpi.rank())];
   if (mine.size() == 0)

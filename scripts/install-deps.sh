@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what spip needs on Debian 12 and is not there yet. Idempotent; run as root.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config python3
+  casacore-dev casacore-data libcfitsio-dev libfftw3-dev wcslib-dev
+  libopenmpi-dev openmpi-bin libboost-program-options-dev
+  libgtest-dev libopenblas-dev
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "spip: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# astropy reads every FITS product back in the tests and after the demo.
+if ! python3 -c "import astropy" 2>/dev/null; then
+  echo "spip: installing astropy (pip)"
+  python3 -m pip install -q astropy || pip install -q astropy
+fi
