@@ -1,0 +1,25 @@
+#include "spip/imaging/geometry.hpp"
+
+#include <cmath>
+#include <initializer_list>
+
+namespace spip::imaging {
+
+int good_fft_size(int target) {
+  for (int n = target + (target & 1);; n += 2) {
+    int rest = n;
+    for (int p : {2, 3, 5, 7})
+      while (rest % p == 0) rest /= p;
+    if (rest == 1) return n;
+  }
+}
+
+ImageGeometry ImageGeometry::make(int size, double cell_rad, double padding) {
+  ImageGeometry g;
+  g.size = size;
+  g.cell_rad = cell_rad;
+  g.grid_size = good_fft_size(static_cast<int>(std::ceil(size * padding)));
+  return g;
+}
+
+}  // namespace spip::imaging
