@@ -32,6 +32,8 @@ constexpr std::array<std::pair<std::string_view, Weighting>, 3> weighting_words{
     {"briggs", Weighting::briggs}}};
 constexpr std::array<std::pair<std::string_view, Device>, 3> device_words{{
     {"auto", Device::automatic}, {"cpu", Device::cpu}, {"gpu", Device::gpu}}};
+constexpr std::array<std::pair<std::string_view, PeakSearch>, 3> peak_words{{
+    {"i", PeakSearch::stokes_i}, {"pol", PeakSearch::linear_pol}, {"iquv", PeakSearch::full_stokes}}};
 constexpr std::array<std::string_view, 3> column_words{"DATA", "CORRECTED_DATA", "MODEL_DATA"};
 
 // ---- text -> value: false when the text is not a value of that type --------
@@ -74,6 +76,7 @@ bool parse_word(std::string_view text, Enum& out,
 }
 bool parse(std::string_view text, Weighting& out) { return parse_word(text, out, weighting_words); }
 bool parse(std::string_view text, Device& out) { return parse_word(text, out, device_words); }
+bool parse(std::string_view text, PeakSearch& out) { return parse_word(text, out, peak_words); }
 
 // ---- value -> text that parse() reads back to the same value ----------------
 
@@ -91,6 +94,7 @@ std::string text(bool value) { return value ? "true" : "false"; }
 std::string text(const std::string& value) { return value; }
 std::string text(Weighting value) { return to_string(value); }
 std::string text(Device value) { return to_string(value); }
+std::string text(PeakSearch value) { return to_string(value); }
 
 constexpr std::string_view type_of(int) { return "integer"; }
 constexpr std::string_view type_of(double) { return "number"; }
@@ -98,6 +102,7 @@ constexpr std::string_view type_of(bool) { return "bool"; }
 constexpr std::string_view type_of(const std::string&) { return "string"; }
 constexpr std::string_view type_of(Weighting) { return "word"; }
 constexpr std::string_view type_of(Device) { return "word"; }
+constexpr std::string_view type_of(PeakSearch) { return "word"; }
 
 // ---- the option table ------------------------------------------------------
 
@@ -186,6 +191,15 @@ const std::vector<Key>& keys() {
       scalar("image.wstacking", &Config::image, &ImageConfig::wstacking,
              any<bool>, "true or false", "",
              "w-stacking; false: 2-D imaging (wrong for wide fields)"),
+      scalar("image.uv_min", &Config::image, &ImageConfig::uv_min,
+             [](double v) { return v >= 0; }, "a number >= 0", "lambda",
+             "drop baselines shorter than this"),
+      scalar("image.uv_max", &Config::image, &ImageConfig::uv_max,
+             [](double v) { return v >= 0; }, "a number >= 0", "lambda",
+             "drop baselines longer than this; 0: no limit"),
+      scalar("image.taper", &Config::image, &ImageConfig::taper_arcsec,
+             [](double v) { return v >= 0; }, "a number >= 0", "arcsec",
+             "Gaussian uv taper, FWHM in the image; 0: none"),
 
       scalar("clean.niter", &Config::clean, &CleanConfig::niter, [](int v) { return v >= 0; },
              "an integer >= 0", "", "minor-cycle iteration limit; 0: dirty images only"),
@@ -201,6 +215,11 @@ const std::vector<Key>& keys() {
       scalar("clean.auto_threshold", &Config::clean, &CleanConfig::auto_threshold,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
              "stop at this many MAD sigma of the residual; 0: off"),
+      scalar("clean.peak", &Config::clean, &CleanConfig::peak, any<PeakSearch>,
+             "one of i, pol, iquv", "",
+             "joined-polarisation peak search on |I|, |Q+iU| or sqrt(I^2+Q^2+U^2+V^2)"),
+      scalar("clean.max_major", &Config::clean, &CleanConfig::max_major,
+             [](int v) { return v >= 1; }, "an integer >= 1", "", "major-cycle limit"),
 
       scalar("faraday.phi_max", &Config::faraday, &FaradayConfig::phi_max,
              [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",
@@ -299,6 +318,12 @@ std::string to_string(Weighting weighting) {
   for (const auto& [word, value] : weighting_words)
     if (value == weighting) return std::string(word);
   SPIP_THROW(Error, "internal error: unknown Weighting");
+}
+
+std::string to_string(PeakSearch peak) {
+  for (const auto& [word, value] : peak_words)
+    if (value == peak) return std::string(word);
+  SPIP_THROW(Error, "internal error: unknown PeakSearch");
 }
 
 std::string to_string(Device device) {

@@ -26,7 +26,8 @@ std::mutex& planner_mutex() {
 
 struct FftwBuffer {
   cfloat* data = nullptr;
-  explicit FftwBuffer(std::size_t n) : data(reinterpret_cast<cfloat*>(fftwf_alloc_complex(n))) {
+  std::size_t size = 0;
+  explicit FftwBuffer(std::size_t n) : data(reinterpret_cast<cfloat*>(fftwf_alloc_complex(n))), size(n) {
     if (!data) SPIP_THROW(Error, "cannot allocate an FFT grid of " + std::to_string(n) + " cells");
   }
   ~FftwBuffer() { fftwf_free(data); }
@@ -76,12 +77,30 @@ struct Gridder::Impl {
   const double* uvw = nullptr;
   std::size_t count = 0;
   std::vector<std::size_t> order;     // visibilities sorted by w
-  double w_first = 0, dw = 1;
+  double w_first = 0;
+  double dw = 1;                      // plane spacing: planes oversampled by 2 over n - 1
   int planes = 1;
   std::size_t outside = 0;
   std::vector<char> inside;
 
   fftwf_plan forward = nullptr, backward = nullptr;
+
+  // w-screens exp(-2 pi i w_p (n - 1 - x0)) per pixel, advanced plane by plane by a
+  // constant step instead of a sincos per pixel and plane.
+  std::vector<cdouble> screen_step;   // exp(-2 pi i dw (n - 1 - x0))
+  std::vector<cdouble> screen_first;  // exp(-2 pi i w_first (n - 1 - x0)), per set_uvw
+  std::vector<cdouble> rotation;      // exp(-2 pi i w_k x0) per visibility
+
+  // Scratch reused across calls (first touch of fresh pages costs more than the FFTs);
+  // one Gridder serves one thread of calls at a time.
+  mutable std::vector<std::unique_ptr<FftwBuffer>> scratch_grids;  // [thread]
+  mutable std::vector<cdouble> screen;
+  cfloat* scratch(int slot, std::size_t cells) const {
+    if (scratch_grids.size() <= static_cast<std::size_t>(slot)) scratch_grids.resize(slot + 1);
+    auto& buffer = scratch_grids[slot];
+    if (!buffer || buffer->size < cells) buffer = std::make_unique<FftwBuffer>(cells);
+    return buffer->data;
+  }
 
   Impl(const ImageGeometry& g, double accuracy, bool stacking);
   ~Impl() {
@@ -98,8 +117,9 @@ struct Gridder::Impl {
   std::pair<std::size_t, std::size_t> plane_range(int p) const;
   void checkerboard(cfloat* grid) const;
   void grid_plane(int p, const cfloat* vis, const float* weight, int num_stokes, cfloat* grids) const;
-  void accumulate_plane(int p, const cfloat* grids, int num_stokes, double* images) const;
-  void fill_plane(int p, const float* images, int num_stokes, cfloat* grids) const;
+  void advance_screen(int p) const;
+  void accumulate_plane(const cfloat* grids, int num_stokes, double* images) const;
+  void fill_plane(const float* images, int num_stokes, cfloat* grids) const;
   void degrid_plane(int p, const cfloat* grids, int num_stokes, cdouble* vis) const;
 };
 
@@ -146,6 +166,30 @@ void Gridder::Impl::compute_corrections() {
       x_shifted[pixel] = n_minus_1 - x0;
       correction_uv[pixel] = 1.0 / (psi[x] * psi[y]);
     }
+  if (!wstacking) {
+    correction = correction_uv;
+    return;
+  }
+  // The plane spacing depends only on the image, so the w-correction does too. It is
+  // smooth in n - 1: a fine table with cubic interpolation is exact to ~1e-12.
+  dw = 0.25 / std::max(half_range, 1e-12);
+  constexpr int table_size = 4096;
+  const double step = 2.0 * half_range / (table_size - 1);
+  std::vector<double> table(table_size + 2);
+  for (int i = 0; i < table_size + 2; ++i)
+    table[i] = kernel_transform(w_kernel, (-half_range + (i - 1) * step) * dw, 1.0);
+  screen_step.resize(geo.pixels());
+  for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel)
+    screen_step[pixel] = std::polar(1.0, -two_pi * dw * x_shifted[pixel]);
+  for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel) {
+    const double t = std::clamp((x_shifted[pixel] + half_range) / step, 0.0, table_size - 1.0);
+    const int i = std::min(static_cast<int>(t), table_size - 2);
+    const double f = t - i;
+    const double* p = &table[i];  // p[0..3] at table positions i-1 .. i+2
+    const double psi_w = p[1] + 0.5 * f * (p[2] - p[0] + f * (2 * p[0] - 5 * p[1] + 4 * p[2] - p[3] +
+                                                             f * (3 * (p[1] - p[2]) + p[3] - p[0])));
+    correction[pixel] = correction_uv[pixel] / psi_w;
+  }
 }
 
 void Gridder::Impl::checkerboard(cfloat* grid) const {
@@ -171,13 +215,8 @@ void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, in
   const std::size_t cells = grid_cells();
   const double du = geo.uv_cell();
   const int support = kernel.support;
-  std::vector<cfloat*> private_grids(static_cast<std::size_t>(threads), nullptr);
-  std::vector<std::unique_ptr<FftwBuffer>> buffers;
-  for (int t = 1; t < threads; ++t) {
-    buffers.push_back(std::make_unique<FftwBuffer>(cells * num_stokes));
-    private_grids[t] = buffers.back()->data;
-  }
-  private_grids[0] = grids;
+  std::vector<cfloat*> private_grids(static_cast<std::size_t>(threads), grids);
+  for (int t = 1; t < threads; ++t) private_grids[t] = scratch(t, cells * num_stokes);
 #pragma omp parallel num_threads(threads)
   {
     const int t = omp_get_thread_num();
@@ -189,10 +228,10 @@ void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, in
       if (!inside[k]) continue;
       const double* c = uvw + 3 * k;
       double scale = 1.0;
-      cdouble rotation(1.0, 0.0);
+      cdouble turn(1.0, 0.0);
       if (wstacking) {
         scale = w_kernel(c[2] / dw - (w_first / dw + p));
-        rotation = std::polar(1.0, -two_pi * c[2] * x0);
+        turn = rotation[k];
       }
       const Footprint fu = footprint(kernel, -c[0] / du + n / 2);
       const Footprint fv = footprint(kernel, c[1] / du + n / 2);
@@ -200,7 +239,7 @@ void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, in
       for (int s = 0; s < num_stokes; ++s) {
         const float wt = weight[k * num_stokes + s];
         if (wt == 0.0f) continue;
-        const cfloat value = cfloat(cdouble(vis[k * num_stokes + s]) * rotation * (scale * wt));
+        const cfloat value = cfloat(cdouble(vis[k * num_stokes + s]) * turn * (scale * wt));
         cfloat* grid = mine + s * cells;
         for (int j = 0; j < support; ++j) {
           cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
@@ -221,9 +260,18 @@ void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, in
   }
 }
 
-void Gridder::Impl::accumulate_plane(int p, const cfloat* grids, int num_stokes, double* images) const {
+void Gridder::Impl::advance_screen(int p) const {
+  if (!wstacking) return;
+  if (p == 0) {
+    screen = screen_first;
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (std::size_t pixel = 0; pixel < screen.size(); ++pixel) screen[pixel] *= screen_step[pixel];
+}
+
+void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_stokes, double* images) const {
   const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
-  const double w_p = wstacking ? w_plane(p) : 0.0;
   const std::size_t pixels = geo.pixels();
 #pragma omp parallel for schedule(static)
   for (int y = 0; y < n; ++y)
@@ -231,16 +279,15 @@ void Gridder::Impl::accumulate_plane(int p, const cfloat* grids, int num_stokes,
       const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
       const int xg = x + offset, yg = y + offset;
       const double sign = ((xg + yg) & 1) ? -1.0 : 1.0;
-      const cdouble screen = wstacking ? std::polar(sign, -two_pi * w_p * x_shifted[pixel]) : cdouble(sign, 0.0);
+      const cdouble factor = wstacking ? sign * screen[pixel] : cdouble(sign, 0.0);
       const std::size_t cell = static_cast<std::size_t>(yg) * big + xg;
       for (int s = 0; s < num_stokes; ++s)
-        images[s * pixels + pixel] += (cdouble(grids[s * grid_cells() + cell]) * screen).real();
+        images[s * pixels + pixel] += (cdouble(grids[s * grid_cells() + cell]) * factor).real();
     }
 }
 
-void Gridder::Impl::fill_plane(int p, const float* images, int num_stokes, cfloat* grids) const {
+void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grids) const {
   const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
-  const double w_p = wstacking ? w_plane(p) : 0.0;
   const std::size_t pixels = geo.pixels();
   std::fill(grids, grids + grid_cells() * num_stokes, cfloat{});
 #pragma omp parallel for schedule(static)
@@ -249,11 +296,11 @@ void Gridder::Impl::fill_plane(int p, const float* images, int num_stokes, cfloa
       const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
       const int xg = x + offset, yg = y + offset;
       const double sign = ((xg + yg) & 1) ? -1.0 : 1.0;
-      const cdouble screen = wstacking ? std::polar(sign * correction[pixel], two_pi * w_p * x_shifted[pixel])
+      const cdouble factor = wstacking ? sign * correction[pixel] * std::conj(screen[pixel])
                                        : cdouble(sign * correction[pixel], 0.0);
       const std::size_t cell = static_cast<std::size_t>(yg) * big + xg;
       for (int s = 0; s < num_stokes; ++s)
-        grids[s * grid_cells() + cell] = cfloat(screen * static_cast<double>(images[s * pixels + pixel]));
+        grids[s * grid_cells() + cell] = cfloat(factor * static_cast<double>(images[s * pixels + pixel]));
     }
 }
 
@@ -317,33 +364,34 @@ void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
   }
   if (!m.wstacking) {
     m.planes = 1;
-    m.correction = m.correction_uv;
     return;
   }
   std::sort(m.order.begin(), m.order.end(), [&](std::size_t a, std::size_t b) { return uvw_lambda[3 * a + 2] < uvw_lambda[3 * b + 2]; });
-  // Planes oversampled by 2 over the range of n - 1 in the image.
-  m.dw = 0.25 / std::max(m.half_range, 1e-12);
   m.w_first = w_min - 0.5 * m.w_kernel.support * m.dw;
   m.planes = static_cast<int>(std::floor((w_max - m.w_first) / m.dw + 0.5 * m.w_kernel.support)) + 1;
-  m.correction.resize(m.geo.pixels());
+  m.rotation.resize(count);
+  for (std::size_t k = 0; k < count; ++k) m.rotation[k] = std::polar(1.0, -two_pi * uvw_lambda[3 * k + 2] * m.x0);
+  m.screen_first.resize(m.geo.pixels());
+#pragma omp parallel for schedule(static)
   for (std::size_t pixel = 0; pixel < m.geo.pixels(); ++pixel)
-    m.correction[pixel] = m.correction_uv[pixel] / kernel_transform(m.w_kernel, m.x_shifted[pixel] * m.dw, 1.0);
+    m.screen_first[pixel] = std::polar(1.0, -two_pi * m.w_first * m.x_shifted[pixel]);
 }
 
 void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_stokes, float* images) const {
   const Impl& m = *impl_;
   const std::size_t pixels = m.geo.pixels();
   std::vector<double> sum(pixels * num_stokes, 0.0);
-  FftwBuffer grids(m.grid_cells() * num_stokes);
+  cfloat* grids = m.scratch(0, m.grid_cells() * num_stokes);
   for (int p = 0; p < m.planes; ++p) {
-    std::fill(grids.data, grids.data + m.grid_cells() * num_stokes, cfloat{});
-    m.grid_plane(p, vis, weight, num_stokes, grids.data);
+    std::fill(grids, grids + m.grid_cells() * num_stokes, cfloat{});
+    m.grid_plane(p, vis, weight, num_stokes, grids);
     for (int s = 0; s < num_stokes; ++s) {
-      cfloat* grid = grids.data + s * m.grid_cells();
+      cfloat* grid = grids + s * m.grid_cells();
       m.checkerboard(grid);
       fftwf_execute_dft(m.forward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
     }
-    m.accumulate_plane(p, grids.data, num_stokes, sum.data());
+    m.advance_screen(p);
+    m.accumulate_plane(grids, num_stokes, sum.data());
   }
   for (int s = 0; s < num_stokes; ++s)
     for (std::size_t pixel = 0; pixel < pixels; ++pixel)
@@ -353,24 +401,26 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
 void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* vis) const {
   const Impl& m = *impl_;
   std::vector<cdouble> sum(m.count * num_stokes, cdouble{});
-  FftwBuffer grids(m.grid_cells() * num_stokes);
+  cfloat* grids = m.scratch(0, m.grid_cells() * num_stokes);
   for (int p = 0; p < m.planes; ++p) {
-    m.fill_plane(p, images, num_stokes, grids.data);
+    m.advance_screen(p);
+    m.fill_plane(images, num_stokes, grids);
     for (int s = 0; s < num_stokes; ++s) {
-      cfloat* grid = grids.data + s * m.grid_cells();
+      cfloat* grid = grids + s * m.grid_cells();
       fftwf_execute_dft(m.backward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
       m.checkerboard(grid);
     }
-    m.degrid_plane(p, grids.data, num_stokes, sum.data());
+    m.degrid_plane(p, grids, num_stokes, sum.data());
   }
   for (std::size_t k = 0; k < m.count; ++k) {
-    const cdouble rotation = m.wstacking ? std::polar(1.0, two_pi * m.uvw[3 * k + 2] * m.x0) : cdouble(1.0, 0.0);
-    for (int s = 0; s < num_stokes; ++s) vis[k * num_stokes + s] = cfloat(sum[k * num_stokes + s] * rotation);
+    const cdouble turn = m.wstacking ? std::conj(m.rotation[k]) : cdouble(1.0, 0.0);
+    for (int s = 0; s < num_stokes; ++s) vis[k * num_stokes + s] = cfloat(sum[k * num_stokes + s] * turn);
   }
 }
 
 int Gridder::num_w_planes() const { return impl_->planes; }
 std::size_t Gridder::num_outside() const { return impl_->outside; }
+bool Gridder::inside(std::size_t k) const { return impl_->inside[k] != 0; }
 EsKernel Gridder::uv_kernel() const { return impl_->kernel; }
 
 }  // namespace spip::imaging

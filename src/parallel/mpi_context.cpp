@@ -49,6 +49,17 @@ std::vector<double> MpiContext::gather_to_root(const std::vector<double>& local)
   return all;
 }
 
+std::vector<double> MpiContext::gather_to_all(const std::vector<double>& local) const {
+  const int count = static_cast<int>(local.size());
+  std::vector<int> counts(size_), offsets(size_, 0);
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+  std::vector<double> all(static_cast<std::size_t>(offsets.back() + counts.back()));
+  MPI_Allgatherv(local.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE,
+                 MPI_COMM_WORLD);
+  return all;
+}
+
 void MpiContext::abort(int exit_code) const {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::exit(exit_code);

@@ -1,16 +1,20 @@
 #include "spip/pipeline/pipeline.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <numeric>
-
-#include <omp.h>
+#include <numbers>
 #include <sstream>
 
+#include "products.hpp"
 #include "spip/cuda/device.hpp"
+#include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
+#include "spip/imaging/channel_imager.hpp"
+#include "spip/imaging/weighting.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/parallel/mpi_context.hpp"
@@ -21,6 +25,9 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr double speed_of_light = 299792458.0;
+constexpr double rad_to_arcsec = 180.0 * 3600.0 / std::numbers::pi;
+// A rank reads its channels in blocks of at most this many bytes of Stokes data.
+constexpr double block_budget_bytes = 2.0 * (1u << 30);
 
 std::string fixed(double value, int digits) {
   std::ostringstream out;
@@ -37,6 +44,7 @@ struct Plan {
   int chan_begin = 0, chan_end = 0;              // imaged range of the band
   std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
   std::string backend;                           // "cpu" or "gpu <index>"
+  imaging::ImageGeometry geometry;
 };
 
 std::vector<ms::MsReader> open_inputs(const Config& config) {
@@ -76,8 +84,9 @@ std::string choose_backend(Device requested, int local_rank, const Log& log) {
     return "cpu";
   }
   const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
-  log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) +
-           " (" + device.name + ", " + std::to_string(device.memory_bytes >> 20) + " MiB)");
+  log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " (" +
+           device.name + ", " + std::to_string(device.memory_bytes >> 20) +
+           " MiB); the GPU backend is not built yet, imaging on the CPU");
   return "gpu " + std::to_string(device.index);
 }
 
@@ -89,76 +98,145 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   plan.chan_begin = config.input.channel_begin;
   plan.chan_end = config.input.channel_end < 0 ? band : config.input.channel_end;
   if (plan.chan_end > band || plan.chan_begin >= plan.chan_end)
-    SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" +
-                               std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) +
-                               ") is outside the band of " + std::to_string(band) + " channels");
+    SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(plan.chan_begin) +
+                               ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
+                               std::to_string(band) + " channels");
   for (const ms::MsReader& reader : plan.readers)
     log.root("input " + reader.info().path + ": " + std::to_string(reader.info().num_rows) + " rows, " +
              std::to_string(band) + " channels, correlations [" + reader.info().stokes_summary() + "]");
   for (int s = 0; s < ms::num_stokes; ++s)
     if (!info.stokes_determined[s])
-      log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its products are skipped");
+      log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
   plan.blocks = parallel::balance_channels(channel_cost(plan.readers, plan.chan_begin, plan.chan_end), mpi.size());
   plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), log);
+  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
+                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
   return plan;
 }
 
-// ---- per-channel work ----------------------------------------------------------
+// ---- channel data ------------------------------------------------------------
 
-// Per-channel QA, flattened for the gather: one record of these fields per channel.
-struct ChannelQa {
-  double channel, freq_hz, rank, visibilities, flagged_fraction, weight_sum, max_uv_wavelengths, read_s;
-  static constexpr int fields = 8;
+// The rank's channels, read in blocks that fit the memory budget; a rank whose
+// channels fit in one block reads them once for both passes.
+class ChannelSource {
+ public:
+  ChannelSource(const Plan& plan, parallel::ChannelBlock mine) : plan_(plan), mine_(mine) {
+    std::int64_t rows = 0;
+    for (const ms::MsReader& reader : plan.readers) rows += reader.info().num_rows;
+    const double bytes_per_channel = static_cast<double>(rows) * ms::num_stokes * 12.0;
+    block_channels_ = std::max(1, static_cast<int>(block_budget_bytes / std::max(bytes_per_channel, 1.0)));
+  }
+
+  // Visibilities of one channel (index into the imaged range) from every MS.
+  const std::vector<ms::VisBlock>& blocks_for(int channel, double& read_s) {
+    const int absolute = plan_.chan_begin + channel;
+    if (blocks_.empty() || absolute < blocks_.front().chan_begin || absolute >= blocks_.front().chan_end) {
+      const Stopwatch watch;
+      const int end = std::min(plan_.chan_begin + mine_.end, absolute + block_channels_);
+      blocks_.clear();
+      for (const ms::MsReader& reader : plan_.readers) blocks_.push_back(reader.read(absolute, end));
+      read_s += watch.seconds();
+    }
+    return blocks_;
+  }
+
+ private:
+  const Plan& plan_;
+  parallel::ChannelBlock mine_;
+  int block_channels_ = 1;
+  std::vector<ms::VisBlock> blocks_;
 };
 
-ChannelQa measure_channel(const Plan& plan, int channel, int rank) {
-  ChannelQa qa{};
-  qa.channel = channel;
-  qa.rank = rank;
-  double samples = 0;
-  const Stopwatch watch;
-  for (const ms::MsReader& reader : plan.readers) {
-    const ms::VisBlock block = reader.read(channel, channel + 1);
-    qa.freq_hz = block.freq_hz[0];
-    const double inv_lambda = block.freq_hz[0] / speed_of_light;
+struct ChannelData {
+  double freq_hz = 0;
+  std::vector<double> uvw_lambda;
+  std::vector<std::complex<float>> vis;
+  std::vector<float> weight;
+  double visibilities = 0, samples = 0, weight_sum = 0, max_uv = 0;
+};
+
+ChannelData gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
+                           const imaging::ImageGeometry& geometry, const imaging::WeightingScheme& scheme) {
+  ChannelData data;
+  for (const ms::VisBlock& block : blocks) {
+    const int c = absolute_channel - block.chan_begin;
+    data.freq_hz = block.freq_hz[c];
+    const double inv_lambda = data.freq_hz / speed_of_light;
     for (std::size_t r = 0; r < block.num_rows(); ++r) {
-      const float weight = block.weight[block.index(r, 0, ms::stokes_i)];
-      samples += 1;
-      if (weight <= 0) continue;
-      qa.visibilities += 1;
-      qa.weight_sum += weight;
-      const double uv = std::hypot(block.uvw_m[3 * r], block.uvw_m[3 * r + 1]) * inv_lambda;
-      qa.max_uv_wavelengths = std::max(qa.max_uv_wavelengths, uv);
+      for (int k = 0; k < 3; ++k) data.uvw_lambda.push_back(block.uvw_m[3 * r + k] * inv_lambda);
+      for (int s = 0; s < ms::num_stokes; ++s) {
+        data.vis.push_back(block.vis[block.index(r, c, s)]);
+        data.weight.push_back(block.weight[block.index(r, c, s)]);
+      }
+      const float w = block.weight[block.index(r, c, ms::stokes_i)];
+      data.samples += 1;
+      if (w > 0) {
+        data.visibilities += 1;
+        data.weight_sum += w;
+        data.max_uv = std::max(data.max_uv, std::hypot(block.uvw_m[3 * r], block.uvw_m[3 * r + 1]) * inv_lambda);
+      }
     }
   }
-  qa.flagged_fraction = samples > 0 ? 1.0 - qa.visibilities / samples : 1.0;
-  qa.read_s = watch.seconds();
-  return qa;
+  imaging::apply_weighting(geometry, scheme, data.uvw_lambda.data(), data.uvw_lambda.size() / 3, ms::num_stokes,
+                           data.weight.data());
+  return data;
 }
 
-// ---- products ---------------------------------------------------------------------
+imaging::WeightingScheme weighting_scheme(const Config& config) {
+  imaging::WeightingScheme scheme;
+  scheme.mode = config.image.weighting;
+  scheme.robust = config.image.robust;
+  scheme.uv_min = config.image.uv_min;
+  scheme.uv_max = config.image.uv_max;
+  scheme.taper_fwhm_rad = config.image.taper_arcsec / rad_to_arcsec;
+  return scheme;
+}
+
+// ---- QA ------------------------------------------------------------------------
+
+struct ChannelQa {
+  double channel, freq_hz, rank, visibilities, flagged_fraction, weight_sum, max_uv_wavelengths;
+  double beam_major_arcsec, beam_minor_arcsec, beam_pa_deg, iterations, major_cycles;
+  double residual_sigma, residual_peak, restored_peak_i, read_s, image_s;
+  static constexpr int fields = 17;
+};
+constexpr const char* qa_names[ChannelQa::fields] = {
+    "channel", "freq_hz", "rank", "visibilities", "flagged_fraction", "weight_sum", "max_uv_wavelengths",
+    "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "iterations", "major_cycles", "residual_sigma_jy",
+    "residual_peak_jy", "restored_peak_i_jy", "read_s", "image_s"};
+
+std::string json_number(double value) {
+  if (!std::isfinite(value)) return "null";
+  std::ostringstream out;
+  out.precision(10);
+  out << value;
+  return out.str();
+}
 
 // Written to a temporary name and renamed, like every product.
 void write_qa_json(const std::string& path, const std::vector<double>& records, const Plan& plan,
-                   const std::vector<double>& rank_seconds) {
+                   const std::vector<double>& rank_seconds, const fits::Beam& beam) {
   const std::string partial = path + ".partial";
   {
     std::ofstream out(partial);
-    out << "{\n  \"spip_qa_version\": 1,\n  \"channels\": [\n";
+    out << "{\n  \"spip_qa_version\": 1,\n";
+    out << "  \"restoring_beam\": {\"major_arcsec\": " << json_number(beam.major_rad * rad_to_arcsec)
+        << ", \"minor_arcsec\": " << json_number(beam.minor_rad * rad_to_arcsec)
+        << ", \"pa_deg\": " << json_number(beam.pa_rad * 180 / std::numbers::pi) << "},\n";
+    out << "  \"channels\": [\n";
     const std::size_t count = records.size() / ChannelQa::fields;
     for (std::size_t k = 0; k < count; ++k) {
-      const double* q = &records[k * ChannelQa::fields];
-      out << "    {\"channel\": " << static_cast<int>(q[0]) << ", \"freq_hz\": " << fixed(q[1], 1)
-          << ", \"rank\": " << static_cast<int>(q[2]) << ", \"visibilities\": " << static_cast<long long>(q[3])
-          << ", \"flagged_fraction\": " << fixed(q[4], 6) << ", \"weight_sum\": " << fixed(q[5], 3)
-          << ", \"max_uv_wavelengths\": " << fixed(q[6], 3) << ", \"read_s\": " << fixed(q[7], 6) << "}"
-          << (k + 1 < count ? "," : "") << "\n";
+      out << "    {";
+      for (int f = 0; f < ChannelQa::fields; ++f)
+        out << (f ? ", " : "") << "\"" << qa_names[f] << "\": " << json_number(records[k * ChannelQa::fields + f]);
+      out << "}" << (k + 1 < count ? "," : "") << "\n";
     }
     out << "  ],\n  \"ranks\": [\n";
     for (std::size_t r = 0; r < plan.blocks.size(); ++r)
       out << "    {\"rank\": " << r << ", \"channel_begin\": " << plan.chan_begin + plan.blocks[r].begin
           << ", \"channel_end\": " << plan.chan_begin + plan.blocks[r].end
-          << ", \"read_s\": " << fixed(rank_seconds[r], 6) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
+          << ", \"read_s\": " << json_number(rank_seconds[3 * r]) << ", \"psf_s\": " << json_number(rank_seconds[3 * r + 1])
+          << ", \"image_s\": " << json_number(rank_seconds[3 * r + 2]) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
           << "\n";
     out << "  ]\n}\n";
     if (!out) SPIP_THROW(Error, partial + ": write failed");
@@ -166,48 +244,107 @@ void write_qa_json(const std::string& path, const std::vector<double>& records, 
   fs::rename(partial, path);
 }
 
+// The largest fitted beam of all channels of all ranks, so that every channel can be
+// restored to it (RM synthesis needs one resolution).
+fits::Beam common_beam(const std::vector<imaging::Beam>& mine, const parallel::MpiContext& mpi) {
+  std::vector<double> flat;
+  for (const imaging::Beam& b : mine) flat.insert(flat.end(), {b.major_rad, b.minor_rad, b.pa_rad});
+  const std::vector<double> all = mpi.gather_to_all(flat);
+  fits::Beam largest;
+  double area = -1;
+  for (std::size_t k = 0; k + 2 < all.size(); k += 3)
+    if (all[k] * all[k + 1] > area) {
+      area = all[k] * all[k + 1];
+      largest = fits::Beam{all[k], all[k + 1], all[k + 2]};
+    }
+  return largest;
+}
+
 }  // namespace
 
 Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
   const Stopwatch total;
   if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
-  log.info("using " + std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
   Plan plan = make_plan(config, mpi, log);
   const parallel::ChannelBlock mine = plan.blocks[static_cast<std::size_t>(mpi.rank())];
   if (mine.size() == 0)
     log.info("more ranks than channels: this rank has no channels and idles");
   else
     log.info("channels [" + std::to_string(plan.chan_begin + mine.begin) + ", " +
-             std::to_string(plan.chan_begin + mine.end) + ") on " + plan.backend);
+             std::to_string(plan.chan_begin + mine.end) + ") on " + plan.backend + " with " +
+             std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
 
-  const std::string dir = config.output.dir;
-  if (mpi.is_root()) fs::create_directories(dir);
+  imaging::ChannelImager imager(plan.geometry, config.image.accuracy, config.image.wstacking);
+  const imaging::WeightingScheme scheme = weighting_scheme(config);
+  ChannelSource source(plan, mine);
+  double read_s = 0;
 
-  std::vector<double> records;
-  const Stopwatch reading;
-  const int imaged = plan.chan_end - plan.chan_begin;
+  // Pass 1: every channel's PSF beam, then one common restoring beam for the job.
+  const Stopwatch psf_watch;
+  std::vector<imaging::Beam> beams;
+  std::vector<float> psf(plan.geometry.pixels());
   for (int c = mine.begin; c < mine.end; ++c) {
-    const ChannelQa qa = measure_channel(plan, plan.chan_begin + c, mpi.rank());
+    ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
+    imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
+    imager.psf(psf.data());
+    beams.push_back(imaging::fit_beam(psf.data(), plan.geometry));
+  }
+  const double psf_s = psf_watch.seconds() - read_s;
+  const fits::Beam beam = common_beam(beams, mpi);
+  log.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
+           fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * 180 / std::numbers::pi, 1) +
+           " deg; grid " + std::to_string(plan.geometry.grid_size) + "^2, kernel W = " +
+           std::to_string(imager.gridder().uv_kernel().support) + ", " +
+           std::to_string(imager.gridder().num_w_planes()) + " w-planes (last channel of rank 0)");
+
+  const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, beam);
+  if (mpi.is_root()) create_cubes(cubes);
+  mpi.barrier();
+
+  // Pass 2: image, clean, restore and write each channel.
+  std::vector<double> records;
+  const Stopwatch imaging_watch;
+  const double read_before = read_s;
+  const imaging::Beam restoring{beam.major_rad, beam.minor_rad, beam.pa_rad};
+  for (int c = mine.begin; c < mine.end; ++c) {
+    const double read_start = read_s;
+    ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
+    const Stopwatch channel_watch;
+    imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
+    const deconv::ChannelImages images = deconv::image_channel(imager, data.vis, config.clean, restoring);
+    write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
+    const double peak_i = *std::max_element(images.restored.begin(), images.restored.begin() + plan.geometry.pixels());
+    const ChannelQa qa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
+                       data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
+                       data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
+                       images.fitted_beam.minor_rad * rad_to_arcsec, images.fitted_beam.pa_rad * 180 / std::numbers::pi,
+                       static_cast<double>(images.iterations), static_cast<double>(images.major_cycles),
+                       images.residual_sigma, images.residual_peak, peak_i, read_s - read_start,
+                       channel_watch.seconds()};
     const double* fields = &qa.channel;
     records.insert(records.end(), fields, fields + ChannelQa::fields);
     if (mpi.is_root()) {
-      // Rank 0's own progress stands for the job's: blocks are balanced.
       const int done = c - mine.begin + 1;
-      const double rate = done / reading.seconds();
-      log.info("channel " + std::to_string(done) + "/" + std::to_string(mine.size()) + " of rank 0 (" +
-               std::to_string(imaged) + " in the job), " + fixed(rate, 2) + " channels/s, ETA " +
-               fixed((mine.size() - done) / rate, 1) + " s");
+      const double rate = done / imaging_watch.seconds();
+      log.info("channel " + std::to_string(plan.chan_begin + c) + ": " + std::to_string(images.iterations) +
+               " iterations, " + std::to_string(images.major_cycles) + " major cycles, residual sigma " +
+               fixed(images.residual_sigma * 1e3, 3) + " mJy; rank 0 " + std::to_string(done) + "/" +
+               std::to_string(mine.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
+               " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((mine.size() - done) / rate, 1) + " s");
     }
   }
-  const double read_s = reading.seconds();
-  log.info("read " + std::to_string(mine.size()) + " channels in " + fixed(read_s, 3) + " s");
+  const double image_s = imaging_watch.seconds() - (read_s - read_before);
+  log.info("read " + fixed(read_s, 2) + " s, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) + " s");
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
-  const std::vector<double> rank_seconds = mpi.gather_to_root({read_s});
+  const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s});
+  mpi.barrier();
   Products products;
   if (mpi.is_root()) {
-    const std::string qa_path = (fs::path(dir) / (config.output.prefix + "-qa.json")).string();
-    write_qa_json(qa_path, all_records, plan, rank_seconds);
+    commit_cubes(cubes);
+    products.paths = cubes.paths();
+    const std::string qa_path = (fs::path(config.output.dir) / (config.output.prefix + "-qa.json")).string();
+    write_qa_json(qa_path, all_records, plan, rank_seconds, beam);
     products.paths.push_back(qa_path);
   }
   log.root("done in " + fixed(total.seconds(), 3) + " s");

@@ -28,6 +28,14 @@ TEST(MpiContext, GatherConcatenatesInRankOrderWithUnequalCounts) {
   EXPECT_EQ(all, expected);
 }
 
+TEST(MpiContext, GatherToAllGivesEveryRankTheSameConcatenation) {
+  std::vector<double> mine(static_cast<std::size_t>(mpi->rank() % 2 + 1), mpi->rank() + 0.5);
+  const std::vector<double> all = mpi->gather_to_all(mine);
+  std::vector<double> expected;
+  for (int r = 0; r < mpi->size(); ++r) expected.insert(expected.end(), static_cast<std::size_t>(r % 2 + 1), r + 0.5);
+  EXPECT_EQ(all, expected);
+}
+
 TEST(MpiContext, LocalRanksCoverTheNode) {
   // All ranks of a CTest run share one node.
   EXPECT_EQ(mpi->local_size(), mpi->size());

@@ -10,6 +10,8 @@ namespace spip {
 
 enum class Weighting { natural, uniform, briggs };
 enum class Device { automatic, cpu, gpu };
+// What the joined-polarisation CLEAN searches: |I|, P = |Q + iU|, or sqrt(I^2+Q^2+U^2+V^2).
+enum class PeakSearch { stokes_i, linear_pol, full_stokes };
 
 struct InputConfig {
   std::vector<std::string> ms;        // one or more Measurement Set paths
@@ -29,6 +31,9 @@ struct ImageConfig {
   double accuracy = 1e-4;             // requested gridding accuracy, (0, 0.1]
   double padding = 1.2;               // grid padding factor, [1, 4]
   bool wstacking = true;              // false: 2-D imaging (wrong for wide fields)
+  double uv_min = 0;                  // wavelengths; shorter baselines are dropped
+  double uv_max = 0;                  // wavelengths; 0: no limit
+  double taper_arcsec = 0;            // Gaussian taper, FWHM in the image; 0: none
 };
 
 struct CleanConfig {
@@ -37,6 +42,8 @@ struct CleanConfig {
   double mgain = 0.8;                 // major-cycle gain, (0, 1]
   double threshold_jy = 0.0;          // absolute stopping threshold
   double auto_threshold = 0.0;        // stop at this many sigma (MAD) of the residual; 0: off
+  PeakSearch peak = PeakSearch::full_stokes;
+  int max_major = 20;                 // major-cycle limit
 };
 
 struct FaradayConfig {
@@ -89,5 +96,6 @@ std::string to_ini(const Config& config);
 
 std::string to_string(Weighting weighting);
 std::string to_string(Device device);
+std::string to_string(PeakSearch peak);
 
 }  // namespace spip

@@ -40,6 +40,7 @@ class Gridder {
   const ImageGeometry& geometry() const { return geometry_; }
   int num_w_planes() const;
   std::size_t num_outside() const;  // visibilities beyond the grid (skipped)
+  bool inside(std::size_t k) const; // visibility k of the last set_uvw is gridded
   EsKernel uv_kernel() const;
 
  private:

@@ -24,6 +24,8 @@ class MpiContext {
   double max(double local) const;
   // Concatenates every rank's values on rank 0 in rank order (other ranks get {}).
   std::vector<double> gather_to_root(const std::vector<double>& local) const;
+  // Concatenates every rank's values on every rank, in rank order.
+  std::vector<double> gather_to_all(const std::vector<double>& local) const;
   // Ends every rank of the job at once; for failures that other ranks cannot see.
   [[noreturn]] void abort(int exit_code) const;
 

@@ -1,0 +1,44 @@
+#pragma once
+// Joined-polarisation Hogbom CLEAN with Cotton-Schwab major cycles, for one channel.
+#include <optional>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/imaging/beam.hpp"
+#include "spip/imaging/channel_imager.hpp"
+
+namespace spip::deconv {
+
+struct MinorCycleResult {
+  int iterations = 0;
+  double peak = 0;  // search value at the last peak found (Jy/beam)
+};
+
+// Hogbom minor cycles on residual images [4][N*N] with a PSF of peak 1 at (N/2, N/2):
+// one peak search over the Stokes planes (PeakSearch), the component subtracted from
+// every plane at the same position, until the search peak falls to `stop_level` or
+// `max_iterations` are done. Components are added to `model` (Jy/pixel).
+MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model);
+
+// Robust sigma of an image: 1.4826 * the median absolute deviation from the median.
+double mad_sigma(const float* image, std::size_t count);
+
+struct ChannelImages {
+  std::vector<float> dirty, psf, model, residual, restored;  // [4][N*N] except psf [N*N]
+  imaging::Beam fitted_beam;   // fitted to this channel's PSF
+  imaging::Beam restoring_beam;
+  int iterations = 0;
+  int major_cycles = 0;
+  double residual_sigma = 0;   // MAD sigma of the Stokes I residual
+  double residual_peak = 0;    // largest |residual| over the Stokes planes
+};
+
+// Dirty images and PSF, then (niter > 0) major cycles: minor cycles down to
+// max(threshold, auto_threshold * sigma, (1 - mgain) * the cycle's starting peak),
+// model visibilities predicted and subtracted, residual re-imaged. Restored with
+// `restoring_beam`, or the fitted one when none is given.
+ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
+                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam);
+
+}  // namespace spip::deconv

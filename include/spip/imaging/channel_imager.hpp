@@ -1,0 +1,43 @@
+#pragma once
+// One channel's visibilities in the four Stokes parameters, ready to invert (dirty
+// images, PSF) and predict (model visibilities); what CLEAN's major cycle needs.
+// Images are [stokes][N*N], x fastest; visibilities and weights [k][stokes].
+#include <array>
+#include <complex>
+#include <vector>
+
+#include "spip/imaging/gridder.hpp"
+
+namespace spip::imaging {
+
+inline constexpr int num_stokes = 4;
+
+class ChannelImager {
+ public:
+  ChannelImager(const ImageGeometry& geometry, double accuracy, bool wstacking);
+
+  // Coordinates in wavelengths [k][3] and imaging weights [k][4] of the channel.
+  // Visibilities beyond the grid (gridder().num_outside()) get zero weight.
+  void set_data(std::vector<double> uvw_lambda, std::vector<float> weights);
+
+  // Dirty images in Jy/beam: each Stokes parameter normalised by its weight sum, so a
+  // point source of S Jy peaks at S. Parameters with no weight give zero images.
+  void dirty(const std::complex<float>* vis, float* images) const;
+  // The PSF from the Stokes I weights, peak 1 at pixel (N/2, N/2).
+  void psf(float* image) const;
+  // Model visibilities of model images in Jy/pixel.
+  void predict(const float* model, std::complex<float>* vis) const;
+
+  const ImageGeometry& geometry() const { return gridder_.geometry(); }
+  std::size_t num_visibilities() const { return uvw_.size() / 3; }
+  double weight_sum(int stokes) const { return weight_sum_[stokes]; }
+  const Gridder& gridder() const { return gridder_; }
+
+ private:
+  Gridder gridder_;
+  std::vector<double> uvw_;
+  std::vector<float> weights_;
+  std::array<double, num_stokes> weight_sum_{};
+};
+
+}  // namespace spip::imaging

@@ -1,0 +1,25 @@
+#pragma once
+// Imaging weights from natural (inverse-variance) weights, per channel.
+#include <cstddef>
+
+#include "spip/config/config.hpp"
+#include "spip/imaging/geometry.hpp"
+
+namespace spip::imaging {
+
+struct WeightingScheme {
+  Weighting mode = Weighting::natural;
+  double robust = 0;         // Briggs
+  double uv_min = 0;         // wavelengths
+  double uv_max = 0;         // wavelengths; 0: none
+  double taper_fwhm_rad = 0; // Gaussian taper, FWHM in the image; 0: none
+};
+
+// Rewrites weight[k][s] (num_stokes interleaved) in place. Densities for uniform and
+// Briggs weighting are counted on the image's own uv cells (1 / (N * cell)), each
+// visibility together with its Hermitian conjugate, from the Stokes I weights (slot 0);
+// the same factor then applies to every Stokes parameter of a visibility.
+void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& scheme, const double* uvw_lambda,
+                     std::size_t count, int num_stokes, float* weight);
+
+}  // namespace spip::imaging

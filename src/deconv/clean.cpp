@@ -1,0 +1,142 @@
+#include "spip/deconv/clean.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <limits>
+
+namespace spip::deconv {
+namespace {
+
+using imaging::num_stokes;
+
+// The peak-search value of a pixel from its four Stokes residuals.
+inline double search_value(PeakSearch search, const float* r, std::size_t pixel, std::size_t plane) {
+  const double i = r[pixel], q = r[plane + pixel], u = r[2 * plane + pixel], v = r[3 * plane + pixel];
+  switch (search) {
+    case PeakSearch::stokes_i: return std::abs(i);
+    case PeakSearch::linear_pol: return std::sqrt(q * q + u * u);
+    case PeakSearch::full_stokes: return std::sqrt(i * i + q * q + u * u + v * v);
+  }
+  return 0;
+}
+
+struct Peak {
+  double value = -1;
+  std::size_t pixel = 0;
+};
+
+Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels) {
+  Peak best;
+#pragma omp parallel
+  {
+    Peak mine;
+#pragma omp for schedule(static) nowait
+    for (std::size_t p = 0; p < pixels; ++p) {
+      const double value = search_value(search, residual, p, pixels);
+      if (value > mine.value) mine = Peak{value, p};
+    }
+#pragma omp critical
+    if (mine.value > best.value || (mine.value == best.value && mine.pixel < best.pixel)) best = mine;
+  }
+  return best;
+}
+
+// residual_s -= flux_s * psf shifted to `pixel`, over the part of the PSF inside the image.
+void subtract_component(float* residual, const float* psf, int n, std::size_t pixel, const float flux[num_stokes]) {
+  const int px = static_cast<int>(pixel % n), py = static_cast<int>(pixel / n);
+  const int dx = px - n / 2, dy = py - n / 2;
+  const std::size_t plane = static_cast<std::size_t>(n) * n;
+  const int y_lo = std::max(0, dy), y_hi = std::min(n, n + dy);
+  const int x_lo = std::max(0, dx), x_hi = std::min(n, n + dx);
+#pragma omp parallel for schedule(static)
+  for (int y = y_lo; y < y_hi; ++y) {
+    const float* psf_row = psf + static_cast<std::size_t>(y - dy) * n - dx;
+    for (int s = 0; s < num_stokes; ++s) {
+      if (flux[s] == 0) continue;
+      float* row = residual + s * plane + static_cast<std::size_t>(y) * n;
+      for (int x = x_lo; x < x_hi; ++x) row[x] -= flux[s] * psf_row[x];
+    }
+  }
+}
+
+double residual_peak(const std::vector<float>& residual) {
+  double peak = 0;
+  for (float v : residual) peak = std::max(peak, static_cast<double>(std::abs(v)));
+  return peak;
+}
+
+}  // namespace
+
+double mad_sigma(const float* image, std::size_t count) {
+  if (count == 0) return 0;
+  std::vector<float> values(image, image + count);
+  auto middle = values.begin() + count / 2;
+  std::nth_element(values.begin(), middle, values.end());
+  const float median = *middle;
+  for (float& v : values) v = std::abs(v - median);
+  std::nth_element(values.begin(), middle, values.end());
+  return 1.4826 * *middle;
+}
+
+MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model) {
+  const std::size_t pixels = geometry.pixels();
+  MinorCycleResult result;
+  while (result.iterations < max_iterations) {
+    const Peak peak = find_peak(search, residual, pixels);
+    result.peak = peak.value;
+    if (!(peak.value > stop_level)) break;
+    float flux[num_stokes];
+    for (int s = 0; s < num_stokes; ++s) {
+      flux[s] = static_cast<float>(gain * residual[s * pixels + peak.pixel]);
+      model[s * pixels + peak.pixel] += flux[s];
+    }
+    subtract_component(residual, psf, geometry.size, peak.pixel, flux);
+    ++result.iterations;
+  }
+  return result;
+}
+
+ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
+                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam) {
+  const imaging::ImageGeometry& g = imager.geometry();
+  const std::size_t pixels = g.pixels();
+  ChannelImages out;
+  out.dirty.resize(num_stokes * pixels);
+  out.psf.resize(pixels);
+  out.model.assign(num_stokes * pixels, 0.0f);
+  imager.dirty(vis.data(), out.dirty.data());
+  imager.psf(out.psf.data());
+  out.fitted_beam = imaging::fit_beam(out.psf.data(), g);
+  out.restoring_beam = restoring_beam.value_or(out.fitted_beam);
+  out.residual = out.dirty;
+
+  std::vector<std::complex<float>> model_vis(vis.size()), residual_vis(vis.size());
+  for (int cycle = 0; clean.niter > 0 && out.iterations < clean.niter && cycle < clean.max_major; ++cycle) {
+    const double sigma = mad_sigma(out.residual.data(), pixels);
+    const double floor = std::max(clean.threshold_jy, clean.auto_threshold * sigma);
+    const double start = find_peak(clean.peak, out.residual.data(), pixels).value;
+    if (!(start > floor)) break;
+    const double stop = std::max(floor, (1.0 - clean.mgain) * start);
+    const MinorCycleResult minor = hogbom(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, stop,
+                                          clean.niter - out.iterations, out.model.data());
+    out.iterations += minor.iterations;
+    ++out.major_cycles;
+    // Cotton-Schwab: subtract the model from the visibilities and re-image exactly.
+    imager.predict(out.model.data(), model_vis.data());
+    for (std::size_t k = 0; k < vis.size(); ++k) residual_vis[k] = vis[k] - model_vis[k];
+    imager.dirty(residual_vis.data(), out.residual.data());
+    if (minor.iterations == 0) break;
+  }
+  out.restored = out.residual;
+  for (int s = 0; s < num_stokes; ++s)
+    imaging::restore(out.model.data() + s * pixels, g, out.restoring_beam, out.restored.data() + s * pixels);
+  out.residual_sigma = mad_sigma(out.residual.data(), pixels);
+  out.residual_peak = residual_peak(out.residual);
+  return out;
+}
+
+}  // namespace spip::deconv

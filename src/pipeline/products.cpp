@@ -1,0 +1,85 @@
+#include "products.hpp"
+
+#include <filesystem>
+#include <numbers>
+
+namespace spip::pipeline {
+namespace {
+
+constexpr const char* stokes_names[] = {"I", "Q", "U", "V"};
+constexpr const char* per_stokes_products[] = {"dirty", "model", "residual", "image"};
+
+fits::ImageHeader header_for(const CubeSet& cubes, const std::string& product, int stokes) {
+  fits::ImageHeader header = cubes.base;
+  if (stokes >= 0) header.stokes = static_cast<fits::Stokes>(stokes + 1);
+  if (product == "model") {
+    header.bunit = "Jy/pixel";
+    header.beam.reset();
+  }
+  if (product == "psf") header.bunit = "";
+  return header;
+}
+
+}  // namespace
+
+std::string CubeSet::path(const std::string& product, const char* stokes) const {
+  const std::string name = prefix + "-" + product + (stokes ? std::string("-") + stokes : std::string()) + ".fits";
+  return (std::filesystem::path(dir) / name).string();
+}
+
+std::vector<std::string> CubeSet::paths() const {
+  std::vector<std::string> all;
+  for (const char* product : per_stokes_products)
+    for (const char* stokes : stokes_names) all.push_back(path(product, stokes));
+  all.push_back(path("psf", nullptr));
+  return all;
+}
+
+CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_begin, int chan_end,
+                      const fits::Beam& beam) {
+  CubeSet cubes;
+  cubes.dir = config.output.dir;
+  cubes.prefix = config.output.prefix;
+  fits::ImageHeader& h = cubes.base;
+  h.nx = h.ny = config.image.size;
+  h.ra_rad = info.ra_rad;
+  h.dec_rad = info.dec_rad;
+  h.cell_rad = config.pixel_scale_rad();
+  const double cdelt = chan_end - chan_begin > 1 ? info.freq_hz[chan_begin + 1] - info.freq_hz[chan_begin]
+                                                : info.chan_width_hz[chan_begin];
+  h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", info.freq_hz[chan_begin], cdelt, 1.0, chan_end - chan_begin});
+  h.bunit = "Jy/beam";
+  h.beam = beam;
+  h.date_obs = info.date_obs();
+  h.telescope = info.telescope;
+  h.object = info.field_name;
+  h.history.push_back("spip: " + std::to_string(config.input.ms.size()) + " MS, " + config.input.column +
+                      ", weighting " + to_string(config.image.weighting));
+  return cubes;
+}
+
+void create_cubes(const CubeSet& cubes) {
+  std::filesystem::create_directories(cubes.dir);
+  for (int s = 0; s < 4; ++s)
+    for (const char* product : per_stokes_products)
+      fits::CubeFile::create(cubes.path(product, stokes_names[s]), header_for(cubes, product, s));
+  fits::CubeFile::create(cubes.path("psf", nullptr), header_for(cubes, "psf", -1));
+}
+
+void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
+                   const std::vector<float>& model, const std::vector<float>& residual,
+                   const std::vector<float>& restored) {
+  const std::size_t pixels = psf.size();
+  const std::vector<float>* images[] = {&dirty, &model, &residual, &restored};
+  for (int k = 0; k < 4; ++k)
+    for (int s = 0; s < 4; ++s)
+      fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
+                                   std::span<const float>(images[k]->data() + s * pixels, pixels));
+  fits::CubeFile::write_planes(cubes.path("psf", nullptr), plane, psf);
+}
+
+void commit_cubes(const CubeSet& cubes) {
+  for (const std::string& path : cubes.paths()) fits::CubeFile::commit(path);
+}
+
+}  // namespace spip::pipeline

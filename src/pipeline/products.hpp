@@ -1,0 +1,31 @@
+#pragma once
+// The FITS cubes of a run: names, headers, creation by rank 0, planes by every rank.
+#include <string>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/fits/fits_image.hpp"
+#include "spip/ms/ms_reader.hpp"
+
+namespace spip::pipeline {
+
+struct CubeSet {
+  std::string dir, prefix;
+  fits::ImageHeader base;  // shared WCS, FREQ axis over the imaged channels
+  std::vector<std::string> paths() const;
+  std::string path(const std::string& product, const char* stokes) const;  // stokes nullptr: no suffix
+};
+
+CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_begin, int chan_end,
+                      const fits::Beam& beam);
+
+// Rank 0, before any rank writes.
+void create_cubes(const CubeSet& cubes);
+// Channel `plane` (0-based within the imaged range) of every product.
+void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
+                   const std::vector<float>& model, const std::vector<float>& residual,
+                   const std::vector<float>& restored);
+// Rank 0, after every rank has written.
+void commit_cubes(const CubeSet& cubes);
+
+}  // namespace spip::pipeline
