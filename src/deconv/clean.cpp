@@ -101,15 +101,20 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 }
 
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
-                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam) {
+                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
+                            std::vector<float> psf) {
   const imaging::ImageGeometry& g = imager.geometry();
   const std::size_t pixels = g.pixels();
   ChannelImages out;
   out.dirty.resize(num_stokes * pixels);
-  out.psf.resize(pixels);
   out.model.assign(num_stokes * pixels, 0.0f);
   imager.dirty(vis.data(), out.dirty.data());
-  imager.psf(out.psf.data());
+  if (psf.size() == pixels) {
+    out.psf = std::move(psf);
+  } else {
+    out.psf.resize(pixels);
+    imager.psf(out.psf.data());
+  }
   out.fitted_beam = imaging::fit_beam(out.psf.data(), g);
   out.restoring_beam = restoring_beam.value_or(out.fitted_beam);
   out.residual = out.dirty;

@@ -35,7 +35,9 @@ struct FftwBuffer {
   FftwBuffer& operator=(const FftwBuffer&) = delete;
 };
 
-// Kernel values over the W cells that a coordinate at grid position `g` touches.
+// Kernel values over the W cells that a coordinate at grid position `g` touches,
+// times (-1)^cell: the FFT of a centred grid needs the grid multiplied by
+// (-1)^(ju + jv), which costs nothing here and a pass over the grid anywhere else.
 struct Footprint {
   int first = 0;
   float values[16];
@@ -44,7 +46,10 @@ struct Footprint {
 inline Footprint footprint(const EsKernel& kernel, double g) {
   Footprint f;
   f.first = static_cast<int>(std::ceil(g - 0.5 * kernel.support));
-  for (int i = 0; i < kernel.support; ++i) f.values[i] = static_cast<float>(kernel(f.first + i - g));
+  for (int i = 0; i < kernel.support; ++i) {
+    const float value = static_cast<float>(kernel(f.first + i - g));
+    f.values[i] = ((f.first + i) & 1) ? -value : value;
+  }
   return f;
 }
 
@@ -93,7 +98,7 @@ struct Gridder::Impl {
 
   // Scratch reused across calls (first touch of fresh pages costs more than the FFTs);
   // one Gridder serves one thread of calls at a time.
-  mutable std::vector<std::unique_ptr<FftwBuffer>> scratch_grids;  // [thread]
+  mutable std::vector<std::unique_ptr<FftwBuffer>> scratch_grids;
   mutable std::vector<cdouble> screen;
   cfloat* scratch(int slot, std::size_t cells) const {
     if (scratch_grids.size() <= static_cast<std::size_t>(slot)) scratch_grids.resize(slot + 1);
@@ -115,7 +120,6 @@ struct Gridder::Impl {
   double w_plane(int p) const { return w_first + p * dw; }
   // Range of sorted visibilities whose w-kernel reaches plane p.
   std::pair<std::size_t, std::size_t> plane_range(int p) const;
-  void checkerboard(cfloat* grid) const;
   void grid_plane(int p, const cfloat* vis, const float* weight, int num_stokes, cfloat* grids) const;
   void advance_screen(int p) const;
   void accumulate_plane(const cfloat* grids, int num_stokes, double* images) const;
@@ -146,6 +150,8 @@ void Gridder::Impl::make_plans() {
   FftwBuffer scratch(grid_cells());
   auto* data = reinterpret_cast<fftwf_complex*>(scratch.data);
   const int n = geo.grid_size;
+  // Measured plans cost ~1 s per size once per process; FFTW_ESTIMATE's threaded
+  // plans ran 2.5x slower on the benchmark (docs/benchmarks.md).
   forward = fftwf_plan_dft_2d(n, n, data, data, FFTW_FORWARD, FFTW_MEASURE);
   backward = fftwf_plan_dft_2d(n, n, data, data, FFTW_BACKWARD, FFTW_MEASURE);
   if (!forward || !backward) SPIP_THROW(Error, "FFTW could not plan a " + std::to_string(n) + "^2 transform");
@@ -192,12 +198,6 @@ void Gridder::Impl::compute_corrections() {
   }
 }
 
-void Gridder::Impl::checkerboard(cfloat* grid) const {
-  const int n = geo.grid_size;
-#pragma omp parallel for schedule(static)
-  for (int y = 0; y < n; ++y)
-    for (int x = (y & 1) ? 0 : 1; x < n; x += 2) grid[static_cast<std::size_t>(y) * n + x] *= -1.0f;
-}
 
 std::pair<std::size_t, std::size_t> Gridder::Impl::plane_range(int p) const {
   if (!wstacking) return {0, order.size()};
@@ -209,24 +209,33 @@ std::pair<std::size_t, std::size_t> Gridder::Impl::plane_range(int p) const {
   return {static_cast<std::size_t>(lo - order.begin()), static_cast<std::size_t>(hi - order.begin())};
 }
 
+// Each thread owns a band of grid rows and adds only to those, so no two threads
+// write the same cell and no private grids need reducing; a visibility whose kernel
+// straddles a band edge is visited by both threads.
 void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, int num_stokes, cfloat* grids) const {
   const auto [lo, hi] = plane_range(p);
   const int n = geo.grid_size;
   const std::size_t cells = grid_cells();
   const double du = geo.uv_cell();
   const int support = kernel.support;
-  std::vector<cfloat*> private_grids(static_cast<std::size_t>(threads), grids);
-  for (int t = 1; t < threads; ++t) private_grids[t] = scratch(t, cells * num_stokes);
 #pragma omp parallel num_threads(threads)
   {
-    const int t = omp_get_thread_num();
-    cfloat* mine = private_grids[t];
-    if (t > 0) std::fill(mine, mine + cells * num_stokes, cfloat{});
-#pragma omp for schedule(static)
+    const int bands = omp_get_num_threads(), t = omp_get_thread_num();
+    const int row_lo = static_cast<int>(static_cast<long>(n) * t / bands);
+    const int row_hi = static_cast<int>(static_cast<long>(n) * (t + 1) / bands);
     for (std::size_t i = lo; i < hi; ++i) {
       const std::size_t k = order[i];
       if (!inside[k]) continue;
       const double* c = uvw + 3 * k;
+      const double gv = c[1] / du + n / 2;
+      const int first_row = static_cast<int>(std::ceil(gv - 0.5 * support));
+      // Rows first_row .. first_row + W - 1 (mod n) must meet [row_lo, row_hi).
+      bool touches = false;
+      for (int j = 0; j < support && !touches; ++j) {
+        const int row = ((first_row + j) % n + n) % n;
+        touches = row >= row_lo && row < row_hi;
+      }
+      if (!touches) continue;
       double scale = 1.0;
       cdouble turn(1.0, 0.0);
       if (wstacking) {
@@ -234,14 +243,15 @@ void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, in
         turn = rotation[k];
       }
       const Footprint fu = footprint(kernel, -c[0] / du + n / 2);
-      const Footprint fv = footprint(kernel, c[1] / du + n / 2);
+      const Footprint fv = footprint(kernel, gv);
       const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
       for (int s = 0; s < num_stokes; ++s) {
         const float wt = weight[k * num_stokes + s];
         if (wt == 0.0f) continue;
         const cfloat value = cfloat(cdouble(vis[k * num_stokes + s]) * turn * (scale * wt));
-        cfloat* grid = mine + s * cells;
+        cfloat* grid = grids + s * cells;
         for (int j = 0; j < support; ++j) {
+          if (rows.index[j] < row_lo || rows.index[j] >= row_hi) continue;
           cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
           const cfloat row_value = value * fv.values[j];
           if (columns.contiguous) {
@@ -253,10 +263,6 @@ void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, in
         }
       }
     }
-    // Reduce the private grids into thread 0's, each thread summing a band of cells.
-#pragma omp for schedule(static)
-    for (std::size_t cell = 0; cell < cells * num_stokes; ++cell)
-      for (int other = 1; other < threads; ++other) grids[cell] += private_grids[other][cell];
   }
 }
 
@@ -387,7 +393,6 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
     m.grid_plane(p, vis, weight, num_stokes, grids);
     for (int s = 0; s < num_stokes; ++s) {
       cfloat* grid = grids + s * m.grid_cells();
-      m.checkerboard(grid);
       fftwf_execute_dft(m.forward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
     }
     m.advance_screen(p);
@@ -408,7 +413,6 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
     for (int s = 0; s < num_stokes; ++s) {
       cfloat* grid = grids + s * m.grid_cells();
       fftwf_execute_dft(m.backward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
-      m.checkerboard(grid);
     }
     m.degrid_plane(p, grids, num_stokes, sum.data());
   }

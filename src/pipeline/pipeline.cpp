@@ -280,14 +280,18 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   double read_s = 0;
 
   // Pass 1: every channel's PSF beam, then one common restoring beam for the job.
+  // The PSFs are kept for pass 2 when they fit the memory budget.
   const Stopwatch psf_watch;
   std::vector<imaging::Beam> beams;
-  std::vector<float> psf(plan.geometry.pixels());
+  const bool keep_psfs = static_cast<double>(mine.size()) * plan.geometry.pixels() * sizeof(float) <= block_budget_bytes / 2;
+  std::vector<std::vector<float>> psfs(static_cast<std::size_t>(mine.size()));
   for (int c = mine.begin; c < mine.end; ++c) {
     ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
     imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
+    std::vector<float> psf(plan.geometry.pixels());
     imager.psf(psf.data());
     beams.push_back(imaging::fit_beam(psf.data(), plan.geometry));
+    if (keep_psfs) psfs[c - mine.begin] = std::move(psf);
   }
   const double psf_s = psf_watch.seconds() - read_s;
   const fits::Beam beam = common_beam(beams, mpi);
@@ -311,7 +315,8 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
     ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
     const Stopwatch channel_watch;
     imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
-    const deconv::ChannelImages images = deconv::image_channel(imager, data.vis, config.clean, restoring);
+    const deconv::ChannelImages images =
+        deconv::image_channel(imager, data.vis, config.clean, restoring, std::move(psfs[c - mine.begin]));
     write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
     const double peak_i = *std::max_element(images.restored.begin(), images.restored.begin() + plan.geometry.pixels());
     const ChannelQa qa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),

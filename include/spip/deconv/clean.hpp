@@ -37,8 +37,10 @@ struct ChannelImages {
 // Dirty images and PSF, then (niter > 0) major cycles: minor cycles down to
 // max(threshold, auto_threshold * sigma, (1 - mgain) * the cycle's starting peak),
 // model visibilities predicted and subtracted, residual re-imaged. Restored with
-// `restoring_beam`, or the fitted one when none is given.
+// `restoring_beam`, or the fitted one when none is given. A PSF already made for
+// these weights may be passed in (moved) to save its FFTs.
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
-                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam);
+                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
+                            std::vector<float> psf = {});
 
 }  // namespace spip::deconv
