@@ -3,8 +3,13 @@
 #include <fftw3.h>
 #include <omp.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <filesystem>
 #include <cmath>
+#include <cstdint>
 #include <mutex>
 #include <numbers>
 #include <numeric>
@@ -63,6 +68,31 @@ struct CellIndices {
   }
 };
 
+// What goes into each complex grid ("lane"). A real image needs only the real part of
+// its FFT, so two Stokes parameters a and b share one grid as a + ib, provided every
+// visibility is gridded with its Hermitian conjugate: the FFT is then exactly
+// image_a + i image_b (times 2). That halves the FFTs for twice the gridding.
+struct Lanes {
+  const cfloat* vis;
+  const float* weight;
+  int num_stokes;
+  bool packed;
+  int count() const { return packed ? (num_stokes + 1) / 2 : num_stokes; }
+  cdouble value(std::size_t k, bool conjugate, int lane) const {
+    if (!packed) return cdouble(vis[k * num_stokes + lane]) * static_cast<double>(weight[k * num_stokes + lane]);
+    const int a = 2 * lane, b = 2 * lane + 1;
+    cdouble ca = cdouble(vis[k * num_stokes + a]) * static_cast<double>(weight[k * num_stokes + a]);
+    cdouble cb = b < num_stokes
+                     ? cdouble(vis[k * num_stokes + b]) * static_cast<double>(weight[k * num_stokes + b])
+                     : cdouble{};
+    if (conjugate) {
+      ca = std::conj(ca);
+      cb = std::conj(cb);
+    }
+    return ca + cdouble(0, 1) * cb;
+  }
+};
+
 }  // namespace
 
 struct Gridder::Impl {
@@ -78,10 +108,17 @@ struct Gridder::Impl {
   std::vector<double> correction_uv;  // 1 / (psi_u psi_v): the part without w
   double x0 = 0, half_range = 0;      // centre and half-width of n - 1 over the image
 
-  // Per set_uvw.
-  const double* uvw = nullptr;
+  // Per set_uvw. A point is where a visibility, or its Hermitian conjugate, is gridded.
+  struct Point {
+    double u, v, w;            // wavelengths; the conjugate's are negated
+    cdouble rotation;          // exp(-2 pi i w x0)
+    std::uint32_t k;           // visibility index
+    bool conjugate;
+    Footprint fu, fv;          // kernel over u and v: the same in every w-plane
+  };
   std::size_t count = 0;
-  std::vector<std::size_t> order;     // visibilities sorted by w
+  std::vector<Point> direct;     // each visibility once, sorted by w
+  std::vector<Point> hermitian;  // each visibility and its conjugate, sorted by w
   double w_first = 0;
   double dw = 1;                      // plane spacing: planes oversampled by 2 over n - 1
   int planes = 1;
@@ -94,7 +131,6 @@ struct Gridder::Impl {
   // constant step instead of a sincos per pixel and plane.
   std::vector<cdouble> screen_step;   // exp(-2 pi i dw (n - 1 - x0))
   std::vector<cdouble> screen_first;  // exp(-2 pi i w_first (n - 1 - x0)), per set_uvw
-  std::vector<cdouble> rotation;      // exp(-2 pi i w_k x0) per visibility
 
   // Scratch reused across calls (first touch of fresh pages costs more than the FFTs);
   // one Gridder serves one thread of calls at a time.
@@ -118,13 +154,13 @@ struct Gridder::Impl {
   void compute_corrections();
   std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
   double w_plane(int p) const { return w_first + p * dw; }
-  // Range of sorted visibilities whose w-kernel reaches plane p.
-  std::pair<std::size_t, std::size_t> plane_range(int p) const;
-  void grid_plane(int p, const cfloat* vis, const float* weight, int num_stokes, cfloat* grids) const;
+  // Points of the sorted list whose w-kernel reaches plane p.
+  std::pair<std::size_t, std::size_t> plane_range(const std::vector<Point>& points, int p) const;
+  void grid_plane(int p, const std::vector<Point>& points, const Lanes& lanes, cfloat* grids) const;
   void advance_screen(int p) const;
-  void accumulate_plane(const cfloat* grids, int num_stokes, double* images) const;
+  void accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const;
   void fill_plane(const float* images, int num_stokes, cfloat* grids) const;
-  void degrid_plane(int p, const cfloat* grids, int num_stokes, cdouble* vis) const;
+  void degrid_plane(int p, const std::vector<Point>& points, const cfloat* grids, int num_lanes, cdouble* out) const;
 };
 
 Gridder::Impl::Impl(const ImageGeometry& g, double accuracy, bool stacking)
@@ -143,10 +179,34 @@ Gridder::Impl::Impl(const ImageGeometry& g, double accuracy, bool stacking)
   compute_corrections();
 }
 
+// Measured FFTW plans cost ~1 s per grid size; the wisdom is kept between runs in
+// $SPIP_FFTW_WISDOM (default ~/.cache/spip/fftwf-wisdom), written atomically so that
+// concurrent ranks never read half a file. A missing or stale file only costs time.
+std::string wisdom_path() {
+  if (const char* path = std::getenv("SPIP_FFTW_WISDOM")) return path;
+  const char* cache = std::getenv("XDG_CACHE_HOME");
+  const char* home = std::getenv("HOME");
+  if (cache && *cache) return std::string(cache) + "/spip/fftwf-wisdom";
+  if (home && *home) return std::string(home) + "/.cache/spip/fftwf-wisdom";
+  return {};
+}
+
+void save_wisdom(const std::string& path) {
+  if (path.empty()) return;
+  std::error_code error;
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
+  const std::string partial = path + "." + std::to_string(::getpid()) + ".partial";
+  if (fftwf_export_wisdom_to_filename(partial.c_str())) std::filesystem::rename(partial, path, error);
+  std::filesystem::remove(partial, error);
+}
+
 void Gridder::Impl::make_plans() {
   std::lock_guard<std::mutex> lock(planner_mutex());
   static const bool threads_ready = fftwf_init_threads() != 0;
   if (threads_ready) fftwf_plan_with_nthreads(threads);
+  static const std::string wisdom = wisdom_path();
+  static const bool imported = !wisdom.empty() && fftwf_import_wisdom_from_filename(wisdom.c_str());
+  (void)imported;
   FftwBuffer scratch(grid_cells());
   auto* data = reinterpret_cast<fftwf_complex*>(scratch.data);
   const int n = geo.grid_size;
@@ -155,6 +215,7 @@ void Gridder::Impl::make_plans() {
   forward = fftwf_plan_dft_2d(n, n, data, data, FFTW_FORWARD, FFTW_MEASURE);
   backward = fftwf_plan_dft_2d(n, n, data, data, FFTW_BACKWARD, FFTW_MEASURE);
   if (!forward || !backward) SPIP_THROW(Error, "FFTW could not plan a " + std::to_string(n) + "^2 transform");
+  save_wisdom(wisdom);
 }
 
 void Gridder::Impl::compute_corrections() {
@@ -199,36 +260,32 @@ void Gridder::Impl::compute_corrections() {
 }
 
 
-std::pair<std::size_t, std::size_t> Gridder::Impl::plane_range(int p) const {
-  if (!wstacking) return {0, order.size()};
+std::pair<std::size_t, std::size_t> Gridder::Impl::plane_range(const std::vector<Point>& points, int p) const {
+  if (!wstacking) return {0, points.size()};
   const double reach = 0.5 * w_kernel.support * dw;
   const double w_lo = w_plane(p) - reach, w_hi = w_plane(p) + reach;
-  auto w_of = [this](std::size_t k) { return uvw[3 * k + 2]; };
-  const auto lo = std::partition_point(order.begin(), order.end(), [&](std::size_t k) { return w_of(k) < w_lo; });
-  const auto hi = std::partition_point(lo, order.end(), [&](std::size_t k) { return w_of(k) <= w_hi; });
-  return {static_cast<std::size_t>(lo - order.begin()), static_cast<std::size_t>(hi - order.begin())};
+  const auto lo = std::partition_point(points.begin(), points.end(), [&](const Point& q) { return q.w < w_lo; });
+  const auto hi = std::partition_point(lo, points.end(), [&](const Point& q) { return q.w <= w_hi; });
+  return {static_cast<std::size_t>(lo - points.begin()), static_cast<std::size_t>(hi - points.begin())};
 }
 
 // Each thread owns a band of grid rows and adds only to those, so no two threads
 // write the same cell and no private grids need reducing; a visibility whose kernel
 // straddles a band edge is visited by both threads.
-void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, int num_stokes, cfloat* grids) const {
-  const auto [lo, hi] = plane_range(p);
+void Gridder::Impl::grid_plane(int p, const std::vector<Point>& points, const Lanes& lanes, cfloat* grids) const {
+  const auto [lo, hi] = plane_range(points, p);
   const int n = geo.grid_size;
   const std::size_t cells = grid_cells();
-  const double du = geo.uv_cell();
   const int support = kernel.support;
+  const int num_lanes = lanes.count();
 #pragma omp parallel num_threads(threads)
   {
     const int bands = omp_get_num_threads(), t = omp_get_thread_num();
     const int row_lo = static_cast<int>(static_cast<long>(n) * t / bands);
     const int row_hi = static_cast<int>(static_cast<long>(n) * (t + 1) / bands);
     for (std::size_t i = lo; i < hi; ++i) {
-      const std::size_t k = order[i];
-      if (!inside[k]) continue;
-      const double* c = uvw + 3 * k;
-      const double gv = c[1] / du + n / 2;
-      const int first_row = static_cast<int>(std::ceil(gv - 0.5 * support));
+      const Point& point = points[i];
+      const int first_row = point.fv.first;
       // Rows first_row .. first_row + W - 1 (mod n) must meet [row_lo, row_hi).
       bool touches = false;
       for (int j = 0; j < support && !touches; ++j) {
@@ -236,20 +293,15 @@ void Gridder::Impl::grid_plane(int p, const cfloat* vis, const float* weight, in
         touches = row >= row_lo && row < row_hi;
       }
       if (!touches) continue;
-      double scale = 1.0;
-      cdouble turn(1.0, 0.0);
-      if (wstacking) {
-        scale = w_kernel(c[2] / dw - (w_first / dw + p));
-        turn = rotation[k];
-      }
-      const Footprint fu = footprint(kernel, -c[0] / du + n / 2);
-      const Footprint fv = footprint(kernel, gv);
+      const cdouble turn = wstacking ? point.rotation * w_kernel(point.w / dw - (w_first / dw + p)) : cdouble(1.0);
+      const Footprint& fu = point.fu;
+      const Footprint& fv = point.fv;
       const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
-      for (int s = 0; s < num_stokes; ++s) {
-        const float wt = weight[k * num_stokes + s];
-        if (wt == 0.0f) continue;
-        const cfloat value = cfloat(cdouble(vis[k * num_stokes + s]) * turn * (scale * wt));
-        cfloat* grid = grids + s * cells;
+      for (int q = 0; q < num_lanes; ++q) {
+        const cdouble raw = lanes.value(point.k, point.conjugate, q);
+        if (raw == cdouble{}) continue;
+        const cfloat value = cfloat(raw * turn);
+        cfloat* grid = grids + q * cells;
         for (int j = 0; j < support; ++j) {
           if (rows.index[j] < row_lo || rows.index[j] >= row_hi) continue;
           cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
@@ -276,7 +328,7 @@ void Gridder::Impl::advance_screen(int p) const {
   for (std::size_t pixel = 0; pixel < screen.size(); ++pixel) screen[pixel] *= screen_step[pixel];
 }
 
-void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_stokes, double* images) const {
+void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const {
   const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
   const std::size_t pixels = geo.pixels();
 #pragma omp parallel for schedule(static)
@@ -287,15 +339,17 @@ void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_stokes, double
       const double sign = ((xg + yg) & 1) ? -1.0 : 1.0;
       const cdouble factor = wstacking ? sign * screen[pixel] : cdouble(sign, 0.0);
       const std::size_t cell = static_cast<std::size_t>(yg) * big + xg;
-      for (int s = 0; s < num_stokes; ++s)
-        images[s * pixels + pixel] += (cdouble(grids[s * grid_cells() + cell]) * factor).real();
+      for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += cdouble(grids[q * grid_cells() + cell]) * factor;
     }
 }
 
+// Lanes as in grid(): images a + i b when more than one image is predicted.
 void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grids) const {
   const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
   const std::size_t pixels = geo.pixels();
-  std::fill(grids, grids + grid_cells() * num_stokes, cfloat{});
+  const bool packed = num_stokes > 1;
+  const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
+  std::fill(grids, grids + grid_cells() * num_lanes, cfloat{});
 #pragma omp parallel for schedule(static)
   for (int y = 0; y < n; ++y)
     for (int x = 0; x < n; ++x) {
@@ -305,27 +359,28 @@ void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grid
       const cdouble factor = wstacking ? sign * correction[pixel] * std::conj(screen[pixel])
                                        : cdouble(sign * correction[pixel], 0.0);
       const std::size_t cell = static_cast<std::size_t>(yg) * big + xg;
-      for (int s = 0; s < num_stokes; ++s)
-        grids[s * grid_cells() + cell] = cfloat(factor * static_cast<double>(images[s * pixels + pixel]));
+      for (int q = 0; q < num_lanes; ++q) {
+        const double a = images[(packed ? 2 * q : q) * pixels + pixel];
+        const double b = packed && 2 * q + 1 < num_stokes ? images[(2 * q + 1) * pixels + pixel] : 0.0;
+        grids[q * grid_cells() + cell] = cfloat(factor * cdouble(a, b));
+      }
     }
 }
 
-void Gridder::Impl::degrid_plane(int p, const cfloat* grids, int num_stokes, cdouble* vis) const {
-  const auto [lo, hi] = plane_range(p);
+void Gridder::Impl::degrid_plane(int p, const std::vector<Point>& points, const cfloat* grids, int num_lanes,
+                                 cdouble* out) const {
+  const auto [lo, hi] = plane_range(points, p);
   const int n = geo.grid_size;
-  const double du = geo.uv_cell();
   const int support = kernel.support;
 #pragma omp parallel for schedule(static)
   for (std::size_t i = lo; i < hi; ++i) {
-    const std::size_t k = order[i];
-    if (!inside[k]) continue;
-    const double* c = uvw + 3 * k;
-    const double scale = wstacking ? w_kernel(c[2] / dw - (w_first / dw + p)) : 1.0;
-    const Footprint fu = footprint(kernel, -c[0] / du + n / 2);
-    const Footprint fv = footprint(kernel, c[1] / du + n / 2);
+    const Point& point = points[i];
+    const double scale = wstacking ? w_kernel(point.w / dw - (w_first / dw + p)) : 1.0;
+    const Footprint& fu = point.fu;
+    const Footprint& fv = point.fv;
     const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
-    for (int s = 0; s < num_stokes; ++s) {
-      const cfloat* grid = grids + s * grid_cells();
+    for (int q = 0; q < num_lanes; ++q) {
+      const cfloat* grid = grids + q * grid_cells();
       cfloat sum{};
       for (int j = 0; j < support; ++j) {
         const cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
@@ -338,7 +393,7 @@ void Gridder::Impl::degrid_plane(int p, const cfloat* grids, int num_stokes, cdo
         }
         sum += row_sum * fv.values[j];
       }
-      vis[k * num_stokes + s] += cdouble(sum) * scale;
+      out[i * num_lanes + q] += cdouble(sum) * scale;
     }
   }
 }
@@ -350,33 +405,43 @@ Gridder::~Gridder() = default;
 
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
   Impl& m = *impl_;
-  m.uvw = uvw_lambda;
   m.count = count;
-  m.order.resize(count);
-  std::iota(m.order.begin(), m.order.end(), std::size_t{0});
   m.inside.assign(count, 1);
   m.outside = 0;
+  m.direct.clear();
+  m.hermitian.clear();
   // Beyond half the grid a visibility would alias onto the other side of the uv plane.
   const double limit = 0.5 * m.geo.grid_size - 1.0;
-  double w_min = 0, w_max = 0;
+  double w_reach = 0;
   for (std::size_t k = 0; k < count; ++k) {
     const double* c = uvw_lambda + 3 * k;
     if (std::abs(c[0]) / m.geo.uv_cell() > limit || std::abs(c[1]) / m.geo.uv_cell() > limit) {
       m.inside[k] = 0;
       ++m.outside;
+      continue;
     }
-    w_min = std::min(w_min, c[2]);
-    w_max = std::max(w_max, c[2]);
+    const cdouble rotation = m.wstacking ? std::polar(1.0, -two_pi * c[2] * m.x0) : cdouble(1.0);
+    const auto k32 = static_cast<std::uint32_t>(k);
+    const double du = m.geo.uv_cell(), half = 0.5 * m.geo.grid_size;
+    const Impl::Point point{c[0], c[1], c[2], rotation, k32, false,
+                            footprint(m.kernel, -c[0] / du + half), footprint(m.kernel, c[1] / du + half)};
+    const Impl::Point mirror{-c[0], -c[1], -c[2], std::conj(rotation), k32, true,
+                             footprint(m.kernel, c[0] / du + half), footprint(m.kernel, -c[1] / du + half)};
+    m.direct.push_back(point);
+    m.hermitian.push_back(point);
+    m.hermitian.push_back(mirror);
+    w_reach = std::max(w_reach, std::abs(c[2]));
   }
   if (!m.wstacking) {
     m.planes = 1;
     return;
   }
-  std::sort(m.order.begin(), m.order.end(), [&](std::size_t a, std::size_t b) { return uvw_lambda[3 * a + 2] < uvw_lambda[3 * b + 2]; });
-  m.w_first = w_min - 0.5 * m.w_kernel.support * m.dw;
-  m.planes = static_cast<int>(std::floor((w_max - m.w_first) / m.dw + 0.5 * m.w_kernel.support)) + 1;
-  m.rotation.resize(count);
-  for (std::size_t k = 0; k < count; ++k) m.rotation[k] = std::polar(1.0, -two_pi * uvw_lambda[3 * k + 2] * m.x0);
+  const auto by_w = [](const Impl::Point& a, const Impl::Point& b) { return a.w < b.w; };
+  std::sort(m.direct.begin(), m.direct.end(), by_w);
+  std::sort(m.hermitian.begin(), m.hermitian.end(), by_w);
+  // Planes span +-max|w| so that conjugates fit; planes no point reaches are skipped.
+  m.w_first = -w_reach - 0.5 * m.w_kernel.support * m.dw;
+  m.planes = static_cast<int>(std::floor((w_reach - m.w_first) / m.dw + 0.5 * m.w_kernel.support)) + 1;
   m.screen_first.resize(m.geo.pixels());
 #pragma omp parallel for schedule(static)
   for (std::size_t pixel = 0; pixel < m.geo.pixels(); ++pixel)
@@ -386,39 +451,72 @@ void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
 void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_stokes, float* images) const {
   const Impl& m = *impl_;
   const std::size_t pixels = m.geo.pixels();
-  std::vector<double> sum(pixels * num_stokes, 0.0);
-  cfloat* grids = m.scratch(0, m.grid_cells() * num_stokes);
+  const Lanes lanes{vis, weight, num_stokes, num_stokes > 1};
+  const std::vector<Impl::Point>& points = lanes.packed ? m.hermitian : m.direct;
+  const int num_lanes = lanes.count();
+  std::vector<cdouble> sum(pixels * num_lanes, cdouble{});
+  cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
   for (int p = 0; p < m.planes; ++p) {
-    std::fill(grids, grids + m.grid_cells() * num_stokes, cfloat{});
-    m.grid_plane(p, vis, weight, num_stokes, grids);
-    for (int s = 0; s < num_stokes; ++s) {
-      cfloat* grid = grids + s * m.grid_cells();
+    m.advance_screen(p);
+    const auto [lo, hi] = m.plane_range(points, p);
+    if (lo == hi) continue;
+    std::fill(grids, grids + m.grid_cells() * num_lanes, cfloat{});
+    m.grid_plane(p, points, lanes, grids);
+    for (int q = 0; q < num_lanes; ++q) {
+      cfloat* grid = grids + q * m.grid_cells();
       fftwf_execute_dft(m.forward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
     }
-    m.advance_screen(p);
-    m.accumulate_plane(grids, num_stokes, sum.data());
+    m.accumulate_plane(grids, num_lanes, sum.data());
   }
-  for (int s = 0; s < num_stokes; ++s)
+  // Packed lanes hold (a + i b) summed over both halves of the uv plane: 2 image_a + 2i image_b.
+  for (int s = 0; s < num_stokes; ++s) {
+    const cdouble* lane = sum.data() + (lanes.packed ? s / 2 : s) * pixels;
+    const bool imaginary = lanes.packed && s % 2 == 1;
+    const double scale = lanes.packed ? 0.5 : 1.0;
     for (std::size_t pixel = 0; pixel < pixels; ++pixel)
-      images[s * pixels + pixel] = static_cast<float>(sum[s * pixels + pixel] * m.correction[pixel]);
+      images[s * pixels + pixel] =
+          static_cast<float>((imaginary ? lane[pixel].imag() : lane[pixel].real()) * scale * m.correction[pixel]);
+  }
 }
 
 void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* vis) const {
   const Impl& m = *impl_;
-  std::vector<cdouble> sum(m.count * num_stokes, cdouble{});
-  cfloat* grids = m.scratch(0, m.grid_cells() * num_stokes);
+  const bool packed = num_stokes > 1;
+  const std::vector<Impl::Point>& points = packed ? m.hermitian : m.direct;
+  const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
+  std::vector<cdouble> at_point(points.size() * num_lanes, cdouble{});
+  cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
   for (int p = 0; p < m.planes; ++p) {
     m.advance_screen(p);
+    const auto [lo, hi] = m.plane_range(points, p);
+    if (lo == hi) continue;
     m.fill_plane(images, num_stokes, grids);
-    for (int s = 0; s < num_stokes; ++s) {
-      cfloat* grid = grids + s * m.grid_cells();
+    for (int q = 0; q < num_lanes; ++q) {
+      cfloat* grid = grids + q * m.grid_cells();
       fftwf_execute_dft(m.backward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
     }
-    m.degrid_plane(p, grids, num_stokes, sum.data());
+    m.degrid_plane(p, points, grids, num_lanes, at_point.data());
   }
+  // D at a point is V_a + i V_b there; at the conjugate point conj(V_a) + i conj(V_b).
+  std::vector<cdouble> plain(m.count * num_lanes, cdouble{}), conjugate(m.count * num_lanes, cdouble{});
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const Impl::Point& point = points[i];
+    for (int q = 0; q < num_lanes; ++q) {
+      const cdouble value = at_point[i * num_lanes + q] * std::conj(point.rotation);
+      (point.conjugate ? conjugate : plain)[point.k * num_lanes + q] = value;
+    }
+  }
+  std::fill(vis, vis + m.count * num_stokes, std::complex<float>{});
   for (std::size_t k = 0; k < m.count; ++k) {
-    const cdouble turn = m.wstacking ? std::conj(m.rotation[k]) : cdouble(1.0, 0.0);
-    for (int s = 0; s < num_stokes; ++s) vis[k * num_stokes + s] = cfloat(sum[k * num_stokes + s] * turn);
+    if (!m.inside[k]) continue;
+    for (int s = 0; s < num_stokes; ++s) {
+      if (!packed) {
+        vis[k * num_stokes + s] = cfloat(plain[k * num_lanes + s]);
+        continue;
+      }
+      const cdouble d = plain[k * num_lanes + s / 2], e = std::conj(conjugate[k * num_lanes + s / 2]);
+      vis[k * num_stokes + s] = cfloat(s % 2 == 0 ? 0.5 * (d + e) : (d - e) / cdouble(0, 2));
+    }
   }
 }
 

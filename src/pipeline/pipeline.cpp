@@ -274,7 +274,10 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
              std::to_string(plan.chan_begin + mine.end) + ") on " + plan.backend + " with " +
              std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
 
+  const Stopwatch setup_watch;
   imaging::ChannelImager imager(plan.geometry, config.image.accuracy, config.image.wstacking);
+  log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
+           fixed(setup_watch.seconds(), 2) + " s");
   const imaging::WeightingScheme scheme = weighting_scheme(config);
   ChannelSource source(plan, mine);
   double read_s = 0;
@@ -302,7 +305,11 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
            std::to_string(imager.gridder().num_w_planes()) + " w-planes (last channel of rank 0)");
 
   const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, beam);
-  if (mpi.is_root()) create_cubes(cubes);
+  if (mpi.is_root()) {
+    const Stopwatch create_watch;
+    create_cubes(cubes);
+    log.info("created " + std::to_string(cubes.paths().size()) + " cubes in " + fixed(create_watch.seconds(), 2) + " s");
+  }
   mpi.barrier();
 
   // Pass 2: image, clean, restore and write each channel.

@@ -9,6 +9,11 @@ namespace {
 constexpr const char* stokes_names[] = {"I", "Q", "U", "V"};
 constexpr const char* per_stokes_products[] = {"dirty", "model", "residual", "image"};
 
+// Without CLEAN the model is zero and the residual is the dirty image: not written.
+bool written(const CubeSet& cubes, const std::string& product) {
+  return cubes.cleaned || (product != "model" && product != "residual");
+}
+
 fits::ImageHeader header_for(const CubeSet& cubes, const std::string& product, int stokes) {
   fits::ImageHeader header = cubes.base;
   if (stokes >= 0) header.stokes = static_cast<fits::Stokes>(stokes + 1);
@@ -30,7 +35,8 @@ std::string CubeSet::path(const std::string& product, const char* stokes) const 
 std::vector<std::string> CubeSet::paths() const {
   std::vector<std::string> all;
   for (const char* product : per_stokes_products)
-    for (const char* stokes : stokes_names) all.push_back(path(product, stokes));
+    if (written(*this, product))
+      for (const char* stokes : stokes_names) all.push_back(path(product, stokes));
   all.push_back(path("psf", nullptr));
   return all;
 }
@@ -40,6 +46,7 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
   CubeSet cubes;
   cubes.dir = config.output.dir;
   cubes.prefix = config.output.prefix;
+  cubes.cleaned = config.clean.niter > 0;
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -62,7 +69,8 @@ void create_cubes(const CubeSet& cubes) {
   std::filesystem::create_directories(cubes.dir);
   for (int s = 0; s < 4; ++s)
     for (const char* product : per_stokes_products)
-      fits::CubeFile::create(cubes.path(product, stokes_names[s]), header_for(cubes, product, s));
+      if (written(cubes, product))
+        fits::CubeFile::create(cubes.path(product, stokes_names[s]), header_for(cubes, product, s));
   fits::CubeFile::create(cubes.path("psf", nullptr), header_for(cubes, "psf", -1));
 }
 
@@ -72,9 +80,10 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
   const std::size_t pixels = psf.size();
   const std::vector<float>* images[] = {&dirty, &model, &residual, &restored};
   for (int k = 0; k < 4; ++k)
-    for (int s = 0; s < 4; ++s)
-      fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
-                                   std::span<const float>(images[k]->data() + s * pixels, pixels));
+    if (written(cubes, per_stokes_products[k]))
+      for (int s = 0; s < 4; ++s)
+        fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
+                                     std::span<const float>(images[k]->data() + s * pixels, pixels));
   fits::CubeFile::write_planes(cubes.path("psf", nullptr), plane, psf);
 }
 

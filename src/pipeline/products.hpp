@@ -11,6 +11,7 @@ namespace spip::pipeline {
 
 struct CubeSet {
   std::string dir, prefix;
+  bool cleaned = true;     // false (niter = 0): no model and residual cubes, as WSClean
   fits::ImageHeader base;  // shared WCS, FREQ axis over the imaged channels
   std::vector<std::string> paths() const;
   std::string path(const std::string& product, const char* stokes) const;  // stokes nullptr: no suffix
@@ -21,7 +22,7 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
 
 // Rank 0, before any rank writes.
 void create_cubes(const CubeSet& cubes);
-// Channel `plane` (0-based within the imaged range) of every product.
+// Channel `plane` (0-based within the imaged range) of every product of the set.
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
                    const std::vector<float>& model, const std::vector<float>& residual,
                    const std::vector<float>& restored);
