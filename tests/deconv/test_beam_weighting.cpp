@@ -1,0 +1,145 @@
+// Beam fitting against analytic Gaussians, restoring against flux conservation, and
+// the weighting schemes against their defining properties.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+#include <numbers>
+#include <random>
+
+#include "spip/imaging/beam.hpp"
+#include "spip/imaging/weighting.hpp"
+
+using namespace spip;
+using namespace spip::imaging;
+
+namespace {
+
+// An elliptical Gaussian PSF of the given FWHMs (pixels) and PA, built from the
+// geometry's (l, m) so it follows the same east-left convention as the images.
+std::vector<float> elliptical_psf(const ImageGeometry& g, double major_px, double minor_px, double pa) {
+  std::vector<float> psf(g.pixels());
+  const double major = major_px * g.cell_rad, minor = minor_px * g.cell_rad;
+  for (int y = 0; y < g.size; ++y)
+    for (int x = 0; x < g.size; ++x) {
+      const double l = g.l(x), m = g.m(y);
+      const double along = l * std::sin(pa) + m * std::cos(pa), across = l * std::cos(pa) - m * std::sin(pa);
+      psf[y * g.size + x] = static_cast<float>(
+          std::exp(-4 * std::log(2.0) * (along * along / (major * major) + across * across / (minor * minor))));
+    }
+  return psf;
+}
+
+}  // namespace
+
+class BeamFit : public testing::TestWithParam<double> {};
+
+TEST_P(BeamFit, RecoversAnAnalyticGaussian) {
+  const ImageGeometry g = ImageGeometry::make(128, 1e-4, 1.2);
+  const double pa = GetParam() * std::numbers::pi / 180;
+  const Beam beam = fit_beam(elliptical_psf(g, 9.0, 5.0, pa).data(), g);
+  EXPECT_NEAR(beam.major_rad / g.cell_rad, 9.0, 1e-3);
+  EXPECT_NEAR(beam.minor_rad / g.cell_rad, 5.0, 1e-3);
+  double expected = pa;
+  while (expected > std::numbers::pi / 2) expected -= std::numbers::pi;
+  EXPECT_NEAR(beam.pa_rad, expected, 1e-4) << "PA " << GetParam() << " deg";
+}
+
+INSTANTIATE_TEST_SUITE_P(PositionAngles, BeamFit, testing::Values(0.0, 30.0, 60.0, 89.0, 120.0, 170.0));
+
+TEST(Restore, APointComponentPeaksAtItsFluxWithTheBeamShape) {
+  const ImageGeometry g = ImageGeometry::make(64, 1e-4, 1.2);
+  const Beam beam{6e-4, 4e-4, 0.5};
+  std::vector<float> model(g.pixels(), 0.0f), image(g.pixels(), 0.0f);
+  model[40 * 64 + 20] = 1.5f;
+  restore(model.data(), g, beam, image.data());
+  EXPECT_FLOAT_EQ(image[40 * 64 + 20], 1.5f);
+  const std::vector<float> shape = elliptical_psf(g, 6.0, 4.0, 0.5);
+  for (int dy = -3; dy <= 3; ++dy)
+    for (int dx = -3; dx <= 3; ++dx)
+      EXPECT_NEAR(image[(40 + dy) * 64 + 20 + dx], 1.5f * shape[(32 + dy) * 64 + 32 + dx], 1e-5);
+}
+
+namespace {
+
+struct Coverage {
+  std::vector<double> uvw;
+  std::vector<float> weight;  // [k][4]
+};
+
+// A dense core and sparse long baselines, as real arrays have.
+Coverage coverage(const ImageGeometry& g) {
+  Coverage c;
+  std::mt19937 rng(9);
+  const double cell = 1.0 / (g.size * g.cell_rad);
+  std::normal_distribution<double> core(0.0, 3 * cell);
+  std::uniform_real_distribution<double> outer(-25 * cell, 25 * cell);
+  for (int k = 0; k < 4000; ++k) {
+    const bool in_core = k % 4 != 0;
+    c.uvw.insert(c.uvw.end(), {in_core ? core(rng) : outer(rng), in_core ? core(rng) : outer(rng), 0.0});
+    c.weight.insert(c.weight.end(), {1.0f, 1.0f, 1.0f, 1.0f});
+  }
+  return c;
+}
+
+std::map<long, double> cell_sums(const ImageGeometry& g, const Coverage& c) {
+  const double cell = 1.0 / (g.size * g.cell_rad);
+  std::map<long, double> sums;
+  for (std::size_t k = 0; k < c.weight.size() / 4; ++k)
+    sums[std::lround(c.uvw[3 * k] / cell) * 100000 + std::lround(c.uvw[3 * k + 1] / cell)] += c.weight[4 * k];
+  return sums;
+}
+
+}  // namespace
+
+TEST(Weighting, UniformGivesEveryOccupiedCellTheSameTotal) {
+  const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
+  Coverage c = coverage(g);
+  apply_weighting(g, WeightingScheme{Weighting::uniform}, c.uvw.data(), c.weight.size() / 4, 4, c.weight.data());
+  // Each cell's density counts the visibility and its conjugate's cell; for cells
+  // not hit by conjugates the total is exactly 1.
+  int ones = 0;
+  for (const auto& [cell, total] : cell_sums(g, c)) ones += std::abs(total - 1.0) < 1e-6;
+  EXPECT_GT(ones, 100);
+  for (std::size_t k = 0; k < c.weight.size(); k += 4) {
+    EXPECT_EQ(c.weight[k], c.weight[k + 1]);
+    EXPECT_EQ(c.weight[k], c.weight[k + 3]);
+  }
+}
+
+TEST(Weighting, BriggsSpansUniformToNatural) {
+  const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
+  const Coverage original = coverage(g);
+  auto ratio_core_to_outer = [&](WeightingScheme scheme) {
+    Coverage c = original;
+    apply_weighting(g, scheme, c.uvw.data(), c.weight.size() / 4, 4, c.weight.data());
+    double core = 0, outer = 0;
+    for (std::size_t k = 0; k < c.weight.size() / 4; ++k) (k % 4 ? core : outer) += c.weight[4 * k];
+    return core / outer;
+  };
+  const double natural = ratio_core_to_outer({Weighting::natural});
+  const double uniform = ratio_core_to_outer({Weighting::uniform});
+  EXPECT_NEAR(natural, 3.0, 1e-9);
+  EXPECT_LT(uniform, natural / 3);
+  EXPECT_NEAR(ratio_core_to_outer({Weighting::briggs, 2.0}), natural, 0.1 * natural);
+  EXPECT_NEAR(ratio_core_to_outer({Weighting::briggs, -2.0}), uniform, 0.1 * uniform);
+  const double middle = ratio_core_to_outer({Weighting::briggs, 0.0});
+  EXPECT_GT(middle, uniform);
+  EXPECT_LT(middle, natural);
+}
+
+TEST(Weighting, UvRangeAndTaper) {
+  const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
+  Coverage c = coverage(g);
+  WeightingScheme scheme{Weighting::natural};
+  scheme.uv_min = 2.0 / (64 * 1e-3);
+  scheme.uv_max = 20.0 / (64 * 1e-3);
+  scheme.taper_fwhm_rad = 5e-3;
+  apply_weighting(g, scheme, c.uvw.data(), c.weight.size() / 4, 4, c.weight.data());
+  const double taper = std::pow(std::numbers::pi * 5e-3, 2) / (4 * std::log(2.0));
+  for (std::size_t k = 0; k < c.weight.size() / 4; ++k) {
+    const double u = c.uvw[3 * k], v = c.uvw[3 * k + 1], r = std::hypot(u, v);
+    const double expected = (r < scheme.uv_min || r > scheme.uv_max) ? 0.0 : std::exp(-taper * r * r);
+    ASSERT_NEAR(c.weight[4 * k], expected, 1e-6);
+  }
+}

@@ -1,0 +1,95 @@
+// Hogbom minor cycles on images made of shifted copies of a known PSF: the components
+// come back at their positions and fluxes, in every Stokes plane, and the joined
+// searches find polarised structure that Stokes I alone would miss.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+
+#include "spip/deconv/clean.hpp"
+
+using namespace spip;
+using imaging::ImageGeometry;
+
+namespace {
+
+constexpr int n = 64;
+const ImageGeometry geometry = ImageGeometry::make(n, 1e-3, 1.2);
+const std::size_t plane = static_cast<std::size_t>(n) * n;
+
+std::vector<float> gaussian_psf(double sigma_x, double sigma_y) {
+  std::vector<float> psf(plane);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const double dx = x - n / 2, dy = y - n / 2;
+      psf[y * n + x] = static_cast<float>(std::exp(-0.5 * (dx * dx / (sigma_x * sigma_x) + dy * dy / (sigma_y * sigma_y))));
+    }
+  return psf;
+}
+
+void add_source(std::vector<float>& residual, const std::vector<float>& psf, int px, int py, const float flux[4]) {
+  for (int s = 0; s < 4; ++s)
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const int sx = x - px + n / 2, sy = y - py + n / 2;
+        if (sx < 0 || sy < 0 || sx >= n || sy >= n) continue;
+        residual[s * plane + y * n + x] += flux[s] * psf[sy * n + sx];
+      }
+}
+
+}  // namespace
+
+TEST(Hogbom, RecoversComponentsInEveryStokesPlane) {
+  const std::vector<float> psf = gaussian_psf(1.5, 2.0);
+  std::vector<float> residual(4 * plane, 0.0f), model(4 * plane, 0.0f);
+  const float a[4] = {2.0f, 0.3f, -0.2f, 0.05f}, b[4] = {1.0f, -0.1f, 0.4f, 0.0f};
+  add_source(residual, psf, 20, 30, a);
+  add_source(residual, psf, 45, 12, b);
+  const auto result = deconv::hogbom(residual.data(), psf.data(), geometry, PeakSearch::full_stokes, 0.1, 1e-4, 10000,
+                                     model.data());
+  EXPECT_LT(result.peak, 1e-4);
+  for (int s = 0; s < 4; ++s) {
+    EXPECT_NEAR(model[s * plane + 30 * n + 20], a[s], 2e-4) << "Stokes " << s;
+    EXPECT_NEAR(model[s * plane + 12 * n + 45], b[s], 2e-4) << "Stokes " << s;
+  }
+  double elsewhere = 0;
+  for (std::size_t i = 0; i < 4 * plane; ++i) elsewhere += std::abs(model[i]);
+  for (int s = 0; s < 4; ++s) elsewhere -= std::abs(model[s * plane + 30 * n + 20]) + std::abs(model[s * plane + 12 * n + 45]);
+  EXPECT_LT(elsewhere, 1e-3);
+}
+
+TEST(Hogbom, PolarisedSearchFindsASourceInvisibleInStokesI) {
+  const std::vector<float> psf = gaussian_psf(1.5, 1.5);
+  std::vector<float> residual(4 * plane, 0.0f), model(4 * plane, 0.0f);
+  const float bright_i[4] = {1.0f, 0.0f, 0.0f, 0.0f}, pol_only[4] = {0.0f, 0.3f, 0.4f, 0.0f};
+  add_source(residual, psf, 20, 20, bright_i);
+  add_source(residual, psf, 40, 40, pol_only);
+  std::vector<float> for_i = residual, model_i(4 * plane, 0.0f);
+  deconv::hogbom(for_i.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 1e-3, 2000, model_i.data());
+  EXPECT_EQ(model_i[plane + 40 * n + 40], 0.0f) << "an I search never visits the polarised source";
+  deconv::hogbom(residual.data(), psf.data(), geometry, PeakSearch::linear_pol, 0.1, 1e-3, 2000, model.data());
+  EXPECT_NEAR(model[plane + 40 * n + 40], 0.3f, 2e-3);
+  EXPECT_NEAR(model[2 * plane + 40 * n + 40], 0.4f, 2e-3);
+}
+
+TEST(Hogbom, StopsAtTheIterationLimitAndTheLevel) {
+  const std::vector<float> psf = gaussian_psf(1.5, 1.5);
+  std::vector<float> residual(4 * plane, 0.0f), model(4 * plane, 0.0f);
+  const float flux[4] = {1.0f, 0, 0, 0};
+  add_source(residual, psf, 32, 32, flux);
+  auto result = deconv::hogbom(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.0, 7, model.data());
+  EXPECT_EQ(result.iterations, 7);
+  EXPECT_NEAR(model[32 * n + 32], 1.0 - std::pow(0.9, 7), 1e-5);
+  result = deconv::hogbom(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.3, 1000, model.data());
+  EXPECT_LE(result.peak, 0.3);
+  EXPECT_GT(result.peak, 0.3 * 0.9 - 1e-6);
+}
+
+TEST(MadSigma, EstimatesTheSigmaOfGaussianNoiseDespiteOutliers) {
+  std::mt19937 rng(4);
+  std::normal_distribution<float> noise(0.0f, 0.25f);
+  std::vector<float> image(100000);
+  for (float& v : image) v = noise(rng);
+  for (int k = 0; k < 500; ++k) image[k * 97] = 100.0f;  // bright sources
+  EXPECT_NEAR(deconv::mad_sigma(image.data(), image.size()), 0.25, 0.005);
+}
