@@ -12,36 +12,44 @@ namespace {
 
 using imaging::num_stokes;
 
-// The peak-search value of a pixel from its four Stokes residuals.
-inline double search_value(PeakSearch search, const float* r, std::size_t pixel, std::size_t plane) {
-  const double i = r[pixel], q = r[plane + pixel], u = r[2 * plane + pixel], v = r[3 * plane + pixel];
+// The square of a pixel's peak-search value (no square root in the hot loop).
+inline float squared_search_value(PeakSearch search, const float* r, std::size_t pixel, std::size_t plane) {
+  const float i = r[pixel], q = r[plane + pixel], u = r[2 * plane + pixel], v = r[3 * plane + pixel];
   switch (search) {
-    case PeakSearch::stokes_i: return std::abs(i);
-    case PeakSearch::linear_pol: return std::sqrt(q * q + u * u);
-    case PeakSearch::full_stokes: return std::sqrt(i * i + q * q + u * u + v * v);
+    case PeakSearch::stokes_i: return i * i;
+    case PeakSearch::linear_pol: return q * q + u * u;
+    case PeakSearch::full_stokes: return i * i + q * q + u * u + v * v;
   }
   return 0;
 }
 
 struct Peak {
-  double value = -1;
+  double value = -1;  // search value (Jy/beam)
   std::size_t pixel = 0;
 };
 
 Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels) {
-  Peak best;
+  float best_squared = -1;
+  std::size_t best_pixel = 0;
 #pragma omp parallel
   {
-    Peak mine;
+    float mine = -1;
+    std::size_t at = 0;
 #pragma omp for schedule(static) nowait
     for (std::size_t p = 0; p < pixels; ++p) {
-      const double value = search_value(search, residual, p, pixels);
-      if (value > mine.value) mine = Peak{value, p};
+      const float value = squared_search_value(search, residual, p, pixels);
+      if (value > mine) {
+        mine = value;
+        at = p;
+      }
     }
 #pragma omp critical
-    if (mine.value > best.value || (mine.value == best.value && mine.pixel < best.pixel)) best = mine;
+    if (mine > best_squared || (mine == best_squared && at < best_pixel)) {
+      best_squared = mine;
+      best_pixel = at;
+    }
   }
-  return best;
+  return Peak{std::sqrt(static_cast<double>(best_squared)), best_pixel};
 }
 
 // residual_s -= flux_s * psf shifted to `pixel`, over the part of the PSF inside the image.
