@@ -1,0 +1,29 @@
+#pragma once
+// Faraday moments (Farnes et al. 2018): per-pixel weighted mean, standard deviation,
+// skewness and excess kurtosis over channels, from power sums that add across ranks.
+#include <cstddef>
+#include <vector>
+
+namespace spip::faraday {
+
+// Sums over channels of w, w x, w x^2, w x^3, w x^4 per pixel, in double. NaN pixels
+// (blanked) are skipped, so each pixel counts only the channels where it is finite.
+struct PowerSums {
+  static constexpr int orders = 5;
+  std::size_t pixels = 0;
+  std::vector<double> sums;  // [order][pixel]
+
+  explicit PowerSums(std::size_t pixel_count = 0) : pixels(pixel_count), sums(orders * pixel_count, 0.0) {}
+  void add(const float* plane, double weight);
+};
+
+struct MomentImages {
+  std::vector<float> mean, std, skew, kurt;  // NaN where a pixel has too few channels
+};
+
+// Moments from (already reduced) power sums: mean = S1/S0, variance = S2/S0 - mean^2,
+// skewness = m3 / var^1.5, excess kurtosis = m4 / var^2 - 3 with central moments m_k
+// expanded from the raw ones.
+MomentImages moments(const PowerSums& sums);
+
+}  // namespace spip::faraday

@@ -1,0 +1,67 @@
+#pragma once
+// RM synthesis (Brentjens & de Bruyn 2005) as one complex matrix product, RM-CLEAN
+// (Heald 2009) and peak fitting, per pixel. Pure functions on arrays.
+//   F(phi) = K sum_c w_c P_c exp(-2i phi (lambda_c^2 - lambda0^2)),  K = 1 / sum_c w_c
+#include <complex>
+#include <vector>
+
+#include "spip/config/config.hpp"
+
+namespace spip::faraday {
+
+struct FaradayAxis {
+  double phi_first = 0;  // rad/m^2
+  double dphi = 1;
+  int count = 1;
+  double phi(int k) const { return phi_first + k * dphi; }
+};
+
+struct SynthesisSetup {
+  std::vector<double> lambda_sq;   // per channel, m^2
+  std::vector<double> weight;      // per channel
+  double lambda0_sq = 0;           // weighted mean of lambda^2
+  double fwhm_theory = 0;          // 3.8 / (lambda^2 span), Dickey et al. (2019)
+  double max_phi_scale = 0;        // pi / lambda^2_min: largest Faraday scale seen
+  double phi_max_unsmeared = 0;    // sqrt(3) / largest lambda^2 step between channels
+  FaradayAxis axis;
+};
+
+// lambda^2, lambda0^2 and the phi grid with RM-Tools' rmsynth3d defaults: dphi = FWHM /
+// samples_per_fwhm, phi_max = max(sqrt(3) / dlambda^2_max, 10 FWHM), N = 2 round(phi_max / dphi) + 1
+// centred on 0; faraday.phi_max and faraday.dphi override them.
+SynthesisSetup make_setup(const std::vector<double>& freq_hz, const std::vector<double>& weight,
+                          const FaradayConfig& config);
+
+// A[phi][c] = K w_c exp(-2i phi (lambda_c^2 - lambda0^2)), computed in double, stored complex64.
+std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, const FaradayAxis& axis);
+
+// F[phi][pixel] = A[phi][c] P[c][pixel] with one cblas_cgemm.
+void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_chan,
+                const std::complex<float>* p, int num_pixels, std::complex<float>* f);
+
+// The RMSF on `axis` (K sum w exp(-2i phi (lambda^2 - lambda0^2))) and the FWHM of its
+// main lobe measured on a fine grid.
+std::vector<std::complex<double>> rmsf(const SynthesisSetup& setup, const FaradayAxis& axis);
+double measured_fwhm(const SynthesisSetup& setup);
+
+// RM-CLEAN of one pixel's FDF in place: Hogbom on |F| with the RMSF of twice the range
+// (`rmsf_double`, centred at index axis.count - 1). Components are added to `model`;
+// `clean` receives residual + components restored with a Gaussian of `fwhm`.
+struct RmCleanResult {
+  int iterations = 0;
+};
+RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<std::complex<float>>& rmsf_double,
+                       double dphi, double gain, double cutoff, int max_iterations, double fwhm,
+                       std::complex<float>* model, std::complex<float>* clean);
+
+// Peak of |F| by parabolic interpolation, its Faraday depth, the bias-corrected
+// polarised intensity and the intrinsic angle derotated to lambda^2 = 0, with errors
+// for an FDF noise sigma (per unit PI): dphi = FWHM sigma / (2 PI), dchi = sigma / (2 PI).
+struct PeakFit {
+  double phi = 0, pi = 0, chi0 = 0;
+  double phi_err = 0, pi_err = 0, chi0_err = 0;
+};
+PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double lambda0_sq, double fwhm,
+                 double sigma);
+
+}  // namespace spip::faraday
