@@ -334,6 +334,7 @@ struct CubeLayout {
   long long plane_pixels = 0;
   long long planes = 0;
   long long data_start = 0;  // byte offset of the first pixel
+  long long row_pixels = 0;  // NAXIS1
 };
 
 CubeLayout read_layout(const std::string& path) {
@@ -349,7 +350,7 @@ CubeLayout read_layout(const std::string& path) {
   LONGLONG head_start = 0, data_start = 0, data_end = 0;
   fits_get_hduaddrll(file.get(), &head_start, &data_start, &data_end, &status);
   check(status, "read the image shape of", path);
-  CubeLayout layout{naxes[0] * naxes[1], 1, data_start};
+  CubeLayout layout{naxes[0] * naxes[1], 1, data_start, naxes[0]};
   for (int i = 2; i < naxis; ++i) layout.planes *= naxes[static_cast<std::size_t>(i)];
   file.close();
   return layout;
@@ -492,6 +493,31 @@ void CubeFile::write_planes(const std::string& path, int first_plane, std::span<
   // (flushed) before the lock goes, also when a write throws.
   FitsFile file = FitsFile::open(partial, READWRITE);
   write_pixels(file, first_pixel, data);
+  file.close();
+}
+
+// A slab of rows spans every plane, so the lock covers the first plane's rows to the
+// last plane's: writers of different slabs take turns (they write once, at the end of
+// a run), and each writes all its rows with one open.
+void CubeFile::write_rows(const std::string& path, int first_row, std::span<const float> data) {
+  const std::string partial = partial_path(path);
+  const CubeLayout layout = read_layout(partial);
+  const long long slab_pixels = static_cast<long long>(data.size()) / layout.planes;
+  const long long rows = slab_pixels / layout.row_pixels;
+  const long long ny = layout.plane_pixels / layout.row_pixels;
+  if (slab_pixels * layout.planes != static_cast<long long>(data.size()) || rows * layout.row_pixels != slab_pixels ||
+      first_row < 0 || first_row + rows > ny)
+    SPIP_THROW(spip::Error, "FITS: cannot write " + std::to_string(data.size()) + " pixels as rows from " +
+                                std::to_string(first_row) + " of every plane of '" + partial + "'");
+  if (rows == 0) return;
+  const long long first_pixel = first_row * layout.row_pixels;
+  const long long last_end = (layout.planes - 1) * layout.plane_pixels + first_pixel + slab_pixels;
+  const auto bytes = static_cast<long long>(sizeof(float));
+  const RecordLock lock(partial, layout.data_start + first_pixel * bytes, layout.data_start + last_end * bytes);
+  FitsFile file = FitsFile::open(partial, READWRITE);
+  for (long long plane = 0; plane < layout.planes; ++plane)
+    write_pixels(file, plane * layout.plane_pixels + first_pixel,
+                 data.subspan(static_cast<std::size_t>(plane * slab_pixels), static_cast<std::size_t>(slab_pixels)));
   file.close();
 }
 

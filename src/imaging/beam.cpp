@@ -84,7 +84,7 @@ Beam fit_beam(const float* psf, const ImageGeometry& g) {
            m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
   };
   const double det = det3(ata);
-  if (!(std::abs(det) > 0)) SPIP_THROW(Error, "the PSF main lobe is too small to fit a beam: image.scale is too large for the resolution");
+  if (!(std::abs(det) > 0)) SPIP_THROW(ConfigError, "the PSF main lobe is too small to fit a beam: image.scale is too large for the resolution");
   double coefficients[3];
   for (int k = 0; k < 3; ++k) {
     double m[3][3];
@@ -96,7 +96,7 @@ Beam fit_beam(const float* psf, const ImageGeometry& g) {
   // Eigen-decomposition of [[a, b/2], [b/2, c]]: the smaller eigenvalue is the major axis.
   const double mean = 0.5 * (a + c), spread = std::hypot(0.5 * (a - c), 0.5 * b);
   const double small = mean - spread, large = mean + spread;
-  if (!(small > 0)) SPIP_THROW(Error, "the PSF main lobe is not a peak; cannot fit a beam (image.scale too large for the resolution?)");
+  if (!(small > 0)) SPIP_THROW(ConfigError, "the PSF main lobe is not a peak; cannot fit a beam (image.scale too large for the resolution?)");
   Beam beam;
   beam.major_rad = 2 * std::sqrt(half_power_log / small);
   beam.minor_rad = 2 * std::sqrt(half_power_log / large);

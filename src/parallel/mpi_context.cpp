@@ -60,6 +60,28 @@ std::vector<double> MpiContext::gather_to_all(const std::vector<double>& local) 
   return all;
 }
 
+void MpiContext::sum_to_root(std::vector<double>& values) const {
+  const int count = static_cast<int>(values.size());
+  if (is_root())
+    MPI_Reduce(MPI_IN_PLACE, values.data(), count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+  else
+    MPI_Reduce(values.data(), nullptr, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+}
+
+std::vector<std::complex<float>> MpiContext::all_to_all(const std::vector<std::complex<float>>& send,
+                                                        const std::vector<int>& send_counts) const {
+  std::vector<int> receive_counts(size_), send_offsets(size_, 0), receive_offsets(size_, 0);
+  MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 1; r < size_; ++r) {
+    send_offsets[r] = send_offsets[r - 1] + send_counts[r - 1];
+    receive_offsets[r] = receive_offsets[r - 1] + receive_counts[r - 1];
+  }
+  std::vector<std::complex<float>> receive(static_cast<std::size_t>(receive_offsets.back() + receive_counts.back()));
+  MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), MPI_C_FLOAT_COMPLEX, receive.data(),
+                receive_counts.data(), receive_offsets.data(), MPI_C_FLOAT_COMPLEX, MPI_COMM_WORLD);
+  return receive;
+}
+
 void MpiContext::abort(int exit_code) const {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::exit(exit_code);

@@ -9,6 +9,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "faraday_stage.hpp"
 #include "products.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/deconv/clean.hpp"
@@ -312,6 +313,11 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   }
   mpi.barrier();
 
+  const ms::MsInfo& info = plan.readers.front().info();
+  FaradayStage faraday(config, cubes.base,
+                       std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
+                       plan.blocks, mpi.rank());
+
   // Pass 2: image, clean, restore and write each channel.
   std::vector<double> records;
   const Stopwatch imaging_watch;
@@ -325,6 +331,10 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
     const deconv::ChannelImages images =
         deconv::image_channel(imager, data.vis, config.clean, restoring, std::move(psfs[c - mine.begin]));
     write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
+    const std::size_t pixels = plan.geometry.pixels();
+    const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
+                                    deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
+    faraday.add_channel(images.restored, pol_noise);
     const double peak_i = *std::max_element(images.restored.begin(), images.restored.begin() + plan.geometry.pixels());
     const ChannelQa qa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
                        data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
@@ -352,9 +362,13 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s});
   mpi.barrier();
   Products products;
+  if (mpi.is_root()) commit_cubes(cubes);
+  const Stopwatch faraday_watch;
+  const std::vector<std::string> faraday_products = faraday.finish(mpi, log);
+  log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(faraday_watch.seconds(), 2) + " s");
   if (mpi.is_root()) {
-    commit_cubes(cubes);
     products.paths = cubes.paths();
+    products.paths.insert(products.paths.end(), faraday_products.begin(), faraday_products.end());
     const std::string qa_path = (fs::path(config.output.dir) / (config.output.prefix + "-qa.json")).string();
     write_qa_json(qa_path, all_records, plan, rank_seconds, beam);
     products.paths.push_back(qa_path);

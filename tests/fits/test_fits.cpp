@@ -450,6 +450,26 @@ TEST_F(FitsTest, UnwrittenCubePlanesAreNaN) {
   expect_same_bits(planes, std::vector<float>(img.data.begin() + 256, img.data.begin() + 3 * 256));
 }
 
+TEST_F(FitsTest, RowSlabsFromSeveralWritersAssembleTheCube) {
+  // Three "ranks" each own a slab of rows of every plane (odd sizes, so slabs share
+  // FITS records), as the Faraday depth cubes are written.
+  ImageHeader h = basic_header(10, 9);
+  h.spectral = LinearAxis{"FDEP", "rad/m^2", -2, 0.5, 1, 5};
+  const std::string final_path = path("slabs.fits");
+  CubeFile::create(final_path, h);
+  const std::vector<float> cube = ramp(5 * 90, 1.0f);
+  const int bounds[] = {0, 4, 6, 9};
+  for (int r : {2, 0, 1}) {
+    std::vector<float> slab;
+    for (int plane = 0; plane < 5; ++plane)
+      slab.insert(slab.end(), cube.begin() + plane * 90 + bounds[r] * 10, cube.begin() + plane * 90 + bounds[r + 1] * 10);
+    CubeFile::write_rows(final_path, bounds[r], slab);
+  }
+  CubeFile::commit(final_path);
+  expect_same_bits(cube, spip::fits::read_image(final_path).data);
+  EXPECT_THROW(CubeFile::write_rows(final_path, 0, ramp(50)), spip::Error);  // committed: no partial file
+}
+
 TEST_F(FitsTest, WritePlanesRejectsBadRequests) {
   ImageHeader h = basic_header(8, 8);
   h.spectral = LinearAxis{"FREQ", "Hz", 1e9, 1e6, 1, 3};

@@ -137,3 +137,50 @@ TEST_F(OskarTruth, CubesCarryWcsBeamAndUnits) {
   EXPECT_EQ(spip::fits::read_image(product("model-I")).text("BUNIT"), "Jy/pixel");
   EXPECT_FALSE(fs::exists(product("image-Q") + ".partial"));
 }
+
+TEST_F(OskarTruth, PeakMapsRecoverEachSourcesRotationMeasureAngleAndIntensity) {
+  ASSERT_EQ(status_, 0);
+  const auto sky = spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt");
+  const auto phi = spip::fits::read_image(product("peak-phi"));
+  const auto pi = spip::fits::read_image(product("peak-pi"));
+  const auto chi0 = spip::fits::read_image(product("peak-chi0"));
+  const auto phi_err = spip::fits::read_image(product("peak-phi-err"));
+  for (const auto& c : sky.components) {
+    if (c.pol_frac == 0) continue;
+    const SourcePixel p = pixel_of(c);
+    const std::size_t at = static_cast<std::size_t>(p.y) * size + p.x;
+    // The FDF peak of a Faraday-thin source is its channel-mean polarised flux.
+    double mean_p = 0;
+    for (int ch = 0; ch < 40; ++ch) mean_p += c.pol_frac * c.stokes_i(120.6e6 + 1.2e6 * ch) / 40;
+    EXPECT_NEAR(phi.data[at], c.rm_rad_m2, 0.05) << c.name;
+    EXPECT_NEAR(pi.data[at], mean_p, 0.02 * mean_p) << c.name;
+    EXPECT_NEAR(chi0.data[at], c.chi0_rad, 1.0 * std::numbers::pi / 180) << c.name;
+    EXPECT_GT(phi_err.data[at], 0.0f) << c.name;
+    EXPECT_LT(phi_err.data[at], 0.05f) << c.name;
+  }
+}
+
+TEST_F(OskarTruth, FaradayCubesAndMomentsFollowTheirConventions) {
+  ASSERT_EQ(status_, 0);
+  const spip::fits::FitsImage fdf = spip::fits::read_image(product("fdf-amp-clean"));
+  EXPECT_EQ(fdf.text("CTYPE3"), "FDEP");
+  EXPECT_EQ(fdf.text("CUNIT3"), "rad/m^2");
+  const int depths = static_cast<int>(fdf.number("NAXIS3"));
+  EXPECT_NEAR(fdf.number("CRVAL3") + (depths - 1) / 2 * fdf.number("CDELT3"), 0.0, 1e-9);
+  // lambda0^2: the mean of lambda^2 over the 40 uniformly weighted channels.
+  double lambda0_sq = 0;
+  for (int ch = 0; ch < 40; ++ch) lambda0_sq += std::pow(speed_of_light / (120.6e6 + 1.2e6 * ch), 2) / 40;
+  EXPECT_NEAR(fdf.number("LAMSQ0"), lambda0_sq, 1e-9);
+  // The mean-I moment at the unpolarised source is its channel-mean restored flux.
+  const auto sky = spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt");
+  const auto mean_i = spip::fits::read_image(product("moment-mean-I"));
+  const auto std_q = spip::fits::read_image(product("moment-std-Q"));
+  const SourcePixel s1 = pixel_of(sky.components[0]);
+  double expected = 0;
+  for (int ch = 0; ch < 40; ++ch) expected += sky.components[0].stokes_i(120.6e6 + 1.2e6 * ch) / 40;
+  EXPECT_NEAR(mean_i.data[static_cast<std::size_t>(s1.y) * size + s1.x], expected, 0.01 * expected);
+  // Q of the RM +20 source rotates through several turns: its std is near p I / sqrt(2).
+  const SourcePixel s2 = pixel_of(sky.components[1]);
+  EXPECT_NEAR(std_q.data[static_cast<std::size_t>(s2.y) * size + s2.x], 0.3 / std::sqrt(2.0), 0.03);
+  EXPECT_TRUE(fs::exists(out_ + "/demo-rmsf.txt"));
+}

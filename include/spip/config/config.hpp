@@ -50,6 +50,10 @@ struct FaradayConfig {
   double phi_max = 0.0;               // rad/m^2; 0: RM-Tools default
   double dphi = 0.0;                  // rad/m^2; 0: RMSF FWHM / samples_per_fwhm
   double samples_per_fwhm = 10.0;
+  bool variance_weights = false;      // channel weights 1/sigma^2 (residual MAD) instead of uniform
+  int rmclean_niter = 1000;           // RM-CLEAN iterations per pixel; 0: no RM-CLEAN
+  double rmclean_gain = 0.1;
+  double rmclean_cutoff = 5.0;        // stop at this many sigma of the FDF noise
 };
 
 struct OutputConfig {

@@ -65,6 +65,9 @@ class CubeFile {
   // leaving the header untouched. Processes may write disjoint planes at the same time
   // on a local POSIX file system (see fits_image.cpp for the exact guarantees).
   static void write_planes(const std::string& path, int first_plane, std::span<const float> data);
+  // Writes rows [first_row, first_row + rows) of every plane; data are [plane][row][x].
+  // For products held as pixel slabs (Faraday depth cubes).
+  static void write_rows(const std::string& path, int first_row, std::span<const float> data);
   // Renames the partial file to its final name (after every writer has finished).
   static void commit(const std::string& path);
 };

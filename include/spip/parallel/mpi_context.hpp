@@ -1,5 +1,6 @@
 #pragma once
 // The MPI world of one spip run (the only room that calls MPI; no MPI types here).
+#include <complex>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,6 +27,12 @@ class MpiContext {
   std::vector<double> gather_to_root(const std::vector<double>& local) const;
   // Concatenates every rank's values on every rank, in rank order.
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
+  // Element-wise sum of every rank's values on rank 0 (others keep theirs).
+  void sum_to_root(std::vector<double>& values) const;
+  // All-to-all personalised exchange: send[offsets of counts per rank] -> receive,
+  // counts in complex values; returns what each rank sent here, in rank order.
+  std::vector<std::complex<float>> all_to_all(const std::vector<std::complex<float>>& send,
+                                              const std::vector<int>& send_counts) const;
   // Ends every rank of the job at once; for failures that other ranks cannot see.
   [[noreturn]] void abort(int exit_code) const;
 

@@ -1,0 +1,52 @@
+#pragma once
+// The Faraday products of a run: moments from per-pixel power sums (one reduction),
+// and RM synthesis, RM-CLEAN and peak maps on pixel slabs after one all-to-all.
+#include <complex>
+#include <string>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/faraday/moments.hpp"
+#include "spip/fits/fits_image.hpp"
+#include "spip/parallel/decomposition.hpp"
+
+namespace spip::parallel {
+class MpiContext;
+}
+
+namespace spip::pipeline {
+
+class Log;
+
+class FaradayStage {
+ public:
+  // `base` is the image header of the channel cubes (WCS, beam, date); `blocks` the
+  // channel blocks of all ranks over the imaged range.
+  FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
+               std::vector<parallel::ChannelBlock> blocks, int rank);
+
+  // One of this rank's channels, in increasing order: restored planes [4][N*N] and the
+  // channel's polarised noise (MAD sigma of its Q, U residuals).
+  void add_channel(const std::vector<float>& restored, double noise);
+
+  // Collective: every rank calls it once after its last channel. Returns the paths of
+  // the products rank 0 wrote.
+  std::vector<std::string> finish(const parallel::MpiContext& mpi, const Log& log);
+
+ private:
+  std::string path(const std::string& name) const;
+  std::vector<std::string> write_moments(const parallel::MpiContext& mpi) const;
+  double channel_weight(double noise) const;
+
+  const Config& config_;
+  fits::ImageHeader base_;
+  std::vector<double> freq_hz_;
+  std::vector<parallel::ChannelBlock> blocks_;
+  int rank_;
+  std::size_t pixels_;
+  std::vector<faraday::PowerSums> sums_;   // I, Q, U, V, P
+  std::vector<std::complex<float>> qu_;    // [my channel][pixel] Q + iU
+  std::vector<double> noise_;              // per my channel
+};
+
+}  // namespace spip::pipeline
