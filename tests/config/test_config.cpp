@@ -187,7 +187,8 @@ TEST(Config, FileWithEverySection) {
   EXPECT_EQ(c.clean.mgain, 0.85);
   EXPECT_EQ(c.clean.threshold_jy, 0.005);
   EXPECT_EQ(c.clean.auto_threshold, 3.0);
-  EXPECT_EQ(c.faraday.phi_max, 100.0);
+  EXPECT_EQ(c.faraday.phi_max, 60.0);
+  EXPECT_EQ(c.faraday.dphi, 0.5);
   EXPECT_EQ(c.faraday.dphi, 0.5);
   EXPECT_EQ(c.faraday.samples_per_fwhm, 8.0);
   EXPECT_EQ(c.output.dir, "out/full");
@@ -522,7 +523,8 @@ TEST(Config, DemoConfigParses) {
   const Config c = parse({"--config", path}).config;
   EXPECT_EQ(c.input.ms, (std::vector<std::string>{"data/oskar_small.ms"}));
   EXPECT_EQ(c.image.size, 512);
-  EXPECT_EQ(c.faraday.phi_max, 100.0);
+  EXPECT_EQ(c.faraday.phi_max, 60.0);
+  EXPECT_EQ(c.faraday.dphi, 0.5);
   EXPECT_EQ(c.clean.niter, 5000);
   EXPECT_EQ(c.output.dir, "out/demo");
 }
