@@ -187,8 +187,7 @@ TEST(Config, FileWithEverySection) {
   EXPECT_EQ(c.clean.mgain, 0.85);
   EXPECT_EQ(c.clean.threshold_jy, 0.005);
   EXPECT_EQ(c.clean.auto_threshold, 3.0);
-  EXPECT_EQ(c.faraday.phi_max, 60.0);
-  EXPECT_EQ(c.faraday.dphi, 0.5);
+  EXPECT_EQ(c.faraday.phi_max, 100.0);
   EXPECT_EQ(c.faraday.dphi, 0.5);
   EXPECT_EQ(c.faraday.samples_per_fwhm, 8.0);
   EXPECT_EQ(c.output.dir, "out/full");
