@@ -521,6 +521,23 @@ void CubeFile::write_rows(const std::string& path, int first_row, std::span<cons
   file.close();
 }
 
+std::vector<float> CubeFile::read_planes(const std::string& path, int first_plane, int count) {
+  const std::string partial = partial_path(path);
+  const CubeLayout layout = read_layout(partial);
+  if (first_plane < 0 || count < 0 || first_plane + count > layout.planes)
+    SPIP_THROW(spip::Error, "FITS: cannot read planes [" + std::to_string(first_plane) + ", " +
+                                std::to_string(first_plane + count) + ") of '" + partial + "'");
+  std::vector<float> data(static_cast<std::size_t>(count * layout.plane_pixels));
+  FitsFile file = FitsFile::open(partial, READONLY);
+  int status = 0, any_null = 0;
+  float null_value = std::numeric_limits<float>::quiet_NaN();
+  fits_read_img(file.get(), TFLOAT, first_plane * layout.plane_pixels + 1, static_cast<LONGLONG>(data.size()),
+                &null_value, data.data(), &any_null, &status);
+  check(status, "read planes of", partial);
+  file.close();
+  return data;
+}
+
 void CubeFile::commit(const std::string& path) { rename_into_place(partial_path(path), path); }
 
 FitsImage read_image(const std::string& path) {

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "faraday_stage.hpp"
+#include "progress.hpp"
 #include "products.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/deconv/clean.hpp"
@@ -275,13 +276,34 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
              std::to_string(plan.chan_begin + mine.end) + ") on " + plan.backend + " with " +
              std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
 
+  // FFTW_MEASURE picks plans by timing them, and different plans round differently.
+  // Rank 0 plans first and stores the wisdom the other ranks then load, so that every
+  // rank, and a resumed run, transforms with the same plans (bit-identical products).
   const Stopwatch setup_watch;
+  if (!mpi.is_root()) mpi.barrier();
   imaging::ChannelImager imager(plan.geometry, config.image.accuracy, config.image.wstacking);
+  if (mpi.is_root()) mpi.barrier();
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
            fixed(setup_watch.seconds(), 2) + " s");
   const imaging::WeightingScheme scheme = weighting_scheme(config);
   ChannelSource source(plan, mine);
   double read_s = 0;
+
+  // Channels a killed run completed, with what later stages need of them; every rank
+  // decides from the same files before rank 0 changes any of them.
+  const ChannelProgress progress(config.output.dir, config.output.prefix, to_ini(config));
+  const CubeSet names = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {});
+  std::vector<std::string> partials;
+  for (const std::string& path : names.paths()) partials.push_back(fits::CubeFile::partial_path(path));
+  const bool resume = progress.resumable(partials);
+  mpi.barrier();
+  auto completed = [&](int c) { return resume && progress.done(plan.chan_begin + c); };
+  if (resume) {
+    int done = 0;
+    for (int c = mine.begin; c < mine.end; ++c) done += completed(c);
+    log.info("resuming: " + std::to_string(done) + " of this rank's " + std::to_string(mine.size()) +
+             " channels are complete");
+  }
 
   // Pass 1: every channel's PSF beam, then one common restoring beam for the job.
   // The PSFs are kept for pass 2 when they fit the memory budget.
@@ -290,6 +312,12 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   const bool keep_psfs = static_cast<double>(mine.size()) * plan.geometry.pixels() * sizeof(float) <= block_budget_bytes / 2;
   std::vector<std::vector<float>> psfs(static_cast<std::size_t>(mine.size()));
   for (int c = mine.begin; c < mine.end; ++c) {
+    if (completed(c)) {
+      const std::vector<double> record = progress.record(plan.chan_begin + c);
+      beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
+                                    record[ChannelQa::fields + 3]});
+      continue;
+    }
     ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
     imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
     std::vector<float> psf(plan.geometry.pixels());
@@ -306,9 +334,10 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
            std::to_string(imager.gridder().num_w_planes()) + " w-planes (last channel of rank 0)");
 
   const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, beam);
-  if (mpi.is_root()) {
+  if (mpi.is_root() && !resume) {
     const Stopwatch create_watch;
     create_cubes(cubes);
+    progress.start_fresh();
     log.info("created " + std::to_string(cubes.paths().size()) + " cubes in " + fixed(create_watch.seconds(), 2) + " s");
   }
   mpi.barrier();
@@ -323,7 +352,21 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   const Stopwatch imaging_watch;
   const double read_before = read_s;
   const imaging::Beam restoring{beam.major_rad, beam.minor_rad, beam.pa_rad};
+  const std::size_t pixels = plan.geometry.pixels();
   for (int c = mine.begin; c < mine.end; ++c) {
+    if (completed(c)) {
+      // Its planes are in the partial cubes: read the restored ones back for the
+      // Faraday stage, and the numbers from its marker.
+      const std::vector<double> record = progress.record(plan.chan_begin + c);
+      std::vector<float> restored;
+      for (const char* stokes : {"I", "Q", "U", "V"}) {
+        const std::vector<float> plane = fits::CubeFile::read_planes(cubes.path("image", stokes), c, 1);
+        restored.insert(restored.end(), plane.begin(), plane.end());
+      }
+      faraday.add_channel(restored, record[ChannelQa::fields]);
+      records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
+      continue;
+    }
     const double read_start = read_s;
     ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
     const Stopwatch channel_watch;
@@ -331,7 +374,6 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
     const deconv::ChannelImages images =
         deconv::image_channel(imager, data.vis, config.clean, restoring, std::move(psfs[c - mine.begin]));
     write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
-    const std::size_t pixels = plan.geometry.pixels();
     const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                     deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
     faraday.add_channel(images.restored, pol_noise);
@@ -345,6 +387,10 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
                        channel_watch.seconds()};
     const double* fields = &qa.channel;
     records.insert(records.end(), fields, fields + ChannelQa::fields);
+    std::vector<double> record(fields, fields + ChannelQa::fields);
+    record.insert(record.end(), {pol_noise, images.fitted_beam.major_rad, images.fitted_beam.minor_rad,
+                                 images.fitted_beam.pa_rad});
+    progress.mark_done(plan.chan_begin + c, record);
     if (mpi.is_root()) {
       const int done = c - mine.begin + 1;
       const double rate = done / imaging_watch.seconds();
@@ -362,11 +408,14 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s});
   mpi.barrier();
   Products products;
-  if (mpi.is_root()) commit_cubes(cubes);
   const Stopwatch faraday_watch;
   const std::vector<std::string> faraday_products = faraday.finish(mpi, log);
   log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(faraday_watch.seconds(), 2) + " s");
+  // The channel cubes stay partial until the Faraday stage is done, so that a run
+  // killed there resumes from its channels instead of imaging them again.
   if (mpi.is_root()) {
+    commit_cubes(cubes);
+    progress.remove();
     products.paths = cubes.paths();
     products.paths.insert(products.paths.end(), faraday_products.begin(), faraday_products.end());
     const std::string qa_path = (fs::path(config.output.dir) / (config.output.prefix + "-qa.json")).string();

@@ -1,0 +1,74 @@
+#include "progress.hpp"
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "spip/error.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+void write_atomically(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial);
+    out << text;
+    if (!out) SPIP_THROW(Error, partial + ": write failed");
+  }
+  fs::rename(partial, path);
+}
+
+}  // namespace
+
+ChannelProgress::ChannelProgress(const std::string& output_dir, const std::string& prefix, std::string config_text)
+    : dir_((fs::path(output_dir) / ("." + prefix + ".progress")).string()), config_text_(std::move(config_text)) {}
+
+std::string ChannelProgress::marker(int channel) const {
+  char name[32];
+  std::snprintf(name, sizeof name, "channel-%06d", channel);
+  return (fs::path(dir_) / name).string();
+}
+
+bool ChannelProgress::resumable(const std::vector<std::string>& partial_cubes) const {
+  if (read_text((fs::path(dir_) / "config.ini").string()) != config_text_) return false;
+  for (const std::string& cube : partial_cubes)
+    if (!fs::exists(cube)) return false;
+  return true;
+}
+
+void ChannelProgress::start_fresh() const {
+  fs::remove_all(dir_);
+  fs::create_directories(dir_);
+  write_atomically((fs::path(dir_) / "config.ini").string(), config_text_);
+}
+
+bool ChannelProgress::done(int channel) const { return fs::exists(marker(channel)); }
+
+std::vector<double> ChannelProgress::record(int channel) const {
+  std::istringstream in(read_text(marker(channel)));
+  std::vector<double> values;
+  for (double v; in >> v;) values.push_back(v);
+  return values;
+}
+
+void ChannelProgress::mark_done(int channel, const std::vector<double>& record) const {
+  std::ostringstream out;
+  out.precision(17);
+  for (double v : record) out << v << "\n";
+  write_atomically(marker(channel), out.str());
+}
+
+void ChannelProgress::remove() const { fs::remove_all(dir_); }
+
+}  // namespace spip::pipeline
