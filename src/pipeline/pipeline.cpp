@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <numbers>
 #include <sstream>
 
@@ -118,35 +119,59 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
 
 // ---- channel data ------------------------------------------------------------
 
-// The rank's channels, read in blocks that fit the memory budget; a rank whose
-// channels fit in one block reads them once for both passes.
+// The rank's channels, read in blocks of channels that fit the memory budget. While a
+// block is imaged, the next one is read on a reader thread (double buffering: at most
+// two blocks in memory). A rank whose channels fit in one block reads them once for
+// both passes. Only one thread at a time uses the readers.
 class ChannelSource {
  public:
-  ChannelSource(const Plan& plan, parallel::ChannelBlock mine) : plan_(plan), mine_(mine) {
+  ChannelSource(const Plan& plan, parallel::ChannelBlock mine, int block_channels) : plan_(plan), mine_(mine) {
     std::int64_t rows = 0;
     for (const ms::MsReader& reader : plan.readers) rows += reader.info().num_rows;
     const double bytes_per_channel = static_cast<double>(rows) * ms::num_stokes * 12.0;
-    block_channels_ = std::max(1, static_cast<int>(block_budget_bytes / std::max(bytes_per_channel, 1.0)));
+    block_channels_ = block_channels > 0
+                          ? block_channels
+                          : std::max(1, static_cast<int>(0.5 * block_budget_bytes / std::max(bytes_per_channel, 1.0)));
+  }
+  ~ChannelSource() {
+    if (next_.valid()) next_.wait();
   }
 
   // Visibilities of one channel (index into the imaged range) from every MS.
-  const std::vector<ms::VisBlock>& blocks_for(int channel, double& read_s) {
+  const std::vector<ms::VisBlock>& blocks_for(int channel, double& wait_s) {
     const int absolute = plan_.chan_begin + channel;
     if (blocks_.empty() || absolute < blocks_.front().chan_begin || absolute >= blocks_.front().chan_end) {
       const Stopwatch watch;
-      const int end = std::min(plan_.chan_begin + mine_.end, absolute + block_channels_);
-      blocks_.clear();
-      for (const ms::MsReader& reader : plan_.readers) blocks_.push_back(reader.read(absolute, end));
-      read_s += watch.seconds();
+      if (next_.valid() && next_begin_ == absolute) {
+        blocks_ = next_.get();
+      } else {
+        if (next_.valid()) next_.wait();
+        blocks_ = read_block(absolute);
+      }
+      wait_s += watch.seconds();
+      const int following = blocks_.front().chan_end;
+      if (following < plan_.chan_begin + mine_.end) {
+        next_begin_ = following;
+        next_ = std::async(std::launch::async, [this, following] { return read_block(following); });
+      }
     }
     return blocks_;
   }
 
  private:
+  std::vector<ms::VisBlock> read_block(int absolute) const {
+    const int end = std::min(plan_.chan_begin + mine_.end, absolute + block_channels_);
+    std::vector<ms::VisBlock> blocks;
+    for (const ms::MsReader& reader : plan_.readers) blocks.push_back(reader.read(absolute, end));
+    return blocks;
+  }
+
   const Plan& plan_;
   parallel::ChannelBlock mine_;
   int block_channels_ = 1;
   std::vector<ms::VisBlock> blocks_;
+  std::future<std::vector<ms::VisBlock>> next_;
+  int next_begin_ = -1;
 };
 
 struct ChannelData {
@@ -286,7 +311,7 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
            fixed(setup_watch.seconds(), 2) + " s");
   const imaging::WeightingScheme scheme = weighting_scheme(config);
-  ChannelSource source(plan, mine);
+  ChannelSource source(plan, mine, config.input.block_channels);
   double read_s = 0;
 
   // Channels a killed run completed, with what later stages need of them; every rank
@@ -402,7 +427,7 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
     }
   }
   const double image_s = imaging_watch.seconds() - (read_s - read_before);
-  log.info("read " + fixed(read_s, 2) + " s, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) + " s");
+  log.info("waited " + fixed(read_s, 2) + " s for reads, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) + " s");
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
   const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s});

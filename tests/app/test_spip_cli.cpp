@@ -134,6 +134,14 @@ TEST(SpipCli, ProductsDoNotDependOnTheNumberOfRanks) {
   EXPECT_FALSE(fs::exists(qa("three").string() + ".partial"));
 }
 
+TEST(SpipCli, ReadAheadInSmallBlocksGivesTheSameProducts) {
+  const auto qa = [](const std::string& dir) { return scratch(dir) / "spip-qa.json"; };
+  ASSERT_EQ(spip(base_args("whole")).exit_code, 0);
+  const Outcome blocks = spip(base_args("blocks") + " --input.block_channels 3");
+  ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
+  EXPECT_EQ(channel_records(qa("whole")), channel_records(qa("blocks")));
+}
+
 TEST(SpipCli, MoreRanksThanChannelsIdleAndSaySo) {
   const std::string mpiexec = SPIP_MPIEXEC;
   const Outcome outcome = run(mpiexec + " 4 " + SPIP_BIN + " " + base_args("idle") +

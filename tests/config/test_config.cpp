@@ -361,6 +361,7 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"parallel.threads", "-1", "an integer >= 0"},
                     OutOfRange{"parallel.device", "tpu", "one of auto, cpu, gpu"},
                     OutOfRange{"input.row_chunk", "0", "an integer >= 1"},
+                    OutOfRange{"input.block_channels", "-1", "an integer >= 0"},
                     OutOfRange{"input.channel_begin", "-1", "an integer >= 0"},
                     OutOfRange{"input.channel_end", "0", "-1 or an integer > input.channel_begin"},
                     OutOfRange{"input.channel_end", "-2", "-1 or an integer > input.channel_begin"},
