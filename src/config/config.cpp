@@ -194,6 +194,8 @@ const std::vector<Key>& keys() {
       scalar("image.wstacking", &Config::image, &ImageConfig::wstacking,
              any<bool>, "true or false", "",
              "w-stacking; false: 2-D imaging (wrong for wide fields)"),
+      scalar("image.common_beam", &Config::image, &ImageConfig::common_beam, any<bool>, "true or false", "",
+             "restore every channel with the largest fitted beam (needed for RM synthesis); false: its own"),
       scalar("image.uv_min", &Config::image, &ImageConfig::uv_min,
              [](double v) { return v >= 0; }, "a number >= 0", "lambda",
              "drop baselines shorter than this"),
@@ -242,6 +244,8 @@ const std::vector<Key>& keys() {
       scalar("faraday.rmclean_cutoff", &Config::faraday, &FaradayConfig::rmclean_cutoff,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
              "stop RM-CLEAN at this many sigma of the FDF noise"),
+      scalar("faraday.rmclean_xcorr", &Config::faraday, &FaradayConfig::rmclean_xcorr, any<bool>, "true or false", "",
+             "RM-CLEAN components at the peak of the FDF's cross-correlation with the RMSF (MAPS)"),
 
       scalar("output.dir", &Config::output, &OutputConfig::dir, any<std::string>,
              "a non-empty path", "", "directory for the output images"),
@@ -254,6 +258,9 @@ const std::vector<Key>& keys() {
       scalar("parallel.threads", &Config::parallel, &ParallelConfig::threads,
              [](int v) { return v >= 0; }, "an integer >= 0", "",
              "OpenMP threads per rank; 0: all available cores"),
+      scalar("parallel.channels_per_rank", &Config::parallel, &ParallelConfig::channels_per_rank,
+             [](int v) { return v >= 0; }, "an integer >= 0", "channels",
+             "fixed channel block per rank; 0: balance unflagged visibilities over ranks"),
   };
   return table;
 }

@@ -98,9 +98,30 @@ double measured_fwhm(const SynthesisSetup& setup) {
   SPIP_THROW(Error, "the RMSF has no half-power point");
 }
 
+namespace {
+
+// Index of the largest |sum_j F(j) conj(R(j - k))|: the RMSF-shaped feature best matched.
+int cross_correlation_peak(const std::complex<float>* fdf, int num_phi,
+                           const std::vector<std::complex<float>>& rmsf_double) {
+  const int centre = num_phi - 1;
+  int best_k = 0;
+  float best = -1;
+  for (int k = 0; k < num_phi; ++k) {
+    std::complex<float> sum{};
+    for (int j = 0; j < num_phi; ++j) sum += fdf[j] * std::conj(rmsf_double[j - k + centre]);
+    if (std::norm(sum) > best) {
+      best = std::norm(sum);
+      best_k = k;
+    }
+  }
+  return best_k;
+}
+
+}  // namespace
+
 RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<std::complex<float>>& rmsf_double,
                        double dphi, double gain, double cutoff, int max_iterations, double fwhm,
-                       std::complex<float>* model, std::complex<float>* clean) {
+                       std::complex<float>* model, std::complex<float>* clean, bool cross_correlate) {
   RmCleanResult result;
   if (num_phi <= 0) return result;
   const int centre = num_phi - 1;
@@ -113,6 +134,7 @@ RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<
         peak = k;
       }
     if (!(std::sqrt(best) > cutoff)) break;
+    if (cross_correlate) peak = cross_correlation_peak(fdf, num_phi, rmsf_double);
     const std::complex<float> component = static_cast<float>(gain) * fdf[peak];
     model[peak] += component;
     for (int k = 0; k < num_phi; ++k) fdf[k] -= component * rmsf_double[k - peak + centre];

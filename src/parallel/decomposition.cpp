@@ -33,4 +33,14 @@ std::vector<ChannelBlock> balance_channels(const std::vector<std::int64_t>& cost
   return blocks;
 }
 
+std::vector<ChannelBlock> fixed_channel_blocks(int num_channels, int block_size, int num_ranks) {
+  if (static_cast<long long>(block_size) * num_ranks < num_channels) return {};
+  std::vector<ChannelBlock> blocks;
+  for (int r = 0; r < num_ranks; ++r) {
+    const int begin = std::min(num_channels, r * block_size);
+    blocks.push_back(ChannelBlock{begin, std::min(num_channels, begin + block_size)});
+  }
+  return blocks;
+}
+
 }  // namespace spip::parallel

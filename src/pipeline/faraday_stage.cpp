@@ -159,7 +159,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     if (config_.faraday.rmclean_niter > 0) {
       iterations += faraday::rm_clean(fdf.data(), axis.count, rmsf_double, axis.dphi, config_.faraday.rmclean_gain,
                                       config_.faraday.rmclean_cutoff * sigma, config_.faraday.rmclean_niter, fwhm,
-                                      model.data(), restored.data())
+                                      model.data(), restored.data(), config_.faraday.rmclean_xcorr)
                         .iterations;
       fitted = restored.data();
     } else {

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <future>
 #include <numbers>
+#include <optional>
 #include <sstream>
 
 #include "faraday_stage.hpp"
@@ -110,7 +111,17 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   for (int s = 0; s < ms::num_stokes; ++s)
     if (!info.stokes_determined[s])
       log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
-  plan.blocks = parallel::balance_channels(channel_cost(plan.readers, plan.chan_begin, plan.chan_end), mpi.size());
+  const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end);
+  if (config.parallel.channels_per_rank > 0) {
+    plan.blocks = parallel::fixed_channel_blocks(plan.chan_end - plan.chan_begin, config.parallel.channels_per_rank, mpi.size());
+    if (plan.blocks.empty())
+      SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(config.parallel.channels_per_rank) +
+                                  " on " + std::to_string(mpi.size()) + " ranks cannot hold " +
+                                  std::to_string(plan.chan_end - plan.chan_begin) + " channels; expected at least " +
+                                  std::to_string((plan.chan_end - plan.chan_begin + mpi.size() - 1) / mpi.size()));
+  } else {
+    plan.blocks = parallel::balance_channels(cost, mpi.size());
+  }
   plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), log);
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
@@ -376,7 +387,9 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   std::vector<double> records;
   const Stopwatch imaging_watch;
   const double read_before = read_s;
-  const imaging::Beam restoring{beam.major_rad, beam.minor_rad, beam.pa_rad};
+  const std::optional<imaging::Beam> common =
+      config.image.common_beam ? std::optional<imaging::Beam>(imaging::Beam{beam.major_rad, beam.minor_rad, beam.pa_rad})
+                               : std::nullopt;
   const std::size_t pixels = plan.geometry.pixels();
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {
@@ -397,7 +410,7 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
     const Stopwatch channel_watch;
     imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
     const deconv::ChannelImages images =
-        deconv::image_channel(imager, data.vis, config.clean, restoring, std::move(psfs[c - mine.begin]));
+        deconv::image_channel(imager, data.vis, config.clean, common, std::move(psfs[c - mine.begin]));
     write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
     const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                     deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));

@@ -142,6 +142,17 @@ TEST(SpipCli, ReadAheadInSmallBlocksGivesTheSameProducts) {
   EXPECT_EQ(channel_records(qa("whole")), channel_records(qa("blocks")));
 }
 
+TEST(SpipCli, FixedChannelBlocksMustHoldEveryChannel) {
+  expect_one_line_error(spip(base_args("fixed") + " --parallel.channels_per_rank 5"), 2,
+                        {"parallel.channels_per_rank = 5", "40 channels", "at least 40"});
+  const std::string mpiexec = SPIP_MPIEXEC;
+  const Outcome outcome = run(mpiexec + " 2 " + SPIP_BIN + " " + base_args("fixed_ok") +
+                              " --parallel.channels_per_rank 30 --image.common_beam false");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const std::string qa = read_file(scratch("fixed_ok") / "spip-qa.json");
+  EXPECT_NE(qa.find("\"channel_begin\": 30, \"channel_end\": 40"), std::string::npos) << qa.substr(qa.find("ranks"));
+}
+
 TEST(SpipCli, MoreRanksThanChannelsIdleAndSaySo) {
   const std::string mpiexec = SPIP_MPIEXEC;
   const Outcome outcome = run(mpiexec + " 4 " + SPIP_BIN + " " + base_args("idle") +

@@ -359,6 +359,8 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"faraday.dphi", "-0.5", "a number >= 0"},
                     OutOfRange{"faraday.samples_per_fwhm", "0", "a number > 0"},
                     OutOfRange{"parallel.threads", "-1", "an integer >= 0"},
+                    OutOfRange{"parallel.channels_per_rank", "-2", "an integer >= 0"},
+                    OutOfRange{"image.common_beam", "maybe", "true or false"},
                     OutOfRange{"parallel.device", "tpu", "one of auto, cpu, gpu"},
                     OutOfRange{"input.row_chunk", "0", "an integer >= 1"},
                     OutOfRange{"input.block_channels", "-1", "an integer >= 0"},

@@ -185,3 +185,25 @@ TEST(RmSynthesis, ThinSourcesAreRecoveredByCleanAndPeakFit) {
   EXPECT_NEAR(dirty.chi0, bright.chi0, 0.01);
   EXPECT_NEAR(dirty.phi_err, fwhm * 0.001 / (2 * bright.p), 1e-3 * fwhm);
 }
+
+TEST(RmClean, CrossCorrelationSearchAlsoFindsTheComponents) {
+  const std::vector<double> freq = sample_band();
+  const SynthesisSetup setup = make_setup(freq, std::vector<double>(freq.size(), 1.0), fine_axis(60, 0.25));
+  const FaradayAxis& axis = setup.axis;
+  const auto p = spectrum(freq, {{0.3, 0.5, 20.0}, {0.1, -0.2, -7.0}});
+  std::vector<std::complex<float>> f(axis.count);
+  synthesise(synthesis_matrix(setup, axis), axis.count, static_cast<int>(freq.size()), p.data(), 1, f.data());
+  FaradayAxis doubled{2 * axis.phi_first, axis.dphi, 2 * axis.count - 1};
+  std::vector<std::complex<float>> rmsf_double;
+  for (const cdouble& v : rmsf(setup, doubled)) rmsf_double.emplace_back(v);
+  std::vector<std::complex<float>> model(axis.count), clean(axis.count);
+  rm_clean(f.data(), axis.count, rmsf_double, axis.dphi, 0.1, 2e-3, 3000, measured_fwhm(setup), model.data(),
+           clean.data(), true);
+  double at_20 = 0, at_minus_7 = 0;
+  for (int k = 0; k < axis.count; ++k) {
+    if (std::abs(axis.phi(k) - 20.0) < 0.5) at_20 += std::abs(model[k]);
+    if (std::abs(axis.phi(k) + 7.0) < 0.5) at_minus_7 += std::abs(model[k]);
+  }
+  EXPECT_NEAR(at_20, 0.3, 0.01);
+  EXPECT_NEAR(at_minus_7, 0.1, 0.01);
+}

@@ -66,3 +66,12 @@ TEST(BalanceChannels, OneHeavyChannelGetsARankOfItsOwn) {
     if (block.begin <= 3 && 3 < block.end) owner_size = block.size();
   EXPECT_EQ(owner_size, 1);
 }
+
+TEST(FixedChannelBlocks, FillRanksInOrderAndRefuseTooFewRanks) {
+  const auto blocks = spip::parallel::fixed_channel_blocks(10, 4, 4);
+  expect_partition(blocks, 10);
+  EXPECT_EQ(blocks[0].size(), 4);
+  EXPECT_EQ(blocks[2].size(), 2);
+  EXPECT_EQ(blocks[3].size(), 0);
+  EXPECT_TRUE(spip::parallel::fixed_channel_blocks(10, 3, 3).empty());
+}

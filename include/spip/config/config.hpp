@@ -32,6 +32,7 @@ struct ImageConfig {
   double accuracy = 1e-4;             // requested gridding accuracy, (0, 0.1]
   double padding = 1.2;               // grid padding factor, [1, 4]
   bool wstacking = true;              // false: 2-D imaging (wrong for wide fields)
+  bool common_beam = true;            // restore every channel with the largest fitted beam
   double uv_min = 0;                  // wavelengths; shorter baselines are dropped
   double uv_max = 0;                  // wavelengths; 0: no limit
   double taper_arcsec = 0;            // Gaussian taper, FWHM in the image; 0: none
@@ -55,6 +56,7 @@ struct FaradayConfig {
   int rmclean_niter = 1000;           // RM-CLEAN iterations per pixel; 0: no RM-CLEAN
   double rmclean_gain = 0.1;
   double rmclean_cutoff = 5.0;        // stop at this many sigma of the FDF noise
+  bool rmclean_xcorr = false;         // find components by cross-correlating with the RMSF
 };
 
 struct OutputConfig {
@@ -65,6 +67,7 @@ struct OutputConfig {
 struct ParallelConfig {
   Device device = Device::automatic;
   int threads = 0;                    // OpenMP threads per rank; 0: all available cores
+  int channels_per_rank = 0;          // fixed channel block per rank; 0: balance unflagged visibilities
 };
 
 struct Config {

@@ -46,13 +46,16 @@ double measured_fwhm(const SynthesisSetup& setup);
 
 // RM-CLEAN of one pixel's FDF in place: Hogbom on |F| with the RMSF of twice the range
 // (`rmsf_double`, centred at index axis.count - 1). Components are added to `model`;
-// `clean` receives residual + components restored with a Gaussian of `fwhm`.
+// `clean` receives residual + components restored with a Gaussian of `fwhm`. With
+// `cross_correlate`, components are placed at the peak of the residual's
+// cross-correlation with the RMSF (as the MAPS pipeline), which is less drawn to
+// sidelobe sums of blended components; the stopping test stays on |F|.
 struct RmCleanResult {
   int iterations = 0;
 };
 RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<std::complex<float>>& rmsf_double,
                        double dphi, double gain, double cutoff, int max_iterations, double fwhm,
-                       std::complex<float>* model, std::complex<float>* clean);
+                       std::complex<float>* model, std::complex<float>* clean, bool cross_correlate = false);
 
 // Peak of |F| by parabolic interpolation, its Faraday depth, the bias-corrected
 // polarised intensity and the intrinsic angle derotated to lambda^2 = 0, with errors

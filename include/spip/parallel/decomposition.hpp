@@ -16,4 +16,8 @@ struct ChannelBlock {
 // ranks than channels the extra ranks get empty blocks at the end.
 std::vector<ChannelBlock> balance_channels(const std::vector<std::int64_t>& cost, int num_ranks);
 
+// Blocks of `block_size` channels in rank order (the last may be shorter); ranks past
+// the channels get empty blocks. Returns {} if the ranks cannot hold every channel.
+std::vector<ChannelBlock> fixed_channel_blocks(int num_channels, int block_size, int num_ranks);
+
 }  // namespace spip::parallel
