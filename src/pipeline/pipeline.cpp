@@ -235,13 +235,13 @@ imaging::WeightingScheme weighting_scheme(const Config& config) {
 struct ChannelQa {
   double channel, freq_hz, rank, visibilities, flagged_fraction, weight_sum, max_uv_wavelengths;
   double beam_major_arcsec, beam_minor_arcsec, beam_pa_deg, iterations, major_cycles;
-  double residual_sigma, residual_peak, restored_peak_i, read_s, image_s;
-  static constexpr int fields = 17;
+  double residual_sigma, residual_peak, restored_peak_i, dynamic_range, read_s, image_s;
+  static constexpr int fields = 18;
 };
 constexpr const char* qa_names[ChannelQa::fields] = {
     "channel", "freq_hz", "rank", "visibilities", "flagged_fraction", "weight_sum", "max_uv_wavelengths",
     "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "iterations", "major_cycles", "residual_sigma_jy",
-    "residual_peak_jy", "restored_peak_i_jy", "read_s", "image_s"};
+    "residual_peak_jy", "restored_peak_i_jy", "dynamic_range", "read_s", "image_s"};
 
 std::string json_number(double value) {
   if (!std::isfinite(value)) return "null";
@@ -421,7 +421,8 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
                        data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
                        images.fitted_beam.minor_rad * rad_to_arcsec, images.fitted_beam.pa_rad * 180 / std::numbers::pi,
                        static_cast<double>(images.iterations), static_cast<double>(images.major_cycles),
-                       images.residual_sigma, images.residual_peak, peak_i, read_s - read_start,
+                       images.residual_sigma, images.residual_peak, peak_i,
+                       images.residual_sigma > 0 ? peak_i / images.residual_sigma : 0.0, read_s - read_start,
                        channel_watch.seconds()};
     const double* fields = &qa.channel;
     records.insert(records.end(), fields, fields + ChannelQa::fields);
