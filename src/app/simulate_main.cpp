@@ -35,7 +35,8 @@ po::options_description options() {
     ("times", po::value<int>()->default_value(36), "number of time steps")
     ("noise", po::value<double>()->default_value(0.0), "noise sigma per correlation [Jy]")
     ("flag-fraction", po::value<double>()->default_value(0.0), "fraction of visibilities flagged")
-    ("seed", po::value<std::uint64_t>()->default_value(1), "random seed for noise and flags");
+    ("seed", po::value<std::uint64_t>()->default_value(1), "random seed for noise and flags")
+    ("flag-channels", po::value<std::vector<int>>()->multitoken(), "channels to flag entirely");
   return all;
 }
 
@@ -46,6 +47,7 @@ int run(const po::variables_map& vm) {
   corruption.noise_sigma_jy = vm["noise"].as<double>();
   corruption.flag_fraction = vm["flag-fraction"].as<double>();
   corruption.seed = vm["seed"].as<std::uint64_t>();
+  if (vm.count("flag-channels")) corruption.flag_channels = vm["flag-channels"].as<std::vector<int>>();
   const std::string out = vm["out"].as<std::string>();
   if (vm.count("template")) {
     spip::sim::simulate_from_template(vm["template"].as<std::string>(), out, sky, corruption);

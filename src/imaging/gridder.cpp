@@ -195,7 +195,9 @@ void save_wisdom(const std::string& path) {
   if (path.empty()) return;
   std::error_code error;
   std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
-  const std::string partial = path + "." + std::to_string(::getpid()) + ".partial";
+  char host[256] = "host";
+  ::gethostname(host, sizeof host - 1);
+  const std::string partial = path + "." + host + "." + std::to_string(::getpid()) + ".partial";
   if (fftwf_export_wisdom_to_filename(partial.c_str())) std::filesystem::rename(partial, path, error);
   std::filesystem::remove(partial, error);
 }
@@ -241,7 +243,7 @@ void Gridder::Impl::compute_corrections() {
   // smooth in n - 1: a fine table with cubic interpolation is exact to ~1e-12.
   dw = 0.25 / std::max(half_range, 1e-12);
   constexpr int table_size = 4096;
-  const double step = 2.0 * half_range / (table_size - 1);
+  const double step = std::max(2.0 * half_range, 1e-300) / (table_size - 1);
   std::vector<double> table(table_size + 2);
   for (int i = 0; i < table_size + 2; ++i)
     table[i] = kernel_transform(w_kernel, (-half_range + (i - 1) * step) * dw, 1.0);

@@ -52,6 +52,7 @@ FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, 
       sums_(5, faraday::PowerSums(pixels_)) {}
 
 double FaradayStage::channel_weight(double noise) const {
+  if (noise < 0) return 0.0;  // blanked channel
   if (!config_.faraday.variance_weights) return 1.0;
   return noise > 0 ? 1.0 / (noise * noise) : 0.0;
 }
@@ -68,6 +69,11 @@ void FaradayStage::add_channel(const std::vector<float>& restored, double noise)
   }
   sums_[4].add(p.data(), weight);
   noise_.push_back(noise);
+}
+
+void FaradayStage::add_blank_channel() {
+  qu_.resize(qu_.size() + pixels_, cfloat{});
+  noise_.push_back(-1.0);
 }
 
 std::string FaradayStage::path(const std::string& name) const {
@@ -103,6 +109,11 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const std::vector<double> noise = mpi.gather_to_all(noise_);
   std::vector<double> weight;
   for (double sigma : noise) weight.push_back(channel_weight(sigma));
+  const int usable = static_cast<int>(std::count_if(weight.begin(), weight.end(), [](double w) { return w > 0; }));
+  if (usable < 2) {
+    log.root("RM synthesis needs at least two imaged channels (" + std::to_string(usable) + " here); skipped");
+    return written;
+  }
   const faraday::SynthesisSetup setup = faraday::make_setup(freq_hz_, weight, config_.faraday);
   const faraday::FaradayAxis& axis = setup.axis;
   const double fwhm = faraday::measured_fwhm(setup);
@@ -126,9 +137,9 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
       const cfloat* plane = qu_.data() + c * pixels_ + static_cast<std::size_t>(y0) * nx;
       send.insert(send.end(), plane, plane + slab);
     }
-    counts.push_back(static_cast<int>(slab * my_channels));
+    counts.push_back((y1 - y0) * my_channels);  // in image rows
   }
-  const std::vector<cfloat> p = mpi.all_to_all(send, counts);  // [channel][slab pixel]
+  const std::vector<cfloat> p = mpi.all_to_all(send, counts, nx);  // [channel][slab pixel]
   qu_.clear();
   qu_.shrink_to_fit();
   const auto [y0, y1] = slab_rows(mpi.rank(), ranks, ny);
@@ -141,7 +152,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   double weight_sum = 0, noise_sum = 0;
   for (int c = 0; c < num_chan; ++c) {
     weight_sum += weight[c];
-    noise_sum += weight[c] * weight[c] * noise[c] * noise[c];
+    if (weight[c] > 0) noise_sum += weight[c] * weight[c] * noise[c] * noise[c];
   }
   const double sigma = std::sqrt(noise_sum) / weight_sum;
   const faraday::FaradayAxis doubled{2 * axis.phi_first, axis.dphi, 2 * axis.count - 1};

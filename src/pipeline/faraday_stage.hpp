@@ -28,6 +28,8 @@ class FaradayStage {
   // One of this rank's channels, in increasing order: restored planes [4][N*N] and the
   // channel's polarised noise (MAD sigma of its Q, U residuals).
   void add_channel(const std::vector<float>& restored, double noise);
+  // A channel with nothing imaged: no moments, zero weight in RM synthesis.
+  void add_blank_channel();
 
   // Collective: every rank calls it once after its last channel. Returns the paths of
   // the products rank 0 wrote.

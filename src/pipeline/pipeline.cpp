@@ -298,12 +298,8 @@ fits::Beam common_beam(const std::vector<imaging::Beam>& mine, const parallel::M
   return largest;
 }
 
-}  // namespace
-
-Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+Products run_planned(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log) {
   const Stopwatch total;
-  if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
-  Plan plan = make_plan(config, mpi, log);
   const parallel::ChannelBlock mine = plan.blocks[static_cast<std::size_t>(mpi.rank())];
   if (mine.size() == 0)
     log.info("more ranks than channels: this rank has no channels and idles");
@@ -350,12 +346,14 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {
       const std::vector<double> record = progress.record(plan.chan_begin + c);
-      beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
-                                    record[ChannelQa::fields + 3]});
+      if (record[ChannelQa::fields] >= 0)
+        beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
+                                      record[ChannelQa::fields + 3]});
       continue;
     }
     ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
     imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
+    if (!(imager.weight_sum(0) > 0)) continue;  // fully flagged: blanked in pass 2
     std::vector<float> psf(plan.geometry.pixels());
     imager.psf(psf.data());
     beams.push_back(imaging::fit_beam(psf.data(), plan.geometry));
@@ -372,8 +370,8 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, beam);
   if (mpi.is_root() && !resume) {
     const Stopwatch create_watch;
-    create_cubes(cubes);
     progress.start_fresh();
+    create_cubes(cubes);
     log.info("created " + std::to_string(cubes.paths().size()) + " cubes in " + fixed(create_watch.seconds(), 2) + " s");
   }
   mpi.barrier();
@@ -396,19 +394,38 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
       // Its planes are in the partial cubes: read the restored ones back for the
       // Faraday stage, and the numbers from its marker.
       const std::vector<double> record = progress.record(plan.chan_begin + c);
+      records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
+      if (record[ChannelQa::fields] < 0) {
+        faraday.add_blank_channel();
+        continue;
+      }
       std::vector<float> restored;
       for (const char* stokes : {"I", "Q", "U", "V"}) {
         const std::vector<float> plane = fits::CubeFile::read_planes(cubes.path("image", stokes), c, 1);
         restored.insert(restored.end(), plane.begin(), plane.end());
       }
       faraday.add_channel(restored, record[ChannelQa::fields]);
-      records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
       continue;
     }
     const double read_start = read_s;
     ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
     const Stopwatch channel_watch;
     imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
+    if (!(imager.weight_sum(0) > 0)) {
+      // Nothing to image (fully flagged, or no baseline on the grid): its planes stay
+      // NaN in every cube and the Faraday stage gives it zero weight.
+      log.info("channel " + std::to_string(plan.chan_begin + c) + " has no unflagged data on the grid; blanked");
+      faraday.add_blank_channel();
+      std::vector<double> record(ChannelQa::fields + 4, 0.0);
+      record[0] = plan.chan_begin + c;
+      record[1] = data.freq_hz;
+      record[2] = mpi.rank();
+      record[4] = 1.0;
+      record[ChannelQa::fields] = -1.0;  // noise < 0: blanked
+      records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
+      progress.mark_done(plan.chan_begin + c, record);
+      continue;
+    }
     const deconv::ChannelImages images =
         deconv::image_channel(imager, data.vis, config.clean, common, std::move(psfs[c - mine.begin]));
     write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
@@ -463,6 +480,20 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   }
   log.root("done in " + fixed(total.seconds(), 3) + " s");
   return products;
+}
+
+}  // namespace
+
+Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+  if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
+  Plan plan = make_plan(config, mpi, log);
+  try {
+    return run_planned(config, plan, mpi, log);
+  } catch (const Error& e) {
+    throw RankFailure(e);
+  } catch (const std::exception& e) {
+    throw RankFailure(Error(e.what(), __FILE__, __LINE__));
+  }
 }
 
 }  // namespace spip::pipeline

@@ -56,9 +56,10 @@ void ChannelProgress::start_fresh() const {
 bool ChannelProgress::done(int channel) const { return fs::exists(marker(channel)); }
 
 std::vector<double> ChannelProgress::record(int channel) const {
+  // stod reads the nan and inf that operator<< writes; operator>> does not.
   std::istringstream in(read_text(marker(channel)));
   std::vector<double> values;
-  for (double v; in >> v;) values.push_back(v);
+  for (std::string token; in >> token;) values.push_back(std::stod(token));
   return values;
 }
 

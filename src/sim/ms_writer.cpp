@@ -66,6 +66,12 @@ void write_chunk(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& 
     for (std::size_t k = 0; k < flag.nelements(); k += 4)
       if (flagged(rng)) f[k] = f[k + 1] = f[k + 2] = f[k + 3] = true;
   }
+  for (int channel : corruption.flag_channels) {
+    if (channel < 0 || static_cast<std::size_t>(channel) >= num_chan)
+      SPIP_THROW(InputError, "--flag-channels: channel " + std::to_string(channel) + " is outside the band");
+    for (cc::rownr_t r = 0; r < count; ++r)
+      for (int k = 0; k < 4; ++k) flag(cc::IPosition(3, k, channel, r)) = true;
+  }
   cc::ArrayColumn<cc::Complex>(ms, "DATA").putColumnRange(rows, data);
   cc::ArrayColumn<bool>(ms, "FLAG").putColumnRange(rows, flag);
   const float sigma = corruption.noise_sigma_jy > 0 ? static_cast<float>(corruption.noise_sigma_jy) : 1.0f;

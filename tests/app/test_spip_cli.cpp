@@ -1,4 +1,7 @@
 #include <gtest/gtest.h>
+#include <cmath>
+
+#include "spip/fits/fits_image.hpp"
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -41,7 +44,7 @@ Outcome run(const std::string& command) {
   return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
 }
 
-Outcome spip(const std::string& args) { return run(std::string(SPIP_BIN) + " " + args); }
+Outcome run_spip(const std::string& args) { return run(std::string(SPIP_BIN) + " " + args); }
 
 // Small, coarse images keep the end-to-end runs short; one thread per rank because
 // the ranks share the machine's cores.
@@ -76,7 +79,7 @@ std::vector<std::string> channel_records(const fs::path& qa) {
 }  // namespace
 
 TEST(SpipCli, HelpListsKeysWithUnits) {
-  const Outcome outcome = spip("--help");
+  const Outcome outcome = run_spip("--help");
   EXPECT_EQ(outcome.exit_code, 0);
   for (const char* key : {"input.ms", "image.scale", "clean.threshold", "faraday.phi_max", "parallel.device"})
     EXPECT_NE(outcome.out.find(key), std::string::npos) << key;
@@ -84,35 +87,35 @@ TEST(SpipCli, HelpListsKeysWithUnits) {
 }
 
 TEST(SpipCli, PrintConfigShowsCommandLineOverridingTheFile) {
-  const Outcome outcome = spip("--config " + std::string(SPIP_TEST_DATA) + "/../configs/demo.cfg --image.size 256 --print-config");
+  const Outcome outcome = run_spip("--config " + std::string(SPIP_TEST_DATA) + "/../configs/demo.cfg --image.size 256 --print-config");
   EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
   EXPECT_NE(outcome.out.find("size = 256"), std::string::npos) << outcome.out;
   EXPECT_NE(outcome.out.find("threshold = 0.005"), std::string::npos) << outcome.out;
 }
 
 TEST(SpipCli, ConfigErrorsExitWithCode2) {
-  expect_one_line_error(spip(base_args("a") + " --image.sise 5"), 2, {"image.sise"});
-  expect_one_line_error(spip(base_args("b") + " --image.robust 3"), 2, {"image.robust", "3", "[-2, 2]"});
-  expect_one_line_error(spip("--input.ms " + oskar_ms + " --image.size -4"), 2, {"image.size", "-4"});
+  expect_one_line_error(run_spip(base_args("a") + " --image.sise 5"), 2, {"image.sise"});
+  expect_one_line_error(run_spip(base_args("b") + " --image.robust 3"), 2, {"image.robust", "3", "[-2, 2]"});
+  expect_one_line_error(run_spip("--input.ms " + oskar_ms + " --image.size -4"), 2, {"image.size", "-4"});
   const fs::path cfg = scratch("bad.cfg");
   std::ofstream(cfg) << "[image]\nsize = abc\n";
-  expect_one_line_error(spip("--config " + cfg.string() + " --input.ms x.ms"), 2, {"image.size", "abc", cfg.string()});
+  expect_one_line_error(run_spip("--config " + cfg.string() + " --input.ms x.ms"), 2, {"image.size", "abc", cfg.string()});
 }
 
 TEST(SpipCli, InputErrorsExitWithCode3) {
-  expect_one_line_error(spip("--input.ms " + scratch("none.ms").string()), 3, {"none.ms", "no such file"});
-  expect_one_line_error(spip(base_args("d") + " --input.column CORRECTED_DATA"), 3, {"CORRECTED_DATA", "not found"});
-  expect_one_line_error(spip(base_args("e") + " --input.channel_end 41"), 3, {"41", "40 channels"});
+  expect_one_line_error(run_spip("--input.ms " + scratch("none.ms").string()), 3, {"none.ms", "no such file"});
+  expect_one_line_error(run_spip(base_args("d") + " --input.column CORRECTED_DATA"), 3, {"CORRECTED_DATA", "not found"});
+  expect_one_line_error(run_spip(base_args("e") + " --input.channel_end 41"), 3, {"41", "40 channels"});
 }
 
 TEST(SpipCli, GpuRequestWithoutAGpuIsAClearError) {
-  const Outcome outcome = spip(base_args("gpu") + " --parallel.device gpu");
+  const Outcome outcome = run_spip(base_args("gpu") + " --parallel.device gpu");
   if (outcome.exit_code == 0) GTEST_SKIP() << "a usable GPU is present";
   expect_one_line_error(outcome, 2, {"parallel.device = gpu", "no usable GPU"});
 }
 
 TEST(SpipCli, AutoDeviceFallsBackToCpuAndSaysSo) {
-  const Outcome outcome = spip(base_args("auto") + " --parallel.device auto");
+  const Outcome outcome = run_spip(base_args("auto") + " --parallel.device auto");
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   const bool gpu = outcome.out.find("-> GPU") != std::string::npos;
   if (!gpu) {
@@ -136,14 +139,14 @@ TEST(SpipCli, ProductsDoNotDependOnTheNumberOfRanks) {
 
 TEST(SpipCli, ReadAheadInSmallBlocksGivesTheSameProducts) {
   const auto qa = [](const std::string& dir) { return scratch(dir) / "spip-qa.json"; };
-  ASSERT_EQ(spip(base_args("whole")).exit_code, 0);
-  const Outcome blocks = spip(base_args("blocks") + " --input.block_channels 3");
+  ASSERT_EQ(run_spip(base_args("whole")).exit_code, 0);
+  const Outcome blocks = run_spip(base_args("blocks") + " --input.block_channels 3");
   ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
   EXPECT_EQ(channel_records(qa("whole")), channel_records(qa("blocks")));
 }
 
 TEST(SpipCli, FixedChannelBlocksMustHoldEveryChannel) {
-  expect_one_line_error(spip(base_args("fixed") + " --parallel.channels_per_rank 5"), 2,
+  expect_one_line_error(run_spip(base_args("fixed") + " --parallel.channels_per_rank 5"), 2,
                         {"parallel.channels_per_rank = 5", "40 channels", "at least 40"});
   const std::string mpiexec = SPIP_MPIEXEC;
   const Outcome outcome = run(mpiexec + " 2 " + SPIP_BIN + " " + base_args("fixed_ok") +
@@ -162,12 +165,29 @@ TEST(SpipCli, MoreRanksThanChannelsIdleAndSaySo) {
   EXPECT_EQ(channel_records(scratch("idle") / "spip-qa.json").size(), 2u);
 }
 
+TEST(SpipCli, AFullyFlaggedChannelIsBlankedNotFatal) {
+  const fs::path ms = scratch("rfi.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " + oskar_ms +
+                " --out " + ms.string() + " --flag-channels 5")
+                .exit_code,
+            0);
+  const std::string mpiexec = SPIP_MPIEXEC;
+  const Outcome outcome = run(mpiexec + " 2 " + SPIP_BIN + " --input.ms " + ms.string() + " --output.dir " +
+                              scratch("out").string() + " --image.size 64 --image.scale 120 --parallel.threads 1");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("channel 5 has no unflagged data on the grid; blanked"), std::string::npos);
+  const auto image = spip::fits::read_image((scratch("out") / "spip-image-Q.fits").string());
+  EXPECT_TRUE(std::isnan(image.data[5 * 64 * 64 + 100]));
+  EXPECT_FALSE(std::isnan(image.data[4 * 64 * 64 + 100]));
+  EXPECT_TRUE(fs::exists(scratch("out") / "spip-peak-phi.fits"));
+}
+
 TEST(SpipSimulate, WritesAnMsThatSpipReads) {
   const fs::path ms = scratch("sim.ms");
   const Outcome sim = run(std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
                           oskar_ms + " --out " + ms.string() + " --flag-fraction 0.5 --seed 3");
   ASSERT_EQ(sim.exit_code, 0) << sim.err;
-  const Outcome outcome = spip("--input.ms " + ms.string() + " --output.dir " + scratch("out").string() +
+  const Outcome outcome = run_spip("--input.ms " + ms.string() + " --output.dir " + scratch("out").string() +
                                " --image.size 64 --image.scale 120");
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   const std::string qa = read_file(scratch("out") / "spip-qa.json");

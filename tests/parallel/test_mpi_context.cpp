@@ -59,6 +59,12 @@ TEST(MpiContext, AllToAllDeliversEachRanksBlockInRankOrder) {
   for (int s = 0; s < n; ++s)
     for (int k = 0; k <= s; ++k) expected.emplace_back(static_cast<float>(s * 10 + me), 0.5f);
   EXPECT_EQ(received, expected);
+  // The same exchange in blocks of 3 values (counts in blocks).
+  std::vector<std::complex<float>> tripled;
+  for (const auto& v : send) tripled.insert(tripled.end(), {v, v, v});
+  std::vector<std::complex<float>> expected_tripled;
+  for (const auto& v : expected) expected_tripled.insert(expected_tripled.end(), {v, v, v});
+  EXPECT_EQ(mpi->all_to_all(tripled, counts, 3), expected_tripled);
 }
 
 TEST(MpiContext, LocalRanksCoverTheNode) {

@@ -29,10 +29,10 @@ class MpiContext {
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
   // Element-wise sum of every rank's values on rank 0 (others keep theirs).
   void sum_to_root(std::vector<double>& values) const;
-  // All-to-all personalised exchange: send[offsets of counts per rank] -> receive,
-  // counts in complex values; returns what each rank sent here, in rank order.
+  // All-to-all personalised exchange: send holds, rank after rank, send_counts[r]
+  // blocks of `block` values for rank r; returns what each rank sent here, in rank order.
   std::vector<std::complex<float>> all_to_all(const std::vector<std::complex<float>>& send,
-                                              const std::vector<int>& send_counts) const;
+                                              const std::vector<int>& send_counts, int block = 1) const;
   // Ends every rank of the job at once; for failures that other ranks cannot see.
   [[noreturn]] void abort(int exit_code) const;
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "spip/config/config.hpp"
+#include "spip/error.hpp"
 
 namespace spip::parallel {
 class MpiContext;
@@ -13,13 +14,20 @@ namespace spip::pipeline {
 
 class Log;
 
+// An error raised after the ranks began calling collectives: possibly seen by this rank
+// alone, so the job must be aborted rather than left with peers waiting forever.
+class RankFailure : public Error {
+ public:
+  explicit RankFailure(const Error& cause) : Error(cause.what(), cause.file(), cause.line(), cause.code()) {}
+};
+
 struct Products {
   std::vector<std::string> paths;  // complete products, known on rank 0
 };
 
 // Runs the stages for this rank. Input problems that every rank detects alike (bad
 // MS, wrong selection, no GPU) throw before any collective call, so all ranks exit
-// with the same code and no rank waits for another.
+// with the same code and no rank waits for another; later errors throw RankFailure.
 Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log);
 
 }  // namespace spip::pipeline

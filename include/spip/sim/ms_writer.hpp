@@ -13,6 +13,7 @@ namespace spip::sim {
 struct Corruption {
   double noise_sigma_jy = 0;   // Gaussian noise per correlation, real and imaginary part
   double flag_fraction = 0;    // fraction of visibilities flagged at random (all correlations)
+  std::vector<int> flag_channels;  // channels flagged entirely (e.g. RFI)
   std::uint64_t seed = 1;
 };
 
