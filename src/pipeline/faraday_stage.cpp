@@ -31,14 +31,6 @@ fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit
   return header;
 }
 
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << value;
-  return out.str();
-}
-
 }  // namespace
 
 FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,

@@ -1,8 +1,17 @@
 #include "spip/pipeline/log.hpp"
 
 #include <cstdio>
+#include <sstream>
 
 namespace spip::pipeline {
+
+std::string fixed(double value, int digits) {
+  std::ostringstream out;
+  out.setf(std::ios::fixed);
+  out.precision(digits);
+  out << value;
+  return out.str();
+}
 
 double Log::elapsed_s() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();

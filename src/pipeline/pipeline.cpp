@@ -33,14 +33,6 @@ constexpr double rad_to_arcsec = 180.0 * 3600.0 / std::numbers::pi;
 // A rank reads its channels in blocks of at most this many bytes of Stokes data.
 constexpr double block_budget_bytes = 2.0 * (1u << 30);
 
-std::string fixed(double value, int digits) {
-  std::ostringstream out;
-  out.setf(std::ios::fixed);
-  out.precision(digits);
-  out << value;
-  return out.str();
-}
-
 // ---- plan ------------------------------------------------------------------
 
 struct Plan {

@@ -18,6 +18,9 @@ class Log {
   std::chrono::steady_clock::time_point start_;
 };
 
+// `value` with `digits` decimals, for log lines.
+std::string fixed(double value, int digits);
+
 // Wall time of a stage: started on construction, read with seconds().
 class Stopwatch {
  public:
