@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "spip/error.hpp"
+#include "spip/faraday/synthesis_math.hpp"
 
 namespace spip::faraday {
 namespace {
@@ -59,9 +60,11 @@ std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, c
   for (double w : setup.weight) weight_sum += w;
   std::vector<std::complex<float>> a(static_cast<std::size_t>(axis.count) * num_chan);
   for (int k = 0; k < axis.count; ++k)
-    for (std::size_t c = 0; c < num_chan; ++c)
-      a[k * num_chan + c] = std::complex<float>(
-          setup.weight[c] / weight_sum * std::polar(1.0, -2.0 * axis.phi(k) * (setup.lambda_sq[c] - setup.lambda0_sq)));
+    for (std::size_t c = 0; c < num_chan; ++c) {
+      const SynthesisElement e =
+          synthesis_element(axis.phi(k), setup.lambda_sq[c], setup.lambda0_sq, setup.weight[c] / weight_sum);
+      a[k * num_chan + c] = std::complex<float>(static_cast<float>(e.re), static_cast<float>(e.im));
+    }
   return a;
 }
 

@@ -7,6 +7,7 @@
 #include <numbers>
 #include <sstream>
 
+#include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/parallel/mpi_context.hpp"
@@ -34,12 +35,13 @@ fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit
 }  // namespace
 
 FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
-                           std::vector<parallel::ChannelBlock> blocks, int rank)
+                           std::vector<parallel::ChannelBlock> blocks, int rank, int gpu_device)
     : config_(config),
       base_(base),
       freq_hz_(std::move(freq_hz)),
       blocks_(std::move(blocks)),
       rank_(rank),
+      gpu_device_(gpu_device),
       pixels_(static_cast<std::size_t>(base.nx) * base.ny),
       sums_(5, faraday::PowerSums(pixels_)) {}
 
@@ -140,7 +142,13 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
 
   // F = A P, then per pixel RM-CLEAN and peak fitting.
   std::vector<cfloat> dirty(static_cast<std::size_t>(axis.count) * slab_pixels);
-  if (slab_pixels > 0) faraday::synthesise(faraday::synthesis_matrix(setup, axis), axis.count, num_chan, p.data(), slab_pixels, dirty.data());
+  if (slab_pixels > 0) {
+    const std::vector<cfloat> a = faraday::synthesis_matrix(setup, axis);
+    if (gpu_device_ >= 0)
+      cuda::synthesise(gpu_device_, a.data(), axis.count, num_chan, p.data(), slab_pixels, dirty.data());
+    else
+      faraday::synthesise(a, axis.count, num_chan, p.data(), slab_pixels, dirty.data());
+  }
   double weight_sum = 0, noise_sum = 0;
   for (int c = 0; c < num_chan; ++c) {
     weight_sum += weight[c];

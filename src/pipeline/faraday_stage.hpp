@@ -21,9 +21,10 @@ class Log;
 class FaradayStage {
  public:
   // `base` is the image header of the channel cubes (WCS, beam, date); `blocks` the
-  // channel blocks of all ranks over the imaged range.
+  // channel blocks of all ranks over the imaged range; `gpu_device` >= 0 runs the
+  // RM-synthesis product on that GPU.
   FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
-               std::vector<parallel::ChannelBlock> blocks, int rank);
+               std::vector<parallel::ChannelBlock> blocks, int rank, int gpu_device);
 
   // One of this rank's channels, in increasing order: restored planes [4][N*N] and the
   // channel's polarised noise (MAD sigma of its Q, U residuals).
@@ -45,6 +46,7 @@ class FaradayStage {
   std::vector<double> freq_hz_;
   std::vector<parallel::ChannelBlock> blocks_;
   int rank_;
+  int gpu_device_;                         // -1: RM synthesis with BLAS on the CPU
   std::size_t pixels_;
   std::vector<faraday::PowerSums> sums_;   // I, Q, U, V, P
   std::vector<std::complex<float>> qu_;    // [my channel][pixel] Q + iU

@@ -40,6 +40,7 @@ struct Plan {
   int chan_begin = 0, chan_end = 0;              // imaged range of the band
   std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
   std::string backend;                           // "cpu" or "gpu <index>"
+  int gpu_device = -1;                           // -1: CPU
   imaging::ImageGeometry geometry;
 };
 
@@ -82,7 +83,7 @@ std::string choose_backend(Device requested, int local_rank, const Log& log) {
   const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
   log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " (" +
            device.name + ", " + std::to_string(device.memory_bytes >> 20) +
-           " MiB); the GPU backend is not built yet, imaging on the CPU");
+           " MiB): RM synthesis on the GPU, imaging still on the CPU (the GPU gridder is not built yet)");
   return "gpu " + std::to_string(device.index);
 }
 
@@ -115,6 +116,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
     plan.blocks = parallel::balance_channels(cost, mpi.size());
   }
   plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), log);
+  if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
   return plan;
@@ -371,7 +373,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   const ms::MsInfo& info = plan.readers.front().info();
   FaradayStage faraday(config, cubes.base,
                        std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
-                       plan.blocks, mpi.rank());
+                       plan.blocks, mpi.rank(), plan.gpu_device);
 
   // Pass 2: image, clean, restore and write each channel.
   std::vector<double> records;
