@@ -158,6 +158,18 @@ struct Gridder::Impl {
   std::pair<std::size_t, std::size_t> plane_range(const std::vector<Point>& points, int p) const;
   void grid_plane(int p, const std::vector<Point>& points, const Lanes& lanes, cfloat* grids) const;
   void advance_screen(int p) const;
+  // Calls f(pixel, cell, sign) for every image pixel: its cell in the centred padded
+  // grid and the FFT-centring sign (-1)^(xg + yg) there.
+  template <class F>
+  void for_each_image_cell(F&& f) const {
+    const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
+#pragma omp parallel for schedule(static)
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const int xg = x + offset, yg = y + offset;
+        f(static_cast<std::size_t>(y) * n + x, static_cast<std::size_t>(yg) * big + xg, ((xg + yg) & 1) ? -1.0 : 1.0);
+      }
+  }
   void accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const;
   void fill_plane(const float* images, int num_stokes, cfloat* grids) const;
   void degrid_plane(int p, const std::vector<Point>& points, const cfloat* grids, int num_lanes, cdouble* out) const;
@@ -331,42 +343,28 @@ void Gridder::Impl::advance_screen(int p) const {
 }
 
 void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const {
-  const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
   const std::size_t pixels = geo.pixels();
-#pragma omp parallel for schedule(static)
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x) {
-      const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
-      const int xg = x + offset, yg = y + offset;
-      const double sign = ((xg + yg) & 1) ? -1.0 : 1.0;
-      const cdouble factor = wstacking ? sign * screen[pixel] : cdouble(sign, 0.0);
-      const std::size_t cell = static_cast<std::size_t>(yg) * big + xg;
-      for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += cdouble(grids[q * grid_cells() + cell]) * factor;
-    }
+  for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign) {
+    const cdouble factor = wstacking ? sign * screen[pixel] : cdouble(sign, 0.0);
+    for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += cdouble(grids[q * grid_cells() + cell]) * factor;
+  });
 }
 
 // Lanes as in grid(): images a + i b when more than one image is predicted.
 void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grids) const {
-  const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
   const std::size_t pixels = geo.pixels();
   const bool packed = num_stokes > 1;
   const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
   std::fill(grids, grids + grid_cells() * num_lanes, cfloat{});
-#pragma omp parallel for schedule(static)
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x) {
-      const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
-      const int xg = x + offset, yg = y + offset;
-      const double sign = ((xg + yg) & 1) ? -1.0 : 1.0;
-      const cdouble factor = wstacking ? sign * correction[pixel] * std::conj(screen[pixel])
-                                       : cdouble(sign * correction[pixel], 0.0);
-      const std::size_t cell = static_cast<std::size_t>(yg) * big + xg;
-      for (int q = 0; q < num_lanes; ++q) {
-        const double a = images[(packed ? 2 * q : q) * pixels + pixel];
-        const double b = packed && 2 * q + 1 < num_stokes ? images[(2 * q + 1) * pixels + pixel] : 0.0;
-        grids[q * grid_cells() + cell] = cfloat(factor * cdouble(a, b));
-      }
+  for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign) {
+    const cdouble factor = wstacking ? sign * correction[pixel] * std::conj(screen[pixel])
+                                     : cdouble(sign * correction[pixel], 0.0);
+    for (int q = 0; q < num_lanes; ++q) {
+      const double a = images[(packed ? 2 * q : q) * pixels + pixel];
+      const double b = packed && 2 * q + 1 < num_stokes ? images[(2 * q + 1) * pixels + pixel] : 0.0;
+      grids[q * grid_cells() + cell] = cfloat(factor * cdouble(a, b));
     }
+  });
 }
 
 void Gridder::Impl::degrid_plane(int p, const std::vector<Point>& points, const cfloat* grids, int num_lanes,

@@ -327,17 +327,29 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
 }
 
 std::vector<std::int64_t> MsReader::unflagged_per_channel() const {
+  const std::vector<std::int64_t> counts = unflagged_per_channel(0, impl_->info.num_rows);
+  require_unflagged(impl_->info, counts);
+  return counts;
+}
+
+void require_unflagged(const MsInfo& info, const std::vector<std::int64_t>& counts) {
+  if (std::all_of(counts.begin(), counts.end(), [](std::int64_t n) { return n == 0; }))
+    bad_input(info.path + ": no unflagged cross-correlation data in field " + std::to_string(info.field) +
+              ", spectral window " + std::to_string(info.spw));
+}
+
+std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin, std::int64_t row_end) const {
   const Impl& m = *impl_;
   const int num_chan = m.info.num_channels();
   const StokesRule& rule_i = m.rules[stokes_i];
   std::vector<std::int64_t> counts(num_chan, 0);
   try {
     const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
-    const cc::rownr_t total = m.main.nrow();
+    const auto end = static_cast<cc::rownr_t>(std::clamp<std::int64_t>(row_end, 0, m.info.num_rows));
     const cc::rownr_t step = m.rows_per_chunk();
     const std::size_t num_corr = m.info.corr_types.size();
-    for (cc::rownr_t first = 0; first < total; first += step) {
-      const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, total - first));
+    for (auto first = static_cast<cc::rownr_t>(std::max<std::int64_t>(row_begin, 0)); first < end; first += step) {
+      const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, end - first));
       if (chunk.kept == 0) continue;
       const cc::Array<bool> flag = flag_column.getColumnRange(chunk.range);
       const bool* f = flag.data();
@@ -353,9 +365,6 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel() const {
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading FLAG: " + std::string(e.what()));
   }
-  if (std::all_of(counts.begin(), counts.end(), [](std::int64_t n) { return n == 0; }))
-    bad_input(m.info.path + ": no unflagged cross-correlation data in field " +
-              std::to_string(m.info.field) + ", spectral window " + std::to_string(m.info.spw));
   return counts;
 }
 

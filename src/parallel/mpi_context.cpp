@@ -61,6 +61,10 @@ std::vector<double> MpiContext::gather_to_all(const std::vector<double>& local) 
   return all;
 }
 
+void MpiContext::sum_all(std::vector<std::int64_t>& values) const {
+  MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+}
+
 void MpiContext::sum_to_root(std::vector<double>& values) const {
   // MPI counts are int: reduce in pieces so that images of any size fit.
   constexpr std::size_t piece = std::size_t{1} << 28;

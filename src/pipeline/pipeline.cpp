@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <future>
@@ -60,12 +62,41 @@ std::vector<ms::MsReader> open_inputs(const Config& config) {
   return readers;
 }
 
+// A planning step may fail on some ranks only (a node without a GPU, a read error in
+// one share of the rows). Every rank learns whether any failed, so that all leave
+// together instead of some waiting in the next collective call; the failing ranks
+// say why (rank 0 reports for the job).
+void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
+  if (!(mpi.max(local ? 1.0 : 0.0) > 0)) return;
+  if (!local) SPIP_THROW(InputError, "another rank could not start (see its message above)");
+  if (!mpi.is_root()) {
+    try {
+      std::rethrow_exception(local);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "spip: rank %d: error: %s\n", mpi.rank(), e.what());
+    }
+  }
+  std::rethrow_exception(local);
+}
+
 // Unflagged visibilities per imaged channel over every input MS: the cost that the
-// channel blocks balance.
-std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers, int begin, int end) {
+// channel blocks balance. Each rank counts a share of the rows and one all-reduce adds
+// them, so the FLAG column is read once per job, not once per rank.
+std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers, int begin, int end,
+                                       const parallel::MpiContext& mpi) {
   std::vector<std::int64_t> cost(static_cast<std::size_t>(end - begin), 0);
   for (const ms::MsReader& reader : readers) {
-    const std::vector<std::int64_t> counts = reader.unflagged_per_channel();
+    const std::int64_t rows = reader.info().num_rows;
+    std::vector<std::int64_t> counts;
+    std::exception_ptr failure;
+    try {
+      counts = reader.unflagged_per_channel(rows * mpi.rank() / mpi.size(), rows * (mpi.rank() + 1) / mpi.size());
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    agree_on_failure(mpi, failure);
+    mpi.sum_all(counts);
+    ms::require_unflagged(reader.info(), counts);
     for (int c = begin; c < end; ++c) cost[c - begin] += counts[c];
   }
   return cost;
@@ -104,7 +135,15 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   for (int s = 0; s < ms::num_stokes; ++s)
     if (!info.stokes_determined[s])
       log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
-  const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end);
+  std::exception_ptr failure;
+  try {
+    plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), log);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
+  const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
   if (config.parallel.channels_per_rank > 0) {
     plan.blocks = parallel::fixed_channel_blocks(plan.chan_end - plan.chan_begin, config.parallel.channels_per_rank, mpi.size());
     if (plan.blocks.empty())
@@ -115,8 +154,6 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   } else {
     plan.blocks = parallel::balance_channels(cost, mpi.size());
   }
-  plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), log);
-  if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
   return plan;

@@ -135,6 +135,13 @@ TEST(MsReader, FlaggedCorrelationsGetZeroWeightAndAreNotCounted) {
       ASSERT_EQ(block.weight[block.index(r, c, 0)] == 0.0f, flagged);
     }
   EXPECT_EQ(reader.unflagged_per_channel(), expected);
+  // Shares of the rows, as the ranks count them, add up to the whole.
+  std::vector<std::int64_t> sum(40, 0);
+  for (std::int64_t first = 0; first < 9936; first += 3000) {
+    const auto share = reader.unflagged_per_channel(first, std::min<std::int64_t>(first + 3000, 9936));
+    for (int c = 0; c < 40; ++c) sum[c] += share[c];
+  }
+  EXPECT_EQ(sum, expected);
 }
 
 TEST(MsReader, WeightColumnGivesInverseVariances) {

@@ -36,6 +36,13 @@ TEST(MpiContext, GatherToAllGivesEveryRankTheSameConcatenation) {
   EXPECT_EQ(all, expected);
 }
 
+TEST(MpiContext, SumAllAddsElementWiseOnEveryRank) {
+  std::vector<std::int64_t> values = {1, mpi->rank()};
+  mpi->sum_all(values);
+  const std::int64_t n = mpi->size();
+  EXPECT_EQ(values, (std::vector<std::int64_t>{n, n * (n - 1) / 2}));
+}
+
 TEST(MpiContext, SumToRootAddsElementWise) {
   std::vector<double> values = {1.0, static_cast<double>(mpi->rank())};
   mpi->sum_to_root(values);

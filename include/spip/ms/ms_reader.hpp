@@ -78,11 +78,17 @@ class MsReader {
   // correlations are unflagged); reads only FLAG and the row-selection columns.
   // Throws an InputError if nothing at all is unflagged.
   std::vector<std::int64_t> unflagged_per_channel() const;
+  // The same over rows [row_begin, row_end) only, without the check, so that ranks
+  // can each count a share of the rows and add the counts up.
+  std::vector<std::int64_t> unflagged_per_channel(std::int64_t row_begin, std::int64_t row_end) const;
 
  private:
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// Throws an InputError naming the MS if every count is zero.
+void require_unflagged(const MsInfo& info, const std::vector<std::int64_t>& counts);
 
 // Checks that several Measurement Sets share their channel frequencies (to 1 Hz)
 // and throws an InputError naming the first pair and channel that differ.

@@ -27,6 +27,8 @@ class MpiContext {
   std::vector<double> gather_to_root(const std::vector<double>& local) const;
   // Concatenates every rank's values on every rank, in rank order.
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
+  // Element-wise sum of every rank's values, on every rank.
+  void sum_all(std::vector<std::int64_t>& values) const;
   // Element-wise sum of every rank's values on rank 0 (others keep theirs).
   void sum_to_root(std::vector<double>& values) const;
   // All-to-all personalised exchange: send holds, rank after rank, send_counts[r]

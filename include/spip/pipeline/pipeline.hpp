@@ -25,9 +25,9 @@ struct Products {
   std::vector<std::string> paths;  // complete products, known on rank 0
 };
 
-// Runs the stages for this rank. Input problems that every rank detects alike (bad
-// MS, wrong selection, no GPU) throw before any collective call, so all ranks exit
-// with the same code and no rank waits for another; later errors throw RankFailure.
+// Runs the stages for this rank. Problems found while planning (bad MS, wrong
+// selection, no GPU) make every rank throw, so all ranks exit with the same code and
+// none waits for another; errors after planning throw RankFailure.
 Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log);
 
 }  // namespace spip::pipeline
