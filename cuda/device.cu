@@ -42,6 +42,15 @@ DeviceProbe probe_devices() {
   return probe;
 }
 
+std::size_t free_memory_bytes(int device) {
+  std::size_t free_bytes = 0, total_bytes = 0;
+  if (cudaSetDevice(device) != cudaSuccess || cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return free_bytes;
+}
+
 bool self_test(int device, std::string& error) {
   constexpr int n = 1024;
   float host[n];

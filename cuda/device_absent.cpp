@@ -1,3 +1,4 @@
+#include "spip/cuda/channel_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
@@ -9,6 +10,8 @@ DeviceProbe probe_devices() {
   probe.reason = "spip was built without the CUDA backend (SPIP_CUDA=OFF)";
   return probe;
 }
+
+std::size_t free_memory_bytes(int) { return 0; }
 
 bool self_test(int, std::string& error) {
   error = "spip was built without the CUDA backend";
@@ -23,5 +26,25 @@ std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels) {
 void synthesise(int, const std::complex<float>*, int, int, const std::complex<float>*, int, std::complex<float>*) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
+
+// Without the backend no ChannelImager can be made; the pipeline never asks for one
+// because probe_devices() reports no device.
+struct ChannelImager::Impl {};
+
+std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry&, std::size_t) { return 0; }
+ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, std::size_t) {
+  SPIP_THROW(Error, "spip was built without the CUDA backend");
+}
+ChannelImager::~ChannelImager() = default;
+void ChannelImager::stage(const ChannelInput&) {}
+void ChannelImager::next() {}
+double ChannelImager::weight_sum(int) const { return 0; }
+int ChannelImager::num_w_planes() const { return 0; }
+void ChannelImager::psf(float*) {}
+deconv::ChannelImages ChannelImager::image_channel(const CleanConfig&, const std::optional<imaging::Beam>&,
+                                                   std::vector<float>) {
+  return {};
+}
+TransferStats ChannelImager::transfer_stats() const { return {}; }
 
 }  // namespace spip::cuda

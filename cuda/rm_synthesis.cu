@@ -1,37 +1,16 @@
-#include <cublas_v2.h>
-#include <cuda_runtime.h>
-
 #include <string>
 
+#include "detail/cuda_check.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
-#include "spip/error.hpp"
 
 namespace spip::cuda {
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess)
-    SPIP_THROW(Error, std::string("CUDA ") + what + ": " + cudaGetErrorName(status) + " (" + cudaGetErrorString(status) + ")");
-}
-
-void check(cublasStatus_t status, const char* what) {
-  if (status != CUBLAS_STATUS_SUCCESS)
-    SPIP_THROW(Error, std::string("cuBLAS ") + what + ": status " + std::to_string(static_cast<int>(status)));
-}
-
-// Device buffer freed on every path.
-struct DeviceBuffer {
-  void* data = nullptr;
-  explicit DeviceBuffer(std::size_t bytes) { check(cudaMalloc(&data, bytes), "cudaMalloc"); }
-  ~DeviceBuffer() { cudaFree(data); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  cuComplex* complex() const { return static_cast<cuComplex*>(data); }
-};
+using detail::DeviceArray;
 
 struct Handle {
   cublasHandle_t handle = nullptr;
-  Handle() { check(cublasCreate(&handle), "cublasCreate"); }
+  Handle() { SPIP_CUDA_CHECK(cublasCreate(&handle)); }
   ~Handle() { cublasDestroy(handle); }
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
@@ -48,9 +27,9 @@ std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels) {
 
 void synthesise(int device, const std::complex<float>* a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f) {
-  check(cudaSetDevice(device), "cudaSetDevice");
+  SPIP_CUDA_CHECK(cudaSetDevice(device));
   std::size_t free_bytes = 0, total_bytes = 0;
-  check(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+  SPIP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::size_t needed = synthesis_bytes(num_phi, num_chan, num_pixels);
   if (needed > free_bytes)
     SPIP_THROW(Error, "RM synthesis of " + std::to_string(num_pixels) + " pixels x " + std::to_string(num_phi) +
@@ -60,16 +39,15 @@ void synthesise(int device, const std::complex<float>* a, int num_phi, int num_c
   const std::size_t a_size = static_cast<std::size_t>(num_phi) * num_chan;
   const std::size_t p_size = static_cast<std::size_t>(num_chan) * num_pixels;
   const std::size_t f_size = static_cast<std::size_t>(num_phi) * num_pixels;
-  DeviceBuffer da(a_size * sizeof(cuComplex)), dp(p_size * sizeof(cuComplex)), df(f_size * sizeof(cuComplex));
-  check(cudaMemcpy(da.data, a, a_size * sizeof(cuComplex), cudaMemcpyHostToDevice), "upload A");
-  check(cudaMemcpy(dp.data, p, p_size * sizeof(cuComplex), cudaMemcpyHostToDevice), "upload P");
+  DeviceArray<cuComplex> da(a_size), dp(p_size), df(f_size);
+  SPIP_CUDA_CHECK(cudaMemcpy(da.get(), a, da.bytes(), cudaMemcpyHostToDevice));
+  SPIP_CUDA_CHECK(cudaMemcpy(dp.get(), p, dp.bytes(), cudaMemcpyHostToDevice));
   Handle blas;
   const cuComplex one = make_cuComplex(1.0f, 0.0f), zero = make_cuComplex(0.0f, 0.0f);
   // Row-major F = A P is column-major F^T = P^T A^T: m = pixels, n = depths, k = channels.
-  check(cublasCgemm(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, num_pixels, num_phi, num_chan, &one, dp.complex(),
-                    num_pixels, da.complex(), num_chan, &zero, df.complex(), num_pixels),
-        "cublasCgemm");
-  check(cudaMemcpy(f, df.data, f_size * sizeof(cuComplex), cudaMemcpyDeviceToHost), "download F");
+  SPIP_CUDA_CHECK(cublasCgemm(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, num_pixels, num_phi, num_chan, &one, dp.get(),
+                              num_pixels, da.get(), num_chan, &zero, df.get(), num_pixels));
+  SPIP_CUDA_CHECK(cudaMemcpy(f, df.get(), df.bytes(), cudaMemcpyDeviceToHost));
 }
 
 }  // namespace spip::cuda

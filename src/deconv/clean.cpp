@@ -7,21 +7,12 @@
 #include <complex>
 #include <limits>
 
+#include "spip/deconv/clean_math.hpp"
+
 namespace spip::deconv {
 namespace {
 
 using imaging::num_stokes;
-
-// The square of a pixel's peak-search value (no square root in the hot loop).
-inline float squared_search_value(PeakSearch search, const float* r, std::size_t pixel, std::size_t plane) {
-  const float i = r[pixel], q = r[plane + pixel], u = r[2 * plane + pixel], v = r[3 * plane + pixel];
-  switch (search) {
-    case PeakSearch::stokes_i: return i * i;
-    case PeakSearch::linear_pol: return q * q + u * u;
-    case PeakSearch::full_stokes: return i * i + q * q + u * u + v * v;
-  }
-  return 0;
-}
 
 struct Peak {
   double value = -1;  // search value (Jy/beam)
@@ -52,7 +43,8 @@ Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels) {
   return Peak{std::sqrt(static_cast<double>(best_squared)), best_pixel};
 }
 
-// residual_s -= flux_s * psf shifted to `pixel`, over the part of the PSF inside the image.
+// residual_s -= flux_s * psf shifted to `pixel`, over the part of the PSF inside the
+// image: rows and columns [lo, hi) where psf_pixel_under() is defined.
 void subtract_component(float* residual, const float* psf, int n, std::size_t pixel, const float flux[num_stokes]) {
   const int px = static_cast<int>(pixel % n), py = static_cast<int>(pixel / n);
   const int dx = px - n / 2, dy = py - n / 2;
@@ -61,7 +53,7 @@ void subtract_component(float* residual, const float* psf, int n, std::size_t pi
   const int x_lo = std::max(0, dx), x_hi = std::min(n, n + dx);
 #pragma omp parallel for schedule(static)
   for (int y = y_lo; y < y_hi; ++y) {
-    const float* psf_row = psf + static_cast<std::size_t>(y - dy) * n - dx;
+    const float* psf_row = psf + psf_pixel_under(x_lo, y, px, py, n) - x_lo;
     for (int s = 0; s < num_stokes; ++s) {
       if (flux[s] == 0) continue;
       float* row = residual + s * plane + static_cast<std::size_t>(y) * n;
@@ -129,12 +121,11 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
 
   std::vector<std::complex<float>> model_vis(vis.size()), residual_vis(vis.size());
   for (int cycle = 0; clean.niter > 0 && out.iterations < clean.niter && cycle < clean.max_major; ++cycle) {
-    const double sigma = mad_sigma(out.residual.data(), pixels);
-    const double floor = std::max(clean.threshold_jy, clean.auto_threshold * sigma);
-    const double start = find_peak(clean.peak, out.residual.data(), pixels).value;
-    if (!(start > floor)) break;
-    const double stop = std::max(floor, (1.0 - clean.mgain) * start);
-    const MinorCycleResult minor = hogbom(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, stop,
+    const double sigma = clean.auto_threshold > 0 ? mad_sigma(out.residual.data(), pixels) : 0.0;
+    const MinorCycleLimits limits =
+        minor_cycle_limits(clean, sigma, find_peak(clean.peak, out.residual.data(), pixels).value);
+    if (!limits.run) break;
+    const MinorCycleResult minor = hogbom(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, limits.stop,
                                           clean.niter - out.iterations, out.model.data());
     out.iterations += minor.iterations;
     ++out.major_cycles;
@@ -144,12 +135,22 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
     imager.dirty(residual_vis.data(), out.residual.data());
     if (minor.iterations == 0) break;
   }
+  restore_channel(out, g);
+  return out;
+}
+
+MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start) {
+  const double floor = std::max(clean.threshold_jy, clean.auto_threshold * sigma);
+  return MinorCycleLimits{start > floor, std::max(floor, (1.0 - clean.mgain) * start)};
+}
+
+void restore_channel(ChannelImages& out, const imaging::ImageGeometry& geometry) {
+  const std::size_t pixels = geometry.pixels();
   out.restored = out.residual;
   for (int s = 0; s < num_stokes; ++s)
-    imaging::restore(out.model.data() + s * pixels, g, out.restoring_beam, out.restored.data() + s * pixels);
+    imaging::restore(out.model.data() + s * pixels, geometry, out.restoring_beam, out.restored.data() + s * pixels);
   out.residual_sigma = mad_sigma(out.residual.data(), pixels);
   out.residual_peak = residual_peak(out.residual);
-  return out;
 }
 
 }  // namespace spip::deconv

@@ -11,17 +11,17 @@
 #include <cmath>
 #include <cstdint>
 #include <mutex>
-#include <numbers>
 #include <numeric>
 
 #include "spip/error.hpp"
+#include "spip/imaging/gridding_math.hpp"
+#include "spip/imaging/w_layout.hpp"
 
 namespace spip::imaging {
 namespace {
 
 using cfloat = std::complex<float>;
 using cdouble = std::complex<double>;
-constexpr double two_pi = 2.0 * std::numbers::pi;
 
 // FFTW's planner is not thread-safe and its threads are set up once per process.
 std::mutex& planner_mutex() {
@@ -40,56 +40,43 @@ struct FftwBuffer {
   FftwBuffer& operator=(const FftwBuffer&) = delete;
 };
 
-// Kernel values over the W cells that a coordinate at grid position `g` touches,
-// times (-1)^cell: the FFT of a centred grid needs the grid multiplied by
-// (-1)^(ju + jv), which costs nothing here and a pass over the grid anywhere else.
+// Kernel values over the W cells that a coordinate at grid position `g` touches.
 struct Footprint {
   int first = 0;
-  float values[16];
+  float values[max_support];
 };
 
 inline Footprint footprint(const EsKernel& kernel, double g) {
   Footprint f;
-  f.first = static_cast<int>(std::ceil(g - 0.5 * kernel.support));
-  for (int i = 0; i < kernel.support; ++i) {
-    const float value = static_cast<float>(kernel(f.first + i - g));
-    f.values[i] = ((f.first + i) & 1) ? -value : value;
-  }
+  f.first = footprint_first(g, kernel.support);
+  for (int i = 0; i < kernel.support; ++i) f.values[i] = footprint_value(kernel, f.first, i, g);
   return f;
 }
 
-// Grid cell indices of a footprint. The grid is periodic (it is the DFT's), so a
-// kernel that crosses an edge wraps around instead of being cut.
+// Grid cell indices of a footprint, wrapped at the edges.
 struct CellIndices {
-  int index[16];
+  int index[max_support];
   bool contiguous;
   CellIndices(int first, int support, int n) : contiguous(first >= 0 && first + support <= n) {
-    for (int i = 0; i < support; ++i) index[i] = ((first + i) % n + n) % n;
+    for (int i = 0; i < support; ++i) index[i] = wrap_cell(first + i, n);
   }
 };
 
-// What goes into each complex grid ("lane"). A real image needs only the real part of
-// its FFT, so two Stokes parameters a and b share one grid as a + ib, provided every
-// visibility is gridded with its Hermitian conjugate: the FFT is then exactly
-// image_a + i image_b (times 2). That halves the FFTs for twice the gridding.
+// What goes into each complex grid ("lane"): one Stokes parameter, or two packed by
+// packed_lane() (half the FFTs for twice the gridding).
 struct Lanes {
   const cfloat* vis;
   const float* weight;
   int num_stokes;
   bool packed;
   int count() const { return packed ? (num_stokes + 1) / 2 : num_stokes; }
-  cdouble value(std::size_t k, bool conjugate, int lane) const {
-    if (!packed) return cdouble(vis[k * num_stokes + lane]) * static_cast<double>(weight[k * num_stokes + lane]);
-    const int a = 2 * lane, b = 2 * lane + 1;
-    cdouble ca = cdouble(vis[k * num_stokes + a]) * static_cast<double>(weight[k * num_stokes + a]);
-    cdouble cb = b < num_stokes
-                     ? cdouble(vis[k * num_stokes + b]) * static_cast<double>(weight[k * num_stokes + b])
-                     : cdouble{};
-    if (conjugate) {
-      ca = std::conj(ca);
-      cb = std::conj(cb);
-    }
-    return ca + cdouble(0, 1) * cb;
+  cdouble weighted(std::size_t k, int s) const {
+    return s < num_stokes ? cdouble(vis[k * num_stokes + s]) * static_cast<double>(weight[k * num_stokes + s])
+                          : cdouble{};
+  }
+  cdouble value(std::size_t k, bool mirror, int lane) const {
+    if (!packed) return weighted(k, lane);
+    return packed_lane(weighted(k, 2 * lane), weighted(k, 2 * lane + 1), mirror);
   }
 };
 
@@ -97,40 +84,28 @@ struct Lanes {
 
 struct Gridder::Impl {
   ImageGeometry geo;
-  EsKernel kernel;          // u, v
-  EsKernel w_kernel;        // w (grid of planes oversampled by 2)
-  bool wstacking = true;
+  WStacking stacking;
+  GridCorrection corr;
   int threads = 1;
 
-  // Per-pixel image-domain factors.
-  std::vector<double> x_shifted;      // n - 1 - x0 per pixel
-  std::vector<double> correction;     // 1 / (psi_u psi_v psi_w) per pixel
-  std::vector<double> correction_uv;  // 1 / (psi_u psi_v): the part without w
-  double x0 = 0, half_range = 0;      // centre and half-width of n - 1 over the image
-
-  // Per set_uvw. A point is where a visibility, or its Hermitian conjugate, is gridded.
-  struct Point {
-    double u, v, w;            // wavelengths; the conjugate's are negated
-    cdouble rotation;          // exp(-2 pi i w x0)
-    std::uint32_t k;           // visibility index
-    bool conjugate;
-    Footprint fu, fv;          // kernel over u and v: the same in every w-plane
+  // Per set_uvw: the shared point layout, and per point of each list its kernel
+  // footprints in u and v (the same in every w-plane) and its rotation exp(-2 pi i w x0).
+  PointLayout layout;
+  struct Cached {
+    cdouble rotation;
+    Footprint fu, fv;
   };
-  std::size_t count = 0;
-  std::vector<Point> direct;     // each visibility once, sorted by w
-  std::vector<Point> hermitian;  // each visibility and its conjugate, sorted by w
-  double w_first = 0;
-  double dw = 1;                      // plane spacing: planes oversampled by 2 over n - 1
-  int planes = 1;
-  std::size_t outside = 0;
-  std::vector<char> inside;
+  std::vector<Cached> direct_cache, hermitian_cache;
+  const std::vector<Cached>& cache_of(const std::vector<GridPoint>& points) const {
+    return &points == &layout.direct ? direct_cache : hermitian_cache;
+  }
 
   fftwf_plan forward = nullptr, backward = nullptr;
 
-  // w-screens exp(-2 pi i w_p (n - 1 - x0)) per pixel, advanced plane by plane by a
-  // constant step instead of a sincos per pixel and plane.
-  std::vector<cdouble> screen_step;   // exp(-2 pi i dw (n - 1 - x0))
-  std::vector<cdouble> screen_first;  // exp(-2 pi i w_first (n - 1 - x0)), per set_uvw
+  // w-screens exp(i w_screen_angle(w_p, x_shifted)) per pixel, advanced plane by plane
+  // by a constant step instead of a sincos per pixel and plane.
+  std::vector<cdouble> screen_step;   // plane 1's screen relative to plane 0's
+  std::vector<cdouble> screen_first;  // plane 0's, per set_uvw
 
   // Scratch reused across calls (first touch of fresh pages costs more than the FFTs);
   // one Gridder serves one thread of calls at a time.
@@ -143,7 +118,16 @@ struct Gridder::Impl {
     return buffer->data;
   }
 
-  Impl(const ImageGeometry& g, double accuracy, bool stacking);
+  Impl(const ImageGeometry& g, double accuracy, bool wstacking)
+      : geo(g), stacking(make_w_stacking(g, accuracy, wstacking)), corr(make_grid_correction(g, stacking)),
+        threads(omp_get_max_threads()) {
+    make_plans();
+    if (stacking.enabled) {
+      screen_step.resize(geo.pixels());
+      for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel)
+        screen_step[pixel] = std::polar(1.0, w_screen_angle(stacking.dw, corr.x_shifted[pixel]));
+    }
+  }
   ~Impl() {
     std::lock_guard<std::mutex> lock(planner_mutex());
     fftwf_destroy_plan(forward);
@@ -151,45 +135,33 @@ struct Gridder::Impl {
   }
 
   void make_plans();
-  void compute_corrections();
+  std::vector<Cached> make_cache(const std::vector<GridPoint>& points) const;
   std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
-  double w_plane(int p) const { return w_first + p * dw; }
-  // Points of the sorted list whose w-kernel reaches plane p.
-  std::pair<std::size_t, std::size_t> plane_range(const std::vector<Point>& points, int p) const;
-  void grid_plane(int p, const std::vector<Point>& points, const Lanes& lanes, cfloat* grids) const;
+  std::pair<std::size_t, std::size_t> plane_range(const std::vector<GridPoint>& points, int p) const {
+    return layout.plane_range(points, p, stacking);
+  }
+  double plane_weight(const GridPoint& point, int p) const {
+    return stacking.enabled ? w_plane_weight(stacking.w_kernel, point.w, layout.w_first, stacking.dw, p) : 1.0;
+  }
+  void grid_plane(int p, const std::vector<GridPoint>& points, const Lanes& lanes, cfloat* grids) const;
   void advance_screen(int p) const;
   // Calls f(pixel, cell, sign) for every image pixel: its cell in the centred padded
-  // grid and the FFT-centring sign (-1)^(xg + yg) there.
+  // grid and the FFT-centring sign there.
   template <class F>
   void for_each_image_cell(F&& f) const {
-    const int n = geo.size, big = geo.grid_size, offset = (big - n) / 2;
+    const int n = geo.size;
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < n; ++y)
       for (int x = 0; x < n; ++x) {
-        const int xg = x + offset, yg = y + offset;
-        f(static_cast<std::size_t>(y) * n + x, static_cast<std::size_t>(yg) * big + xg, ((xg + yg) & 1) ? -1.0 : 1.0);
+        const ImageCell at = image_cell(x, y, n, geo.grid_size);
+        f(static_cast<std::size_t>(y) * n + x, static_cast<std::size_t>(at.cell), at.sign);
       }
   }
   void accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const;
   void fill_plane(const float* images, int num_stokes, cfloat* grids) const;
-  void degrid_plane(int p, const std::vector<Point>& points, const cfloat* grids, int num_lanes, cdouble* out) const;
+  void degrid_plane(int p, const std::vector<GridPoint>& points, const cfloat* grids, int num_lanes,
+                    cdouble* out) const;
 };
-
-Gridder::Impl::Impl(const ImageGeometry& g, double accuracy, bool stacking)
-    : geo(g), wstacking(stacking), threads(omp_get_max_threads()) {
-  if (geo.grid_size % 2 || geo.grid_size < geo.size)
-    SPIP_THROW(Error, "grid size must be even and at least the image size");
-  kernel = choose_kernel(accuracy, static_cast<double>(geo.grid_size) / geo.size);
-  w_kernel = choose_kernel(accuracy, 2.0);
-  // n - 1 over the image runs from its value at the farthest corner to 0 at the centre.
-  const double l_max = (geo.size / 2) * geo.cell_rad, m_max = l_max;
-  const double r2 = std::min(1.0, l_max * l_max + m_max * m_max);
-  const double x_min = std::sqrt(1.0 - r2) - 1.0;
-  x0 = 0.5 * x_min;
-  half_range = -0.5 * x_min;
-  make_plans();
-  compute_corrections();
-}
 
 // Measured FFTW plans cost ~1 s per grid size; the wisdom is kept between runs in
 // $SPIP_FFTW_WISDOM (default ~/.cache/spip/fftwf-wisdom), written atomically so that
@@ -232,65 +204,28 @@ void Gridder::Impl::make_plans() {
   save_wisdom(wisdom);
 }
 
-void Gridder::Impl::compute_corrections() {
-  const int n = geo.size;
-  std::vector<double> psi(static_cast<std::size_t>(n));
-  for (int x = 0; x < n; ++x) psi[x] = kernel_transform(kernel, x - n / 2, geo.grid_size);
-  x_shifted.resize(geo.pixels());
-  correction.resize(geo.pixels());
-  correction_uv.resize(geo.pixels());
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x) {
-      const double l = geo.l(x), m = geo.m(y);
-      const double n_minus_1 = std::sqrt(std::max(0.0, 1.0 - l * l - m * m)) - 1.0;
-      const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
-      x_shifted[pixel] = n_minus_1 - x0;
-      correction_uv[pixel] = 1.0 / (psi[x] * psi[y]);
-    }
-  if (!wstacking) {
-    correction = correction_uv;
-    return;
+std::vector<Gridder::Impl::Cached> Gridder::Impl::make_cache(const std::vector<GridPoint>& points) const {
+  std::vector<Cached> cache(points.size());
+  const double du = geo.uv_cell();
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const GridPoint& q = points[i];
+    cache[i].rotation = stacking.enabled ? std::polar(1.0, w_rotation_angle(q.w, stacking.x0)) : cdouble(1.0);
+    cache[i].fu = footprint(stacking.kernel, grid_position_u(q.u, du, geo.grid_size));
+    cache[i].fv = footprint(stacking.kernel, grid_position_v(q.v, du, geo.grid_size));
   }
-  // The plane spacing depends only on the image, so the w-correction does too. It is
-  // smooth in n - 1: a fine table with cubic interpolation is exact to ~1e-12.
-  dw = 0.25 / std::max(half_range, 1e-12);
-  constexpr int table_size = 4096;
-  const double step = std::max(2.0 * half_range, 1e-300) / (table_size - 1);
-  std::vector<double> table(table_size + 2);
-  for (int i = 0; i < table_size + 2; ++i)
-    table[i] = kernel_transform(w_kernel, (-half_range + (i - 1) * step) * dw, 1.0);
-  screen_step.resize(geo.pixels());
-  for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel)
-    screen_step[pixel] = std::polar(1.0, -two_pi * dw * x_shifted[pixel]);
-  for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel) {
-    const double t = std::clamp((x_shifted[pixel] + half_range) / step, 0.0, table_size - 1.0);
-    const int i = std::min(static_cast<int>(t), table_size - 2);
-    const double f = t - i;
-    const double* p = &table[i];  // p[0..3] at table positions i-1 .. i+2
-    const double psi_w = p[1] + 0.5 * f * (p[2] - p[0] + f * (2 * p[0] - 5 * p[1] + 4 * p[2] - p[3] +
-                                                             f * (3 * (p[1] - p[2]) + p[3] - p[0])));
-    correction[pixel] = correction_uv[pixel] / psi_w;
-  }
-}
-
-
-std::pair<std::size_t, std::size_t> Gridder::Impl::plane_range(const std::vector<Point>& points, int p) const {
-  if (!wstacking) return {0, points.size()};
-  const double reach = 0.5 * w_kernel.support * dw;
-  const double w_lo = w_plane(p) - reach, w_hi = w_plane(p) + reach;
-  const auto lo = std::partition_point(points.begin(), points.end(), [&](const Point& q) { return q.w < w_lo; });
-  const auto hi = std::partition_point(lo, points.end(), [&](const Point& q) { return q.w <= w_hi; });
-  return {static_cast<std::size_t>(lo - points.begin()), static_cast<std::size_t>(hi - points.begin())};
+  return cache;
 }
 
 // Each thread owns a band of grid rows and adds only to those, so no two threads
 // write the same cell and no private grids need reducing; a visibility whose kernel
 // straddles a band edge is visited by both threads.
-void Gridder::Impl::grid_plane(int p, const std::vector<Point>& points, const Lanes& lanes, cfloat* grids) const {
+void Gridder::Impl::grid_plane(int p, const std::vector<GridPoint>& points, const Lanes& lanes, cfloat* grids) const {
   const auto [lo, hi] = plane_range(points, p);
+  const std::vector<Cached>& cache = cache_of(points);
   const int n = geo.grid_size;
   const std::size_t cells = grid_cells();
-  const int support = kernel.support;
+  const int support = stacking.kernel.support;
   const int num_lanes = lanes.count();
 #pragma omp parallel num_threads(threads)
   {
@@ -298,21 +233,19 @@ void Gridder::Impl::grid_plane(int p, const std::vector<Point>& points, const La
     const int row_lo = static_cast<int>(static_cast<long>(n) * t / bands);
     const int row_hi = static_cast<int>(static_cast<long>(n) * (t + 1) / bands);
     for (std::size_t i = lo; i < hi; ++i) {
-      const Point& point = points[i];
-      const int first_row = point.fv.first;
-      // Rows first_row .. first_row + W - 1 (mod n) must meet [row_lo, row_hi).
+      const Footprint& fu = cache[i].fu;
+      const Footprint& fv = cache[i].fv;
+      // Rows fv.first .. fv.first + W - 1 (mod n) must meet [row_lo, row_hi).
       bool touches = false;
       for (int j = 0; j < support && !touches; ++j) {
-        const int row = ((first_row + j) % n + n) % n;
+        const int row = wrap_cell(fv.first + j, n);
         touches = row >= row_lo && row < row_hi;
       }
       if (!touches) continue;
-      const cdouble turn = wstacking ? point.rotation * w_kernel(point.w / dw - (w_first / dw + p)) : cdouble(1.0);
-      const Footprint& fu = point.fu;
-      const Footprint& fv = point.fv;
+      const cdouble turn = cache[i].rotation * plane_weight(points[i], p);
       const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
       for (int q = 0; q < num_lanes; ++q) {
-        const cdouble raw = lanes.value(point.k, point.conjugate, q);
+        const cdouble raw = lanes.value(points[i].k, points[i].mirror != 0, q);
         if (raw == cdouble{}) continue;
         const cfloat value = cfloat(raw * turn);
         cfloat* grid = grids + q * cells;
@@ -333,7 +266,7 @@ void Gridder::Impl::grid_plane(int p, const std::vector<Point>& points, const La
 }
 
 void Gridder::Impl::advance_screen(int p) const {
-  if (!wstacking) return;
+  if (!stacking.enabled) return;
   if (p == 0) {
     screen = screen_first;
     return;
@@ -345,7 +278,7 @@ void Gridder::Impl::advance_screen(int p) const {
 void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const {
   const std::size_t pixels = geo.pixels();
   for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign) {
-    const cdouble factor = wstacking ? sign * screen[pixel] : cdouble(sign, 0.0);
+    const cdouble factor = stacking.enabled ? sign * screen[pixel] : cdouble(sign, 0.0);
     for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += cdouble(grids[q * grid_cells() + cell]) * factor;
   });
 }
@@ -357,8 +290,8 @@ void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grid
   const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
   std::fill(grids, grids + grid_cells() * num_lanes, cfloat{});
   for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign) {
-    const cdouble factor = wstacking ? sign * correction[pixel] * std::conj(screen[pixel])
-                                     : cdouble(sign * correction[pixel], 0.0);
+    const double scale = sign * corr.correction[pixel];
+    const cdouble factor = stacking.enabled ? scale * std::conj(screen[pixel]) : cdouble(scale, 0.0);
     for (int q = 0; q < num_lanes; ++q) {
       const double a = images[(packed ? 2 * q : q) * pixels + pixel];
       const double b = packed && 2 * q + 1 < num_stokes ? images[(2 * q + 1) * pixels + pixel] : 0.0;
@@ -367,17 +300,17 @@ void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grid
   });
 }
 
-void Gridder::Impl::degrid_plane(int p, const std::vector<Point>& points, const cfloat* grids, int num_lanes,
+void Gridder::Impl::degrid_plane(int p, const std::vector<GridPoint>& points, const cfloat* grids, int num_lanes,
                                  cdouble* out) const {
   const auto [lo, hi] = plane_range(points, p);
+  const std::vector<Cached>& cache = cache_of(points);
   const int n = geo.grid_size;
-  const int support = kernel.support;
+  const int support = stacking.kernel.support;
 #pragma omp parallel for schedule(static)
   for (std::size_t i = lo; i < hi; ++i) {
-    const Point& point = points[i];
-    const double scale = wstacking ? w_kernel(point.w / dw - (w_first / dw + p)) : 1.0;
-    const Footprint& fu = point.fu;
-    const Footprint& fv = point.fv;
+    const double scale = plane_weight(points[i], p);
+    const Footprint& fu = cache[i].fu;
+    const Footprint& fv = cache[i].fv;
     const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
     for (int q = 0; q < num_lanes; ++q) {
       const cfloat* grid = grids + q * grid_cells();
@@ -405,58 +338,25 @@ Gridder::~Gridder() = default;
 
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
   Impl& m = *impl_;
-  m.count = count;
-  m.inside.assign(count, 1);
-  m.outside = 0;
-  m.direct.clear();
-  m.hermitian.clear();
-  // Beyond half the grid a visibility would alias onto the other side of the uv plane.
-  const double limit = 0.5 * m.geo.grid_size - 1.0;
-  double w_reach = 0;
-  for (std::size_t k = 0; k < count; ++k) {
-    const double* c = uvw_lambda + 3 * k;
-    if (std::abs(c[0]) / m.geo.uv_cell() > limit || std::abs(c[1]) / m.geo.uv_cell() > limit) {
-      m.inside[k] = 0;
-      ++m.outside;
-      continue;
-    }
-    const cdouble rotation = m.wstacking ? std::polar(1.0, -two_pi * c[2] * m.x0) : cdouble(1.0);
-    const auto k32 = static_cast<std::uint32_t>(k);
-    const double du = m.geo.uv_cell(), half = 0.5 * m.geo.grid_size;
-    const Impl::Point point{c[0], c[1], c[2], rotation, k32, false,
-                            footprint(m.kernel, -c[0] / du + half), footprint(m.kernel, c[1] / du + half)};
-    const Impl::Point mirror{-c[0], -c[1], -c[2], std::conj(rotation), k32, true,
-                             footprint(m.kernel, c[0] / du + half), footprint(m.kernel, -c[1] / du + half)};
-    m.direct.push_back(point);
-    m.hermitian.push_back(point);
-    m.hermitian.push_back(mirror);
-    w_reach = std::max(w_reach, std::abs(c[2]));
-  }
-  if (!m.wstacking) {
-    m.planes = 1;
-    return;
-  }
-  const auto by_w = [](const Impl::Point& a, const Impl::Point& b) { return a.w < b.w; };
-  std::sort(m.direct.begin(), m.direct.end(), by_w);
-  std::sort(m.hermitian.begin(), m.hermitian.end(), by_w);
-  // Planes span +-max|w| so that conjugates fit; planes no point reaches are skipped.
-  m.w_first = -w_reach - 0.5 * m.w_kernel.support * m.dw;
-  m.planes = static_cast<int>(std::floor((w_reach - m.w_first) / m.dw + 0.5 * m.w_kernel.support)) + 1;
+  m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking);
+  m.direct_cache = m.make_cache(m.layout.direct);
+  m.hermitian_cache = m.make_cache(m.layout.hermitian);
+  if (!m.stacking.enabled) return;
   m.screen_first.resize(m.geo.pixels());
 #pragma omp parallel for schedule(static)
   for (std::size_t pixel = 0; pixel < m.geo.pixels(); ++pixel)
-    m.screen_first[pixel] = std::polar(1.0, -two_pi * m.w_first * m.x_shifted[pixel]);
+    m.screen_first[pixel] = std::polar(1.0, w_screen_angle(m.layout.w_first, m.corr.x_shifted[pixel]));
 }
 
 void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_stokes, float* images) const {
   const Impl& m = *impl_;
   const std::size_t pixels = m.geo.pixels();
   const Lanes lanes{vis, weight, num_stokes, num_stokes > 1};
-  const std::vector<Impl::Point>& points = lanes.packed ? m.hermitian : m.direct;
+  const std::vector<GridPoint>& points = lanes.packed ? m.layout.hermitian : m.layout.direct;
   const int num_lanes = lanes.count();
   std::vector<cdouble> sum(pixels * num_lanes, cdouble{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
-  for (int p = 0; p < m.planes; ++p) {
+  for (int p = 0; p < m.layout.planes; ++p) {
     m.advance_screen(p);
     const auto [lo, hi] = m.plane_range(points, p);
     if (lo == hi) continue;
@@ -475,18 +375,20 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
     const double scale = lanes.packed ? 0.5 : 1.0;
     for (std::size_t pixel = 0; pixel < pixels; ++pixel)
       images[s * pixels + pixel] =
-          static_cast<float>((imaginary ? lane[pixel].imag() : lane[pixel].real()) * scale * m.correction[pixel]);
+          static_cast<float>((imaginary ? lane[pixel].imag() : lane[pixel].real()) * scale * m.corr.correction[pixel]);
   }
 }
 
 void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* vis) const {
   const Impl& m = *impl_;
   const bool packed = num_stokes > 1;
-  const std::vector<Impl::Point>& points = packed ? m.hermitian : m.direct;
+  const std::vector<GridPoint>& points = packed ? m.layout.hermitian : m.layout.direct;
+  const std::vector<Impl::Cached>& cache = m.cache_of(points);
   const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
+  const std::size_t count = m.layout.inside.size();
   std::vector<cdouble> at_point(points.size() * num_lanes, cdouble{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
-  for (int p = 0; p < m.planes; ++p) {
+  for (int p = 0; p < m.layout.planes; ++p) {
     m.advance_screen(p);
     const auto [lo, hi] = m.plane_range(points, p);
     if (lo == hi) continue;
@@ -497,32 +399,24 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
     }
     m.degrid_plane(p, points, grids, num_lanes, at_point.data());
   }
-  // D at a point is V_a + i V_b there; at the conjugate point conj(V_a) + i conj(V_b).
-  std::vector<cdouble> plain(m.count * num_lanes, cdouble{}), conjugate(m.count * num_lanes, cdouble{});
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const Impl::Point& point = points[i];
-    for (int q = 0; q < num_lanes; ++q) {
-      const cdouble value = at_point[i * num_lanes + q] * std::conj(point.rotation);
-      (point.conjugate ? conjugate : plain)[point.k * num_lanes + q] = value;
-    }
-  }
-  std::fill(vis, vis + m.count * num_stokes, std::complex<float>{});
-  for (std::size_t k = 0; k < m.count; ++k) {
-    if (!m.inside[k]) continue;
+  std::vector<cdouble> plain(count * num_lanes, cdouble{}), mirrored(count * num_lanes, cdouble{});
+  for (std::size_t i = 0; i < points.size(); ++i)
+    for (int q = 0; q < num_lanes; ++q)
+      (points[i].mirror ? mirrored : plain)[points[i].k * num_lanes + q] =
+          at_point[i * num_lanes + q] * std::conj(cache[i].rotation);
+  std::fill(vis, vis + count * num_stokes, std::complex<float>{});
+  for (std::size_t k = 0; k < count; ++k) {
+    if (!m.layout.inside[k]) continue;
     for (int s = 0; s < num_stokes; ++s) {
-      if (!packed) {
-        vis[k * num_stokes + s] = cfloat(plain[k * num_lanes + s]);
-        continue;
-      }
-      const cdouble d = plain[k * num_lanes + s / 2], e = std::conj(conjugate[k * num_lanes + s / 2]);
-      vis[k * num_stokes + s] = cfloat(s % 2 == 0 ? 0.5 * (d + e) : (d - e) / cdouble(0, 2));
+      const std::size_t lane = k * num_lanes + (packed ? s / 2 : s);
+      vis[k * num_stokes + s] = cfloat(packed ? unpacked_stokes(plain[lane], mirrored[lane], s % 2 == 1) : plain[lane]);
     }
   }
 }
 
-int Gridder::num_w_planes() const { return impl_->planes; }
-std::size_t Gridder::num_outside() const { return impl_->outside; }
-bool Gridder::inside(std::size_t k) const { return impl_->inside[k] != 0; }
-EsKernel Gridder::uv_kernel() const { return impl_->kernel; }
+int Gridder::num_w_planes() const { return impl_->layout.planes; }
+std::size_t Gridder::num_outside() const { return impl_->layout.outside; }
+bool Gridder::inside(std::size_t k) const { return impl_->layout.inside[k] != 0; }
+EsKernel Gridder::uv_kernel() const { return impl_->stacking.kernel; }
 
 }  // namespace spip::imaging

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -13,13 +14,13 @@
 #include <optional>
 #include <sstream>
 
+#include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "progress.hpp"
 #include "products.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
-#include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/weighting.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
@@ -44,6 +45,7 @@ struct Plan {
   std::string backend;                           // "cpu" or "gpu <index>"
   int gpu_device = -1;                           // -1: CPU
   imaging::ImageGeometry geometry;
+  std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
 };
 
 std::vector<ms::MsReader> open_inputs(const Config& config) {
@@ -102,7 +104,10 @@ std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers,
   return cost;
 }
 
-std::string choose_backend(Device requested, int local_rank, const Log& log) {
+// Local rank modulo the visible devices (CUDA_VISIBLE_DEVICES, which Slurm's
+// --gpus-per-task sets per task), after checking that the imaging memory plan fits.
+std::string choose_backend(Device requested, int local_rank, const imaging::ImageGeometry& geometry,
+                           std::size_t max_visibilities, const Log& log) {
   if (requested == Device::cpu) return "cpu";
   const cuda::DeviceProbe probe = cuda::probe_devices();
   if (probe.devices.empty()) {
@@ -112,9 +117,20 @@ std::string choose_backend(Device requested, int local_rank, const Log& log) {
     return "cpu";
   }
   const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
-  log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " (" +
-           device.name + ", " + std::to_string(device.memory_bytes >> 20) +
-           " MiB): RM synthesis on the GPU, imaging still on the CPU (the GPU gridder is not built yet)");
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities);
+  const std::size_t free_bytes = cuda::free_memory_bytes(device.index);
+  if (needed > free_bytes)
+    SPIP_THROW(ConfigError, "GPU " + std::to_string(device.index) + " (" + device.name + ") has " +
+                                std::to_string(free_bytes >> 20) + " MiB free but imaging " +
+                                std::to_string(geometry.size) + "^2 pixels with channels of " +
+                                std::to_string(max_visibilities) + " visibilities needs " +
+                                std::to_string(needed >> 20) +
+                                " MiB; use a smaller image.size or image.padding, or fewer ranks per GPU");
+  log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " of " +
+           std::to_string(probe.devices.size()) + " visible (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
+           "): " + device.name + ", " + std::to_string(needed >> 20) + " of " + std::to_string(free_bytes >> 20) +
+           " MiB free planned for imaging");
   return "gpu " + std::to_string(device.index);
 }
 
@@ -135,9 +151,12 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   for (int s = 0; s < ms::num_stokes; ++s)
     if (!info.stokes_determined[s])
       log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
+  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
+                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
+  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
   std::exception_ptr failure;
   try {
-    plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), log);
+    plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), plan.geometry, plan.max_visibilities, log);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -154,8 +173,6 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   } else {
     plan.blocks = parallel::balance_channels(cost, mpi.size());
   }
-  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
-                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
   return plan;
 }
 
@@ -216,39 +233,38 @@ class ChannelSource {
   int next_begin_ = -1;
 };
 
-struct ChannelData {
-  double freq_hz = 0;
-  std::vector<double> uvw_lambda;
-  std::vector<std::complex<float>> vis;
-  std::vector<float> weight;
-  double visibilities = 0, samples = 0, weight_sum = 0, max_uv = 0;
+// What the QA records of a channel's data; the data itself goes to the imager.
+struct ChannelStats {
+  double freq_hz = 0, visibilities = 0, samples = 0, weight_sum = 0, max_uv = 0;
+  double wait_s = 0;  // time the imaging waited for this channel
 };
 
-ChannelData gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
-                           const imaging::ImageGeometry& geometry, const imaging::WeightingScheme& scheme) {
-  ChannelData data;
+ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
+                            const imaging::ImageGeometry& geometry, const imaging::WeightingScheme& scheme,
+                            cuda::ChannelInput& data) {
+  ChannelStats stats;
   for (const ms::VisBlock& block : blocks) {
     const int c = absolute_channel - block.chan_begin;
-    data.freq_hz = block.freq_hz[c];
-    const double inv_lambda = data.freq_hz / speed_of_light;
+    stats.freq_hz = block.freq_hz[c];
+    const double inv_lambda = stats.freq_hz / speed_of_light;
     for (std::size_t r = 0; r < block.num_rows(); ++r) {
       for (int k = 0; k < 3; ++k) data.uvw_lambda.push_back(block.uvw_m[3 * r + k] * inv_lambda);
       for (int s = 0; s < ms::num_stokes; ++s) {
         data.vis.push_back(block.vis[block.index(r, c, s)]);
-        data.weight.push_back(block.weight[block.index(r, c, s)]);
+        data.weights.push_back(block.weight[block.index(r, c, s)]);
       }
       const float w = block.weight[block.index(r, c, ms::stokes_i)];
-      data.samples += 1;
+      stats.samples += 1;
       if (w > 0) {
-        data.visibilities += 1;
-        data.weight_sum += w;
-        data.max_uv = std::max(data.max_uv, std::hypot(block.uvw_m[3 * r], block.uvw_m[3 * r + 1]) * inv_lambda);
+        stats.visibilities += 1;
+        stats.weight_sum += w;
+        stats.max_uv = std::max(stats.max_uv, std::hypot(block.uvw_m[3 * r], block.uvw_m[3 * r + 1]) * inv_lambda);
       }
     }
   }
   imaging::apply_weighting(geometry, scheme, data.uvw_lambda.data(), data.uvw_lambda.size() / 3, ms::num_stokes,
-                           data.weight.data());
-  return data;
+                           data.weights.data());
+  return stats;
 }
 
 imaging::WeightingScheme weighting_scheme(const Config& config) {
@@ -260,6 +276,51 @@ imaging::WeightingScheme weighting_scheme(const Config& config) {
   scheme.taper_fwhm_rad = config.image.taper_arcsec / rad_to_arcsec;
   return scheme;
 }
+
+// Feeds the rank's channels to the imager one ahead: while channel c is imaged, the
+// next one is gathered from its block, weighted and staged (on the GPU: uploaded on
+// the upload stream) by a helper thread. Only that thread uses the ChannelSource.
+class ChannelFeed {
+ public:
+  ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const imaging::WeightingScheme& scheme,
+              std::vector<int> channels)
+      : source_(source), imaging_(imaging), plan_(plan), scheme_(scheme), channels_(std::move(channels)) {
+    if (!channels_.empty()) pending_ = std::async(std::launch::async, [this] { return prepare(channels_[0]); });
+  }
+  ~ChannelFeed() {
+    if (pending_.valid()) pending_.wait();
+  }
+
+  // Makes channel c, the next of `channels`, current in the imager.
+  ChannelStats advance(int c) {
+    if (next_ >= channels_.size() || channels_[next_] != c) SPIP_THROW(Error, "channel feed out of order");
+    const Stopwatch wait;
+    ChannelStats stats = pending_.get();
+    imaging_.next();
+    stats.wait_s = wait.seconds();
+    if (++next_ < channels_.size())
+      pending_ = std::async(std::launch::async, [this, following = channels_[next_]] { return prepare(following); });
+    return stats;
+  }
+
+ private:
+  ChannelStats prepare(int c) {
+    double read_wait = 0;
+    cuda::ChannelInput data;
+    const ChannelStats stats = gather_channel(source_.blocks_for(c, read_wait), plan_.chan_begin + c, plan_.geometry,
+                                              scheme_, data);
+    imaging_.stage(std::move(data));
+    return stats;
+  }
+
+  ChannelSource& source_;
+  ChannelImaging& imaging_;
+  const Plan& plan_;
+  const imaging::WeightingScheme& scheme_;
+  std::vector<int> channels_;
+  std::size_t next_ = 0;
+  std::future<ChannelStats> pending_;
+};
 
 // ---- QA ------------------------------------------------------------------------
 
@@ -344,13 +405,13 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // rank, and a resumed run, transforms with the same plans (bit-identical products).
   const Stopwatch setup_watch;
   if (!mpi.is_root()) mpi.barrier();
-  imaging::ChannelImager imager(plan.geometry, config.image.accuracy, config.image.wstacking);
+  ChannelImaging imager(plan.geometry, config.image, plan.gpu_device, plan.max_visibilities);
   if (mpi.is_root()) mpi.barrier();
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
            fixed(setup_watch.seconds(), 2) + " s");
   const imaging::WeightingScheme scheme = weighting_scheme(config);
   ChannelSource source(plan, mine, config.input.block_channels);
-  double read_s = 0;
+  double read_s = 0;  // time the imaging waited for channel data
 
   // Channels a killed run completed, with what later stages need of them; every rank
   // decides from the same files before rank 0 changes any of them.
@@ -374,29 +435,35 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   std::vector<imaging::Beam> beams;
   const bool keep_psfs = static_cast<double>(mine.size()) * plan.geometry.pixels() * sizeof(float) <= block_budget_bytes / 2;
   std::vector<std::vector<float>> psfs(static_cast<std::size_t>(mine.size()));
+  std::vector<int> todo;
   for (int c = mine.begin; c < mine.end; ++c) {
-    if (completed(c)) {
-      const std::vector<double> record = progress.record(plan.chan_begin + c);
-      if (record[ChannelQa::fields] >= 0)
-        beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
-                                      record[ChannelQa::fields + 3]});
+    if (!completed(c)) {
+      todo.push_back(c);
       continue;
     }
-    ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
-    imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
-    if (!(imager.weight_sum(0) > 0)) continue;  // fully flagged: blanked in pass 2
-    std::vector<float> psf(plan.geometry.pixels());
-    imager.psf(psf.data());
-    beams.push_back(imaging::fit_beam(psf.data(), plan.geometry));
-    if (keep_psfs) psfs[c - mine.begin] = std::move(psf);
+    const std::vector<double> record = progress.record(plan.chan_begin + c);
+    if (record[ChannelQa::fields] >= 0)
+      beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
+                                    record[ChannelQa::fields + 3]});
+  }
+  std::string grid_summary;
+  {
+    ChannelFeed feed(source, imager, plan, scheme, todo);
+    for (int c : todo) {
+      read_s += feed.advance(c).wait_s;
+      if (!(imager.weight_sum(0) > 0)) continue;  // fully flagged: blanked in pass 2
+      std::vector<float> psf = imager.psf();
+      beams.push_back(imaging::fit_beam(psf.data(), plan.geometry));
+      if (keep_psfs) psfs[c - mine.begin] = std::move(psf);
+      grid_summary = imager.describe();
+    }
   }
   const double psf_s = psf_watch.seconds() - read_s;
   const fits::Beam beam = common_beam(beams, mpi);
   log.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
            fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * 180 / std::numbers::pi, 1) +
-           " deg; grid " + std::to_string(plan.geometry.grid_size) + "^2, kernel W = " +
-           std::to_string(imager.gridder().uv_kernel().support) + ", " +
-           std::to_string(imager.gridder().num_w_planes()) + " w-planes (last channel of rank 0)");
+           " deg; grid " + std::to_string(plan.geometry.grid_size) + "^2, " + grid_summary +
+           " (last channel of rank 0)");
 
   const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, beam);
   if (mpi.is_root() && !resume) {
@@ -420,6 +487,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       config.image.common_beam ? std::optional<imaging::Beam>(imaging::Beam{beam.major_rad, beam.minor_rad, beam.pa_rad})
                                : std::nullopt;
   const std::size_t pixels = plan.geometry.pixels();
+  ChannelFeed feed(source, imager, plan, scheme, todo);
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {
       // Its planes are in the partial cubes: read the restored ones back for the
@@ -438,10 +506,9 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       faraday.add_channel(restored, record[ChannelQa::fields]);
       continue;
     }
-    const double read_start = read_s;
-    ChannelData data = gather_channel(source.blocks_for(c, read_s), plan.chan_begin + c, plan.geometry, scheme);
+    const ChannelStats data = feed.advance(c);
+    read_s += data.wait_s;
     const Stopwatch channel_watch;
-    imager.set_data(std::move(data.uvw_lambda), std::move(data.weight));
     if (!(imager.weight_sum(0) > 0)) {
       // Nothing to image (fully flagged, or no baseline on the grid): its planes stay
       // NaN in every cube and the Faraday stage gives it zero weight.
@@ -458,7 +525,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       continue;
     }
     const deconv::ChannelImages images =
-        deconv::image_channel(imager, data.vis, config.clean, common, std::move(psfs[c - mine.begin]));
+        imager.image(config.clean, common, std::move(psfs[c - mine.begin]));
     write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
     const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                     deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
@@ -470,7 +537,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                        images.fitted_beam.minor_rad * rad_to_arcsec, images.fitted_beam.pa_rad * 180 / std::numbers::pi,
                        static_cast<double>(images.iterations), static_cast<double>(images.major_cycles),
                        images.residual_sigma, images.residual_peak, peak_i,
-                       images.residual_sigma > 0 ? peak_i / images.residual_sigma : 0.0, read_s - read_start,
+                       images.residual_sigma > 0 ? peak_i / images.residual_sigma : 0.0, data.wait_s,
                        channel_watch.seconds()};
     const double* fields = &qa.channel;
     records.insert(records.end(), fields, fields + ChannelQa::fields);
@@ -490,6 +557,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   }
   const double image_s = imaging_watch.seconds() - (read_s - read_before);
   log.info("waited " + fixed(read_s, 2) + " s for reads, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) + " s");
+  if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
   const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s});

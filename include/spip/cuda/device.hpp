@@ -23,6 +23,9 @@ struct DeviceProbe {
 // an empty list and the reason.
 DeviceProbe probe_devices();
 
+// Free memory on `device` now (0 if it cannot be queried).
+std::size_t free_memory_bytes(int device);
+
 // Runs a small kernel on `device` and checks its result; false with `error` set if
 // the device cannot run spip's kernels.
 bool self_test(int device, std::string& error);

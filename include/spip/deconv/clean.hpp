@@ -43,4 +43,17 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
                             const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
                             std::vector<float> psf = {});
 
+// One major cycle's minor cycles run from the residual's search peak `start` down to
+// `stop` = max(floor, (1 - mgain) start), floor = max(threshold, auto_threshold sigma);
+// none run (`run` false) when start is not above the floor. Both backends use this.
+struct MinorCycleLimits {
+  bool run = false;
+  double stop = 0;
+};
+MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start);
+
+// The tail both backends share: restored = residual + model convolved with the
+// restoring beam, and the residual's sigma and peak.
+void restore_channel(ChannelImages& out, const imaging::ImageGeometry& geometry);
+
 }  // namespace spip::deconv

@@ -1,0 +1,388 @@
+#include "spip/cuda/channel_imager.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "detail/clean_kernels.hpp"
+#include "detail/cuda_check.hpp"
+#include "detail/gridding_kernels.hpp"
+#include "spip/imaging/w_layout.hpp"
+
+namespace spip::cuda {
+namespace {
+
+using detail::DeviceArray;
+using detail::PinnedBuffer;
+using detail::dcomplex;
+using imaging::GridPoint;
+constexpr int num_stokes = 4;
+using PlaneRanges = std::vector<std::pair<long long, long long>>;
+
+// Bytes per visibility a channel occupies on the device: its points (once, and with
+// its mirror), Stokes visibilities and weights.
+constexpr std::size_t staged_bytes_per_visibility =
+    3 * sizeof(GridPoint) + num_stokes * (sizeof(float2) + sizeof(float));
+
+// One buffer set: a channel on the device, and what the host knows of it.
+struct Slot {
+  std::size_t count = 0;
+  double w_first = 0;
+  int planes = 1;
+  PlaneRanges direct_ranges, hermitian_ranges;
+  std::array<double, num_stokes> weight_sum{};
+  DeviceArray<GridPoint> direct, hermitian;
+  DeviceArray<float2> vis;
+  DeviceArray<float> weights;
+  PinnedBuffer staging;
+  cudaEvent_t upload_start = nullptr, upload_end = nullptr;
+};
+
+PlaneRanges plane_ranges(const imaging::PointLayout& layout, const std::vector<GridPoint>& points,
+                         const imaging::WStacking& stacking) {
+  PlaneRanges ranges;
+  for (int p = 0; p < layout.planes; ++p) {
+    const auto [lo, hi] = layout.plane_range(points, p, stacking);
+    ranges.emplace_back(static_cast<long long>(lo), static_cast<long long>(hi));
+  }
+  return ranges;
+}
+
+float event_ms(cudaEvent_t from, cudaEvent_t to) {
+  float ms = 0;
+  SPIP_CUDA_CHECK(cudaEventElapsedTime(&ms, from, to));
+  return ms;
+}
+
+}  // namespace
+
+struct ChannelImager::Impl {
+  int device;
+  imaging::ImageGeometry geometry;
+  imaging::WStacking stacking;
+  std::size_t max_visibilities;
+  cudaStream_t compute = nullptr, upload = nullptr;
+  cudaEvent_t epoch = nullptr, compute_start = nullptr, compute_end = nullptr;
+  bool computed = false;
+  cufftHandle plan_one = 0, plan_two = 0;  // one and two lanes
+  DeviceArray<double> x_shifted, correction;
+  DeviceArray<cufftComplex> grids;
+  DeviceArray<dcomplex> acc, plain, mirrored;
+  DeviceArray<float> dirty, residual, model, psf;
+  DeviceArray<float2> residual_vis;
+  std::unique_ptr<detail::MinorCycle> minor;
+  std::array<Slot, 2> slots;
+  int current = -1, staged = -1;
+  TransferStats stats;
+
+  Impl(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking, std::size_t max_vis);
+  ~Impl();
+
+  long long pixels() const { return static_cast<long long>(geometry.pixels()); }
+  long long cells() const { return static_cast<long long>(geometry.grid_size) * geometry.grid_size; }
+  Slot& active() {
+    if (current < 0) SPIP_THROW(Error, "GPU imager: no channel is current (stage() and next() first)");
+    return slots[current];
+  }
+  detail::GridShape shape(const Slot& slot) const {
+    return detail::GridShape{stacking.kernel, stacking.w_kernel, stacking.enabled, geometry.uv_cell(), stacking.x0,
+                             stacking.dw, slot.w_first, geometry.size, geometry.grid_size};
+  }
+  void make_plan(cufftHandle& plan, int lanes);
+  void grid_images(const detail::LaneSource& source, detail::StokesScale scale, float* images);
+  void predict_residual();
+  void download(float* host, const float* device_images, long long count);
+};
+
+ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, double accuracy, bool wstacking,
+                          std::size_t max_vis)
+    : device(device_index), geometry(g), stacking(imaging::make_w_stacking(g, accuracy, wstacking)),
+      max_visibilities(max_vis) {
+  SPIP_CUDA_CHECK(cudaSetDevice(device));
+  std::size_t free_bytes = 0, total_bytes = 0;
+  SPIP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  const std::size_t needed = ChannelImager::device_bytes(geometry, max_visibilities);
+  if (needed > free_bytes)
+    SPIP_THROW(Error, "imaging " + std::to_string(geometry.size) + "^2 pixels (grid " +
+                          std::to_string(geometry.grid_size) + "^2) with channels of up to " +
+                          std::to_string(max_visibilities) + " visibilities needs " + std::to_string(needed >> 20) +
+                          " MiB on GPU " + std::to_string(device) + " but " + std::to_string(free_bytes >> 20) +
+                          " MiB are free; use a smaller image.size or image.padding, or fewer ranks per GPU");
+  SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
+  SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking));
+  for (cudaEvent_t* event : {&epoch, &compute_start, &compute_end}) SPIP_CUDA_CHECK(cudaEventCreate(event));
+  SPIP_CUDA_CHECK(cudaEventRecord(epoch, compute));
+  make_plan(plan_one, 1);
+  make_plan(plan_two, 2);
+
+  const imaging::GridCorrection corr = imaging::make_grid_correction(geometry, stacking);
+  x_shifted = DeviceArray<double>(corr.x_shifted.size());
+  correction = DeviceArray<double>(corr.correction.size());
+  SPIP_CUDA_CHECK(cudaMemcpy(x_shifted.get(), corr.x_shifted.data(), x_shifted.bytes(), cudaMemcpyHostToDevice));
+  SPIP_CUDA_CHECK(cudaMemcpy(correction.get(), corr.correction.data(), correction.bytes(), cudaMemcpyHostToDevice));
+  grids = DeviceArray<cufftComplex>(2 * cells());
+  acc = DeviceArray<dcomplex>(2 * pixels());
+  for (DeviceArray<float>* images : {&dirty, &residual, &model}) *images = DeviceArray<float>(num_stokes * pixels());
+  psf = DeviceArray<float>(pixels());
+  residual_vis = DeviceArray<float2>(num_stokes * max_visibilities);
+  plain = DeviceArray<dcomplex>(2 * max_visibilities);
+  mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
+  minor = std::make_unique<detail::MinorCycle>(pixels());
+  for (Slot& slot : slots) {
+    slot.direct = DeviceArray<GridPoint>(max_visibilities);
+    slot.hermitian = DeviceArray<GridPoint>(2 * max_visibilities);
+    slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);
+    slot.weights = DeviceArray<float>(num_stokes * max_visibilities);
+    slot.staging = PinnedBuffer(staged_bytes_per_visibility * max_visibilities);
+    SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_start));
+    SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_end));
+  }
+}
+
+ChannelImager::Impl::~Impl() {
+  cudaSetDevice(device);
+  cudaStreamSynchronize(upload);
+  cudaStreamSynchronize(compute);
+  for (Slot& slot : slots) {
+    cudaEventDestroy(slot.upload_start);
+    cudaEventDestroy(slot.upload_end);
+  }
+  cufftDestroy(plan_one);
+  cufftDestroy(plan_two);
+  for (cudaEvent_t event : {epoch, compute_start, compute_end}) cudaEventDestroy(event);
+  cudaStreamDestroy(upload);
+  cudaStreamDestroy(compute);
+}
+
+// Made once per image size and reused for every plane of every channel.
+void ChannelImager::Impl::make_plan(cufftHandle& plan, int lanes) {
+  int n[2] = {geometry.grid_size, geometry.grid_size};
+  const int dist = static_cast<int>(cells());
+  SPIP_CUDA_CHECK(cufftPlanMany(&plan, 2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, lanes));
+  SPIP_CUDA_CHECK(cufftSetStream(plan, compute));
+}
+
+// As Gridder::grid: per w-plane, grid the plane's points, FFT, and add the plane
+// times its w-screen to the image accumulators; then correct and normalise.
+void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::StokesScale scale, float* images) {
+  const Slot& slot = active();
+  const detail::GridShape grid_shape = shape(slot);
+  const int lanes = source.lanes();
+  const GridPoint* points = source.packed ? slot.hermitian.get() : slot.direct.get();
+  const PlaneRanges& ranges = source.packed ? slot.hermitian_ranges : slot.direct_ranges;
+  SPIP_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, lanes * pixels() * sizeof(dcomplex), compute));
+  for (int p = 0; p < slot.planes; ++p) {
+    const auto [lo, hi] = ranges[p];
+    if (lo == hi) continue;
+    SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, lanes * cells() * sizeof(cufftComplex), compute));
+    detail::grid_points(points, lo, hi, p, grid_shape, source, grids.get(), compute);
+    SPIP_CUDA_CHECK(cufftExecC2C(lanes == 1 ? plan_one : plan_two, grids.get(), grids.get(), CUFFT_FORWARD));
+    detail::accumulate_plane(grids.get(), lanes, p, grid_shape, x_shifted.get(), acc.get(), compute);
+  }
+  detail::finish_images(acc.get(), source, grid_shape, correction.get(), scale, images, compute);
+}
+
+// As Gridder::degrid of the model, then residual visibilities = observed - model.
+void ChannelImager::Impl::predict_residual() {
+  const Slot& slot = active();
+  const detail::GridShape grid_shape = shape(slot);
+  SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
+  SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
+  for (int p = 0; p < slot.planes; ++p) {
+    const auto [lo, hi] = slot.hermitian_ranges[p];
+    if (lo == hi) continue;
+    SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * cells() * sizeof(cufftComplex), compute));
+    detail::fill_plane(model.get(), num_stokes, p, grid_shape, correction.get(), x_shifted.get(), grids.get(), compute);
+    SPIP_CUDA_CHECK(cufftExecC2C(plan_two, grids.get(), grids.get(), CUFFT_INVERSE));
+    detail::degrid_points(slot.hermitian.get(), lo, hi, p, grid_shape, grids.get(), 2, plain.get(), mirrored.get(),
+                          compute);
+  }
+  detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(slot.count), slot.vis.get(),
+                         residual_vis.get(), compute);
+}
+
+void ChannelImager::Impl::download(float* host, const float* device_images, long long count) {
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(host, device_images, count * sizeof(float), cudaMemcpyDeviceToHost, compute));
+}
+
+std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities) {
+  const std::size_t pixels = geometry.pixels();
+  const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
+  const std::size_t per_visibility = 2 * staged_bytes_per_visibility  // two buffer sets
+                                     + num_stokes * sizeof(float2)      // residual visibilities
+                                     + 4 * sizeof(dcomplex);            // degridded lanes and mirrors
+  const std::size_t per_cell = 2 * sizeof(cufftComplex)                  // two lanes
+                               + 3 * sizeof(cufftComplex);               // cuFFT work areas (estimate)
+  const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
+                                2 * sizeof(double);
+  constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
+  return per_visibility * max_visibilities + per_cell * cells + per_pixel * pixels + margin;
+}
+
+ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
+                             std::size_t max_visibilities)
+    : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities)) {}
+
+ChannelImager::~ChannelImager() = default;
+
+void ChannelImager::stage(const ChannelInput& input) {
+  Impl& m = *impl_;
+  SPIP_CUDA_CHECK(cudaSetDevice(m.device));  // the current device is per host thread
+  const std::size_t count = input.uvw_lambda.size() / 3;
+  if (count > m.max_visibilities)
+    SPIP_THROW(Error, "GPU imager: a channel of " + std::to_string(count) + " visibilities exceeds the planned " +
+                          std::to_string(m.max_visibilities));
+  const int s = m.current == 0 ? 1 : 0;
+  Slot& slot = m.slots[s];
+  SPIP_CUDA_CHECK(cudaEventSynchronize(slot.upload_end));  // its staging buffer is free again
+  const imaging::PointLayout layout =
+      imaging::make_point_layout(input.uvw_lambda.data(), count, m.geometry, m.stacking);
+  slot.count = count;
+  slot.w_first = layout.w_first;
+  slot.planes = layout.planes;
+  slot.direct_ranges = plane_ranges(layout, layout.direct, m.stacking);
+  slot.hermitian_ranges = plane_ranges(layout, layout.hermitian, m.stacking);
+
+  // Pinned layout: direct points | hermitian points | visibilities | weights.
+  char* out = slot.staging.get();
+  auto append = [&](const void* data, std::size_t bytes) {
+    std::memcpy(out, data, bytes);
+    char* at = out;
+    out += bytes;
+    return at;
+  };
+  const char* direct = append(layout.direct.data(), layout.direct.size() * sizeof(GridPoint));
+  const char* hermitian = append(layout.hermitian.data(), layout.hermitian.size() * sizeof(GridPoint));
+  const char* vis = append(input.vis.data(), count * num_stokes * sizeof(float2));
+  float* weights = reinterpret_cast<float*>(append(input.weights.data(), count * num_stokes * sizeof(float)));
+  // Baselines beyond the grid are not imaged and must not count in the normalisation.
+  slot.weight_sum.fill(0.0);
+  for (std::size_t k = 0; k < count; ++k)
+    for (int st = 0; st < num_stokes; ++st) {
+      float& w = weights[k * num_stokes + st];
+      if (!layout.inside[k]) w = 0;
+      slot.weight_sum[st] += w;
+    }
+
+  SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_start, m.upload));
+  auto upload = [&](void* to, const char* from, std::size_t bytes) {
+    if (bytes) SPIP_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, m.upload));
+    m.stats.upload_bytes += static_cast<double>(bytes);
+  };
+  upload(slot.direct.get(), direct, layout.direct.size() * sizeof(GridPoint));
+  upload(slot.hermitian.get(), hermitian, layout.hermitian.size() * sizeof(GridPoint));
+  upload(slot.vis.get(), vis, count * num_stokes * sizeof(float2));
+  upload(slot.weights.get(), reinterpret_cast<const char*>(weights), count * num_stokes * sizeof(float));
+  SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_end, m.upload));
+  m.staged = s;
+}
+
+void ChannelImager::next() {
+  Impl& m = *impl_;
+  if (m.staged < 0) SPIP_THROW(Error, "GPU imager: next() without a staged channel");
+  Slot& slot = m.slots[m.staged];
+  SPIP_CUDA_CHECK(cudaEventSynchronize(slot.upload_end));
+  // The part of this upload that ran while the previous channel was being computed.
+  const double up_start = event_ms(m.epoch, slot.upload_start), up_end = event_ms(m.epoch, slot.upload_end);
+  m.stats.upload_ms += up_end - up_start;
+  if (m.computed) {
+    const double busy_start = event_ms(m.epoch, m.compute_start), busy_end = event_ms(m.epoch, m.compute_end);
+    m.stats.hidden_ms += std::max(0.0, std::min(up_end, busy_end) - std::max(up_start, busy_start));
+  }
+  ++m.stats.channels;
+  m.current = m.staged;
+  m.staged = -1;
+}
+
+double ChannelImager::weight_sum(int stokes) const { return impl_->slots[impl_->current].weight_sum[stokes]; }
+int ChannelImager::num_w_planes() const { return impl_->slots[impl_->current].planes; }
+
+namespace {
+detail::StokesScale inverse_weight_sums(const std::array<double, num_stokes>& sums) {
+  detail::StokesScale scale{};
+  for (int s = 0; s < num_stokes; ++s) scale.s[s] = sums[s] > 0 ? static_cast<float>(1.0 / sums[s]) : 0.0f;
+  return scale;
+}
+}  // namespace
+
+void ChannelImager::psf(float* image) {
+  Impl& m = *impl_;
+  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
+  const Slot& slot = m.active();
+  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_start, m.compute));
+  detail::StokesScale scale = inverse_weight_sums(slot.weight_sum);
+  m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, false}, scale, m.psf.get());
+  m.download(image, m.psf.get(), m.pixels());
+  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_end, m.compute));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
+  m.computed = true;
+  m.stats.compute_ms += event_ms(m.compute_start, m.compute_end);
+}
+
+// The stages of deconv::image_channel, with the images kept on the device until the end.
+deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
+                                                   const std::optional<imaging::Beam>& restoring_beam,
+                                                   std::vector<float> psf) {
+  Impl& m = *impl_;
+  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
+  const Slot& slot = m.active();
+  const long long pixels = m.pixels();
+  const detail::StokesScale scale = inverse_weight_sums(slot.weight_sum);
+  deconv::ChannelImages out;
+  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_start, m.compute));
+  m.grid_images(detail::LaneSource{slot.vis.get(), slot.weights.get(), num_stokes, true}, scale, m.dirty.get());
+  if (psf.size() == static_cast<std::size_t>(pixels)) {
+    out.psf = std::move(psf);
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(m.psf.get(), out.psf.data(), pixels * sizeof(float), cudaMemcpyHostToDevice, m.compute));
+  } else {
+    out.psf.resize(pixels);
+    m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, false}, scale, m.psf.get());
+    m.download(out.psf.data(), m.psf.get(), pixels);
+  }
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(m.residual.get(), m.dirty.get(), num_stokes * pixels * sizeof(float),
+                                  cudaMemcpyDeviceToDevice, m.compute));
+  SPIP_CUDA_CHECK(cudaMemsetAsync(m.model.get(), 0, num_stokes * pixels * sizeof(float), m.compute));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
+  out.fitted_beam = imaging::fit_beam(out.psf.data(), m.geometry);
+  out.restoring_beam = restoring_beam.value_or(out.fitted_beam);
+
+  std::vector<float> residual_i;
+  for (int cycle = 0; clean.niter > 0 && out.iterations < clean.niter && cycle < clean.max_major; ++cycle) {
+    double sigma = 0;
+    if (clean.auto_threshold > 0) {  // the only image read back during the major cycles
+      residual_i.resize(pixels);
+      m.download(residual_i.data(), m.residual.get(), pixels);
+      SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
+      sigma = deconv::mad_sigma(residual_i.data(), residual_i.size());
+    }
+    const deconv::MinorCycleLimits limits =
+        deconv::minor_cycle_limits(clean, sigma, m.minor->peak(clean.peak, m.residual.get(), m.compute));
+    if (!limits.run) break;
+    const int iterations = m.minor->run(clean.peak, m.residual.get(), m.psf.get(), m.geometry.size, clean.gain,
+                                        limits.stop, clean.niter - out.iterations, m.model.get(), m.compute);
+    out.iterations += iterations;
+    ++out.major_cycles;
+    // Cotton-Schwab: subtract the model from the visibilities and re-image exactly.
+    m.predict_residual();
+    m.grid_images(detail::LaneSource{m.residual_vis.get(), slot.weights.get(), num_stokes, true}, scale,
+                  m.residual.get());
+    if (iterations == 0) break;
+  }
+  out.dirty.resize(num_stokes * pixels);
+  out.model.resize(num_stokes * pixels);
+  out.residual.resize(num_stokes * pixels);
+  m.download(out.dirty.data(), m.dirty.get(), num_stokes * pixels);
+  m.download(out.model.data(), m.model.get(), num_stokes * pixels);
+  m.download(out.residual.data(), m.residual.get(), num_stokes * pixels);
+  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_end, m.compute));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
+  m.computed = true;
+  m.stats.compute_ms += event_ms(m.compute_start, m.compute_end);
+  deconv::restore_channel(out, m.geometry);
+  return out;
+}
+
+TransferStats ChannelImager::transfer_stats() const { return impl_->stats; }
+
+}  // namespace spip::cuda

@@ -1,0 +1,220 @@
+#include "detail/cuda_check.hpp"
+#include "detail/gridding_kernels.hpp"
+#include "spip/imaging/gridding_math.hpp"
+
+namespace spip::cuda::detail {
+namespace {
+
+using imaging::GridPoint;
+using imaging::max_support;
+constexpr int threads_per_block = 256;
+
+__device__ dcomplex weighted(const LaneSource& source, long long k, int s) {
+  if (s >= source.num_stokes) return {};
+  const double w = source.weight[k * 4 + s];
+  if (!source.vis) return {w, 0.0};
+  const float2 v = source.vis[k * source.num_stokes + s];
+  return {static_cast<double>(v.x) * w, static_cast<double>(v.y) * w};
+}
+
+__device__ dcomplex lane_value(const LaneSource& source, long long k, bool mirror, int lane) {
+  if (!source.packed) return weighted(source, k, lane);
+  return imaging::packed_lane(weighted(source, k, 2 * lane), weighted(source, k, 2 * lane + 1), mirror);
+}
+
+// Kernel values and first cells of a point's footprint in u and v.
+struct Footprints {
+  int first_u, first_v;
+  float u[max_support], v[max_support];
+};
+
+__device__ Footprints footprints(const GridPoint& q, const GridShape& shape) {
+  Footprints f;
+  const int support = shape.kernel.support;
+  const double gu = imaging::grid_position_u(q.u, shape.uv_cell, shape.grid_size);
+  const double gv = imaging::grid_position_v(q.v, shape.uv_cell, shape.grid_size);
+  f.first_u = imaging::footprint_first(gu, support);
+  f.first_v = imaging::footprint_first(gv, support);
+  for (int i = 0; i < support; ++i) {
+    f.u[i] = imaging::footprint_value(shape.kernel, f.first_u, i, gu);
+    f.v[i] = imaging::footprint_value(shape.kernel, f.first_v, i, gv);
+  }
+  return f;
+}
+
+__device__ double plane_weight(const GridPoint& q, int p, const GridShape& shape) {
+  return shape.wstacking ? imaging::w_plane_weight(shape.w_kernel, q.w, shape.w_first, shape.dw, p) : 1.0;
+}
+
+__device__ dcomplex rotation(const GridPoint& q, const GridShape& shape) {
+  return shape.wstacking ? unit_phasor(imaging::w_rotation_angle(q.w, shape.x0)) : dcomplex(1.0);
+}
+
+// One thread per point: W^2 atomic adds per lane. Points of one w-plane are spread
+// over the uv-plane, so two threads rarely hit the same cell at once.
+__global__ void grid_points_kernel(const GridPoint* points, long long lo, long long hi, int p, GridShape shape,
+                                   LaneSource source, cufftComplex* grids) {
+  const long long i = lo + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= hi) return;
+  const GridPoint q = points[i];
+  const Footprints f = footprints(q, shape);
+  const dcomplex turn = rotation(q, shape) * plane_weight(q, p, shape);
+  const int n = shape.grid_size, support = shape.kernel.support;
+  for (int lane = 0; lane < source.lanes(); ++lane) {
+    const dcomplex raw = lane_value(source, q.k, q.mirror != 0, lane);
+    if (raw.re == 0.0 && raw.im == 0.0) continue;
+    const dcomplex turned = raw * turn;
+    const float value_re = static_cast<float>(turned.re), value_im = static_cast<float>(turned.im);
+    cufftComplex* grid = grids + lane * shape.cells();
+    for (int j = 0; j < support; ++j) {
+      cufftComplex* row = grid + static_cast<long long>(imaging::wrap_cell(f.first_v + j, n)) * n;
+      const float row_re = value_re * f.v[j], row_im = value_im * f.v[j];
+      for (int c = 0; c < support; ++c) {
+        cufftComplex* cell = row + imaging::wrap_cell(f.first_u + c, n);
+        atomicAdd(&cell->x, row_re * f.u[c]);
+        atomicAdd(&cell->y, row_im * f.u[c]);
+      }
+    }
+  }
+}
+
+__device__ dcomplex screen(int p, long long pixel, const GridShape& shape, const double* x_shifted) {
+  const double w_plane = shape.w_first + p * shape.dw;
+  return unit_phasor(imaging::w_screen_angle(w_plane, x_shifted[pixel]));
+}
+
+__global__ void accumulate_plane_kernel(const cufftComplex* grids, int lanes, int p, GridShape shape,
+                                        const double* x_shifted, dcomplex* acc) {
+  const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pixel >= shape.pixels()) return;
+  const imaging::ImageCell at =
+      imaging::image_cell(static_cast<int>(pixel % shape.size), static_cast<int>(pixel / shape.size), shape.size,
+                          shape.grid_size);
+  const dcomplex factor = shape.wstacking ? screen(p, pixel, shape, x_shifted) * at.sign : dcomplex(at.sign);
+  for (int lane = 0; lane < lanes; ++lane) {
+    const cufftComplex g = grids[lane * shape.cells() + at.cell];
+    acc[lane * shape.pixels() + pixel] += dcomplex(g.x, g.y) * factor;
+  }
+}
+
+__global__ void finish_images_kernel(const dcomplex* acc, LaneSource source, GridShape shape, const double* correction,
+                                     StokesScale scale, float* images) {
+  const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pixel >= shape.pixels()) return;
+  for (int s = 0; s < source.num_stokes; ++s) {
+    const dcomplex lane = acc[(source.packed ? s / 2 : s) * shape.pixels() + pixel];
+    const double part = source.packed && s % 2 == 1 ? lane.im : lane.re;
+    const float image = static_cast<float>(part * (source.packed ? 0.5 : 1.0) * correction[pixel]);
+    images[s * shape.pixels() + pixel] = image * scale.s[s];
+  }
+}
+
+__global__ void fill_plane_kernel(const float* images, int num_stokes, int p, GridShape shape, const double* correction,
+                                  const double* x_shifted, cufftComplex* grids) {
+  const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pixel >= shape.pixels()) return;
+  const imaging::ImageCell at =
+      imaging::image_cell(static_cast<int>(pixel % shape.size), static_cast<int>(pixel / shape.size), shape.size,
+                          shape.grid_size);
+  const double scale = at.sign * correction[pixel];
+  const dcomplex factor = shape.wstacking ? conj(screen(p, pixel, shape, x_shifted)) * scale : dcomplex(scale);
+  const bool packed = num_stokes > 1;
+  const int lanes = packed ? (num_stokes + 1) / 2 : 1;
+  for (int lane = 0; lane < lanes; ++lane) {
+    const double a = images[(packed ? 2 * lane : lane) * shape.pixels() + pixel];
+    const double b = packed && 2 * lane + 1 < num_stokes ? images[(2 * lane + 1) * shape.pixels() + pixel] : 0.0;
+    const dcomplex g = factor * dcomplex(a, b);
+    grids[lane * shape.cells() + at.cell] = make_cuComplex(static_cast<float>(g.re), static_cast<float>(g.im));
+  }
+}
+
+// One thread per point; only reads the grid. Each (visibility, mirror) pair is one
+// point of the list, so no two threads add to the same output.
+__global__ void degrid_points_kernel(const GridPoint* points, long long lo, long long hi, int p, GridShape shape,
+                                     const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored) {
+  const long long i = lo + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= hi) return;
+  const GridPoint q = points[i];
+  const Footprints f = footprints(q, shape);
+  const dcomplex turn = conj(rotation(q, shape)) * plane_weight(q, p, shape);
+  const int n = shape.grid_size, support = shape.kernel.support;
+  for (int lane = 0; lane < lanes; ++lane) {
+    const cufftComplex* grid = grids + lane * shape.cells();
+    float sum_re = 0, sum_im = 0;
+    for (int j = 0; j < support; ++j) {
+      const cufftComplex* row = grid + static_cast<long long>(imaging::wrap_cell(f.first_v + j, n)) * n;
+      float row_re = 0, row_im = 0;
+      for (int c = 0; c < support; ++c) {
+        const cufftComplex cell = row[imaging::wrap_cell(f.first_u + c, n)];
+        row_re += cell.x * f.u[c];
+        row_im += cell.y * f.u[c];
+      }
+      sum_re += row_re * f.v[j];
+      sum_im += row_im * f.v[j];
+    }
+    (q.mirror ? mirrored : plain)[static_cast<long long>(q.k) * lanes + lane] += dcomplex(sum_re, sum_im) * turn;
+  }
+}
+
+__global__ void subtract_model_kernel(const dcomplex* plain, const dcomplex* mirrored, long long count,
+                                      const float2* observed, float2* residual) {
+  const long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (k >= count) return;
+  for (int s = 0; s < 4; ++s) {
+    const long long lane = k * 2 + s / 2;
+    const dcomplex model = imaging::unpacked_stokes(plain[lane], mirrored[lane], s % 2 == 1);
+    const float2 v = observed[k * 4 + s];
+    residual[k * 4 + s] = make_float2(v.x - static_cast<float>(model.re), v.y - static_cast<float>(model.im));
+  }
+}
+
+void check_launch() { SPIP_CUDA_CHECK(cudaGetLastError()); }
+
+}  // namespace
+
+void grid_points(const GridPoint* points, long long lo, long long hi, int p, const GridShape& shape,
+                 const LaneSource& source, cufftComplex* grids, cudaStream_t stream) {
+  if (hi <= lo) return;
+  grid_points_kernel<<<blocks_for(hi - lo, threads_per_block), threads_per_block, 0, stream>>>(points, lo, hi, p, shape,
+                                                                                               source, grids);
+  check_launch();
+}
+
+void accumulate_plane(const cufftComplex* grids, int lanes, int p, const GridShape& shape, const double* x_shifted,
+                      dcomplex* acc, cudaStream_t stream) {
+  accumulate_plane_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
+      grids, lanes, p, shape, x_shifted, acc);
+  check_launch();
+}
+
+void finish_images(const dcomplex* acc, const LaneSource& source, const GridShape& shape, const double* correction,
+                   StokesScale scale, float* images, cudaStream_t stream) {
+  finish_images_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
+      acc, source, shape, correction, scale, images);
+  check_launch();
+}
+
+void fill_plane(const float* images, int num_stokes, int p, const GridShape& shape, const double* correction,
+                const double* x_shifted, cufftComplex* grids, cudaStream_t stream) {
+  fill_plane_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
+      images, num_stokes, p, shape, correction, x_shifted, grids);
+  check_launch();
+}
+
+void degrid_points(const GridPoint* points, long long lo, long long hi, int p, const GridShape& shape,
+                   const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored, cudaStream_t stream) {
+  if (hi <= lo) return;
+  degrid_points_kernel<<<blocks_for(hi - lo, threads_per_block), threads_per_block, 0, stream>>>(
+      points, lo, hi, p, shape, grids, lanes, plain, mirrored);
+  check_launch();
+}
+
+void subtract_model(const dcomplex* plain, const dcomplex* mirrored, long long count, const float2* observed,
+                    float2* residual, cudaStream_t stream) {
+  if (count == 0) return;
+  subtract_model_kernel<<<blocks_for(count, threads_per_block), threads_per_block, 0, stream>>>(plain, mirrored, count,
+                                                                                               observed, residual);
+  check_launch();
+}
+
+}  // namespace spip::cuda::detail

@@ -1,0 +1,67 @@
+#include "channel_imaging.hpp"
+
+#include "spip/imaging/w_layout.hpp"
+
+namespace spip::pipeline {
+
+ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image, int gpu_device,
+                               std::size_t max_visibilities)
+    : geometry_(geometry), kernel_(imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel) {
+  if (gpu_device >= 0)
+    gpu_ = std::make_unique<cuda::ChannelImager>(gpu_device, geometry, image.accuracy, image.wstacking,
+                                                 max_visibilities);
+  else
+    cpu_ = std::make_unique<imaging::ChannelImager>(geometry, image.accuracy, image.wstacking);
+}
+
+void ChannelImaging::stage(cuda::ChannelInput input) {
+  if (gpu_)
+    gpu_->stage(input);
+  else
+    staged_ = std::move(input);
+}
+
+void ChannelImaging::next() {
+  if (gpu_) {
+    gpu_->next();
+    return;
+  }
+  cpu_->set_data(std::move(staged_.uvw_lambda), std::move(staged_.weights));
+  vis_ = std::move(staged_.vis);
+  staged_ = {};
+}
+
+double ChannelImaging::weight_sum(int stokes) const {
+  return gpu_ ? gpu_->weight_sum(stokes) : cpu_->weight_sum(stokes);
+}
+
+std::vector<float> ChannelImaging::psf() {
+  std::vector<float> image(geometry_.pixels());
+  if (gpu_)
+    gpu_->psf(image.data());
+  else
+    cpu_->psf(image.data());
+  return image;
+}
+
+deconv::ChannelImages ChannelImaging::image(const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
+                                            std::vector<float> psf) {
+  if (gpu_) return gpu_->image_channel(clean, restoring_beam, std::move(psf));
+  return deconv::image_channel(*cpu_, vis_, clean, restoring_beam, std::move(psf));
+}
+
+std::string ChannelImaging::describe() const {
+  const int planes = gpu_ ? gpu_->num_w_planes() : cpu_->gridder().num_w_planes();
+  return "kernel W = " + std::to_string(kernel_.support) + ", " + std::to_string(planes) + " w-planes";
+}
+
+std::string ChannelImaging::transfer_summary() const {
+  if (!gpu_) return {};
+  const cuda::TransferStats t = gpu_->transfer_stats();
+  const double hidden = t.upload_ms > 0 ? 100.0 * t.hidden_ms / t.upload_ms : 0.0;
+  return "GPU transfers: " + std::to_string(t.channels) + " channel uploads, " + fixed(t.upload_bytes / 1e6, 1) +
+         " MB in " + fixed(t.upload_ms, 1) + " ms, " + fixed(hidden, 1) + " % of it hidden behind compute (" +
+         fixed(t.compute_ms, 1) + " ms; cudaEvent timings)";
+}
+
+}  // namespace spip::pipeline
