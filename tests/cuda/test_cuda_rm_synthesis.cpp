@@ -5,13 +5,10 @@
 #include <cstdio>
 #include <random>
 
-#include "spip/cuda/device.hpp"
+#include "gpu_test_main.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 
-namespace {
-int device = -1;
-}
 
 TEST(CudaRmSynthesis, MatchesTheCpuProductTo1e5) {
   std::vector<double> freq;
@@ -28,7 +25,7 @@ TEST(CudaRmSynthesis, MatchesTheCpuProductTo1e5) {
   for (auto& v : p) v = {normal(rng), normal(rng)};
   std::vector<std::complex<float>> cpu(static_cast<std::size_t>(phi) * pixels), gpu(cpu.size());
   spip::faraday::synthesise(a, phi, chans, p.data(), pixels, cpu.data());
-  spip::cuda::synthesise(device, a.data(), phi, chans, p.data(), pixels, gpu.data());
+  spip::cuda::synthesise(spip::test::gpu_device, a.data(), phi, chans, p.data(), pixels, gpu.data());
   double worst = 0, peak = 0;
   for (std::size_t i = 0; i < cpu.size(); ++i) {
     worst = std::max(worst, static_cast<double>(std::abs(cpu[i] - gpu[i])));
@@ -36,15 +33,4 @@ TEST(CudaRmSynthesis, MatchesTheCpuProductTo1e5) {
   }
   EXPECT_LT(worst / peak, 1e-5);
   std::printf("[ measured ] GPU vs CPU RM synthesis: max |dF| / max |F| = %.2e\n", worst / peak);
-}
-
-int main(int argc, char** argv) {
-  const spip::cuda::DeviceProbe probe = spip::cuda::probe_devices();
-  if (probe.devices.empty()) {
-    std::printf("no usable GPU (%s): skipped\n", probe.reason.c_str());
-    return 77;
-  }
-  device = probe.devices.front().index;
-  testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
 }
