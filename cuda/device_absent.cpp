@@ -1,5 +1,6 @@
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/cuda/device.hpp"
+#include "spip/cuda/device_rates.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
 
@@ -26,6 +27,9 @@ std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels) {
 void synthesise(int, const std::complex<float>*, int, int, const std::complex<float>*, int, std::complex<float>*) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
+
+double seconds_per_fft(int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
+double seconds_per_cgemm(int, int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 
 // Without the backend no ChannelImager can be made; the pipeline never asks for one
 // because probe_devices() reports no device.

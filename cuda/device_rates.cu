@@ -1,0 +1,61 @@
+#include "detail/cuda_check.hpp"
+#include "spip/cuda/device_rates.hpp"
+
+namespace spip::cuda {
+namespace {
+
+using detail::DeviceArray;
+
+// Times `repeats` calls of `work` on the default stream with events, after one warm-up.
+template <class Work>
+double seconds_per_call(int repeats, Work&& work) {
+  cudaEvent_t start, stop;
+  SPIP_CUDA_CHECK(cudaEventCreate(&start));
+  SPIP_CUDA_CHECK(cudaEventCreate(&stop));
+  work();
+  SPIP_CUDA_CHECK(cudaEventRecord(start));
+  for (int i = 0; i < repeats; ++i) work();
+  SPIP_CUDA_CHECK(cudaEventRecord(stop));
+  SPIP_CUDA_CHECK(cudaEventSynchronize(stop));
+  float ms = 0;
+  SPIP_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return 1e-3 * ms / repeats;
+}
+
+}  // namespace
+
+double seconds_per_fft(int device, int grid_size, int batch, int repeats) {
+  SPIP_CUDA_CHECK(cudaSetDevice(device));
+  const long long cells = static_cast<long long>(grid_size) * grid_size;
+  DeviceArray<cufftComplex> grids(static_cast<std::size_t>(cells * batch));
+  SPIP_CUDA_CHECK(cudaMemset(grids.get(), 0, grids.bytes()));
+  int n[2] = {grid_size, grid_size};
+  cufftHandle plan = 0;
+  SPIP_CUDA_CHECK(cufftPlanMany(&plan, 2, n, nullptr, 1, static_cast<int>(cells), nullptr, 1, static_cast<int>(cells),
+                                CUFFT_C2C, batch));
+  const double seconds = seconds_per_call(repeats, [&] {
+    SPIP_CUDA_CHECK(cufftExecC2C(plan, grids.get(), grids.get(), CUFFT_FORWARD));
+  });
+  cufftDestroy(plan);
+  return seconds / batch;
+}
+
+double seconds_per_cgemm(int device, int m, int n, int k, int repeats) {
+  SPIP_CUDA_CHECK(cudaSetDevice(device));
+  DeviceArray<cuComplex> a(static_cast<std::size_t>(m) * k), b(static_cast<std::size_t>(k) * n),
+      c(static_cast<std::size_t>(m) * n);
+  SPIP_CUDA_CHECK(cudaMemset(a.get(), 0, a.bytes()));
+  SPIP_CUDA_CHECK(cudaMemset(b.get(), 0, b.bytes()));
+  cublasHandle_t handle = nullptr;
+  SPIP_CUDA_CHECK(cublasCreate(&handle));
+  const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
+  const double seconds = seconds_per_call(repeats, [&] {
+    SPIP_CUDA_CHECK(cublasCgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a.get(), m, b.get(), k, &zero, c.get(), m));
+  });
+  cublasDestroy(handle);
+  return seconds;
+}
+
+}  // namespace spip::cuda
