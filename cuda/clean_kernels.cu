@@ -1,5 +1,6 @@
 #include <cub/device/device_reduce.cuh>
 
+#include <algorithm>
 #include <cmath>
 
 #include "detail/clean_kernels.hpp"
@@ -50,60 +51,50 @@ __global__ void subtract_component_kernel(const MinorCycleState* state, const fl
 
 }  // namespace
 
-MinorCycle::MinorCycle(long long pixels) : pixels_(pixels) {
-  SPIP_CUDA_CHECK(cudaMalloc(&values_, pixels * sizeof(float)));
-  SPIP_CUDA_CHECK(cudaMalloc(&best_value_, sizeof(float)));
-  SPIP_CUDA_CHECK(cudaMalloc(&best_pixel_, sizeof(long long)));
-  SPIP_CUDA_CHECK(cudaMalloc(&state_, sizeof(MinorCycleState)));
-  SPIP_CUDA_CHECK(cudaHostAlloc(&host_state_, sizeof(MinorCycleState), cudaHostAllocDefault));
-  SPIP_CUDA_CHECK(cudaHostAlloc(&host_best_, sizeof(float), cudaHostAllocDefault));
-  SPIP_CUDA_CHECK(cub::DeviceReduce::ArgMax(nullptr, scratch_bytes_, values_, best_value_, best_pixel_, pixels_));
-  SPIP_CUDA_CHECK(cudaMalloc(&scratch_, scratch_bytes_));
-}
-
-MinorCycle::~MinorCycle() {
-  cudaFree(values_);
-  cudaFree(best_value_);
-  cudaFree(best_pixel_);
-  cudaFree(state_);
-  cudaFree(scratch_);
-  cudaFreeHost(host_state_);
-  cudaFreeHost(host_best_);
+MinorCycle::MinorCycle(long long pixels)
+    : pixels_(pixels), values_(static_cast<std::size_t>(pixels)), best_value_(1), best_pixel_(1), state_(1),
+      host_state_(sizeof(MinorCycleState) + sizeof(float)) {
+  std::size_t scratch_bytes = 0;
+  SPIP_CUDA_CHECK(
+      cub::DeviceReduce::ArgMax(nullptr, scratch_bytes, values_.get(), best_value_.get(), best_pixel_.get(), pixels_));
+  scratch_ = DeviceArray<char>(std::max<std::size_t>(scratch_bytes, 1));  // a null scratch means "size query"
 }
 
 void MinorCycle::enqueue_search(PeakSearch search, const float* residual, cudaStream_t stream) {
   search_values_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(search, residual,
-                                                                                                pixels_, values_);
+                                                                                                pixels_, values_.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
-  SPIP_CUDA_CHECK(cub::DeviceReduce::ArgMax(scratch_, scratch_bytes_, values_, best_value_, best_pixel_, pixels_, stream));
+  std::size_t scratch_bytes = scratch_.bytes();
+  SPIP_CUDA_CHECK(cub::DeviceReduce::ArgMax(scratch_.get(), scratch_bytes, values_.get(), best_value_.get(),
+                                            best_pixel_.get(), pixels_, stream));
 }
 
 double MinorCycle::peak(PeakSearch search, const float* residual, cudaStream_t stream) {
   enqueue_search(search, residual, stream);
-  SPIP_CUDA_CHECK(cudaMemcpyAsync(host_best_, best_value_, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(&host_best(), best_value_.get(), sizeof(float), cudaMemcpyDeviceToHost, stream));
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  return std::sqrt(static_cast<double>(*host_best_));
+  return std::sqrt(static_cast<double>(host_best()));
 }
 
 int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int size, double gain, double stop_level,
                     int max_iterations, float* model, cudaStream_t stream) {
-  *host_state_ = MinorCycleState{0, {0, 0, 0, 0}, 0, max_iterations, 0};
-  SPIP_CUDA_CHECK(cudaMemcpyAsync(state_, host_state_, sizeof(MinorCycleState), cudaMemcpyHostToDevice, stream));
+  host_state() = MinorCycleState{0, {0, 0, 0, 0}, 0, max_iterations, 0};
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(state_.get(), &host_state(), sizeof(MinorCycleState), cudaMemcpyHostToDevice, stream));
   // The state copy above reads host_state_ when the stream gets to it; wait before reuse.
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  while (!host_state_->done) {
+  while (!host_state().done) {
     for (int i = 0; i < iterations_per_look; ++i) {
       enqueue_search(search, residual, stream);
-      take_component_kernel<<<1, 1, 0, stream>>>(best_value_, best_pixel_, gain, stop_level, residual, model, pixels_,
-                                                  state_);
+      take_component_kernel<<<1, 1, 0, stream>>>(best_value_.get(), best_pixel_.get(), gain, stop_level, residual,
+                                                  model, pixels_, state_.get());
       subtract_component_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
-          state_, psf, size, residual);
+          state_.get(), psf, size, residual);
       SPIP_CUDA_CHECK(cudaGetLastError());
     }
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(host_state_, state_, sizeof(MinorCycleState), cudaMemcpyDeviceToHost, stream));
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(&host_state(), state_.get(), sizeof(MinorCycleState), cudaMemcpyDeviceToHost, stream));
     SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
-  return host_state_->iterations;
+  return host_state().iterations;
 }
 
 }  // namespace spip::cuda::detail

@@ -83,13 +83,16 @@ __device__ dcomplex screen(int p, long long pixel, const GridShape& shape, const
   return unit_phasor(imaging::w_screen_angle(w_plane, x_shifted[pixel]));
 }
 
+__device__ imaging::ImageCell cell_of(long long pixel, const GridShape& shape) {
+  return imaging::image_cell(static_cast<int>(pixel % shape.size), static_cast<int>(pixel / shape.size), shape.size,
+                             shape.grid_size);
+}
+
 __global__ void accumulate_plane_kernel(const cufftComplex* grids, int lanes, int p, GridShape shape,
                                         const double* x_shifted, dcomplex* acc) {
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (pixel >= shape.pixels()) return;
-  const imaging::ImageCell at =
-      imaging::image_cell(static_cast<int>(pixel % shape.size), static_cast<int>(pixel / shape.size), shape.size,
-                          shape.grid_size);
+  const imaging::ImageCell at = cell_of(pixel, shape);
   const dcomplex factor = shape.wstacking ? screen(p, pixel, shape, x_shifted) * at.sign : dcomplex(at.sign);
   for (int lane = 0; lane < lanes; ++lane) {
     const cufftComplex g = grids[lane * shape.cells() + at.cell];
@@ -113,9 +116,7 @@ __global__ void fill_plane_kernel(const float* images, int num_stokes, int p, Gr
                                   const double* x_shifted, cufftComplex* grids) {
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (pixel >= shape.pixels()) return;
-  const imaging::ImageCell at =
-      imaging::image_cell(static_cast<int>(pixel % shape.size), static_cast<int>(pixel / shape.size), shape.size,
-                          shape.grid_size);
+  const imaging::ImageCell at = cell_of(pixel, shape);
   const double scale = at.sign * correction[pixel];
   const dcomplex factor = shape.wstacking ? conj(screen(p, pixel, shape, x_shifted)) * scale : dcomplex(scale);
   const bool packed = num_stokes > 1;

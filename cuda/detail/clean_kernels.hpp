@@ -6,6 +6,7 @@
 
 #include <cstddef>
 
+#include "cuda_check.hpp"
 #include "spip/config/config.hpp"
 
 namespace spip::cuda::detail {
@@ -21,9 +22,6 @@ struct MinorCycleState {
 class MinorCycle {
  public:
   explicit MinorCycle(long long pixels);
-  ~MinorCycle();
-  MinorCycle(const MinorCycle&) = delete;
-  MinorCycle& operator=(const MinorCycle&) = delete;
 
   // The peak-search value (Jy/beam) of the residuals [4][pixels]; synchronises.
   double peak(PeakSearch search, const float* residual, cudaStream_t stream);
@@ -34,14 +32,14 @@ class MinorCycle {
  private:
   void enqueue_search(PeakSearch search, const float* residual, cudaStream_t stream);
   long long pixels_;
-  float* values_ = nullptr;       // search values
-  float* best_value_ = nullptr;   // arg-max outputs
-  long long* best_pixel_ = nullptr;
-  void* scratch_ = nullptr;       // CUB temporary storage
-  std::size_t scratch_bytes_ = 0;
-  MinorCycleState* state_ = nullptr;
-  MinorCycleState* host_state_ = nullptr;  // pinned
-  float* host_best_ = nullptr;             // pinned
+  DeviceArray<float> values_;        // search values
+  DeviceArray<float> best_value_;    // arg-max outputs
+  DeviceArray<long long> best_pixel_;
+  DeviceArray<char> scratch_;        // CUB temporary storage
+  DeviceArray<MinorCycleState> state_;
+  PinnedBuffer host_state_;          // a MinorCycleState, then the best value
+  MinorCycleState& host_state() const { return *reinterpret_cast<MinorCycleState*>(host_state_.get()); }
+  float& host_best() const { return *reinterpret_cast<float*>(host_state_.get() + sizeof(MinorCycleState)); }
 };
 
 }  // namespace spip::cuda::detail

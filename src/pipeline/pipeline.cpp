@@ -446,7 +446,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
                                     record[ChannelQa::fields + 3]});
   }
-  std::string grid_summary;
+  std::string grid_summary = "no channel imaged here in this run";
   {
     ChannelFeed feed(source, imager, plan, scheme, todo);
     for (int c : todo) {
