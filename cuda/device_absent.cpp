@@ -1,6 +1,7 @@
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/device_rates.hpp"
+#include "spip/cuda/moments.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
 
@@ -24,9 +25,23 @@ std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels) {
           static_cast<std::size_t>(num_phi) * num_pixels) * sizeof(std::complex<float>);
 }
 
+std::size_t slab_bytes(int, int, int) { return 0; }
+
 void synthesise(int, const std::complex<float>*, int, int, const std::complex<float>*, int, std::complex<float>*) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
+
+faraday::SlabSpectra synthesise_slab(int, const std::vector<std::complex<float>>&, int, const std::complex<float>*, int,
+                                     const std::vector<std::complex<float>>&, const faraday::SpectrumSettings&) {
+  SPIP_THROW(Error, "spip was built without the CUDA backend");
+}
+
+struct StokesPowerSums::Impl {};
+std::size_t StokesPowerSums::device_bytes(std::size_t) { return 0; }
+StokesPowerSums::StokesPowerSums(int, std::size_t) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
+StokesPowerSums::~StokesPowerSums() = default;
+void StokesPowerSums::add_channel(const float*, double) {}
+std::vector<double> StokesPowerSums::values() const { return {}; }
 
 double seconds_per_fft(int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 double seconds_per_cgemm(int, int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }

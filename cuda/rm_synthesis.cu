@@ -2,11 +2,17 @@
 
 #include "detail/cuda_check.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
+#include "spip/faraday/spectrum_math.hpp"
 
 namespace spip::cuda {
 namespace {
 
+using detail::blocks_for;
 using detail::DeviceArray;
+using faraday::Sample;
+using faraday::Spectrum;
+
+constexpr int threads_per_block = 128;
 
 struct Handle {
   cublasHandle_t handle = nullptr;
@@ -16,38 +22,126 @@ struct Handle {
   Handle& operator=(const Handle&) = delete;
 };
 
+void require_free(int device, std::size_t needed, int num_phi, int num_pixels) {
+  SPIP_CUDA_CHECK(cudaSetDevice(device));
+  std::size_t free_bytes = 0, total_bytes = 0;
+  SPIP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  if (needed > free_bytes)
+    SPIP_THROW(Error, "RM synthesis of " + std::to_string(num_pixels) + " pixels x " + std::to_string(num_phi) +
+                          " depths needs " + std::to_string(needed >> 20) + " MiB on GPU " + std::to_string(device) +
+                          " but " + std::to_string(free_bytes >> 20) +
+                          " MiB are free; use more ranks (smaller pixel slabs) or fewer depths (faraday.dphi)");
+}
+
+// Row-major F = A P is column-major F^T = P^T A^T: m = pixels, n = depths, k = channels.
+void multiply(const DeviceArray<Sample>& a, const DeviceArray<Sample>& p, int num_phi, int num_chan, int num_pixels,
+              DeviceArray<Sample>& f) {
+  Handle blas;
+  const cuComplex one = make_cuComplex(1.0f, 0.0f), zero = make_cuComplex(0.0f, 0.0f);
+  SPIP_CUDA_CHECK(cublasCgemm(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, num_pixels, num_phi, num_chan, &one,
+                              reinterpret_cast<const cuComplex*>(p.get()), num_pixels,
+                              reinterpret_cast<const cuComplex*>(a.get()), num_chan, &zero,
+                              reinterpret_cast<cuComplex*>(f.get()), num_pixels));
+}
+
+DeviceArray<Sample> upload(const std::complex<float>* values, std::size_t count) {
+  DeviceArray<Sample> device(count);
+  SPIP_CUDA_CHECK(cudaMemcpy(device.get(), values, device.bytes(), cudaMemcpyHostToDevice));
+  return device;
+}
+
+template <class T>
+void download(const DeviceArray<Sample>& device, std::vector<T>& host) {
+  host.resize(device.size());
+  SPIP_CUDA_CHECK(cudaMemcpy(host.data(), device.get(), device.bytes(), cudaMemcpyDeviceToHost));
+}
+
+// One thread per pixel: the neighbouring threads of a warp read neighbouring pixels of
+// each depth plane, and the pixels' loops are independent.
+__global__ void clean_spectra_kernel(Sample* residual, Sample* model, Sample* clean, int num_pixels,
+                                     const Sample* rmsf_double, faraday::SpectrumSettings settings, int* iterations) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  if (x >= num_pixels) return;
+  const int num_phi = settings.axis.count;
+  iterations[x] = faraday::rm_clean_spectrum(Spectrum<Sample>(residual + x, num_pixels), num_phi, rmsf_double,
+                                             settings.clean, Spectrum<Sample>(model + x, num_pixels));
+  faraday::restore_spectrum(Spectrum<const Sample>(residual + x, num_pixels),
+                            Spectrum<const Sample>(model + x, num_pixels), num_phi, settings.axis.dphi, settings.fwhm,
+                            Spectrum<Sample>(clean + x, num_pixels));
+}
+
+__global__ void fit_peaks_kernel(const Sample* clean, int num_pixels, faraday::SpectrumSettings settings, float* maps) {
+  const int x = blockIdx.x * blockDim.x + threadIdx.x;
+  if (x >= num_pixels) return;
+  const faraday::PeakFit fit = faraday::fit_spectrum_peak(Spectrum<const Sample>(clean + x, num_pixels), settings.axis,
+                                                          settings.lambda0_sq, settings.fwhm, settings.sigma);
+  for (int m = 0; m < faraday::peak_map_count; ++m)
+    maps[static_cast<long long>(m) * num_pixels + x] = static_cast<float>(faraday::peak_map_value(fit, m));
+}
+
 }  // namespace
 
 std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels) {
   const std::size_t values = static_cast<std::size_t>(num_phi) * num_chan +
                              static_cast<std::size_t>(num_chan) * num_pixels +
                              static_cast<std::size_t>(num_phi) * num_pixels;
-  return values * sizeof(cuComplex);
+  return values * sizeof(Sample);
+}
+
+std::size_t slab_bytes(int num_phi, int num_chan, int num_pixels) {
+  const std::size_t cube = static_cast<std::size_t>(num_phi) * num_pixels * sizeof(Sample);
+  return synthesis_bytes(num_phi, num_chan, num_pixels) + 3 * cube + (2 * num_phi - 1) * sizeof(Sample) +
+         static_cast<std::size_t>(num_pixels) * (faraday::peak_map_count * sizeof(float) + sizeof(int));
 }
 
 void synthesise(int device, const std::complex<float>* a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f) {
-  SPIP_CUDA_CHECK(cudaSetDevice(device));
-  std::size_t free_bytes = 0, total_bytes = 0;
-  SPIP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t needed = synthesis_bytes(num_phi, num_chan, num_pixels);
-  if (needed > free_bytes)
-    SPIP_THROW(Error, "RM synthesis of " + std::to_string(num_pixels) + " pixels x " + std::to_string(num_phi) +
-                          " depths needs " + std::to_string(needed >> 20) + " MiB on GPU " + std::to_string(device) +
-                          " but " + std::to_string(free_bytes >> 20) +
-                          " MiB are free; use more ranks (smaller pixel slabs) or fewer depths (faraday.dphi)");
-  const std::size_t a_size = static_cast<std::size_t>(num_phi) * num_chan;
-  const std::size_t p_size = static_cast<std::size_t>(num_chan) * num_pixels;
-  const std::size_t f_size = static_cast<std::size_t>(num_phi) * num_pixels;
-  DeviceArray<cuComplex> da(a_size), dp(p_size), df(f_size);
-  SPIP_CUDA_CHECK(cudaMemcpy(da.get(), a, da.bytes(), cudaMemcpyHostToDevice));
-  SPIP_CUDA_CHECK(cudaMemcpy(dp.get(), p, dp.bytes(), cudaMemcpyHostToDevice));
-  Handle blas;
-  const cuComplex one = make_cuComplex(1.0f, 0.0f), zero = make_cuComplex(0.0f, 0.0f);
-  // Row-major F = A P is column-major F^T = P^T A^T: m = pixels, n = depths, k = channels.
-  SPIP_CUDA_CHECK(cublasCgemm(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, num_pixels, num_phi, num_chan, &one, dp.get(),
-                              num_pixels, da.get(), num_chan, &zero, df.get(), num_pixels));
+  require_free(device, synthesis_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
+  const DeviceArray<Sample> da = upload(a, static_cast<std::size_t>(num_phi) * num_chan);
+  const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels);
+  DeviceArray<Sample> df(static_cast<std::size_t>(num_phi) * num_pixels);
+  multiply(da, dp, num_phi, num_chan, num_pixels, df);
   SPIP_CUDA_CHECK(cudaMemcpy(f, df.get(), df.bytes(), cudaMemcpyDeviceToHost));
+}
+
+faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
+                                     const std::complex<float>* p, int num_pixels,
+                                     const std::vector<std::complex<float>>& rmsf_double,
+                                     const faraday::SpectrumSettings& settings) {
+  const int num_phi = settings.axis.count;
+  const std::size_t cube = static_cast<std::size_t>(num_phi) * num_pixels;
+  faraday::SlabSpectra slab;
+  slab.dirty.resize(cube);
+  slab.clean.resize(cube);
+  slab.maps.resize(static_cast<std::size_t>(faraday::peak_map_count) * num_pixels);
+  if (num_pixels == 0) return slab;
+  require_free(device, slab_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
+
+  DeviceArray<Sample> dirty(cube), residual(cube), model(cube), clean(cube);
+  {
+    const DeviceArray<Sample> da = upload(a.data(), a.size());
+    const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels);
+    multiply(da, dp, num_phi, num_chan, num_pixels, dirty);
+  }
+  SPIP_CUDA_CHECK(cudaMemcpy(residual.get(), dirty.get(), dirty.bytes(), cudaMemcpyDeviceToDevice));
+  SPIP_CUDA_CHECK(cudaMemset(model.get(), 0, model.bytes()));
+  const DeviceArray<Sample> rmsf = upload(rmsf_double.data(), rmsf_double.size());
+  DeviceArray<int> iterations(static_cast<std::size_t>(num_pixels));
+  DeviceArray<float> maps(slab.maps.size());
+  const unsigned blocks = blocks_for(num_pixels, threads_per_block);
+  clean_spectra_kernel<<<blocks, threads_per_block>>>(residual.get(), model.get(), clean.get(), num_pixels, rmsf.get(),
+                                                      settings, iterations.get());
+  SPIP_CUDA_CHECK(cudaGetLastError());
+  fit_peaks_kernel<<<blocks, threads_per_block>>>(clean.get(), num_pixels, settings, maps.get());
+  SPIP_CUDA_CHECK(cudaGetLastError());
+
+  download(dirty, slab.dirty);
+  download(clean, slab.clean);
+  SPIP_CUDA_CHECK(cudaMemcpy(slab.maps.data(), maps.get(), maps.bytes(), cudaMemcpyDeviceToHost));
+  std::vector<int> counts(static_cast<std::size_t>(num_pixels));
+  SPIP_CUDA_CHECK(cudaMemcpy(counts.data(), iterations.get(), iterations.bytes(), cudaMemcpyDeviceToHost));
+  for (int n : counts) slab.iterations += n;
+  return slab;
 }
 
 }  // namespace spip::cuda

@@ -3,18 +3,24 @@
 #include <cmath>
 #include <limits>
 
+#include "spip/faraday/spectrum_math.hpp"
+
 namespace spip::faraday {
 
 void PowerSums::add(const float* plane, double weight) {
-  double* s = sums.data();
-  for (std::size_t p = 0; p < pixels; ++p) {
-    const double x = plane[p];
-    if (!std::isfinite(x)) continue;
-    double term = weight;
-    for (int k = 0; k < orders; ++k) {
-      s[k * pixels + p] += term;
-      term *= x;
-    }
+  for (std::size_t p = 0; p < pixels; ++p)
+    add_power_terms(sums.data() + p, static_cast<long long>(pixels), plane[p], weight);
+}
+
+StokesPowerSums::StokesPowerSums(std::size_t pixels)
+    : pixels_(pixels), values_(static_cast<std::size_t>(quantities) * PowerSums::orders * pixels, 0.0) {}
+
+void StokesPowerSums::add_channel(const float* restored, double weight) {
+  const long long n = static_cast<long long>(pixels_), block = PowerSums::orders * n;
+  for (long long p = 0; p < n; ++p) {
+    for (int s = 0; s < 4; ++s) add_power_terms(values_.data() + s * block + p, n, restored[s * n + p], weight);
+    const float pi = polarised_intensity(restored[n + p], restored[2 * n + p]);
+    add_power_terms(values_.data() + 4 * block + p, n, pi, weight);
   }
 }
 

@@ -13,13 +13,10 @@ namespace spip::faraday {
 namespace {
 
 constexpr double speed_of_light = 299792458.0;
-constexpr double half_power_log = 0.69314718055994531;
 
-double wrap_angle(double chi) {  // to (-pi/2, pi/2]
-  while (chi <= -std::numbers::pi / 2) chi += std::numbers::pi;
-  while (chi > std::numbers::pi / 2) chi -= std::numbers::pi;
-  return chi;
-}
+// std::complex<float> and Sample are both two floats, real first.
+Sample* samples(std::complex<float>* values) { return reinterpret_cast<Sample*>(values); }
+const Sample* samples(const std::complex<float>* values) { return reinterpret_cast<const Sample*>(values); }
 
 }  // namespace
 
@@ -101,87 +98,50 @@ double measured_fwhm(const SynthesisSetup& setup) {
   SPIP_THROW(Error, "the RMSF has no half-power point");
 }
 
-namespace {
-
-// Index of the largest |sum_j F(j) conj(R(j - k))|: the RMSF-shaped feature best matched.
-int cross_correlation_peak(const std::complex<float>* fdf, int num_phi,
-                           const std::vector<std::complex<float>>& rmsf_double) {
-  const int centre = num_phi - 1;
-  int best_k = 0;
-  float best = -1;
-  for (int k = 0; k < num_phi; ++k) {
-    std::complex<float> sum{};
-    for (int j = 0; j < num_phi; ++j) sum += fdf[j] * std::conj(rmsf_double[j - k + centre]);
-    if (std::norm(sum) > best) {
-      best = std::norm(sum);
-      best_k = k;
-    }
-  }
-  return best_k;
-}
-
-}  // namespace
-
 RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<std::complex<float>>& rmsf_double,
                        double dphi, double gain, double cutoff, int max_iterations, double fwhm,
                        std::complex<float>* model, std::complex<float>* clean, bool cross_correlate) {
   RmCleanResult result;
   if (num_phi <= 0) return result;
-  const int centre = num_phi - 1;
-  while (result.iterations < max_iterations) {
-    int peak = 0;
-    float best = -1;
-    for (int k = 0; k < num_phi; ++k)
-      if (std::norm(fdf[k]) > best) {
-        best = std::norm(fdf[k]);
-        peak = k;
-      }
-    if (!(std::sqrt(best) > cutoff)) break;
-    if (cross_correlate) peak = cross_correlation_peak(fdf, num_phi, rmsf_double);
-    const std::complex<float> component = static_cast<float>(gain) * fdf[peak];
-    model[peak] += component;
-    for (int k = 0; k < num_phi; ++k) fdf[k] -= component * rmsf_double[k - peak + centre];
-    ++result.iterations;
-  }
-  // Restore: residual plus components convolved with a Gaussian of the RMSF's FWHM.
-  const double factor = 4 * half_power_log / (fwhm * fwhm);
-  const int reach = static_cast<int>(std::ceil(2.5 * fwhm / dphi));
-  std::copy_n(fdf, static_cast<std::size_t>(num_phi), clean);
-  for (int j = 0; j < num_phi; ++j) {
-    if (model[j] == std::complex<float>{}) continue;
-    for (int k = std::max(0, j - reach); k <= std::min(num_phi - 1, j + reach); ++k) {
-      const double d = (k - j) * dphi;
-      clean[k] += model[j] * static_cast<float>(std::exp(-factor * d * d));
-    }
-  }
+  const RmCleanControl control{gain, cutoff, max_iterations, cross_correlate};
+  result.iterations = rm_clean_spectrum(samples(fdf), num_phi, samples(rmsf_double.data()), control, samples(model));
+  restore_spectrum(samples(fdf), samples(model), num_phi, dphi, fwhm, samples(clean));
   return result;
 }
 
 PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double lambda0_sq, double fwhm,
                  double sigma) {
-  int k = 0;
-  for (int j = 1; j < axis.count; ++j)
-    if (std::abs(fdf[j]) > std::abs(fdf[k])) k = j;
-  double offset = 0, peak = std::abs(fdf[k]);
-  if (k > 0 && k + 1 < axis.count) {
-    const double y0 = std::abs(fdf[k - 1]), y1 = peak, y2 = std::abs(fdf[k + 1]);
-    const double curvature = y0 - 2 * y1 + y2;
-    if (curvature < 0) {
-      offset = 0.5 * (y0 - y2) / curvature;
-      peak = y1 - 0.25 * (y0 - y2) * offset;
-    }
+  return fit_spectrum_peak(samples(fdf), axis, lambda0_sq, fwhm, sigma);
+}
+
+SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
+                            int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
+                            const SpectrumSettings& settings) {
+  const int num_phi = settings.axis.count;
+  SlabSpectra slab;
+  slab.dirty.resize(static_cast<std::size_t>(num_phi) * num_pixels);
+  slab.clean.resize(slab.dirty.size());
+  slab.maps.resize(static_cast<std::size_t>(peak_map_count) * num_pixels);
+  if (num_pixels == 0) return slab;
+  synthesise(a, num_phi, num_chan, p, num_pixels, slab.dirty.data());
+  // Each pixel's spectrum is copied out of the [phi][pixel] cube so that the loops run
+  // on contiguous memory; the GPU runs the same functions on the strided cube.
+  long long iterations = 0;
+#pragma omp parallel for schedule(dynamic, 64) reduction(+ : iterations)
+  for (int x = 0; x < num_pixels; ++x) {
+    std::vector<Sample> residual(num_phi), model(num_phi), clean(num_phi);
+    const Spectrum<const Sample> dirty(samples(slab.dirty.data()) + x, num_pixels);
+    for (int k = 0; k < num_phi; ++k) residual[k] = dirty[k];
+    iterations += rm_clean_spectrum(residual.data(), num_phi, samples(rmsf_double.data()), settings.clean, model.data());
+    restore_spectrum(residual.data(), model.data(), num_phi, settings.axis.dphi, settings.fwhm, clean.data());
+    const PeakFit fit = fit_spectrum_peak(clean.data(), settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
+    for (int m = 0; m < peak_map_count; ++m)
+      slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(peak_map_value(fit, m));
+    const Spectrum<Sample> out(samples(slab.clean.data()) + x, num_pixels);
+    for (int k = 0; k < num_phi; ++k) out[k] = clean[k];
   }
-  PeakFit fit;
-  fit.phi = axis.phi(k) + offset * axis.dphi;
-  // George, Stil & Keller (2012): PI_0 = sqrt(PI^2 - 2.3 sigma^2).
-  fit.pi = std::sqrt(std::max(0.0, peak * peak - 2.3 * sigma * sigma));
-  const double chi_at_lambda0 = 0.5 * std::arg(std::complex<double>(fdf[k]));
-  fit.chi0 = wrap_angle(chi_at_lambda0 - fit.phi * lambda0_sq);
-  fit.pi_err = sigma;
-  fit.phi_err = peak > 0 ? fwhm * sigma / (2 * peak) : 0;
-  const double chi_err = peak > 0 ? sigma / (2 * peak) : 0;
-  fit.chi0_err = std::sqrt(chi_err * chi_err + std::pow(lambda0_sq * fit.phi_err, 2));
-  return fit;
+  slab.iterations = iterations;
+  return slab;
 }
 
 }  // namespace spip::faraday

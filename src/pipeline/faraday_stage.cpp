@@ -42,8 +42,12 @@ FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, 
       blocks_(std::move(blocks)),
       rank_(rank),
       gpu_device_(gpu_device),
-      pixels_(static_cast<std::size_t>(base.nx) * base.ny),
-      sums_(5, faraday::PowerSums(pixels_)) {}
+      pixels_(static_cast<std::size_t>(base.nx) * base.ny) {
+  if (gpu_device_ >= 0)
+    device_sums_ = std::make_unique<cuda::StokesPowerSums>(gpu_device_, pixels_);
+  else
+    host_sums_.emplace(pixels_);
+}
 
 double FaradayStage::channel_weight(double noise) const {
   if (noise < 0) return 0.0;  // blanked channel
@@ -53,15 +57,13 @@ double FaradayStage::channel_weight(double noise) const {
 
 void FaradayStage::add_channel(const std::vector<float>& restored, double noise) {
   const double weight = channel_weight(noise);
-  for (int s = 0; s < 4; ++s) sums_[s].add(restored.data() + s * pixels_, weight);
-  std::vector<float> p(pixels_);
+  if (device_sums_)
+    device_sums_->add_channel(restored.data(), weight);
+  else
+    host_sums_->add_channel(restored.data(), weight);
   const float* q = restored.data() + pixels_;
   const float* u = restored.data() + 2 * pixels_;
-  for (std::size_t i = 0; i < pixels_; ++i) {
-    p[i] = std::hypot(q[i], u[i]);
-    qu_.emplace_back(q[i], u[i]);
-  }
-  sums_[4].add(p.data(), weight);
+  for (std::size_t i = 0; i < pixels_; ++i) qu_.emplace_back(q[i], u[i]);
   noise_.push_back(noise);
 }
 
@@ -75,13 +77,12 @@ std::string FaradayStage::path(const std::string& name) const {
 }
 
 std::vector<std::string> FaradayStage::write_moments(const parallel::MpiContext& mpi) const {
-  std::vector<double> all;
-  for (const auto& s : sums_) all.insert(all.end(), s.sums.begin(), s.sums.end());
+  std::vector<double> all = device_sums_ ? device_sums_->values() : host_sums_->values();
   mpi.sum_to_root(all);
   std::vector<std::string> written;
   if (!mpi.is_root()) return written;
   const std::size_t block = faraday::PowerSums::orders * pixels_;
-  for (int q = 0; q < 5; ++q) {
+  for (int q = 0; q < faraday::StokesPowerSums::quantities; ++q) {
     faraday::PowerSums reduced(pixels_);
     std::copy_n(all.begin() + q * block, block, reduced.sums.begin());
     const faraday::MomentImages m = faraday::moments(reduced);
@@ -141,48 +142,27 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const int num_chan = static_cast<int>(freq_hz_.size());
 
   // F = A P, then per pixel RM-CLEAN and peak fitting.
-  std::vector<cfloat> dirty(static_cast<std::size_t>(axis.count) * slab_pixels);
-  if (slab_pixels > 0) {
-    const std::vector<cfloat> a = faraday::synthesis_matrix(setup, axis);
-    if (gpu_device_ >= 0)
-      cuda::synthesise(gpu_device_, a.data(), axis.count, num_chan, p.data(), slab_pixels, dirty.data());
-    else
-      faraday::synthesise(a, axis.count, num_chan, p.data(), slab_pixels, dirty.data());
-  }
   double weight_sum = 0, noise_sum = 0;
   for (int c = 0; c < num_chan; ++c) {
     weight_sum += weight[c];
     if (weight[c] > 0) noise_sum += weight[c] * weight[c] * noise[c] * noise[c];
   }
-  const double sigma = std::sqrt(noise_sum) / weight_sum;
+  faraday::SpectrumSettings settings;
+  settings.axis = axis;
+  settings.lambda0_sq = setup.lambda0_sq;
+  settings.fwhm = fwhm;
+  settings.sigma = std::sqrt(noise_sum) / weight_sum;
+  settings.clean = {config_.faraday.rmclean_gain, config_.faraday.rmclean_cutoff * settings.sigma,
+                    config_.faraday.rmclean_niter, config_.faraday.rmclean_xcorr};
   const faraday::FaradayAxis doubled{2 * axis.phi_first, axis.dphi, 2 * axis.count - 1};
   std::vector<cfloat> rmsf_double;
   for (const auto& v : faraday::rmsf(setup, doubled)) rmsf_double.emplace_back(v);
-
-  std::vector<cfloat> clean(dirty.size());
-  std::vector<float> maps(6 * static_cast<std::size_t>(slab_pixels));  // phi, pi, chi0, and their errors
-  long long iterations = 0;
-#pragma omp parallel for schedule(dynamic, 64) reduction(+ : iterations)
-  for (int x = 0; x < slab_pixels; ++x) {
-    std::vector<cfloat> fdf(axis.count), model(axis.count, cfloat{}), restored(axis.count);
-    for (int k = 0; k < axis.count; ++k) fdf[k] = dirty[static_cast<std::size_t>(k) * slab_pixels + x];
-    const cfloat* fitted = fdf.data();
-    if (config_.faraday.rmclean_niter > 0) {
-      iterations += faraday::rm_clean(fdf.data(), axis.count, rmsf_double, axis.dphi, config_.faraday.rmclean_gain,
-                                      config_.faraday.rmclean_cutoff * sigma, config_.faraday.rmclean_niter, fwhm,
-                                      model.data(), restored.data(), config_.faraday.rmclean_xcorr)
-                        .iterations;
-      fitted = restored.data();
-    } else {
-      restored = fdf;
-    }
-    const faraday::PeakFit fit = faraday::fit_peak(fitted, axis, setup.lambda0_sq, fwhm, sigma);
-    const double values[6] = {fit.phi, fit.pi, fit.chi0, fit.phi_err, fit.pi_err, fit.chi0_err};
-    for (int m = 0; m < 6; ++m) maps[static_cast<std::size_t>(m) * slab_pixels + x] = static_cast<float>(values[m]);
-    for (int k = 0; k < axis.count; ++k) clean[static_cast<std::size_t>(k) * slab_pixels + x] = restored[k];
-  }
+  const std::vector<cfloat> a = faraday::synthesis_matrix(setup, axis);
+  const faraday::SlabSpectra slab =
+      gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, a, num_chan, p.data(), slab_pixels, rmsf_double, settings)
+                       : faraday::synthesise_slab(a, num_chan, p.data(), slab_pixels, rmsf_double, settings);
   log.info("Faraday slab rows [" + std::to_string(y0) + ", " + std::to_string(y1) + "): " +
-           std::to_string(iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s");
+           std::to_string(slab.iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s");
 
   // Faraday depth cubes: rank 0 creates them, every rank writes its rows.
   fits::ImageHeader fdf_header = base_;
@@ -197,7 +177,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     for (const std::string& cube : cubes) fits::CubeFile::create(cube, fdf_header);
   mpi.barrier();
   for (int which = 0; which < 2; ++which) {
-    const std::vector<cfloat>& source = which == 0 ? dirty : clean;
+    const std::vector<cfloat>& source = which == 0 ? slab.dirty : slab.clean;
     for (int part = 0; part < 3; ++part) {
       std::vector<float> values(source.size());
       for (std::size_t i = 0; i < source.size(); ++i)
@@ -205,7 +185,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
       fits::CubeFile::write_rows(cubes[which * 3 + part], y0, values);
     }
   }
-  const std::vector<double> map_values(maps.begin(), maps.end());
+  const std::vector<double> map_values(slab.maps.begin(), slab.maps.end());
   const std::vector<double> all_maps = mpi.gather_to_root(map_values);
   mpi.barrier();
   if (!mpi.is_root()) return written;
@@ -218,16 +198,16 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const char* map_names[] = {"peak-phi", "peak-pi", "peak-chi0", "peak-phi-err", "peak-pi-err", "peak-chi0-err"};
   const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad"};
   std::size_t offset = 0;
-  std::vector<std::vector<float>> images(6, std::vector<float>(pixels_));
+  std::vector<std::vector<float>> images(faraday::peak_map_count, std::vector<float>(pixels_));
   for (int r = 0; r < ranks; ++r) {
     const auto [r0, r1] = slab_rows(r, ranks, ny);
-    const std::size_t slab = static_cast<std::size_t>(r1 - r0) * nx;
-    for (int m = 0; m < 6; ++m)
-      for (std::size_t i = 0; i < slab; ++i)
-        images[m][static_cast<std::size_t>(r0) * nx + i] = static_cast<float>(all_maps[offset + m * slab + i]);
-    offset += 6 * slab;
+    const std::size_t rows = static_cast<std::size_t>(r1 - r0) * nx;
+    for (int m = 0; m < faraday::peak_map_count; ++m)
+      for (std::size_t i = 0; i < rows; ++i)
+        images[m][static_cast<std::size_t>(r0) * nx + i] = static_cast<float>(all_maps[offset + m * rows + i]);
+    offset += faraday::peak_map_count * rows;
   }
-  for (int m = 0; m < 6; ++m) {
+  for (int m = 0; m < faraday::peak_map_count; ++m) {
     fits::ImageHeader header = plain_image(base_, map_units[m]);
     header.extra_keys["LAMSQ0"] = setup.lambda0_sq;
     fits::write_image(path(map_names[m]), header, images[m]);

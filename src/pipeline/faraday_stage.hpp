@@ -2,10 +2,13 @@
 // The Faraday products of a run: moments from per-pixel power sums (one reduction),
 // and RM synthesis, RM-CLEAN and peak maps on pixel slabs after one all-to-all.
 #include <complex>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "spip/config/config.hpp"
+#include "spip/cuda/moments.hpp"
 #include "spip/faraday/moments.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/parallel/decomposition.hpp"
@@ -21,8 +24,8 @@ class Log;
 class FaradayStage {
  public:
   // `base` is the image header of the channel cubes (WCS, beam, date); `blocks` the
-  // channel blocks of all ranks over the imaged range; `gpu_device` >= 0 runs the
-  // RM-synthesis product on that GPU.
+  // channel blocks of all ranks over the imaged range; `gpu_device` >= 0 accumulates
+  // the moments and runs RM synthesis and RM-CLEAN on that GPU.
   FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
                std::vector<parallel::ChannelBlock> blocks, int rank, int gpu_device);
 
@@ -46,9 +49,10 @@ class FaradayStage {
   std::vector<double> freq_hz_;
   std::vector<parallel::ChannelBlock> blocks_;
   int rank_;
-  int gpu_device_;                         // -1: RM synthesis with BLAS on the CPU
+  int gpu_device_;                         // -1: the CPU backend
   std::size_t pixels_;
-  std::vector<faraday::PowerSums> sums_;   // I, Q, U, V, P
+  std::optional<faraday::StokesPowerSums> host_sums_;     // one of these two
+  std::unique_ptr<cuda::StokesPowerSums> device_sums_;
   std::vector<std::complex<float>> qu_;    // [my channel][pixel] Q + iU
   std::vector<double> noise_;              // per my channel
 };

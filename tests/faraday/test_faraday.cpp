@@ -207,3 +207,141 @@ TEST(RmClean, CrossCorrelationSearchAlsoFindsTheComponents) {
   EXPECT_NEAR(at_20, 0.3, 0.01);
   EXPECT_NEAR(at_minus_7, 0.1, 0.01);
 }
+
+namespace {
+
+// A slab of pixels, each with its own Faraday-thin source, and a second, fainter one in
+// the odd pixels: P is [channel][pixel] as the transpose delivers it.
+struct ThinSlab {
+  std::vector<std::complex<float>> p;
+  std::vector<Thin> brightest;
+};
+ThinSlab thin_slab(const std::vector<double>& freq, int pixels) {
+  ThinSlab slab;
+  slab.p.resize(freq.size() * pixels);
+  for (int x = 0; x < pixels; ++x) {
+    const Thin bright{0.05 + 0.01 * x, -0.7 + 0.13 * x, -40.0 + 7.0 * x};
+    std::vector<Thin> sources{bright};
+    if (x % 2) sources.push_back({0.015, 0.3, bright.rm + 15.0});
+    const auto column = spectrum(freq, sources);
+    for (std::size_t c = 0; c < freq.size(); ++c) slab.p[c * pixels + x] = column[c];
+    slab.brightest.push_back(bright);
+  }
+  return slab;
+}
+
+std::vector<std::complex<float>> rmsf_over_twice(const SynthesisSetup& setup) {
+  const FaradayAxis& axis = setup.axis;
+  std::vector<std::complex<float>> r;
+  for (const cdouble& v : rmsf(setup, {2 * axis.phi_first, axis.dphi, 2 * axis.count - 1})) r.emplace_back(v);
+  return r;
+}
+
+SpectrumSettings settings_for(const SynthesisSetup& setup, int niter) {
+  SpectrumSettings settings;
+  settings.axis = setup.axis;
+  settings.lambda0_sq = setup.lambda0_sq;
+  settings.fwhm = measured_fwhm(setup);
+  settings.sigma = 1e-3;
+  settings.clean = {0.1, 1e-3, niter, false};
+  return settings;
+}
+
+}  // namespace
+
+// The slab stage runs the per-pixel functions on every column of the [phi][pixel] cube
+// (the GPU runs them on the strided cube itself): each pixel's products must be those
+// of its own spectrum cleaned and fitted alone, and each must find its own source.
+TEST(RmSynthesis, SlabCleansAndFitsEveryPixelAsItsOwnSpectrum) {
+  const std::vector<double> freq = sample_band();
+  const SynthesisSetup setup = make_setup(freq, std::vector<double>(freq.size(), 1.0), fine_axis(80, 0.25));
+  const int pixels = 12, chans = static_cast<int>(freq.size()), num_phi = setup.axis.count;
+  const ThinSlab truth = thin_slab(freq, pixels);
+  const auto rmsf_double = rmsf_over_twice(setup);
+  const SpectrumSettings settings = settings_for(setup, 2000);
+  const SlabSpectra slab =
+      synthesise_slab(synthesis_matrix(setup, setup.axis), chans, truth.p.data(), pixels, rmsf_double, settings);
+  ASSERT_EQ(slab.dirty.size(), static_cast<std::size_t>(num_phi) * pixels);
+  ASSERT_EQ(slab.maps.size(), static_cast<std::size_t>(peak_map_count) * pixels);
+
+  long long iterations = 0;
+  for (int x = 0; x < pixels; ++x) {
+    std::vector<std::complex<float>> residual(num_phi), model(num_phi), clean(num_phi);
+    for (int k = 0; k < num_phi; ++k) residual[k] = slab.dirty[static_cast<std::size_t>(k) * pixels + x];
+    iterations += rm_clean(residual.data(), num_phi, rmsf_double, setup.axis.dphi, 0.1, 1e-3, 2000, settings.fwhm,
+                           model.data(), clean.data())
+                      .iterations;
+    for (int k = 0; k < num_phi; ++k)
+      ASSERT_EQ(slab.clean[static_cast<std::size_t>(k) * pixels + x], clean[k]) << "pixel " << x << ", depth " << k;
+    const PeakFit fit = fit_peak(clean.data(), setup.axis, setup.lambda0_sq, settings.fwhm, settings.sigma);
+    for (int m = 0; m < peak_map_count; ++m)
+      EXPECT_EQ(slab.maps[static_cast<std::size_t>(m) * pixels + x], static_cast<float>(peak_map_value(fit, m)));
+
+    const Thin& source = truth.brightest[x];
+    EXPECT_NEAR(slab.maps[x], source.rm, 0.05) << "pixel " << x;
+    EXPECT_NEAR(slab.maps[pixels + x], source.p, 0.004) << "pixel " << x;
+    EXPECT_NEAR(slab.maps[2 * pixels + x], source.chi0, 0.03) << "pixel " << x;
+  }
+  EXPECT_EQ(slab.iterations, iterations);
+  EXPECT_GT(slab.iterations, 10 * pixels);
+}
+
+TEST(RmSynthesis, SlabWithoutCleanFitsTheDirtySpectrum) {
+  const std::vector<double> freq = sample_band();
+  const SynthesisSetup setup = make_setup(freq, std::vector<double>(freq.size(), 1.0), fine_axis(80, 0.25));
+  const int pixels = 4;
+  const ThinSlab truth = thin_slab(freq, pixels);
+  const SlabSpectra slab = synthesise_slab(synthesis_matrix(setup, setup.axis), static_cast<int>(freq.size()),
+                                           truth.p.data(), pixels, rmsf_over_twice(setup), settings_for(setup, 0));
+  EXPECT_EQ(slab.iterations, 0);
+  EXPECT_EQ(slab.clean, slab.dirty);
+  EXPECT_NEAR(slab.maps[0], truth.brightest[0].rm, 0.01);  // pixel 0 holds one source
+}
+
+// |F| in double from float parts: one rounding of the sum and one of the root, so within
+// an ulp on both compilers; rounded to float it is the correctly rounded hypot.
+TEST(SpectrumMath, AmplitudeIsWithinAnUlpOfTheModulus) {
+  std::mt19937 rng(11);
+  std::uniform_real_distribution<float> value(-10, 10);
+  for (int n = 0; n < 10000; ++n) {
+    const Sample z{value(rng), value(rng)};
+    const long double exact = std::sqrt(static_cast<long double>(z.re) * z.re + static_cast<long double>(z.im) * z.im);
+    const double nearest = static_cast<double>(exact);
+    ASSERT_LE(std::abs(amplitude(z) - nearest), std::nextafter(nearest, 100.0) - nearest);
+    ASSERT_EQ(polarised_intensity(z.re, z.im), std::hypot(z.re, z.im));
+  }
+}
+
+TEST(SpectrumMath, PowerTermsSkipBlankedValuesAndStrideByPixels) {
+  std::vector<double> sums(power_orders * 2, 0.0);  // two pixels
+  add_power_terms(sums.data() + 1, 2, 2.0, 0.5);
+  add_power_terms(sums.data() + 1, 2, std::numeric_limits<double>::quiet_NaN(), 1.0);
+  add_power_terms(sums.data() + 1, 2, std::numeric_limits<double>::infinity(), 1.0);
+  for (int k = 0; k < power_orders; ++k) {
+    EXPECT_EQ(sums[2 * k], 0.0);
+    EXPECT_EQ(sums[2 * k + 1], 0.5 * std::pow(2.0, k));
+  }
+}
+
+TEST(Moments, StokesSumsHoldEachPlaneAndThePolarisedIntensity) {
+  const std::size_t pixels = 6;
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal;
+  StokesPowerSums stokes(pixels);
+  std::vector<PowerSums> planes(StokesPowerSums::quantities, PowerSums(pixels));
+  for (int c = 0; c < 5; ++c) {
+    std::vector<float> restored(4 * pixels);
+    for (float& v : restored) v = normal(rng);
+    if (c == 2) restored[pixels + 4] = std::numeric_limits<float>::quiet_NaN();  // Q blanked in pixel 4
+    const double weight = 1.0 + c;
+    stokes.add_channel(restored.data(), weight);
+    std::vector<float> p(pixels);
+    for (std::size_t i = 0; i < pixels; ++i) p[i] = std::hypot(restored[pixels + i], restored[2 * pixels + i]);
+    for (int s = 0; s < 4; ++s) planes[s].add(restored.data() + s * pixels, weight);
+    planes[4].add(p.data(), weight);
+  }
+  std::vector<double> expected;
+  for (const PowerSums& s : planes) expected.insert(expected.end(), s.sums.begin(), s.sums.end());
+  EXPECT_EQ(stokes.values(), expected);
+  EXPECT_EQ(stokes.values()[1 * PowerSums::orders * pixels + 4], 1 + 2 + 4 + 5);  // Q of pixel 4 lost channel 2
+}

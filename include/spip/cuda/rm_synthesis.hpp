@@ -1,18 +1,31 @@
 #pragma once
-// RM synthesis on a GPU: the Faraday cube of a pixel slab as one cublasCgemm. Same
-// layout and arithmetic as faraday::synthesise (A built by faraday::synthesis_matrix
-// from the shared synthesis_element()). No CUDA types cross this header.
+// RM synthesis on a GPU, the peer of faraday::synthesise and faraday::synthesise_slab:
+// the Faraday cube of a pixel slab as one cublasCgemm, then RM-CLEAN and the peak fit
+// of every pixel's spectrum with one thread per pixel, running the shared per-pixel
+// math of spectrum_math.hpp on the [phi][pixel] cube. No CUDA types cross this header.
 #include <complex>
 #include <cstddef>
+#include <vector>
+
+#include "spip/faraday/rm_synthesis.hpp"
 
 namespace spip::cuda {
 
-// Device memory the product needs: A, P and F in complex64.
+// Device memory of the bare product: A, P and F in complex64.
 std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels);
+// Device memory of synthesise_slab(): A, P, the dirty, residual, model and clean cubes,
+// the RMSF of twice the range, the peak maps and the iteration counts.
+std::size_t slab_bytes(int num_phi, int num_chan, int num_pixels);
 
 // F[phi][pixel] = A[phi][c] P[c][pixel] on `device`. Throws spip::Error if the device
 // cannot hold the operands (saying how much is needed and free) or a CUDA call fails.
 void synthesise(int device, const std::complex<float>* a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f);
+
+// faraday::synthesise_slab() on `device`, with the same arguments and products.
+faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
+                                     const std::complex<float>* p, int num_pixels,
+                                     const std::vector<std::complex<float>>& rmsf_double,
+                                     const faraday::SpectrumSettings& settings);
 
 }  // namespace spip::cuda

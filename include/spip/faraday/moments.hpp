@@ -6,15 +6,32 @@
 
 namespace spip::faraday {
 
-// Sums over channels of w, w x, w x^2, w x^3, w x^4 per pixel, in double. NaN pixels
-// (blanked) are skipped, so each pixel counts only the channels where it is finite.
+// Sums over channels of w, w x, w x^2, w x^3, w x^4 per pixel, in double, added by
+// add_power_terms() of spectrum_math.hpp: NaN pixels (blanked) are skipped, so each
+// pixel counts only the channels where it is finite.
 struct PowerSums {
-  static constexpr int orders = 5;
+  static constexpr int orders = 5;  // power_orders
   std::size_t pixels = 0;
   std::vector<double> sums;  // [order][pixel]
 
   explicit PowerSums(std::size_t pixel_count = 0) : pixels(pixel_count), sums(orders * pixel_count, 0.0) {}
   void add(const float* plane, double weight);
+};
+
+// Power sums of the five moment quantities I, Q, U, V and P = |Q + iU| over a rank's
+// channels, [quantity][order][pixel]: the layout one reduction adds across ranks.
+// cuda::StokesPowerSums is its GPU peer.
+class StokesPowerSums {
+ public:
+  static constexpr int quantities = 5;
+  explicit StokesPowerSums(std::size_t pixels);
+  // One channel's restored planes [I, Q, U, V][pixel] with the channel's weight.
+  void add_channel(const float* restored, double weight);
+  const std::vector<double>& values() const { return values_; }
+
+ private:
+  std::size_t pixels_;
+  std::vector<double> values_;
 };
 
 struct MomentImages {

@@ -6,15 +6,9 @@
 #include <vector>
 
 #include "spip/config/config.hpp"
+#include "spip/faraday/spectrum_math.hpp"
 
 namespace spip::faraday {
-
-struct FaradayAxis {
-  double phi_first = 0;  // rad/m^2
-  double dphi = 1;
-  int count = 1;
-  double phi(int k) const { return phi_first + k * dphi; }
-};
 
 struct SynthesisSetup {
   std::vector<double> lambda_sq;   // per channel, m^2
@@ -46,10 +40,8 @@ double measured_fwhm(const SynthesisSetup& setup);
 
 // RM-CLEAN of one pixel's FDF in place: Hogbom on |F| with the RMSF of twice the range
 // (`rmsf_double`, centred at index axis.count - 1). Components are added to `model`;
-// `clean` receives residual + components restored with a Gaussian of `fwhm`. With
-// `cross_correlate`, components are placed at the peak of the residual's
-// cross-correlation with the RMSF (as the MAPS pipeline), which is less drawn to
-// sidelobe sums of blended components; the stopping test stays on |F|.
+// `clean` receives residual + components restored with a Gaussian of `fwhm`. The
+// arithmetic is rm_clean_spectrum() and restore_spectrum() of spectrum_math.hpp.
 struct RmCleanResult {
   int iterations = 0;
 };
@@ -57,14 +49,32 @@ RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<
                        double dphi, double gain, double cutoff, int max_iterations, double fwhm,
                        std::complex<float>* model, std::complex<float>* clean, bool cross_correlate = false);
 
-// Peak of |F| by parabolic interpolation, its Faraday depth, the bias-corrected
-// polarised intensity and the intrinsic angle derotated to lambda^2 = 0, with errors
-// for an FDF noise sigma (per unit PI): dphi = FWHM sigma / (2 PI), dchi = sigma / (2 PI).
-struct PeakFit {
-  double phi = 0, pi = 0, chi0 = 0;
-  double phi_err = 0, pi_err = 0, chi0_err = 0;
-};
+// fit_spectrum_peak() of spectrum_math.hpp on a contiguous FDF.
 PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double lambda0_sq, double fwhm,
                  double sigma);
+
+// What the per-pixel stage of a pixel slab needs besides the data. With
+// clean.max_iterations = 0 the peak is fitted to the dirty spectrum.
+struct SpectrumSettings {
+  FaradayAxis axis;
+  double lambda0_sq = 0;
+  double fwhm = 1;    // of the RMSF's main lobe, rad/m^2
+  double sigma = 0;   // FDF noise, for the bias correction and the errors
+  RmCleanControl clean;
+};
+
+// The Faraday products of a slab of pixels.
+struct SlabSpectra {
+  std::vector<std::complex<float>> dirty, clean;  // [phi][pixel]
+  std::vector<float> maps;                         // [map][pixel], in peak_map_value() order
+  long long iterations = 0;                        // RM-CLEAN iterations of all pixels
+};
+
+// F = A P (one cgemm), then RM-CLEAN and the peak fit of every pixel's spectrum, on the
+// CPU's cores. cuda::synthesise_slab() is its GPU peer. `a` is [phi][channel], `p`
+// [channel][pixel], `rmsf_double` the RMSF over twice the Faraday range.
+SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
+                            int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
+                            const SpectrumSettings& settings);
 
 }  // namespace spip::faraday

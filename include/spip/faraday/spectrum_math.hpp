@@ -1,0 +1,200 @@
+#pragma once
+// Per-pixel Faraday-spectrum arithmetic shared by the CPU and CUDA backends: RM-CLEAN
+// (Heald 2009), its restoring step, the peak fit, and the moment power sums. A pixel's
+// spectrum is seen through a stride: 1 for the CPU's contiguous copy, the slab's pixel
+// count for the GPU's [phi][pixel] cube, where neighbouring threads then read
+// neighbouring pixels.
+#include <cfloat>
+#include <cmath>
+
+#include "spip/common/complex_math.hpp"
+#include "spip/common/host_device.hpp"
+
+namespace spip::faraday {
+
+struct FaradayAxis {
+  double phi_first = 0;  // rad/m^2
+  double dphi = 1;
+  int count = 1;
+  SPIP_HOST_DEVICE double phi(int k) const { return phi_first + k * dphi; }
+};
+
+template <class T>
+struct Spectrum {
+  T* data;
+  long long stride;
+  SPIP_HOST_DEVICE Spectrum(T* values, long long step = 1) : data(values), stride(step) {}
+  template <class U>
+  SPIP_HOST_DEVICE Spectrum(const Spectrum<U>& other) : data(other.data), stride(other.stride) {}
+  SPIP_HOST_DEVICE T& operator[](int k) const { return data[k * stride]; }
+};
+
+using Sample = Complex<float>;
+
+// |F|^2 as the peak search compares it, in float.
+SPIP_HOST_DEVICE inline float power(Sample z) { return z.re * z.re + z.im * z.im; }
+
+// |F| in double: the squares of floats are exact in double and sqrt rounds correctly
+// on both compilers, so CPU and GPU find the same peak and fit the same parabola.
+SPIP_HOST_DEVICE inline double amplitude(Sample z) {
+  const double re = z.re, im = z.im;
+  return sqrt(re * re + im * im);
+}
+
+// Polarised intensity P = |Q + iU| of a channel pixel, for the moment images.
+SPIP_HOST_DEVICE inline float polarised_intensity(float q, float u) { return static_cast<float>(amplitude({q, u})); }
+
+struct RmCleanControl {
+  double gain = 0.1;
+  double cutoff = 0;  // stop when the residual peak |F| is not above it
+  int max_iterations = 0;
+  // Place components at the peak of the residual's cross-correlation with the RMSF (as
+  // the MAPS pipeline), which is less drawn to sidelobe sums of blended components.
+  bool cross_correlate = false;
+};
+
+// Index of the largest |F|, and that |F|^2 in `best_power`.
+SPIP_HOST_DEVICE inline int strongest_depth(Spectrum<const Sample> fdf, int num_phi, float& best_power) {
+  int peak = 0;
+  best_power = -1;
+  for (int k = 0; k < num_phi; ++k) {
+    const float p = power(fdf[k]);
+    if (p > best_power) {
+      best_power = p;
+      peak = k;
+    }
+  }
+  return peak;
+}
+
+// Index of the largest |sum_j F(j) conj(R(j - k))|: the RMSF-shaped feature best matched.
+// `rmsf_double` spans twice the range, centred at index num_phi - 1.
+SPIP_HOST_DEVICE inline int matched_depth(Spectrum<const Sample> fdf, int num_phi, const Sample* rmsf_double) {
+  const int centre = num_phi - 1;
+  int best_k = 0;
+  float best = -1;
+  for (int k = 0; k < num_phi; ++k) {
+    Sample sum;
+    for (int j = 0; j < num_phi; ++j) sum += fdf[j] * conj(rmsf_double[j - k + centre]);
+    if (power(sum) > best) {
+      best = power(sum);
+      best_k = k;
+    }
+  }
+  return best_k;
+}
+
+// Hogbom RM-CLEAN of `residual` in place; components are added to `model`. Returns the
+// number of iterations.
+SPIP_HOST_DEVICE inline int rm_clean_spectrum(Spectrum<Sample> residual, int num_phi, const Sample* rmsf_double,
+                                              const RmCleanControl& control, Spectrum<Sample> model) {
+  const int centre = num_phi - 1;
+  const float gain = static_cast<float>(control.gain);
+  int iterations = 0;
+  while (iterations < control.max_iterations) {
+    float best = 0;
+    int peak = strongest_depth(residual, num_phi, best);
+    if (!(sqrt(static_cast<double>(best)) > control.cutoff)) break;
+    if (control.cross_correlate) peak = matched_depth(residual, num_phi, rmsf_double);
+    const Sample component = residual[peak] * gain;
+    model[peak] += component;
+    for (int k = 0; k < num_phi; ++k) residual[k] = residual[k] - component * rmsf_double[k - peak + centre];
+    ++iterations;
+  }
+  return iterations;
+}
+
+// clean = residual + model convolved with a Gaussian of the RMSF's FWHM, cut at 2.5 FWHM.
+SPIP_HOST_DEVICE inline void restore_spectrum(Spectrum<const Sample> residual, Spectrum<const Sample> model,
+                                              int num_phi, double dphi, double fwhm, Spectrum<Sample> clean) {
+  const double half_power_log = 0.69314718055994531;
+  const double factor = 4 * half_power_log / (fwhm * fwhm);
+  const int reach = static_cast<int>(ceil(2.5 * fwhm / dphi));
+  for (int k = 0; k < num_phi; ++k) clean[k] = residual[k];
+  for (int j = 0; j < num_phi; ++j) {
+    const Sample component = model[j];
+    if (component.re == 0 && component.im == 0) continue;
+    const int first = j - reach < 0 ? 0 : j - reach, last = j + reach > num_phi - 1 ? num_phi - 1 : j + reach;
+    for (int k = first; k <= last; ++k) {
+      const double d = (k - j) * dphi;
+      clean[k] += component * static_cast<float>(exp(-factor * d * d));
+    }
+  }
+}
+
+struct PeakFit {
+  double phi = 0, pi = 0, chi0 = 0;
+  double phi_err = 0, pi_err = 0, chi0_err = 0;
+};
+
+// Polarisation angle wrapped to (-pi/2, pi/2].
+SPIP_HOST_DEVICE inline double wrap_angle(double chi) {
+  const double pi = 3.14159265358979323846;
+  while (chi <= -pi / 2) chi += pi;
+  while (chi > pi / 2) chi -= pi;
+  return chi;
+}
+
+// Peak of |F| by parabolic interpolation, its Faraday depth, the bias-corrected
+// polarised intensity (George, Stil & Keller 2012: PI_0 = sqrt(PI^2 - 2.3 sigma^2)) and
+// the intrinsic angle derotated to lambda^2 = 0, with errors for an FDF noise sigma:
+// dphi = FWHM sigma / (2 PI), dchi = sigma / (2 PI).
+SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, const FaradayAxis& axis,
+                                                  double lambda0_sq, double fwhm, double sigma) {
+  int k = 0;
+  double peak = amplitude(fdf[0]);
+  for (int j = 1; j < axis.count; ++j)
+    if (amplitude(fdf[j]) > peak) {
+      peak = amplitude(fdf[j]);
+      k = j;
+    }
+  double offset = 0;
+  if (k > 0 && k + 1 < axis.count) {
+    const double y0 = amplitude(fdf[k - 1]), y1 = peak, y2 = amplitude(fdf[k + 1]);
+    const double curvature = y0 - 2 * y1 + y2;
+    if (curvature < 0) {
+      offset = 0.5 * (y0 - y2) / curvature;
+      peak = y1 - 0.25 * (y0 - y2) * offset;
+    }
+  }
+  PeakFit fit;
+  fit.phi = axis.phi(k) + offset * axis.dphi;
+  const double debiased = peak * peak - 2.3 * sigma * sigma;
+  fit.pi = debiased > 0 ? sqrt(debiased) : 0.0;
+  const double chi_at_lambda0 = 0.5 * atan2(static_cast<double>(fdf[k].im), static_cast<double>(fdf[k].re));
+  fit.chi0 = wrap_angle(chi_at_lambda0 - fit.phi * lambda0_sq);
+  fit.pi_err = sigma;
+  fit.phi_err = peak > 0 ? fwhm * sigma / (2 * peak) : 0;
+  const double chi_err = peak > 0 ? sigma / (2 * peak) : 0;
+  const double derotation_err = lambda0_sq * fit.phi_err;
+  fit.chi0_err = sqrt(chi_err * chi_err + derotation_err * derotation_err);
+  return fit;
+}
+
+// The six peak maps in the order they are stored and written.
+constexpr int peak_map_count = 6;
+SPIP_HOST_DEVICE inline double peak_map_value(const PeakFit& fit, int map) {
+  switch (map) {
+    case 0: return fit.phi;
+    case 1: return fit.pi;
+    case 2: return fit.chi0;
+    case 3: return fit.phi_err;
+    case 4: return fit.pi_err;
+    default: return fit.chi0_err;
+  }
+}
+
+// Adds a channel's value x with weight w to a pixel's power sums w, w x, ..., w x^4
+// (`sums` points at the pixel's order-0 sum; orders are `pixels` apart). Non-finite
+// values (blanked pixels) are skipped, so each pixel counts its own channels.
+constexpr int power_orders = 5;
+SPIP_HOST_DEVICE inline void add_power_terms(double* sums, long long pixels, double x, double weight) {
+  if (!(fabs(x) <= DBL_MAX)) return;
+  double term = weight;
+  for (int k = 0; k < power_orders; ++k) {
+    sums[k * pixels] += term;
+    term *= x;
+  }
+}
+
+}  // namespace spip::faraday
