@@ -19,6 +19,7 @@
 #include "progress.hpp"
 #include "products.hpp"
 #include "spip/cuda/device.hpp"
+#include "spip/cuda/moments.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
@@ -118,19 +119,20 @@ std::string choose_backend(Device requested, int local_rank, const imaging::Imag
   }
   const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities);
+  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities) +
+                             cuda::StokesPowerSums::device_bytes(static_cast<std::size_t>(geometry.size) * geometry.size);
   const std::size_t free_bytes = cuda::free_memory_bytes(device.index);
   if (needed > free_bytes)
     SPIP_THROW(ConfigError, "GPU " + std::to_string(device.index) + " (" + device.name + ") has " +
                                 std::to_string(free_bytes >> 20) + " MiB free but imaging " +
                                 std::to_string(geometry.size) + "^2 pixels with channels of " +
-                                std::to_string(max_visibilities) + " visibilities needs " +
+                                std::to_string(max_visibilities) + " visibilities and summing its moments needs " +
                                 std::to_string(needed >> 20) +
                                 " MiB; use a smaller image.size or image.padding, or fewer ranks per GPU");
   log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " of " +
            std::to_string(probe.devices.size()) + " visible (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
            "): " + device.name + ", " + std::to_string(needed >> 20) + " of " + std::to_string(free_bytes >> 20) +
-           " MiB free planned for imaging");
+           " MiB free planned for imaging and moments");
   return "gpu " + std::to_string(device.index);
 }
 
@@ -293,7 +295,10 @@ class ChannelFeed {
 
   // Makes channel c, the next of `channels`, current in the imager.
   ChannelStats advance(int c) {
-    if (next_ >= channels_.size() || channels_[next_] != c) SPIP_THROW(Error, "channel feed out of order");
+    if (next_ >= channels_.size() || channels_[next_] != c)
+      SPIP_THROW(Error, "channel feed out of order: channel " + std::to_string(c) + " asked for, " +
+                            (next_ < channels_.size() ? std::to_string(channels_[next_]) : std::string("none")) +
+                            " staged");
     const Stopwatch wait;
     ChannelStats stats = pending_.get();
     imaging_.next();
@@ -320,6 +325,45 @@ class ChannelFeed {
   std::vector<int> channels_;
   std::size_t next_ = 0;
   std::future<ChannelStats> pending_;
+};
+
+// Finishes channels on a helper thread one channel behind the imaging: while channel
+// k+1 is imaged, channel k's planes are written to the cubes, its moments and Q + iU
+// go to the Faraday stage and its progress marker is written. Tasks run one at a time
+// in submission order, so the Faraday stage sees the channels in order and a marker
+// always follows its planes; only this thread touches the cubes during pass 2.
+class ChannelWriter {
+ public:
+  ChannelWriter() = default;
+  ChannelWriter(const ChannelWriter&) = delete;
+  ChannelWriter& operator=(const ChannelWriter&) = delete;
+  ~ChannelWriter() {
+    if (pending_.valid()) pending_.wait();
+  }
+
+  template <class Task>
+  void submit(Task task) {
+    finish();
+    pending_ = std::async(std::launch::async, [this, task = std::move(task)]() mutable {
+      const Stopwatch watch;
+      task();
+      busy_s_ += watch.seconds();
+    });
+  }
+  // Waits for the last task and rethrows its error.
+  void finish() {
+    if (!pending_.valid()) return;
+    const Stopwatch wait;
+    pending_.get();
+    waited_s_ += wait.seconds();
+  }
+  // Time spent writing, and the part of it the imaging waited for.
+  double busy_s() const { return busy_s_; }
+  double waited_s() const { return waited_s_; }
+
+ private:
+  std::future<void> pending_;
+  double busy_s_ = 0, waited_s_ = 0;
 };
 
 // ---- QA ------------------------------------------------------------------------
@@ -488,22 +532,25 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                                : std::nullopt;
   const std::size_t pixels = plan.geometry.pixels();
   ChannelFeed feed(source, imager, plan, scheme, todo);
+  ChannelWriter writer;
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {
       // Its planes are in the partial cubes: read the restored ones back for the
       // Faraday stage, and the numbers from its marker.
       const std::vector<double> record = progress.record(plan.chan_begin + c);
       records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
-      if (record[ChannelQa::fields] < 0) {
-        faraday.add_blank_channel();
-        continue;
-      }
-      std::vector<float> restored;
-      for (const char* stokes : {"I", "Q", "U", "V"}) {
-        const std::vector<float> plane = fits::CubeFile::read_planes(cubes.path("image", stokes), c, 1);
-        restored.insert(restored.end(), plane.begin(), plane.end());
-      }
-      faraday.add_channel(restored, record[ChannelQa::fields]);
+      writer.submit([&, c, noise = record[ChannelQa::fields]] {
+        if (noise < 0) {
+          faraday.add_blank_channel();
+          return;
+        }
+        std::vector<float> restored;
+        for (const char* stokes : {"I", "Q", "U", "V"}) {
+          const std::vector<float> plane = fits::CubeFile::read_planes(cubes.path("image", stokes), c, 1);
+          restored.insert(restored.end(), plane.begin(), plane.end());
+        }
+        faraday.add_channel(restored, noise);
+      });
       continue;
     }
     const ChannelStats data = feed.advance(c);
@@ -513,7 +560,6 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       // Nothing to image (fully flagged, or no baseline on the grid): its planes stay
       // NaN in every cube and the Faraday stage gives it zero weight.
       log.info("channel " + std::to_string(plan.chan_begin + c) + " has no unflagged data on the grid; blanked");
-      faraday.add_blank_channel();
       std::vector<double> record(ChannelQa::fields + 4, 0.0);
       record[0] = plan.chan_begin + c;
       record[1] = data.freq_hz;
@@ -521,16 +567,14 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       record[4] = 1.0;
       record[ChannelQa::fields] = -1.0;  // noise < 0: blanked
       records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
-      progress.mark_done(plan.chan_begin + c, record);
+      writer.submit([&, c, record] {
+        faraday.add_blank_channel();
+        progress.mark_done(plan.chan_begin + c, record);
+      });
       continue;
     }
-    const deconv::ChannelImages images =
-        imager.image(config.clean, common, std::move(psfs[c - mine.begin]));
-    write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
-    const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
-                                    deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
-    faraday.add_channel(images.restored, pol_noise);
-    const double peak_i = *std::max_element(images.restored.begin(), images.restored.begin() + plan.geometry.pixels());
+    deconv::ChannelImages images = imager.image(config.clean, common, std::move(psfs[c - mine.begin]));
+    const double peak_i = *std::max_element(images.restored.begin(), images.restored.begin() + pixels);
     const ChannelQa qa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
                        data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
                        data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
@@ -541,10 +585,6 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                        channel_watch.seconds()};
     const double* fields = &qa.channel;
     records.insert(records.end(), fields, fields + ChannelQa::fields);
-    std::vector<double> record(fields, fields + ChannelQa::fields);
-    record.insert(record.end(), {pol_noise, images.fitted_beam.major_rad, images.fitted_beam.minor_rad,
-                                 images.fitted_beam.pa_rad});
-    progress.mark_done(plan.chan_begin + c, record);
     if (mpi.is_root()) {
       const int done = c - mine.begin + 1;
       const double rate = done / imaging_watch.seconds();
@@ -554,9 +594,21 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                std::to_string(mine.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
                " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((mine.size() - done) / rate, 1) + " s");
     }
+    writer.submit([&, c, images = std::move(images), record = std::vector<double>(fields, fields + ChannelQa::fields)]() mutable {
+      write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
+      const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
+                                      deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
+      faraday.add_channel(images.restored, pol_noise);
+      record.insert(record.end(), {pol_noise, images.fitted_beam.major_rad, images.fitted_beam.minor_rad,
+                                   images.fitted_beam.pa_rad});
+      progress.mark_done(plan.chan_begin + c, record);
+    });
   }
+  writer.finish();
   const double image_s = imaging_watch.seconds() - (read_s - read_before);
-  log.info("waited " + fixed(read_s, 2) + " s for reads, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) + " s");
+  log.info("waited " + fixed(read_s, 2) + " s for reads, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) +
+           " s; writer thread " + fixed(writer.busy_s(), 2) + " s, of which the imaging waited " +
+           fixed(writer.waited_s(), 2) + " s");
   if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
 
   const std::vector<double> all_records = mpi.gather_to_root(records);

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "spip/fits/fits_image.hpp"
 
@@ -34,6 +35,36 @@ int count_markers(const std::string& out) {
   return n;
 }
 
+// Processes of session `sid`. Open MPI starts each rank in a process group of its own,
+// so a signal to mpiexec's group would leave the ranks running; a node failure or a
+// Slurm time limit (which kills the job's cgroup) takes them all, as this does.
+std::vector<pid_t> session_members(pid_t sid) {
+  std::vector<pid_t> members;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(entry.path() / "stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // Fields after the parenthesised command: state ppid pgrp session ...
+    std::istringstream rest(line.substr(line.rfind(')') + 2));
+    char state = 0;
+    long ppid = 0, pgrp = 0, session = 0;
+    rest >> state >> ppid >> pgrp >> session;
+    if (session == sid && state != 'Z') members.push_back(static_cast<pid_t>(std::stol(name)));
+  }
+  return members;
+}
+
+void kill_session(pid_t sid) {
+  for (int round = 0; round < 500; ++round) {
+    const std::vector<pid_t> members = session_members(sid);
+    if (members.empty()) return;
+    for (pid_t pid : members) kill(pid, SIGKILL);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+}
+
 std::string read_file(const fs::path& path) {
   std::ifstream in(path);
   std::stringstream text;
@@ -50,23 +81,23 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   fs::create_directories(base);
   ASSERT_EQ(std::system((command_for(reference) + " > " + base + "/reference.log 2>&1").c_str()), 0);
 
-  // Start the run in its own process group, so that one SIGKILL takes mpiexec and
-  // both ranks as a node failure or a Slurm time limit would.
+  // Start the run in a session of its own, so that every process of it (mpiexec and
+  // both ranks) can be killed at once.
   const pid_t child = fork();
   ASSERT_GE(child, 0);
   if (child == 0) {
-    setpgid(0, 0);
+    setsid();
     const std::string command = command_for(resumed) + " > " + base + "/killed.log 2>&1";
     execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     _exit(127);
   }
-  setpgid(child, child);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
   while (count_markers(resumed) < 6 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  kill(-child, SIGKILL);
+  kill_session(child);
   int status = 0;
   waitpid(child, &status, 0);
+  ASSERT_TRUE(session_members(child).empty()) << "a process of the killed run survived";
   const int done_when_killed = count_markers(resumed);
   ASSERT_GE(done_when_killed, 6);
   ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";
