@@ -1,12 +1,15 @@
 // The GPU backend's rates on a Measurement Set, each beside its reference on the same
 // run: Stokes visibilities gridded per second (GPU ChannelImager vs the CPU one), FFTs
 // per second (cuFFT alone), Faraday samples per second (spip's RM synthesis vs a bare
-// cublasCgemm of the same shape), and the share of upload time hidden by the second
-// stream. Without a usable GPU it says so and exits 0.
+// cublasCgemm of the same shape), the share of upload time hidden by the second
+// stream, and pixels per second through RM synthesis, RM-CLEAN and the peak fit (GPU
+// slab vs the CPU slab). Without a usable GPU it says so and exits 0.
 //   bench_gpu MS [channels] [image_size] [scale_arcsec]
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <complex>
 #include <cstdio>
 #include <future>
 #include <string>
@@ -142,6 +145,26 @@ int main(int argc, char** argv) {
   std::snprintf(reference, sizeof reference, "bare cublasCgemm %.4g /s (%.2f TFLOP/s)", samples / cgemm_s,
                 8.0 * samples * channels / cgemm_s / 1e12);
   row("RM synthesis (with transfers)", synthesis_s, samples / synthesis_s, "Faraday samples/s", reference);
+
+  // The per-pixel stage on a slab of 16384 pixels, each with a Faraday-thin source.
+  const int slab_pixels = std::min(pixels, 16384);
+  std::vector<std::complex<float>> thin(static_cast<std::size_t>(channels) * slab_pixels);
+  for (int c = 0; c < channels; ++c)
+    for (int x = 0; x < slab_pixels; ++x)
+      thin[static_cast<std::size_t>(c) * slab_pixels + x] = std::polar(0.1f, static_cast<float>(
+          2.0 * (0.3 + (x % 80 - 40) * setup.lambda_sq[c])));
+  const auto rmsf_double = spip::faraday::rmsf_for_clean(setup);
+  const auto settings = spip::faraday::spectrum_settings(setup, 1e-3, {0.1, 5e-3, 1000, false});
+  start = Clock::now();
+  const auto cpu_slab = spip::faraday::synthesise_slab(a, channels, thin.data(), slab_pixels, rmsf_double, settings);
+  const double cpu_slab_s = seconds_since(start);
+  start = Clock::now();
+  const auto gpu_slab =
+      spip::cuda::synthesise_slab(device.index, a, channels, thin.data(), slab_pixels, rmsf_double, settings);
+  const double gpu_slab_s = seconds_since(start);
+  std::snprintf(reference, sizeof reference, "CPU slab %.4g /s (%.3f s); %lld vs %lld iterations",
+                slab_pixels / cpu_slab_s, cpu_slab_s, gpu_slab.iterations, cpu_slab.iterations);
+  row("RM-CLEAN, peak fit (w. transfers)", gpu_slab_s, slab_pixels / gpu_slab_s, "pixels/s", reference);
   std::printf("peak RSS %.0f MiB\n", peak_rss_mib());
   return 0;
 }

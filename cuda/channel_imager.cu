@@ -8,6 +8,7 @@
 #include "detail/clean_kernels.hpp"
 #include "detail/cuda_check.hpp"
 #include "detail/gridding_kernels.hpp"
+#include "spip/imaging/gridding_math.hpp"
 #include "spip/imaging/w_layout.hpp"
 
 namespace spip::cuda {
@@ -18,35 +19,47 @@ using detail::PinnedBuffer;
 using detail::dcomplex;
 using imaging::GridPoint;
 constexpr int num_stokes = 4;
-using PlaneRanges = std::vector<std::pair<long long, long long>>;
 
 // Bytes per visibility a channel occupies on the device: its points (once, and with
 // its mirror), Stokes visibilities and weights.
 constexpr std::size_t staged_bytes_per_visibility =
     3 * sizeof(GridPoint) + num_stokes * (sizeof(float2) + sizeof(float));
+// Bytes of a channel's two tile tables (direct and Hermitian points).
+std::size_t tile_table_bytes(const imaging::ImageGeometry& geometry) {
+  const std::size_t tiles = imaging::tiles_per_side(geometry.grid_size);
+  return 2 * (tiles * tiles + 1) * sizeof(long long);
+}
+
+// A point list on the device, grouped by tile, and which w-planes it reaches.
+struct PointSet {
+  DeviceArray<GridPoint> points;
+  DeviceArray<long long> tile_start;
+  std::vector<char> reaches;  // per plane
+  detail::TiledPointsView view(int tiles) const { return {points.get(), tile_start.get(), tiles}; }
+};
 
 // One buffer set: a channel on the device, and what the host knows of it.
 struct Slot {
   std::size_t count = 0;
   double w_first = 0;
   int planes = 1;
-  PlaneRanges direct_ranges, hermitian_ranges;
+  std::vector<imaging::WPlaneBounds> bounds;  // per plane
   std::array<double, num_stokes> weight_sum{};
-  DeviceArray<GridPoint> direct, hermitian;
+  PointSet direct, hermitian;
   DeviceArray<float2> vis;
   DeviceArray<float> weights;
   PinnedBuffer staging;
   cudaEvent_t upload_start = nullptr, upload_end = nullptr;
 };
 
-PlaneRanges plane_ranges(const imaging::PointLayout& layout, const std::vector<GridPoint>& points,
-                         const imaging::WStacking& stacking) {
-  PlaneRanges ranges;
+std::vector<char> planes_reached(const imaging::PointLayout& layout, const std::vector<GridPoint>& points,
+                                 const imaging::WStacking& stacking) {
+  std::vector<char> reaches;
   for (int p = 0; p < layout.planes; ++p) {
     const auto [lo, hi] = layout.plane_range(points, p, stacking);
-    ranges.emplace_back(static_cast<long long>(lo), static_cast<long long>(hi));
+    reaches.push_back(hi > lo);
   }
-  return ranges;
+  return reaches;
 }
 
 float event_ms(cudaEvent_t from, cudaEvent_t to) {
@@ -81,6 +94,7 @@ struct ChannelImager::Impl {
 
   long long pixels() const { return static_cast<long long>(geometry.pixels()); }
   long long cells() const { return static_cast<long long>(geometry.grid_size) * geometry.grid_size; }
+  int tiles() const { return imaging::tiles_per_side(geometry.grid_size); }
   Slot& active() {
     if (current < 0) SPIP_THROW(Error, "GPU imager: no channel is current (stage() and next() first)");
     return slots[current];
@@ -130,11 +144,14 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
   for (Slot& slot : slots) {
-    slot.direct = DeviceArray<GridPoint>(max_visibilities);
-    slot.hermitian = DeviceArray<GridPoint>(2 * max_visibilities);
+    slot.direct.points = DeviceArray<GridPoint>(max_visibilities);
+    slot.hermitian.points = DeviceArray<GridPoint>(2 * max_visibilities);
+    const std::size_t tile_entries = static_cast<std::size_t>(tiles()) * tiles() + 1;
+    slot.direct.tile_start = DeviceArray<long long>(tile_entries);
+    slot.hermitian.tile_start = DeviceArray<long long>(tile_entries);
     slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);
     slot.weights = DeviceArray<float>(num_stokes * max_visibilities);
-    slot.staging = PinnedBuffer(staged_bytes_per_visibility * max_visibilities);
+    slot.staging = PinnedBuffer(staged_bytes_per_visibility * max_visibilities + tile_table_bytes(geometry));
     SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_start));
     SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_end));
   }
@@ -169,14 +186,12 @@ void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::
   const Slot& slot = active();
   const detail::GridShape grid_shape = shape(slot);
   const int lanes = source.lanes();
-  const GridPoint* points = source.packed ? slot.hermitian.get() : slot.direct.get();
-  const PlaneRanges& ranges = source.packed ? slot.hermitian_ranges : slot.direct_ranges;
+  const PointSet& points = source.packed ? slot.hermitian : slot.direct;
   SPIP_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, lanes * pixels() * sizeof(dcomplex), compute));
   for (int p = 0; p < slot.planes; ++p) {
-    const auto [lo, hi] = ranges[p];
-    if (lo == hi) continue;
+    if (!points.reaches[p]) continue;
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, lanes * cells() * sizeof(cufftComplex), compute));
-    detail::grid_points(points, lo, hi, p, grid_shape, source, grids.get(), compute);
+    detail::grid_points(points.view(tiles()), slot.bounds[p], p, grid_shape, source, grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(lanes == 1 ? plan_one : plan_two, grids.get(), grids.get(), CUFFT_FORWARD));
     detail::accumulate_plane(grids.get(), lanes, p, grid_shape, x_shifted.get(), acc.get(), compute);
   }
@@ -190,13 +205,12 @@ void ChannelImager::Impl::predict_residual() {
   SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
   SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
   for (int p = 0; p < slot.planes; ++p) {
-    const auto [lo, hi] = slot.hermitian_ranges[p];
-    if (lo == hi) continue;
+    if (!slot.hermitian.reaches[p]) continue;
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * cells() * sizeof(cufftComplex), compute));
     detail::fill_plane(model.get(), num_stokes, p, grid_shape, correction.get(), x_shifted.get(), grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(plan_two, grids.get(), grids.get(), CUFFT_INVERSE));
-    detail::degrid_points(slot.hermitian.get(), lo, hi, p, grid_shape, grids.get(), 2, plain.get(), mirrored.get(),
-                          compute);
+    detail::degrid_points(slot.hermitian.view(tiles()), slot.bounds[p], p, grid_shape, grids.get(), 2, plain.get(),
+                          mirrored.get(), compute);
   }
   detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(slot.count), slot.vis.get(),
                          residual_vis.get(), compute);
@@ -217,7 +231,8 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
   const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
                                 2 * sizeof(double);
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
-  return per_visibility * max_visibilities + per_cell * cells + per_pixel * pixels + margin;
+  return per_visibility * max_visibilities + per_cell * cells + per_pixel * pixels + 2 * tile_table_bytes(geometry) +
+         margin;
 }
 
 ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
@@ -241,10 +256,14 @@ void ChannelImager::stage(const ChannelInput& input) {
   slot.count = count;
   slot.w_first = layout.w_first;
   slot.planes = layout.planes;
-  slot.direct_ranges = plane_ranges(layout, layout.direct, m.stacking);
-  slot.hermitian_ranges = plane_ranges(layout, layout.hermitian, m.stacking);
+  slot.bounds.clear();
+  for (int p = 0; p < layout.planes; ++p) slot.bounds.push_back(layout.plane_bounds(p, m.stacking));
+  slot.direct.reaches = planes_reached(layout, layout.direct, m.stacking);
+  slot.hermitian.reaches = planes_reached(layout, layout.hermitian, m.stacking);
+  const imaging::TiledPoints direct_tiles = imaging::tile_points(layout.direct, m.geometry, m.stacking.kernel);
+  const imaging::TiledPoints hermitian_tiles = imaging::tile_points(layout.hermitian, m.geometry, m.stacking.kernel);
 
-  // Pinned layout: direct points | hermitian points | visibilities | weights.
+  // Pinned layout: direct points | hermitian points | tile tables | visibilities | weights.
   char* out = slot.staging.get();
   auto append = [&](const void* data, std::size_t bytes) {
     std::memcpy(out, data, bytes);
@@ -252,8 +271,13 @@ void ChannelImager::stage(const ChannelInput& input) {
     out += bytes;
     return at;
   };
-  const char* direct = append(layout.direct.data(), layout.direct.size() * sizeof(GridPoint));
-  const char* hermitian = append(layout.hermitian.data(), layout.hermitian.size() * sizeof(GridPoint));
+  const std::size_t direct_bytes = direct_tiles.points.size() * sizeof(GridPoint);
+  const std::size_t hermitian_bytes = hermitian_tiles.points.size() * sizeof(GridPoint);
+  const std::size_t table_bytes = direct_tiles.tile_start.size() * sizeof(long long);
+  const char* direct = append(direct_tiles.points.data(), direct_bytes);
+  const char* hermitian = append(hermitian_tiles.points.data(), hermitian_bytes);
+  const char* direct_table = append(direct_tiles.tile_start.data(), table_bytes);
+  const char* hermitian_table = append(hermitian_tiles.tile_start.data(), table_bytes);
   const char* vis = append(input.vis.data(), count * num_stokes * sizeof(float2));
   float* weights = reinterpret_cast<float*>(append(input.weights.data(), count * num_stokes * sizeof(float)));
   // Baselines beyond the grid are not imaged and must not count in the normalisation.
@@ -270,8 +294,10 @@ void ChannelImager::stage(const ChannelInput& input) {
     if (bytes) SPIP_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, m.upload));
     m.stats.upload_bytes += static_cast<double>(bytes);
   };
-  upload(slot.direct.get(), direct, layout.direct.size() * sizeof(GridPoint));
-  upload(slot.hermitian.get(), hermitian, layout.hermitian.size() * sizeof(GridPoint));
+  upload(slot.direct.points.get(), direct, direct_bytes);
+  upload(slot.hermitian.points.get(), hermitian, hermitian_bytes);
+  upload(slot.direct.tile_start.get(), direct_table, table_bytes);
+  upload(slot.hermitian.tile_start.get(), hermitian_table, table_bytes);
   upload(slot.vis.get(), vis, count * num_stokes * sizeof(float2));
   upload(slot.weights.get(), reinterpret_cast<const char*>(weights), count * num_stokes * sizeof(float));
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_end, m.upload));

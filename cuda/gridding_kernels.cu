@@ -50,31 +50,87 @@ __device__ dcomplex rotation(const GridPoint& q, const GridShape& shape) {
   return shape.wstacking ? unit_phasor(imaging::w_rotation_angle(q.w, shape.x0)) : dcomplex(1.0);
 }
 
-// One thread per point: W^2 atomic adds per lane. Points of one w-plane are spread
-// over the uv-plane, so two threads rarely hit the same cell at once.
-__global__ void grid_points_kernel(const GridPoint* points, long long lo, long long hi, int p, GridShape shape,
-                                   LaneSource source, cufftComplex* grids) {
-  const long long i = lo + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= hi) return;
-  const GridPoint q = points[i];
+// The points of tile blockIdx.x whose w-kernel reaches the plane: [lo, hi). Within a
+// tile the points are sorted by w, so these are the host's plane_range() comparisons.
+struct PointRange {
+  long long lo, hi;
+};
+__device__ long long first_not(const GridPoint* points, long long lo, long long hi, double bound, bool inclusive) {
+  while (lo < hi) {
+    const long long mid = lo + (hi - lo) / 2;
+    const double w = points[mid].w;
+    if (inclusive ? w <= bound : w < bound)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+__device__ PointRange tile_range(const TiledPointsView& tiled, imaging::WPlaneBounds bounds) {
+  const long long start = tiled.tile_start[blockIdx.x], end = tiled.tile_start[blockIdx.x + 1];
+  const long long lo = first_not(tiled.points, start, end, bounds.low, false);
+  return {lo, first_not(tiled.points, lo, end, bounds.high, true)};
+}
+
+// Lanes summed in shared memory at a time: two lanes of a (grid_tile + W - 1)^2 tile
+// of float2 fit the 48 KiB every block may use up to W = 16.
+constexpr int tile_lanes = 2;
+constexpr int tile_span_max = imaging::grid_tile + max_support - 1;
+static_assert(tile_lanes * tile_span_max * tile_span_max * sizeof(float2) <= 48 * 1024);
+
+__device__ void spread_point(const GridPoint& q, int p, const GridShape& shape, const LaneSource& source, int first_lane,
+                             int lanes, int tile_u, int tile_v, int span, float2* tile) {
   const Footprints f = footprints(q, shape);
-  const dcomplex turn = rotation(q, shape) * plane_weight(q, p, shape);
   const int n = shape.grid_size, support = shape.kernel.support;
-  for (int lane = 0; lane < source.lanes(); ++lane) {
-    const dcomplex raw = lane_value(source, q.k, q.mirror != 0, lane);
+  const int du = imaging::wrap_cell(f.first_u, n) - tile_u * imaging::grid_tile;
+  const int dv = imaging::wrap_cell(f.first_v, n) - tile_v * imaging::grid_tile;
+  const dcomplex turn = rotation(q, shape) * plane_weight(q, p, shape);
+  for (int l = 0; l < lanes; ++l) {
+    const dcomplex raw = lane_value(source, q.k, q.mirror != 0, first_lane + l);
     if (raw.re == 0.0 && raw.im == 0.0) continue;
     const dcomplex turned = raw * turn;
     const float value_re = static_cast<float>(turned.re), value_im = static_cast<float>(turned.im);
-    cufftComplex* grid = grids + lane * shape.cells();
+    float2* lane_tile = tile + l * span * span;
     for (int j = 0; j < support; ++j) {
-      cufftComplex* row = grid + static_cast<long long>(imaging::wrap_cell(f.first_v + j, n)) * n;
+      float2* row = lane_tile + (dv + j) * span + du;
       const float row_re = value_re * f.v[j], row_im = value_im * f.v[j];
       for (int c = 0; c < support; ++c) {
-        cufftComplex* cell = row + imaging::wrap_cell(f.first_u + c, n);
-        atomicAdd(&cell->x, row_re * f.u[c]);
-        atomicAdd(&cell->y, row_im * f.u[c]);
+        atomicAdd(&row[c].x, row_re * f.u[c]);
+        atomicAdd(&row[c].y, row_im * f.u[c]);
       }
     }
+  }
+}
+
+// One block per tile: the block's points are spread into shared memory (atomics there
+// are cheap), then every touched cell of the widened tile is added to the grid once,
+// wrapping at the edges; neighbouring tiles' widened borders overlap, hence the atomics.
+__global__ void grid_tiles_kernel(TiledPointsView tiled, imaging::WPlaneBounds bounds, int p, GridShape shape,
+                                  LaneSource source, cufftComplex* grids) {
+  extern __shared__ float2 tile[];
+  const PointRange range = tile_range(tiled, bounds);
+  if (range.lo == range.hi) return;
+  const int n = shape.grid_size, span = imaging::grid_tile + shape.kernel.support - 1;
+  const int tile_u = blockIdx.x % tiled.tiles, tile_v = blockIdx.x / tiled.tiles;
+  for (int first_lane = 0; first_lane < source.lanes(); first_lane += tile_lanes) {
+    const int lanes = min(tile_lanes, source.lanes() - first_lane);
+    const int values = lanes * span * span;
+    for (int c = threadIdx.x; c < values; c += blockDim.x) tile[c] = make_float2(0.0f, 0.0f);
+    __syncthreads();
+    for (long long i = range.lo + threadIdx.x; i < range.hi; i += blockDim.x)
+      spread_point(tiled.points[i], p, shape, source, first_lane, lanes, tile_u, tile_v, span, tile);
+    __syncthreads();
+    for (int c = threadIdx.x; c < values; c += blockDim.x) {
+      const float2 v = tile[c];
+      if (v.x == 0.0f && v.y == 0.0f) continue;
+      const int lane = first_lane + c / (span * span), at = c % (span * span);
+      const long long row = imaging::wrap_cell(tile_v * imaging::grid_tile + at / span, n);
+      const int column = imaging::wrap_cell(tile_u * imaging::grid_tile + at % span, n);
+      cufftComplex* cell = grids + lane * shape.cells() + row * n + column;
+      atomicAdd(&cell->x, v.x);
+      atomicAdd(&cell->y, v.y);
+    }
+    __syncthreads();  // before the next lanes clear the tile
   }
 }
 
@@ -129,13 +185,11 @@ __global__ void fill_plane_kernel(const float* images, int num_stokes, int p, Gr
   }
 }
 
-// One thread per point; only reads the grid. Each (visibility, mirror) pair is one
-// point of the list, so no two threads add to the same output.
-__global__ void degrid_points_kernel(const GridPoint* points, long long lo, long long hi, int p, GridShape shape,
-                                     const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored) {
-  const long long i = lo + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i >= hi) return;
-  const GridPoint q = points[i];
+// One block per tile, a thread per point; only reads the grid, whose cells the tile's
+// points share. Each (visibility, mirror) pair is one point, so no two threads add to
+// the same output.
+__device__ void degrid_point(const GridPoint& q, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
+                             dcomplex* plain, dcomplex* mirrored) {
   const Footprints f = footprints(q, shape);
   const dcomplex turn = conj(rotation(q, shape)) * plane_weight(q, p, shape);
   const int n = shape.grid_size, support = shape.kernel.support;
@@ -157,6 +211,13 @@ __global__ void degrid_points_kernel(const GridPoint* points, long long lo, long
   }
 }
 
+__global__ void degrid_tiles_kernel(TiledPointsView tiled, imaging::WPlaneBounds bounds, int p, GridShape shape,
+                                    const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored) {
+  const PointRange range = tile_range(tiled, bounds);
+  for (long long i = range.lo + threadIdx.x; i < range.hi; i += blockDim.x)
+    degrid_point(tiled.points[i], p, shape, grids, lanes, plain, mirrored);
+}
+
 __global__ void subtract_model_kernel(const dcomplex* plain, const dcomplex* mirrored, long long count,
                                       const float2* observed, float2* residual) {
   const long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -171,13 +232,16 @@ __global__ void subtract_model_kernel(const dcomplex* plain, const dcomplex* mir
 
 void check_launch() { SPIP_CUDA_CHECK(cudaGetLastError()); }
 
+unsigned tile_count(const TiledPointsView& tiled) { return static_cast<unsigned>(tiled.tiles) * tiled.tiles; }
+
 }  // namespace
 
-void grid_points(const GridPoint* points, long long lo, long long hi, int p, const GridShape& shape,
+void grid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
                  const LaneSource& source, cufftComplex* grids, cudaStream_t stream) {
-  if (hi <= lo) return;
-  grid_points_kernel<<<blocks_for(hi - lo, threads_per_block), threads_per_block, 0, stream>>>(points, lo, hi, p, shape,
-                                                                                               source, grids);
+  const int span = imaging::grid_tile + shape.kernel.support - 1;
+  const std::size_t shared_bytes = static_cast<std::size_t>(tile_lanes) * span * span * sizeof(float2);
+  grid_tiles_kernel<<<tile_count(tiled), threads_per_block, shared_bytes, stream>>>(tiled, bounds, p, shape, source,
+                                                                                     grids);
   check_launch();
 }
 
@@ -202,11 +266,10 @@ void fill_plane(const float* images, int num_stokes, int p, const GridShape& sha
   check_launch();
 }
 
-void degrid_points(const GridPoint* points, long long lo, long long hi, int p, const GridShape& shape,
+void degrid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
                    const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored, cudaStream_t stream) {
-  if (hi <= lo) return;
-  degrid_points_kernel<<<blocks_for(hi - lo, threads_per_block), threads_per_block, 0, stream>>>(
-      points, lo, hi, p, shape, grids, lanes, plain, mirrored);
+  degrid_tiles_kernel<<<tile_count(tiled), threads_per_block, 0, stream>>>(tiled, bounds, p, shape, grids, lanes, plain,
+                                                                          mirrored);
   check_launch();
 }
 

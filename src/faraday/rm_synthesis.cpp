@@ -98,6 +98,23 @@ double measured_fwhm(const SynthesisSetup& setup) {
   SPIP_THROW(Error, "the RMSF has no half-power point");
 }
 
+SpectrumSettings spectrum_settings(const SynthesisSetup& setup, double sigma, const RmCleanControl& clean) {
+  SpectrumSettings settings;
+  settings.axis = setup.axis;
+  settings.lambda0_sq = setup.lambda0_sq;
+  settings.fwhm = measured_fwhm(setup);
+  settings.sigma = sigma;
+  settings.clean = clean;
+  return settings;
+}
+
+std::vector<std::complex<float>> rmsf_for_clean(const SynthesisSetup& setup) {
+  const FaradayAxis& axis = setup.axis;
+  std::vector<std::complex<float>> r;
+  for (const auto& v : rmsf(setup, {2 * axis.phi_first, axis.dphi, 2 * axis.count - 1})) r.emplace_back(v);
+  return r;
+}
+
 RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<std::complex<float>>& rmsf_double,
                        double dphi, double gain, double cutoff, int max_iterations, double fwhm,
                        std::complex<float>* model, std::complex<float>* clean, bool cross_correlate) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "spip/error.hpp"
 #include "spip/imaging/gridding_math.hpp"
@@ -59,14 +60,20 @@ GridCorrection make_grid_correction(const ImageGeometry& geometry, const WStacki
   return g;
 }
 
+WPlaneBounds PointLayout::plane_bounds(int p, const WStacking& stacking) const {
+  if (!stacking.enabled) return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
+  const double reach = 0.5 * stacking.w_kernel.support * stacking.dw;
+  const double w_plane = w_first + p * stacking.dw;
+  return {w_plane - reach, w_plane + reach};
+}
+
 std::pair<std::size_t, std::size_t> PointLayout::plane_range(const std::vector<GridPoint>& points, int p,
                                                              const WStacking& stacking) const {
   if (!stacking.enabled) return {0, points.size()};
-  const double reach = 0.5 * stacking.w_kernel.support * stacking.dw;
-  const double w_plane = w_first + p * stacking.dw;
+  const WPlaneBounds bounds = plane_bounds(p, stacking);
   const auto lo = std::partition_point(points.begin(), points.end(),
-                                       [&](const GridPoint& q) { return q.w < w_plane - reach; });
-  const auto hi = std::partition_point(lo, points.end(), [&](const GridPoint& q) { return q.w <= w_plane + reach; });
+                                       [&](const GridPoint& q) { return q.w < bounds.low; });
+  const auto hi = std::partition_point(lo, points.end(), [&](const GridPoint& q) { return q.w <= bounds.high; });
   return {static_cast<std::size_t>(lo - points.begin()), static_cast<std::size_t>(hi - points.begin())};
 }
 
@@ -98,6 +105,26 @@ PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const
   layout.w_first = -w_reach - 0.5 * support * stacking.dw;
   layout.planes = static_cast<int>(std::floor((w_reach - layout.w_first) / stacking.dw + 0.5 * support)) + 1;
   return layout;
+}
+
+TiledPoints tile_points(const std::vector<GridPoint>& points, const ImageGeometry& geometry, const EsKernel& kernel) {
+  const int n = geometry.grid_size, tiles = tiles_per_side(n);
+  const double uv_cell = geometry.uv_cell();
+  std::vector<int> tile(points.size());
+  TiledPoints tiled;
+  tiled.tile_start.assign(static_cast<std::size_t>(tiles) * tiles + 1, 0);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const int first_u = footprint_first(grid_position_u(points[i].u, uv_cell, n), kernel.support);
+    const int first_v = footprint_first(grid_position_v(points[i].v, uv_cell, n), kernel.support);
+    tile[i] = tile_of(first_v, n) * tiles + tile_of(first_u, n);
+    ++tiled.tile_start[tile[i] + 1];
+  }
+  for (std::size_t t = 1; t < tiled.tile_start.size(); ++t) tiled.tile_start[t] += tiled.tile_start[t - 1];
+  // A counting sort: stable, so w order survives within each tile.
+  std::vector<long long> next(tiled.tile_start.begin(), tiled.tile_start.end() - 1);
+  tiled.points.resize(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) tiled.points[next[tile[i]]++] = points[i];
+  return tiled;
 }
 
 }  // namespace spip::imaging

@@ -111,9 +111,17 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   }
   const faraday::SynthesisSetup setup = faraday::make_setup(freq_hz_, weight, config_.faraday);
   const faraday::FaradayAxis& axis = setup.axis;
-  const double fwhm = faraday::measured_fwhm(setup);
+  double weight_sum = 0, noise_sum = 0;
+  for (std::size_t c = 0; c < weight.size(); ++c) {
+    weight_sum += weight[c];
+    if (weight[c] > 0) noise_sum += weight[c] * weight[c] * noise[c] * noise[c];
+  }
+  const double sigma = std::sqrt(noise_sum) / weight_sum;  // of the FDF
+  const FaradayConfig& f = config_.faraday;
+  const faraday::SpectrumSettings settings = faraday::spectrum_settings(
+      setup, sigma, {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
   const double phi_max = -axis.phi_first;
-  log.root("RM synthesis: lambda0^2 = " + fixed(setup.lambda0_sq, 4) + " m^2, RMSF FWHM " + fixed(fwhm, 3) +
+  log.root("RM synthesis: lambda0^2 = " + fixed(setup.lambda0_sq, 4) + " m^2, RMSF FWHM " + fixed(settings.fwhm, 3) +
            " rad/m^2, " + std::to_string(axis.count) + " depths of " + fixed(axis.dphi, 3) + " to +-" +
            fixed(phi_max, 1) + " rad/m^2");
   if (phi_max > setup.phi_max_unsmeared)
@@ -142,22 +150,8 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const int num_chan = static_cast<int>(freq_hz_.size());
 
   // F = A P, then per pixel RM-CLEAN and peak fitting.
-  double weight_sum = 0, noise_sum = 0;
-  for (int c = 0; c < num_chan; ++c) {
-    weight_sum += weight[c];
-    if (weight[c] > 0) noise_sum += weight[c] * weight[c] * noise[c] * noise[c];
-  }
-  faraday::SpectrumSettings settings;
-  settings.axis = axis;
-  settings.lambda0_sq = setup.lambda0_sq;
-  settings.fwhm = fwhm;
-  settings.sigma = std::sqrt(noise_sum) / weight_sum;
-  settings.clean = {config_.faraday.rmclean_gain, config_.faraday.rmclean_cutoff * settings.sigma,
-                    config_.faraday.rmclean_niter, config_.faraday.rmclean_xcorr};
-  const faraday::FaradayAxis doubled{2 * axis.phi_first, axis.dphi, 2 * axis.count - 1};
-  std::vector<cfloat> rmsf_double;
-  for (const auto& v : faraday::rmsf(setup, doubled)) rmsf_double.emplace_back(v);
   const std::vector<cfloat> a = faraday::synthesis_matrix(setup, axis);
+  const std::vector<cfloat> rmsf_double = faraday::rmsf_for_clean(setup);
   const faraday::SlabSpectra slab =
       gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, a, num_chan, p.data(), slab_pixels, rmsf_double, settings)
                        : faraday::synthesise_slab(a, num_chan, p.data(), slab_pixels, rmsf_double, settings);
@@ -220,7 +214,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   rmsf_header.nx = rmsf_header.ny = 1;
   rmsf_header.bunit = "";
   rmsf_header.beam.reset();
-  rmsf_header.extra_keys["RMSFFWHM"] = fwhm;
+  rmsf_header.extra_keys["RMSFFWHM"] = settings.fwhm;
   std::vector<float> amplitude;
   for (const auto& v : r) amplitude.push_back(static_cast<float>(std::abs(v)));
   fits::write_image(path("rmsf"), rmsf_header, amplitude);
@@ -228,7 +222,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const std::string text = (std::filesystem::path(config_.output.dir) / (config_.output.prefix + "-rmsf.txt")).string();
   {
     std::ofstream out(text + ".partial");
-    out << "# RMSF of spip's RM synthesis; FWHM " << fwhm << " rad/m^2, lambda0^2 " << setup.lambda0_sq << " m^2\n";
+    out << "# RMSF of spip's RM synthesis; FWHM " << settings.fwhm << " rad/m^2, lambda0^2 " << setup.lambda0_sq << " m^2\n";
     out << "# phi [rad/m^2]  real  imag  amplitude\n";
     out.precision(10);
     for (int k = 0; k < axis.count; ++k)

@@ -79,15 +79,9 @@ TEST(CudaRmSynthesis, SlabMatchesTheCpuSlabPixelForPixel) {
       p[static_cast<std::size_t>(c) * pixels + x] = std::complex<float>(sum);
     }
   }
-  std::vector<std::complex<float>> rmsf_double;
-  for (const auto& v : spip::faraday::rmsf(setup, {2 * axis.phi_first, axis.dphi, 2 * axis.count - 1}))
-    rmsf_double.emplace_back(v);
-  spip::faraday::SpectrumSettings settings;
-  settings.axis = axis;
-  settings.lambda0_sq = setup.lambda0_sq;
-  settings.fwhm = spip::faraday::measured_fwhm(setup);
-  settings.sigma = 2e-3 / std::sqrt(static_cast<double>(chans));
-  settings.clean = {0.1, 3 * settings.sigma, 1000, false};
+  const auto rmsf_double = spip::faraday::rmsf_for_clean(setup);
+  const double sigma = 2e-3 / std::sqrt(static_cast<double>(chans));
+  const auto settings = spip::faraday::spectrum_settings(setup, sigma, {0.1, 3 * sigma, 1000, false});
   const auto a = spip::faraday::synthesis_matrix(setup, axis);
   const auto cpu = spip::faraday::synthesise_slab(a, chans, p.data(), pixels, rmsf_double, settings);
   const auto gpu = spip::cuda::synthesise_slab(spip::test::gpu_device, a, chans, p.data(), pixels, rmsf_double, settings);

@@ -230,21 +230,8 @@ ThinSlab thin_slab(const std::vector<double>& freq, int pixels) {
   return slab;
 }
 
-std::vector<std::complex<float>> rmsf_over_twice(const SynthesisSetup& setup) {
-  const FaradayAxis& axis = setup.axis;
-  std::vector<std::complex<float>> r;
-  for (const cdouble& v : rmsf(setup, {2 * axis.phi_first, axis.dphi, 2 * axis.count - 1})) r.emplace_back(v);
-  return r;
-}
-
 SpectrumSettings settings_for(const SynthesisSetup& setup, int niter) {
-  SpectrumSettings settings;
-  settings.axis = setup.axis;
-  settings.lambda0_sq = setup.lambda0_sq;
-  settings.fwhm = measured_fwhm(setup);
-  settings.sigma = 1e-3;
-  settings.clean = {0.1, 1e-3, niter, false};
-  return settings;
+  return spectrum_settings(setup, 1e-3, {0.1, 1e-3, niter, false});
 }
 
 }  // namespace
@@ -257,7 +244,7 @@ TEST(RmSynthesis, SlabCleansAndFitsEveryPixelAsItsOwnSpectrum) {
   const SynthesisSetup setup = make_setup(freq, std::vector<double>(freq.size(), 1.0), fine_axis(80, 0.25));
   const int pixels = 12, chans = static_cast<int>(freq.size()), num_phi = setup.axis.count;
   const ThinSlab truth = thin_slab(freq, pixels);
-  const auto rmsf_double = rmsf_over_twice(setup);
+  const auto rmsf_double = rmsf_for_clean(setup);
   const SpectrumSettings settings = settings_for(setup, 2000);
   const SlabSpectra slab =
       synthesise_slab(synthesis_matrix(setup, setup.axis), chans, truth.p.data(), pixels, rmsf_double, settings);
@@ -292,7 +279,7 @@ TEST(RmSynthesis, SlabWithoutCleanFitsTheDirtySpectrum) {
   const int pixels = 4;
   const ThinSlab truth = thin_slab(freq, pixels);
   const SlabSpectra slab = synthesise_slab(synthesis_matrix(setup, setup.axis), static_cast<int>(freq.size()),
-                                           truth.p.data(), pixels, rmsf_over_twice(setup), settings_for(setup, 0));
+                                           truth.p.data(), pixels, rmsf_for_clean(setup), settings_for(setup, 0));
   EXPECT_EQ(slab.iterations, 0);
   EXPECT_EQ(slab.clean, slab.dirty);
   EXPECT_NEAR(slab.maps[0], truth.brightest[0].rm, 0.01);  // pixel 0 holds one source

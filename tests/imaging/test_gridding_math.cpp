@@ -2,9 +2,11 @@
 // definitions. (The Gridder tests check them again end to end against a direct DFT.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <random>
+#include <vector>
 
 #include "spip/common/complex_math.hpp"
 #include "spip/deconv/clean_math.hpp"
@@ -102,6 +104,57 @@ TEST(GriddingMath, PointLayoutSortsByWAndPlanesReachEveryPoint) {
     if (i > 0) {
       EXPECT_LE(layout.hermitian[i - 1].w, layout.hermitian[i].w);
     }
+  }
+}
+
+// The GPU grids tile by tile and finds a plane's points of a tile by binary search
+// with the plane's w bounds: every point must sit in the tile of its first footprint
+// cell (edges wrapped), tiles must stay sorted by w, and the tiles' plane ranges
+// together must be exactly the plane's points of the w-sorted list.
+TEST(GriddingMath, TiledPointsFindEachPlanesPointsTileByTile) {
+  const ImageGeometry geometry = ImageGeometry::make(128, 1e-3, 1.5);
+  const WStacking stacking = make_w_stacking(geometry, 1e-4, true);
+  const int n = geometry.grid_size, tiles = tiles_per_side(n), support = stacking.kernel.support;
+  std::mt19937 random(5);
+  const double reach = (0.5 * n - 1) * geometry.uv_cell();
+  std::uniform_real_distribution<double> uv(-reach, reach), w(-300, 300);
+  std::vector<double> uvw;
+  for (int k = 0; k < 2000; ++k) uvw.insert(uvw.end(), {uv(random), uv(random), w(random)});
+  const PointLayout layout = make_point_layout(uvw.data(), uvw.size() / 3, geometry, stacking);
+  const TiledPoints tiled = tile_points(layout.hermitian, geometry, stacking.kernel);
+  ASSERT_EQ(tiled.tile_start.size(), static_cast<std::size_t>(tiles) * tiles + 1);
+  ASSERT_EQ(tiled.tile_start.back(), static_cast<long long>(layout.hermitian.size()));
+  ASSERT_EQ(tiled.points.size(), layout.hermitian.size());
+
+  auto key = [](const GridPoint& q) { return 2LL * q.k + q.mirror; };
+  int wrapped = 0;
+  for (int t = 0; t < tiles * tiles; ++t)
+    for (long long i = tiled.tile_start[t]; i < tiled.tile_start[t + 1]; ++i) {
+      const GridPoint& q = tiled.points[i];
+      const int first_u = footprint_first(grid_position_u(q.u, geometry.uv_cell(), n), support);
+      const int first_v = footprint_first(grid_position_v(q.v, geometry.uv_cell(), n), support);
+      ASSERT_EQ(tile_of(first_v, n) * tiles + tile_of(first_u, n), t);
+      wrapped += first_u < 0 || first_v < 0;
+      if (i > tiled.tile_start[t]) {
+        ASSERT_LE(tiled.points[i - 1].w, q.w);
+      }
+    }
+  EXPECT_GT(wrapped, 0) << "no footprint crossed the grid's edge: the wrap went untested";
+
+  for (int p = 0; p < layout.planes; ++p) {
+    const auto [lo, hi] = layout.plane_range(layout.hermitian, p, stacking);
+    std::vector<long long> expected, found;
+    for (std::size_t i = lo; i < hi; ++i) expected.push_back(key(layout.hermitian[i]));
+    const WPlaneBounds bounds = layout.plane_bounds(p, stacking);
+    for (int t = 0; t < tiles * tiles; ++t) {
+      const auto begin = tiled.points.begin() + tiled.tile_start[t], end = tiled.points.begin() + tiled.tile_start[t + 1];
+      const auto first = std::partition_point(begin, end, [&](const GridPoint& q) { return q.w < bounds.low; });
+      const auto last = std::partition_point(first, end, [&](const GridPoint& q) { return q.w <= bounds.high; });
+      for (auto it = first; it != last; ++it) found.push_back(key(*it));
+    }
+    std::sort(expected.begin(), expected.end());
+    std::sort(found.begin(), found.end());
+    ASSERT_EQ(found, expected) << "plane " << p;
   }
 }
 

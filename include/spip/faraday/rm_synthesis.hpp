@@ -63,6 +63,13 @@ struct SpectrumSettings {
   RmCleanControl clean;
 };
 
+// The settings for `setup`'s axis and measured RMSF width.
+SpectrumSettings spectrum_settings(const SynthesisSetup& setup, double sigma, const RmCleanControl& clean);
+
+// The RMSF over twice the Faraday range (centred at index axis.count - 1), which
+// RM-CLEAN shifts to each component.
+std::vector<std::complex<float>> rmsf_for_clean(const SynthesisSetup& setup);
+
 // The Faraday products of a slab of pixels.
 struct SlabSpectra {
   std::vector<std::complex<float>> dirty, clean;  // [phi][pixel]

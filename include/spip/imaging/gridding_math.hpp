@@ -47,6 +47,12 @@ SPIP_HOST_DEVICE inline float footprint_value(const EsKernel& kernel, int first,
 // The grid is periodic (it is the DFT's): a kernel crossing an edge wraps around.
 SPIP_HOST_DEVICE inline int wrap_cell(int cell, int n) { return ((cell % n) + n) % n; }
 
+// The GPU grids a w-plane tile by tile: each point belongs to the tile of its first
+// footprint cell, and its W x W footprint stays inside that tile widened by W - 1.
+inline constexpr int grid_tile = 32;
+SPIP_HOST_DEVICE inline int tiles_per_side(int grid_size) { return (grid_size + grid_tile - 1) / grid_tile; }
+SPIP_HOST_DEVICE inline int tile_of(int first_cell, int grid_size) { return wrap_cell(first_cell, grid_size) / grid_tile; }
+
 // Weight of a point at w in w-plane p (planes at w_first + p dw).
 SPIP_HOST_DEVICE inline double w_plane_weight(const EsKernel& w_kernel, double w, double w_first, double dw, int p) {
   return w_kernel(w / dw - (w_first / dw + p));

@@ -41,6 +41,11 @@ struct GridPoint {
   std::uint32_t mirror;  // 1 at the mirror point
 };
 
+// Points with low <= w <= high reach a w-plane (all points without w-stacking).
+struct WPlaneBounds {
+  double low, high;
+};
+
 struct PointLayout {
   std::vector<GridPoint> direct;     // each visibility on the grid once, sorted by w
   std::vector<GridPoint> hermitian;  // each one and its mirror, sorted by w
@@ -49,6 +54,7 @@ struct PointLayout {
   double w_first = 0;                // w of plane 0
   int planes = 1;
 
+  WPlaneBounds plane_bounds(int p, const WStacking& stacking) const;
   // Points of a w-sorted list whose w-kernel reaches plane p: [first, second).
   std::pair<std::size_t, std::size_t> plane_range(const std::vector<GridPoint>& points, int p,
                                                   const WStacking& stacking) const;
@@ -57,5 +63,15 @@ struct PointLayout {
 // uvw_lambda is [count][3]. Planes span +-max|w| so that mirror points fit.
 PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry,
                               const WStacking& stacking);
+
+// A w-sorted point list regrouped by grid tile (tile_of() of the first footprint cell in
+// u and v), stably, so that each tile's points stay sorted by w and a w-plane's points
+// of a tile are found by the same bounds as plane_range(). Tile t = tv * tiles + tu
+// holds points [tile_start[t], tile_start[t + 1]).
+struct TiledPoints {
+  std::vector<GridPoint> points;
+  std::vector<long long> tile_start;
+};
+TiledPoints tile_points(const std::vector<GridPoint>& points, const ImageGeometry& geometry, const EsKernel& kernel);
 
 }  // namespace spip::imaging
