@@ -24,18 +24,36 @@ constexpr int num_stokes = 4;
 // its mirror), Stokes visibilities and weights.
 constexpr std::size_t staged_bytes_per_visibility =
     3 * sizeof(GridPoint) + num_stokes * (sizeof(float2) + sizeof(float));
-// Bytes of a channel's two tile tables (direct and Hermitian points).
-std::size_t tile_table_bytes(const imaging::ImageGeometry& geometry) {
-  const std::size_t tiles = imaging::tiles_per_side(geometry.grid_size);
-  return 2 * (tiles * tiles + 1) * sizeof(long long);
+// Points of one thread block of the tile gridder: enough to keep its 256 threads busy,
+// few enough that a crowded tile is spread over many blocks.
+constexpr long long max_chunk_points = 2048;
+
+// Bytes of the chunk tables of a channel's two point lists (direct and Hermitian).
+std::size_t chunk_table_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities) {
+  std::size_t bytes = 0;
+  for (std::size_t count : {max_visibilities, 2 * max_visibilities}) {
+    const std::size_t chunks = imaging::max_chunks(count, geometry, max_chunk_points);
+    bytes += (chunks + 1) * sizeof(long long) + chunks * sizeof(int);
+  }
+  return bytes;
 }
 
-// A point list on the device, grouped by tile, and which w-planes it reaches.
+// A point list on the device in chunks of one tile, and which w-planes it reaches.
 struct PointSet {
   DeviceArray<GridPoint> points;
-  DeviceArray<long long> tile_start;
-  std::vector<char> reaches;  // per plane
-  detail::TiledPointsView view(int tiles) const { return {points.get(), tile_start.get(), tiles}; }
+  DeviceArray<long long> chunk_start;
+  DeviceArray<int> chunk_tile;
+  int chunks = 0;
+  std::vector<char> plane_has_points;
+  void allocate(std::size_t count, const imaging::ImageGeometry& geometry) {
+    const std::size_t most = imaging::max_chunks(count, geometry, max_chunk_points);
+    points = DeviceArray<GridPoint>(count);
+    chunk_start = DeviceArray<long long>(most + 1);
+    chunk_tile = DeviceArray<int>(most);
+  }
+  detail::TiledPointsView view(int tiles) const {
+    return {points.get(), chunk_start.get(), chunk_tile.get(), chunks, tiles};
+  }
 };
 
 // One buffer set: a channel on the device, and what the host knows of it.
@@ -52,7 +70,7 @@ struct Slot {
   cudaEvent_t upload_start = nullptr, upload_end = nullptr;
 };
 
-std::vector<char> planes_reached(const imaging::PointLayout& layout, const std::vector<GridPoint>& points,
+std::vector<char> planes_with_points(const imaging::PointLayout& layout, const std::vector<GridPoint>& points,
                                  const imaging::WStacking& stacking) {
   std::vector<char> reaches;
   for (int p = 0; p < layout.planes; ++p) {
@@ -144,14 +162,12 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
   for (Slot& slot : slots) {
-    slot.direct.points = DeviceArray<GridPoint>(max_visibilities);
-    slot.hermitian.points = DeviceArray<GridPoint>(2 * max_visibilities);
-    const std::size_t tile_entries = static_cast<std::size_t>(tiles()) * tiles() + 1;
-    slot.direct.tile_start = DeviceArray<long long>(tile_entries);
-    slot.hermitian.tile_start = DeviceArray<long long>(tile_entries);
+    slot.direct.allocate(max_visibilities, geometry);
+    slot.hermitian.allocate(2 * max_visibilities, geometry);
     slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);
     slot.weights = DeviceArray<float>(num_stokes * max_visibilities);
-    slot.staging = PinnedBuffer(staged_bytes_per_visibility * max_visibilities + tile_table_bytes(geometry));
+    slot.staging =
+        PinnedBuffer(staged_bytes_per_visibility * max_visibilities + chunk_table_bytes(geometry, max_visibilities));
     SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_start));
     SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_end));
   }
@@ -189,7 +205,7 @@ void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::
   const PointSet& points = source.packed ? slot.hermitian : slot.direct;
   SPIP_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, lanes * pixels() * sizeof(dcomplex), compute));
   for (int p = 0; p < slot.planes; ++p) {
-    if (!points.reaches[p]) continue;
+    if (!points.plane_has_points[p]) continue;
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, lanes * cells() * sizeof(cufftComplex), compute));
     detail::grid_points(points.view(tiles()), slot.bounds[p], p, grid_shape, source, grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(lanes == 1 ? plan_one : plan_two, grids.get(), grids.get(), CUFFT_FORWARD));
@@ -205,7 +221,7 @@ void ChannelImager::Impl::predict_residual() {
   SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
   SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
   for (int p = 0; p < slot.planes; ++p) {
-    if (!slot.hermitian.reaches[p]) continue;
+    if (!slot.hermitian.plane_has_points[p]) continue;
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * cells() * sizeof(cufftComplex), compute));
     detail::fill_plane(model.get(), num_stokes, p, grid_shape, correction.get(), x_shifted.get(), grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(plan_two, grids.get(), grids.get(), CUFFT_INVERSE));
@@ -231,8 +247,8 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
   const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
                                 2 * sizeof(double);
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
-  return per_visibility * max_visibilities + per_cell * cells + per_pixel * pixels + 2 * tile_table_bytes(geometry) +
-         margin;
+  return per_visibility * max_visibilities + per_cell * cells + per_pixel * pixels +
+         2 * chunk_table_bytes(geometry, max_visibilities) + margin;
 }
 
 ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
@@ -258,28 +274,37 @@ void ChannelImager::stage(const ChannelInput& input) {
   slot.planes = layout.planes;
   slot.bounds.clear();
   for (int p = 0; p < layout.planes; ++p) slot.bounds.push_back(layout.plane_bounds(p, m.stacking));
-  slot.direct.reaches = planes_reached(layout, layout.direct, m.stacking);
-  slot.hermitian.reaches = planes_reached(layout, layout.hermitian, m.stacking);
-  const imaging::TiledPoints direct_tiles = imaging::tile_points(layout.direct, m.geometry, m.stacking.kernel);
-  const imaging::TiledPoints hermitian_tiles = imaging::tile_points(layout.hermitian, m.geometry, m.stacking.kernel);
+  slot.direct.plane_has_points = planes_with_points(layout, layout.direct, m.stacking);
+  slot.hermitian.plane_has_points = planes_with_points(layout, layout.hermitian, m.stacking);
+  const imaging::TiledPoints direct =
+      imaging::tile_points(layout.direct, m.geometry, m.stacking.kernel, max_chunk_points);
+  const imaging::TiledPoints hermitian =
+      imaging::tile_points(layout.hermitian, m.geometry, m.stacking.kernel, max_chunk_points);
+  slot.direct.chunks = static_cast<int>(direct.chunks());
+  slot.hermitian.chunks = static_cast<int>(hermitian.chunks());
 
-  // Pinned layout: direct points | hermitian points | tile tables | visibilities | weights.
+  // Pinned layout: the two point lists with their chunk tables | visibilities | weights.
   char* out = slot.staging.get();
-  auto append = [&](const void* data, std::size_t bytes) {
-    std::memcpy(out, data, bytes);
-    char* at = out;
-    out += bytes;
-    return at;
+  struct Copy {
+    void* to;
+    const char* from;
+    std::size_t bytes;
   };
-  const std::size_t direct_bytes = direct_tiles.points.size() * sizeof(GridPoint);
-  const std::size_t hermitian_bytes = hermitian_tiles.points.size() * sizeof(GridPoint);
-  const std::size_t table_bytes = direct_tiles.tile_start.size() * sizeof(long long);
-  const char* direct = append(direct_tiles.points.data(), direct_bytes);
-  const char* hermitian = append(hermitian_tiles.points.data(), hermitian_bytes);
-  const char* direct_table = append(direct_tiles.tile_start.data(), table_bytes);
-  const char* hermitian_table = append(hermitian_tiles.tile_start.data(), table_bytes);
-  const char* vis = append(input.vis.data(), count * num_stokes * sizeof(float2));
-  float* weights = reinterpret_cast<float*>(append(input.weights.data(), count * num_stokes * sizeof(float)));
+  std::vector<Copy> copies;
+  auto stage_copy = [&](void* to, const void* data, std::size_t bytes) {
+    std::memcpy(out, data, bytes);
+    copies.push_back({to, out, bytes});
+    out += bytes;
+    return out - bytes;
+  };
+  for (const auto& [list, set] : {std::pair{&direct, &slot.direct}, std::pair{&hermitian, &slot.hermitian}}) {
+    stage_copy(set->points.get(), list->points.data(), list->points.size() * sizeof(GridPoint));
+    stage_copy(set->chunk_start.get(), list->chunk_start.data(), list->chunk_start.size() * sizeof(long long));
+    stage_copy(set->chunk_tile.get(), list->chunk_tile.data(), list->chunk_tile.size() * sizeof(int));
+  }
+  stage_copy(slot.vis.get(), input.vis.data(), count * num_stokes * sizeof(float2));
+  float* weights = reinterpret_cast<float*>(
+      stage_copy(slot.weights.get(), input.weights.data(), count * num_stokes * sizeof(float)));
   // Baselines beyond the grid are not imaged and must not count in the normalisation.
   slot.weight_sum.fill(0.0);
   for (std::size_t k = 0; k < count; ++k)
@@ -290,16 +315,10 @@ void ChannelImager::stage(const ChannelInput& input) {
     }
 
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_start, m.upload));
-  auto upload = [&](void* to, const char* from, std::size_t bytes) {
-    if (bytes) SPIP_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, m.upload));
-    m.stats.upload_bytes += static_cast<double>(bytes);
-  };
-  upload(slot.direct.points.get(), direct, direct_bytes);
-  upload(slot.hermitian.points.get(), hermitian, hermitian_bytes);
-  upload(slot.direct.tile_start.get(), direct_table, table_bytes);
-  upload(slot.hermitian.tile_start.get(), hermitian_table, table_bytes);
-  upload(slot.vis.get(), vis, count * num_stokes * sizeof(float2));
-  upload(slot.weights.get(), reinterpret_cast<const char*>(weights), count * num_stokes * sizeof(float));
+  for (const Copy& copy : copies) {
+    if (copy.bytes) SPIP_CUDA_CHECK(cudaMemcpyAsync(copy.to, copy.from, copy.bytes, cudaMemcpyHostToDevice, m.upload));
+    m.stats.upload_bytes += static_cast<double>(copy.bytes);
+  }
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_end, m.upload));
   m.staged = s;
 }

@@ -31,6 +31,11 @@ void synthesise(int, const std::complex<float>*, int, int, const std::complex<fl
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 
+faraday::SlabSpectra clean_slab(int, std::vector<std::complex<float>>, int, const std::vector<std::complex<float>>&,
+                                const faraday::SpectrumSettings&) {
+  SPIP_THROW(Error, "spip was built without the CUDA backend");
+}
+
 faraday::SlabSpectra synthesise_slab(int, const std::vector<std::complex<float>>&, int, const std::complex<float>*, int,
                                      const std::vector<std::complex<float>>&, const faraday::SpectrumSettings&) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");

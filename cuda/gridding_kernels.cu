@@ -50,26 +50,43 @@ __device__ dcomplex rotation(const GridPoint& q, const GridShape& shape) {
   return shape.wstacking ? unit_phasor(imaging::w_rotation_angle(q.w, shape.x0)) : dcomplex(1.0);
 }
 
-// The points of tile blockIdx.x whose w-kernel reaches the plane: [lo, hi). Within a
-// tile the points are sorted by w, so these are the host's plane_range() comparisons.
-struct PointRange {
-  long long lo, hi;
-};
-__device__ long long first_not(const GridPoint* points, long long lo, long long hi, double bound, bool inclusive) {
+// Within a chunk the points are sorted by w; these are the comparisons of the host's
+// plane_range().
+__device__ long long first_at_or_above(const GridPoint* points, long long lo, long long hi, double low) {
   while (lo < hi) {
     const long long mid = lo + (hi - lo) / 2;
-    const double w = points[mid].w;
-    if (inclusive ? w <= bound : w < bound)
+    if (points[mid].w < low)
       lo = mid + 1;
     else
       hi = mid;
   }
   return lo;
 }
-__device__ PointRange tile_range(const TiledPointsView& tiled, imaging::WPlaneBounds bounds) {
-  const long long start = tiled.tile_start[blockIdx.x], end = tiled.tile_start[blockIdx.x + 1];
-  const long long lo = first_not(tiled.points, start, end, bounds.low, false);
-  return {lo, first_not(tiled.points, lo, end, bounds.high, true)};
+__device__ long long first_above(const GridPoint* points, long long lo, long long hi, double high) {
+  while (lo < hi) {
+    const long long mid = lo + (hi - lo) / 2;
+    if (points[mid].w <= high)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+// The points of chunk blockIdx.x whose w-kernel reaches the plane, found by thread 0
+// and shared with the block. Returns an empty range to every thread alike.
+struct PointRange {
+  long long lo, hi;
+};
+__device__ PointRange chunk_range(const TiledPointsView& tiled, imaging::WPlaneBounds bounds) {
+  __shared__ PointRange range;
+  if (threadIdx.x == 0) {
+    const long long start = tiled.chunk_start[blockIdx.x], end = tiled.chunk_start[blockIdx.x + 1];
+    const long long lo = first_at_or_above(tiled.points, start, end, bounds.low);
+    range = {lo, first_above(tiled.points, lo, end, bounds.high)};
+  }
+  __syncthreads();
+  return range;
 }
 
 // Lanes summed in shared memory at a time: two lanes of a (grid_tile + W - 1)^2 tile
@@ -82,8 +99,10 @@ __device__ void spread_point(const GridPoint& q, int p, const GridShape& shape, 
                              int lanes, int tile_u, int tile_v, int span, float2* tile) {
   const Footprints f = footprints(q, shape);
   const int n = shape.grid_size, support = shape.kernel.support;
-  const int du = imaging::wrap_cell(f.first_u, n) - tile_u * imaging::grid_tile;
-  const int dv = imaging::wrap_cell(f.first_v, n) - tile_v * imaging::grid_tile;
+  const int du = imaging::tile_offset(f.first_u, tile_u, n), dv = imaging::tile_offset(f.first_v, tile_v, n);
+  // The host binned the point with the same functions; should they ever disagree, stop
+  // the kernel (the next CUDA check reports it) rather than write outside the tile.
+  if (du < 0 || du >= imaging::grid_tile || dv < 0 || dv >= imaging::grid_tile) __trap();
   const dcomplex turn = rotation(q, shape) * plane_weight(q, p, shape);
   for (int l = 0; l < lanes; ++l) {
     const dcomplex raw = lane_value(source, q.k, q.mirror != 0, first_lane + l);
@@ -102,26 +121,27 @@ __device__ void spread_point(const GridPoint& q, int p, const GridShape& shape, 
   }
 }
 
-// One block per tile: the block's points are spread into shared memory (atomics there
-// are cheap), then every touched cell of the widened tile is added to the grid once,
-// wrapping at the edges; neighbouring tiles' widened borders overlap, hence the atomics.
+// One block per chunk: the chunk's points are spread into its tile in shared memory
+// (atomics there are cheap), then every touched cell of the widened tile is added to
+// the grid once, wrapping at the edges; chunks of one tile and the widened borders of
+// neighbouring tiles overlap, hence the atomics there.
 __global__ void grid_tiles_kernel(TiledPointsView tiled, imaging::WPlaneBounds bounds, int p, GridShape shape,
                                   LaneSource source, cufftComplex* grids) {
-  extern __shared__ float2 tile[];
-  const PointRange range = tile_range(tiled, bounds);
+  extern __shared__ float2 tile_sums[];
+  const PointRange range = chunk_range(tiled, bounds);
   if (range.lo == range.hi) return;
   const int n = shape.grid_size, span = imaging::grid_tile + shape.kernel.support - 1;
-  const int tile_u = blockIdx.x % tiled.tiles, tile_v = blockIdx.x / tiled.tiles;
+  const int tile = tiled.chunk_tile[blockIdx.x], tile_u = tile % tiled.tiles, tile_v = tile / tiled.tiles;
   for (int first_lane = 0; first_lane < source.lanes(); first_lane += tile_lanes) {
     const int lanes = min(tile_lanes, source.lanes() - first_lane);
     const int values = lanes * span * span;
-    for (int c = threadIdx.x; c < values; c += blockDim.x) tile[c] = make_float2(0.0f, 0.0f);
+    for (int c = threadIdx.x; c < values; c += blockDim.x) tile_sums[c] = make_float2(0.0f, 0.0f);
     __syncthreads();
     for (long long i = range.lo + threadIdx.x; i < range.hi; i += blockDim.x)
-      spread_point(tiled.points[i], p, shape, source, first_lane, lanes, tile_u, tile_v, span, tile);
+      spread_point(tiled.points[i], p, shape, source, first_lane, lanes, tile_u, tile_v, span, tile_sums);
     __syncthreads();
     for (int c = threadIdx.x; c < values; c += blockDim.x) {
-      const float2 v = tile[c];
+      const float2 v = tile_sums[c];
       if (v.x == 0.0f && v.y == 0.0f) continue;
       const int lane = first_lane + c / (span * span), at = c % (span * span);
       const long long row = imaging::wrap_cell(tile_v * imaging::grid_tile + at / span, n);
@@ -185,9 +205,6 @@ __global__ void fill_plane_kernel(const float* images, int num_stokes, int p, Gr
   }
 }
 
-// One block per tile, a thread per point; only reads the grid, whose cells the tile's
-// points share. Each (visibility, mirror) pair is one point, so no two threads add to
-// the same output.
 __device__ void degrid_point(const GridPoint& q, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
                              dcomplex* plain, dcomplex* mirrored) {
   const Footprints f = footprints(q, shape);
@@ -211,9 +228,12 @@ __device__ void degrid_point(const GridPoint& q, int p, const GridShape& shape, 
   }
 }
 
+// One block per chunk, a thread per point; only reads the grid, whose cells the
+// chunk's points share. Each (visibility, mirror) pair is one point, so no two threads
+// add to the same output.
 __global__ void degrid_tiles_kernel(TiledPointsView tiled, imaging::WPlaneBounds bounds, int p, GridShape shape,
                                     const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored) {
-  const PointRange range = tile_range(tiled, bounds);
+  const PointRange range = chunk_range(tiled, bounds);
   for (long long i = range.lo + threadIdx.x; i < range.hi; i += blockDim.x)
     degrid_point(tiled.points[i], p, shape, grids, lanes, plain, mirrored);
 }
@@ -232,16 +252,14 @@ __global__ void subtract_model_kernel(const dcomplex* plain, const dcomplex* mir
 
 void check_launch() { SPIP_CUDA_CHECK(cudaGetLastError()); }
 
-unsigned tile_count(const TiledPointsView& tiled) { return static_cast<unsigned>(tiled.tiles) * tiled.tiles; }
-
 }  // namespace
 
 void grid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
                  const LaneSource& source, cufftComplex* grids, cudaStream_t stream) {
   const int span = imaging::grid_tile + shape.kernel.support - 1;
   const std::size_t shared_bytes = static_cast<std::size_t>(tile_lanes) * span * span * sizeof(float2);
-  grid_tiles_kernel<<<tile_count(tiled), threads_per_block, shared_bytes, stream>>>(tiled, bounds, p, shape, source,
-                                                                                     grids);
+  if (tiled.chunks == 0) return;
+  grid_tiles_kernel<<<tiled.chunks, threads_per_block, shared_bytes, stream>>>(tiled, bounds, p, shape, source, grids);
   check_launch();
 }
 
@@ -268,8 +286,9 @@ void fill_plane(const float* images, int num_stokes, int p, const GridShape& sha
 
 void degrid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
                    const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored, cudaStream_t stream) {
-  degrid_tiles_kernel<<<tile_count(tiled), threads_per_block, 0, stream>>>(tiled, bounds, p, shape, grids, lanes, plain,
-                                                                          mirrored);
+  if (tiled.chunks == 0) return;
+  degrid_tiles_kernel<<<tiled.chunks, threads_per_block, 0, stream>>>(tiled, bounds, p, shape, grids, lanes, plain,
+                                                                     mirrored);
   check_launch();
 }
 

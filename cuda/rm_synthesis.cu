@@ -104,30 +104,19 @@ void synthesise(int device, const std::complex<float>* a, int num_phi, int num_c
   SPIP_CUDA_CHECK(cudaMemcpy(f, df.get(), df.bytes(), cudaMemcpyDeviceToHost));
 }
 
-faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
-                                     const std::complex<float>* p, int num_pixels,
-                                     const std::vector<std::complex<float>>& rmsf_double,
-                                     const faraday::SpectrumSettings& settings) {
-  const int num_phi = settings.axis.count;
-  const std::size_t cube = static_cast<std::size_t>(num_phi) * num_pixels;
-  faraday::SlabSpectra slab;
-  slab.dirty.resize(cube);
-  slab.clean.resize(cube);
-  slab.maps.resize(static_cast<std::size_t>(faraday::peak_map_count) * num_pixels);
-  if (num_pixels == 0) return slab;
-  require_free(device, slab_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
+namespace {
 
-  DeviceArray<Sample> dirty(cube), residual(cube), model(cube), clean(cube);
-  {
-    const DeviceArray<Sample> da = upload(a.data(), a.size());
-    const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels);
-    multiply(da, dp, num_phi, num_chan, num_pixels, dirty);
-  }
+// RM-CLEAN and the peak fit of the dirty cube on the device into `slab` (whose dirty
+// spectra the caller sets).
+void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
+                     const faraday::SpectrumSettings& settings, faraday::SlabSpectra& slab) {
+  const std::size_t cube = dirty.size();
+  DeviceArray<Sample> residual(cube), model(cube), clean(cube);
   SPIP_CUDA_CHECK(cudaMemcpy(residual.get(), dirty.get(), dirty.bytes(), cudaMemcpyDeviceToDevice));
   SPIP_CUDA_CHECK(cudaMemset(model.get(), 0, model.bytes()));
   const DeviceArray<Sample> rmsf = upload(rmsf_double.data(), rmsf_double.size());
   DeviceArray<int> iterations(static_cast<std::size_t>(num_pixels));
-  DeviceArray<float> maps(slab.maps.size());
+  DeviceArray<float> maps(static_cast<std::size_t>(faraday::peak_map_count) * num_pixels);
   const unsigned blocks = blocks_for(num_pixels, threads_per_block);
   clean_spectra_kernel<<<blocks, threads_per_block>>>(residual.get(), model.get(), clean.get(), num_pixels, rmsf.get(),
                                                       settings, iterations.get());
@@ -135,12 +124,46 @@ faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<
   fit_peaks_kernel<<<blocks, threads_per_block>>>(clean.get(), num_pixels, settings, maps.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
 
-  download(dirty, slab.dirty);
   download(clean, slab.clean);
+  slab.maps.resize(maps.size());
   SPIP_CUDA_CHECK(cudaMemcpy(slab.maps.data(), maps.get(), maps.bytes(), cudaMemcpyDeviceToHost));
   std::vector<int> counts(static_cast<std::size_t>(num_pixels));
   SPIP_CUDA_CHECK(cudaMemcpy(counts.data(), iterations.get(), iterations.bytes(), cudaMemcpyDeviceToHost));
+  slab.iterations = 0;
   for (int n : counts) slab.iterations += n;
+}
+
+}  // namespace
+
+faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dirty, int num_pixels,
+                                const std::vector<std::complex<float>>& rmsf_double,
+                                const faraday::SpectrumSettings& settings) {
+  if (num_pixels == 0) return {};
+  const int num_phi = settings.axis.count;
+  require_free(device, slab_bytes(num_phi, 0, num_pixels), num_phi, num_pixels);
+  const DeviceArray<Sample> device_dirty = upload(dirty.data(), dirty.size());
+  faraday::SlabSpectra slab;
+  slab.dirty = std::move(dirty);
+  clean_on_device(device_dirty, num_pixels, rmsf_double, settings, slab);
+  return slab;
+}
+
+faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
+                                     const std::complex<float>* p, int num_pixels,
+                                     const std::vector<std::complex<float>>& rmsf_double,
+                                     const faraday::SpectrumSettings& settings) {
+  if (num_pixels == 0) return {};
+  const int num_phi = settings.axis.count;
+  require_free(device, slab_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
+  DeviceArray<Sample> dirty(static_cast<std::size_t>(num_phi) * num_pixels);
+  {
+    const DeviceArray<Sample> da = upload(a.data(), a.size());
+    const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels);
+    multiply(da, dp, num_phi, num_chan, num_pixels, dirty);
+  }
+  faraday::SlabSpectra slab;
+  download(dirty, slab.dirty);
+  clean_on_device(dirty, num_pixels, rmsf_double, settings, slab);
   return slab;
 }
 

@@ -33,16 +33,18 @@ struct LaneSource {
   SPIP_HOST_DEVICE int lanes() const { return packed ? (num_stokes + 1) / 2 : num_stokes; }
 };
 
-// A channel's points on the device, grouped by grid tile (imaging::TiledPoints).
+// A channel's points on the device in chunks of one grid tile (imaging::TiledPoints).
 struct TiledPointsView {
   const imaging::GridPoint* points;
-  const long long* tile_start;
+  const long long* chunk_start;
+  const int* chunk_tile;
+  int chunks;
   int tiles;  // per side
 };
 
 // Adds the points within `bounds` to w-plane p of `grids` (lanes x P^2): one thread
-// block per grid tile sums its points in shared memory and adds the tile to the grid
-// once, so global atomics are per cell and tile rather than per cell and point.
+// block per chunk sums its points in shared memory and adds its tile to the grid once,
+// so global atomics are per cell and chunk rather than per cell and point.
 void grid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
                  const LaneSource& source, cufftComplex* grids, cudaStream_t stream);
 // acc[lane][pixel] += FFT'd grid at the pixel's cell times the sign and plane p's w-screen.
@@ -58,7 +60,7 @@ void finish_images(const dcomplex* acc, const LaneSource& source, const GridShap
 void fill_plane(const float* images, int num_stokes, int p, const GridShape& shape, const double* correction,
                 const double* x_shifted, cufftComplex* grids, cudaStream_t stream);
 // plain/mirrored[k][lane] += grids at each point within `bounds`, times the w-weight
-// and conj(rotation): the adjoint of grid_points, a block per tile for locality.
+// and conj(rotation): the adjoint of grid_points, a block per chunk for locality.
 void degrid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
                    const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored, cudaStream_t stream);
 // residual[k][s] = observed[k][s] - model, the model unpacked from plain/mirrored lanes.

@@ -17,11 +17,11 @@ StokesPowerSums::StokesPowerSums(std::size_t pixels)
 
 void StokesPowerSums::add_channel(const float* restored, double weight) {
   const long long n = static_cast<long long>(pixels_), block = PowerSums::orders * n;
-  for (long long p = 0; p < n; ++p) {
-    for (int s = 0; s < 4; ++s) add_power_terms(values_.data() + s * block + p, n, restored[s * n + p], weight);
-    const float pi = polarised_intensity(restored[n + p], restored[2 * n + p]);
-    add_power_terms(values_.data() + 4 * block + p, n, pi, weight);
-  }
+  // One quantity at a time: five output streams per pass instead of twenty-five.
+  for (int s = 0; s < 4; ++s)
+    for (long long p = 0; p < n; ++p) add_power_terms(values_.data() + s * block + p, n, restored[s * n + p], weight);
+  for (long long p = 0; p < n; ++p)
+    add_power_terms(values_.data() + 4 * block + p, n, polarised_intensity(restored[n + p], restored[2 * n + p]), weight);
 }
 
 MomentImages moments(const PowerSums& sums) {

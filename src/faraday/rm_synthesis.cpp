@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <type_traits>
 
 #include "spip/error.hpp"
 #include "spip/faraday/synthesis_math.hpp"
@@ -14,7 +15,11 @@ namespace {
 
 constexpr double speed_of_light = 299792458.0;
 
-// std::complex<float> and Sample are both two floats, real first.
+// std::complex<float> is two floats, real first (the standard guarantees it), and so
+// is Sample; the spectra are handed to the shared math as Samples, as FFTW and cuFFT
+// take std::complex arrays as their own complex types.
+static_assert(sizeof(Sample) == sizeof(std::complex<float>) && alignof(Sample) == alignof(std::complex<float>));
+static_assert(std::is_standard_layout_v<Sample> && std::is_trivially_copyable_v<Sample>);
 Sample* samples(std::complex<float>* values) { return reinterpret_cast<Sample*>(values); }
 const Sample* samples(const std::complex<float>* values) { return reinterpret_cast<const Sample*>(values); }
 
@@ -131,34 +136,45 @@ PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double
   return fit_spectrum_peak(samples(fdf), axis, lambda0_sq, fwhm, sigma);
 }
 
-SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
-                            int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
-                            const SpectrumSettings& settings) {
+SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
+                       const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings) {
   const int num_phi = settings.axis.count;
   SlabSpectra slab;
-  slab.dirty.resize(static_cast<std::size_t>(num_phi) * num_pixels);
+  slab.dirty = std::move(dirty);
   slab.clean.resize(slab.dirty.size());
   slab.maps.resize(static_cast<std::size_t>(peak_map_count) * num_pixels);
-  if (num_pixels == 0) return slab;
-  synthesise(a, num_phi, num_chan, p, num_pixels, slab.dirty.data());
   // Each pixel's spectrum is copied out of the [phi][pixel] cube so that the loops run
   // on contiguous memory; the GPU runs the same functions on the strided cube.
   long long iterations = 0;
-#pragma omp parallel for schedule(dynamic, 64) reduction(+ : iterations)
-  for (int x = 0; x < num_pixels; ++x) {
+#pragma omp parallel reduction(+ : iterations)
+  {
     std::vector<Sample> residual(num_phi), model(num_phi), clean(num_phi);
-    const Spectrum<const Sample> dirty(samples(slab.dirty.data()) + x, num_pixels);
-    for (int k = 0; k < num_phi; ++k) residual[k] = dirty[k];
-    iterations += rm_clean_spectrum(residual.data(), num_phi, samples(rmsf_double.data()), settings.clean, model.data());
-    restore_spectrum(residual.data(), model.data(), num_phi, settings.axis.dphi, settings.fwhm, clean.data());
-    const PeakFit fit = fit_spectrum_peak(clean.data(), settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
-    for (int m = 0; m < peak_map_count; ++m)
-      slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(peak_map_value(fit, m));
-    const Spectrum<Sample> out(samples(slab.clean.data()) + x, num_pixels);
-    for (int k = 0; k < num_phi; ++k) out[k] = clean[k];
+#pragma omp for schedule(dynamic, 64)
+    for (int x = 0; x < num_pixels; ++x) {
+      const Spectrum<const Sample> dirty_x(samples(slab.dirty.data()) + x, num_pixels);
+      for (int k = 0; k < num_phi; ++k) residual[k] = dirty_x[k];
+      std::fill(model.begin(), model.end(), Sample{});
+      iterations += rm_clean_spectrum(residual.data(), num_phi, samples(rmsf_double.data()), settings.clean,
+                                      model.data());
+      restore_spectrum(residual.data(), model.data(), num_phi, settings.axis.dphi, settings.fwhm, clean.data());
+      const PeakFit fit =
+          fit_spectrum_peak(clean.data(), settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
+      for (int m = 0; m < peak_map_count; ++m)
+        slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(peak_map_value(fit, m));
+      const Spectrum<Sample> out(samples(slab.clean.data()) + x, num_pixels);
+      for (int k = 0; k < num_phi; ++k) out[k] = clean[k];
+    }
   }
   slab.iterations = iterations;
   return slab;
+}
+
+SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
+                            int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
+                            const SpectrumSettings& settings) {
+  std::vector<std::complex<float>> dirty(static_cast<std::size_t>(settings.axis.count) * num_pixels);
+  if (num_pixels > 0) synthesise(a, settings.axis.count, num_chan, p, num_pixels, dirty.data());
+  return clean_slab(std::move(dirty), num_pixels, rmsf_double, settings);
 }
 
 }  // namespace spip::faraday

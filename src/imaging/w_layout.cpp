@@ -107,24 +107,36 @@ PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const
   return layout;
 }
 
-TiledPoints tile_points(const std::vector<GridPoint>& points, const ImageGeometry& geometry, const EsKernel& kernel) {
+TiledPoints tile_points(const std::vector<GridPoint>& points, const ImageGeometry& geometry, const EsKernel& kernel,
+                        long long max_chunk) {
   const int n = geometry.grid_size, tiles = tiles_per_side(n);
   const double uv_cell = geometry.uv_cell();
   std::vector<int> tile(points.size());
-  TiledPoints tiled;
-  tiled.tile_start.assign(static_cast<std::size_t>(tiles) * tiles + 1, 0);
+  std::vector<long long> tile_start(static_cast<std::size_t>(tiles) * tiles + 1, 0);
   for (std::size_t i = 0; i < points.size(); ++i) {
     const int first_u = footprint_first(grid_position_u(points[i].u, uv_cell, n), kernel.support);
     const int first_v = footprint_first(grid_position_v(points[i].v, uv_cell, n), kernel.support);
     tile[i] = tile_of(first_v, n) * tiles + tile_of(first_u, n);
-    ++tiled.tile_start[tile[i] + 1];
+    ++tile_start[tile[i] + 1];
   }
-  for (std::size_t t = 1; t < tiled.tile_start.size(); ++t) tiled.tile_start[t] += tiled.tile_start[t - 1];
+  for (std::size_t t = 1; t < tile_start.size(); ++t) tile_start[t] += tile_start[t - 1];
   // A counting sort: stable, so w order survives within each tile.
-  std::vector<long long> next(tiled.tile_start.begin(), tiled.tile_start.end() - 1);
+  TiledPoints tiled;
+  std::vector<long long> next(tile_start.begin(), tile_start.end() - 1);
   tiled.points.resize(points.size());
   for (std::size_t i = 0; i < points.size(); ++i) tiled.points[next[tile[i]]++] = points[i];
+  for (int t = 0; t < tiles * tiles; ++t)
+    for (long long at = tile_start[t]; at < tile_start[t + 1]; at += max_chunk) {
+      tiled.chunk_start.push_back(at);
+      tiled.chunk_tile.push_back(t);
+    }
+  tiled.chunk_start.push_back(static_cast<long long>(points.size()));
   return tiled;
+}
+
+std::size_t max_chunks(std::size_t count, const ImageGeometry& geometry, long long max_chunk) {
+  const std::size_t tiles = tiles_per_side(geometry.grid_size);
+  return count / static_cast<std::size_t>(max_chunk) + std::min(count, tiles * tiles);
 }
 
 }  // namespace spip::imaging

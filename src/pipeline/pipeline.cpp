@@ -337,25 +337,29 @@ class ChannelWriter {
   ChannelWriter() = default;
   ChannelWriter(const ChannelWriter&) = delete;
   ChannelWriter& operator=(const ChannelWriter&) = delete;
+  // Reached with a task pending only while another error unwinds the stack; that
+  // error is the one reported, so the task's own is dropped.
   ~ChannelWriter() {
     if (pending_.valid()) pending_.wait();
   }
 
   template <class Task>
   void submit(Task task) {
-    finish();
+    if (pending_.valid()) {
+      const Stopwatch wait;
+      pending_.get();
+      waited_s_ += wait.seconds();
+    }
     pending_ = std::async(std::launch::async, [this, task = std::move(task)]() mutable {
       const Stopwatch watch;
       task();
       busy_s_ += watch.seconds();
     });
   }
-  // Waits for the last task and rethrows its error.
+  // Waits for the last task and rethrows its error; the imaging has no more channels,
+  // so this wait is not counted as time the imaging waited.
   void finish() {
-    if (!pending_.valid()) return;
-    const Stopwatch wait;
-    pending_.get();
-    waited_s_ += wait.seconds();
+    if (pending_.valid()) pending_.get();
   }
   // Time spent writing, and the part of it the imaging waited for.
   double busy_s() const { return busy_s_; }
@@ -594,7 +598,8 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                std::to_string(mine.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
                " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((mine.size() - done) / rate, 1) + " s");
     }
-    writer.submit([&, c, images = std::move(images), record = std::vector<double>(fields, fields + ChannelQa::fields)]() mutable {
+    std::vector<double> record(fields, fields + ChannelQa::fields);
+    writer.submit([&, c, images = std::move(images), record = std::move(record)]() mutable {
       write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
       const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                       deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));

@@ -98,6 +98,10 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   int status = 0;
   waitpid(child, &status, 0);
   ASSERT_TRUE(session_members(child).empty()) << "a process of the killed run survived";
+  // What is at stake: nothing of the killed run may go on writing.
+  const int markers_at_kill = count_markers(resumed);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_EQ(count_markers(resumed), markers_at_kill) << "the killed run is still writing";
   const int done_when_killed = count_markers(resumed);
   ASSERT_GE(done_when_killed, 6);
   ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";

@@ -22,6 +22,11 @@ std::size_t slab_bytes(int num_phi, int num_chan, int num_pixels);
 void synthesise(int device, const std::complex<float>* a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f);
 
+// faraday::clean_slab() on `device`, with the same arguments and products.
+faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dirty, int num_pixels,
+                                const std::vector<std::complex<float>>& rmsf_double,
+                                const faraday::SpectrumSettings& settings);
+
 // faraday::synthesise_slab() on `device`, with the same arguments and products.
 faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
                                      const std::complex<float>* p, int num_pixels,

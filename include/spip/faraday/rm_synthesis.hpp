@@ -77,9 +77,13 @@ struct SlabSpectra {
   long long iterations = 0;                        // RM-CLEAN iterations of all pixels
 };
 
-// F = A P (one cgemm), then RM-CLEAN and the peak fit of every pixel's spectrum, on the
-// CPU's cores. cuda::synthesise_slab() is its GPU peer. `a` is [phi][channel], `p`
-// [channel][pixel], `rmsf_double` the RMSF over twice the Faraday range.
+// RM-CLEAN and the peak fit of every pixel's spectrum of a dirty cube [phi][pixel], on
+// the CPU's cores; the cube is kept as the slab's dirty spectra.
+SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
+                       const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings);
+
+// F = A P (one cgemm), then clean_slab(). cuda::synthesise_slab() is its GPU peer.
+// `a` is [phi][channel], `p` [channel][pixel], `rmsf_double` from rmsf_for_clean().
 SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
                             int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
                             const SpectrumSettings& settings);

@@ -35,7 +35,8 @@ using Sample = Complex<float>;
 SPIP_HOST_DEVICE inline float power(Sample z) { return z.re * z.re + z.im * z.im; }
 
 // |F| in double: the squares of floats are exact in double and sqrt rounds correctly
-// on both compilers, so CPU and GPU find the same peak and fit the same parabola.
+// on both compilers, so CPU and GPU compare the same amplitudes. (exp and atan2 below
+// may differ in their last bit between CUDA and glibc.)
 SPIP_HOST_DEVICE inline double amplitude(Sample z) {
   const double re = z.re, im = z.im;
   return sqrt(re * re + im * im);

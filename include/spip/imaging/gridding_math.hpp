@@ -52,6 +52,10 @@ SPIP_HOST_DEVICE inline int wrap_cell(int cell, int n) { return ((cell % n) + n)
 inline constexpr int grid_tile = 32;
 SPIP_HOST_DEVICE inline int tiles_per_side(int grid_size) { return (grid_size + grid_tile - 1) / grid_tile; }
 SPIP_HOST_DEVICE inline int tile_of(int first_cell, int grid_size) { return wrap_cell(first_cell, grid_size) / grid_tile; }
+// A first cell's offset in its tile, in [0, grid_tile) when `tile` is tile_of() of it.
+SPIP_HOST_DEVICE inline int tile_offset(int first_cell, int tile, int grid_size) {
+  return wrap_cell(first_cell, grid_size) - tile * grid_tile;
+}
 
 // Weight of a point at w in w-plane p (planes at w_first + p dw).
 SPIP_HOST_DEVICE inline double w_plane_weight(const EsKernel& w_kernel, double w, double w_first, double dw, int p) {

@@ -66,12 +66,20 @@ PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const
 
 // A w-sorted point list regrouped by grid tile (tile_of() of the first footprint cell in
 // u and v), stably, so that each tile's points stay sorted by w and a w-plane's points
-// of a tile are found by the same bounds as plane_range(). Tile t = tv * tiles + tu
-// holds points [tile_start[t], tile_start[t + 1]).
+// of a tile are found by the same bounds as plane_range(); then cut into chunks of at
+// most `max_chunk` points of one tile, so that a crowded tile (the short baselines) is
+// shared by several GPU thread blocks. Chunk c holds points [chunk_start[c],
+// chunk_start[c + 1]) of tile chunk_tile[c] = tv * tiles + tu.
 struct TiledPoints {
   std::vector<GridPoint> points;
-  std::vector<long long> tile_start;
+  std::vector<long long> chunk_start;
+  std::vector<int> chunk_tile;
+  std::size_t chunks() const { return chunk_tile.size(); }
 };
-TiledPoints tile_points(const std::vector<GridPoint>& points, const ImageGeometry& geometry, const EsKernel& kernel);
+TiledPoints tile_points(const std::vector<GridPoint>& points, const ImageGeometry& geometry, const EsKernel& kernel,
+                        long long max_chunk);
+// The most chunks that `count` points can make: a partial chunk per occupied tile plus
+// the full ones.
+std::size_t max_chunks(std::size_t count, const ImageGeometry& geometry, long long max_chunk);
 
 }  // namespace spip::imaging
