@@ -51,9 +51,7 @@ struct PointSet {
     chunk_start = DeviceArray<long long>(most + 1);
     chunk_tile = DeviceArray<int>(most);
   }
-  detail::TiledPointsView view(int tiles) const {
-    return {points.get(), chunk_start.get(), chunk_tile.get(), chunks, tiles};
-  }
+  detail::TiledPointsView view() const { return {points.get(), chunk_start.get(), chunk_tile.get(), chunks}; }
 };
 
 // One buffer set: a channel on the device, and what the host knows of it.
@@ -112,7 +110,6 @@ struct ChannelImager::Impl {
 
   long long pixels() const { return static_cast<long long>(geometry.pixels()); }
   long long cells() const { return static_cast<long long>(geometry.grid_size) * geometry.grid_size; }
-  int tiles() const { return imaging::tiles_per_side(geometry.grid_size); }
   Slot& active() {
     if (current < 0) SPIP_THROW(Error, "GPU imager: no channel is current (stage() and next() first)");
     return slots[current];
@@ -207,7 +204,7 @@ void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::
   for (int p = 0; p < slot.planes; ++p) {
     if (!points.plane_has_points[p]) continue;
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, lanes * cells() * sizeof(cufftComplex), compute));
-    detail::grid_points(points.view(tiles()), slot.bounds[p], p, grid_shape, source, grids.get(), compute);
+    detail::grid_points(points.view(), slot.bounds[p], p, grid_shape, source, grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(lanes == 1 ? plan_one : plan_two, grids.get(), grids.get(), CUFFT_FORWARD));
     detail::accumulate_plane(grids.get(), lanes, p, grid_shape, x_shifted.get(), acc.get(), compute);
   }
@@ -225,7 +222,7 @@ void ChannelImager::Impl::predict_residual() {
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * cells() * sizeof(cufftComplex), compute));
     detail::fill_plane(model.get(), num_stokes, p, grid_shape, correction.get(), x_shifted.get(), grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(plan_two, grids.get(), grids.get(), CUFFT_INVERSE));
-    detail::degrid_points(slot.hermitian.view(tiles()), slot.bounds[p], p, grid_shape, grids.get(), 2, plain.get(),
+    detail::degrid_points(slot.hermitian.view(), slot.bounds[p], p, grid_shape, grids.get(), 2, plain.get(),
                           mirrored.get(), compute);
   }
   detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(slot.count), slot.vis.get(),

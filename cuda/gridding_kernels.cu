@@ -131,7 +131,8 @@ __global__ void grid_tiles_kernel(TiledPointsView tiled, imaging::WPlaneBounds b
   const PointRange range = chunk_range(tiled, bounds);
   if (range.lo == range.hi) return;
   const int n = shape.grid_size, span = imaging::grid_tile + shape.kernel.support - 1;
-  const int tile = tiled.chunk_tile[blockIdx.x], tile_u = tile % tiled.tiles, tile_v = tile / tiled.tiles;
+  const int tiles = imaging::tiles_per_side(n), tile = tiled.chunk_tile[blockIdx.x];
+  const int tile_u = tile % tiles, tile_v = tile / tiles;
   for (int first_lane = 0; first_lane < source.lanes(); first_lane += tile_lanes) {
     const int lanes = min(tile_lanes, source.lanes() - first_lane);
     const int values = lanes * span * span;

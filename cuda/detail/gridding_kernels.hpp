@@ -39,7 +39,6 @@ struct TiledPointsView {
   const long long* chunk_start;
   const int* chunk_tile;
   int chunks;
-  int tiles;  // per side
 };
 
 // Adds the points within `bounds` to w-plane p of `grids` (lanes x P^2): one thread

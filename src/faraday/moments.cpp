@@ -7,21 +7,27 @@
 
 namespace spip::faraday {
 
-void PowerSums::add(const float* plane, double weight) {
-  for (std::size_t p = 0; p < pixels; ++p)
-    add_power_terms(sums.data() + p, static_cast<long long>(pixels), plane[p], weight);
+namespace {
+
+// One plane's values added to the power sums [order][pixel] at `sums`.
+void add_plane(double* sums, std::size_t pixels, const float* plane, double weight) {
+  for (std::size_t p = 0; p < pixels; ++p) add_power_terms(sums + p, static_cast<long long>(pixels), plane[p], weight);
 }
+
+}  // namespace
+
+void PowerSums::add(const float* plane, double weight) { add_plane(sums.data(), pixels, plane, weight); }
 
 StokesPowerSums::StokesPowerSums(std::size_t pixels)
     : pixels_(pixels), values_(static_cast<std::size_t>(quantities) * PowerSums::orders * pixels, 0.0) {}
 
 void StokesPowerSums::add_channel(const float* restored, double weight) {
-  const long long n = static_cast<long long>(pixels_), block = PowerSums::orders * n;
   // One quantity at a time: five output streams per pass instead of twenty-five.
-  for (int s = 0; s < 4; ++s)
-    for (long long p = 0; p < n; ++p) add_power_terms(values_.data() + s * block + p, n, restored[s * n + p], weight);
-  for (long long p = 0; p < n; ++p)
-    add_power_terms(values_.data() + 4 * block + p, n, polarised_intensity(restored[n + p], restored[2 * n + p]), weight);
+  const std::size_t block = PowerSums::orders * pixels_;
+  for (int s = 0; s < 4; ++s) add_plane(values_.data() + s * block, pixels_, restored + s * pixels_, weight);
+  std::vector<float> p(pixels_);
+  for (std::size_t i = 0; i < pixels_; ++i) p[i] = polarised_intensity(restored[pixels_ + i], restored[2 * pixels_ + i]);
+  add_plane(values_.data() + 4 * block, pixels_, p.data(), weight);
 }
 
 MomentImages moments(const PowerSums& sums) {
