@@ -1,7 +1,6 @@
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/device_rates.hpp"
-#include "spip/cuda/moments.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
 
@@ -40,13 +39,6 @@ faraday::SlabSpectra synthesise_slab(int, const std::vector<std::complex<float>>
                                      const std::vector<std::complex<float>>&, const faraday::SpectrumSettings&) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
-
-struct StokesPowerSums::Impl {};
-std::size_t StokesPowerSums::device_bytes(std::size_t) { return 0; }
-StokesPowerSums::StokesPowerSums(int, std::size_t) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
-StokesPowerSums::~StokesPowerSums() = default;
-void StokesPowerSums::add_channel(const float*, double) {}
-std::vector<double> StokesPowerSums::values() const { return {}; }
 
 double seconds_per_fft(int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 double seconds_per_cgemm(int, int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }

@@ -145,6 +145,37 @@ bool is_column(std::string value) {
 // For keys whose every parsable value is valid: parse() has rejected the rest.
 template <class T> bool any(T) { return true; }
 
+// faraday.cubes: "all", "none" or names from faraday_cube_names(), each at most once,
+// kept in that canonical order so that to_ini() writes one text per selection.
+bool set_faraday_cubes(Config& config, std::string_view value) {
+  const std::vector<std::string> names = faraday_cube_names();
+  if (value == "all") return config.faraday.cubes = names, true;
+  if (value == "none") return config.faraday.cubes.clear(), true;
+  std::vector<bool> chosen(names.size(), false);
+  for (std::size_t begin = 0; begin <= value.size();) {
+    const std::size_t end = std::min(value.find(',', begin), value.size());
+    std::string_view word = value.substr(begin, end - begin);
+    while (!word.empty() && word.front() == ' ') word.remove_prefix(1);
+    while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
+    const auto it = std::ranges::find(names, word);
+    if (it == names.end() || chosen[it - names.begin()]) return false;
+    chosen[it - names.begin()] = true;
+    begin = end + 1;
+  }
+  config.faraday.cubes.clear();
+  for (std::size_t k = 0; k < names.size(); ++k)
+    if (chosen[k]) config.faraday.cubes.push_back(names[k]);
+  return true;
+}
+
+std::string cube_list_text(const std::vector<std::string>& cubes) {
+  if (cubes.empty()) return "none";
+  if (cubes == faraday_cube_names()) return "all";
+  std::string joined;
+  for (const std::string& name : cubes) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
       {"input.ms", "paths", "", "Measurement Set(s) to image; repeat the key for several",
@@ -247,6 +278,12 @@ const std::vector<Key>& keys() {
       scalar("faraday.rmclean_xcorr", &Config::faraday, &FaradayConfig::rmclean_xcorr, any<bool>, "true or false", "",
              "RM-CLEAN components at the peak of the FDF's cross-correlation with the RMSF (MAPS)"),
 
+      {"faraday.cubes", "words", "", "Faraday depth cubes to write, comma-separated: real-dirty, imag-dirty, "
+       "amp-dirty, real-clean, imag-clean, amp-clean; all; or none",
+       "all, none, or a comma-separated list of real-dirty, imag-dirty, amp-dirty, real-clean, imag-clean, amp-clean",
+       false, set_faraday_cubes,
+       [](const Config& c) { return std::vector<std::string>{cube_list_text(c.faraday.cubes)}; }},
+
       scalar("output.dir", &Config::output, &OutputConfig::dir, any<std::string>,
              "a non-empty path", "", "directory for the output images"),
       scalar("output.prefix", &Config::output, &OutputConfig::prefix,
@@ -258,6 +295,9 @@ const std::vector<Key>& keys() {
       scalar("parallel.threads", &Config::parallel, &ParallelConfig::threads,
              [](int v) { return v >= 0; }, "an integer >= 0", "",
              "OpenMP threads per rank; 0: all available cores"),
+      scalar("parallel.memory_gb", &Config::parallel, &ParallelConfig::memory_gb,
+             [](double v) { return v >= 0; }, "a number >= 0", "GB",
+             "memory a rank may hold (channel blocks, PSFs, grids, Faraday chunks); 0: the node's memory over its ranks"),
       scalar("parallel.channels_per_rank", &Config::parallel, &ParallelConfig::channels_per_rank,
              [](int v) { return v >= 0; }, "an integer >= 0", "channels",
              "fixed channel block per rank; 0: balance unflagged visibilities over ranks"),

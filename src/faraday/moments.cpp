@@ -18,18 +18,6 @@ void add_plane(double* sums, std::size_t pixels, const float* plane, double weig
 
 void PowerSums::add(const float* plane, double weight) { add_plane(sums.data(), pixels, plane, weight); }
 
-StokesPowerSums::StokesPowerSums(std::size_t pixels)
-    : pixels_(pixels), values_(static_cast<std::size_t>(quantities) * PowerSums::orders * pixels, 0.0) {}
-
-void StokesPowerSums::add_channel(const float* restored, double weight) {
-  // One quantity at a time: five output streams per pass instead of twenty-five.
-  const std::size_t block = PowerSums::orders * pixels_;
-  for (int s = 0; s < 4; ++s) add_plane(values_.data() + s * block, pixels_, restored + s * pixels_, weight);
-  std::vector<float> p(pixels_);
-  for (std::size_t i = 0; i < pixels_; ++i) p[i] = polarised_intensity(restored[pixels_ + i], restored[2 * pixels_ + i]);
-  add_plane(values_.data() + 4 * block, pixels_, p.data(), weight);
-}
-
 MomentImages moments(const PowerSums& sums) {
   const std::size_t n = sums.pixels;
   const float nan = std::numeric_limits<float>::quiet_NaN();

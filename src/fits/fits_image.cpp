@@ -521,19 +521,22 @@ void CubeFile::write_rows(const std::string& path, int first_row, std::span<cons
   file.close();
 }
 
-std::vector<float> CubeFile::read_planes(const std::string& path, int first_plane, int count) {
+std::vector<float> CubeFile::read_rows(const std::string& path, int first_row, int rows) {
   const std::string partial = partial_path(path);
   const CubeLayout layout = read_layout(partial);
-  if (first_plane < 0 || count < 0 || first_plane + count > layout.planes)
-    SPIP_THROW(spip::Error, "FITS: cannot read planes [" + std::to_string(first_plane) + ", " +
-                                std::to_string(first_plane + count) + ") of '" + partial + "'");
-  std::vector<float> data(static_cast<std::size_t>(count * layout.plane_pixels));
+  const long long ny = layout.plane_pixels / layout.row_pixels;
+  if (first_row < 0 || rows < 0 || first_row + rows > ny)
+    SPIP_THROW(spip::Error, "FITS: cannot read rows [" + std::to_string(first_row) + ", " +
+                                std::to_string(first_row + rows) + ") of '" + partial + "'");
+  const long long slab_pixels = static_cast<long long>(rows) * layout.row_pixels;
+  std::vector<float> data(static_cast<std::size_t>(slab_pixels * layout.planes));
   FitsFile file = FitsFile::open(partial, READONLY);
   int status = 0, any_null = 0;
   float null_value = std::numeric_limits<float>::quiet_NaN();
-  fits_read_img(file.get(), TFLOAT, first_plane * layout.plane_pixels + 1, static_cast<LONGLONG>(data.size()),
-                &null_value, data.data(), &any_null, &status);
-  check(status, "read planes of", partial);
+  for (long long plane = 0; plane < layout.planes && slab_pixels > 0; ++plane)
+    fits_read_img(file.get(), TFLOAT, plane * layout.plane_pixels + first_row * layout.row_pixels + 1, slab_pixels,
+                  &null_value, data.data() + plane * slab_pixels, &any_null, &status);
+  check(status, "read rows of", partial);
   file.close();
   return data;
 }

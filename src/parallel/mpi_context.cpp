@@ -65,39 +65,6 @@ void MpiContext::sum_all(std::vector<std::int64_t>& values) const {
   MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
 
-void MpiContext::sum_to_root(std::vector<double>& values) const {
-  // MPI counts are int: reduce in pieces so that images of any size fit.
-  constexpr std::size_t piece = std::size_t{1} << 28;
-  for (std::size_t first = 0; first < values.size(); first += piece) {
-    const int count = static_cast<int>(std::min(piece, values.size() - first));
-    if (is_root())
-      MPI_Reduce(MPI_IN_PLACE, values.data() + first, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-    else
-      MPI_Reduce(values.data() + first, nullptr, count, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-  }
-}
-
-std::vector<std::complex<float>> MpiContext::all_to_all(const std::vector<std::complex<float>>& send,
-                                                        const std::vector<int>& send_counts, int block) const {
-  // Counts and offsets are in blocks of `block` values (e.g. image rows), so that they
-  // stay within int for cubes of billions of values.
-  MPI_Datatype block_type;
-  MPI_Type_contiguous(block, MPI_C_FLOAT_COMPLEX, &block_type);
-  MPI_Type_commit(&block_type);
-  std::vector<int> receive_counts(size_), send_offsets(size_, 0), receive_offsets(size_, 0);
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, receive_counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  for (int r = 1; r < size_; ++r) {
-    send_offsets[r] = send_offsets[r - 1] + send_counts[r - 1];
-    receive_offsets[r] = receive_offsets[r - 1] + receive_counts[r - 1];
-  }
-  std::vector<std::complex<float>> receive(static_cast<std::size_t>(receive_offsets.back() + receive_counts.back()) *
-                                           static_cast<std::size_t>(block));
-  MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), block_type, receive.data(),
-                receive_counts.data(), receive_offsets.data(), block_type, MPI_COMM_WORLD);
-  MPI_Type_free(&block_type);
-  return receive;
-}
-
 void MpiContext::abort(int exit_code) const {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::exit(exit_code);

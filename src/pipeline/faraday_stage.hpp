@@ -1,17 +1,16 @@
 #pragma once
-// The Faraday products of a run: moments from per-pixel power sums (one reduction),
-// and RM synthesis, RM-CLEAN and peak maps on pixel slabs after one all-to-all.
-#include <complex>
-#include <memory>
-#include <optional>
+// The Faraday products of a run, made after every rank has written its channel planes:
+// each rank takes a slab of image rows and reads it back from the restored I, Q, U, V
+// cubes a group of rows at a time. For each group it computes the moment images, runs
+// RM synthesis, RM-CLEAN and the peak fit, and writes the rows straight into the
+// products. Memory is bounded by the row group, not by the channels or the depths.
+#include <array>
 #include <string>
 #include <vector>
 
 #include "spip/config/config.hpp"
-#include "spip/cuda/moments.hpp"
-#include "spip/faraday/moments.hpp"
+#include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
-#include "spip/parallel/decomposition.hpp"
 
 namespace spip::parallel {
 class MpiContext;
@@ -23,38 +22,43 @@ class Log;
 
 class FaradayStage {
  public:
-  // `base` is the image header of the channel cubes (WCS, beam, date); `blocks` the
-  // channel blocks of all ranks over the imaged range; `gpu_device` >= 0 accumulates
-  // the moments and runs RM synthesis and RM-CLEAN on that GPU.
+  // `base` is the image header of the channel cubes (WCS, beam, date); `image_cubes`
+  // the restored I, Q, U, V cubes (partial files), `group_bytes` what one row group may
+  // hold; `gpu_device` >= 0 runs RM synthesis and RM-CLEAN on that GPU.
   FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
-               std::vector<parallel::ChannelBlock> blocks, int rank, int gpu_device);
+               std::array<std::string, 4> image_cubes, double group_bytes, int gpu_device);
 
-  // One of this rank's channels, in increasing order: restored planes [4][N*N] and the
-  // channel's polarised noise (MAD sigma of its Q, U residuals).
-  void add_channel(const std::vector<float>& restored, double noise);
-  // A channel with nothing imaged: no moments, zero weight in RM synthesis.
-  void add_blank_channel();
+  // This rank's channels, in increasing order: the channel's polarised noise (MAD
+  // sigma of its Q, U residuals), or a negative value for a channel with nothing imaged
+  // (zero weight in the moments and in RM synthesis).
+  void add_channel(double noise);
 
-  // Collective: every rank calls it once after its last channel. Returns the paths of
-  // the products rank 0 wrote.
+  // Collective: every rank calls it once after its last channel's planes are in the
+  // cubes. Returns the paths of the products (on rank 0).
   std::vector<std::string> finish(const parallel::MpiContext& mpi, const Log& log);
 
+  // What a row group holds per pixel, for `num_chan` channels and `num_phi` depths.
+  static double bytes_per_pixel(int num_chan, int num_phi);
+  // The Faraday depth axis a run of these channels would use, all channels weighted
+  // alike: what planning and the disk estimate need before any channel is imaged.
+  static faraday::FaradayAxis planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config);
+
  private:
+  struct Synthesis;
   std::string path(const std::string& name) const;
-  std::vector<std::string> write_moments(const parallel::MpiContext& mpi) const;
   double channel_weight(double noise) const;
+  void process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
+                    long long& iterations) const;
+  void write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
+                         const std::vector<double>& weight) const;
 
   const Config& config_;
   fits::ImageHeader base_;
   std::vector<double> freq_hz_;
-  std::vector<parallel::ChannelBlock> blocks_;
-  int rank_;
-  int gpu_device_;                         // -1: the CPU backend
-  std::size_t pixels_;
-  std::optional<faraday::StokesPowerSums> host_sums_;     // one of these two
-  std::unique_ptr<cuda::StokesPowerSums> device_sums_;
-  std::vector<std::complex<float>> qu_;    // [my channel][pixel] Q + iU
-  std::vector<double> noise_;              // per my channel
+  std::array<std::string, 4> image_cubes_;
+  double group_bytes_;
+  int gpu_device_;            // -1: the CPU backend
+  std::vector<double> noise_;  // per channel of this rank
 };
 
 }  // namespace spip::pipeline

@@ -14,12 +14,12 @@
 #include <optional>
 #include <sstream>
 
+#include "budget.hpp"
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "progress.hpp"
 #include "products.hpp"
 #include "spip/cuda/device.hpp"
-#include "spip/cuda/moments.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
@@ -34,8 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr double speed_of_light = 299792458.0;
 constexpr double rad_to_arcsec = 180.0 * 3600.0 / std::numbers::pi;
-// A rank reads its channels in blocks of at most this many bytes of Stokes data.
-constexpr double block_budget_bytes = 2.0 * (1u << 30);
 
 // ---- plan ------------------------------------------------------------------
 
@@ -47,6 +45,7 @@ struct Plan {
   int gpu_device = -1;                           // -1: CPU
   imaging::ImageGeometry geometry;
   std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
+  MemoryPlan memory;                             // this rank's
 };
 
 std::vector<ms::MsReader> open_inputs(const Config& config) {
@@ -119,21 +118,49 @@ std::string choose_backend(Device requested, int local_rank, const imaging::Imag
   }
   const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
   const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities) +
-                             cuda::StokesPowerSums::device_bytes(static_cast<std::size_t>(geometry.size) * geometry.size);
+  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities);
   const std::size_t free_bytes = cuda::free_memory_bytes(device.index);
   if (needed > free_bytes)
     SPIP_THROW(ConfigError, "GPU " + std::to_string(device.index) + " (" + device.name + ") has " +
                                 std::to_string(free_bytes >> 20) + " MiB free but imaging " +
                                 std::to_string(geometry.size) + "^2 pixels with channels of " +
-                                std::to_string(max_visibilities) + " visibilities and summing its moments needs " +
+                                std::to_string(max_visibilities) + " visibilities needs " +
                                 std::to_string(needed >> 20) +
                                 " MiB; use a smaller image.size or image.padding, or fewer ranks per GPU");
   log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " of " +
            std::to_string(probe.devices.size()) + " visible (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
            "): " + device.name + ", " + std::to_string(needed >> 20) + " of " + std::to_string(free_bytes >> 20) +
-           " MiB free planned for imaging and moments");
+           " MiB free planned for imaging");
   return "gpu " + std::to_string(device.index);
+}
+
+// Everything this rank will hold, and everything the run will write, against what
+// the rank may hold and what the output file system has; before any visibility is read.
+void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
+  const ms::MsInfo& info = plan.readers.front().info();
+  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
+  std::exception_ptr failure;
+  try {
+    MemoryNeeds needs;
+    needs.budget = memory_budget_bytes(config.parallel, mpi.local_size());
+    needs.geometry = plan.geometry;
+    needs.rows_per_channel = static_cast<double>(plan.max_visibilities);
+    needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
+    needs.block_channels = config.input.block_channels;
+    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
+    plan.memory = plan_memory(needs);
+    if (mpi.is_root())
+      require_disk_space(config.output.dir,
+                         product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
+                                       static_cast<double>(plan.geometry.pixels()), num_phi,
+                                       static_cast<int>(config.faraday.cubes.size())));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  log.root(plan.memory.describe() + " (rank 0)");
 }
 
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
@@ -175,6 +202,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   } else {
     plan.blocks = parallel::balance_channels(cost, mpi.size());
   }
+  check_budgets(config, mpi, log, plan);
   return plan;
 }
 
@@ -186,14 +214,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
 // both passes. Only one thread at a time uses the readers.
 class ChannelSource {
  public:
-  ChannelSource(const Plan& plan, parallel::ChannelBlock mine, int block_channels) : plan_(plan), mine_(mine) {
-    std::int64_t rows = 0;
-    for (const ms::MsReader& reader : plan.readers) rows += reader.info().num_rows;
-    const double bytes_per_channel = static_cast<double>(rows) * ms::num_stokes * 12.0;
-    block_channels_ = block_channels > 0
-                          ? block_channels
-                          : std::max(1, static_cast<int>(0.5 * block_budget_bytes / std::max(bytes_per_channel, 1.0)));
-  }
+  ChannelSource(const Plan& plan, parallel::ChannelBlock mine)
+      : plan_(plan), mine_(mine), block_channels_(plan.memory.block_channels) {}
   ~ChannelSource() {
     if (next_.valid()) next_.wait();
   }
@@ -458,7 +480,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
            fixed(setup_watch.seconds(), 2) + " s");
   const imaging::WeightingScheme scheme = weighting_scheme(config);
-  ChannelSource source(plan, mine, config.input.block_channels);
+  ChannelSource source(plan, mine);
   double read_s = 0;  // time the imaging waited for channel data
 
   // Channels a killed run completed, with what later stages need of them; every rank
@@ -481,7 +503,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // The PSFs are kept for pass 2 when they fit the memory budget.
   const Stopwatch psf_watch;
   std::vector<imaging::Beam> beams;
-  const bool keep_psfs = static_cast<double>(mine.size()) * plan.geometry.pixels() * sizeof(float) <= block_budget_bytes / 2;
+  const bool keep_psfs = plan.memory.keep_psfs;
   std::vector<std::vector<float>> psfs(static_cast<std::size_t>(mine.size()));
   std::vector<int> todo;
   for (int c = mine.begin; c < mine.end; ++c) {
@@ -525,7 +547,9 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   const ms::MsInfo& info = plan.readers.front().info();
   FaradayStage faraday(config, cubes.base,
                        std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
-                       plan.blocks, mpi.rank(), plan.gpu_device);
+                       {cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
+                        cubes.path("image", "V")},
+                       plan.memory.faraday_group, plan.gpu_device);
 
   // Pass 2: image, clean, restore and write each channel.
   std::vector<double> records;
@@ -539,22 +563,11 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   ChannelWriter writer;
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {
-      // Its planes are in the partial cubes: read the restored ones back for the
-      // Faraday stage, and the numbers from its marker.
+      // Its planes are in the partial cubes, where the Faraday stage reads them; its
+      // numbers are in its marker.
       const std::vector<double> record = progress.record(plan.chan_begin + c);
       records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
-      writer.submit([&, c, noise = record[ChannelQa::fields]] {
-        if (noise < 0) {
-          faraday.add_blank_channel();
-          return;
-        }
-        std::vector<float> restored;
-        for (const char* stokes : {"I", "Q", "U", "V"}) {
-          const std::vector<float> plane = fits::CubeFile::read_planes(cubes.path("image", stokes), c, 1);
-          restored.insert(restored.end(), plane.begin(), plane.end());
-        }
-        faraday.add_channel(restored, noise);
-      });
+      writer.submit([&, noise = record[ChannelQa::fields]] { faraday.add_channel(noise); });
       continue;
     }
     const ChannelStats data = feed.advance(c);
@@ -572,7 +585,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       record[ChannelQa::fields] = -1.0;  // noise < 0: blanked
       records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
       writer.submit([&, c, record] {
-        faraday.add_blank_channel();
+        faraday.add_channel(-1.0);
         progress.mark_done(plan.chan_begin + c, record);
       });
       continue;
@@ -603,7 +616,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
       const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                       deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
-      faraday.add_channel(images.restored, pol_noise);
+      faraday.add_channel(pol_noise);
       record.insert(record.end(), {pol_noise, images.fitted_beam.major_rad, images.fitted_beam.minor_rad,
                                    images.fitted_beam.pa_rad});
       progress.mark_done(plan.chan_begin + c, record);

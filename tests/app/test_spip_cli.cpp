@@ -108,6 +108,26 @@ TEST(SpipCli, InputErrorsExitWithCode3) {
   expect_one_line_error(run_spip(base_args("e") + " --input.channel_end 41"), 3, {"41", "40 channels"});
 }
 
+TEST(SpipCli, RunsThatCannotFitStopBeforeWritingAnything) {
+  const auto args = [](const std::string& name) {
+    return "--input.ms " + oskar_ms + " --output.dir " + scratch(name).string() + " --parallel.threads 1";
+  };
+  // Memory: an image no rank can hold is refused at planning time, not by bad_alloc.
+  const Outcome huge = run_spip(args("huge") + " --image.size 5000000");
+  expect_one_line_error(huge, 2, {"imaging 5000000^2 pixels", "GB per rank, but parallel.memory_gb allows"});
+  EXPECT_FALSE(fs::exists(scratch("huge"))) << "nothing may be written";
+  // Memory: one row of a Faraday spectrum too long for the budget.
+  expect_one_line_error(run_spip(base_args("depths") + " --faraday.phi_max 100000 --faraday.dphi 0.01 "
+                                 "--parallel.memory_gb 1"),
+                        2, {"the Faraday stage needs", "one image row", "parallel.memory_gb allows 1.00 GB"});
+  // Disk: 6 Faraday depth cubes of 8 x 10^5 depths at 4096^2 pixels need ~300 TB.
+  const Outcome disk = run_spip(args("disk") + " --image.size 4096 --faraday.phi_max 20000 --faraday.dphi 0.05"
+                                " --parallel.memory_gb 200");
+  expect_one_line_error(disk, 3, {"the products need", "GB in " + scratch("disk").string(), "GB free"});
+  EXPECT_FALSE(fs::exists(scratch("disk"))) << "nothing may be written";
+  std::printf("[ measured ] %s", disk.err.c_str());
+}
+
 TEST(SpipCli, GpuRequestWithoutAGpuIsAClearError) {
   const Outcome outcome = run_spip(base_args("gpu") + " --parallel.device gpu");
   if (outcome.exit_code == 0) GTEST_SKIP() << "a usable GPU is present";
@@ -135,6 +155,49 @@ TEST(SpipCli, ProductsDoNotDependOnTheNumberOfRanks) {
   EXPECT_NE(one_rank[0].find("\"visibilities\": 9936"), std::string::npos) << one_rank[0];
   EXPECT_NE(three.out.find("[spip 2/3"), std::string::npos) << "every rank logs";
   EXPECT_FALSE(fs::exists(qa("three").string() + ".partial"));
+}
+
+// Every Faraday product (moments, depth cubes, peak maps) of one rank working in many
+// small row groups matches that of three ranks with one group each.
+TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
+  const std::string mpiexec = SPIP_MPIEXEC;
+  const Outcome groups = run_spip(base_args("groups") + " --parallel.memory_gb 0.02");
+  ASSERT_EQ(groups.exit_code, 0) << groups.err;
+  const std::smatch count = [&] {
+    std::smatch m;
+    std::regex_search(groups.out, m, std::regex(R"(rows \[0, 64\) in (\d+) group)"));
+    return m;
+  }();
+  ASSERT_FALSE(count.empty()) << groups.out;
+  EXPECT_GE(std::stoi(count[1]), 4) << "the small budget must split the slab";
+  const Outcome ranks = run(mpiexec + " 3 " + SPIP_BIN + " " + base_args("ranks"));
+  ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
+  EXPECT_NE(ranks.out.find("in 1 group(s)"), std::string::npos) << ranks.out;
+
+  int compared = 0;
+  double worst = 0;
+  for (const auto& entry : fs::directory_iterator(scratch("groups"))) {
+    const std::string name = entry.path().filename().string();
+    if (name.find("-moment-") == std::string::npos && name.find("-fdf-") == std::string::npos &&
+        name.find("-peak-") == std::string::npos)
+      continue;
+    const auto a = spip::fits::read_image(entry.path().string());
+    const auto b = spip::fits::read_image((scratch("ranks") / name).string());
+    ASSERT_EQ(a.data.size(), b.data.size()) << name;
+    double largest = 0, difference = 0;
+    for (std::size_t i = 0; i < a.data.size(); ++i) {
+      ASSERT_EQ(std::isnan(a.data[i]), std::isnan(b.data[i])) << name << " pixel " << i;
+      if (std::isnan(a.data[i])) continue;
+      largest = std::max(largest, static_cast<double>(std::abs(a.data[i])));
+      difference = std::max(difference, static_cast<double>(std::abs(a.data[i] - b.data[i])));
+    }
+    EXPECT_LE(difference, 1e-6 * largest) << name;
+    worst = std::max(worst, largest > 0 ? difference / largest : 0.0);
+    ++compared;
+  }
+  EXPECT_EQ(compared, 20 + 6 + 6);
+  std::printf("[ measured ] %d Faraday products, %s row groups vs 3 ranks: largest difference %.2e of the peak\n",
+              compared, count[1].str().c_str(), worst);
 }
 
 TEST(SpipCli, ReadAheadInSmallBlocksGivesTheSameProducts) {

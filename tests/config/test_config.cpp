@@ -360,6 +360,11 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"faraday.samples_per_fwhm", "0", "a number > 0"},
                     OutOfRange{"parallel.threads", "-1", "an integer >= 0"},
                     OutOfRange{"parallel.channels_per_rank", "-2", "an integer >= 0"},
+                    OutOfRange{"parallel.memory_gb", "-1", "a number >= 0"},
+                    OutOfRange{"faraday.cubes", "clean-phase", "all, none, or a comma-separated list of real-dirty, "
+                               "imag-dirty, amp-dirty, real-clean, imag-clean, amp-clean"},
+                    OutOfRange{"faraday.cubes", "amp-clean,amp-clean", "all, none, or a comma-separated list of "
+                               "real-dirty, imag-dirty, amp-dirty, real-clean, imag-clean, amp-clean"},
                     OutOfRange{"image.common_beam", "maybe", "true or false"},
                     OutOfRange{"parallel.device", "tpu", "one of auto, cpu, gpu"},
                     OutOfRange{"input.row_chunk", "0", "an integer >= 1"},
@@ -390,6 +395,21 @@ TEST(Config, BoundaryValuesAccepted) {
   EXPECT_EQ(c.image.size, 16);
   EXPECT_EQ(c.image.padding, 4.0);
   EXPECT_EQ(c.input.channel_end, 4);
+}
+
+TEST(Config, FaradayCubeSelection) {
+  EXPECT_EQ(Config{}.faraday.cubes, faraday_cube_names());
+  EXPECT_EQ(faraday_cube_names().size(), 6u);
+  const auto cubes = [](const std::string& value) {
+    return parse({"--input.ms", "a.ms", "--faraday.cubes", value}).config.faraday.cubes;
+  };
+  EXPECT_TRUE(cubes("none").empty());
+  EXPECT_EQ(cubes("all"), faraday_cube_names());
+  // Any order and spacing in, the canonical order out, so to_ini() writes one text.
+  EXPECT_EQ(cubes("amp-clean, real-dirty"), (std::vector<std::string>{"real-dirty", "amp-clean"}));
+  const Config chosen = parse({"--input.ms", "a.ms", "--faraday.cubes", "amp-clean,amp-dirty"}).config;
+  EXPECT_NE(to_ini(chosen).find("cubes = amp-dirty,amp-clean\n"), std::string::npos);
+  EXPECT_NE(to_ini(Config{}).find("cubes = all\n"), std::string::npos);
 }
 
 TEST(Config, ChannelEndNotAfterChannelBegin) {

@@ -1,6 +1,6 @@
 // The Faraday stage on the GPU against the CPU backend on the same data: the cuBLAS
 // product against cblas_cgemm, RM-CLEAN and the peak maps of a slab of simulated
-// Faraday-thin pixels, and the moment power sums.
+// Faraday-thin pixels.
 #include <gtest/gtest.h>
 
 #include <complex>
@@ -8,9 +8,7 @@
 #include <random>
 
 #include "gpu_test_main.hpp"
-#include "spip/cuda/moments.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
-#include "spip/faraday/moments.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 
 namespace {
@@ -142,26 +140,4 @@ TEST(CudaRmSynthesis, SlabGivesTheCpuPeakDepthsWhereTheSignalIsClear) {
   std::printf("[ measured ] GPU vs CPU slab of %d pixels: dirty %.2e of peak; peak phi within 1e-3 rad/m^2 in %d of "
               "%d clear pixels, worst %.2e; %lld vs %lld iterations\n",
               slab_pixels, dirty, within_1e3, clear, worst_phi, gpu.iterations, cpu.iterations);
-}
-
-TEST(CudaMoments, PowerSumsMatchTheCpuSums) {
-  const std::size_t pixels = 100000;
-  std::mt19937 rng(9);
-  std::normal_distribution<float> normal;
-  spip::faraday::StokesPowerSums cpu(pixels);
-  spip::cuda::StokesPowerSums gpu(spip::test::gpu_device, pixels);
-  std::vector<float> restored(4 * pixels);
-  for (int c = 0; c < 8; ++c) {
-    for (float& v : restored) v = normal(rng);
-    restored[pixels + 17] = std::numeric_limits<float>::quiet_NaN();
-    cpu.add_channel(restored.data(), 1.0 + 0.25 * c);
-    gpu.add_channel(restored.data(), 1.0 + 0.25 * c);
-  }
-  const std::vector<double> expected = cpu.values(), got = gpu.values();
-  ASSERT_EQ(got.size(), expected.size());
-  // The same terms added in the same order without fused multiply-adds: bit for bit.
-  std::size_t differ = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) differ += got[i] != expected[i];
-  EXPECT_EQ(differ, 0u);
-  std::printf("[ measured ] GPU vs CPU moment power sums: %zu of %zu differ\n", differ, got.size());
 }

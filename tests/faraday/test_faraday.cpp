@@ -310,29 +310,6 @@ TEST(SpectrumMath, PowerTermsSkipBlankedValuesAndStrideByPixels) {
   }
 }
 
-TEST(Moments, StokesSumsHoldEachPlaneAndThePolarisedIntensity) {
-  const std::size_t pixels = 6;
-  std::mt19937 rng(3);
-  std::normal_distribution<float> normal;
-  StokesPowerSums stokes(pixels);
-  std::vector<PowerSums> planes(StokesPowerSums::quantities, PowerSums(pixels));
-  for (int c = 0; c < 5; ++c) {
-    std::vector<float> restored(4 * pixels);
-    for (float& v : restored) v = normal(rng);
-    if (c == 2) restored[pixels + 4] = std::numeric_limits<float>::quiet_NaN();  // Q blanked in pixel 4
-    const double weight = 1.0 + c;
-    stokes.add_channel(restored.data(), weight);
-    std::vector<float> p(pixels);
-    for (std::size_t i = 0; i < pixels; ++i) p[i] = std::hypot(restored[pixels + i], restored[2 * pixels + i]);
-    for (int s = 0; s < 4; ++s) planes[s].add(restored.data() + s * pixels, weight);
-    planes[4].add(p.data(), weight);
-  }
-  std::vector<double> expected;
-  for (const PowerSums& s : planes) expected.insert(expected.end(), s.sums.begin(), s.sums.end());
-  EXPECT_EQ(stokes.values(), expected);
-  EXPECT_EQ(stokes.values()[1 * PowerSums::orders * pixels + 4], 1 + 2 + 4 + 5);  // Q of pixel 4 lost channel 2
-}
-
 // The GPU runs the per-pixel functions on strided views of the [phi][pixel] cubes, the
 // CPU on contiguous copies: both ways must give the same bits.
 TEST(SpectrumMath, StridedCubeViewsGiveTheContiguousResults) {

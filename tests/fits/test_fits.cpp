@@ -465,6 +465,14 @@ TEST_F(FitsTest, RowSlabsFromSeveralWritersAssembleTheCube) {
       slab.insert(slab.end(), cube.begin() + plane * 90 + bounds[r] * 10, cube.begin() + plane * 90 + bounds[r + 1] * 10);
     CubeFile::write_rows(final_path, bounds[r], slab);
   }
+  // Each slab reads back as written, in the [plane][row][x] layout it was given.
+  for (int r : {0, 1, 2}) {
+    std::vector<float> slab;
+    for (int plane = 0; plane < 5; ++plane)
+      slab.insert(slab.end(), cube.begin() + plane * 90 + bounds[r] * 10, cube.begin() + plane * 90 + bounds[r + 1] * 10);
+    expect_same_bits(slab, CubeFile::read_rows(final_path, bounds[r], bounds[r + 1] - bounds[r]));
+  }
+  EXPECT_THROW(CubeFile::read_rows(final_path, 7, 3), spip::Error);
   CubeFile::commit(final_path);
   expect_same_bits(cube, spip::fits::read_image(final_path).data);
   EXPECT_THROW(CubeFile::write_rows(final_path, 0, ramp(50)), spip::Error);  // committed: no partial file

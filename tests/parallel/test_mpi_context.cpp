@@ -43,37 +43,6 @@ TEST(MpiContext, SumAllAddsElementWiseOnEveryRank) {
   EXPECT_EQ(values, (std::vector<std::int64_t>{n, n * (n - 1) / 2}));
 }
 
-TEST(MpiContext, SumToRootAddsElementWise) {
-  std::vector<double> values = {1.0, static_cast<double>(mpi->rank())};
-  mpi->sum_to_root(values);
-  if (mpi->is_root()) {
-    const int n = mpi->size();
-    EXPECT_EQ(values, (std::vector<double>{static_cast<double>(n), n * (n - 1) / 2.0}));
-  }
-}
-
-TEST(MpiContext, AllToAllDeliversEachRanksBlockInRankOrder) {
-  // Rank s sends (s + 1) values s*10 + r + 0.5i to rank r.
-  const int n = mpi->size(), me = mpi->rank();
-  std::vector<std::complex<float>> send;
-  std::vector<int> counts;
-  for (int r = 0; r < n; ++r) {
-    counts.push_back(me + 1);
-    for (int k = 0; k <= me; ++k) send.emplace_back(static_cast<float>(me * 10 + r), 0.5f);
-  }
-  const auto received = mpi->all_to_all(send, counts);
-  std::vector<std::complex<float>> expected;
-  for (int s = 0; s < n; ++s)
-    for (int k = 0; k <= s; ++k) expected.emplace_back(static_cast<float>(s * 10 + me), 0.5f);
-  EXPECT_EQ(received, expected);
-  // The same exchange in blocks of 3 values (counts in blocks).
-  std::vector<std::complex<float>> tripled;
-  for (const auto& v : send) tripled.insert(tripled.end(), {v, v, v});
-  std::vector<std::complex<float>> expected_tripled;
-  for (const auto& v : expected) expected_tripled.insert(expected_tripled.end(), {v, v, v});
-  EXPECT_EQ(mpi->all_to_all(tripled, counts, 3), expected_tripled);
-}
-
 TEST(MpiContext, LocalRanksCoverTheNode) {
   // All ranks of a CTest run share one node.
   EXPECT_EQ(mpi->local_size(), mpi->size());

@@ -48,6 +48,12 @@ struct CleanConfig {
   int max_major = 20;                 // major-cycle limit
 };
 
+// The Faraday depth cubes spip can write, FDF {real, imag, amp} x {dirty, clean}, as
+// their file names PREFIX-fdf-NAME.fits call them.
+inline std::vector<std::string> faraday_cube_names() {
+  return {"real-dirty", "imag-dirty", "amp-dirty", "real-clean", "imag-clean", "amp-clean"};
+}
+
 struct FaradayConfig {
   double phi_max = 0.0;               // rad/m^2; 0: RM-Tools default
   double dphi = 0.0;                  // rad/m^2; 0: RMSF FWHM / samples_per_fwhm
@@ -57,6 +63,9 @@ struct FaradayConfig {
   double rmclean_gain = 0.1;
   double rmclean_cutoff = 5.0;        // stop at this many sigma of the FDF noise
   bool rmclean_xcorr = false;         // find components by cross-correlating with the RMSF
+  // Faraday depth cubes written, as "real-dirty" ... "amp-clean" (faraday_cube_names);
+  // the default is all six, the cubes RM-Tools' rmsynth3d and rmclean3d write.
+  std::vector<std::string> cubes = faraday_cube_names();
 };
 
 struct OutputConfig {
@@ -68,6 +77,7 @@ struct ParallelConfig {
   Device device = Device::automatic;
   int threads = 0;                    // OpenMP threads per rank; 0: all available cores
   int channels_per_rank = 0;          // fixed channel block per rank; 0: balance unflagged visibilities
+  double memory_gb = 0;               // what a rank may hold (GB = 1e9 B); 0: the node's memory over its ranks
 };
 
 struct Config {

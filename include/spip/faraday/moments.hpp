@@ -18,22 +18,6 @@ struct PowerSums {
   void add(const float* plane, double weight);
 };
 
-// Power sums of the five moment quantities I, Q, U, V and P = |Q + iU| over a rank's
-// channels, [quantity][order][pixel]: the layout one reduction adds across ranks.
-// cuda::StokesPowerSums is its GPU peer.
-class StokesPowerSums {
- public:
-  static constexpr int quantities = 5;
-  explicit StokesPowerSums(std::size_t pixels);
-  // One channel's restored planes [I, Q, U, V][pixel] with the channel's weight.
-  void add_channel(const float* restored, double weight);
-  const std::vector<double>& values() const { return values_; }
-
- private:
-  std::size_t pixels_;
-  std::vector<double> values_;
-};
-
 struct MomentImages {
   std::vector<float> mean, std, skew, kurt;  // NaN where a pixel has too few channels
 };

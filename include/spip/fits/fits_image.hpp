@@ -68,8 +68,9 @@ class CubeFile {
   // Writes rows [first_row, first_row + rows) of every plane; data are [plane][row][x].
   // For products held as pixel slabs (Faraday depth cubes).
   static void write_rows(const std::string& path, int first_row, std::span<const float> data);
-  // Reads planes [first_plane, first_plane + count) back from the partial file (resume).
-  static std::vector<float> read_planes(const std::string& path, int first_plane, int count);
+  // Reads rows [first_row, first_row + rows) of every plane of the partial file, as
+  // [plane][row][x]: a pixel slab's spectra, written plane by plane by other processes.
+  static std::vector<float> read_rows(const std::string& path, int first_row, int rows);
   // Renames the partial file to its final name (after every writer has finished).
   static void commit(const std::string& path);
 };

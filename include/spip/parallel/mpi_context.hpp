@@ -1,6 +1,5 @@
 #pragma once
 // The MPI world of one spip run (the only room that calls MPI; no MPI types here).
-#include <complex>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -29,12 +28,6 @@ class MpiContext {
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
   // Element-wise sum of every rank's values, on every rank.
   void sum_all(std::vector<std::int64_t>& values) const;
-  // Element-wise sum of every rank's values on rank 0 (others keep theirs).
-  void sum_to_root(std::vector<double>& values) const;
-  // All-to-all personalised exchange: send holds, rank after rank, send_counts[r]
-  // blocks of `block` values for rank r; returns what each rank sent here, in rank order.
-  std::vector<std::complex<float>> all_to_all(const std::vector<std::complex<float>>& send,
-                                              const std::vector<int>& send_counts, int block = 1) const;
   // Ends every rank of the job at once; for failures that other ranks cannot see.
   [[noreturn]] void abort(int exit_code) const;
 

@@ -1,0 +1,123 @@
+#include "budget.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "spip/error.hpp"
+#include "spip/pipeline/log.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+constexpr double gb = 1e9;
+// Per image pixel: the gridder's double-precision image sums and w-screens (~100 B)
+// and two sets of dirty, model, residual, restored (4 Stokes each) and PSF floats
+// (2 x 68 B: the channel being imaged and the one on the writer thread).
+constexpr double imaging_bytes_per_pixel = 250;
+// Per grid cell: two complex float grids (the packed Stokes lanes).
+constexpr double imaging_bytes_per_cell = 16;
+// Per visibility of a channel: its staged data (uvw, 4 complex values, 4 weights) for
+// the current and the next channel, the gridder's points with their kernel footprints
+// (direct and mirrored), and the model and residual visibilities of the major cycles.
+constexpr double channel_bytes_per_row = 1000;
+// Per visibility and channel of a read block: 4 complex values and 4 weights.
+constexpr double block_bytes_per_row = 48;
+// Reading wider blocks saves passes over the MS (its tiles hold every channel), but
+// nothing beyond this.
+constexpr double block_cap = 1.0 * (1u << 30);
+// A Faraday row group gains nothing beyond this: the cgemm is as fast on 10^4 pixels as
+// on 10^6, and RM-CLEAN works pixel by pixel.
+constexpr double faraday_group_cap = 256.0 * (1u << 20);
+
+std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb ? 3 : 2) + " GB"; }
+
+}  // namespace
+
+std::string MemoryPlan::describe() const {
+  return "memory plan of " + gigabytes(budget) + " per rank: imaging " + gigabytes(imaging) + ", channel data " +
+         gigabytes(channel_data) + ", read blocks 2 x " + gigabytes(block) + " (" + std::to_string(block_channels) +
+         " channels), kept PSFs " + (keep_psfs ? gigabytes(psfs) : std::string("none (they do not fit)")) +
+         ", Faraday row groups " + gigabytes(faraday_group);
+}
+
+MemoryPlan plan_memory(const MemoryNeeds& needs) {
+  MemoryPlan plan;
+  plan.budget = needs.budget;
+  const double pixels = static_cast<double>(needs.geometry.size) * needs.geometry.size;
+  const double cells = static_cast<double>(needs.geometry.grid_size) * needs.geometry.grid_size;
+  plan.imaging = imaging_bytes_per_pixel * pixels + imaging_bytes_per_cell * cells;
+  plan.channel_data = channel_bytes_per_row * needs.rows_per_channel;
+  const double block_per_channel = std::max(1.0, block_bytes_per_row * needs.rows_per_channel);
+  const double needed = plan.imaging + plan.channel_data + 2 * block_per_channel;
+  if (needed > plan.budget)
+    SPIP_THROW(ConfigError, "imaging " + std::to_string(needs.geometry.size) + "^2 pixels (a " +
+                                std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +
+                                fixed(needs.rows_per_channel, 0) + " visibilities needs " + gigabytes(needed) +
+                                " per rank, but parallel.memory_gb allows " + gigabytes(plan.budget) +
+                                "; use a smaller image.size or image.padding, fewer ranks per node, or more memory");
+  if (needed + needs.faraday_row_bytes > plan.budget)
+    SPIP_THROW(ConfigError, "the Faraday stage needs " + gigabytes(needs.faraday_row_bytes) +
+                                " per rank for one image row of its spectra besides imaging's " + gigabytes(needed) +
+                                ", but parallel.memory_gb allows " + gigabytes(plan.budget) +
+                                "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
+
+  double left = plan.budget - plan.imaging - plan.channel_data;
+  const int channels = std::max(1, needs.my_channels);
+  plan.block_channels = needs.block_channels > 0
+                            ? needs.block_channels
+                            : std::clamp(static_cast<int>(std::min(block_cap, 0.25 * left) / block_per_channel), 1, channels);
+  plan.block = plan.block_channels * block_per_channel;
+  left -= 2 * plan.block;
+  plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));
+  left -= plan.faraday_group;
+  plan.psfs = 4.0 * pixels * needs.my_channels;
+  plan.keep_psfs = plan.psfs <= left;
+  return plan;
+}
+
+double memory_budget_bytes(const ParallelConfig& config, int local_ranks) {
+  if (config.memory_gb > 0) return config.memory_gb * gb;
+  const double node = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  return node / std::max(1, local_ranks);
+}
+
+double fits_bytes(double pixels) {
+  constexpr double record = 2880;
+  // A few header records (WCS, beam, history) and the data padded to whole records.
+  return 4 * record + std::ceil(4.0 * pixels / record) * record;
+}
+
+double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan, double pixels, int num_phi,
+                     int fdf_cubes) {
+  namespace fs = std::filesystem;
+  double bytes = 0;
+  for (const std::string& cube : channel_cubes) {
+    std::error_code error;
+    const auto present = fs::file_size(cube + ".partial", error);
+    bytes += std::max(0.0, fits_bytes(pixels * num_chan) - (error ? 0.0 : static_cast<double>(present)));
+  }
+  bytes += 20 * fits_bytes(pixels);
+  if (num_phi > 0) bytes += 6 * fits_bytes(pixels) + fdf_cubes * fits_bytes(pixels * num_phi);
+  return bytes;
+}
+
+void require_disk_space(const std::string& dir, double needed) {
+  namespace fs = std::filesystem;
+  fs::path existing = fs::absolute(dir);
+  while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  std::error_code error;
+  const fs::space_info space = fs::space(existing, error);
+  if (error) return;  // a file system that cannot say: the write itself will tell
+  const double available = static_cast<double>(space.available);
+  if (needed > available)
+    SPIP_THROW(InputError, "the products need " + gigabytes(needed) + " in " + dir + " but its file system has " +
+                               gigabytes(available) +
+                               " free; free some space, choose another output.dir, or write fewer Faraday cubes "
+                               "(faraday.cubes) or depths (faraday.phi_max, faraday.dphi)");
+}
+
+}  // namespace spip::pipeline

@@ -1,0 +1,58 @@
+#pragma once
+// What a rank will hold and what a run will write, computed from metadata before any
+// visibility is read, so that a run that cannot fit stops with one line instead of
+// std::bad_alloc or a full disk half-way through.
+#include <string>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/imaging/geometry.hpp"
+
+namespace spip::pipeline {
+
+// Bytes of this rank's memory budget per use. Imaging holds the grids, w-screens and
+// image sets of the channel being imaged and of the one being written; channel data is
+// one channel's staged visibilities with the gridder's per-point tables (current and
+// next); the MS is read in blocks of channels (current and read ahead).
+struct MemoryPlan {
+  double budget = 0;
+  double imaging = 0;
+  double channel_data = 0;
+  double block = 0;          // one block; two are held
+  int block_channels = 1;
+  double psfs = 0;           // this rank's PSFs kept from pass 1 for pass 2, when they fit
+  bool keep_psfs = false;
+  double faraday_group = 0;  // one row group of the Faraday stage
+  std::string describe() const;
+};
+
+struct MemoryNeeds {
+  double budget = 0;               // bytes
+  imaging::ImageGeometry geometry;
+  double rows_per_channel = 0;     // visibilities of one channel over every input MS
+  int my_channels = 0;
+  int block_channels = 0;          // input.block_channels; 0: from the budget
+  double faraday_row_bytes = 0;    // one image row of the Faraday stage, the least it needs
+};
+
+// Throws ConfigError naming the bytes needed and allowed when imaging one channel, or
+// the Faraday stage's smallest row group, cannot fit the budget.
+MemoryPlan plan_memory(const MemoryNeeds& needs);
+
+// parallel.memory_gb in bytes, or this node's memory shared by its `local_ranks`.
+double memory_budget_bytes(const ParallelConfig& config, int local_ranks);
+
+// Bytes of a FITS file holding `pixels` float32 values (header and padding included).
+double fits_bytes(double pixels);
+
+// Bytes the products will add on disk: the channel cubes (except partial ones that a
+// resumed run finds already written), the 20 moment images and, with `num_phi` > 0,
+// the 6 peak maps and `fdf_cubes` Faraday depth cubes.
+double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan, double pixels, int num_phi,
+                     int fdf_cubes);
+
+// Throws InputError naming both numbers when `dir` (or the nearest existing parent)
+// has less free space than `needed` bytes.
+void require_disk_space(const std::string& dir, double needed);
+
+}  // namespace spip::pipeline
