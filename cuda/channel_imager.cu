@@ -389,18 +389,21 @@ deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
   out.fitted_beam = imaging::fit_beam(out.psf.data(), m.geometry);
   out.restoring_beam = restoring_beam.value_or(out.fitted_beam);
 
-  std::vector<float> residual_i;
-  for (int cycle = 0; clean.niter > 0 && out.iterations < clean.niter && cycle < clean.max_major; ++cycle) {
+  std::vector<float> residual;
+  for (int cycle = 0; clean.niter > 0; ++cycle) {
     double sigma = 0;
-    if (clean.auto_threshold > 0) {  // the only image read back during the major cycles
-      residual_i.resize(pixels);
-      m.download(residual_i.data(), m.residual.get(), pixels);
+    if (clean.auto_threshold > 0) {  // the only images read back during the major cycles
+      residual.resize(num_stokes * pixels);
+      m.download(residual.data(), m.residual.get(), num_stokes * pixels);
       SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
-      sigma = deconv::mad_sigma(residual_i.data(), residual_i.size());
+      sigma = deconv::search_noise(clean.peak, residual.data(), pixels);
     }
     const deconv::MinorCycleLimits limits =
         deconv::minor_cycle_limits(clean, sigma, m.minor->peak(clean.peak, m.residual.get(), m.compute));
-    if (!limits.run) break;
+    out.search_noise = sigma;
+    out.clean_threshold = limits.floor;
+    out.threshold_reached = !limits.run;
+    if (!limits.run || cycle == clean.max_major || out.iterations >= clean.niter) break;
     const int iterations = m.minor->run(clean.peak, m.residual.get(), m.psf.get(), m.geometry.size, clean.gain,
                                         limits.stop, clean.niter - out.iterations, m.model.get(), m.compute);
     out.iterations += iterations;

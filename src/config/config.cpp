@@ -250,7 +250,7 @@ const std::vector<Key>& keys() {
              "absolute stopping threshold"),
       scalar("clean.auto_threshold", &Config::clean, &CleanConfig::auto_threshold,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
-             "stop at this many MAD sigma of the residual; 0: off"),
+             "stop at this many sigma (MAD) of the peak-search quantity, re-estimated each major cycle; 0: off"),
       scalar("clean.peak", &Config::clean, &CleanConfig::peak, any<PeakSearch>,
              "one of i, pol, iquv", "",
              "joined-polarisation peak search on |I|, |Q+iU| or sqrt(I^2+Q^2+U^2+V^2)"),

@@ -120,11 +120,14 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
   out.residual = out.dirty;
 
   std::vector<std::complex<float>> model_vis(vis.size()), residual_vis(vis.size());
-  for (int cycle = 0; clean.niter > 0 && out.iterations < clean.niter && cycle < clean.max_major; ++cycle) {
-    const double sigma = clean.auto_threshold > 0 ? mad_sigma(out.residual.data(), pixels) : 0.0;
+  for (int cycle = 0; clean.niter > 0; ++cycle) {
+    const double sigma = clean.auto_threshold > 0 ? search_noise(clean.peak, out.residual.data(), pixels) : 0.0;
     const MinorCycleLimits limits =
         minor_cycle_limits(clean, sigma, find_peak(clean.peak, out.residual.data(), pixels).value);
-    if (!limits.run) break;
+    out.search_noise = sigma;
+    out.clean_threshold = limits.floor;
+    out.threshold_reached = !limits.run;
+    if (!limits.run || cycle == clean.max_major || out.iterations >= clean.niter) break;
     const MinorCycleResult minor = hogbom(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, limits.stop,
                                           clean.niter - out.iterations, out.model.data());
     out.iterations += minor.iterations;
@@ -141,7 +144,17 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
 
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start) {
   const double floor = std::max(clean.threshold_jy, clean.auto_threshold * sigma);
-  return MinorCycleLimits{start > floor, std::max(floor, (1.0 - clean.mgain) * start)};
+  return MinorCycleLimits{start > floor, std::max(floor, (1.0 - clean.mgain) * start), floor};
+}
+
+double search_noise(PeakSearch search, const float* residual, std::size_t pixels) {
+  const auto variance = [&](int s) { return std::pow(mad_sigma(residual + s * pixels, pixels), 2); };
+  switch (search) {
+    case PeakSearch::stokes_i: return std::sqrt(variance(0));
+    case PeakSearch::linear_pol: return std::sqrt(variance(1) + variance(2));
+    case PeakSearch::full_stokes: return std::sqrt(variance(0) + variance(1) + variance(2) + variance(3));
+  }
+  return 0;
 }
 
 void restore_channel(ChannelImages& out, const imaging::ImageGeometry& geometry) {

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <limits>
 #include <numbers>
 #include <optional>
 #include <sstream>
@@ -397,12 +398,15 @@ class ChannelWriter {
 struct ChannelQa {
   double channel, freq_hz, rank, visibilities, flagged_fraction, weight_sum, max_uv_wavelengths;
   double beam_major_arcsec, beam_minor_arcsec, beam_pa_deg, iterations, major_cycles;
+  double search_noise, clean_threshold, threshold_reached;  // threshold_reached: 1, 0, or NaN without CLEAN
   double residual_sigma, residual_peak, restored_peak_i, dynamic_range, read_s, image_s;
-  static constexpr int fields = 18;
+  static constexpr int fields = 21;
 };
+static_assert(sizeof(ChannelQa) == ChannelQa::fields * sizeof(double));
 constexpr const char* qa_names[ChannelQa::fields] = {
     "channel", "freq_hz", "rank", "visibilities", "flagged_fraction", "weight_sum", "max_uv_wavelengths",
-    "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "iterations", "major_cycles", "residual_sigma_jy",
+    "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "iterations", "major_cycles", "search_noise_jy",
+    "clean_threshold_jy", "threshold_reached", "residual_sigma_jy",
     "residual_peak_jy", "restored_peak_i_jy", "dynamic_range", "read_s", "image_s"};
 
 std::string json_number(double value) {
@@ -582,6 +586,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       record[1] = data.freq_hz;
       record[2] = mpi.rank();
       record[4] = 1.0;
+      record[14] = std::numeric_limits<double>::quiet_NaN();  // threshold_reached: nothing cleaned
       record[ChannelQa::fields] = -1.0;  // noise < 0: blanked
       records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
       writer.submit([&, c, record] {
@@ -597,11 +602,19 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                        data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
                        images.fitted_beam.minor_rad * rad_to_arcsec, images.fitted_beam.pa_rad * 180 / std::numbers::pi,
                        static_cast<double>(images.iterations), static_cast<double>(images.major_cycles),
+                       images.search_noise, images.clean_threshold,
+                       config.clean.niter > 0 ? (images.threshold_reached ? 1.0 : 0.0)
+                                              : std::numeric_limits<double>::quiet_NaN(),
                        images.residual_sigma, images.residual_peak, peak_i,
                        images.residual_sigma > 0 ? peak_i / images.residual_sigma : 0.0, data.wait_s,
                        channel_watch.seconds()};
     const double* fields = &qa.channel;
     records.insert(records.end(), fields, fields + ChannelQa::fields);
+    if (config.clean.niter > 0 && !images.threshold_reached)
+      log.info("channel " + std::to_string(plan.chan_begin + c) + ": CLEAN stopped at " +
+               (images.iterations >= config.clean.niter ? "clean.niter = " + std::to_string(config.clean.niter)
+                                                        : "clean.max_major = " + std::to_string(config.clean.max_major)) +
+               " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
     if (mpi.is_root()) {
       const int done = c - mine.begin + 1;
       const double rate = done / imaging_watch.seconds();

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <regex>
 #include <sstream>
 
@@ -46,11 +47,15 @@ Outcome run(const std::string& command) {
 
 Outcome run_spip(const std::string& args) { return run(std::string(SPIP_BIN) + " " + args); }
 
-// Small, coarse images keep the end-to-end runs short; one thread per rank because
-// the ranks share the machine's cores.
+// The sample into scratch(name), one thread per rank because the ranks share the
+// machine's cores.
+std::string sample_args(const std::string& name) {
+  return "--input.ms " + oskar_ms + " --output.dir " + scratch(name).string() + " --parallel.threads 1";
+}
+
+// Small, coarse images keep the end-to-end runs short.
 std::string base_args(const std::string& name) {
-  return "--input.ms " + oskar_ms + " --output.dir " + scratch(name).string() +
-         " --image.size 64 --image.scale 120 --clean.niter 50 --parallel.threads 1";
+  return sample_args(name) + " --image.size 64 --image.scale 120 --clean.niter 50";
 }
 
 // A user error: the documented exit code and exactly one line naming what is wrong.
@@ -109,19 +114,16 @@ TEST(SpipCli, InputErrorsExitWithCode3) {
 }
 
 TEST(SpipCli, RunsThatCannotFitStopBeforeWritingAnything) {
-  const auto args = [](const std::string& name) {
-    return "--input.ms " + oskar_ms + " --output.dir " + scratch(name).string() + " --parallel.threads 1";
-  };
   // Memory: an image no rank can hold is refused at planning time, not by bad_alloc.
-  const Outcome huge = run_spip(args("huge") + " --image.size 5000000");
+  const Outcome huge = run_spip(sample_args("huge") + " --image.size 5000000");
   expect_one_line_error(huge, 2, {"imaging 5000000^2 pixels", "GB per rank, but parallel.memory_gb allows"});
   EXPECT_FALSE(fs::exists(scratch("huge"))) << "nothing may be written";
   // Memory: one row of a Faraday spectrum too long for the budget.
-  expect_one_line_error(run_spip(base_args("depths") + " --faraday.phi_max 100000 --faraday.dphi 0.01 "
+  expect_one_line_error(run_spip(sample_args("depths") + " --faraday.phi_max 100000 --faraday.dphi 0.01 "
                                  "--parallel.memory_gb 1"),
                         2, {"the Faraday stage needs", "one image row", "parallel.memory_gb allows 1.00 GB"});
   // Disk: 6 Faraday depth cubes of 8 x 10^5 depths at 4096^2 pixels need ~300 TB.
-  const Outcome disk = run_spip(args("disk") + " --image.size 4096 --faraday.phi_max 20000 --faraday.dphi 0.05"
+  const Outcome disk = run_spip(sample_args("disk") + " --image.size 4096 --faraday.phi_max 20000 --faraday.dphi 0.05"
                                 " --parallel.memory_gb 200");
   expect_one_line_error(disk, 3, {"the products need", "GB in " + scratch("disk").string(), "GB free"});
   EXPECT_FALSE(fs::exists(scratch("disk"))) << "nothing may be written";
@@ -243,6 +245,72 @@ TEST(SpipCli, AFullyFlaggedChannelIsBlankedNotFatal) {
   EXPECT_TRUE(std::isnan(image.data[5 * 64 * 64 + 100]));
   EXPECT_FALSE(std::isnan(image.data[4 * 64 * 64 + 100]));
   EXPECT_TRUE(fs::exists(scratch("out") / "spip-peak-phi.fits"));
+}
+
+// A QA number of every channel of a qa.json.
+std::vector<double> qa_values(const fs::path& qa, const std::string& key) {
+  const std::string text = read_file(qa);
+  std::vector<double> values;
+  const std::regex field("\"" + key + "\": ([-0-9.e+]+|null)");
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), field); it != std::sregex_iterator(); ++it)
+    values.push_back((*it)[1] == "null" ? std::nan("") : std::stod((*it)[1]));
+  return values;
+}
+
+// On a noise-only MS the automatic threshold compares each search value with the noise
+// of that same quantity, so CLEAN finds almost nothing. At 3 sigma a pixel of pure
+// noise passes with probability 2.9e-7 for iquv (chi^2, 4 degrees of freedom, above 36)
+// and 1.2e-4 for pol (2 degrees of freedom, above 18); a 64^2 image with a beam of ~2.3
+// pixels has ~1,800 independent samples, so iquv expects 5e-4 false peaks per channel
+// and pol 0.2, each cleaned in a few iterations.
+TEST(SpipCli, AutoThresholdOnNoiseAloneTakesAlmostNoComponents) {
+  const fs::path sky = scratch("zero.sky.txt");
+  std::ofstream(sky) << "Format = Name, RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex\n"
+                        "\"nothing\", 0.0, 60.0, 0.0, , , 0.0, 144000000.0, 0.0\n";
+  const fs::path ms = scratch("noise.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky.string() + " --template " + oskar_ms + " --out " +
+                ms.string() + " --noise 0.1")
+                .exit_code,
+            0);
+  const auto clean = [&](const std::string& peak) {
+    const Outcome outcome =
+        run_spip("--input.ms " + ms.string() + " --output.dir " + scratch(peak).string() +
+                 " --image.size 64 --image.scale 120 --clean.niter 10000 --clean.auto_threshold 3 --clean.peak " +
+                 peak + " --faraday.cubes none --parallel.threads 1");
+    EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+    return scratch(peak) / "spip-qa.json";
+  };
+  const fs::path iquv = clean("iquv"), pol = clean("pol");
+  const std::vector<double> iquv_iterations = qa_values(iquv, "iterations");
+  ASSERT_EQ(iquv_iterations.size(), 40u);
+  const double iquv_total = std::accumulate(iquv_iterations.begin(), iquv_iterations.end(), 0.0);
+  const std::vector<double> pol_iterations = qa_values(pol, "iterations");
+  const double pol_total = std::accumulate(pol_iterations.begin(), pol_iterations.end(), 0.0);
+  EXPECT_LE(iquv_total, 2) << "expected 0.02 false peaks in 40 channels";
+  EXPECT_LE(pol_total, 80) << "expected ~8 false peaks in 40 channels";
+  // The joined noise is that of four planes of equal noise: twice sigma of Stokes I.
+  const double noise = qa_values(iquv, "search_noise_jy")[0], sigma_i = qa_values(iquv, "residual_sigma_jy")[0];
+  EXPECT_NEAR(noise, 2 * sigma_i, 0.1 * noise);
+  for (double reached : qa_values(iquv, "threshold_reached")) EXPECT_EQ(reached, 1.0);
+  std::printf("[ measured ] noise only, auto_threshold 3: %.0f components in 40 channels (iquv), %.0f (pol); "
+              "search noise %.3g Jy = %.2f sigma_I\n",
+              iquv_total, pol_total, noise, noise / sigma_i);
+}
+
+TEST(SpipCli, AChannelThatCannotReachItsThresholdSaysSo) {
+  const std::string small = " --image.size 64 --image.scale 120 --faraday.cubes none";
+  const Outcome outcome =
+      run_spip(sample_args("capped") + small + " --clean.niter 10000 --clean.threshold 0.001 --clean.max_major 1");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("CLEAN stopped at clean.max_major = 1 before reaching its threshold of 1.000 mJy"),
+            std::string::npos)
+      << outcome.out;
+  const std::vector<double> reached = qa_values(scratch("capped") / "spip-qa.json", "threshold_reached");
+  ASSERT_EQ(reached.size(), 40u);
+  for (double r : reached) EXPECT_EQ(r, 0.0);
+  const Outcome dirty = run_spip(sample_args("dirty") + small + " --clean.niter 0");
+  ASSERT_EQ(dirty.exit_code, 0) << dirty.err;
+  for (double r : qa_values(scratch("dirty") / "spip-qa.json", "threshold_reached")) EXPECT_TRUE(std::isnan(r));
 }
 
 TEST(SpipSimulate, WritesAnMsThatSpipReads) {

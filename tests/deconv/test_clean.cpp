@@ -7,6 +7,7 @@
 #include <random>
 
 #include "spip/deconv/clean.hpp"
+#include "spip/deconv/clean_math.hpp"
 
 using namespace spip;
 using imaging::ImageGeometry;
@@ -92,4 +93,40 @@ TEST(MadSigma, EstimatesTheSigmaOfGaussianNoiseDespiteOutliers) {
   for (float& v : image) v = noise(rng);
   for (int k = 0; k < 500; ++k) image[k * 97] = 100.0f;  // bright sources
   EXPECT_NEAR(deconv::mad_sigma(image.data(), image.size()), 0.25, 0.005);
+}
+
+TEST(SearchNoise, IsTheRmsOfTheSearchQuantityOnNoise) {
+  // Gaussian noise of a different sigma in each Stokes plane; the joined searches'
+  // noise is the root sum of squares of the planes they join.
+  const double sigma[4] = {1.0, 2.0, 3.0, 0.5};
+  std::mt19937 rng(5);
+  std::vector<float> residual(4 * plane);
+  for (int s = 0; s < 4; ++s) {
+    std::normal_distribution<float> noise(0.0f, static_cast<float>(sigma[s]));
+    for (std::size_t p = 0; p < plane; ++p) residual[s * plane + p] = noise(rng);
+  }
+  const double pol = std::sqrt(4.0 + 9.0), full = std::sqrt(1.0 + 4.0 + 9.0 + 0.25);
+  EXPECT_NEAR(deconv::search_noise(PeakSearch::stokes_i, residual.data(), plane), 1.0, 0.05);
+  EXPECT_NEAR(deconv::search_noise(PeakSearch::linear_pol, residual.data(), plane), pol, 0.05 * pol);
+  EXPECT_NEAR(deconv::search_noise(PeakSearch::full_stokes, residual.data(), plane), full, 0.05 * full);
+  // It is the RMS of the search image itself.
+  double sum = 0;
+  for (std::size_t p = 0; p < plane; ++p)
+    sum += static_cast<double>(deconv::squared_search_value(PeakSearch::full_stokes, residual.data(), p, plane));
+  EXPECT_NEAR(std::sqrt(sum / plane), full, 0.03 * full);
+}
+
+TEST(MinorCycleLimits, StopAtTheLargestOfThresholdNoiseAndMajorCycleGain) {
+  CleanConfig clean;
+  clean.threshold_jy = 0.01;
+  clean.auto_threshold = 3;
+  clean.mgain = 0.8;
+  const auto noise_bound = deconv::minor_cycle_limits(clean, 0.005, 0.05);  // 3 sigma = 0.015
+  EXPECT_TRUE(noise_bound.run);
+  EXPECT_DOUBLE_EQ(noise_bound.floor, 0.015);
+  EXPECT_DOUBLE_EQ(noise_bound.stop, 0.015);
+  const auto gain_bound = deconv::minor_cycle_limits(clean, 0.005, 1.0);
+  EXPECT_DOUBLE_EQ(gain_bound.stop, 0.2);
+  EXPECT_FALSE(deconv::minor_cycle_limits(clean, 0.005, 0.015).run);  // at the floor: done
+  EXPECT_DOUBLE_EQ(deconv::minor_cycle_limits(clean, 0.001, 0.5).floor, 0.01);  // threshold above 3 sigma
 }

@@ -43,7 +43,7 @@ struct CleanConfig {
   double gain = 0.1;                  // minor-cycle loop gain, (0, 1]
   double mgain = 0.8;                 // major-cycle gain, (0, 1]
   double threshold_jy = 0.0;          // absolute stopping threshold
-  double auto_threshold = 0.0;        // stop at this many sigma (MAD) of the residual; 0: off
+  double auto_threshold = 0.0;        // stop at this many sigma of the search quantity (search_noise); 0: off
   PeakSearch peak = PeakSearch::full_stokes;
   int max_major = 20;                 // major-cycle limit
 };

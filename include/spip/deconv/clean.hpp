@@ -24,19 +24,29 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 // Robust sigma of an image: 1.4826 * the median absolute deviation from the median.
 double mad_sigma(const float* image, std::size_t count);
 
+// The noise of the peak-search quantity of residual planes [4][pixels]: the root sum
+// of squares of the MAD sigmas of the Stokes planes it joins (I; Q, U; or I, Q, U, V),
+// which is the RMS of the search image where it holds only noise. The automatic
+// threshold compares search peaks with this, not with sigma of Stokes I alone.
+double search_noise(PeakSearch search, const float* residual, std::size_t pixels);
+
 struct ChannelImages {
   std::vector<float> dirty, psf, model, residual, restored;  // [4][N*N] except psf [N*N]
   imaging::Beam fitted_beam;   // fitted to this channel's PSF
   imaging::Beam restoring_beam;
   int iterations = 0;
   int major_cycles = 0;
+  double search_noise = 0;     // of the final residual, when clean.auto_threshold is set
+  double clean_threshold = 0;  // max(clean.threshold, auto_threshold * search_noise) at the end
+  bool threshold_reached = true;  // false: clean.niter or clean.max_major stopped CLEAN first
   double residual_sigma = 0;   // MAD sigma of the Stokes I residual
   double residual_peak = 0;    // largest |residual| over the Stokes planes
 };
 
 // Dirty images and PSF, then (niter > 0) major cycles: minor cycles down to
-// max(threshold, auto_threshold * sigma, (1 - mgain) * the cycle's starting peak),
-// model visibilities predicted and subtracted, residual re-imaged. Restored with
+// max(threshold, auto_threshold * search_noise, (1 - mgain) * the cycle's starting
+// peak), model visibilities predicted and subtracted, residual re-imaged; the noise is
+// estimated again on each cycle's residual, as Radler does. Restored with
 // `restoring_beam`, or the fitted one when none is given. A PSF already made for
 // these weights may be passed in (moved) to save its FFTs.
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
@@ -49,6 +59,7 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
 struct MinorCycleLimits {
   bool run = false;
   double stop = 0;
+  double floor = 0;
 };
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start);
 
