@@ -262,6 +262,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     out.precision(10);
     for (int k = 0; k < axis.count; ++k)
       out << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
+    out.close();  // a full disk shows when the buffer is flushed, not before
     if (!out) SPIP_THROW(Error, text + ".partial: write failed");
   }
   std::filesystem::rename(text + ".partial", text);

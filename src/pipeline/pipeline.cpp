@@ -443,6 +443,7 @@ void write_qa_json(const std::string& path, const std::vector<double>& records, 
           << ", \"image_s\": " << json_number(rank_seconds[3 * r + 2]) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
           << "\n";
     out << "  ]\n}\n";
+    out.close();  // a full disk shows when the buffer is flushed, not before
     if (!out) SPIP_THROW(Error, partial + ": write failed");
   }
   fs::rename(partial, path);

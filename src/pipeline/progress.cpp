@@ -24,6 +24,7 @@ void write_atomically(const std::string& path, const std::string& text) {
   {
     std::ofstream out(partial);
     out << text;
+    out.close();  // a full disk shows when the buffer is flushed, not before
     if (!out) SPIP_THROW(Error, partial + ": write failed");
   }
   fs::rename(partial, path);

@@ -1,7 +1,8 @@
-// Kill a 2-rank run after a few channels, start it again with the same command, and
-// compare every product with an uninterrupted run's, bit for bit.
+// Kill a 2-rank run after a few channels, or fill its disk, start it again with the
+// same command, and compare every product with an uninterrupted run's, bit for bit.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -72,7 +73,83 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
+// Every FITS product of `reference` is in `other` with the same pixels, bit for bit.
+int expect_identical_products(const std::string& reference, const std::string& other) {
+  int compared = 0;
+  for (const auto& entry : fs::directory_iterator(reference)) {
+    if (entry.path().extension() != ".fits") continue;
+    const auto a = spip::fits::read_image(entry.path().string());
+    const auto b = spip::fits::read_image((fs::path(other) / entry.path().filename()).string());
+    EXPECT_EQ(a.data.size(), b.data.size()) << entry.path().filename();
+    if (a.data.size() != b.data.size()) continue;
+    EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << entry.path().filename();
+    ++compared;
+  }
+  return compared;
+}
+
+// A small file system of its own, unmounted when the test ends however it ends.
+struct SmallFileSystem {
+  std::string dir;
+  bool mounted = false;
+  SmallFileSystem(const std::string& path, const std::string& size) : dir(path) {
+    fs::create_directories(dir);
+    mounted = mount("tmpfs", dir.c_str(), "tmpfs", 0, ("size=" + size).c_str()) == 0;
+  }
+  ~SmallFileSystem() {
+    if (mounted) umount2(dir.c_str(), MNT_DETACH);
+  }
+};
+
 }  // namespace
+
+TEST(Resume, RunThatFillsTheDiskLeavesNothingFinalAndResumes) {
+  const std::string base = (fs::path(testing::TempDir()) / "spip_disk_full").string();
+  fs::remove_all(base);
+  const std::string reference = base + "/reference";
+  const SmallFileSystem disk(base + "/disk", "450m");  // the products need ~375 MB
+  if (!disk.mounted) GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)";
+  ASSERT_EQ(std::system((command_for(reference) + " > " + base + "/reference.log 2>&1").c_str()), 0);
+
+  // Once a few channels are done, something else takes the rest of the space.
+  const std::string out = disk.dir + "/out";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    const std::string command = command_for(out) + " > " + base + "/full.log 2>&1";
+    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (count_markers(out) < 3 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int markers_at_fill = count_markers(out);
+  const std::string filler = disk.dir + "/filler";
+  {
+    std::ofstream fill(filler, std::ios::binary);
+    const std::vector<char> block(1 << 20, 1);
+    while (fill.write(block.data(), static_cast<std::streamsize>(block.size())) && fill.flush()) {
+    }
+  }
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) != 0) << read_file(base + "/full.log");
+  EXPECT_NE(read_file(base + "/full.log").find("error:"), std::string::npos) << "the failure must be reported";
+  for (const auto& entry : fs::directory_iterator(out)) {
+    const std::string name = entry.path().filename().string();
+    EXPECT_TRUE(name.ends_with(".partial") || name == ".demo.progress") << name << " looks complete after a full disk";
+  }
+
+  fs::remove(filler);
+  ASSERT_EQ(std::system((command_for(out) + " > " + base + "/resumed.log 2>&1").c_str()), 0)
+      << read_file(base + "/resumed.log");
+  EXPECT_NE(read_file(base + "/resumed.log").find("resuming:"), std::string::npos);
+  const int compared = expect_identical_products(reference, out);
+  EXPECT_GE(compared, 50);
+  std::cout << "[ measured ] disk filled after " << markers_at_fill << " channels: the run failed leaving only "
+            << "partial files; resumed, " << compared << " FITS products identical to an uninterrupted run\n";
+  fs::remove_all(out);
+}
 
 TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   const std::string base = (fs::path(testing::TempDir()) / "spip_resume").string();
@@ -112,15 +189,7 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   EXPECT_NE(read_file(base + "/resumed.log").find("resuming:"), std::string::npos);
   EXPECT_FALSE(fs::exists(resumed + "/.demo.progress"));
 
-  int compared = 0;
-  for (const auto& entry : fs::directory_iterator(reference)) {
-    if (entry.path().extension() != ".fits") continue;
-    const auto a = spip::fits::read_image(entry.path().string());
-    const auto b = spip::fits::read_image((fs::path(resumed) / entry.path().filename()).string());
-    ASSERT_EQ(a.data.size(), b.data.size()) << entry.path().filename();
-    EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << entry.path().filename();
-    ++compared;
-  }
+  const int compared = expect_identical_products(reference, resumed);
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] killed after " << done_when_killed << " of 40 channels; " << compared
             << " FITS products identical to the uninterrupted run\n";
