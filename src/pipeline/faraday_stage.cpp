@@ -197,10 +197,8 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
 
   // Rank 0 creates every product as a partial file; each rank writes its rows.
   if (mpi.is_root()) {
-    for (const std::string& file : moment_paths) {
-      const bool dimensionless = file.find("-skew-") != std::string::npos || file.find("-kurt-") != std::string::npos;
-      fits::CubeFile::create(file, plain_image(base_, dimensionless ? "" : "Jy/beam"));
-    }
+    for (std::size_t k = 0; k < moment_paths.size(); ++k)  // mean and std in Jy/beam; skew, kurt dimensionless
+      fits::CubeFile::create(moment_paths[k], plain_image(base_, k % std::size(moment_names) < 2 ? "Jy/beam" : ""));
     if (synthesis) {
       fits::ImageHeader fdf = base_;
       fdf.stokes.reset();

@@ -46,6 +46,7 @@ struct Plan {
   int gpu_device = -1;                           // -1: CPU
   imaging::ImageGeometry geometry;
   std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
+  std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
   MemoryPlan memory;                             // this rank's
 };
 
@@ -147,7 +148,9 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     MemoryNeeds needs;
     needs.budget = memory_budget_bytes(config.parallel, mpi.local_size());
     needs.geometry = plan.geometry;
-    needs.rows_per_channel = static_cast<double>(plan.max_visibilities);
+    // What the reader keeps of a channel (the selected field and window, unflagged),
+    // not every row of the main table.
+    needs.rows_per_channel = static_cast<double>(plan.busiest_channel);
     needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
@@ -193,6 +196,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   agree_on_failure(mpi, failure);
   if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
   const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
+  plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
   if (config.parallel.channels_per_rank > 0) {
     plan.blocks = parallel::fixed_channel_blocks(plan.chan_end - plan.chan_begin, config.parallel.channels_per_rank, mpi.size());
     if (plan.blocks.empty())
@@ -587,7 +591,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       record[1] = data.freq_hz;
       record[2] = mpi.rank();
       record[4] = 1.0;
-      record[14] = std::numeric_limits<double>::quiet_NaN();  // threshold_reached: nothing cleaned
+      for (int f : {12, 13, 14}) record[f] = std::numeric_limits<double>::quiet_NaN();  // nothing cleaned
       record[ChannelQa::fields] = -1.0;  // noise < 0: blanked
       records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
       writer.submit([&, c, record] {
@@ -598,20 +602,23 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     }
     deconv::ChannelImages images = imager.image(config.clean, common, std::move(psfs[c - mine.begin]));
     const double peak_i = *std::max_element(images.restored.begin(), images.restored.begin() + pixels);
+    // Without CLEAN, or without a threshold to reach, there is nothing to report.
+    const bool has_threshold = config.clean.niter > 0 && images.clean_threshold > 0;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
     const ChannelQa qa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
                        data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
                        data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
                        images.fitted_beam.minor_rad * rad_to_arcsec, images.fitted_beam.pa_rad * 180 / std::numbers::pi,
                        static_cast<double>(images.iterations), static_cast<double>(images.major_cycles),
-                       images.search_noise, images.clean_threshold,
-                       config.clean.niter > 0 ? (images.threshold_reached ? 1.0 : 0.0)
-                                              : std::numeric_limits<double>::quiet_NaN(),
+                       config.clean.auto_threshold > 0 ? images.search_noise : nan,
+                       has_threshold ? images.clean_threshold : nan,
+                       has_threshold ? (images.threshold_reached ? 1.0 : 0.0) : nan,
                        images.residual_sigma, images.residual_peak, peak_i,
                        images.residual_sigma > 0 ? peak_i / images.residual_sigma : 0.0, data.wait_s,
                        channel_watch.seconds()};
     const double* fields = &qa.channel;
     records.insert(records.end(), fields, fields + ChannelQa::fields);
-    if (config.clean.niter > 0 && !images.threshold_reached)
+    if (has_threshold && !images.threshold_reached)
       log.info("channel " + std::to_string(plan.chan_begin + c) + ": CLEAN stopped at " +
                (images.iterations >= config.clean.niter ? "clean.niter = " + std::to_string(config.clean.niter)
                                                         : "clean.max_major = " + std::to_string(config.clean.max_major)) +

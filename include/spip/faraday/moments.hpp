@@ -1,6 +1,6 @@
 #pragma once
 // Faraday moments (Farnes et al. 2018): per-pixel weighted mean, standard deviation,
-// skewness and excess kurtosis over channels, from power sums that add across ranks.
+// skewness and excess kurtosis over channels, from power sums over a pixel group's channels.
 #include <cstddef>
 #include <vector>
 
@@ -22,7 +22,7 @@ struct MomentImages {
   std::vector<float> mean, std, skew, kurt;  // NaN where a pixel has too few channels
 };
 
-// Moments from (already reduced) power sums: mean = S1/S0, variance = S2/S0 - mean^2,
+// Moments from power sums: mean = S1/S0, variance = S2/S0 - mean^2,
 // skewness = m3 / var^1.5, excess kurtosis = m4 / var^2 - 3 with central moments m_k
 // expanded from the raw ones.
 MomentImages moments(const PowerSums& sums);
