@@ -4,10 +4,12 @@
 #include <cmath>
 #include <complex>
 #include <filesystem>
-#include <fstream>
+#include <optional>
+#include <span>
+#include <sstream>
 
+#include "products.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
-#include "spip/error.hpp"
 #include "spip/faraday/moments.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/pipeline/log.hpp"
@@ -46,6 +48,15 @@ struct CubeChoice {
 CubeChoice cube_choice(const std::string& name) {
   const std::string part = name.substr(0, name.find('-'));
   return {name, name.ends_with("-clean"), part == "real" ? 0 : part == "imag" ? 1 : 2};
+}
+
+// The header of the Faraday depth cubes and the RMSF: the image's WCS with an FDEP axis.
+fits::ImageHeader fdf_header(fits::ImageHeader header, const faraday::SynthesisSetup& setup) {
+  header.stokes.reset();
+  const faraday::FaradayAxis& axis = setup.axis;
+  header.spectral.emplace(fits::LinearAxis{"FDEP", "rad/m^2", axis.phi_first, axis.dphi, 1.0, axis.count});
+  header.extra_keys["LAMSQ0"] = setup.lambda0_sq;
+  return header;
 }
 
 float part_of(cfloat value, int part) {
@@ -91,8 +102,12 @@ double FaradayStage::channel_weight(double noise) const {
 
 void FaradayStage::add_channel(double noise) { noise_.push_back(noise); }
 
-std::string FaradayStage::path(const std::string& name) const {
-  return (std::filesystem::path(config_.output.dir) / (config_.output.prefix + "-" + name + ".fits")).string();
+std::string FaradayStage::path(const std::string& name, const char* extension) const {
+  return (std::filesystem::path(config_.output.dir) / (config_.output.prefix + "-" + name + extension)).string();
+}
+
+std::string FaradayStage::moment_path(int quantity, int moment) const {
+  return path(std::string("moment-") + moment_names[moment] + "-" + quantity_names[quantity]);
 }
 
 // The four moment images of one quantity over the channels of `planes` [channel][pixel],
@@ -105,9 +120,7 @@ void FaradayStage::write_moment_rows(int quantity, int first_row, const std::vec
     if (weight[c] > 0) sums.add(planes.data() + c * pixels, weight[c]);
   const faraday::MomentImages m = faraday::moments(sums);
   const std::vector<float>* images[] = {&m.mean, &m.std, &m.skew, &m.kurt};
-  for (int k = 0; k < 4; ++k)
-    fits::CubeFile::write_rows(path(std::string("moment-") + moment_names[k] + "-" + quantity_names[quantity]),
-                               first_row, *images[k]);
+  for (int k = 0; k < 4; ++k) fits::CubeFile::write_rows(moment_path(quantity, k), first_row, *images[k]);
 }
 
 void FaradayStage::process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
@@ -159,8 +172,9 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const int usable = static_cast<int>(std::count_if(weight.begin(), weight.end(), [](double w) { return w > 0; }));
 
   std::vector<std::string> moment_paths;
-  for (const char* quantity : quantity_names)
-    for (const char* moment : moment_names) moment_paths.push_back(path(std::string("moment-") + moment + "-" + quantity));
+  for (int quantity = 0; quantity < static_cast<int>(std::size(quantity_names)); ++quantity)
+    for (int moment = 0; moment < static_cast<int>(std::size(moment_names)); ++moment)
+      moment_paths.push_back(moment_path(quantity, moment));
 
   std::optional<Synthesis> synthesis;
   if (usable < 2) {
@@ -200,11 +214,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     for (std::size_t k = 0; k < moment_paths.size(); ++k)  // mean and std in Jy/beam; skew, kurt dimensionless
       fits::CubeFile::create(moment_paths[k], plain_image(base_, k % std::size(moment_names) < 2 ? "Jy/beam" : ""));
     if (synthesis) {
-      fits::ImageHeader fdf = base_;
-      fdf.stokes.reset();
-      const faraday::FaradayAxis& axis = synthesis->setup.axis;
-      fdf.spectral.emplace(fits::LinearAxis{"FDEP", "rad/m^2", axis.phi_first, axis.dphi, 1.0, axis.count});
-      fdf.extra_keys["LAMSQ0"] = synthesis->setup.lambda0_sq;
+      const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
       for (const std::string& cube : synthesis->cube_paths) fits::CubeFile::create(cube, fdf);
       for (int m = 0; m < faraday::peak_map_count; ++m) {
         fits::ImageHeader header = plain_image(base_, map_units[m]);
@@ -241,9 +251,8 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const faraday::SynthesisSetup& setup = synthesis->setup;
   const faraday::FaradayAxis& axis = setup.axis;
   const auto r = faraday::rmsf(setup, axis);
-  fits::ImageHeader rmsf_header = plain_image(base_, "");
-  rmsf_header.spectral.emplace(fits::LinearAxis{"FDEP", "rad/m^2", axis.phi_first, axis.dphi, 1.0, axis.count});
-  rmsf_header.extra_keys["LAMSQ0"] = setup.lambda0_sq;
+  fits::ImageHeader rmsf_header = fdf_header(base_, setup);
+  rmsf_header.bunit = "";
   rmsf_header.nx = rmsf_header.ny = 1;
   rmsf_header.beam.reset();
   rmsf_header.extra_keys["RMSFFWHM"] = synthesis->settings.fwhm;
@@ -251,20 +260,15 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   for (const auto& v : r) amplitude.push_back(static_cast<float>(std::abs(v)));
   fits::write_image(path("rmsf"), rmsf_header, amplitude);
   written.push_back(path("rmsf"));
-  const std::string text = (std::filesystem::path(config_.output.dir) / (config_.output.prefix + "-rmsf.txt")).string();
-  {
-    std::ofstream out(text + ".partial");
-    out << "# RMSF of spip's RM synthesis; FWHM " << synthesis->settings.fwhm << " rad/m^2, lambda0^2 "
-        << setup.lambda0_sq << " m^2\n";
-    out << "# phi [rad/m^2]  real  imag  amplitude\n";
-    out.precision(10);
-    for (int k = 0; k < axis.count; ++k)
-      out << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
-    out.close();  // a full disk shows when the buffer is flushed, not before
-    if (!out) SPIP_THROW(Error, text + ".partial: write failed");
-  }
-  std::filesystem::rename(text + ".partial", text);
-  written.push_back(text);
+  std::ostringstream text;
+  text << "# RMSF of spip's RM synthesis; FWHM " << synthesis->settings.fwhm << " rad/m^2, lambda0^2 "
+       << setup.lambda0_sq << " m^2\n";
+  text << "# phi [rad/m^2]  real  imag  amplitude\n";
+  text.precision(10);
+  for (int k = 0; k < axis.count; ++k)
+    text << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
+  write_text_atomically(path("rmsf", ".txt"), text.str());
+  written.push_back(path("rmsf", ".txt"));
   return written;
 }
 

@@ -45,7 +45,8 @@ class FaradayStage {
 
  private:
   struct Synthesis;
-  std::string path(const std::string& name) const;
+  std::string path(const std::string& name, const char* extension = ".fits") const;
+  std::string moment_path(int quantity, int moment) const;
   double channel_weight(double noise) const;
   void process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;

@@ -421,36 +421,30 @@ std::string json_number(double value) {
   return out.str();
 }
 
-// Written to a temporary name and renamed, like every product.
 void write_qa_json(const std::string& path, const std::vector<double>& records, const Plan& plan,
                    const std::vector<double>& rank_seconds, const fits::Beam& beam) {
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial);
-    out << "{\n  \"spip_qa_version\": 1,\n";
-    out << "  \"restoring_beam\": {\"major_arcsec\": " << json_number(beam.major_rad * rad_to_arcsec)
-        << ", \"minor_arcsec\": " << json_number(beam.minor_rad * rad_to_arcsec)
-        << ", \"pa_deg\": " << json_number(beam.pa_rad * 180 / std::numbers::pi) << "},\n";
-    out << "  \"channels\": [\n";
-    const std::size_t count = records.size() / ChannelQa::fields;
-    for (std::size_t k = 0; k < count; ++k) {
-      out << "    {";
-      for (int f = 0; f < ChannelQa::fields; ++f)
-        out << (f ? ", " : "") << "\"" << qa_names[f] << "\": " << json_number(records[k * ChannelQa::fields + f]);
-      out << "}" << (k + 1 < count ? "," : "") << "\n";
-    }
-    out << "  ],\n  \"ranks\": [\n";
-    for (std::size_t r = 0; r < plan.blocks.size(); ++r)
-      out << "    {\"rank\": " << r << ", \"channel_begin\": " << plan.chan_begin + plan.blocks[r].begin
-          << ", \"channel_end\": " << plan.chan_begin + plan.blocks[r].end
-          << ", \"read_s\": " << json_number(rank_seconds[3 * r]) << ", \"psf_s\": " << json_number(rank_seconds[3 * r + 1])
-          << ", \"image_s\": " << json_number(rank_seconds[3 * r + 2]) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
-          << "\n";
-    out << "  ]\n}\n";
-    out.close();  // a full disk shows when the buffer is flushed, not before
-    if (!out) SPIP_THROW(Error, partial + ": write failed");
+  std::ostringstream out;
+  out << "{\n  \"spip_qa_version\": 1,\n";
+  out << "  \"restoring_beam\": {\"major_arcsec\": " << json_number(beam.major_rad * rad_to_arcsec)
+      << ", \"minor_arcsec\": " << json_number(beam.minor_rad * rad_to_arcsec)
+      << ", \"pa_deg\": " << json_number(beam.pa_rad * 180 / std::numbers::pi) << "},\n";
+  out << "  \"channels\": [\n";
+  const std::size_t count = records.size() / ChannelQa::fields;
+  for (std::size_t k = 0; k < count; ++k) {
+    out << "    {";
+    for (int f = 0; f < ChannelQa::fields; ++f)
+      out << (f ? ", " : "") << "\"" << qa_names[f] << "\": " << json_number(records[k * ChannelQa::fields + f]);
+    out << "}" << (k + 1 < count ? "," : "") << "\n";
   }
-  fs::rename(partial, path);
+  out << "  ],\n  \"ranks\": [\n";
+  for (std::size_t r = 0; r < plan.blocks.size(); ++r)
+    out << "    {\"rank\": " << r << ", \"channel_begin\": " << plan.chan_begin + plan.blocks[r].begin
+        << ", \"channel_end\": " << plan.chan_begin + plan.blocks[r].end
+        << ", \"read_s\": " << json_number(rank_seconds[3 * r]) << ", \"psf_s\": " << json_number(rank_seconds[3 * r + 1])
+        << ", \"image_s\": " << json_number(rank_seconds[3 * r + 2]) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
+        << "\n";
+  out << "  ]\n}\n";
+  write_text_atomically(path, out.str());
 }
 
 // The largest fitted beam of all channels of all ranks, so that every channel can be
@@ -586,14 +580,16 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       // Nothing to image (fully flagged, or no baseline on the grid): its planes stay
       // NaN in every cube and the Faraday stage gives it zero weight.
       log.info("channel " + std::to_string(plan.chan_begin + c) + " has no unflagged data on the grid; blanked");
-      std::vector<double> record(ChannelQa::fields + 4, 0.0);
-      record[0] = plan.chan_begin + c;
-      record[1] = data.freq_hz;
-      record[2] = mpi.rank();
-      record[4] = 1.0;
-      for (int f : {12, 13, 14}) record[f] = std::numeric_limits<double>::quiet_NaN();  // nothing cleaned
-      record[ChannelQa::fields] = -1.0;  // noise < 0: blanked
-      records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
+      ChannelQa blank{};
+      blank.channel = plan.chan_begin + c;
+      blank.freq_hz = data.freq_hz;
+      blank.rank = mpi.rank();
+      blank.flagged_fraction = 1.0;
+      blank.search_noise = blank.clean_threshold = blank.threshold_reached = std::numeric_limits<double>::quiet_NaN();
+      const double* fields = &blank.channel;
+      records.insert(records.end(), fields, fields + ChannelQa::fields);
+      std::vector<double> record(fields, fields + ChannelQa::fields);
+      record.insert(record.end(), {-1.0, 0.0, 0.0, 0.0});  // noise < 0: blanked; no fitted beam
       writer.submit([&, c, record] {
         faraday.add_channel(-1.0);
         progress.mark_done(plan.chan_begin + c, record);

@@ -1,7 +1,10 @@
 #include "products.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <numbers>
+
+#include "spip/error.hpp"
 
 namespace spip::pipeline {
 namespace {
@@ -91,6 +94,17 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
 
 void commit_cubes(const CubeSet& cubes) {
   for (const std::string& path : cubes.paths()) fits::CubeFile::commit(path);
+}
+
+void write_text_atomically(const std::string& path, const std::string& text) {
+  const std::string partial = path + ".partial";
+  {
+    std::ofstream out(partial);
+    out << text;
+    out.close();
+    if (!out) SPIP_THROW(Error, partial + ": write failed");
+  }
+  std::filesystem::rename(partial, path);
 }
 
 }  // namespace spip::pipeline

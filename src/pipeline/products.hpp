@@ -29,4 +29,8 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
 // Rank 0, after every rank has written.
 void commit_cubes(const CubeSet& cubes);
 
+// Writes `text` under PATH.partial and renames it, so the file is complete or absent;
+// throws when the write fails (a full disk shows only when the stream is flushed).
+void write_text_atomically(const std::string& path, const std::string& text);
+
 }  // namespace spip::pipeline

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "products.hpp"
 #include "spip/error.hpp"
 
 namespace spip::pipeline {
@@ -17,17 +18,6 @@ std::string read_text(const std::string& path) {
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-void write_atomically(const std::string& path, const std::string& text) {
-  const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial);
-    out << text;
-    out.close();  // a full disk shows when the buffer is flushed, not before
-    if (!out) SPIP_THROW(Error, partial + ": write failed");
-  }
-  fs::rename(partial, path);
 }
 
 }  // namespace
@@ -51,7 +41,7 @@ bool ChannelProgress::resumable(const std::vector<std::string>& partial_cubes) c
 void ChannelProgress::start_fresh() const {
   fs::remove_all(dir_);
   fs::create_directories(dir_);
-  write_atomically((fs::path(dir_) / "config.ini").string(), config_text_);
+  write_text_atomically((fs::path(dir_) / "config.ini").string(), config_text_);
 }
 
 bool ChannelProgress::done(int channel) const { return fs::exists(marker(channel)); }
@@ -68,7 +58,7 @@ void ChannelProgress::mark_done(int channel, const std::vector<double>& record) 
   std::ostringstream out;
   out.precision(17);
   for (double v : record) out << v << "\n";
-  write_atomically(marker(channel), out.str());
+  write_text_atomically(marker(channel), out.str());
 }
 
 void ChannelProgress::remove() const { fs::remove_all(dir_); }

@@ -73,6 +73,26 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
+// Starts `command` (output to `log`) in a session of its own, so that every process of
+// it (mpiexec and the ranks) can be found and killed at once.
+pid_t start_in_own_session(const std::string& command, const std::string& log) {
+  const pid_t child = fork();
+  if (child == 0) {
+    setsid();
+    const std::string line = command + " > " + log + " 2>&1";
+    execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return child;
+}
+
+// Waits (at most 300 s) until `count` channels of the run writing to `out` are done.
+void wait_for_markers(const std::string& out, int count) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (count_markers(out) < count && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+}
+
 // Every FITS product of `reference` is in `other` with the same pixels, bit for bit.
 int expect_identical_products(const std::string& reference, const std::string& other) {
   int compared = 0;
@@ -113,16 +133,9 @@ TEST(Resume, RunThatFillsTheDiskLeavesNothingFinalAndResumes) {
 
   // Once a few channels are done, something else takes the rest of the space.
   const std::string out = disk.dir + "/out";
-  const pid_t child = fork();
+  const pid_t child = start_in_own_session(command_for(out), base + "/full.log");
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    const std::string command = command_for(out) + " > " + base + "/full.log 2>&1";
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (count_markers(out) < 3 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_markers(out, 3);
   const int markers_at_fill = count_markers(out);
   const std::string filler = disk.dir + "/filler";
   {
@@ -158,19 +171,9 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   fs::create_directories(base);
   ASSERT_EQ(std::system((command_for(reference) + " > " + base + "/reference.log 2>&1").c_str()), 0);
 
-  // Start the run in a session of its own, so that every process of it (mpiexec and
-  // both ranks) can be killed at once.
-  const pid_t child = fork();
+  const pid_t child = start_in_own_session(command_for(resumed), base + "/killed.log");
   ASSERT_GE(child, 0);
-  if (child == 0) {
-    setsid();
-    const std::string command = command_for(resumed) + " > " + base + "/killed.log 2>&1";
-    execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (count_markers(resumed) < 6 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  wait_for_markers(resumed, 6);
   kill_session(child);
   int status = 0;
   waitpid(child, &status, 0);
