@@ -413,6 +413,10 @@ deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
     m.grid_images(detail::LaneSource{m.residual_vis.get(), slot.weights.get(), num_stokes, true}, scale,
                   m.residual.get());
     if (iterations == 0) break;
+    if (limits.final_cycle && out.iterations < clean.niter) {
+      out.threshold_reached = true;
+      break;
+    }
   }
   out.dirty.resize(num_stokes * pixels);
   out.model.resize(num_stokes * pixels);

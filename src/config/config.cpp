@@ -256,6 +256,8 @@ const std::vector<Key>& keys() {
              "joined-polarisation peak search on |I|, |Q+iU| or sqrt(I^2+Q^2+U^2+V^2)"),
       scalar("clean.max_major", &Config::clean, &CleanConfig::max_major,
              [](int v) { return v >= 1; }, "an integer >= 1", "", "major-cycle limit"),
+      scalar("clean.subminor", &Config::clean, &CleanConfig::subminor, any<bool>, "true or false", "",
+             "search and subtract among the pixels above the cycle's stop only (CPU; the GPU runs plain Hogbom)"),
 
       scalar("faraday.phi_max", &Config::faraday, &FaradayConfig::phi_max,
              [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <complex>
 #include <limits>
+#include <unordered_map>
 
+#include "psf_convolution.hpp"
 #include "spip/deconv/clean_math.hpp"
 
 namespace spip::deconv {
@@ -62,6 +64,89 @@ void subtract_component(float* residual, const float* psf, int n, std::size_t pi
   }
 }
 
+// The sub-minor loop's pixels: those whose search value exceeds `level`, with their
+// residual values in every Stokes plane ([4][count]).
+struct ActiveSet {
+  std::vector<std::size_t> pixel;
+  std::vector<int> x, y;
+  std::vector<float> values;
+  double level = 0;
+  std::size_t size() const { return pixel.size(); }
+};
+
+// At most this many pixels take part, so that a sub-minor iteration costs a small,
+// fixed fraction of a full-image one however much emission lies above the stop.
+std::size_t max_active_pixels(std::size_t pixels) { return std::max<std::size_t>(pixels / 16, 1024); }
+
+ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pixels, int n, double stop_level) {
+  const float stop_squared = static_cast<float>(stop_level * stop_level);
+  std::vector<std::pair<float, std::size_t>> above;
+  for (std::size_t p = 0; p < pixels; ++p) {
+    const float value = squared_search_value(search, residual, p, pixels);
+    if (value > stop_squared) above.emplace_back(value, p);
+  }
+  ActiveSet set;
+  set.level = stop_level;
+  const std::size_t cap = max_active_pixels(pixels);
+  if (above.size() > cap) {
+    // Keep the brightest `cap`; the loop then stops at the brightest one left out.
+    std::nth_element(above.begin(), above.begin() + cap, above.end(), std::greater<>());
+    set.level = std::sqrt(static_cast<double>(above[cap].first));
+    above.resize(cap);
+  }
+  const std::size_t count = above.size();
+  set.values.resize(num_stokes * count);
+  for (const auto& [value, p] : above) {
+    const std::size_t i = set.pixel.size();
+    set.pixel.push_back(p);
+    set.x.push_back(static_cast<int>(p % n));
+    set.y.push_back(static_cast<int>(p / n));
+    for (int s = 0; s < num_stokes; ++s) set.values[s * count + i] = residual[s * pixels + p];
+  }
+  return set;
+}
+
+// Hogbom iterations among the active pixels only, down to the set's level; returns
+// the components found, one per pixel, and adds their iterations to `iterations`.
+std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n, PeakSearch search, double gain,
+                                        int max_iterations, int& iterations) {
+  const std::size_t count = set.size();
+  std::vector<Component> components;
+  std::unordered_map<std::size_t, std::size_t> component_of;
+  int done = 0;
+  while (done < max_iterations) {
+    float best = -1;
+    std::size_t at = 0;
+    for (std::size_t i = 0; i < count; ++i) {
+      const float value = squared_search_value(search, set.values.data(), i, count);
+      if (value > best) {
+        best = value;
+        at = i;
+      }
+    }
+    if (!(std::sqrt(static_cast<double>(best)) > set.level)) break;
+    float flux[num_stokes];
+    for (int s = 0; s < num_stokes; ++s) flux[s] = static_cast<float>(gain * set.values[s * count + at]);
+    const auto [slot, fresh] = component_of.try_emplace(set.pixel[at], components.size());
+    if (fresh) components.push_back(Component{set.pixel[at], {}});
+    for (int s = 0; s < num_stokes; ++s) components[slot->second].flux[s] += flux[s];
+    const int px = set.x[at], py = set.y[at];
+#pragma omp parallel for schedule(static) if (count > 8192)
+    for (std::size_t i = 0; i < count; ++i) {
+      const long long under = psf_pixel_under(set.x[i], set.y[i], px, py, n);
+      if (under < 0) continue;
+      for (int s = 0; s < num_stokes; ++s) set.values[s * count + i] -= flux[s] * psf[under];
+    }
+    ++done;
+  }
+  iterations += done;
+  return components;
+}
+
+// Below this many components, subtracting each PSF directly costs less than the
+// convolution's four FFTs of (3N/2)^2.
+constexpr std::size_t direct_subtraction_limit = 32;
+
 double residual_peak(const std::vector<float>& residual) {
   double peak = 0;
   for (float v : residual) peak = std::max(peak, static_cast<double>(std::abs(v)));
@@ -100,6 +185,31 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
   return result;
 }
 
+MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+                                 PeakSearch search, double gain, double stop_level, int max_iterations, float* model) {
+  const std::size_t pixels = geometry.pixels();
+  const int n = geometry.size;
+  std::optional<PsfConvolution> convolution;
+  MinorCycleResult result;
+  while (result.iterations < max_iterations) {
+    result.peak = find_peak(search, residual, pixels).value;
+    if (!(result.peak > stop_level)) break;
+    ActiveSet set = select_active(search, residual, pixels, n, stop_level);
+    const std::vector<Component> components =
+        clean_active_set(set, psf, n, search, gain, max_iterations - result.iterations, result.iterations);
+    if (components.empty()) break;
+    for (const Component& c : components)
+      for (int s = 0; s < num_stokes; ++s) model[s * pixels + c.pixel] += c.flux[s];
+    if (components.size() <= direct_subtraction_limit) {
+      for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
+    } else {
+      if (!convolution) convolution.emplace(psf, n);
+      convolution->subtract(components, residual);
+    }
+  }
+  return result;
+}
+
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
                             const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
                             std::vector<float> psf) {
@@ -128,8 +238,9 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
     out.clean_threshold = limits.floor;
     out.threshold_reached = !limits.run;
     if (!limits.run || cycle == clean.max_major || out.iterations >= clean.niter) break;
-    const MinorCycleResult minor = hogbom(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, limits.stop,
-                                          clean.niter - out.iterations, out.model.data());
+    const auto minor_cycle = clean.subminor ? subminor_hogbom : hogbom;
+    const MinorCycleResult minor = minor_cycle(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain,
+                                               limits.stop, clean.niter - out.iterations, out.model.data());
     out.iterations += minor.iterations;
     ++out.major_cycles;
     // Cotton-Schwab: subtract the model from the visibilities and re-image exactly.
@@ -137,6 +248,10 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
     for (std::size_t k = 0; k < vis.size(); ++k) residual_vis[k] = vis[k] - model_vis[k];
     imager.dirty(residual_vis.data(), out.residual.data());
     if (minor.iterations == 0) break;
+    if (limits.final_cycle && out.iterations < clean.niter) {
+      out.threshold_reached = true;
+      break;
+    }
   }
   restore_channel(out, g);
   return out;
@@ -144,7 +259,8 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
 
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start) {
   const double floor = std::max(clean.threshold_jy, clean.auto_threshold * sigma);
-  return MinorCycleLimits{start > floor, std::max(floor, (1.0 - clean.mgain) * start), floor};
+  const double stop = std::max(floor, (1.0 - clean.mgain) * start);
+  return MinorCycleLimits{start > floor, stop, floor, stop == floor};
 }
 
 double search_noise(PeakSearch search, const float* residual, std::size_t pixels) {

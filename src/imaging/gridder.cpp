@@ -1,19 +1,14 @@
 #include "spip/imaging/gridder.hpp"
 
-#include <fftw3.h>
 #include <omp.h>
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstdlib>
-#include <filesystem>
 #include <cmath>
 #include <cstdint>
-#include <mutex>
 #include <numeric>
 
 #include "spip/error.hpp"
+#include "spip/imaging/fft.hpp"
 #include "spip/imaging/gridding_math.hpp"
 #include "spip/imaging/w_layout.hpp"
 
@@ -22,23 +17,6 @@ namespace {
 
 using cfloat = std::complex<float>;
 using cdouble = std::complex<double>;
-
-// FFTW's planner is not thread-safe and its threads are set up once per process.
-std::mutex& planner_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
-struct FftwBuffer {
-  cfloat* data = nullptr;
-  std::size_t size = 0;
-  explicit FftwBuffer(std::size_t n) : data(reinterpret_cast<cfloat*>(fftwf_alloc_complex(n))), size(n) {
-    if (!data) SPIP_THROW(Error, "cannot allocate an FFT grid of " + std::to_string(n) + " cells");
-  }
-  ~FftwBuffer() { fftwf_free(data); }
-  FftwBuffer(const FftwBuffer&) = delete;
-  FftwBuffer& operator=(const FftwBuffer&) = delete;
-};
 
 // Kernel values over the W cells that a coordinate at grid position `g` touches.
 struct Footprint {
@@ -100,7 +78,7 @@ struct Gridder::Impl {
     return &points == &layout.direct ? direct_cache : hermitian_cache;
   }
 
-  fftwf_plan forward = nullptr, backward = nullptr;
+  const Fft2d& fft;
 
   // w-screens exp(i w_screen_angle(w_p, x_shifted)) per pixel, advanced plane by plane
   // by a constant step instead of a sincos per pixel and plane.
@@ -109,32 +87,24 @@ struct Gridder::Impl {
 
   // Scratch reused across calls (first touch of fresh pages costs more than the FFTs);
   // one Gridder serves one thread of calls at a time.
-  mutable std::vector<std::unique_ptr<FftwBuffer>> scratch_grids;
+  mutable std::vector<std::unique_ptr<FftBuffer>> scratch_grids;
   mutable std::vector<cdouble> screen;
   cfloat* scratch(int slot, std::size_t cells) const {
     if (scratch_grids.size() <= static_cast<std::size_t>(slot)) scratch_grids.resize(slot + 1);
     auto& buffer = scratch_grids[slot];
-    if (!buffer || buffer->size < cells) buffer = std::make_unique<FftwBuffer>(cells);
-    return buffer->data;
+    if (!buffer || buffer->size() < cells) buffer = std::make_unique<FftBuffer>(cells);
+    return buffer->data();
   }
 
   Impl(const ImageGeometry& g, double accuracy, bool wstacking)
       : geo(g), stacking(make_w_stacking(g, accuracy, wstacking)), corr(make_grid_correction(g, stacking)),
-        threads(omp_get_max_threads()) {
-    make_plans();
+        threads(omp_get_max_threads()), fft(Fft2d::shared(g.grid_size, threads)) {
     if (stacking.enabled) {
       screen_step.resize(geo.pixels());
       for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel)
         screen_step[pixel] = std::polar(1.0, w_screen_angle(stacking.dw, corr.x_shifted[pixel]));
     }
   }
-  ~Impl() {
-    std::lock_guard<std::mutex> lock(planner_mutex());
-    fftwf_destroy_plan(forward);
-    fftwf_destroy_plan(backward);
-  }
-
-  void make_plans();
   std::vector<Cached> make_cache(const std::vector<GridPoint>& points) const;
   std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
   std::pair<std::size_t, std::size_t> plane_range(const std::vector<GridPoint>& points, int p) const {
@@ -162,47 +132,6 @@ struct Gridder::Impl {
   void degrid_plane(int p, const std::vector<GridPoint>& points, const cfloat* grids, int num_lanes,
                     cdouble* out) const;
 };
-
-// Measured FFTW plans cost ~1 s per grid size; the wisdom is kept between runs in
-// $SPIP_FFTW_WISDOM (default ~/.cache/spip/fftwf-wisdom), written atomically so that
-// concurrent ranks never read half a file. A missing or stale file only costs time.
-std::string wisdom_path() {
-  if (const char* path = std::getenv("SPIP_FFTW_WISDOM")) return path;
-  const char* cache = std::getenv("XDG_CACHE_HOME");
-  const char* home = std::getenv("HOME");
-  if (cache && *cache) return std::string(cache) + "/spip/fftwf-wisdom";
-  if (home && *home) return std::string(home) + "/.cache/spip/fftwf-wisdom";
-  return {};
-}
-
-void save_wisdom(const std::string& path) {
-  if (path.empty()) return;
-  std::error_code error;
-  std::filesystem::create_directories(std::filesystem::path(path).parent_path(), error);
-  char host[256] = "host";
-  ::gethostname(host, sizeof host - 1);
-  const std::string partial = path + "." + host + "." + std::to_string(::getpid()) + ".partial";
-  if (fftwf_export_wisdom_to_filename(partial.c_str())) std::filesystem::rename(partial, path, error);
-  std::filesystem::remove(partial, error);
-}
-
-void Gridder::Impl::make_plans() {
-  std::lock_guard<std::mutex> lock(planner_mutex());
-  static const bool threads_ready = fftwf_init_threads() != 0;
-  if (threads_ready) fftwf_plan_with_nthreads(threads);
-  static const std::string wisdom = wisdom_path();
-  static const bool imported = !wisdom.empty() && fftwf_import_wisdom_from_filename(wisdom.c_str());
-  (void)imported;
-  FftwBuffer scratch(grid_cells());
-  auto* data = reinterpret_cast<fftwf_complex*>(scratch.data);
-  const int n = geo.grid_size;
-  // Measured plans cost ~1 s per size once per process; FFTW_ESTIMATE's threaded
-  // plans ran 2.5x slower on the benchmark (docs/benchmarks.md).
-  forward = fftwf_plan_dft_2d(n, n, data, data, FFTW_FORWARD, FFTW_MEASURE);
-  backward = fftwf_plan_dft_2d(n, n, data, data, FFTW_BACKWARD, FFTW_MEASURE);
-  if (!forward || !backward) SPIP_THROW(Error, "FFTW could not plan a " + std::to_string(n) + "^2 transform");
-  save_wisdom(wisdom);
-}
 
 std::vector<Gridder::Impl::Cached> Gridder::Impl::make_cache(const std::vector<GridPoint>& points) const {
   std::vector<Cached> cache(points.size());
@@ -362,10 +291,7 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
     if (lo == hi) continue;
     std::fill(grids, grids + m.grid_cells() * num_lanes, cfloat{});
     m.grid_plane(p, points, lanes, grids);
-    for (int q = 0; q < num_lanes; ++q) {
-      cfloat* grid = grids + q * m.grid_cells();
-      fftwf_execute_dft(m.forward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
-    }
+    for (int q = 0; q < num_lanes; ++q) m.fft.forward(grids + q * m.grid_cells());
     m.accumulate_plane(grids, num_lanes, sum.data());
   }
   // Packed lanes hold (a + i b) summed over both halves of the uv plane: 2 image_a + 2i image_b.
@@ -393,10 +319,7 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
     const auto [lo, hi] = m.plane_range(points, p);
     if (lo == hi) continue;
     m.fill_plane(images, num_stokes, grids);
-    for (int q = 0; q < num_lanes; ++q) {
-      cfloat* grid = grids + q * m.grid_cells();
-      fftwf_execute_dft(m.backward, reinterpret_cast<fftwf_complex*>(grid), reinterpret_cast<fftwf_complex*>(grid));
-    }
+    for (int q = 0; q < num_lanes; ++q) m.fft.backward(grids + q * m.grid_cells());
     m.degrid_plane(p, points, grids, num_lanes, at_point.data());
   }
   std::vector<cdouble> plain(count * num_lanes, cdouble{}), mirrored(count * num_lanes, cdouble{});

@@ -26,6 +26,7 @@ const std::vector<std::string> all_keys = {
     "image.robust",       "image.accuracy",      "image.padding",
     "image.wstacking",    "clean.niter",         "clean.gain",
     "clean.mgain",        "clean.threshold",     "clean.auto_threshold",
+    "clean.max_major",    "clean.subminor",
     "faraday.phi_max",    "faraday.dphi",        "faraday.samples_per_fwhm",
     "parallel.device",    "parallel.threads"};
 

@@ -20,7 +20,7 @@ namespace {
 std::string run(const std::string& device, const fs::path& out) {
   const std::string command = std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG +
                               " --input.ms " + SPIP_TEST_DATA + "/oskar_small.ms --output.dir " + out.string() +
-                              " --image.size 256 --image.scale 40 --faraday.dphi 1 --parallel.device " + device +
+                              " --image.size 256 --image.scale 40 --faraday.dphi 1 --clean.subminor false --parallel.device " + device +
                               " > " + out.string() + ".log 2>&1";
   return std::system(command.c_str()) == 0 ? "" : "spip failed, see " + out.string() + ".log";
 }

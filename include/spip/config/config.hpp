@@ -46,6 +46,7 @@ struct CleanConfig {
   double auto_threshold = 0.0;        // stop at this many sigma of the search quantity (search_noise); 0: off
   PeakSearch peak = PeakSearch::full_stokes;
   int max_major = 20;                 // major-cycle limit
+  bool subminor = true;               // sub-minor loop over the pixels above the cycle's stop (CPU)
 };
 
 // The Faraday depth cubes spip can write, FDF {real, imag, amp} x {dirty, clean}, as

@@ -21,6 +21,16 @@ struct MinorCycleResult {
 MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
                         PeakSearch search, double gain, double stop_level, int max_iterations, float* model);
 
+// The same minor cycles with the sub-minor optimisation (Clark 1980; WSClean's
+// sub-minor loop): the pixels whose search value exceeds `stop_level` (the brightest
+// N^2/16 of them at most) are taken out, searched and updated among themselves only,
+// and the components found are then subtracted from the whole image at once, by FFT
+// convolution with the PSF when there are many. That repeats while any pixel of the
+// full residual is still above the stop, so the result is Hogbom's to within the
+// order in which near-equal peaks are taken; the major cycles keep it exact.
+MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+                                 PeakSearch search, double gain, double stop_level, int max_iterations, float* model);
+
 // Robust sigma of an image: 1.4826 * the median absolute deviation from the median.
 double mad_sigma(const float* image, std::size_t count);
 
@@ -43,7 +53,8 @@ struct ChannelImages {
   double residual_peak = 0;    // largest |residual| over the Stokes planes
 };
 
-// Dirty images and PSF, then (niter > 0) major cycles: minor cycles down to
+// Dirty images and PSF, then (niter > 0) major cycles: minor cycles (sub-minor ones
+// when clean.subminor) down to
 // max(threshold, auto_threshold * search_noise, (1 - mgain) * the cycle's starting
 // peak), model visibilities predicted and subtracted, residual re-imaged; the noise is
 // estimated again on each cycle's residual, as Radler does. Restored with
@@ -55,11 +66,15 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
 
 // One major cycle's minor cycles run from the residual's search peak `start` down to
 // `stop` = max(floor, (1 - mgain) start), floor = max(threshold, auto_threshold sigma);
-// none run (`run` false) when start is not above the floor. Both backends use this.
+// none run (`run` false) when start is not above the floor. A cycle that cleans down
+// to the floor itself is the last: its residual is re-imaged once and CLEAN stops, as
+// WSClean does, instead of paying a whole major cycle for the few pixels that the
+// exact residual lifts back over the floor. Both backends use this.
 struct MinorCycleLimits {
   bool run = false;
   double stop = 0;
   double floor = 0;
+  bool final_cycle = false;
 };
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start);
 
