@@ -251,6 +251,10 @@ const std::vector<Key>& keys() {
       scalar("clean.auto_threshold", &Config::clean, &CleanConfig::auto_threshold,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
              "stop at this many sigma (MAD) of the peak-search quantity, re-estimated each major cycle; 0: off"),
+      scalar("clean.auto_mask", &Config::clean, &CleanConfig::auto_mask,
+             [](double v) { return v >= 0; }, "a number >= 0", "sigma",
+             "clean everywhere down to this many sigma, then only where components were found down to "
+             "auto_threshold (CPU); 0: off"),
       scalar("clean.peak", &Config::clean, &CleanConfig::peak, any<PeakSearch>,
              "one of i, pol, iquv", "",
              "joined-polarisation peak search on |I|, |Q+iU| or sqrt(I^2+Q^2+U^2+V^2)"),
@@ -458,6 +462,12 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                                 channel_end_where + ": expected -1 or an integer > " +
                                 "input.channel_begin (" + std::to_string(input.channel_begin) +
                                 ")");
+  const CleanConfig& clean = config.clean;
+  if (clean.auto_mask > 0 && !(clean.auto_threshold > 0 && clean.auto_threshold < clean.auto_mask))
+    SPIP_THROW(ConfigError, "clean.auto_mask = " + text(clean.auto_mask) +
+                                " needs clean.auto_threshold between 0 and it, exclusive (the mask is found at "
+                                "auto_mask sigma, then CLEAN goes deeper inside it to auto_threshold sigma); "
+                                "clean.auto_threshold is " + text(clean.auto_threshold));
   if (parsed.action == CommandAction::run && input.ms.empty())
     SPIP_THROW(ConfigError,
                "input.ms is not set: expected one or more Measurement Set paths, as "

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <limits>
 #include <unordered_map>
 
@@ -21,7 +22,8 @@ struct Peak {
   std::size_t pixel = 0;
 };
 
-Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels) {
+// A null mask searches every pixel; otherwise only those where mask[pixel] != 0.
+Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels, const std::uint8_t* mask) {
   float best_squared = -1;
   std::size_t best_pixel = 0;
 #pragma omp parallel
@@ -30,7 +32,7 @@ Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels) {
     std::size_t at = 0;
 #pragma omp for schedule(static) nowait
     for (std::size_t p = 0; p < pixels; ++p) {
-      const float value = squared_search_value(search, residual, p, pixels);
+      const float value = mask && !mask[p] ? 0.0f : squared_search_value(search, residual, p, pixels);
       if (value > mine) {
         mine = value;
         at = p;
@@ -78,10 +80,12 @@ struct ActiveSet {
 // fixed fraction of a full-image one however much emission lies above the stop.
 std::size_t max_active_pixels(std::size_t pixels) { return std::max<std::size_t>(pixels / 16, 1024); }
 
-ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pixels, int n, double stop_level) {
+ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pixels, int n, double stop_level,
+                        const std::uint8_t* mask) {
   const float stop_squared = static_cast<float>(stop_level * stop_level);
   std::vector<std::pair<float, std::size_t>> above;
   for (std::size_t p = 0; p < pixels; ++p) {
+    if (mask && !mask[p]) continue;
     const float value = squared_search_value(search, residual, p, pixels);
     if (value > stop_squared) above.emplace_back(value, p);
   }
@@ -143,6 +147,14 @@ std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n,
   return components;
 }
 
+// clean.auto_mask's mask: every pixel that holds a component in any Stokes plane.
+std::vector<std::uint8_t> auto_mask_of(const std::vector<float>& model, std::size_t pixels) {
+  std::vector<std::uint8_t> mask(pixels, 0);
+  for (int s = 0; s < num_stokes; ++s)
+    for (std::size_t p = 0; p < pixels; ++p) mask[p] |= model[s * pixels + p] != 0;
+  return mask;
+}
+
 // Below this many components, subtracting each PSF directly costs less than the
 // convolution's four FFTs of (3N/2)^2.
 constexpr std::size_t direct_subtraction_limit = 32;
@@ -167,11 +179,12 @@ double mad_sigma(const float* image, std::size_t count) {
 }
 
 MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
-                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model) {
+                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
+                        const std::uint8_t* mask) {
   const std::size_t pixels = geometry.pixels();
   MinorCycleResult result;
   while (result.iterations < max_iterations) {
-    const Peak peak = find_peak(search, residual, pixels);
+    const Peak peak = find_peak(search, residual, pixels, mask);
     result.peak = peak.value;
     if (!(peak.value > stop_level)) break;
     float flux[num_stokes];
@@ -186,15 +199,16 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 }
 
 MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
-                                 PeakSearch search, double gain, double stop_level, int max_iterations, float* model) {
+                                 PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
+                                 const std::uint8_t* mask) {
   const std::size_t pixels = geometry.pixels();
   const int n = geometry.size;
   std::optional<PsfConvolution> convolution;
   MinorCycleResult result;
   while (result.iterations < max_iterations) {
-    result.peak = find_peak(search, residual, pixels).value;
+    result.peak = find_peak(search, residual, pixels, mask).value;
     if (!(result.peak > stop_level)) break;
-    ActiveSet set = select_active(search, residual, pixels, n, stop_level);
+    ActiveSet set = select_active(search, residual, pixels, n, stop_level, mask);
     const std::vector<Component> components =
         clean_active_set(set, psf, n, search, gain, max_iterations - result.iterations, result.iterations);
     if (components.empty()) break;
@@ -230,17 +244,26 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
   out.residual = out.dirty;
 
   std::vector<std::complex<float>> model_vis(vis.size()), residual_vis(vis.size());
-  for (int cycle = 0; clean.niter > 0; ++cycle) {
+  std::vector<std::uint8_t> mask;  // filled when clean.auto_mask's unmasked stage ends
+  while (clean.niter > 0) {
+    const bool finding_mask = clean.auto_mask > 0 && mask.empty();
+    CleanConfig stage = clean;
+    if (finding_mask) stage.auto_threshold = clean.auto_mask;
+    const std::uint8_t* search_mask = mask.empty() ? nullptr : mask.data();
     const double sigma = clean.auto_threshold > 0 ? search_noise(clean.peak, out.residual.data(), pixels) : 0.0;
     const MinorCycleLimits limits =
-        minor_cycle_limits(clean, sigma, find_peak(clean.peak, out.residual.data(), pixels).value);
+        minor_cycle_limits(stage, sigma, find_peak(clean.peak, out.residual.data(), pixels, search_mask).value);
     out.search_noise = sigma;
     out.clean_threshold = limits.floor;
     out.threshold_reached = !limits.run;
-    if (!limits.run || cycle == clean.max_major || out.iterations >= clean.niter) break;
+    if (finding_mask && !limits.run) {
+      mask = auto_mask_of(out.model, pixels);
+      continue;
+    }
+    if (!limits.run || out.major_cycles == clean.max_major || out.iterations >= clean.niter) break;
     const auto minor_cycle = clean.subminor ? subminor_hogbom : hogbom;
     const MinorCycleResult minor = minor_cycle(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain,
-                                               limits.stop, clean.niter - out.iterations, out.model.data());
+                                               limits.stop, clean.niter - out.iterations, out.model.data(), search_mask);
     out.iterations += minor.iterations;
     ++out.major_cycles;
     // Cotton-Schwab: subtract the model from the visibilities and re-image exactly.
@@ -249,6 +272,10 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
     imager.dirty(residual_vis.data(), out.residual.data());
     if (minor.iterations == 0) break;
     if (limits.final_cycle && out.iterations < clean.niter) {
+      if (finding_mask) {
+        mask = auto_mask_of(out.model, pixels);
+        continue;
+      }
       out.threshold_reached = true;
       break;
     }

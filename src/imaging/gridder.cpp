@@ -79,6 +79,8 @@ struct Gridder::Impl {
   }
 
   const Fft2d& fft;
+  Fft2d::Support window;      // the grid rows and columns the image covers
+  Fft2d::Support uv_support;  // those the visibilities' kernels reach, per set_uvw
 
   // w-screens exp(i w_screen_angle(w_p, x_shifted)) per pixel, advanced plane by plane
   // by a constant step instead of a sincos per pixel and plane.
@@ -99,6 +101,7 @@ struct Gridder::Impl {
   Impl(const ImageGeometry& g, double accuracy, bool wstacking)
       : geo(g), stacking(make_w_stacking(g, accuracy, wstacking)), corr(make_grid_correction(g, stacking)),
         threads(omp_get_max_threads()), fft(Fft2d::shared(g.grid_size, threads)) {
+    window = image_support([](int, int) { return true; });
     if (stacking.enabled) {
       screen_step.resize(geo.pixels());
       for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel)
@@ -129,6 +132,20 @@ struct Gridder::Impl {
   }
   void accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const;
   void fill_plane(const float* images, int num_stokes, cfloat* grids) const;
+  // The grid rows and columns of the image pixels (x, y) for which occupied(x, y).
+  template <class F>
+  Fft2d::Support image_support(F&& occupied) const {
+    const int n = geo.size, p = geo.grid_size;
+    Fft2d::Support support{std::vector<std::uint8_t>(p, 0), std::vector<std::uint8_t>(p, 0)};
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x)
+        if (occupied(x, y)) {
+          const long long cell = image_cell(x, y, n, p).cell;
+          support.rows[cell / p] = support.columns[cell % p] = 1;
+        }
+    return support;
+  }
+  void find_uv_support();
   void degrid_plane(int p, const std::vector<GridPoint>& points, const cfloat* grids, int num_lanes,
                     cdouble* out) const;
 };
@@ -219,6 +236,9 @@ void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grid
   const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
   std::fill(grids, grids + grid_cells() * num_lanes, cfloat{});
   for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign) {
+    bool empty = true;
+    for (int s = 0; s < num_stokes; ++s) empty = empty && images[s * pixels + pixel] == 0;
+    if (empty) return;  // a CLEAN model is mostly zeros, and the grid already is
     const double scale = sign * corr.correction[pixel];
     const cdouble factor = stacking.enabled ? scale * std::conj(screen[pixel]) : cdouble(scale, 0.0);
     for (int q = 0; q < num_lanes; ++q) {
@@ -227,6 +247,17 @@ void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grid
       grids[q * grid_cells() + cell] = cfloat(factor * cdouble(a, b));
     }
   });
+}
+
+void Gridder::Impl::find_uv_support() {
+  const int n = geo.grid_size, support = stacking.kernel.support;
+  uv_support = Fft2d::Support{std::vector<std::uint8_t>(n, 0), std::vector<std::uint8_t>(n, 0)};
+  for (const std::vector<Cached>* cache : {&direct_cache, &hermitian_cache})
+    for (const Cached& c : *cache)
+      for (int i = 0; i < support; ++i) {
+        uv_support.columns[wrap_cell(c.fu.first + i, n)] = 1;
+        uv_support.rows[wrap_cell(c.fv.first + i, n)] = 1;
+      }
 }
 
 void Gridder::Impl::degrid_plane(int p, const std::vector<GridPoint>& points, const cfloat* grids, int num_lanes,
@@ -270,6 +301,7 @@ void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
   m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking);
   m.direct_cache = m.make_cache(m.layout.direct);
   m.hermitian_cache = m.make_cache(m.layout.hermitian);
+  m.find_uv_support();
   if (!m.stacking.enabled) return;
   m.screen_first.resize(m.geo.pixels());
 #pragma omp parallel for schedule(static)
@@ -291,7 +323,7 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
     if (lo == hi) continue;
     std::fill(grids, grids + m.grid_cells() * num_lanes, cfloat{});
     m.grid_plane(p, points, lanes, grids);
-    for (int q = 0; q < num_lanes; ++q) m.fft.forward(grids + q * m.grid_cells());
+    for (int q = 0; q < num_lanes; ++q) m.fft.forward(grids + q * m.grid_cells(), m.uv_support, m.window);
     m.accumulate_plane(grids, num_lanes, sum.data());
   }
   // Packed lanes hold (a + i b) summed over both halves of the uv plane: 2 image_a + 2i image_b.
@@ -314,12 +346,18 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
   const std::size_t count = m.layout.inside.size();
   std::vector<cdouble> at_point(points.size() * num_lanes, cdouble{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
+  const Fft2d::Support occupied = m.image_support([&](int x, int y) {
+    const std::size_t pixel = static_cast<std::size_t>(y) * m.geo.size + x;
+    for (int s = 0; s < num_stokes; ++s)
+      if (images[s * m.geo.pixels() + pixel] != 0) return true;
+    return false;
+  });
   for (int p = 0; p < m.layout.planes; ++p) {
     m.advance_screen(p);
     const auto [lo, hi] = m.plane_range(points, p);
     if (lo == hi) continue;
     m.fill_plane(images, num_stokes, grids);
-    for (int q = 0; q < num_lanes; ++q) m.fft.backward(grids + q * m.grid_cells());
+    for (int q = 0; q < num_lanes; ++q) m.fft.backward(grids + q * m.grid_cells(), occupied, m.uv_support);
     m.degrid_plane(p, points, grids, num_lanes, at_point.data());
   }
   std::vector<cdouble> plain(count * num_lanes, cdouble{}), mirrored(count * num_lanes, cdouble{});

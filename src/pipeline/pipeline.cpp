@@ -108,9 +108,16 @@ std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers,
 
 // Local rank modulo the visible devices (CUDA_VISIBLE_DEVICES, which Slurm's
 // --gpus-per-task sets per task), after checking that the imaging memory plan fits.
-std::string choose_backend(Device requested, int local_rank, const imaging::ImageGeometry& geometry,
+std::string choose_backend(const Config& config, int local_rank, const imaging::ImageGeometry& geometry,
                            std::size_t max_visibilities, const Log& log) {
+  const Device requested = config.parallel.device;
   if (requested == Device::cpu) return "cpu";
+  if (config.clean.auto_mask > 0) {  // the GPU's minor cycles have no mask yet
+    if (requested == Device::gpu)
+      SPIP_THROW(ConfigError, "clean.auto_mask runs on the CPU backend only; set parallel.device = cpu or auto");
+    log.info("clean.auto_mask is set; using the CPU backend");
+    return "cpu";
+  }
   const cuda::DeviceProbe probe = cuda::probe_devices();
   if (probe.devices.empty()) {
     if (requested == Device::gpu)
@@ -189,7 +196,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
   std::exception_ptr failure;
   try {
-    plan.backend = choose_backend(config.parallel.device, mpi.local_rank(), plan.geometry, plan.max_visibilities, log);
+    plan.backend = choose_backend(config, mpi.local_rank(), plan.geometry, plan.max_visibilities, log);
   } catch (...) {
     failure = std::current_exception();
   }

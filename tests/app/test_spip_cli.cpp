@@ -4,6 +4,7 @@
 #include "spip/fits/fits_image.hpp"
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -295,6 +296,58 @@ TEST(SpipCli, AutoThresholdOnNoiseAloneTakesAlmostNoComponents) {
   std::printf("[ measured ] noise only, auto_threshold 3: %.0f components in 40 channels (iquv), %.0f (pol); "
               "search noise %.3g Jy = %.2f sigma_I\n",
               iquv_total, pol_total, noise, noise / sigma_i);
+}
+
+// Pixels holding a component in any Stokes plane, per channel, of a run's model cubes.
+std::vector<int> model_support(const fs::path& out) {
+  std::vector<std::vector<float>> planes;
+  for (const char* stokes : {"I", "Q", "U", "V"})
+    planes.push_back(spip::fits::read_image((out / ("spip-model-" + std::string(stokes) + ".fits")).string()).data);
+  const std::size_t plane = 64 * 64, channels = planes[0].size() / plane;
+  std::vector<int> support(channels, 0);
+  for (std::size_t c = 0; c < channels; ++c)
+    for (std::size_t p = 0; p < plane; ++p)
+      support[c] += std::any_of(planes.begin(), planes.end(), [&](const auto& v) { return v[c * plane + p] != 0; });
+  return support;
+}
+
+// clean.auto_mask: the first stage is a plain auto_mask-sigma CLEAN, whose components
+// mark the mask; the second goes down to auto_threshold sigma inside it and nowhere
+// else. So the model's support is exactly that of a run stopped at auto_mask sigma,
+// with more flux cleaned, while an unmasked run at the same depth cleans the noise.
+TEST(SpipCli, AutoMaskCleansDeeperOnlyWhereTheFirstStageFoundSources) {
+  const fs::path ms = scratch("noisy.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt --template " +
+                oskar_ms + " --out " + ms.string() + " --noise 0.1")
+                .exit_code,
+            0);
+  const auto clean = [&](const std::string& name, const std::string& stop) {
+    const Outcome outcome = run_spip("--input.ms " + ms.string() + " --output.dir " + scratch(name).string() +
+                                     " --image.size 64 --image.scale 120 --clean.niter 100000 " + stop +
+                                     " --faraday.cubes none --parallel.threads 1");
+    EXPECT_EQ(outcome.exit_code, 0) << outcome.err;
+    return scratch(name);
+  };
+  const fs::path masked = clean("masked", "--clean.auto_threshold 1 --clean.auto_mask 5");
+  const fs::path shallow = clean("shallow", "--clean.auto_threshold 5");
+  const fs::path deep = clean("deep", "--clean.auto_threshold 1");
+  const std::vector<int> masked_support = model_support(masked), shallow_support = model_support(shallow),
+                         deep_support = model_support(deep);
+  ASSERT_EQ(masked_support.size(), 40u);
+  EXPECT_EQ(masked_support, shallow_support);
+  const auto total = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  const double masked_iterations = total(qa_values(masked / "spip-qa.json", "iterations"));
+  const double shallow_iterations = total(qa_values(shallow / "spip-qa.json", "iterations"));
+  EXPECT_GT(masked_iterations, 1.2 * shallow_iterations);
+  const double masked_pixels = std::accumulate(masked_support.begin(), masked_support.end(), 0.0);
+  const double deep_pixels = std::accumulate(deep_support.begin(), deep_support.end(), 0.0);
+  EXPECT_GT(deep_pixels, 5 * masked_pixels) << "an unmasked 1-sigma CLEAN takes noise peaks all over the image";
+  const std::vector<double> noise = qa_values(masked / "spip-qa.json", "search_noise_jy");
+  const std::vector<double> threshold = qa_values(masked / "spip-qa.json", "clean_threshold_jy");
+  for (std::size_t c = 0; c < noise.size(); ++c) EXPECT_NEAR(threshold[c], noise[c], 1e-6 * noise[c]) << c;
+  std::printf("[ measured ] 40 channels: auto_mask 5 + auto_threshold 1: %.0f components on %.0f pixels; "
+              "auto_threshold 5: %.0f components; auto_threshold 1 unmasked: %.0f pixels\n",
+              masked_iterations, masked_pixels, shallow_iterations, deep_pixels);
 }
 
 TEST(SpipCli, AChannelThatCannotReachItsThresholdSaysSo) {

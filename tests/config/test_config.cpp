@@ -26,7 +26,7 @@ const std::vector<std::string> all_keys = {
     "image.robust",       "image.accuracy",      "image.padding",
     "image.wstacking",    "clean.niter",         "clean.gain",
     "clean.mgain",        "clean.threshold",     "clean.auto_threshold",
-    "clean.max_major",    "clean.subminor",
+    "clean.max_major",    "clean.subminor",      "clean.auto_mask",
     "faraday.phi_max",    "faraday.dphi",        "faraday.samples_per_fwhm",
     "parallel.device",    "parallel.threads"};
 
@@ -553,4 +553,15 @@ TEST(Config, DemoConfigParses) {
 }
 
 }  // namespace
+
+TEST(Config, AutoMaskNeedsAShallowerAutoThresholdBelowIt) {
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--clean.auto_mask", "5"}); },
+                      {"clean.auto_mask = 5", "clean.auto_threshold is 0"});
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--clean.auto_mask", "3", "--clean.auto_threshold", "3"}); },
+                      {"clean.auto_mask = 3", "clean.auto_threshold is 3"});
+  const Config c = parse({"--input.ms", "a.ms", "--clean.auto_mask", "5", "--clean.auto_threshold", "1"}).config;
+  EXPECT_EQ(c.clean.auto_mask, 5.0);
+  EXPECT_EQ(c.clean.auto_threshold, 1.0);
+}
+
 }  // namespace spip

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <numbers>
 #include <random>
@@ -86,7 +87,7 @@ TEST_P(MinorCycles, RecoverComponentsInEveryStokesPlane) {
   add_source(residual, psf, 20, 30, a);
   add_source(residual, psf, 45, 12, b);
   const auto result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::full_stokes, 0.1, 1e-4, 10000,
-                                 model.data());
+                                 model.data(), nullptr);
   EXPECT_LT(result.peak, 1e-4);
   for (int s = 0; s < 4; ++s) {
     EXPECT_NEAR(model[s * plane + 30 * n + 20], a[s], 2e-4) << "Stokes " << s;
@@ -117,10 +118,10 @@ TEST_P(MinorCycles, StopAtTheIterationLimitAndTheLevel) {
   std::vector<float> residual(4 * plane, 0.0f), model(4 * plane, 0.0f);
   const float flux[4] = {1.0f, 0, 0, 0};
   add_source(residual, psf, 32, 32, flux);
-  auto result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.0, 7, model.data());
+  auto result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.0, 7, model.data(), nullptr);
   EXPECT_EQ(result.iterations, 7);
   EXPECT_NEAR(model[32 * n + 32], 1.0 - std::pow(0.9, 7), 1e-5);
-  result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.3, 1000, model.data());
+  result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.3, 1000, model.data(), nullptr);
   EXPECT_LE(result.peak, 0.3);
   EXPECT_GT(result.peak, 0.3 * 0.9 - 1e-6);
 }
@@ -129,6 +130,25 @@ TEST_P(MinorCycles, StopAtTheIterationLimitAndTheLevel) {
 // 1024) and points on the image's edges, cleaned deep enough for the FFT path: the
 // residual left is exactly the dirty image less the model convolved with the PSF, no
 // pixel is above the stop, and the flux found agrees with plain Hogbom's.
+TEST_P(MinorCycles, SearchOnlyInsideTheMask) {
+  const std::vector<float> psf = gaussian_psf(1.5, 1.5);
+  std::vector<float> residual(4 * plane, 0.0f), model(4 * plane, 0.0f);
+  const float bright[4] = {2.0f, 0, 0, 0}, faint[4] = {0.5f, 0.1f, 0, 0};
+  add_source(residual, psf, 10, 10, bright);
+  add_source(residual, psf, 50, 40, faint);
+  std::vector<std::uint8_t> mask(plane, 0);
+  for (int y = 35; y < 45; ++y)
+    for (int x = 45; x < 55; ++x) mask[y * n + x] = 1;
+  GetParam()(residual.data(), psf.data(), geometry, PeakSearch::full_stokes, 0.1, 1e-4, 10000, model.data(),
+             mask.data());
+  for (std::size_t p = 0; p < plane; ++p) {
+    if (mask[p]) continue;
+    for (int s = 0; s < 4; ++s) ASSERT_EQ(model[s * plane + p], 0.0f) << "component outside the mask at " << p;
+  }
+  EXPECT_NEAR(model[40 * n + 50], 0.5f, 1e-3);
+  EXPECT_NEAR(model[plane + 40 * n + 50], 0.1f, 1e-3);
+}
+
 TEST(SubminorHogbom, LeavesTheDirtyImageLessTheModelConvolvedWithThePsf) {
   const std::vector<float> psf = psf_with_sidelobes();
   std::vector<float> dirty(4 * plane, 0.0f);

@@ -44,6 +44,7 @@ struct CleanConfig {
   double mgain = 0.8;                 // major-cycle gain, (0, 1]
   double threshold_jy = 0.0;          // absolute stopping threshold
   double auto_threshold = 0.0;        // stop at this many sigma of the search quantity (search_noise); 0: off
+  double auto_mask = 0.0;             // clean unmasked to this many sigma, then in the components' mask; 0: off
   PeakSearch peak = PeakSearch::full_stokes;
   int max_major = 20;                 // major-cycle limit
   bool subminor = true;               // sub-minor loop over the pixels above the cycle's stop (CPU)

@@ -1,5 +1,6 @@
 #pragma once
 // Joined-polarisation Hogbom CLEAN with Cotton-Schwab major cycles, for one channel.
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -17,9 +18,12 @@ struct MinorCycleResult {
 // Hogbom minor cycles on residual images [4][N*N] with a PSF of peak 1 at (N/2, N/2):
 // one peak search over the Stokes planes (PeakSearch), the component subtracted from
 // every plane at the same position, until the search peak falls to `stop_level` or
-// `max_iterations` are done. Components are added to `model` (Jy/pixel).
+// `max_iterations` are done. Components are added to `model` (Jy/pixel). With a
+// `mask`, only pixels where it is non-zero are searched (the subtraction still covers
+// the whole image).
 MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
-                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model);
+                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
+                        const std::uint8_t* mask = nullptr);
 
 // The same minor cycles with the sub-minor optimisation (Clark 1980; WSClean's
 // sub-minor loop): the pixels whose search value exceeds `stop_level` (the brightest
@@ -29,7 +33,8 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 // full residual is still above the stop, so the result is Hogbom's to within the
 // order in which near-equal peaks are taken; the major cycles keep it exact.
 MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
-                                 PeakSearch search, double gain, double stop_level, int max_iterations, float* model);
+                                 PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
+                                 const std::uint8_t* mask = nullptr);
 
 // Robust sigma of an image: 1.4826 * the median absolute deviation from the median.
 double mad_sigma(const float* image, std::size_t count);
@@ -57,7 +62,9 @@ struct ChannelImages {
 // when clean.subminor) down to
 // max(threshold, auto_threshold * search_noise, (1 - mgain) * the cycle's starting
 // peak), model visibilities predicted and subtracted, residual re-imaged; the noise is
-// estimated again on each cycle's residual, as Radler does. Restored with
+// estimated again on each cycle's residual, as Radler does. With clean.auto_mask, the
+// cycles first clean everywhere down to auto_mask sigma; the pixels holding components
+// then become the mask, and the cycles go on inside it down to auto_threshold sigma. Restored with
 // `restoring_beam`, or the fitted one when none is given. A PSF already made for
 // these weights may be passed in (moved) to save its FFTs.
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,

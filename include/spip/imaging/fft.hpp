@@ -4,7 +4,9 @@
 // is kept between runs, so only a machine's first run pays for the measuring.
 #include <complex>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <vector>
 
 namespace spip::imaging {
 
@@ -35,6 +37,19 @@ class Fft2d {
   Fft2d& operator=(const Fft2d&) = delete;
   void forward(std::complex<float>* data) const;
   void backward(std::complex<float>* data) const;
+
+  // Flags (n each) of the rows and columns of a grid that matter.
+  struct Support {
+    std::vector<std::uint8_t> rows, columns;
+  };
+
+  // The same transforms as one pass over rows and one over columns, each skipping
+  // the lines that cannot matter: `data` must be zero outside the rows and columns of
+  // `input` (an image in its padded grid, a sparse CLEAN model, the uv cells that
+  // visibilities reach), and the result is right wherever both the row and the column
+  // are in `output`; elsewhere it is undefined. Whichever order costs less is taken.
+  void forward(std::complex<float>* data, const Support& input, const Support& output) const;
+  void backward(std::complex<float>* data, const Support& input, const Support& output) const;
   int size() const { return n_; }
 
  private:
