@@ -24,7 +24,11 @@ PsfConvolution::PsfConvolution(const float* psf, int n)
       m_(imaging::good_fft_size((3 * n + 1) / 2)),
       fft_(imaging::Fft2d::shared(m_, omp_get_max_threads())),
       psf_transform_(static_cast<std::size_t>(m_) * m_),
-      work_(static_cast<std::size_t>(m_) * m_) {
+      work_(static_cast<std::size_t>(m_) * m_),
+      all_{std::vector<std::uint8_t>(m_, 1), std::vector<std::uint8_t>(m_, 1)},
+      window_{std::vector<std::uint8_t>(m_, 0), std::vector<std::uint8_t>(m_, 0)} {
+  std::fill(window_.rows.begin(), window_.rows.begin() + n, 1);
+  std::fill(window_.columns.begin(), window_.columns.begin() + n, 1);
   std::complex<float>* grid = work_.data();
   std::fill(grid, grid + work_.size(), std::complex<float>{});
   for (int sy = 0; sy < n; ++sy)
@@ -45,14 +49,16 @@ void PsfConvolution::subtract(const std::vector<Component>& components, float* r
                      [&](const Component& c) { return c.flux[re] != 0 || c.flux[im] != 0; }))
       continue;
     std::fill(grid, grid + work_.size(), std::complex<float>{});
+    imaging::Fft2d::Support occupied{std::vector<std::uint8_t>(m_, 0), std::vector<std::uint8_t>(m_, 0)};
     for (const Component& c : components) {
       const std::size_t x = c.pixel % n_, y = c.pixel / n_;
       grid[y * m_ + x] += std::complex<float>(c.flux[re], c.flux[im]);
+      occupied.rows[y] = occupied.columns[x] = 1;
     }
-    fft_.forward(grid);
+    fft_.forward(grid, occupied, all_);
 #pragma omp parallel for schedule(static)
     for (std::size_t cell = 0; cell < work_.size(); ++cell) grid[cell] *= psf_transform_[cell];
-    fft_.backward(grid);
+    fft_.backward(grid, all_, window_);
     float* plane_re = residual + re * pixels;
     float* plane_im = residual + im * pixels;
 #pragma omp parallel for schedule(static)

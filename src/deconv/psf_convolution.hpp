@@ -29,6 +29,7 @@ class PsfConvolution {
   const imaging::Fft2d& fft_;
   std::vector<std::complex<float>> psf_transform_;  // scaled by 1 / m^2
   imaging::FftBuffer work_;
+  imaging::Fft2d::Support all_, window_;  // every line; the image's [0, N)
 };
 
 }  // namespace spip::deconv
