@@ -1,33 +1,66 @@
 #!/usr/bin/env python3
-"""Largest |restored - truth| at the OSKAR sample's four sources, over Stokes I, Q, U, V
-and every channel, for spip cubes or WSClean per-channel images.
+"""Largest |restored - truth| over Stokes I, Q, U, V and every channel, at the pixels
+nearest a sky model's point sources (rows at one position add up, as several Faraday
+components of one source), for spip cubes or WSClean per-channel images. The truth at
+a pixel is the source's flux times the restoring beam (BMAJ, BMIN, BPA) at the pixel's
+offset from the source, and positions go through each image's own WCS, so a wrong
+header shows up as a large error.
 
-usage: truth_error.py spip OUT_DIR PREFIX | truth_error.py wsclean OUT_DIR NAME
+usage: truth_error.py SKY spip OUT_DIR PREFIX | truth_error.py SKY wsclean OUT_DIR NAME
 """
-import json
 import math
 import os
 import sys
+import warnings
 
-import numpy as np
 from astropy.io import fits
+from astropy.wcs import WCS, FITSFixedWarning
+
+warnings.simplefilter("ignore", FITSFixedWarning)
 
 C = 299792458.0
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRUTH = json.load(open(os.path.join(HERE, "..", "data", "oskar_small.truth.json")))
-SIZE, CELL = 512, 20.0 / 206264.80624709636
+COLUMNS = ["Name", "RaD", "DecD", "I", "Q", "U", "V", "ReferenceFrequency", "SpectralIndex", "RotationMeasure",
+           "PolarizedFraction", "PolarizationAngle", "MajorAxis", "MinorAxis", "Orientation"]
 
 
-def truth(component, stokes, freq):
-    i = component["I0_jy"] * (freq / component["ref_freq_hz"]) ** component["spectral_index"]
-    v = component["V0_jy"] * (freq / component["ref_freq_hz"]) ** component["spectral_index"]
-    chi = math.radians(component["chi0_deg_at_lambda0"]) + component["rm_rad_m2"] * (C / freq) ** 2
-    p = component["pol_frac"] * i * complex(math.cos(2 * chi), math.sin(2 * chi))
-    return [i, p.real, p.imag, v][stokes]
+def number(text, default=0.0):
+    text = text.strip()
+    return float(text) if text else default
 
 
-def pixel(component):
-    return (int(round(SIZE // 2 - component["l"] / CELL)), int(round(SIZE // 2 + component["m"] / CELL)))
+def point_sources(path):
+    """{(ra, dec): [component dicts]} for the components without a Gaussian extent."""
+    sources = {}
+    for line in open(path):
+        if line.startswith("#") or line.startswith("Format") or not line.strip():
+            continue
+        row = dict(zip(COLUMNS, [field.strip().strip('"') for field in line.split(",")]))
+        if number(row["MajorAxis"]) > 0:
+            continue
+        key = (number(row["RaD"]), number(row["DecD"]))
+        sources.setdefault(key, []).append(row)
+    return sources
+
+
+def truth(rows, stokes, freq):
+    total = 0.0
+    for r in rows:
+        scale = (freq / number(r["ReferenceFrequency"])) ** number(r["SpectralIndex"])
+        i, v = number(r["I"]) * scale, number(r["V"]) * scale
+        chi = math.radians(number(r["PolarizationAngle"])) + number(r["RotationMeasure"]) * (C / freq) ** 2
+        p = number(r["PolarizedFraction"]) * i * complex(math.cos(2 * chi), math.sin(2 * chi))
+        total += [i, p.real, p.imag, v][stokes]
+    return total
+
+
+def beam_at(header, wcs, x, y, xf, yf):
+    """The restoring beam's value at pixel (x, y) for a source at (xf, yf) (pixels)."""
+    d_east = -(x - xf) * abs(wcs.wcs.cdelt[0])
+    d_north = (y - yf) * abs(wcs.wcs.cdelt[1])
+    pa = math.radians(header["BPA"])
+    along = d_north * math.cos(pa) + d_east * math.sin(pa)
+    across = -d_north * math.sin(pa) + d_east * math.cos(pa)
+    return math.exp(-4 * math.log(2) * ((along / header["BMAJ"]) ** 2 + (across / header["BMIN"]) ** 2))
 
 
 def planes(kind, out, name, stokes):
@@ -35,23 +68,27 @@ def planes(kind, out, name, stokes):
         with fits.open(os.path.join(out, f"{name}-image-{stokes}.fits")) as hdul:
             h, data = hdul[0].header, hdul[0].data[0]
             for ch in range(data.shape[0]):
-                yield h["CRVAL3"] + ch * h["CDELT3"], data[ch]
+                yield h, h["CRVAL3"] + ch * h["CDELT3"], data[ch]
     else:
         ch = 0
         while os.path.exists(path := os.path.join(out, f"{name}-{ch:04d}-{stokes}-image.fits")):
             with fits.open(path) as hdul:
-                yield hdul[0].header["CRVAL3"], hdul[0].data[0, 0]
+                yield hdul[0].header, hdul[0].header["CRVAL3"], hdul[0].data[0, 0]
             ch += 1
 
 
 def main():
-    kind, out, name = sys.argv[1:4]
+    sky, kind, out, name = sys.argv[1:5]
+    sources = point_sources(sky)
     worst = 0.0
     for s, stokes in enumerate("IQUV"):
-        for freq, plane in planes(kind, out, name, stokes):
-            for c in TRUTH["components"]:
-                x, y = pixel(c)
-                worst = max(worst, abs(float(plane[y, x]) - truth(c, s, freq)))
+        for header, freq, plane in planes(kind, out, name, stokes):
+            wcs = WCS(header).celestial
+            for (ra, dec), rows in sources.items():
+                xf, yf = (float(v) for v in wcs.world_to_pixel_values(ra, dec))
+                x, y = int(round(xf)), int(round(yf))
+                expected = truth(rows, s, freq) * beam_at(header, wcs, x, y, xf, yf)
+                worst = max(worst, abs(float(plane[y, x]) - expected))
     print(f"{worst:.2e}")
 
 
