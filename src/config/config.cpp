@@ -204,8 +204,7 @@ const std::vector<Key>& keys() {
              "rows read per casacore call (bounds reader memory)"),
       scalar("input.block_channels", &Config::input, &InputConfig::block_channels,
              [](int v) { return v >= 0; }, "an integer >= 0", "channels",
-             "channels read per block (the next block is read while one is imaged); 0: from parallel.memory_gb, "
-             "at most 1 GiB and a quarter of the rank's channels"),
+             "channels read per block (the next block is read while one is imaged); 0: from parallel.memory_gb, at most 1 GiB"),
 
       scalar("image.size", &Config::image, &ImageConfig::size,
              [](int v) { return v >= 16 && v % 2 == 0; }, "an even integer >= 16", "pixels",

@@ -34,10 +34,6 @@ constexpr double faraday_group_cap = 256.0 * (1u << 20);
 
 std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb ? 3 : 2) + " GB"; }
 
-// A rank's first block is read before any imaging can start, so a block holds at most
-// a quarter of the rank's channels: the later three quarters are read while it images.
-int max_block_channels(int channels) { return std::max(1, (channels + 3) / 4); }
-
 }  // namespace
 
 std::string MemoryPlan::describe() const {
@@ -72,8 +68,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   const int channels = std::max(1, needs.my_channels);
   plan.block_channels = needs.block_channels > 0
                             ? needs.block_channels
-                            : std::clamp(static_cast<int>(std::min(block_cap, 0.25 * left) / block_per_channel), 1,
-                                         max_block_channels(channels));
+                            : std::clamp(static_cast<int>(std::min(block_cap, 0.25 * left) / block_per_channel), 1, channels);
   plan.block = plan.block_channels * block_per_channel;
   left -= 2 * plan.block;
   plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));

@@ -21,7 +21,7 @@ struct InputConfig {
   int channel_begin = 0;              // first channel to image
   int channel_end = -1;               // one past the last channel; -1: to the end of the band
   int row_chunk = 65536;              // rows read per casacore call (bounds reader memory)
-  int block_channels = 0;             // channels read per block; 0: from the memory budget
+  int block_channels = 0;             // channels read per block; 0: as many as fit 1 GiB
 };
 
 struct ImageConfig {
