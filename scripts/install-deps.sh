@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # Installs what spip needs on Debian 12 and is not there yet. Idempotent; run as root.
+# WSClean is the peer the tests compare CLEAN's depth with, and the benchmarks its speed.
 set -euo pipefail
 
 packages=(
@@ -7,6 +8,7 @@ packages=(
   casacore-dev casacore-data libcfitsio-dev libfftw3-dev wcslib-dev
   libopenmpi-dev openmpi-bin libboost-program-options-dev
   libgtest-dev libopenblas-dev
+  wsclean
 )
 
 missing=()

@@ -350,6 +350,54 @@ TEST(SpipCli, AutoMaskCleansDeeperOnlyWhereTheFirstStageFoundSources) {
               masked_iterations, masked_pixels, shallow_iterations, deep_pixels);
 }
 
+// WSClean 3.1's components per channel, from its log: the running total it prints at
+// the end of each major iteration, taken at the line that closes each channel.
+std::vector<double> wsclean_components(const fs::path& log) {
+  std::ifstream in(log);
+  const std::regex total(R"(Performed (\d+) iterations in total)");
+  std::vector<double> per_channel;
+  double last = 0;
+  for (std::string line; std::getline(in, line);) {
+    std::smatch match;
+    if (std::regex_search(line, match, total)) last = std::stod(match[1]);
+    if (line.find("major iterations were performed") != std::string::npos) per_channel.push_back(last);
+  }
+  return per_channel;
+}
+
+// The same noisy MS, image, weighting, search and stopping rule for both programs:
+// spip's automatic threshold compares like with like, so it cleans as deep as WSClean.
+TEST(SpipCli, CleansWithinTwiceWscleansComponentsPerChannelOnANoisyMs) {
+  if (std::system("command -v wsclean > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "wsclean is not installed (scripts/install-deps.sh installs it)";
+  const fs::path ms = scratch("noisy.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt --template " +
+                oskar_ms + " --out " + ms.string() + " --noise 0.1")
+                .exit_code,
+            0);
+  const Outcome wsclean =
+      run("(cd " + scratch("").string() + " && OPENBLAS_NUM_THREADS=1 wsclean -size 64 64 -scale 120asec -pol IQUV " +
+          "-channels-out 40 -use-wgridder -j 1 -no-update-model-required -weight briggs 0 -join-polarizations " +
+          "-niter 100000 -mgain 0.8 -gain 0.1 -auto-threshold 3 -name ws " + ms.string() + " > ws.log 2>&1)");
+  ASSERT_EQ(wsclean.exit_code, 0) << "see " << scratch("ws.log");
+  const Outcome spip = run_spip("--input.ms " + ms.string() + " --output.dir " + scratch("spip").string() +
+                                " --image.size 64 --image.scale 120 --image.weighting briggs --image.robust 0" +
+                                " --clean.niter 100000 --clean.mgain 0.8 --clean.gain 0.1 --clean.auto_threshold 3" +
+                                " --clean.peak iquv --faraday.cubes none --parallel.threads 1");
+  ASSERT_EQ(spip.exit_code, 0) << spip.err;
+  const std::vector<double> theirs = wsclean_components(scratch("ws.log"));
+  const std::vector<double> ours = qa_values(scratch("spip") / "spip-qa.json", "iterations");
+  ASSERT_EQ(theirs.size(), 40u);
+  ASSERT_EQ(ours.size(), 40u);
+  for (std::size_t c = 0; c < ours.size(); ++c) {
+    EXPECT_GE(ours[c], 0.5 * theirs[c]) << "channel " << c;
+    EXPECT_LE(ours[c], 2.0 * theirs[c]) << "channel " << c;
+  }
+  const auto total = [](const std::vector<double>& v) { return std::accumulate(v.begin(), v.end(), 0.0); };
+  std::printf("[ measured ] components per channel on a noisy MS: spip %.0f, WSClean %.0f (ratio %.2f)\n",
+              total(ours) / 40, total(theirs) / 40, total(ours) / total(theirs));
+}
+
 TEST(SpipCli, AChannelThatCannotReachItsThresholdSaysSo) {
   const std::string small = " --image.size 64 --image.scale 120 --faraday.cubes none";
   const Outcome outcome =
