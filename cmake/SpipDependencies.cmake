@@ -10,11 +10,10 @@ pkg_check_modules(CFITSIO REQUIRED IMPORTED_TARGET cfitsio)
 
 find_path(FFTW_INCLUDE_DIR fftw3.h REQUIRED)
 find_library(FFTW_FLOAT_LIB fftw3f REQUIRED)
-find_library(FFTW_FLOAT_OMP_LIB fftw3f_omp REQUIRED)
 find_library(FFTW_DOUBLE_LIB fftw3 REQUIRED)
 add_library(spip_fftw INTERFACE)
 target_include_directories(spip_fftw SYSTEM INTERFACE ${FFTW_INCLUDE_DIR})
-target_link_libraries(spip_fftw INTERFACE ${FFTW_FLOAT_OMP_LIB} ${FFTW_FLOAT_LIB} ${FFTW_DOUBLE_LIB})
+target_link_libraries(spip_fftw INTERFACE ${FFTW_FLOAT_LIB} ${FFTW_DOUBLE_LIB})
 
 find_path(CBLAS_INCLUDE_DIR cblas.h PATH_SUFFIXES openblas REQUIRED)
 find_library(OPENBLAS_LIB openblas REQUIRED)

@@ -159,6 +159,33 @@ std::vector<std::uint8_t> auto_mask_of(const std::vector<float>& model, std::siz
 // convolution's four FFTs of (3N/2)^2.
 constexpr std::size_t direct_subtraction_limit = 32;
 
+// subminor_hogbom() with the PSF's convolution kept by the caller: it is built on first
+// need and serves every major cycle of the channel.
+MinorCycleResult subminor_cycles(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+                                 PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
+                                 const std::uint8_t* mask, std::optional<PsfConvolution>& convolution) {
+  const std::size_t pixels = geometry.pixels();
+  const int n = geometry.size;
+  MinorCycleResult result;
+  while (result.iterations < max_iterations) {
+    result.peak = find_peak(search, residual, pixels, mask).value;
+    if (!(result.peak > stop_level)) break;
+    ActiveSet set = select_active(search, residual, pixels, n, stop_level, mask);
+    const std::vector<Component> components =
+        clean_active_set(set, psf, n, search, gain, max_iterations - result.iterations, result.iterations);
+    if (components.empty()) break;
+    for (const Component& c : components)
+      for (int s = 0; s < num_stokes; ++s) model[s * pixels + c.pixel] += c.flux[s];
+    if (components.size() <= direct_subtraction_limit) {
+      for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
+    } else {
+      if (!convolution) convolution.emplace(psf, n);
+      convolution->subtract(components, residual);
+    }
+  }
+  return result;
+}
+
 double residual_peak(const std::vector<float>& residual) {
   double peak = 0;
   for (float v : residual) peak = std::max(peak, static_cast<double>(std::abs(v)));
@@ -201,27 +228,8 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
                                  const std::uint8_t* mask) {
-  const std::size_t pixels = geometry.pixels();
-  const int n = geometry.size;
   std::optional<PsfConvolution> convolution;
-  MinorCycleResult result;
-  while (result.iterations < max_iterations) {
-    result.peak = find_peak(search, residual, pixels, mask).value;
-    if (!(result.peak > stop_level)) break;
-    ActiveSet set = select_active(search, residual, pixels, n, stop_level, mask);
-    const std::vector<Component> components =
-        clean_active_set(set, psf, n, search, gain, max_iterations - result.iterations, result.iterations);
-    if (components.empty()) break;
-    for (const Component& c : components)
-      for (int s = 0; s < num_stokes; ++s) model[s * pixels + c.pixel] += c.flux[s];
-    if (components.size() <= direct_subtraction_limit) {
-      for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
-    } else {
-      if (!convolution) convolution.emplace(psf, n);
-      convolution->subtract(components, residual);
-    }
-  }
-  return result;
+  return subminor_cycles(residual, psf, geometry, search, gain, stop_level, max_iterations, model, mask, convolution);
 }
 
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
@@ -245,6 +253,7 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
 
   std::vector<std::complex<float>> model_vis(vis.size()), residual_vis(vis.size());
   std::vector<std::uint8_t> mask;  // filled when clean.auto_mask's unmasked stage ends
+  std::optional<PsfConvolution> convolution;
   while (clean.niter > 0) {
     const bool finding_mask = clean.auto_mask > 0 && mask.empty();
     CleanConfig stage = clean;
@@ -261,9 +270,12 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
       continue;
     }
     if (!limits.run || out.major_cycles == clean.max_major || out.iterations >= clean.niter) break;
-    const auto minor_cycle = clean.subminor ? subminor_hogbom : hogbom;
-    const MinorCycleResult minor = minor_cycle(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain,
-                                               limits.stop, clean.niter - out.iterations, out.model.data(), search_mask);
+    const int budget = clean.niter - out.iterations;
+    const MinorCycleResult minor =
+        clean.subminor ? subminor_cycles(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, limits.stop,
+                                         budget, out.model.data(), search_mask, convolution)
+                       : hogbom(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, limits.stop, budget,
+                                out.model.data(), search_mask);
     out.iterations += minor.iterations;
     ++out.major_cycles;
     // Cotton-Schwab: subtract the model from the visibilities and re-image exactly.

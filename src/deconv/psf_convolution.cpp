@@ -1,7 +1,5 @@
 #include "psf_convolution.hpp"
 
-#include <omp.h>
-
 #include <algorithm>
 
 #include "spip/imaging/geometry.hpp"
@@ -22,10 +20,10 @@ std::size_t psf_cell(int sx, int sy, int n, int m) {
 PsfConvolution::PsfConvolution(const float* psf, int n)
     : n_(n),
       m_(imaging::good_fft_size((3 * n + 1) / 2)),
-      fft_(imaging::Fft2d::shared(m_, omp_get_max_threads())),
+      fft_(imaging::Fft2d::shared(m_)),
       psf_transform_(static_cast<std::size_t>(m_) * m_),
       work_(static_cast<std::size_t>(m_) * m_),
-      all_{std::vector<std::uint8_t>(m_, 1), std::vector<std::uint8_t>(m_, 1)},
+      all_(imaging::Fft2d::full(m_)),
       window_{std::vector<std::uint8_t>(m_, 0), std::vector<std::uint8_t>(m_, 0)} {
   std::fill(window_.rows.begin(), window_.rows.begin() + n, 1);
   std::fill(window_.columns.begin(), window_.columns.begin() + n, 1);
@@ -33,7 +31,7 @@ PsfConvolution::PsfConvolution(const float* psf, int n)
   std::fill(grid, grid + work_.size(), std::complex<float>{});
   for (int sy = 0; sy < n; ++sy)
     for (int sx = 0; sx < n; ++sx) grid[psf_cell(sx, sy, n, m_)] = psf[static_cast<std::size_t>(sy) * n + sx];
-  fft_.forward(grid);
+  fft_.forward(grid, all_, all_);
   const float scale = 1.0f / (static_cast<float>(m_) * static_cast<float>(m_));
   std::transform(grid, grid + work_.size(), psf_transform_.begin(), [&](std::complex<float> v) { return v * scale; });
 }

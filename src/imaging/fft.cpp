@@ -15,7 +15,7 @@
 namespace spip::imaging {
 namespace {
 
-// FFTW's planner is not thread-safe and its threads are set up once per process.
+// FFTW's planner is not thread-safe.
 std::mutex& planner_mutex() {
   static std::mutex mutex;
   return mutex;
@@ -57,13 +57,16 @@ FftBuffer::~FftBuffer() { fftwf_free(data_); }
 // not a multiple of it.
 constexpr int lines_per_block = 8;
 
+// A strided column transform cost 2.5 times a contiguous row's (7.0 against 2.8 ms for
+// all 1536 lines of 1536^2 on 2 threads, measured on the benchmark machine).
+constexpr double column_cost = 2.5;
+
 // Single-threaded transforms of one block of rows or columns, and of the last block.
 struct LinePlans {
   fftwf_plan block = nullptr, last = nullptr;
 };
 
 struct Fft2d::Plans {
-  fftwf_plan forward = nullptr, backward = nullptr;
   LinePlans lines[2][2];  // [0: forward, 1: backward][0: rows, 1: columns]
 };
 
@@ -80,36 +83,47 @@ fftwf_plan plan_lines(int n, int count, bool columns, int sign, fftwf_complex* d
 
 // Transforms the blocks of lines (rows, or columns) that hold a flagged line.
 void transform_lines(const LinePlans& plans, std::complex<float>* data, int n, bool columns,
-                     const std::vector<std::uint8_t>* flagged) {
+                     const std::vector<std::uint8_t>& flagged) {
   const int blocks = (n + lines_per_block - 1) / lines_per_block;
   const std::size_t step = columns ? 1 : static_cast<std::size_t>(n);
 #pragma omp parallel for schedule(dynamic, 4)
   for (int b = 0; b < blocks; ++b) {
     const int first = b * lines_per_block, end = std::min(n, first + lines_per_block);
-    if (flagged && std::none_of(flagged->begin() + first, flagged->begin() + end, [](std::uint8_t f) { return f != 0; }))
-      continue;
+    if (std::none_of(flagged.begin() + first, flagged.begin() + end, [](std::uint8_t f) { return f != 0; })) continue;
     auto* block = reinterpret_cast<fftwf_complex*>(data + first * step);
     fftwf_execute_dft(end - first == lines_per_block ? plans.block : plans.last, block, block);
   }
 }
 
+std::size_t count(const std::vector<std::uint8_t>& flags) {
+  return static_cast<std::size_t>(std::count_if(flags.begin(), flags.end(), [](std::uint8_t f) { return f != 0; }));
+}
+
+// Columns first: only the input's columns hold data, and only the output's rows are
+// then needed; rows first is the mirror image.
+void transform_pruned(const LinePlans& rows, const LinePlans& columns, std::complex<float>* data, int n,
+                      const Fft2d::Support& input, const Fft2d::Support& output) {
+  const double columns_first = column_cost * count(input.columns) + count(output.rows);
+  const double rows_first = count(input.rows) + column_cost * count(output.columns);
+  if (columns_first <= rows_first) {
+    transform_lines(columns, data, n, true, input.columns);
+    transform_lines(rows, data, n, false, output.rows);
+  } else {
+    transform_lines(rows, data, n, false, input.rows);
+    transform_lines(columns, data, n, true, output.columns);
+  }
+}
+
 }  // namespace
 
-Fft2d::Fft2d(int n, int threads) : n_(n), plans_(std::make_unique<Plans>()) {
+Fft2d::Fft2d(int n) : n_(n), plans_(std::make_unique<Plans>()) {
   std::lock_guard<std::mutex> lock(planner_mutex());
-  static const bool threads_ready = fftwf_init_threads() != 0;
-  if (threads_ready) fftwf_plan_with_nthreads(threads);
   static const std::string wisdom = wisdom_path();
   static const bool imported = !wisdom.empty() && fftwf_import_wisdom_from_filename(wisdom.c_str());
   (void)imported;
   FftBuffer scratch(static_cast<std::size_t>(n) * n);
   auto* data = reinterpret_cast<fftwf_complex*>(scratch.data());
-  // Measured plans cost ~1 s per size once per process; FFTW_ESTIMATE's threaded
-  // plans ran 2.5x slower on the benchmark (docs/benchmarks.md).
-  plans_->forward = fftwf_plan_dft_2d(n, n, data, data, FFTW_FORWARD, FFTW_MEASURE);
-  plans_->backward = fftwf_plan_dft_2d(n, n, data, data, FFTW_BACKWARD, FFTW_MEASURE);
-  fftwf_plan_with_nthreads(1);
-  bool planned = plans_->forward && plans_->backward;
+  bool planned = true;
   for (int direction = 0; direction < 2; ++direction)
     for (int columns = 0; columns < 2; ++columns) {
       const int sign = direction == 0 ? FFTW_FORWARD : FFTW_BACKWARD;
@@ -124,65 +138,22 @@ Fft2d::Fft2d(int n, int threads) : n_(n), plans_(std::make_unique<Plans>()) {
 
 Fft2d::~Fft2d() {
   std::lock_guard<std::mutex> lock(planner_mutex());
-  fftwf_destroy_plan(plans_->forward);
-  fftwf_destroy_plan(plans_->backward);
   for (auto& direction : plans_->lines)
     for (LinePlans& lines : direction)
       for (fftwf_plan plan : {lines.block, lines.last})
         if (plan) fftwf_destroy_plan(plan);
 }
 
-const Fft2d& Fft2d::shared(int n, int threads) {
+const Fft2d& Fft2d::shared(int n) {
   // The planner's mutex outlives the plans, which lock it when they are destroyed.
   planner_mutex();
   static std::mutex mutex;
-  static std::map<std::pair<int, int>, std::unique_ptr<Fft2d>> plans;
+  static std::map<int, std::unique_ptr<Fft2d>> plans;
   std::lock_guard<std::mutex> lock(mutex);
-  std::unique_ptr<Fft2d>& plan = plans[{n, threads}];
-  if (!plan) plan = std::make_unique<Fft2d>(n, threads);
+  std::unique_ptr<Fft2d>& plan = plans[n];
+  if (!plan) plan = std::make_unique<Fft2d>(n);
   return *plan;
 }
-
-void Fft2d::forward(std::complex<float>* data) const {
-  auto* d = reinterpret_cast<fftwf_complex*>(data);
-  fftwf_execute_dft(plans_->forward, d, d);
-}
-
-void Fft2d::backward(std::complex<float>* data) const {
-  auto* d = reinterpret_cast<fftwf_complex*>(data);
-  fftwf_execute_dft(plans_->backward, d, d);
-}
-
-}  // namespace spip::imaging
-
-namespace spip::imaging {
-
-namespace {
-
-// A strided column transform cost 2.5 times a contiguous row's (7.0 against 2.8 ms for
-// all 1536 lines of 1536^2 on 2 threads, measured on the benchmark machine).
-constexpr double column_cost = 2.5;
-
-std::size_t count(const std::vector<std::uint8_t>& flags) {
-  return static_cast<std::size_t>(std::count_if(flags.begin(), flags.end(), [](std::uint8_t f) { return f != 0; }));
-}
-
-// Columns first: only the input's columns hold data, and only the output's rows are
-// then needed; rows first is the mirror image.
-void transform_pruned(const LinePlans& rows, const LinePlans& columns, std::complex<float>* data, int n,
-                      const Fft2d::Support& input, const Fft2d::Support& output) {
-  const double columns_first = column_cost * count(input.columns) + count(output.rows);
-  const double rows_first = count(input.rows) + column_cost * count(output.columns);
-  if (columns_first <= rows_first) {
-    transform_lines(columns, data, n, true, &input.columns);
-    transform_lines(rows, data, n, false, &output.rows);
-  } else {
-    transform_lines(rows, data, n, false, &input.rows);
-    transform_lines(columns, data, n, true, &output.columns);
-  }
-}
-
-}  // namespace
 
 void Fft2d::forward(std::complex<float>* data, const Support& input, const Support& output) const {
   transform_pruned(plans_->lines[0][0], plans_->lines[0][1], data, n_, input, output);

@@ -100,7 +100,7 @@ struct Gridder::Impl {
 
   Impl(const ImageGeometry& g, double accuracy, bool wstacking)
       : geo(g), stacking(make_w_stacking(g, accuracy, wstacking)), corr(make_grid_correction(g, stacking)),
-        threads(omp_get_max_threads()), fft(Fft2d::shared(g.grid_size, threads)) {
+        threads(omp_get_max_threads()), fft(Fft2d::shared(g.grid_size)) {
     window = image_support([](int, int) { return true; });
     if (stacking.enabled) {
       screen_step.resize(geo.pixels());

@@ -3,6 +3,7 @@
 // searches find polarised structure that Stokes I alone would miss.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -31,13 +32,15 @@ std::vector<float> gaussian_psf(double sigma_x, double sigma_y) {
   return psf;
 }
 
-void add_source(std::vector<float>& residual, const std::vector<float>& psf, int px, int py, const float flux[4]) {
+// residual[s] += flux[s] * the PSF centred on (px, py), in float or in double.
+template <class T>
+void add_source(std::vector<T>& residual, const std::vector<float>& psf, int px, int py, const float flux[4]) {
   for (int s = 0; s < 4; ++s)
     for (int y = 0; y < n; ++y)
       for (int x = 0; x < n; ++x) {
         const int sx = x - px + n / 2, sy = y - py + n / 2;
         if (sx < 0 || sy < 0 || sx >= n || sy >= n) continue;
-        residual[s * plane + y * n + x] += flux[s] * psf[sy * n + sx];
+        residual[s * plane + y * n + x] += static_cast<T>(flux[s]) * psf[sy * n + sx];
       }
 }
 
@@ -61,17 +64,11 @@ std::vector<float> psf_with_sidelobes() {
 std::vector<double> direct_residual(const std::vector<float>& dirty, const std::vector<float>& model,
                                     const std::vector<float>& psf) {
   std::vector<double> out(dirty.begin(), dirty.end());
-  for (int s = 0; s < 4; ++s)
-    for (std::size_t c = 0; c < plane; ++c) {
-      const double flux = model[s * plane + c];
-      if (flux == 0) continue;
-      const int px = static_cast<int>(c % n), py = static_cast<int>(c / n);
-      for (int y = 0; y < n; ++y)
-        for (int x = 0; x < n; ++x) {
-          const long long under = deconv::psf_pixel_under(x, y, px, py, n);
-          if (under >= 0) out[s * plane + y * n + x] -= flux * psf[under];
-        }
-    }
+  for (std::size_t c = 0; c < plane; ++c) {
+    const float negated[4] = {-model[c], -model[plane + c], -model[2 * plane + c], -model[3 * plane + c]};
+    if (std::all_of(negated, negated + 4, [](float f) { return f == 0; })) continue;
+    add_source(out, psf, static_cast<int>(c % n), static_cast<int>(c / n), negated);
+  }
   return out;
 }
 

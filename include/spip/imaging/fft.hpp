@@ -1,7 +1,8 @@
 #pragma once
 // In-place single-precision 2-D complex FFTs of one size, shared by the gridder and
-// CLEAN. Plans are measured once per size and process (FFTW_MEASURE) and their wisdom
-// is kept between runs, so only a machine's first run pays for the measuring.
+// CLEAN, done as a pass over rows and a pass over columns that skip the lines that
+// cannot matter. Plans are measured once per size and process (FFTW_MEASURE) and
+// their wisdom is kept between runs, so only a machine's first run pays for it.
 #include <complex>
 #include <cstddef>
 #include <cstdint>
@@ -25,29 +26,27 @@ class FftBuffer {
   std::size_t size_;
 };
 
-// Unnormalised n x n transforms over `threads` OpenMP threads:
+// Unnormalised n x n transforms over the calling code's OpenMP threads:
 // forward sums exp(-2 pi i k x / n), backward exp(+2 pi i k x / n).
 class Fft2d {
  public:
-  Fft2d(int n, int threads);
+  explicit Fft2d(int n);
   ~Fft2d();
-  // One plan per (size, threads) for the whole process; executing it is thread-safe.
-  static const Fft2d& shared(int n, int threads);
+  // One set of plans per size for the whole process; executing them is thread-safe.
+  static const Fft2d& shared(int n);
   Fft2d(const Fft2d&) = delete;
   Fft2d& operator=(const Fft2d&) = delete;
-  void forward(std::complex<float>* data) const;
-  void backward(std::complex<float>* data) const;
 
   // Flags (n each) of the rows and columns of a grid that matter.
   struct Support {
     std::vector<std::uint8_t> rows, columns;
   };
+  static Support full(int n) { return {std::vector<std::uint8_t>(n, 1), std::vector<std::uint8_t>(n, 1)}; }
 
-  // The same transforms as one pass over rows and one over columns, each skipping
-  // the lines that cannot matter: `data` must be zero outside the rows and columns of
-  // `input` (an image in its padded grid, a sparse CLEAN model, the uv cells that
-  // visibilities reach), and the result is right wherever both the row and the column
-  // are in `output`; elsewhere it is undefined. Whichever order costs less is taken.
+  // `data` must be zero outside the rows and columns of `input` (an image in its
+  // padded grid, a sparse CLEAN model, the uv cells that visibilities reach); the
+  // result is right wherever both the row and the column are in `output`, and
+  // undefined elsewhere. Whichever order of the two passes costs less is taken.
   void forward(std::complex<float>* data, const Support& input, const Support& output) const;
   void backward(std::complex<float>* data, const Support& input, const Support& output) const;
   int size() const { return n_; }
