@@ -7,6 +7,7 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <numeric>
 #include <unordered_map>
 
 #include "psf_convolution.hpp"
@@ -303,13 +304,14 @@ MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, doub
 }
 
 double search_noise(PeakSearch search, const float* residual, std::size_t pixels) {
-  const auto variance = [&](int s) { return std::pow(mad_sigma(residual + s * pixels, pixels), 2); };
-  switch (search) {
-    case PeakSearch::stokes_i: return std::sqrt(variance(0));
-    case PeakSearch::linear_pol: return std::sqrt(variance(1) + variance(2));
-    case PeakSearch::full_stokes: return std::sqrt(variance(0) + variance(1) + variance(2) + variance(3));
-  }
-  return 0;
+  const std::vector<int> stokes = search == PeakSearch::stokes_i     ? std::vector<int>{0}
+                                  : search == PeakSearch::linear_pol ? std::vector<int>{1, 2}
+                                                                     : std::vector<int>{0, 1, 2, 3};
+  // One parameter per thread: each estimate is a pass of nth_element over the image.
+  std::vector<double> variance(stokes.size());
+#pragma omp parallel for schedule(dynamic)
+  for (std::size_t i = 0; i < stokes.size(); ++i) variance[i] = std::pow(mad_sigma(residual + stokes[i] * pixels, pixels), 2);
+  return std::sqrt(std::accumulate(variance.begin(), variance.end(), 0.0));
 }
 
 void restore_channel(ChannelImages& out, const imaging::ImageGeometry& geometry) {

@@ -41,13 +41,31 @@ const Quadrature& quadrature() {
 
 }  // namespace
 
-EsKernel choose_kernel(double accuracy, double oversampling) {
+EsKernel es_kernel(int support, double oversampling) {
   const double sigma = std::max(oversampling, 1.05);
-  const double width = std::log(1.0 / accuracy) / (std::numbers::pi * std::sqrt(1.0 - 1.0 / sigma));
-  EsKernel kernel;
-  kernel.support = std::clamp(static_cast<int>(std::ceil(width)) + 2, 3, 16);
-  kernel.beta = 0.97 * std::numbers::pi * kernel.support * (1.0 - 0.5 / sigma);
-  return kernel;
+  return EsKernel{support, 0.97 * std::numbers::pi * support * (1.0 - 0.5 / sigma)};
+}
+
+double aliasing_error(const EsKernel& kernel, double oversampling) {
+  constexpr int samples = 32, aliases = 3;
+  const double edge = 0.5 / oversampling;  // the image's edge, in cycles per grid cell
+  double worst = 0;
+  for (int i = 0; i <= samples; ++i) {
+    const double f = edge * i / samples;
+    double alias_sum = 0;
+    for (int m = 1; m <= aliases; ++m)
+      alias_sum += std::abs(kernel_transform(kernel, f + m, 1.0)) + std::abs(kernel_transform(kernel, f - m, 1.0));
+    worst = std::max(worst, alias_sum / kernel_transform(kernel, f, 1.0));
+  }
+  return worst;
+}
+
+EsKernel choose_kernel(double budget, double oversampling) {
+  for (int support = 3; support < max_support; ++support) {
+    const EsKernel kernel = es_kernel(support, oversampling);
+    if (aliasing_error(kernel, oversampling) <= budget) return kernel;
+  }
+  return es_kernel(max_support, oversampling);
 }
 
 double oversampling_for(double accuracy, double padding) {

@@ -31,12 +31,17 @@ inline Footprint footprint(const EsKernel& kernel, double g) {
   return f;
 }
 
+// wrap_cell() for the cells a footprint reaches, at most W/2 past an edge (on_grid()
+// keeps visibilities a cell inside): a compare instead of an integer division, which
+// cost more than the gridding itself.
+inline int wrap_near(int cell, int n) { return cell < 0 ? cell + n : cell >= n ? cell - n : cell; }
+
 // Grid cell indices of a footprint, wrapped at the edges.
 struct CellIndices {
   int index[max_support];
   bool contiguous;
   CellIndices(int first, int support, int n) : contiguous(first >= 0 && first + support <= n) {
-    for (int i = 0; i < support; ++i) index[i] = wrap_cell(first + i, n);
+    for (int i = 0; i < support; ++i) index[i] = wrap_near(first + i, n);
   }
 };
 
@@ -58,6 +63,18 @@ struct Lanes {
   }
 };
 
+// Zeroes `count` cells over the OpenMP threads: a grid is tens of MB, and one thread
+// clearing it while the others wait cost a tenth of the imaging.
+void zero_cells(cfloat* cells, std::size_t count) {
+  constexpr std::size_t block = 1 << 16;
+  const auto blocks = static_cast<std::ptrdiff_t>((count + block - 1) / block);
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t b = 0; b < blocks; ++b) {
+    const std::size_t first = static_cast<std::size_t>(b) * block;
+    std::fill(cells + first, cells + std::min(count, first + block), cfloat{});
+  }
+}
+
 }  // namespace
 
 struct Gridder::Impl {
@@ -66,26 +83,43 @@ struct Gridder::Impl {
   GridCorrection corr;
   int threads = 1;
 
-  // Per set_uvw: the shared point layout, and per point of each list its kernel
-  // footprints in u and v (the same in every w-plane) and its rotation exp(-2 pi i w x0).
+  // Per set_uvw: the shared point layout (its w-sorted lists are regrouped below and
+  // released), and per point its kernel footprints in u and v (the same in every
+  // w-plane) and its rotation exp(-2 pi i w x0).
   PointLayout layout;
   struct Cached {
     cdouble rotation;
     Footprint fu, fv;
   };
-  std::vector<Cached> direct_cache, hermitian_cache;
-  const std::vector<Cached>& cache_of(const std::vector<GridPoint>& points) const {
-    return &points == &layout.direct ? direct_cache : hermitian_cache;
-  }
+  // A point list grouped by the first w-plane each point reaches, and within a group by
+  // grid tile: a plane's points are then W_w contiguous groups, and consecutive points
+  // touch neighbouring cells (in w order they jump over a grid of tens of MB and miss
+  // the cache at every point).
+  struct PlaneGroups {
+    std::vector<GridPoint> points;
+    std::vector<Cached> cache;
+    std::vector<std::size_t> start;  // group g (first plane g): points [start[g], start[g + 1])
+  };
+  PlaneGroups direct, hermitian;
 
   const Fft2d& fft;
   Fft2d::Support window;      // the grid rows and columns the image covers
   Fft2d::Support uv_support;  // those the visibilities' kernels reach, per set_uvw
 
-  // w-screens exp(i w_screen_angle(w_p, x_shifted)) per pixel, advanced plane by plane
-  // by a constant step instead of a sincos per pixel and plane.
+  // w-screens exp(i w_screen_angle(w_p, x_shifted)), advanced plane by plane by a
+  // constant step instead of a sincos per pixel and plane. n - 1 is the same at (l, m)
+  // and (l, -m), so the rows of one half of the image, N/2 + 1 of them, serve all rows
+  // (screen_index()).
   std::vector<cdouble> screen_step;   // plane 1's screen relative to plane 0's
   std::vector<cdouble> screen_first;  // plane 0's, per set_uvw
+  std::size_t screen_index(int x, int y) const {
+    return static_cast<std::size_t>(std::abs(y - geo.size / 2)) * geo.size + x;
+  }
+  // x_shifted at the screen's entry `index`.
+  double screen_x_shifted(std::size_t index) const {
+    const int x = static_cast<int>(index % geo.size), y = geo.size / 2 - static_cast<int>(index / geo.size);
+    return corr.x_shifted[static_cast<std::size_t>(y) * geo.size + x];
+  }
 
   // Scratch reused across calls (first touch of fresh pages costs more than the FFTs);
   // one Gridder serves one thread of calls at a time.
@@ -103,23 +137,28 @@ struct Gridder::Impl {
         threads(omp_get_max_threads()), fft(Fft2d::shared(g.grid_size)) {
     window = image_support([](int, int) { return true; });
     if (stacking.enabled) {
-      screen_step.resize(geo.pixels());
-      for (std::size_t pixel = 0; pixel < geo.pixels(); ++pixel)
-        screen_step[pixel] = std::polar(1.0, w_screen_angle(stacking.dw, corr.x_shifted[pixel]));
+      screen_step.resize(static_cast<std::size_t>(geo.size / 2 + 1) * geo.size);
+      for (std::size_t index = 0; index < screen_step.size(); ++index)
+        screen_step[index] = std::polar(1.0, w_screen_angle(stacking.dw, screen_x_shifted(index)));
     }
   }
   std::vector<Cached> make_cache(const std::vector<GridPoint>& points) const;
+  PlaneGroups make_groups(const std::vector<GridPoint>& points) const;
   std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
-  std::pair<std::size_t, std::size_t> plane_range(const std::vector<GridPoint>& points, int p) const {
-    return layout.plane_range(points, p, stacking);
+  // Points whose w-kernel reaches plane p: those of the groups p - W_w + 1 .. p.
+  std::pair<std::size_t, std::size_t> plane_range(const PlaneGroups& groups, int p) const {
+    const int first = std::max(0, p - stacking.w_kernel.support + 1);
+    return {groups.start[first], groups.start[p + 1]};
   }
   double plane_weight(const GridPoint& point, int p) const {
     return stacking.enabled ? w_plane_weight(stacking.w_kernel, point.w, layout.w_first, stacking.dw, p) : 1.0;
   }
-  void grid_plane(int p, const std::vector<GridPoint>& points, const Lanes& lanes, cfloat* grids) const;
+  // values[i * num_lanes + q]: point i's weighted visibility in lane q, rotated.
+  std::vector<cfloat> rotated_values(const PlaneGroups& groups, const Lanes& lanes) const;
+  void grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes, cfloat* grids) const;
   void advance_screen(int p) const;
-  // Calls f(pixel, cell, sign) for every image pixel: its cell in the centred padded
-  // grid and the FFT-centring sign there.
+  // Calls f(pixel, cell, sign, screen) for every image pixel: its cell in the centred
+  // padded grid, the FFT-centring sign there and its index into the w-screen.
   template <class F>
   void for_each_image_cell(F&& f) const {
     const int n = geo.size;
@@ -127,11 +166,22 @@ struct Gridder::Impl {
     for (int y = 0; y < n; ++y)
       for (int x = 0; x < n; ++x) {
         const ImageCell at = image_cell(x, y, n, geo.grid_size);
-        f(static_cast<std::size_t>(y) * n + x, static_cast<std::size_t>(at.cell), at.sign);
+        f(static_cast<std::size_t>(y) * n + x, static_cast<std::size_t>(at.cell), at.sign, screen_index(x, y));
       }
   }
   void accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const;
-  void fill_plane(const float* images, int num_stokes, cfloat* grids) const;
+  // The nonzero pixels of model images (a CLEAN model is mostly zeros): their grid
+  // cells, their lanes' values times the FFT-centring sign and the grid correction,
+  // and their w-screen, advanced plane by plane as the image's is.
+  struct ModelPixels {
+    std::vector<std::size_t> cell, screen_at;
+    std::vector<cdouble> value;   // [pixel][lane]
+    std::vector<cdouble> screen;  // conj of the current plane's w-screen
+    Fft2d::Support support;       // their grid rows and columns
+  };
+  ModelPixels model_pixels(const float* images, int num_stokes, int num_lanes) const;
+  void advance_model_screen(ModelPixels& model, int p) const;
+  void fill_plane(const ModelPixels& model, int num_lanes, cfloat* grids) const;
   // The grid rows and columns of the image pixels (x, y) for which occupied(x, y).
   template <class F>
   Fft2d::Support image_support(F&& occupied) const {
@@ -146,8 +196,7 @@ struct Gridder::Impl {
     return support;
   }
   void find_uv_support();
-  void degrid_plane(int p, const std::vector<GridPoint>& points, const cfloat* grids, int num_lanes,
-                    cdouble* out) const;
+  void degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes, cdouble* out) const;
 };
 
 std::vector<Gridder::Impl::Cached> Gridder::Impl::make_cache(const std::vector<GridPoint>& points) const {
@@ -163,16 +212,61 @@ std::vector<Gridder::Impl::Cached> Gridder::Impl::make_cache(const std::vector<G
   return cache;
 }
 
+Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoint>& points) const {
+  const std::vector<Cached> cache = make_cache(points);
+  const int n = geo.grid_size, tiles = tiles_per_side(n);
+  const std::size_t keys_per_plane = static_cast<std::size_t>(tiles) * tiles;
+  // Plane p reaches w in (w_p - W_w/2 dw, w_p + W_w/2 dw): the first plane is the
+  // smallest p above (w - w_first) / dw - W_w / 2.
+  const auto first_plane = [&](const GridPoint& q) {
+    if (!stacking.enabled) return 0;
+    const double x = (q.w - layout.w_first) / stacking.dw - 0.5 * stacking.w_kernel.support;
+    return std::clamp(static_cast<int>(std::ceil(x)), 0, layout.planes - 1);
+  };
+  std::vector<std::size_t> key(points.size()), next(static_cast<std::size_t>(layout.planes) * keys_per_plane + 1, 0);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    key[i] = first_plane(points[i]) * keys_per_plane + tile_of(cache[i].fv.first, n) * tiles +
+             tile_of(cache[i].fu.first, n);
+    ++next[key[i] + 1];
+  }
+  std::partial_sum(next.begin(), next.end(), next.begin());
+  PlaneGroups groups;
+  groups.start.resize(layout.planes + 1);
+  for (int g = 0; g <= layout.planes; ++g) groups.start[g] = next[g * keys_per_plane];
+  groups.points.resize(points.size());
+  groups.cache.resize(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const std::size_t to = next[key[i]]++;
+    groups.points[to] = points[i];
+    groups.cache[to] = cache[i];
+  }
+  return groups;
+}
+
 // Each thread owns a band of grid rows and adds only to those, so no two threads
 // write the same cell and no private grids need reducing; a visibility whose kernel
 // straddles a band edge is visited by both threads.
-void Gridder::Impl::grid_plane(int p, const std::vector<GridPoint>& points, const Lanes& lanes, cfloat* grids) const {
-  const auto [lo, hi] = plane_range(points, p);
-  const std::vector<Cached>& cache = cache_of(points);
+// Once per grid() rather than per plane: the visibilities are read in point order, far
+// from sequential.
+std::vector<cfloat> Gridder::Impl::rotated_values(const PlaneGroups& groups, const Lanes& lanes) const {
+  const int num_lanes = lanes.count();
+  std::vector<cfloat> values(groups.points.size() * num_lanes);
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < groups.points.size(); ++i)
+    for (int q = 0; q < num_lanes; ++q)
+      values[i * num_lanes + q] =
+          cfloat(lanes.value(groups.points[i].k, groups.points[i].mirror != 0, q) * groups.cache[i].rotation);
+  return values;
+}
+
+void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes,
+                               cfloat* grids) const {
+  const auto [lo, hi] = plane_range(groups, p);
+  const std::vector<GridPoint>& points = groups.points;
+  const std::vector<Cached>& cache = groups.cache;
   const int n = geo.grid_size;
   const std::size_t cells = grid_cells();
   const int support = stacking.kernel.support;
-  const int num_lanes = lanes.count();
 #pragma omp parallel num_threads(threads)
   {
     const int bands = omp_get_num_threads(), t = omp_get_thread_num();
@@ -184,16 +278,15 @@ void Gridder::Impl::grid_plane(int p, const std::vector<GridPoint>& points, cons
       // Rows fv.first .. fv.first + W - 1 (mod n) must meet [row_lo, row_hi).
       bool touches = false;
       for (int j = 0; j < support && !touches; ++j) {
-        const int row = wrap_cell(fv.first + j, n);
+        const int row = wrap_near(fv.first + j, n);
         touches = row >= row_lo && row < row_hi;
       }
       if (!touches) continue;
-      const cdouble turn = cache[i].rotation * plane_weight(points[i], p);
+      const auto weight = static_cast<float>(plane_weight(points[i], p));
       const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
       for (int q = 0; q < num_lanes; ++q) {
-        const cdouble raw = lanes.value(points[i].k, points[i].mirror != 0, q);
-        if (raw == cdouble{}) continue;
-        const cfloat value = cfloat(raw * turn);
+        if (values[i * num_lanes + q] == cfloat{}) continue;
+        const cfloat value = values[i * num_lanes + q] * weight;
         cfloat* grid = grids + q * cells;
         for (int j = 0; j < support; ++j) {
           if (rows.index[j] < row_lo || rows.index[j] >= row_hi) continue;
@@ -218,52 +311,78 @@ void Gridder::Impl::advance_screen(int p) const {
     return;
   }
 #pragma omp parallel for schedule(static)
-  for (std::size_t pixel = 0; pixel < screen.size(); ++pixel) screen[pixel] *= screen_step[pixel];
+  for (std::size_t index = 0; index < screen.size(); ++index) screen[index] *= screen_step[index];
 }
 
 void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const {
   const std::size_t pixels = geo.pixels();
-  for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign) {
-    const cdouble factor = stacking.enabled ? sign * screen[pixel] : cdouble(sign, 0.0);
+  for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign, std::size_t at) {
+    const cdouble factor = stacking.enabled ? sign * screen[at] : cdouble(sign, 0.0);
     for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += cdouble(grids[q * grid_cells() + cell]) * factor;
   });
 }
 
 // Lanes as in grid(): images a + i b when more than one image is predicted.
-void Gridder::Impl::fill_plane(const float* images, int num_stokes, cfloat* grids) const {
+Gridder::Impl::ModelPixels Gridder::Impl::model_pixels(const float* images, int num_stokes, int num_lanes) const {
   const std::size_t pixels = geo.pixels();
+  const int n = geo.size, p = geo.grid_size;
   const bool packed = num_stokes > 1;
-  const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
-  std::fill(grids, grids + grid_cells() * num_lanes, cfloat{});
-  for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign) {
-    bool empty = true;
-    for (int s = 0; s < num_stokes; ++s) empty = empty && images[s * pixels + pixel] == 0;
-    if (empty) return;  // a CLEAN model is mostly zeros, and the grid already is
-    const double scale = sign * corr.correction[pixel];
-    const cdouble factor = stacking.enabled ? scale * std::conj(screen[pixel]) : cdouble(scale, 0.0);
-    for (int q = 0; q < num_lanes; ++q) {
-      const double a = images[(packed ? 2 * q : q) * pixels + pixel];
-      const double b = packed && 2 * q + 1 < num_stokes ? images[(2 * q + 1) * pixels + pixel] : 0.0;
-      grids[q * grid_cells() + cell] = cfloat(factor * cdouble(a, b));
+  ModelPixels model;
+  model.support = Fft2d::Support{std::vector<std::uint8_t>(p, 0), std::vector<std::uint8_t>(p, 0)};
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
+      bool empty = true;
+      for (int s = 0; s < num_stokes; ++s) empty = empty && images[s * pixels + pixel] == 0;
+      if (empty) continue;
+      const ImageCell at = image_cell(x, y, n, p);
+      const auto cell = static_cast<std::size_t>(at.cell);
+      model.support.rows[cell / p] = model.support.columns[cell % p] = 1;
+      model.cell.push_back(cell);
+      model.screen_at.push_back(screen_index(x, y));
+      const double scale = at.sign * corr.correction[pixel];
+      for (int q = 0; q < num_lanes; ++q) {
+        const double a = images[(packed ? 2 * q : q) * pixels + pixel];
+        const double b = packed && 2 * q + 1 < num_stokes ? images[(2 * q + 1) * pixels + pixel] : 0.0;
+        model.value.push_back(scale * cdouble(a, b));
+      }
     }
-  });
+  model.screen.assign(model.cell.size(), cdouble(1.0));
+  return model;
+}
+
+void Gridder::Impl::advance_model_screen(ModelPixels& model, int p) const {
+  if (!stacking.enabled) return;
+  const std::vector<cdouble>& factor = p == 0 ? screen_first : screen_step;
+  for (std::size_t e = 0; e < model.cell.size(); ++e)
+    model.screen[e] = (p == 0 ? cdouble(1.0) : model.screen[e]) * std::conj(factor[model.screen_at[e]]);
+}
+
+void Gridder::Impl::fill_plane(const ModelPixels& model, int num_lanes, cfloat* grids) const {
+  zero_cells(grids, grid_cells() * num_lanes);
+  const auto count = static_cast<std::ptrdiff_t>(model.cell.size());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t e = 0; e < count; ++e)
+    for (int q = 0; q < num_lanes; ++q)
+      grids[q * grid_cells() + model.cell[e]] = cfloat(model.screen[e] * model.value[e * num_lanes + q]);
 }
 
 void Gridder::Impl::find_uv_support() {
   const int n = geo.grid_size, support = stacking.kernel.support;
   uv_support = Fft2d::Support{std::vector<std::uint8_t>(n, 0), std::vector<std::uint8_t>(n, 0)};
-  for (const std::vector<Cached>* cache : {&direct_cache, &hermitian_cache})
-    for (const Cached& c : *cache)
+  for (const PlaneGroups* groups : {&direct, &hermitian})
+    for (const Cached& c : groups->cache)
       for (int i = 0; i < support; ++i) {
         uv_support.columns[wrap_cell(c.fu.first + i, n)] = 1;
         uv_support.rows[wrap_cell(c.fv.first + i, n)] = 1;
       }
 }
 
-void Gridder::Impl::degrid_plane(int p, const std::vector<GridPoint>& points, const cfloat* grids, int num_lanes,
+void Gridder::Impl::degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes,
                                  cdouble* out) const {
-  const auto [lo, hi] = plane_range(points, p);
-  const std::vector<Cached>& cache = cache_of(points);
+  const auto [lo, hi] = plane_range(groups, p);
+  const std::vector<GridPoint>& points = groups.points;
+  const std::vector<Cached>& cache = groups.cache;
   const int n = geo.grid_size;
   const int support = stacking.kernel.support;
 #pragma omp parallel for schedule(static)
@@ -299,30 +418,33 @@ Gridder::~Gridder() = default;
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
   Impl& m = *impl_;
   m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking);
-  m.direct_cache = m.make_cache(m.layout.direct);
-  m.hermitian_cache = m.make_cache(m.layout.hermitian);
+  m.direct = m.make_groups(m.layout.direct);
+  m.hermitian = m.make_groups(m.layout.hermitian);
+  m.layout.direct = {};
+  m.layout.hermitian = {};
   m.find_uv_support();
   if (!m.stacking.enabled) return;
-  m.screen_first.resize(m.geo.pixels());
+  m.screen_first.resize(m.screen_step.size());
 #pragma omp parallel for schedule(static)
-  for (std::size_t pixel = 0; pixel < m.geo.pixels(); ++pixel)
-    m.screen_first[pixel] = std::polar(1.0, w_screen_angle(m.layout.w_first, m.corr.x_shifted[pixel]));
+  for (std::size_t index = 0; index < m.screen_first.size(); ++index)
+    m.screen_first[index] = std::polar(1.0, w_screen_angle(m.layout.w_first, m.screen_x_shifted(index)));
 }
 
 void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_stokes, float* images) const {
   const Impl& m = *impl_;
   const std::size_t pixels = m.geo.pixels();
   const Lanes lanes{vis, weight, num_stokes, num_stokes > 1};
-  const std::vector<GridPoint>& points = lanes.packed ? m.layout.hermitian : m.layout.direct;
+  const Impl::PlaneGroups& groups = lanes.packed ? m.hermitian : m.direct;
   const int num_lanes = lanes.count();
   std::vector<cdouble> sum(pixels * num_lanes, cdouble{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
+  const std::vector<cfloat> values = m.rotated_values(groups, lanes);
   for (int p = 0; p < m.layout.planes; ++p) {
     m.advance_screen(p);
-    const auto [lo, hi] = m.plane_range(points, p);
+    const auto [lo, hi] = m.plane_range(groups, p);
     if (lo == hi) continue;
-    std::fill(grids, grids + m.grid_cells() * num_lanes, cfloat{});
-    m.grid_plane(p, points, lanes, grids);
+    zero_cells(grids, m.grid_cells() * num_lanes);
+    m.grid_plane(p, groups, values.data(), num_lanes, grids);
     for (int q = 0; q < num_lanes; ++q) m.fft.forward(grids + q * m.grid_cells(), m.uv_support, m.window);
     m.accumulate_plane(grids, num_lanes, sum.data());
   }
@@ -331,6 +453,7 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
     const cdouble* lane = sum.data() + (lanes.packed ? s / 2 : s) * pixels;
     const bool imaginary = lanes.packed && s % 2 == 1;
     const double scale = lanes.packed ? 0.5 : 1.0;
+#pragma omp parallel for schedule(static)
     for (std::size_t pixel = 0; pixel < pixels; ++pixel)
       images[s * pixels + pixel] =
           static_cast<float>((imaginary ? lane[pixel].imag() : lane[pixel].real()) * scale * m.corr.correction[pixel]);
@@ -340,33 +463,30 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
 void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* vis) const {
   const Impl& m = *impl_;
   const bool packed = num_stokes > 1;
-  const std::vector<GridPoint>& points = packed ? m.layout.hermitian : m.layout.direct;
-  const std::vector<Impl::Cached>& cache = m.cache_of(points);
+  const Impl::PlaneGroups& groups = packed ? m.hermitian : m.direct;
+  const std::vector<GridPoint>& points = groups.points;
   const int num_lanes = packed ? (num_stokes + 1) / 2 : 1;
   const std::size_t count = m.layout.inside.size();
   std::vector<cdouble> at_point(points.size() * num_lanes, cdouble{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
-  const Fft2d::Support occupied = m.image_support([&](int x, int y) {
-    const std::size_t pixel = static_cast<std::size_t>(y) * m.geo.size + x;
-    for (int s = 0; s < num_stokes; ++s)
-      if (images[s * m.geo.pixels() + pixel] != 0) return true;
-    return false;
-  });
+  Impl::ModelPixels model = m.model_pixels(images, num_stokes, num_lanes);
   for (int p = 0; p < m.layout.planes; ++p) {
-    m.advance_screen(p);
-    const auto [lo, hi] = m.plane_range(points, p);
+    m.advance_model_screen(model, p);
+    const auto [lo, hi] = m.plane_range(groups, p);
     if (lo == hi) continue;
-    m.fill_plane(images, num_stokes, grids);
-    for (int q = 0; q < num_lanes; ++q) m.fft.backward(grids + q * m.grid_cells(), occupied, m.uv_support);
-    m.degrid_plane(p, points, grids, num_lanes, at_point.data());
+    m.fill_plane(model, num_lanes, grids);
+    for (int q = 0; q < num_lanes; ++q) m.fft.backward(grids + q * m.grid_cells(), model.support, m.uv_support);
+    m.degrid_plane(p, groups, grids, num_lanes, at_point.data());
   }
   std::vector<cdouble> plain(count * num_lanes, cdouble{}), mirrored(count * num_lanes, cdouble{});
+#pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < points.size(); ++i)
     for (int q = 0; q < num_lanes; ++q)
       (points[i].mirror ? mirrored : plain)[points[i].k * num_lanes + q] =
-          at_point[i * num_lanes + q] * std::conj(cache[i].rotation);
-  std::fill(vis, vis + count * num_stokes, std::complex<float>{});
+          at_point[i * num_lanes + q] * std::conj(groups.cache[i].rotation);
+#pragma omp parallel for schedule(static)
   for (std::size_t k = 0; k < count; ++k) {
+    std::fill(vis + k * num_stokes, vis + (k + 1) * num_stokes, std::complex<float>{});
     if (!m.layout.inside[k]) continue;
     for (int s = 0; s < num_stokes; ++s) {
       const std::size_t lane = k * num_lanes + (packed ? s / 2 : s);

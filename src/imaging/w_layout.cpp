@@ -14,8 +14,11 @@ WStacking make_w_stacking(const ImageGeometry& geometry, double accuracy, bool e
     SPIP_THROW(Error, "grid size must be even and at least the image size");
   WStacking s;
   s.enabled = enabled;
-  s.kernel = choose_kernel(accuracy, static_cast<double>(geometry.grid_size) / geometry.size);
-  s.w_kernel = choose_kernel(accuracy, 2.0);
+  // The aliasing bounds along u, v and w add up to at most the accuracy: u and v take
+  // 40 % each, w what they leave (its planes are oversampled by 2, so it is cheap).
+  const double oversampling = static_cast<double>(geometry.grid_size) / geometry.size;
+  s.kernel = choose_kernel(0.4 * accuracy, oversampling);
+  s.w_kernel = choose_kernel(accuracy - 2.0 * aliasing_error(s.kernel, oversampling), 2.0);
   // n - 1 over the image runs from its value at the farthest corner to 0 at the centre.
   const double l_max = (geometry.size / 2) * geometry.cell_rad;
   const double r2 = std::min(1.0, 2.0 * l_max * l_max);

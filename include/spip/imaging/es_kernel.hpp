@@ -20,10 +20,20 @@ struct EsKernel {
   }
 };
 
-// The narrowest kernel reaching `accuracy` on a grid oversampled by `oversampling`
-// (FINUFFT's rule: W = ceil(ln(1/eps) / (pi sqrt(1 - 1/sigma))), beta = 0.97 pi W (1 - 1/(2 sigma))),
-// widened by two cells of margin (measured against a direct DFT: tests/imaging).
-EsKernel choose_kernel(double accuracy, double oversampling);
+inline constexpr int max_support = 16;  // the widest kernel choose_kernel() returns
+
+// The kernel of W cells for a grid oversampled by `oversampling`, with FINUFFT's
+// beta = 0.97 pi W (1 - 1/(2 sigma)).
+EsKernel es_kernel(int support, double oversampling);
+
+// The relative error that aliasing adds along one axis of an image that fills
+// 1/oversampling of the grid, at worst: the largest over the image of
+//   sum_{0 < |m| <= 3} |psi(f + m)| / psi(f),  f in cycles per grid cell
+// (the further aliases add a few per cent; tests/imaging compares it with gridding).
+double aliasing_error(const EsKernel& kernel, double oversampling);
+
+// The narrowest kernel whose aliasing_error() is at most `budget`.
+EsKernel choose_kernel(double budget, double oversampling);
 
 // Grid oversampling for a requested accuracy: at least `padding`, and more where
 // float32 grids cannot reach the accuracy at low oversampling (the grid correction

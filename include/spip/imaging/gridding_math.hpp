@@ -14,7 +14,6 @@
 
 namespace spip::imaging {
 
-inline constexpr int max_support = 16;  // the widest kernel choose_kernel() returns
 inline constexpr double two_pi = 6.283185307179586476925286766559;
 
 // Continuous grid positions (in cells) of a coordinate in wavelengths.
