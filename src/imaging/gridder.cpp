@@ -169,7 +169,7 @@ struct Gridder::Impl {
         f(static_cast<std::size_t>(y) * n + x, static_cast<std::size_t>(at.cell), at.sign, screen_index(x, y));
       }
   }
-  void accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const;
+  void accumulate_plane(const cfloat* grids, int num_lanes, cfloat* images) const;
   // The nonzero pixels of model images (a CLEAN model is mostly zeros): their grid
   // cells, their lanes' values times the FFT-centring sign and the grid correction,
   // and their w-screen, advanced plane by plane as the image's is.
@@ -314,11 +314,13 @@ void Gridder::Impl::advance_screen(int p) const {
   for (std::size_t index = 0; index < screen.size(); ++index) screen[index] *= screen_step[index];
 }
 
-void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_lanes, cdouble* images) const {
+// In single precision, as the grids are: a sum of a dozen planes loses no accuracy, and
+// the pass over the images is memory-bound.
+void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_lanes, cfloat* images) const {
   const std::size_t pixels = geo.pixels();
   for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign, std::size_t at) {
-    const cdouble factor = stacking.enabled ? sign * screen[at] : cdouble(sign, 0.0);
-    for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += cdouble(grids[q * grid_cells() + cell]) * factor;
+    const cfloat factor = stacking.enabled ? cfloat(sign * screen[at]) : cfloat(static_cast<float>(sign), 0.0f);
+    for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += grids[q * grid_cells() + cell] * factor;
   });
 }
 
@@ -417,7 +419,7 @@ Gridder::~Gridder() = default;
 
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
   Impl& m = *impl_;
-  m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking);
+  m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking, false);
   m.direct = m.make_groups(m.layout.direct);
   m.hermitian = m.make_groups(m.layout.hermitian);
   m.layout.direct = {};
@@ -436,7 +438,7 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
   const Lanes lanes{vis, weight, num_stokes, num_stokes > 1};
   const Impl::PlaneGroups& groups = lanes.packed ? m.hermitian : m.direct;
   const int num_lanes = lanes.count();
-  std::vector<cdouble> sum(pixels * num_lanes, cdouble{});
+  std::vector<cfloat> sum(pixels * num_lanes, cfloat{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
   const std::vector<cfloat> values = m.rotated_values(groups, lanes);
   for (int p = 0; p < m.layout.planes; ++p) {
@@ -450,7 +452,7 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
   }
   // Packed lanes hold (a + i b) summed over both halves of the uv plane: 2 image_a + 2i image_b.
   for (int s = 0; s < num_stokes; ++s) {
-    const cdouble* lane = sum.data() + (lanes.packed ? s / 2 : s) * pixels;
+    const cfloat* lane = sum.data() + (lanes.packed ? s / 2 : s) * pixels;
     const bool imaginary = lanes.packed && s % 2 == 1;
     const double scale = lanes.packed ? 0.5 : 1.0;
 #pragma omp parallel for schedule(static)

@@ -81,7 +81,7 @@ std::pair<std::size_t, std::size_t> PointLayout::plane_range(const std::vector<G
 }
 
 PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry,
-                              const WStacking& stacking) {
+                              const WStacking& stacking, bool sort_by_w) {
   PointLayout layout;
   layout.inside.assign(count, 1);
   layout.direct.reserve(count);
@@ -101,9 +101,11 @@ PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const
     w_reach = std::max(w_reach, std::abs(c[2]));
   }
   if (!stacking.enabled) return layout;
-  const auto by_w = [](const GridPoint& a, const GridPoint& b) { return a.w < b.w; };
-  std::sort(layout.direct.begin(), layout.direct.end(), by_w);
-  std::sort(layout.hermitian.begin(), layout.hermitian.end(), by_w);
+  if (sort_by_w) {
+    const auto by_w = [](const GridPoint& a, const GridPoint& b) { return a.w < b.w; };
+    std::sort(layout.direct.begin(), layout.direct.end(), by_w);
+    std::sort(layout.hermitian.begin(), layout.hermitian.end(), by_w);
+  }
   const double support = stacking.w_kernel.support;
   layout.w_first = -w_reach - 0.5 * support * stacking.dw;
   layout.planes = static_cast<int>(std::floor((w_reach - layout.w_first) / stacking.dw + 0.5 * support)) + 1;

@@ -60,9 +60,11 @@ struct PointLayout {
                                                   const WStacking& stacking) const;
 };
 
-// uvw_lambda is [count][3]. Planes span +-max|w| so that mirror points fit.
+// uvw_lambda is [count][3]. Planes span +-max|w| so that mirror points fit. Without
+// sort_by_w the lists keep the visibilities' order (plane_range() then does not apply;
+// the CPU gridder groups the points itself).
 PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry,
-                              const WStacking& stacking);
+                              const WStacking& stacking, bool sort_by_w = true);
 
 // A w-sorted point list regrouped by grid tile (tile_of() of the first footprint cell in
 // u and v), stably, so that each tile's points stay sorted by w and a w-plane's points
