@@ -3,17 +3,19 @@
 # stopping rule, alternated run by run: wall time, peak RSS, their ratio with its spread,
 # CLEAN components and major cycles per channel, and the largest error against the
 # sky model at its point sources. Run after scripts/build.sh.
-#   bench/run-imaging-bench.sh [threads] [repeats] [cases]
+#   bench/run-imaging-bench.sh [threads] [repeats] [cases] [modes]
 # Cases: `sample` (the bundled OSKAR set, 40 channels, 512^2, no noise, cleaned to
 # 5 mJy) and `realistic` (built here with spip-simulate from data/stations64.tm and
 # bench/realistic.sky.txt: 64 stations, 64 channels, 44 dumps, 0.3 Jy noise per
 # correlation, points and Gaussians with RMs from -80 to +150 rad/m^2 and one source
 # with two Faraday components, 1024^2 of 15", cleaned with auto-threshold 3).
+# Modes: `dirty` (no CLEAN) and `cleaned` (both by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 threads=${1:-2}
 repeats=${2:-3}
 cases=${3:-"sample realistic"}
+modes=${4:-"dirty cleaned"}
 command -v wsclean >/dev/null || apt-get install -y -qq wsclean >/dev/null
 [[ -x /usr/bin/time ]] || apt-get install -y -qq time >/dev/null
 work=$(mktemp -d /tmp/spip-bench.XXXXXX)
@@ -44,7 +46,7 @@ run_case() {  # name ms sky size scale_arcsec channels "ws stop" "spip stop"
   echo "== $name: $(basename "$ms"), $channels channels, ${size}^2 of ${scale}\", $threads threads"
   printf '%-8s %-4s %-8s %10s %10s %8s %12s %8s %14s\n' run try tool "wall [s]" "RSS [MB]" ratio components majors \
     "max |err| [Jy]"
-  for mode in dirty cleaned; do
+  for mode in $modes; do
     local ws_extra spip_extra ratios=()
     if [[ $mode == dirty ]]; then ws_extra=(-niter 0); spip_extra=(--clean.niter 0)
     else

@@ -225,8 +225,8 @@ Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoin
   };
   std::vector<std::size_t> key(points.size()), next(static_cast<std::size_t>(layout.planes) * keys_per_plane + 1, 0);
   for (std::size_t i = 0; i < points.size(); ++i) {
-    key[i] = first_plane(points[i]) * keys_per_plane + tile_of(cache[i].fv.first, n) * tiles +
-             tile_of(cache[i].fu.first, n);
+    key[i] = first_plane(points[i]) * keys_per_plane + wrap_near(cache[i].fv.first, n) / grid_tile * tiles +
+             wrap_near(cache[i].fu.first, n) / grid_tile;
     ++next[key[i] + 1];
   }
   std::partial_sum(next.begin(), next.end(), next.begin());
@@ -369,15 +369,21 @@ void Gridder::Impl::fill_plane(const ModelPixels& model, int num_lanes, cfloat* 
       grids[q * grid_cells() + model.cell[e]] = cfloat(model.screen[e] * model.value[e * num_lanes + q]);
 }
 
+// The hermitian list holds every point of the direct one: the first cells of its
+// footprints, then each widened by the kernel.
 void Gridder::Impl::find_uv_support() {
   const int n = geo.grid_size, support = stacking.kernel.support;
+  std::vector<std::uint8_t> first_column(n, 0), first_row(n, 0);
+  for (const Cached& c : hermitian.cache) {
+    first_column[wrap_near(c.fu.first, n)] = 1;
+    first_row[wrap_near(c.fv.first, n)] = 1;
+  }
   uv_support = Fft2d::Support{std::vector<std::uint8_t>(n, 0), std::vector<std::uint8_t>(n, 0)};
-  for (const PlaneGroups* groups : {&direct, &hermitian})
-    for (const Cached& c : groups->cache)
-      for (int i = 0; i < support; ++i) {
-        uv_support.columns[wrap_cell(c.fu.first + i, n)] = 1;
-        uv_support.rows[wrap_cell(c.fv.first + i, n)] = 1;
-      }
+  for (int cell = 0; cell < n; ++cell)
+    for (int i = 0; i < support; ++i) {
+      if (first_column[cell]) uv_support.columns[wrap_near(cell + i, n)] = 1;
+      if (first_row[cell]) uv_support.rows[wrap_near(cell + i, n)] = 1;
+    }
 }
 
 void Gridder::Impl::degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes,

@@ -279,6 +279,11 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
                             const imaging::ImageGeometry& geometry, const imaging::WeightingScheme& scheme,
                             cuda::ChannelInput& data) {
   ChannelStats stats;
+  std::size_t rows = 0;
+  for (const ms::VisBlock& block : blocks) rows += block.num_rows();
+  data.uvw_lambda.reserve(3 * rows);
+  data.vis.reserve(ms::num_stokes * rows);
+  data.weights.reserve(ms::num_stokes * rows);
   for (const ms::VisBlock& block : blocks) {
     const int c = absolute_channel - block.chan_begin;
     stats.freq_hz = block.freq_hz[c];
