@@ -135,7 +135,7 @@ struct Gridder::Impl {
   Impl(const ImageGeometry& g, double accuracy, bool wstacking)
       : geo(g), stacking(make_w_stacking(g, accuracy, wstacking)), corr(make_grid_correction(g, stacking)),
         threads(omp_get_max_threads()), fft(Fft2d::shared(g.grid_size)) {
-    window = image_support([](int, int) { return true; });
+    window = image_window();
     if (stacking.enabled) {
       screen_step.resize(static_cast<std::size_t>(geo.size / 2 + 1) * geo.size);
       for (std::size_t index = 0; index < screen_step.size(); ++index)
@@ -182,18 +182,12 @@ struct Gridder::Impl {
   ModelPixels model_pixels(const float* images, int num_stokes, int num_lanes) const;
   void advance_model_screen(ModelPixels& model, int p) const;
   void fill_plane(const ModelPixels& model, int num_lanes, cfloat* grids) const;
-  // The grid rows and columns of the image pixels (x, y) for which occupied(x, y).
-  template <class F>
-  Fft2d::Support image_support(F&& occupied) const {
-    const int n = geo.size, p = geo.grid_size;
-    Fft2d::Support support{std::vector<std::uint8_t>(p, 0), std::vector<std::uint8_t>(p, 0)};
-    for (int y = 0; y < n; ++y)
-      for (int x = 0; x < n; ++x)
-        if (occupied(x, y)) {
-          const long long cell = image_cell(x, y, n, p).cell;
-          support.rows[cell / p] = support.columns[cell % p] = 1;
-        }
-    return support;
+  // The grid rows and columns the image covers (image_cell() centres it).
+  Fft2d::Support image_window() const {
+    const int offset = (geo.grid_size - geo.size) / 2;
+    std::vector<std::uint8_t> lines(geo.grid_size, 0);
+    std::fill(lines.begin() + offset, lines.begin() + offset + geo.size, 1);
+    return {lines, lines};
   }
   void find_uv_support();
   void degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes, cdouble* out) const;
@@ -243,9 +237,6 @@ Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoin
   return groups;
 }
 
-// Each thread owns a band of grid rows and adds only to those, so no two threads
-// write the same cell and no private grids need reducing; a visibility whose kernel
-// straddles a band edge is visited by both threads.
 // Once per grid() rather than per plane: the visibilities are read in point order, far
 // from sequential.
 std::vector<cfloat> Gridder::Impl::rotated_values(const PlaneGroups& groups, const Lanes& lanes) const {
@@ -259,6 +250,9 @@ std::vector<cfloat> Gridder::Impl::rotated_values(const PlaneGroups& groups, con
   return values;
 }
 
+// Each thread owns a band of grid rows and adds only to those, so no two threads
+// write the same cell and no private grids need reducing; a visibility whose kernel
+// straddles a band edge is visited by both threads.
 void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes,
                                cfloat* grids) const {
   const auto [lo, hi] = plane_range(groups, p);

@@ -123,10 +123,7 @@ TEST_P(MinorCycles, StopAtTheIterationLimitAndTheLevel) {
   EXPECT_GT(result.peak, 0.3 * 0.9 - 1e-6);
 }
 
-// Extended emission over more pixels than the sub-minor set may hold (N^2/16, at least
-// 1024) and points on the image's edges, cleaned deep enough for the FFT path: the
-// residual left is exactly the dirty image less the model convolved with the PSF, no
-// pixel is above the stop, and the flux found agrees with plain Hogbom's.
+// A masked search takes components only inside the mask, and cleans the source there.
 TEST_P(MinorCycles, SearchOnlyInsideTheMask) {
   const std::vector<float> psf = gaussian_psf(1.5, 1.5);
   std::vector<float> residual(4 * plane, 0.0f), model(4 * plane, 0.0f);
@@ -146,6 +143,10 @@ TEST_P(MinorCycles, SearchOnlyInsideTheMask) {
   EXPECT_NEAR(model[plane + 40 * n + 50], 0.1f, 1e-3);
 }
 
+// Extended emission over more pixels than the sub-minor set may hold (N^2/16, at least
+// 1024) and points on the image's edges, cleaned deep enough for the FFT path: the
+// residual left is exactly the dirty image less the model convolved with the PSF, no
+// pixel is above the stop, and the flux found agrees with plain Hogbom's.
 TEST(SubminorHogbom, LeavesTheDirtyImageLessTheModelConvolvedWithThePsf) {
   const std::vector<float> psf = psf_with_sidelobes();
   std::vector<float> dirty(4 * plane, 0.0f);
