@@ -50,6 +50,9 @@ int main(int argc, char** argv) {
       for (const std::string& path : products.paths) std::cout << "  " << path << "\n";
     }
     return 0;
+  } catch (const spip::pipeline::Interrupted& e) {
+    if (mpi.is_root()) std::fprintf(stderr, "spip: %s\n", e.what());
+    return static_cast<int>(e.code());
   } catch (const spip::pipeline::RankFailure& e) {
     std::fprintf(stderr, "spip: rank %d: error: %s\n", mpi.rank(), e.what());
     mpi.abort(static_cast<int>(e.code()));

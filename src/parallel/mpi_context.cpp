@@ -65,6 +65,65 @@ void MpiContext::sum_all(std::vector<std::int64_t>& values) const {
   MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
 
+namespace {
+// A tag no collective uses: point-to-point traffic of spip is the stop notice alone.
+constexpr int stop_tag = 7501;
+}  // namespace
+
+struct StopNotice::Pending {
+  std::vector<MPI_Request> sends;
+  char token = 1;
+};
+
+StopNotice::StopNotice(const MpiContext& mpi)
+    : mpi_(mpi), pending_(std::make_unique<Pending>()), heard_from_(static_cast<std::size_t>(mpi.size()), false) {}
+
+StopNotice::~StopNotice() {
+  // After agree() every announcement has been received and the sends complete. Without
+  // it the job is failing and about to abort: waiting here could hang, so only test.
+  int complete = 0;
+  if (!pending_->sends.empty())
+    MPI_Testall(static_cast<int>(pending_->sends.size()), pending_->sends.data(), &complete, MPI_STATUSES_IGNORE);
+}
+
+void StopNotice::announce() {
+  if (announced_) return;
+  announced_ = true;
+  for (int r = 0; r < mpi_.size(); ++r) {
+    if (r == mpi_.rank()) continue;
+    pending_->sends.emplace_back();
+    MPI_Isend(&pending_->token, 1, MPI_CHAR, r, stop_tag, MPI_COMM_WORLD, &pending_->sends.back());
+  }
+}
+
+bool StopNotice::heard() {
+  for (;;) {
+    int arrived = 0;
+    MPI_Status status;
+    MPI_Iprobe(MPI_ANY_SOURCE, stop_tag, MPI_COMM_WORLD, &arrived, &status);
+    if (!arrived) break;
+    char token = 0;
+    MPI_Recv(&token, 1, MPI_CHAR, status.MPI_SOURCE, stop_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    heard_from_[static_cast<std::size_t>(status.MPI_SOURCE)] = true;
+  }
+  return std::find(heard_from_.begin(), heard_from_.end(), true) != heard_from_.end();
+}
+
+bool StopNotice::agree(bool stop) {
+  // Every rank learns who announced, then takes the announcements still on their way.
+  std::vector<int> announced(static_cast<std::size_t>(mpi_.size()), 0);
+  const int mine = announced_ ? 1 : 0;
+  MPI_Allgather(&mine, 1, MPI_INT, announced.data(), 1, MPI_INT, MPI_COMM_WORLD);
+  for (int r = 0; r < mpi_.size(); ++r) {
+    if (r == mpi_.rank() || !announced[static_cast<std::size_t>(r)] || heard_from_[static_cast<std::size_t>(r)]) continue;
+    char token = 0;
+    MPI_Recv(&token, 1, MPI_CHAR, r, stop_tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    heard_from_[static_cast<std::size_t>(r)] = true;
+  }
+  const bool any_announced = std::find(announced.begin(), announced.end(), 1) != announced.end();
+  return mpi_.max(stop || any_announced ? 1.0 : 0.0) > 0;
+}
+
 void MpiContext::abort(int exit_code) const {
   MPI_Abort(MPI_COMM_WORLD, exit_code);
   std::exit(exit_code);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include "products.hpp"
+#include "stop_request.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/moments.hpp"
 #include "spip/parallel/mpi_context.hpp"
@@ -163,7 +164,7 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
                                std::span<const float>(slab.maps).subspan(m * pixels, pixels));
 }
 
-std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, const Log& log) {
+std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, const Log& log, StopRequest& stop) {
   const Stopwatch watch;
   // Channel weights of every imaged channel, in channel order.
   const std::vector<double> noise = mpi.gather_to_all(noise_);
@@ -231,12 +232,14 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const int group_rows = std::clamp(static_cast<int>(group_bytes_ / row_bytes), 1, std::max(1, y1 - y0));
   long long iterations = 0;
   int groups = 0;
-  for (int row = y0; row < y1; row += group_rows, ++groups)
+  for (int row = y0; row < y1 && !stop.requested(); row += group_rows, ++groups)
     process_rows(row, std::min(group_rows, y1 - row), weight, synthesis ? &*synthesis : nullptr, iterations);
   log.info("Faraday slab rows [" + std::to_string(y0) + ", " + std::to_string(y1) + ") in " + std::to_string(groups) +
            " group(s) of up to " + std::to_string(group_rows) + " rows (" + fixed(group_rows * row_bytes / 1e6, 1) +
            " MB): " + std::to_string(iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s");
-  mpi.barrier();
+  // Also the barrier before rank 0 commits what every rank wrote.
+  stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
+                          "makes them again");
   if (!mpi.is_root()) return {};
 
   std::vector<std::string> written = moment_paths;

@@ -19,6 +19,7 @@ class MpiContext;
 namespace spip::pipeline {
 
 class Log;
+class StopRequest;
 
 class FaradayStage {
  public:
@@ -34,8 +35,9 @@ class FaradayStage {
   void add_channel(double noise);
 
   // Collective: every rank calls it once after its last channel's planes are in the
-  // cubes. Returns the paths of the products (on rank 0).
-  std::vector<std::string> finish(const parallel::MpiContext& mpi, const Log& log);
+  // cubes. Returns the paths of the products (on rank 0). Asked to stop, every rank
+  // leaves after its current row group with the products still partial.
+  std::vector<std::string> finish(const parallel::MpiContext& mpi, const Log& log, StopRequest& stop);
 
   // What a row group holds per pixel, for `num_chan` channels and `num_phi` depths.
   static double bytes_per_pixel(int num_chan, int num_phi);

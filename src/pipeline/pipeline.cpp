@@ -19,6 +19,7 @@
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "progress.hpp"
+#include "stop_request.hpp"
 #include "products.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/deconv/clean.hpp"
@@ -477,6 +478,7 @@ fits::Beam common_beam(const std::vector<imaging::Beam>& mine, const parallel::M
 
 Products run_planned(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log) {
   const Stopwatch total;
+  StopRequest stop(mpi, log);
   const parallel::ChannelBlock mine = plan.blocks[static_cast<std::size_t>(mpi.rank())];
   if (mine.size() == 0)
     log.info("more ranks than channels: this rank has no channels and idles");
@@ -535,6 +537,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   {
     ChannelFeed feed(source, imager, plan, scheme, todo);
     for (int c : todo) {
+      if (stop.requested()) break;
       read_s += feed.advance(c).wait_s;
       if (!(imager.weight_sum(0) > 0)) continue;  // fully flagged: blanked in pass 2
       std::vector<float> psf = imager.psf();
@@ -543,6 +546,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       grid_summary = imager.describe();
     }
   }
+  stop.leave_if_requested("pass 1 (the PSFs) was not finished; nothing of it is kept");
   const double psf_s = psf_watch.seconds() - read_s;
   const fits::Beam beam = common_beam(beams, mpi);
   log.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
@@ -585,6 +589,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       writer.submit([&, noise = record[ChannelQa::fields]] { faraday.add_channel(noise); });
       continue;
     }
+    if (stop.requested()) break;
     const ChannelStats data = feed.advance(c);
     read_s += data.wait_s;
     const Stopwatch channel_watch;
@@ -652,6 +657,8 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     });
   }
   writer.finish();
+  stop.leave_if_requested(std::to_string(records.size() / ChannelQa::fields) + " of this rank's " +
+                          std::to_string(mine.size()) + " channels are complete, each with its progress marker");
   const double image_s = imaging_watch.seconds() - (read_s - read_before);
   log.info("waited " + fixed(read_s, 2) + " s for reads, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) +
            " s; writer thread " + fixed(writer.busy_s(), 2) + " s, of which the imaging waited " +
@@ -663,7 +670,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   mpi.barrier();
   Products products;
   const Stopwatch faraday_watch;
-  const std::vector<std::string> faraday_products = faraday.finish(mpi, log);
+  const std::vector<std::string> faraday_products = faraday.finish(mpi, log, stop);
   log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(faraday_watch.seconds(), 2) + " s");
   // The channel cubes stay partial until the Faraday stage is done, so that a run
   // killed there resumes from its channels instead of imaging them again.
@@ -687,6 +694,8 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   Plan plan = make_plan(config, mpi, log);
   try {
     return run_planned(config, plan, mpi, log);
+  } catch (const Interrupted&) {
+    throw;  // every rank throws it together
   } catch (const Error& e) {
     throw RankFailure(e);
   } catch (const std::exception& e) {

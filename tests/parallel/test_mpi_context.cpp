@@ -1,6 +1,9 @@
 // Collectives under mpiexec: results must not depend on the number of ranks.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <thread>
+
 #include "spip/parallel/mpi_context.hpp"
 
 namespace {
@@ -47,6 +50,32 @@ TEST(MpiContext, LocalRanksCoverTheNode) {
   // All ranks of a CTest run share one node.
   EXPECT_EQ(mpi->local_size(), mpi->size());
   EXPECT_EQ(mpi->local_rank(), mpi->rank());
+}
+
+TEST(StopNotice, NoAnnouncementMeansNoStop) {
+  spip::parallel::StopNotice notice(*mpi);
+  EXPECT_FALSE(notice.heard());
+  EXPECT_FALSE(notice.agree(false));
+}
+
+TEST(StopNotice, OneRanksAnnouncementReachesEveryRankWithoutACollective) {
+  spip::parallel::StopNotice notice(*mpi);
+  const int announcer = mpi->size() - 1;
+  if (mpi->rank() == announcer) {
+    notice.announce();
+    notice.announce();  // a second signal sends nothing more
+  } else {
+    // Ranks poll between their own work; here they poll until it arrives (or 10 s).
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!notice.heard() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    EXPECT_TRUE(notice.heard());
+  }
+  EXPECT_TRUE(notice.agree(false));
+}
+
+TEST(StopNotice, AgreementAlsoStopsOnALocalReasonOfOneRank) {
+  spip::parallel::StopNotice notice(*mpi);
+  EXPECT_TRUE(notice.agree(mpi->rank() == 0));
 }
 
 int main(int argc, char** argv) {

@@ -1,5 +1,6 @@
-// Kill a 2-rank run after a few channels, or fill its disk, start it again with the
-// same command, and compare every product with an uninterrupted run's, bit for bit.
+// Kill a 2-rank run after a few channels, signal one of its ranks, or fill its disk;
+// start it again with the same command, and compare every product with an
+// uninterrupted run's, bit for bit.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -108,6 +109,29 @@ int expect_identical_products(const std::string& reference, const std::string& o
   return compared;
 }
 
+// Ranks of the run in session `sid`: the members that run spip itself, not mpiexec.
+std::vector<pid_t> spip_ranks(pid_t sid) {
+  std::vector<pid_t> ranks;
+  for (pid_t pid : session_members(sid)) {
+    const std::string cmdline = read_file(fs::path("/proc") / std::to_string(pid) / "cmdline");
+    if (cmdline.rfind(SPIP_BIN, 0) == 0) ranks.push_back(pid);
+  }
+  return ranks;
+}
+
+// The products of one uninterrupted run, made once for every test of this binary.
+std::string reference_products() {
+  static const std::string reference = [] {
+    const std::string dir = (fs::path(testing::TempDir()) / "spip_resume_reference").string();
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string out = dir + "/products";
+    if (std::system((command_for(out) + " > " + dir + "/reference.log 2>&1").c_str()) != 0) return std::string();
+    return out;
+  }();
+  return reference;
+}
+
 // A small file system of its own, unmounted when the test ends however it ends.
 struct SmallFileSystem {
   std::string dir;
@@ -126,10 +150,10 @@ struct SmallFileSystem {
 TEST(Resume, RunThatFillsTheDiskLeavesNothingFinalAndResumes) {
   const std::string base = (fs::path(testing::TempDir()) / "spip_disk_full").string();
   fs::remove_all(base);
-  const std::string reference = base + "/reference";
   const SmallFileSystem disk(base + "/disk", "450m");  // the products need ~375 MB
   if (!disk.mounted) GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)";
-  ASSERT_EQ(std::system((command_for(reference) + " > " + base + "/reference.log 2>&1").c_str()), 0);
+  const std::string reference = reference_products();
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
 
   // Once a few channels are done, something else takes the rest of the space.
   const std::string out = disk.dir + "/out";
@@ -166,10 +190,10 @@ TEST(Resume, RunThatFillsTheDiskLeavesNothingFinalAndResumes) {
 
 TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   const std::string base = (fs::path(testing::TempDir()) / "spip_resume").string();
-  const std::string reference = base + "/reference", resumed = base + "/resumed";
+  const std::string reference = reference_products(), resumed = base + "/resumed";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
   fs::remove_all(base);
   fs::create_directories(base);
-  ASSERT_EQ(std::system((command_for(reference) + " > " + base + "/reference.log 2>&1").c_str()), 0);
 
   const pid_t child = start_in_own_session(command_for(resumed), base + "/killed.log");
   ASSERT_GE(child, 0);
@@ -196,4 +220,40 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] killed after " << done_when_killed << " of 40 channels; " << compared
             << " FITS products identical to the uninterrupted run\n";
+}
+
+// What Slurm does at the time limit, to one rank only: that rank finishes its channel
+// and tells the others, and all leave together with the resumable exit code.
+TEST(Resume, SignalledRankStopsEveryRankWithTheResumableExitCode) {
+  const std::string base = (fs::path(testing::TempDir()) / "spip_resume_signal").string();
+  const std::string reference = reference_products(), stopped = base + "/stopped";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
+  fs::remove_all(base);
+  fs::create_directories(base);
+
+  const pid_t child = start_in_own_session(command_for(stopped), base + "/stopped.log");
+  ASSERT_GE(child, 0);
+  wait_for_markers(stopped, 4);
+  const std::vector<pid_t> ranks = spip_ranks(child);
+  ASSERT_EQ(ranks.size(), 2u);
+  kill(ranks.back(), SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  const std::string log = read_file(base + "/stopped.log");
+  ASSERT_TRUE(WIFEXITED(status)) << log;
+  EXPECT_EQ(WEXITSTATUS(status), 75) << log;
+  EXPECT_NE(log.find("received SIGTERM"), std::string::npos) << log;
+  EXPECT_NE(log.find("another rank was asked to stop"), std::string::npos) << log;
+  const int done_when_stopped = count_markers(stopped);
+  ASSERT_GE(done_when_stopped, 4);
+  ASSERT_LT(done_when_stopped, 40) << "the run finished before it could be stopped";
+  ASSERT_FALSE(fs::exists(stopped + "/demo-image-I.fits")) << "nothing may look complete after a stop";
+
+  ASSERT_EQ(std::system((command_for(stopped) + " > " + base + "/resumed.log 2>&1").c_str()), 0);
+  EXPECT_NE(read_file(base + "/resumed.log").find("resuming:"), std::string::npos);
+  const int compared = expect_identical_products(reference, stopped);
+  EXPECT_GE(compared, 50);
+  std::cout << "[ measured ] stopped by SIGTERM to one rank after " << done_when_stopped << " of 40 channels; "
+            << compared << " FITS products identical to the uninterrupted run\n";
+  fs::remove_all(base);
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The MPI world of one spip run (the only room that calls MPI; no MPI types here).
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,32 @@ class MpiContext {
 
  private:
   int rank_ = 0, size_ = 1, local_rank_ = 0, local_size_ = 1;
+};
+
+// A stop that one rank decides on its own (it was signalled) and the others learn of
+// between their own units of work, without a collective call that ranks with unequal
+// work would reach at different times.
+class StopNotice {
+ public:
+  explicit StopNotice(const MpiContext& mpi);
+  ~StopNotice();
+  StopNotice(const StopNotice&) = delete;
+  StopNotice& operator=(const StopNotice&) = delete;
+
+  // Tells every other rank; a second call does nothing.
+  void announce();
+  // True once any other rank has announced; never blocks.
+  bool heard();
+  // Collective: true on every rank when any rank announced, or `stop` is true on any
+  // rank. Receives every announcement, so that none is left in flight at the end.
+  bool agree(bool stop);
+
+ private:
+  struct Pending;
+  const MpiContext& mpi_;
+  std::unique_ptr<Pending> pending_;
+  bool announced_ = false;
+  std::vector<bool> heard_from_;
 };
 
 }  // namespace spip::parallel

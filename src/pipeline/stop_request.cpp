@@ -1,0 +1,63 @@
+#include "stop_request.hpp"
+
+#include <signal.h>
+
+#include <csignal>
+#include <cstring>
+
+#include "spip/pipeline/log.hpp"
+#include "spip/pipeline/pipeline.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+volatile std::sig_atomic_t signalled = 0;  // the signal's number; 0: none
+
+extern "C" void on_stop_signal(int number) { signalled = number; }
+
+struct sigaction handler_for(void (*handler)(int)) {
+  struct sigaction action;
+  std::memset(&action, 0, sizeof action);
+  action.sa_handler = handler;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;  // reads and writes in flight carry on
+  return action;
+}
+
+struct sigaction saved_term, saved_usr1;
+
+}  // namespace
+
+StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
+  signalled = 0;
+  const struct sigaction action = handler_for(on_stop_signal);
+  sigaction(SIGTERM, &action, &saved_term);
+  sigaction(SIGUSR1, &action, &saved_usr1);
+}
+
+StopRequest::~StopRequest() {
+  sigaction(SIGTERM, &saved_term, nullptr);
+  sigaction(SIGUSR1, &saved_usr1, nullptr);
+}
+
+bool StopRequest::requested() {
+  const int number = signalled;
+  if (number != 0) notice_.announce();
+  const bool stop = number != 0 || notice_.heard();
+  if (stop && !logged_) {
+    logged_ = true;
+    log_.info(number != 0 ? std::string("received ") + (number == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+                                "; finishing the current channel, then stopping"
+                          : "another rank was asked to stop; finishing the current channel, then stopping");
+  }
+  return stop;
+}
+
+void StopRequest::leave_if_requested(const std::string& done) {
+  if (!notice_.agree(requested())) return;
+  log_.info("stopped: " + done);
+  SPIP_THROW(Interrupted, "stopped on request before the run was complete; the same command resumes it (exit code " +
+                              std::to_string(static_cast<int>(ExitCode::interrupted)) + ")");
+}
+
+}  // namespace spip::pipeline

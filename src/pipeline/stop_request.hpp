@@ -1,0 +1,34 @@
+#pragma once
+// A run asked to stop by the batch system: SIGTERM at the time limit, or SIGUSR1 as
+// the warning that Slurm sends ahead of it (--signal=B:USR1@SECONDS, forwarded by the
+// bundled scripts). The rank that is signalled tells the others; each finishes the
+// channel it is imaging, and all leave together at the next point where they meet.
+#include <string>
+
+#include "spip/parallel/mpi_context.hpp"
+
+namespace spip::pipeline {
+
+class Log;
+
+class StopRequest {
+ public:
+  // Installs the handlers for the life of the object.
+  StopRequest(const parallel::MpiContext& mpi, const Log& log);
+  ~StopRequest();
+  StopRequest(const StopRequest&) = delete;
+  StopRequest& operator=(const StopRequest&) = delete;
+
+  // Between channels: true once this rank was signalled or heard that another was.
+  bool requested();
+  // Collective, where every rank meets: throws Interrupted on every rank when any rank
+  // was asked to stop. `done` says what this rank leaves behind, for its log line.
+  void leave_if_requested(const std::string& done);
+
+ private:
+  parallel::StopNotice notice_;
+  const Log& log_;
+  bool logged_ = false;
+};
+
+}  // namespace spip::pipeline
