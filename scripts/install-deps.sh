@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what spip needs on Debian 12 and is not there yet. Idempotent; run as root.
-# WSClean is the peer the tests compare CLEAN's depth with, and the benchmarks its speed.
+# WSClean is the peer the tests compare CLEAN's depth with, and the benchmarks its speed;
+# Slurm and munge make the one-node cluster that the Slurm test submits the job scripts to.
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,7 @@ packages=(
   libopenmpi-dev openmpi-bin libboost-program-options-dev
   libgtest-dev libopenblas-dev
   wsclean
+  slurm-wlm munge
 )
 
 missing=()

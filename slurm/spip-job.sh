@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The body of every bundled sbatch script: run spip on the allocation, pass Slurm's
+# time-limit warning on to it, and requeue the job when spip stopped early.
+#   slurm/spip-job.sh CONFIG OUTPUT_DIR [more spip options]
+# Environment:
+#   SPIP_BIN           the spip program (default: spip on PATH, else build/src/app/spip)
+#   SPIP_LAUNCHER      srun (PMIx, the default) or mpirun (sites without PMIx)
+#   SPIP_MAX_RESTARTS  requeues before giving up (default 20)
+set -uo pipefail
+
+if (($# < 2)); then
+  echo "usage: sbatch slurm/<script>.sbatch CONFIG OUTPUT_DIR [spip options]" >&2
+  exit 2
+fi
+config=$1 out=$2
+shift 2
+bin=${SPIP_BIN:-$(command -v spip || echo build/src/app/spip)}
+launcher=${SPIP_LAUNCHER:-srun}
+max_restarts=${SPIP_MAX_RESTARTS:-20}
+restarts=${SLURM_RESTART_COUNT:-0}
+resumable=75  # spip's exit code for "stopped early, resume with the same command"
+
+threads=${SLURM_CPUS_PER_TASK:-1}
+export OMP_NUM_THREADS=$threads OMP_PLACES=cores OMP_PROC_BIND=close
+log=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/^ *StdOut=//p')
+echo "spip job $SLURM_JOB_ID, start $((restarts + 1)): $SLURM_NTASKS rank(s) on $SLURM_JOB_NUM_NODES node(s)" \
+     "($SLURM_JOB_NODELIST), $threads OpenMP thread(s) each, launched by $launcher"
+echo "spip job $SLURM_JOB_ID: config $config; products in $out; log in ${log:-the job output file}"
+
+case $launcher in
+  srun)
+    srun --mpi=pmix --cpu-bind=cores "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" "$@" &
+    ;;
+  mpirun)
+    flags=(--bind-to core --map-by "ppr:${SLURM_NTASKS_PER_NODE:-$SLURM_NTASKS}:node:PE=$threads")
+    if [[ $(id -u) -eq 0 ]]; then flags+=(--allow-run-as-root); fi
+    mpirun "${flags[@]}" "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" "$@" &
+    ;;
+  *)
+    echo "spip job: SPIP_LAUNCHER must be srun or mpirun, not '$launcher'" >&2
+    exit 2
+    ;;
+esac
+ranks=$!
+
+# Slurm's warning (--signal=B:USR1@SECONDS) reaches this shell only: pass it on. Each
+# rank then finishes its channel, and all exit with the resumable code.
+trap 'echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop after the current channel"; kill -USR1 $ranks' USR1 TERM
+status=0
+while :; do
+  wait "$ranks"
+  status=$?
+  # A trapped signal ends `wait` early with 128 + its number; the ranks still run.
+  kill -0 "$ranks" 2>/dev/null || break
+done
+
+if ((status == resumable)); then
+  if ((restarts >= max_restarts)); then
+    echo "spip job $SLURM_JOB_ID: stopped early $((restarts + 1)) times; not requeued (SPIP_MAX_RESTARTS=$max_restarts)." \
+         "Resume by submitting the same command again."
+    exit "$status"
+  fi
+  echo "spip job $SLURM_JOB_ID: stopped early with its progress saved; requeueing to resume"
+  scontrol requeue "$SLURM_JOB_ID" && exit 0
+  echo "spip job $SLURM_JOB_ID: requeue refused; resume by submitting the same command again" >&2
+fi
+if ((status == 0)); then
+  echo "spip job $SLURM_JOB_ID: done; products in $out (see $out/*-qa.json), log in ${log:-the job output file}"
+else
+  echo "spip job $SLURM_JOB_ID: spip exited with $status; the log above says why" >&2
+fi
+exit "$status"

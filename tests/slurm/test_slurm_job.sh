@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# The bundled sbatch script on a real (one-node) Slurm cluster, with 2 tasks on the
+# sample: an uninterrupted job, then jobs warned of their time limit mid-run (srun,
+# and the mpirun variant) that must stop, requeue themselves, resume and finish with
+# products identical to the uninterrupted job's.
+#   test_slurm_job.sh SOURCE_DIR SPIP_BIN WORK_DIR
+# Exit 77 (skipped) only when Slurm or munge is not installed.
+set -uo pipefail
+source_dir=$1 spip_bin=$2 work=$3
+source "$source_dir/tests/slurm/slurm_cluster.sh"
+
+reason=$(slurm_cluster_missing)
+if [[ -n $reason ]]; then
+  echo "skipped: $reason"
+  exit 77
+fi
+rm -rf "$work"
+mkdir -p "$work"
+trap slurm_cluster_stop EXIT
+slurm_cluster_start "$work/cluster" || exit 1
+echo "cluster up: $(sinfo -h -o '%n %c CPUs %m MB %t') (MpiDefault=$SLURM_CLUSTER_MPI)"
+
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# The sample at 256^2 with 121 depths: about 10 s on 2 ranks of this machine.
+options=(--input.ms "$source_dir/data/oskar_small.ms" --image.size 256 --faraday.dphi 1)
+launcher=srun
+[[ $SLURM_CLUSTER_MPI == pmix ]] || launcher=mpirun
+
+# submit NAME LAUNCHER: sbatch --wait in the background; sets job_pid, job_out, job_log.
+submit() {
+  job_out=$work/$1 job_log=$work/$1.log
+  (cd "$source_dir" && SPIP_BIN=$spip_bin SPIP_LAUNCHER=$2 \
+    sbatch --wait --parsable --ntasks=2 --cpus-per-task=1 --output="$job_log" \
+    slurm/one-node.sbatch configs/demo.cfg "$job_out" "${options[@]}" >"$work/$1.sbatch" 2>&1) &
+  job_pid=$!
+}
+
+# The job's record in the completion log (accounting is off on this cluster).
+final_state() { grep "^JobId=$1 " "$work/cluster/jobcomp.txt" | tail -n 1 | grep -o 'JobState=[A-Z]* .*ExitCode=[0-9:]*' ; }
+
+check_products() {  # NAME OUT LOG SBATCH_STATUS
+  local products
+  (($4 == 0)) || fail "$1: sbatch --wait exited with $4"
+  products=$(ls "$2"/*.fits 2>/dev/null | wc -l)
+  ((products >= 50)) || fail "$1: $products FITS products in $2, expected at least 50"
+  [[ -f $2/demo-qa.json ]] || fail "$1: no qa.json"
+  [[ ! -e $2/.demo.progress ]] || fail "$1: progress markers left behind"
+  grep -q "on 2 rank(s)" "$3" || fail "$1: spip did not run on 2 ranks"
+  grep -q "spip job .*: done; products in $2" "$3" || fail "$1: the script did not report its products"
+}
+
+# 1. Uninterrupted.
+submit reference "$launcher"
+wait "$job_pid"
+status=$?
+job=$(cat "$work/reference.sbatch" | tail -n 1)
+echo "reference job $job: sbatch --wait exited $status; $(final_state "$job")"
+check_products reference "$job_out" "$job_log" "$status"
+[[ $(final_state "$job") == *"JobState=COMPLETED"*"ExitCode=0:0"* ]] || fail "reference: job not COMPLETED with 0:0"
+reference=$job_out
+
+# 2. Warned mid-run as --signal=B:USR1@... would, then requeued and resumed.
+interrupted_job() {  # NAME LAUNCHER
+  submit "$1" "$2"
+  local job="" markers=0
+  for _ in $(seq 600); do
+    markers=$(ls "$job_out/.demo.progress" 2>/dev/null | grep -c '^channel-[0-9]*$')
+    ((markers >= 4)) && break
+    sleep 0.1
+  done
+  job=$(squeue -h -o %i | head -n 1)
+  [[ -n $job ]] || { fail "$1: no running job to warn"; wait "$job_pid"; return; }
+  scancel --batch --signal=USR1 "$job"
+  # Slurm holds a requeued job for about two minutes; release it at once.
+  for _ in $(seq 600); do
+    kill -0 "$job_pid" 2>/dev/null || break
+    if [[ $(squeue -h -j "$job" -o %T 2>/dev/null) == PENDING ]]; then
+      scontrol update JobId="$job" StartTime=now 2>/dev/null
+    fi
+    sleep 0.2
+  done
+  wait "$job_pid"
+  local status=$?
+  echo "$1 job $job ($2): warned after $markers channel markers; sbatch --wait exited $status; $(final_state "$job")"
+  check_products "$1" "$job_out" "$job_log" "$status"
+  grep -q "received SIGUSR1" "$job_log" || fail "$1: spip did not receive the warning"
+  grep -q "requeueing to resume" "$job_log" || fail "$1: the script did not requeue the job"
+  grep -q "start 2:" "$job_log" || fail "$1: the job did not start again"
+  grep -q "resuming:" "$job_log" || fail "$1: the second start did not resume"
+  [[ $(final_state "$job") == *"JobState=COMPLETED"*"ExitCode=0:0"* ]] || fail "$1: job not COMPLETED with 0:0"
+  python3 - "$reference" "$job_out" <<'PY' || fail "$1: products differ from the uninterrupted job's"
+import sys, glob, os
+import numpy as np
+from astropy.io import fits
+reference, other = sys.argv[1:]
+paths = sorted(glob.glob(os.path.join(reference, "*.fits")))
+differ = [os.path.basename(p) for p in paths
+          if not np.array_equal(fits.getdata(p), fits.getdata(os.path.join(other, os.path.basename(p))), equal_nan=True)]
+print(f"{len(paths) - len(differ)} of {len(paths)} FITS products identical to the uninterrupted job's")
+sys.exit(1 if differ or not paths else 0)
+PY
+}
+interrupted_job warned "$launcher"
+if [[ $launcher == srun ]]; then interrupted_job warned-mpirun mpirun; fi
+
+if ((failures)); then
+  echo "the job logs are in $work"
+  exit 1
+fi
+rm -rf "$work"
+echo "passed"
