@@ -4,6 +4,7 @@ find_package(MPI REQUIRED COMPONENTS CXX)
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(Boost 1.74 REQUIRED COMPONENTS program_options)
 find_package(Threads REQUIRED)
+find_package(nlohmann_json 3.10 REQUIRED)
 find_package(PkgConfig REQUIRED)
 
 pkg_check_modules(CFITSIO REQUIRED IMPORTED_TARGET cfitsio)

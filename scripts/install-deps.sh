@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config python3
+  build-essential cmake pkg-config python3 nlohmann-json3-dev
   casacore-dev casacore-data libcfitsio-dev libfftw3-dev wcslib-dev
   libopenmpi-dev openmpi-bin libboost-program-options-dev
   libgtest-dev libopenblas-dev

@@ -20,21 +20,37 @@ max_restarts=${SPIP_MAX_RESTARTS:-20}
 restarts=${SLURM_RESTART_COUNT:-0}
 resumable=75  # spip's exit code for "stopped early, resume with the same command"
 
+# Seconds left in this allocation from squeue's [D-]HH:MM:SS (none when unlimited):
+# spip refuses to start a run that could not finish one channel in them.
+time_left_s() {
+  local left days=0 h=0 m=0 s=0
+  left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
+  [[ $left =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]] || return
+  days=${BASH_REMATCH[2]:-0} h=${BASH_REMATCH[4]:-0} m=${BASH_REMATCH[5]} s=${BASH_REMATCH[6]}
+  echo $(((10#$days * 24 + 10#$h) * 3600 + 10#$m * 60 + 10#$s))
+}
+limit=$(time_left_s)
+time_option=()
+if [[ -n $limit ]]; then time_option=(--parallel.time_limit "$limit"); fi
+
 threads=${SLURM_CPUS_PER_TASK:-1}
 export OMP_NUM_THREADS=$threads OMP_PLACES=cores OMP_PROC_BIND=close
 log=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/^ *StdOut=//p')
 echo "spip job $SLURM_JOB_ID, start $((restarts + 1)): $SLURM_NTASKS rank(s) on $SLURM_JOB_NUM_NODES node(s)" \
      "($SLURM_JOB_NODELIST), $threads OpenMP thread(s) each, launched by $launcher"
-echo "spip job $SLURM_JOB_ID: config $config; products in $out; log in ${log:-the job output file}"
+echo "spip job $SLURM_JOB_ID: config $config; products in $out; log in ${log:-the job output file};" \
+     "time left ${limit:-unlimited} s"
 
 case $launcher in
   srun)
-    srun --mpi=pmix --cpu-bind=cores "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" "$@" &
+    srun --mpi=pmix --cpu-bind=cores "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" \
+      "${time_option[@]}" "$@" &
     ;;
   mpirun)
-    flags=(--bind-to core --map-by "ppr:${SLURM_NTASKS_PER_NODE:-$SLURM_NTASKS}:node:PE=$threads")
+    flags=(-q --bind-to core --map-by "ppr:${SLURM_NTASKS_PER_NODE:-$SLURM_NTASKS}:node:PE=$threads")
     if [[ $(id -u) -eq 0 ]]; then flags+=(--allow-run-as-root); fi
-    mpirun "${flags[@]}" "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" "$@" &
+    mpirun "${flags[@]}" "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" \
+      "${time_option[@]}" "$@" &
     ;;
   *)
     echo "spip job: SPIP_LAUNCHER must be srun or mpirun, not '$launcher'" >&2

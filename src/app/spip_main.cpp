@@ -37,13 +37,19 @@ int main(int argc, char** argv) {
     case spip::CommandAction::print_config:
       if (mpi.is_root()) std::cout << spip::to_ini(command.config);
       return 0;
+    case spip::CommandAction::plan:
+      if (!mpi.is_root()) return 0;
+      try {
+        return spip::pipeline::print_plan(command.config, {command.plan_ranks, command.plan_rates}, mpi.size(),
+                                          std::cout);
+      } catch (const spip::Error& e) {
+        return report(mpi, e.what(), e.code());
+      }
     case spip::CommandAction::run:
       break;
   }
   const spip::pipeline::Log log(mpi.rank(), mpi.size());
   try {
-    log.root("spip " + std::string(spip::version) + " on " + std::to_string(mpi.size()) + " rank(s); effective configuration:\n" +
-             spip::to_ini(command.config));
     const spip::pipeline::Products products = spip::pipeline::run(command.config, mpi, log);
     if (mpi.is_root()) {
       std::cout << "spip: products in " << command.config.output.dir << ":\n";

@@ -307,6 +307,10 @@ const std::vector<Key>& keys() {
       scalar("parallel.channels_per_rank", &Config::parallel, &ParallelConfig::channels_per_rank,
              [](int v) { return v >= 0; }, "an integer >= 0", "channels",
              "fixed channel block per rank; 0: balance unflagged visibilities over ranks"),
+      scalar("parallel.time_limit", &Config::parallel, &ParallelConfig::time_limit,
+             [](double v) { return v >= 0; }, "a number >= 0", "s",
+             "time the run may take (the Slurm scripts pass the job's time left); a run that cannot finish one "
+             "channel in it stops before reading; 0: no limit"),
   };
   return table;
 }
@@ -332,6 +336,9 @@ po::options_description generic_options() {
       ("config", po::value<std::string>())
       ("help", "")
       ("print-config", "")
+      ("plan", "")
+      ("plan-ranks", po::value<int>())
+      ("plan-rates", po::value<std::string>())
       ("version", "");
   return options;
 }
@@ -429,6 +436,15 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
     return parsed;
   }
   if (command_line.count("print-config")) parsed.action = CommandAction::print_config;
+  if (command_line.count("plan")) parsed.action = CommandAction::plan;
+  if ((command_line.count("plan-ranks") || command_line.count("plan-rates")) && !command_line.count("plan"))
+    SPIP_THROW(ConfigError, "--plan-ranks and --plan-rates go with --plan");
+  if (command_line.count("plan-ranks")) {
+    parsed.plan_ranks = command_line["plan-ranks"].as<int>();
+    if (parsed.plan_ranks < 1)
+      SPIP_THROW(ConfigError, "--plan-ranks " + std::to_string(parsed.plan_ranks) + ": expected an integer >= 1");
+  }
+  if (command_line.count("plan-rates")) parsed.plan_rates = command_line["plan-rates"].as<std::string>();
 
   Config& config = parsed.config;
   po::variables_map file;
@@ -468,7 +484,7 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                                 " needs clean.auto_threshold between 0 and it, exclusive (the mask is found at "
                                 "auto_mask sigma, then CLEAN goes deeper inside it to auto_threshold sigma); "
                                 "clean.auto_threshold is " + text(clean.auto_threshold));
-  if (parsed.action == CommandAction::run && input.ms.empty())
+  if ((parsed.action == CommandAction::run || parsed.action == CommandAction::plan) && input.ms.empty())
     SPIP_THROW(ConfigError,
                "input.ms is not set: expected one or more Measurement Set paths, as "
                "input.ms in the [input] section of the config file or --input.ms on the "
@@ -486,6 +502,11 @@ std::string help_text() {
          "  --config FILE    read settings from an INI file with sections [input] [image]\n"
          "                   [clean] [faraday] [output] [parallel]; the command line wins\n"
          "  --print-config   print the effective configuration as such a file and exit\n"
+         "  --plan           print what the run needs per rank (memory, disk, estimated time, from\n"
+         "                   the MS metadata and rates timed here) and the sbatch options to ask\n"
+         "                   for, then exit; --plan-ranks N plans for N ranks (default: the ranks\n"
+         "                   spip runs on), --plan-rates QA_JSON takes the major cycles per channel\n"
+         "                   from a previous run's qa.json\n"
          "  --help           print this help and exit\n"
          "  --version        print the version and exit\n"
          "\n"

@@ -326,6 +326,28 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
   return block;
 }
 
+std::vector<double> MsReader::uvw_m() const {
+  const Impl& m = *impl_;
+  std::vector<double> out;
+  try {
+    const cc::ArrayColumn<double> uvw_column(m.main, "UVW");
+    const cc::rownr_t total = m.main.nrow();
+    const cc::rownr_t step = m.rows_per_chunk();
+    out.reserve(total * 3);
+    for (cc::rownr_t first = 0; first < total; first += step) {
+      const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, total - first));
+      if (chunk.kept == 0) continue;
+      const cc::Array<double> uvw = uvw_column.getColumnRange(chunk.range);
+      for (std::size_t r = 0; r < chunk.keep.size(); ++r)
+        if (chunk.keep[r]) out.insert(out.end(), uvw.data() + 3 * r, uvw.data() + 3 * r + 3);
+      m.clear_caches();
+    }
+  } catch (const cc::AipsError& e) {
+    bad_input(m.info.path + ": reading UVW: " + std::string(e.what()));
+  }
+  return out;
+}
+
 std::vector<std::int64_t> MsReader::unflagged_per_channel() const {
   const std::vector<std::int64_t> counts = unflagged_per_channel(0, impl_->info.num_rows);
   require_unflagged(impl_->info, counts);

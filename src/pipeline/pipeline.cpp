@@ -18,6 +18,7 @@
 #include "budget.hpp"
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
+#include "planning.hpp"
 #include "progress.hpp"
 #include "stop_request.hpp"
 #include "products.hpp"
@@ -36,188 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 constexpr double speed_of_light = 299792458.0;
 constexpr double rad_to_arcsec = 180.0 * 3600.0 / std::numbers::pi;
-
-// ---- plan ------------------------------------------------------------------
-
-struct Plan {
-  std::vector<ms::MsReader> readers;
-  int chan_begin = 0, chan_end = 0;              // imaged range of the band
-  std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
-  std::string backend;                           // "cpu" or "gpu <index>"
-  int gpu_device = -1;                           // -1: CPU
-  imaging::ImageGeometry geometry;
-  std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
-  std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
-  MemoryPlan memory;                             // this rank's
-};
-
-std::vector<ms::MsReader> open_inputs(const Config& config) {
-  ms::Selection selection;
-  selection.column = config.input.column;
-  selection.field = config.input.field;
-  selection.spw = config.input.spw;
-  selection.row_chunk = static_cast<std::size_t>(config.input.row_chunk);
-  std::vector<ms::MsReader> readers;
-  std::vector<ms::MsInfo> infos;
-  for (const std::string& path : config.input.ms) {
-    readers.emplace_back(path, selection);
-    infos.push_back(readers.back().info());
-  }
-  ms::require_same_channels(infos);
-  return readers;
-}
-
-// A planning step may fail on some ranks only (a node without a GPU, a read error in
-// one share of the rows). Every rank learns whether any failed, so that all leave
-// together instead of some waiting in the next collective call; the failing ranks
-// say why (rank 0 reports for the job).
-void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
-  if (!(mpi.max(local ? 1.0 : 0.0) > 0)) return;
-  if (!local) SPIP_THROW(InputError, "another rank could not start (see its message above)");
-  if (!mpi.is_root()) {
-    try {
-      std::rethrow_exception(local);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "spip: rank %d: error: %s\n", mpi.rank(), e.what());
-    }
-  }
-  std::rethrow_exception(local);
-}
-
-// Unflagged visibilities per imaged channel over every input MS: the cost that the
-// channel blocks balance. Each rank counts a share of the rows and one all-reduce adds
-// them, so the FLAG column is read once per job, not once per rank.
-std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers, int begin, int end,
-                                       const parallel::MpiContext& mpi) {
-  std::vector<std::int64_t> cost(static_cast<std::size_t>(end - begin), 0);
-  for (const ms::MsReader& reader : readers) {
-    const std::int64_t rows = reader.info().num_rows;
-    std::vector<std::int64_t> counts;
-    std::exception_ptr failure;
-    try {
-      counts = reader.unflagged_per_channel(rows * mpi.rank() / mpi.size(), rows * (mpi.rank() + 1) / mpi.size());
-    } catch (...) {
-      failure = std::current_exception();
-    }
-    agree_on_failure(mpi, failure);
-    mpi.sum_all(counts);
-    ms::require_unflagged(reader.info(), counts);
-    for (int c = begin; c < end; ++c) cost[c - begin] += counts[c];
-  }
-  return cost;
-}
-
-// Local rank modulo the visible devices (CUDA_VISIBLE_DEVICES, which Slurm's
-// --gpus-per-task sets per task), after checking that the imaging memory plan fits.
-std::string choose_backend(const Config& config, int local_rank, const imaging::ImageGeometry& geometry,
-                           std::size_t max_visibilities, const Log& log) {
-  const Device requested = config.parallel.device;
-  if (requested == Device::cpu) return "cpu";
-  if (config.clean.auto_mask > 0) {  // the GPU's minor cycles have no mask yet
-    if (requested == Device::gpu)
-      SPIP_THROW(ConfigError, "clean.auto_mask runs on the CPU backend only; set parallel.device = cpu or auto");
-    log.info("clean.auto_mask is set; using the CPU backend");
-    return "cpu";
-  }
-  const cuda::DeviceProbe probe = cuda::probe_devices();
-  if (probe.devices.empty()) {
-    if (requested == Device::gpu)
-      SPIP_THROW(ConfigError, "parallel.device = gpu but no usable GPU: " + probe.reason);
-    log.info("no GPU (" + probe.reason + "); using the CPU backend");
-    return "cpu";
-  }
-  const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities);
-  const std::size_t free_bytes = cuda::free_memory_bytes(device.index);
-  if (needed > free_bytes)
-    SPIP_THROW(ConfigError, "GPU " + std::to_string(device.index) + " (" + device.name + ") has " +
-                                std::to_string(free_bytes >> 20) + " MiB free but imaging " +
-                                std::to_string(geometry.size) + "^2 pixels with channels of " +
-                                std::to_string(max_visibilities) + " visibilities needs " +
-                                std::to_string(needed >> 20) +
-                                " MiB; use a smaller image.size or image.padding, or fewer ranks per GPU");
-  log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " of " +
-           std::to_string(probe.devices.size()) + " visible (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
-           "): " + device.name + ", " + std::to_string(needed >> 20) + " of " + std::to_string(free_bytes >> 20) +
-           " MiB free planned for imaging");
-  return "gpu " + std::to_string(device.index);
-}
-
-// Everything this rank will hold, and everything the run will write, against what
-// the rank may hold and what the output file system has; before any visibility is read.
-void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
-  const ms::MsInfo& info = plan.readers.front().info();
-  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
-  const int num_chan = plan.chan_end - plan.chan_begin;
-  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
-  std::exception_ptr failure;
-  try {
-    MemoryNeeds needs;
-    needs.budget = memory_budget_bytes(config.parallel, mpi.local_size());
-    needs.geometry = plan.geometry;
-    // What the reader keeps of a channel (the selected field and window, unflagged),
-    // not every row of the main table.
-    needs.rows_per_channel = static_cast<double>(plan.busiest_channel);
-    needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
-    needs.block_channels = config.input.block_channels;
-    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
-    plan.memory = plan_memory(needs);
-    if (mpi.is_root())
-      require_disk_space(config.output.dir,
-                         product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
-                                       static_cast<double>(plan.geometry.pixels()), num_phi,
-                                       static_cast<int>(config.faraday.cubes.size())));
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  agree_on_failure(mpi, failure);
-  log.root(plan.memory.describe() + " (rank 0)");
-}
-
-Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
-  Plan plan;
-  plan.readers = open_inputs(config);
-  const ms::MsInfo& info = plan.readers.front().info();
-  const int band = info.num_channels();
-  plan.chan_begin = config.input.channel_begin;
-  plan.chan_end = config.input.channel_end < 0 ? band : config.input.channel_end;
-  if (plan.chan_end > band || plan.chan_begin >= plan.chan_end)
-    SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(plan.chan_begin) +
-                               ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
-                               std::to_string(band) + " channels");
-  for (const ms::MsReader& reader : plan.readers)
-    log.root("input " + reader.info().path + ": " + std::to_string(reader.info().num_rows) + " rows, " +
-             std::to_string(band) + " channels, correlations [" + reader.info().stokes_summary() + "]");
-  for (int s = 0; s < ms::num_stokes; ++s)
-    if (!info.stokes_determined[s])
-      log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
-  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
-                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
-  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
-  std::exception_ptr failure;
-  try {
-    plan.backend = choose_backend(config, mpi.local_rank(), plan.geometry, plan.max_visibilities, log);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  agree_on_failure(mpi, failure);
-  if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
-  const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
-  plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
-  if (config.parallel.channels_per_rank > 0) {
-    plan.blocks = parallel::fixed_channel_blocks(plan.chan_end - plan.chan_begin, config.parallel.channels_per_rank, mpi.size());
-    if (plan.blocks.empty())
-      SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(config.parallel.channels_per_rank) +
-                                  " on " + std::to_string(mpi.size()) + " ranks cannot hold " +
-                                  std::to_string(plan.chan_end - plan.chan_begin) + " channels; expected at least " +
-                                  std::to_string((plan.chan_end - plan.chan_begin + mpi.size() - 1) / mpi.size()));
-  } else {
-    plan.blocks = parallel::balance_channels(cost, mpi.size());
-  }
-  check_budgets(config, mpi, log, plan);
-  return plan;
-}
 
 // ---- channel data ------------------------------------------------------------
 
@@ -307,16 +126,6 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
   imaging::apply_weighting(geometry, scheme, data.uvw_lambda.data(), data.uvw_lambda.size() / 3, ms::num_stokes,
                            data.weights.data());
   return stats;
-}
-
-imaging::WeightingScheme weighting_scheme(const Config& config) {
-  imaging::WeightingScheme scheme;
-  scheme.mode = config.image.weighting;
-  scheme.robust = config.image.robust;
-  scheme.uv_min = config.image.uv_min;
-  scheme.uv_max = config.image.uv_max;
-  scheme.taper_fwhm_rad = config.image.taper_arcsec / rad_to_arcsec;
-  return scheme;
 }
 
 // Feeds the rank's channels to the imager one ahead: while channel c is imaged, the
@@ -434,10 +243,23 @@ std::string json_number(double value) {
   return out.str();
 }
 
+// Wall times of the stages that are not per channel or per rank, in seconds: what
+// `spip --plan --plan-rates` reads back as the rates of a similar job.
+struct RunTimes {
+  double setup_s = 0;     // FFT plans and grid corrections (rank 0)
+  double create_s = 0;    // rank 0 creating the channel cubes
+  double faraday_s = 0;   // the Faraday stage
+  double total_s = 0;
+};
+
 void write_qa_json(const std::string& path, const std::vector<double>& records, const Plan& plan,
-                   const std::vector<double>& rank_seconds, const fits::Beam& beam) {
+                   const std::vector<double>& rank_seconds, const fits::Beam& beam, const RunTimes& times) {
   std::ostringstream out;
   out << "{\n  \"spip_qa_version\": 1,\n";
+  out << "  \"run\": {\"ranks\": " << plan.blocks.size() << ", \"image_pixels\": " << plan.geometry.pixels()
+      << ", \"grid_size\": " << plan.geometry.grid_size << ", \"setup_s\": " << json_number(times.setup_s)
+      << ", \"create_s\": " << json_number(times.create_s) << ", \"faraday_s\": " << json_number(times.faraday_s)
+      << ", \"total_s\": " << json_number(times.total_s) << "},\n";
   out << "  \"restoring_beam\": {\"major_arcsec\": " << json_number(beam.major_rad * rad_to_arcsec)
       << ", \"minor_arcsec\": " << json_number(beam.minor_rad * rad_to_arcsec)
       << ", \"pa_deg\": " << json_number(beam.pa_rad * 180 / std::numbers::pi) << "},\n";
@@ -453,8 +275,9 @@ void write_qa_json(const std::string& path, const std::vector<double>& records, 
   for (std::size_t r = 0; r < plan.blocks.size(); ++r)
     out << "    {\"rank\": " << r << ", \"channel_begin\": " << plan.chan_begin + plan.blocks[r].begin
         << ", \"channel_end\": " << plan.chan_begin + plan.blocks[r].end
-        << ", \"read_s\": " << json_number(rank_seconds[3 * r]) << ", \"psf_s\": " << json_number(rank_seconds[3 * r + 1])
-        << ", \"image_s\": " << json_number(rank_seconds[3 * r + 2]) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
+        << ", \"read_s\": " << json_number(rank_seconds[4 * r]) << ", \"psf_s\": " << json_number(rank_seconds[4 * r + 1])
+        << ", \"image_s\": " << json_number(rank_seconds[4 * r + 2])
+        << ", \"channels_imaged\": " << json_number(rank_seconds[4 * r + 3]) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
         << "\n";
   out << "  ]\n}\n";
   write_text_atomically(path, out.str());
@@ -494,15 +317,17 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   if (!mpi.is_root()) mpi.barrier();
   ChannelImaging imager(plan.geometry, config.image, plan.gpu_device, plan.max_visibilities);
   if (mpi.is_root()) mpi.barrier();
+  RunTimes times;
+  times.setup_s = setup_watch.seconds();
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
-           fixed(setup_watch.seconds(), 2) + " s");
+           fixed(times.setup_s, 2) + " s");
   const imaging::WeightingScheme scheme = weighting_scheme(config);
   ChannelSource source(plan, mine);
   double read_s = 0;  // time the imaging waited for channel data
 
   // Channels a killed run completed, with what later stages need of them; every rank
   // decides from the same files before rank 0 changes any of them.
-  const ChannelProgress progress(config.output.dir, config.output.prefix, to_ini(config));
+  const ChannelProgress progress(config.output.dir, config.output.prefix, run_identity(config));
   const CubeSet names = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {});
   std::vector<std::string> partials;
   for (const std::string& path : names.paths()) partials.push_back(fits::CubeFile::partial_path(path));
@@ -559,7 +384,8 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     const Stopwatch create_watch;
     progress.start_fresh();
     create_cubes(cubes);
-    log.info("created " + std::to_string(cubes.paths().size()) + " cubes in " + fixed(create_watch.seconds(), 2) + " s");
+    times.create_s = create_watch.seconds();
+    log.info("created " + std::to_string(cubes.paths().size()) + " cubes in " + fixed(times.create_s, 2) + " s");
   }
   mpi.barrier();
 
@@ -666,12 +492,13 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
-  const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s});
+  const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s, static_cast<double>(todo.size())});
   mpi.barrier();
   Products products;
   const Stopwatch faraday_watch;
   const std::vector<std::string> faraday_products = faraday.finish(mpi, log, stop);
-  log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(faraday_watch.seconds(), 2) + " s");
+  times.faraday_s = faraday_watch.seconds();
+  log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times.faraday_s, 2) + " s");
   // The channel cubes stay partial until the Faraday stage is done, so that a run
   // killed there resumes from its channels instead of imaging them again.
   if (mpi.is_root()) {
@@ -680,7 +507,8 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     products.paths = cubes.paths();
     products.paths.insert(products.paths.end(), faraday_products.begin(), faraday_products.end());
     const std::string qa_path = (fs::path(config.output.dir) / (config.output.prefix + "-qa.json")).string();
-    write_qa_json(qa_path, all_records, plan, rank_seconds, beam);
+    times.total_s = total.seconds();
+    write_qa_json(qa_path, all_records, plan, rank_seconds, beam, times);
     products.paths.push_back(qa_path);
   }
   log.root("done in " + fixed(total.seconds(), 3) + " s");

@@ -114,6 +114,74 @@ TEST(SpipCli, InputErrorsExitWithCode3) {
   expect_one_line_error(run_spip(base_args("e") + " --input.channel_end 41"), 3, {"41", "40 channels"});
 }
 
+TEST(SpipCli, AFailingRunUnderMpiexecPrintsItsErrorAlone) {
+  // -q: Open MPI's own banner about a non-zero exit, which the README's commands leave out.
+  const Outcome outcome = run(std::string(SPIP_MPIEXEC) + " 2 -q " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG +
+                              " --input.ms " + scratch("missing.ms").string() + " --output.dir " +
+                              scratch("missing_out").string());
+  expect_one_line_error(outcome, 3, {"missing.ms", "no such file"});
+  EXPECT_EQ(outcome.out, "") << "nothing but the error may be printed";
+  EXPECT_FALSE(fs::exists(scratch("missing_out"))) << "nothing may be written";
+}
+
+TEST(SpipCli, RunWritesItsEffectiveConfigurationAndSaysWhereInOneLine) {
+  const Outcome outcome = run_spip(base_args("effective") + " --image.robust 0.5");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  const fs::path ini = scratch("effective") / "spip-config.ini";
+  EXPECT_NE(outcome.out.find("effective configuration in " + ini.string()), std::string::npos) << outcome.out;
+  EXPECT_EQ(outcome.out.find("[clean]"), std::string::npos) << "the configuration belongs in its file, not the log";
+  const std::string text = read_file(ini);
+  EXPECT_NE(text.find("robust = 0.5"), std::string::npos) << text;
+  // It is a configuration spip reads back as the same run.
+  const Outcome again = run_spip("--config " + ini.string() + " --print-config");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, text);
+}
+
+TEST(SpipCli, RunThatCannotFinishAChannelInItsTimeLimitStopsBeforeReading) {
+  const Outcome outcome = run_spip(sample_args("late") + " --parallel.time_limit 1");
+  expect_one_line_error(outcome, 2, {"a rank with 40 channels needs about", "to finish its first channel",
+                                     "parallel.time_limit is 1 s"});
+  EXPECT_FALSE(fs::exists(scratch("late"))) << "nothing may be written";
+  std::printf("[ measured ] %s", outcome.err.c_str());
+}
+
+TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
+  const Outcome plan = run_spip(sample_args("plan") + " --image.size 256 --faraday.phi_max 60 --faraday.dphi 1 --plan --plan-ranks 3");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  // 40 channels of 9936 rows over 3 ranks: 13, 14 and 13 channels.
+  for (const char* row : {"0         [0, 13)         129168", "1        [13, 27)         139104",
+                          "2        [27, 40)         129168"})
+    EXPECT_NE(plan.out.find(row), std::string::npos) << row << " not in:\n" << plan.out;
+  EXPECT_NE(plan.out.find("121 Faraday depths"), std::string::npos) << plan.out;
+  // Without CLEAN: 9 channel cubes (dirty, restored, PSF) of 40 planes, 20 moments, 6 peak
+  // maps and 6 cubes of 121 depths, of 256^2 float pixels: 0.2915 GB before headers.
+  EXPECT_NE(plan.out.find("products: 0.29 GB in " + scratch("plan").string()), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("suggested: sbatch --ntasks=3 --cpus-per-task=1 --mem-per-cpu="), std::string::npos)
+      << plan.out;
+  EXPECT_FALSE(fs::exists(scratch("plan"))) << "a plan writes nothing";
+  std::printf("[ measured ] %s", plan.out.c_str());
+
+  // Under mpiexec, one plan for the ranks it runs on, from rank 0.
+  const Outcome two = run(std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " " + sample_args("plan2") +
+                          " --image.size 128 --plan");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.out.find("plan: 2 rank(s)"), std::string::npos) << two.out;
+  EXPECT_EQ(two.out.find("plan:"), two.out.rfind("plan:")) << "printed more than once:\n" << two.out;
+}
+
+TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {
+  ASSERT_EQ(run_spip(base_args("rates")).exit_code, 0);
+  const fs::path qa = scratch("rates") / "spip-qa.json";
+  const Outcome plan = run_spip(base_args("rates_plan") + " --plan --plan-rates " + qa.string());
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("rates measured by the run of " + qa.string()), std::string::npos) << plan.out;
+  expect_one_line_error(run_spip(base_args("rates_bad") + " --plan --plan-rates " + oskar_ms + "/table.dat"), 3,
+                        {"table.dat", "not a spip qa.json"});
+  expect_one_line_error(run_spip(base_args("rates_alone") + " --plan-rates " + qa.string()), 2,
+                        {"--plan-ranks and --plan-rates go with --plan"});
+}
+
 TEST(SpipCli, RunsThatCannotFitStopBeforeWritingAnything) {
   // Memory: an image no rank can hold is refused at planning time, not by bad_alloc.
   const Outcome huge = run_spip(sample_args("huge") + " --image.size 5000000");

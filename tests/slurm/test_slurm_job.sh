@@ -51,6 +51,7 @@ check_products() {  # NAME OUT LOG SBATCH_STATUS
   [[ -f $2/demo-qa.json ]] || fail "$1: no qa.json"
   [[ ! -e $2/.demo.progress ]] || fail "$1: progress markers left behind"
   grep -q "on 2 rank(s)" "$3" || fail "$1: spip did not run on 2 ranks"
+  grep -q "against parallel.time_limit" "$3" || fail "$1: the job's time left did not reach spip"
   grep -q "spip job .*: done; products in $2" "$3" || fail "$1: the script did not report its products"
 }
 

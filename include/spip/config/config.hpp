@@ -80,6 +80,7 @@ struct ParallelConfig {
   int threads = 0;                    // OpenMP threads per rank; 0: all available cores
   int channels_per_rank = 0;          // fixed channel block per rank; 0: balance unflagged visibilities
   double memory_gb = 0;               // what a rank may hold (GB = 1e9 B); 0: the node's memory over its ranks
+  double time_limit = 0;              // seconds the run may take (the job's time left); 0: no limit
 };
 
 struct Config {
@@ -95,11 +96,13 @@ struct Config {
 };
 
 // What the command line asked for besides a run.
-enum class CommandAction { run, help, print_config, version };
+enum class CommandAction { run, help, print_config, version, plan };
 
 struct ParsedCommand {
   CommandAction action = CommandAction::run;
   Config config;
+  int plan_ranks = 0;             // --plan-ranks; 0: the ranks spip runs on
+  std::string plan_rates;         // --plan-rates: a previous run's qa.json
 };
 
 // Parses `--config FILE` (INI sections [input] [image] ...) and `--section.key value`

@@ -1,5 +1,6 @@
 #pragma once
 // One rank's share of a spip run: plan, read its channel block, write its products.
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -37,5 +38,15 @@ struct Products {
 // none waits for another; errors after planning throw RankFailure. SIGTERM or SIGUSR1
 // on any rank makes every rank finish its current channel and throw Interrupted.
 Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log);
+
+// spip --plan: the job's figures for `ranks` ranks (0: the ranks it runs on) from the
+// inputs' metadata and rates timed on this machine, with what to ask sbatch for.
+// Not collective: call it on one rank. `previous_qa` (optional) is a qa.json whose
+// major cycles per channel replace the default.
+struct PlanRequest {
+  int ranks = 0;
+  std::string previous_qa;
+};
+int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out);
 
 }  // namespace spip::pipeline

@@ -1,0 +1,544 @@
+#include "planning.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <numbers>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "channel_imaging.hpp"
+#include "faraday_stage.hpp"
+#include "products.hpp"
+#include "spip/cuda/device.hpp"
+#include "spip/error.hpp"
+#include "spip/faraday/rm_synthesis.hpp"
+#include "spip/parallel/mpi_context.hpp"
+#include "spip/pipeline/log.hpp"
+#include "spip/pipeline/pipeline.hpp"
+#include "spip/version.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+constexpr double speed_of_light = 299792458.0;
+constexpr double rad_to_arcsec = 180.0 * 3600.0 / std::numbers::pi;
+
+std::vector<ms::MsReader> open_inputs(const Config& config) {
+  ms::Selection selection;
+  selection.column = config.input.column;
+  selection.field = config.input.field;
+  selection.spw = config.input.spw;
+  selection.row_chunk = static_cast<std::size_t>(config.input.row_chunk);
+  std::vector<ms::MsReader> readers;
+  std::vector<ms::MsInfo> infos;
+  for (const std::string& path : config.input.ms) {
+    readers.emplace_back(path, selection);
+    infos.push_back(readers.back().info());
+  }
+  ms::require_same_channels(infos);
+  return readers;
+}
+
+// A planning step may fail on some ranks only (a node without a GPU, a read error in
+// one share of the rows). Every rank learns whether any failed, so that all leave
+// together instead of some waiting in the next collective call; the failing ranks
+// say why (rank 0 reports for the job).
+void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
+  if (!(mpi.max(local ? 1.0 : 0.0) > 0)) return;
+  if (!local) SPIP_THROW(InputError, "another rank could not start (see its message above)");
+  if (!mpi.is_root()) {
+    try {
+      std::rethrow_exception(local);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "spip: rank %d: error: %s\n", mpi.rank(), e.what());
+    }
+  }
+  std::rethrow_exception(local);
+}
+
+// Unflagged visibilities per imaged channel over every input MS: the cost that the
+// channel blocks balance. Each rank counts a share of the rows and one all-reduce adds
+// them, so the FLAG column is read once per job, not once per rank.
+std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers, int begin, int end,
+                                       const parallel::MpiContext& mpi) {
+  std::vector<std::int64_t> cost(static_cast<std::size_t>(end - begin), 0);
+  for (const ms::MsReader& reader : readers) {
+    const std::int64_t rows = reader.info().num_rows;
+    std::vector<std::int64_t> counts;
+    std::exception_ptr failure;
+    try {
+      counts = reader.unflagged_per_channel(rows * mpi.rank() / mpi.size(), rows * (mpi.rank() + 1) / mpi.size());
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    agree_on_failure(mpi, failure);
+    mpi.sum_all(counts);
+    ms::require_unflagged(reader.info(), counts);
+    for (int c = begin; c < end; ++c) cost[c - begin] += counts[c];
+  }
+  return cost;
+}
+
+// Local rank modulo the visible devices (CUDA_VISIBLE_DEVICES, which Slurm's
+// --gpus-per-task sets per task), after checking that the imaging memory plan fits.
+std::string choose_backend(const Config& config, int local_rank, const imaging::ImageGeometry& geometry,
+                           std::size_t max_visibilities, const Log& log) {
+  const Device requested = config.parallel.device;
+  if (requested == Device::cpu) return "cpu";
+  if (config.clean.auto_mask > 0) {  // the GPU's minor cycles have no mask yet
+    if (requested == Device::gpu)
+      SPIP_THROW(ConfigError, "clean.auto_mask runs on the CPU backend only; set parallel.device = cpu or auto");
+    log.info("clean.auto_mask is set; using the CPU backend");
+    return "cpu";
+  }
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  if (probe.devices.empty()) {
+    if (requested == Device::gpu)
+      SPIP_THROW(ConfigError, "parallel.device = gpu but no usable GPU: " + probe.reason);
+    log.info("no GPU (" + probe.reason + "); using the CPU backend");
+    return "cpu";
+  }
+  const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities);
+  const std::size_t free_bytes = cuda::free_memory_bytes(device.index);
+  if (needed > free_bytes)
+    SPIP_THROW(ConfigError, "GPU " + std::to_string(device.index) + " (" + device.name + ") has " +
+                                std::to_string(free_bytes >> 20) + " MiB free but imaging " +
+                                std::to_string(geometry.size) + "^2 pixels with channels of " +
+                                std::to_string(max_visibilities) + " visibilities needs " +
+                                std::to_string(needed >> 20) +
+                                " MiB; use a smaller image.size or image.padding, or fewer ranks per GPU");
+  log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " of " +
+           std::to_string(probe.devices.size()) + " visible (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
+           "): " + device.name + ", " + std::to_string(needed >> 20) + " of " + std::to_string(free_bytes >> 20) +
+           " MiB free planned for imaging");
+  return "gpu " + std::to_string(device.index);
+}
+
+// Everything this rank will hold, and everything the run will write, against what
+// the rank may hold and what the output file system has; before any visibility is read.
+void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
+  const ms::MsInfo& info = plan.readers.front().info();
+  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
+  std::exception_ptr failure;
+  try {
+    MemoryNeeds needs;
+    needs.budget = memory_budget_bytes(config.parallel, mpi.local_size());
+    needs.geometry = plan.geometry;
+    // What the reader keeps of a channel (the selected field and window, unflagged),
+    // not every row of the main table.
+    needs.rows_per_channel = static_cast<double>(plan.busiest_channel);
+    needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
+    needs.block_channels = config.input.block_channels;
+    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
+    plan.memory = plan_memory(needs);
+    if (mpi.is_root())
+      require_disk_space(config.output.dir,
+                         product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
+                                       static_cast<double>(plan.geometry.pixels()), num_phi,
+                                       static_cast<int>(config.faraday.cubes.size())));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  log.root(plan.memory.describe() + " (rank 0)");
+}
+
+// The rank with the most channels, and the most image rows of a Faraday slab.
+struct SlowestRank {
+  int channels = 0;
+  double slab_pixels = 0;
+};
+
+SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, const imaging::ImageGeometry& geometry) {
+  SlowestRank slowest;
+  for (const parallel::ChannelBlock& block : blocks) slowest.channels = std::max(slowest.channels, block.size());
+  const int ranks = static_cast<int>(blocks.size());
+  slowest.slab_pixels = std::ceil(static_cast<double>(geometry.size) / ranks) * geometry.size;
+  return slowest;
+}
+
+// With parallel.time_limit, a run that cannot finish even one channel on its slowest
+// rank (after the PSFs of all that rank's channels) would only be requeued for ever:
+// it stops here. One that needs longer than the limit says so and how many starts it
+// will take. Rank 0 times the rates for every rank.
+void check_time(const Config& config, const parallel::MpiContext& mpi, const Log& log, const Plan& plan) {
+  const double limit = config.parallel.time_limit;
+  if (!(limit > 0)) return;
+  std::exception_ptr failure;
+  try {
+    if (mpi.is_root()) {
+      const CostRates rates = measure_rates(config, plan);
+      const SlowestRank slowest = slowest_rank(plan.blocks, plan.geometry);
+      const double first =
+          rates.setup_s + rates.create_s + slowest.channels * rates.psf_channel_s + rates.image_channel_s;
+      const double total = rank_seconds(rates, slowest.channels, slowest.slab_pixels, true);
+      if (first > limit)
+        SPIP_THROW(ConfigError, "a rank with " + std::to_string(slowest.channels) + " channels needs about " +
+                                    fixed(first, 0) + " s to finish its first channel (set-up " +
+                                    fixed(rates.setup_s, 1) + " s, PSFs " + fixed(rates.psf_channel_s, 2) +
+                                    " s and imaging " + fixed(rates.image_channel_s, 2) +
+                                    " s per channel), but parallel.time_limit is " + fixed(limit, 0) +
+                                    " s; ask for more time or more ranks");
+      log.root("estimated " + fixed(total, 0) + " s on the slowest rank against parallel.time_limit " +
+               fixed(limit, 0) + " s" +
+               (total > limit ? "; the run will stop at the limit and resume in about " +
+                                    std::to_string(static_cast<int>(std::ceil(total / limit))) + " starts"
+                              : ""));
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+}
+
+// The effective configuration next to the products, once the run is known to start.
+void write_effective_config(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+  if (!mpi.is_root()) return;
+  const std::string path = (fs::path(config.output.dir) / (config.output.prefix + "-config.ini")).string();
+  fs::create_directories(config.output.dir);
+  write_text_atomically(path, to_ini(config));
+  log.root("effective configuration in " + path);
+}
+
+}  // namespace
+
+Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+  Plan plan;
+  plan.readers = open_inputs(config);
+  const ms::MsInfo& info = plan.readers.front().info();
+  const int band = info.num_channels();
+  plan.chan_begin = config.input.channel_begin;
+  plan.chan_end = config.input.channel_end < 0 ? band : config.input.channel_end;
+  if (plan.chan_end > band || plan.chan_begin >= plan.chan_end)
+    SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(plan.chan_begin) +
+                               ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
+                               std::to_string(band) + " channels");
+  log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): channels [" +
+           std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
+           std::to_string(plan.readers.size()) + " Measurement Set(s) into " + std::to_string(config.image.size) +
+           "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes I, Q, U, V, then the Faraday stage; "
+           "products in " + config.output.dir + " (prefix " + config.output.prefix + ")");
+  for (const ms::MsReader& reader : plan.readers)
+    log.root("input " + reader.info().path + ": " + std::to_string(reader.info().num_rows) + " rows, " +
+             std::to_string(band) + " channels, correlations [" + reader.info().stokes_summary() + "]");
+  for (int s = 0; s < ms::num_stokes; ++s)
+    if (!info.stokes_determined[s])
+      log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
+  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
+                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
+  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
+  std::exception_ptr failure;
+  try {
+    plan.backend = choose_backend(config, mpi.local_rank(), plan.geometry, plan.max_visibilities, log);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
+  const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
+  plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
+  if (config.parallel.channels_per_rank > 0) {
+    plan.blocks = parallel::fixed_channel_blocks(plan.chan_end - plan.chan_begin, config.parallel.channels_per_rank, mpi.size());
+    if (plan.blocks.empty())
+      SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(config.parallel.channels_per_rank) +
+                                  " on " + std::to_string(mpi.size()) + " ranks cannot hold " +
+                                  std::to_string(plan.chan_end - plan.chan_begin) + " channels; expected at least " +
+                                  std::to_string((plan.chan_end - plan.chan_begin + mpi.size() - 1) / mpi.size()));
+  } else {
+    plan.blocks = parallel::balance_channels(cost, mpi.size());
+  }
+  check_budgets(config, mpi, log, plan);
+  check_time(config, mpi, log, plan);
+  write_effective_config(config, mpi, log);
+  return plan;
+}
+
+
+imaging::WeightingScheme weighting_scheme(const Config& config) {
+  imaging::WeightingScheme scheme;
+  scheme.mode = config.image.weighting;
+  scheme.robust = config.image.robust;
+  scheme.uv_min = config.image.uv_min;
+  scheme.uv_max = config.image.uv_max;
+  scheme.taper_fwhm_rad = config.image.taper_arcsec / rad_to_arcsec;
+  return scheme;
+}
+
+std::string run_identity(const Config& config) {
+  Config identity = config;
+  identity.parallel.time_limit = 0;
+  return to_ini(identity);
+}
+
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) SPIP_THROW(InputError, path + ": cannot open the previous run's qa.json");
+  try {
+    return nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    SPIP_THROW(InputError, path + ": not a spip qa.json: " + e.what());
+  }
+}
+
+double number_in(const nlohmann::json& object, const char* key, const std::string& path) {
+  if (!object.contains(key) || !object[key].is_number())
+    SPIP_THROW(InputError, path + ": no number \"" + key + "\" (the qa.json of an older spip, which did not record them)");
+  return object[key].get<double>();
+}
+
+// A channel with the inputs' UVW at the band's middle frequency, a 1 Jy point source at
+// the phase centre, and unit weights before the configured weighting.
+cuda::ChannelInput synthetic_channel(const Config& config, const Plan& plan) {
+  const ms::MsInfo& info = plan.readers.front().info();
+  const double inv_lambda = info.freq_hz[static_cast<std::size_t>((plan.chan_begin + plan.chan_end) / 2)] / speed_of_light;
+  cuda::ChannelInput input;
+  for (const ms::MsReader& reader : plan.readers)
+    for (double metres : reader.uvw_m()) input.uvw_lambda.push_back(metres * inv_lambda);
+  const std::size_t rows = input.uvw_lambda.size() / 3;
+  input.vis.assign(ms::num_stokes * rows, {0.0f, 0.0f});
+  for (std::size_t r = 0; r < rows; ++r) input.vis[ms::num_stokes * r + ms::stokes_i] = {1.0f, 0.0f};
+  input.weights.assign(ms::num_stokes * rows, 1.0f);
+  imaging::apply_weighting(plan.geometry, weighting_scheme(config), input.uvw_lambda.data(), rows, ms::num_stokes,
+                           input.weights.data());
+  return input;
+}
+
+// RM synthesis and RM-CLEAN of noise spectra (most pixels of a real field hold only
+// noise) on the run's Faraday depth axis, per pixel.
+double faraday_seconds_per_pixel(const Config& config, const std::vector<double>& freq_hz) {
+  constexpr int pixels = 4096;
+  const std::vector<double> weight(freq_hz.size(), 1.0);
+  const faraday::SynthesisSetup setup = faraday::make_setup(freq_hz, weight, config.faraday);
+  const int num_chan = static_cast<int>(freq_hz.size());
+  const double sigma = 1.0 / std::sqrt(static_cast<double>(num_chan));  // of the FDF, unit channel noise
+  const FaradayConfig& f = config.faraday;
+  const faraday::SpectrumSettings settings = faraday::spectrum_settings(
+      setup, sigma, {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
+  std::mt19937 random(1);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<std::complex<float>> p(static_cast<std::size_t>(num_chan) * pixels);
+  for (auto& value : p) value = {noise(random), noise(random)};
+  const std::vector<std::complex<float>> a = faraday::synthesis_matrix(setup, setup.axis);
+  const std::vector<std::complex<float>> rmsf = faraday::rmsf_for_clean(setup);
+  const Stopwatch watch;
+  faraday::synthesise_slab(a, num_chan, p.data(), pixels, rmsf, settings);
+  return watch.seconds() / pixels;
+}
+
+// Bytes per second that this process writes to the file system of `dir` (through the
+// page cache, as the products are written), from a 64 MiB scratch file it removes.
+double write_rate(const std::string& dir) {
+  fs::path existing = fs::absolute(dir);
+  while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  const fs::path scratch = existing / ".spip-plan-write-rate";
+  const std::vector<char> block(1 << 20, 0);
+  constexpr int blocks = 64;
+  const Stopwatch watch;
+  {
+    std::ofstream out(scratch, std::ios::binary);
+    for (int k = 0; k < blocks && out; ++k) out.write(block.data(), static_cast<std::streamsize>(block.size()));
+    if (!out) SPIP_THROW(InputError, "cannot write to " + existing.string() + " (output.dir)");
+  }
+  const double seconds = watch.seconds();
+  std::error_code error;
+  fs::remove(scratch, error);
+  return blocks * static_cast<double>(block.size()) / seconds;
+}
+
+}  // namespace
+
+CostRates measure_rates(const Config& config, const Plan& plan) {
+  CostRates rates;
+  cuda::ChannelInput input = synthetic_channel(config, plan);
+  const std::size_t rows = input.uvw_lambda.size() / 3;
+  const Stopwatch setup;
+  ChannelImaging imaging(plan.geometry, config.image, -1, rows);
+  rates.setup_s = setup.seconds();
+  imaging.stage(std::move(input));
+  imaging.next();
+  imaging.psf();  // first touch of the grids and tables
+  const Stopwatch pass;
+  std::vector<float> psf = imaging.psf();
+  imaging::fit_beam(psf.data(), plan.geometry);
+  rates.psf_channel_s = pass.seconds();
+  const Stopwatch image;
+  const deconv::ChannelImages images = imaging.image(config.clean, std::nullopt, std::move(psf));
+  rates.image_channel_s = image.seconds();
+  rates.from = "timed here on the CPU: a synthetic channel with the inputs' UVW (" +
+               std::to_string(images.major_cycles) + " major cycles on its point source)";
+
+  const ms::MsInfo& info = plan.readers.front().info();
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
+  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
+  const double pixels = static_cast<double>(plan.geometry.pixels());
+  const double fdf_planes = static_cast<double>(config.faraday.cubes.size()) * num_phi;
+  const double rate = write_rate(config.output.dir);
+  const double channel_cubes = static_cast<double>(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths().size());
+  // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
+  // of every channel and writes 20 moments, the depth cubes and 6 peak maps per pixel.
+  rates.create_s = 4 * pixels * (channel_cubes * num_chan + 26 + fdf_planes) / rate;
+  rates.faraday_pixel_s = 4 * (4.0 * num_chan + 26 + fdf_planes) / rate;
+  if (num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, freq);
+  return rates;
+}
+
+CostRates rates_from_qa(const std::string& path) {
+  const nlohmann::json qa = read_json(path);
+  if (!qa.contains("run")) SPIP_THROW(InputError, path + ": no \"run\" timings (the qa.json of an older spip, which did not record them)");
+  const nlohmann::json& run = qa["run"];
+  CostRates rates;
+  rates.setup_s = number_in(run, "setup_s", path);
+  rates.create_s = number_in(run, "create_s", path);
+  double psf_s = 0, imaged = 0, image_s = 0;
+  int channels = 0;
+  for (const nlohmann::json& rank : qa.value("ranks", nlohmann::json::array())) {
+    psf_s += number_in(rank, "psf_s", path);
+    imaged += number_in(rank, "channels_imaged", path);
+  }
+  for (const nlohmann::json& channel : qa.value("channels", nlohmann::json::array()))
+    if (channel.contains("image_s") && channel["image_s"].is_number() && channel["image_s"].get<double>() > 0) {
+      image_s += channel["image_s"].get<double>();
+      ++channels;
+    }
+  if (imaged == 0 || channels == 0) SPIP_THROW(InputError, path + ": no imaged channel to take rates from");
+  rates.psf_channel_s = psf_s / imaged;
+  rates.image_channel_s = image_s / channels;
+  rates.faraday_pixel_s = number_in(run, "faraday_s", path) * number_in(run, "ranks", path) /
+                          number_in(run, "image_pixels", path);
+  rates.from = "measured by the run of " + path;
+  return rates;
+}
+
+double rank_seconds(const CostRates& rates, int channels, double pixels, bool root) {
+  return rates.setup_s + channels * (rates.psf_channel_s + rates.image_channel_s) + pixels * rates.faraday_pixel_s +
+         (root ? rates.create_s : 0.0);
+}
+
+namespace {
+
+std::string clock_time(double seconds) {
+  const long total = static_cast<long>(std::ceil(seconds));
+  char text[32];
+  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  return text;
+}
+
+std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }
+
+// Channel blocks for `ranks` ranks from the metadata alone: every row counted in every
+// channel (the run balances unflagged visibilities, which it counts from FLAG).
+std::vector<parallel::ChannelBlock> planned_blocks(const Config& config, int channels, int ranks) {
+  if (config.parallel.channels_per_rank <= 0)
+    return parallel::balance_channels(std::vector<std::int64_t>(static_cast<std::size_t>(channels), 1), ranks);
+  std::vector<parallel::ChannelBlock> blocks =
+      parallel::fixed_channel_blocks(channels, config.parallel.channels_per_rank, ranks);
+  if (blocks.empty())
+    SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(config.parallel.channels_per_rank) +
+                                " on " + std::to_string(ranks) + " ranks cannot hold " + std::to_string(channels) +
+                                " channels");
+  return blocks;
+}
+
+}  // namespace
+
+int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out) {
+  const int ranks = request.ranks > 0 ? request.ranks : mpi_ranks;
+  // Without parallel.threads, the ranks share this machine's cores, as they would in a
+  // run here; for other nodes, set parallel.threads to the intended --cpus-per-task.
+  omp_set_num_threads(config.parallel.threads > 0 ? config.parallel.threads : std::max(1, omp_get_num_procs() / ranks));
+  const int threads = omp_get_max_threads();
+  Plan plan;
+  plan.readers = open_inputs(config);
+  const ms::MsInfo& info = plan.readers.front().info();
+  plan.chan_begin = config.input.channel_begin;
+  plan.chan_end = config.input.channel_end < 0 ? info.num_channels() : config.input.channel_end;
+  if (plan.chan_end > info.num_channels() || plan.chan_begin >= plan.chan_end)
+    SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(plan.chan_begin) +
+                               ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
+                               std::to_string(info.num_channels()) + " channels");
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
+                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
+  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
+  plan.blocks = planned_blocks(config, num_chan, ranks);
+  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
+  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
+
+  out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["
+      << plan.chan_begin << ", " << plan.chan_end << ") of " << plan.readers.size() << " Measurement Set(s), "
+      << plan.max_visibilities << " rows per channel; " << plan.geometry.size << "^2 pixels on a "
+      << plan.geometry.grid_size << "^2 grid; " << num_phi << " Faraday depths\n";
+  const CostRates rates = request.previous_qa.empty() ? measure_rates(config, plan) : rates_from_qa(request.previous_qa);
+  out << "rates " << rates.from << ":\n  set-up " << fixed(rates.setup_s, 2) << " s; per channel: PSF "
+      << fixed(rates.psf_channel_s, 3) << " s, image and CLEAN " << fixed(rates.image_channel_s, 3)
+      << " s; Faraday stage " << fixed(rates.faraday_pixel_s * 1e6, 2) << " us per pixel; products created by rank 0 in "
+      << fixed(rates.create_s, 2) << " s\n\n";
+
+  const bool gpu = config.parallel.device != Device::cpu && config.clean.auto_mask == 0;
+  const double gpu_bytes =
+      gpu ? static_cast<double>(cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities)) : 0;
+  char line[256];
+  std::snprintf(line, sizeof line, "%5s %15s %14s %12s %12s %12s %12s\n", "rank", "channels", "visibilities",
+                "host memory", "Faraday mem", gpu ? "GPU memory" : "", "est. time");
+  out << line;
+  double peak_bytes = 0, slowest_s = 0;
+  for (int r = 0; r < ranks; ++r) {
+    const parallel::ChannelBlock& block = plan.blocks[static_cast<std::size_t>(r)];
+    MemoryNeeds needs;
+    needs.budget = memory_budget_bytes(config.parallel, ranks);
+    needs.geometry = plan.geometry;
+    needs.rows_per_channel = static_cast<double>(plan.max_visibilities);
+    needs.my_channels = block.size();
+    needs.block_channels = config.input.block_channels;
+    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
+    const MemoryPlan memory = plan_memory(needs);
+    const double host = memory.imaging + memory.channel_data + 2 * memory.block + (memory.keep_psfs ? memory.psfs : 0);
+    const int y0 = plan.geometry.size * r / ranks, y1 = plan.geometry.size * (r + 1) / ranks;
+    const double seconds =
+        rank_seconds(rates, block.size(), static_cast<double>(y1 - y0) * plan.geometry.size, r == 0);
+    peak_bytes = std::max(peak_bytes, host + memory.faraday_group);
+    slowest_s = std::max(slowest_s, seconds);
+    char channels[48];
+    std::snprintf(channels, sizeof channels, "[%d, %d)", plan.chan_begin + block.begin, plan.chan_begin + block.end);
+    std::snprintf(line, sizeof line, "%5d %15s %14.0f %12s %12s %12s %12s\n", r, channels,
+                  static_cast<double>(block.size()) * static_cast<double>(plan.max_visibilities), gb(host).c_str(),
+                  gb(memory.faraday_group).c_str(), gpu ? gb(gpu_bytes).c_str() : "", clock_time(seconds).c_str());
+    out << line;
+  }
+  const double disk =
+      product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
+                    static_cast<double>(plan.geometry.pixels()), num_phi, static_cast<int>(config.faraday.cubes.size()));
+  out << "\nproducts: " << gb(disk) << " in " << config.output.dir << "\n";
+  if (gpu) out << "GPU memory applies where a rank images on a GPU; the times are the CPU backend's\n";
+  out << "wall time at other rank counts:";
+  for (int n = 1; n <= num_chan; n *= 2) {
+    const SlowestRank slowest = slowest_rank(planned_blocks(config, num_chan, n), plan.geometry);
+    out << " " << n << ": " << clock_time(rank_seconds(rates, slowest.channels, slowest.slab_pixels, true)) << ";";
+  }
+  // Slurm counts memory in MiB. A quarter more memory than planned; half again the time
+  // plus ten minutes for what the rates leave out (reading the MS, a slower node).
+  const long mem_per_cpu_mb = static_cast<long>(std::ceil(1.25 * peak_bytes / threads / (1 << 20)));
+  out << "\n\nsuggested: sbatch --ntasks=" << ranks << " --cpus-per-task=" << threads << " --mem-per-cpu="
+      << mem_per_cpu_mb << "M --time=" << clock_time(1.5 * slowest_s + 600) << " slurm/one-node.sbatch "
+      << (config.config_file.empty() ? std::string("CONFIG") : config.config_file) << " " << config.output.dir << "\n";
+  return 0;
+}
+
+}  // namespace spip::pipeline

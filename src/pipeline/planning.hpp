@@ -1,0 +1,71 @@
+#pragma once
+// Everything decided before a visibility is read: the inputs, the channel blocks of
+// the ranks, the backend, and what the run will hold, write and take, checked against
+// what it may use. `spip --plan` prints the same figures for sizing a job.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "budget.hpp"
+#include "spip/config/config.hpp"
+#include "spip/imaging/geometry.hpp"
+#include "spip/imaging/weighting.hpp"
+#include "spip/ms/ms_reader.hpp"
+#include "spip/parallel/decomposition.hpp"
+
+namespace spip::parallel {
+class MpiContext;
+}
+
+namespace spip::pipeline {
+
+class Log;
+
+struct Plan {
+  std::vector<ms::MsReader> readers;
+  int chan_begin = 0, chan_end = 0;              // imaged range of the band
+  std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
+  std::string backend;                           // "cpu" or "gpu <index>"
+  int gpu_device = -1;                           // -1: CPU
+  imaging::ImageGeometry geometry;
+  std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
+  std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
+  MemoryPlan memory;                             // this rank's
+};
+
+// Opens the inputs, balances the channels over the ranks, chooses the backend, and
+// checks memory, disk and (with parallel.time_limit) time. Collective; every rank
+// throws alike when the run cannot start. Rank 0 then writes the effective
+// configuration next to the products.
+Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log);
+
+imaging::WeightingScheme weighting_scheme(const Config& config);
+
+// The configuration text that progress markers must match for a run to resume: all of
+// it but parallel.time_limit, which a requeued job passes anew with each start.
+std::string run_identity(const Config& config);
+
+// What a run costs per rank, channel and pixel: timed on this machine, or read from a
+// previous run's qa.json (the more accurate, for a job like that one).
+struct CostRates {
+  double setup_s = 0;          // FFT plans and grid corrections, once per rank
+  double psf_channel_s = 0;    // pass 1, per channel: the PSF and its beam fit
+  double image_channel_s = 0;  // pass 2, per channel: dirty image, CLEAN, restore
+  double create_s = 0;         // rank 0 alone: creating the products
+  double faraday_pixel_s = 0;  // the Faraday stage, per pixel of a rank's slab
+  std::string from;            // where the rates come from, for the plan's reader
+};
+
+// Timed on a synthetic channel with the inputs' own UVW (the MS's UVW column, no
+// visibilities) holding a 1 Jy point source: a PSF, a channel imaged and cleaned with
+// the configured CLEAN; RM synthesis and RM-CLEAN of noise spectra on the planned
+// depths; and the output file system's write rate for the products.
+CostRates measure_rates(const Config& config, const Plan& plan);
+// From the "run" timings and the per-rank and per-channel times of a qa.json.
+CostRates rates_from_qa(const std::string& path);
+
+// Wall time of a rank with `channels` channels to image and a Faraday slab of
+// `pixels`; rank 0 (`root`) also creates the products.
+double rank_seconds(const CostRates& rates, int channels, double pixels, bool root);
+
+}  // namespace spip::pipeline
