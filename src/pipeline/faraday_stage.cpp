@@ -228,6 +228,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
 
   const auto [y0, y1] = slab_rows(mpi.rank(), mpi.size(), base_.ny);
   const int num_phi = synthesis ? synthesis->setup.axis.count : 0;
+  depths_ = num_phi;
   const double row_bytes = bytes_per_pixel(static_cast<int>(freq_hz_.size()), num_phi) * base_.nx;
   const int group_rows = std::clamp(static_cast<int>(group_bytes_ / row_bytes), 1, std::max(1, y1 - y0));
   long long iterations = 0;

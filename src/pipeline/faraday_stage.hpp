@@ -39,6 +39,9 @@ class FaradayStage {
   // leaves after its current row group with the products still partial.
   std::vector<std::string> finish(const parallel::MpiContext& mpi, const Log& log, StopRequest& stop);
 
+  // Faraday depths of the products finish() made; 0 before, or without RM synthesis.
+  int depths() const { return depths_; }
+
   // What a row group holds per pixel, for `num_chan` channels and `num_phi` depths.
   static double bytes_per_pixel(int num_chan, int num_phi);
   // The Faraday depth axis a run of these channels would use, all channels weighted
@@ -62,6 +65,7 @@ class FaradayStage {
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
   std::vector<double> noise_;  // per channel of this rank
+  int depths_ = 0;
 };
 
 }  // namespace spip::pipeline

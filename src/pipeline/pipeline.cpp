@@ -5,24 +5,20 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <exception>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <limits>
 #include <numbers>
 #include <optional>
 #include <sstream>
 
-#include "budget.hpp"
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "planning.hpp"
+#include "products.hpp"
 #include "progress.hpp"
 #include "stop_request.hpp"
-#include "products.hpp"
-#include "spip/cuda/device.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
@@ -250,13 +246,15 @@ struct RunTimes {
   double create_s = 0;    // rank 0 creating the channel cubes
   double faraday_s = 0;   // the Faraday stage
   double total_s = 0;
+  int faraday_depths = 0;
 };
 
 void write_qa_json(const std::string& path, const std::vector<double>& records, const Plan& plan,
                    const std::vector<double>& rank_seconds, const fits::Beam& beam, const RunTimes& times) {
   std::ostringstream out;
   out << "{\n  \"spip_qa_version\": 1,\n";
-  out << "  \"run\": {\"ranks\": " << plan.blocks.size() << ", \"image_pixels\": " << plan.geometry.pixels()
+  out << "  \"run\": {\"ranks\": " << plan.blocks.size() << ", \"channels\": " << plan.chan_end - plan.chan_begin
+      << ", \"faraday_depths\": " << times.faraday_depths << ", \"image_pixels\": " << plan.geometry.pixels()
       << ", \"grid_size\": " << plan.geometry.grid_size << ", \"setup_s\": " << json_number(times.setup_s)
       << ", \"create_s\": " << json_number(times.create_s) << ", \"faraday_s\": " << json_number(times.faraday_s)
       << ", \"total_s\": " << json_number(times.total_s) << "},\n";
@@ -498,6 +496,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   const Stopwatch faraday_watch;
   const std::vector<std::string> faraday_products = faraday.finish(mpi, log, stop);
   times.faraday_s = faraday_watch.seconds();
+  times.faraday_depths = faraday.depths();
   log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times.faraday_s, 2) + " s");
   // The channel cubes stay partial until the Faraday stage is done, so that a run
   // killed there resumes from its channels instead of imaging them again.

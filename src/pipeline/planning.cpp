@@ -20,6 +20,7 @@
 #include "spip/cuda/device.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
+#include "spip/fits/fits_image.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/pipeline/log.hpp"
 #include "spip/pipeline/pipeline.hpp"
@@ -340,25 +341,26 @@ double faraday_seconds_per_pixel(const Config& config, const std::vector<double>
   return watch.seconds() / pixels;
 }
 
-// Bytes per second that this process writes to the file system of `dir` (through the
-// page cache, as the products are written), from a 64 MiB scratch file it removes.
+// Bytes per second with which this process writes products to the file system of
+// `dir`, timed on a 64 MiB scratch cube written as the depth cubes are: created filled,
+// then written in row groups over all planes. The cube is removed.
 double write_rate(const std::string& dir) {
   fs::path existing = fs::absolute(dir);
   while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
     existing = existing.parent_path();
-  const fs::path scratch = existing / ".spip-plan-write-rate";
-  const std::vector<char> block(1 << 20, 0);
-  constexpr int blocks = 64;
+  const std::string scratch = (existing / ".spip-plan-write-rate.fits").string();
+  fits::ImageHeader header;
+  header.nx = header.ny = 256;
+  header.cell_rad = 1e-5;
+  header.spectral = fits::LinearAxis{"FDEP", "rad/m^2", 0, 1, 1, 256};
+  const std::vector<float> rows(static_cast<std::size_t>(header.nx) * 64 * 256, 1.0f);
   const Stopwatch watch;
-  {
-    std::ofstream out(scratch, std::ios::binary);
-    for (int k = 0; k < blocks && out; ++k) out.write(block.data(), static_cast<std::streamsize>(block.size()));
-    if (!out) SPIP_THROW(InputError, "cannot write to " + existing.string() + " (output.dir)");
-  }
+  fits::CubeFile::create(scratch, header);
+  for (int row = 0; row < header.ny; row += 64) fits::CubeFile::write_rows(scratch, row, rows);
   const double seconds = watch.seconds();
   std::error_code error;
-  fs::remove(scratch, error);
-  return blocks * static_cast<double>(block.size()) / seconds;
+  fs::remove(fits::CubeFile::partial_path(scratch), error);
+  return 2 * 4.0 * header.nx * header.ny * 256 / seconds;
 }
 
 }  // namespace
@@ -377,11 +379,27 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   std::vector<float> psf = imaging.psf();
   imaging::fit_beam(psf.data(), plan.geometry);
   rates.psf_channel_s = pass.seconds();
-  const Stopwatch image;
-  const deconv::ChannelImages images = imaging.image(config.clean, std::nullopt, std::move(psf));
-  rates.image_channel_s = image.seconds();
-  rates.from = "timed here on the CPU: a synthetic channel with the inputs' UVW (" +
-               std::to_string(images.major_cycles) + " major cycles on its point source)";
+
+  // A dirty image, then one with a single major cycle: their difference is a major
+  // cycle's cost (predict, re-grid, the minor cycles). How many a channel takes depends
+  // on the sky, not on this noiseless point source.
+  CleanConfig clean = config.clean;
+  clean.niter = 0;
+  const Stopwatch dirty;
+  imaging.image(clean, std::nullopt, psf);
+  const double dirty_s = dirty.seconds();
+  double major_s = 0;
+  if (config.clean.niter > 0) {
+    clean = config.clean;
+    clean.max_major = 1;
+    const Stopwatch major;
+    imaging.image(clean, std::nullopt, std::move(psf));
+    major_s = std::max(0.0, major.seconds() - dirty_s);
+  }
+  const double cycles = config.clean.niter > 0 ? std::min<double>(default_major_cycles, config.clean.max_major) : 0;
+  rates.image_channel_s = dirty_s + cycles * major_s;
+  rates.from = "timed here on the CPU (a synthetic channel with the inputs' UVW; " + fixed(cycles, 0) +
+               " major cycles per channel assumed)";
 
   const ms::MsInfo& info = plan.readers.front().info();
   const int num_chan = plan.chan_end - plan.chan_begin;
@@ -392,16 +410,18 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   const double rate = write_rate(config.output.dir);
   const double channel_cubes = static_cast<double>(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths().size());
   // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
-  // of every channel and writes 20 moments, the depth cubes and 6 peak maps per pixel.
+  // of every channel (from the page cache: counted as cheaply as written) and writes 20
+  // moments, the depth cubes and 6 peak maps per pixel.
   rates.create_s = 4 * pixels * (channel_cubes * num_chan + 26 + fdf_planes) / rate;
   rates.faraday_pixel_s = 4 * (4.0 * num_chan + 26 + fdf_planes) / rate;
   if (num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, freq);
   return rates;
 }
 
-CostRates rates_from_qa(const std::string& path) {
+CostRates rates_from_qa(const std::string& path, const Config& config, const Plan& plan) {
   const nlohmann::json qa = read_json(path);
-  if (!qa.contains("run")) SPIP_THROW(InputError, path + ": no \"run\" timings (the qa.json of an older spip, which did not record them)");
+  if (!qa.contains("run"))
+    SPIP_THROW(InputError, path + ": no \"run\" timings (the qa.json of an older spip, which did not record them)");
   const nlohmann::json& run = qa["run"];
   CostRates rates;
   rates.setup_s = number_in(run, "setup_s", path);
@@ -420,9 +440,18 @@ CostRates rates_from_qa(const std::string& path) {
   if (imaged == 0 || channels == 0) SPIP_THROW(InputError, path + ": no imaged channel to take rates from");
   rates.psf_channel_s = psf_s / imaged;
   rates.image_channel_s = image_s / channels;
+  const int previous_channels = static_cast<int>(number_in(run, "channels", path));
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  rates.create_s *= static_cast<double>(num_chan) / previous_channels;
   rates.faraday_pixel_s = number_in(run, "faraday_s", path) * number_in(run, "ranks", path) /
                           number_in(run, "image_pixels", path);
-  rates.from = "measured by the run of " + path;
+  const ms::MsInfo& info = plan.readers.front().info();
+  const auto first = info.freq_hz.begin() + plan.chan_begin;
+  if (num_chan > previous_channels && previous_channels >= 2)
+    rates.faraday_pixel_s +=
+        faraday_seconds_per_pixel(config, std::vector<double>(first, first + num_chan)) -
+        faraday_seconds_per_pixel(config, std::vector<double>(first, first + previous_channels));
+  rates.from = "measured by the run of " + path + " (" + std::to_string(previous_channels) + " channels)";
   return rates;
 }
 
@@ -485,7 +514,8 @@ int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, 
       << plan.chan_begin << ", " << plan.chan_end << ") of " << plan.readers.size() << " Measurement Set(s), "
       << plan.max_visibilities << " rows per channel; " << plan.geometry.size << "^2 pixels on a "
       << plan.geometry.grid_size << "^2 grid; " << num_phi << " Faraday depths\n";
-  const CostRates rates = request.previous_qa.empty() ? measure_rates(config, plan) : rates_from_qa(request.previous_qa);
+  const CostRates rates =
+      request.previous_qa.empty() ? measure_rates(config, plan) : rates_from_qa(request.previous_qa, config, plan);
   out << "rates " << rates.from << ":\n  set-up " << fixed(rates.setup_s, 2) << " s; per channel: PSF "
       << fixed(rates.psf_channel_s, 3) << " s, image and CLEAN " << fixed(rates.image_channel_s, 3)
       << " s; Faraday stage " << fixed(rates.faraday_pixel_s * 1e6, 2) << " us per pixel; products created by rank 0 in "
@@ -532,11 +562,13 @@ int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, 
     const SlowestRank slowest = slowest_rank(planned_blocks(config, num_chan, n), plan.geometry);
     out << " " << n << ": " << clock_time(rank_seconds(rates, slowest.channels, slowest.slab_pixels, true)) << ";";
   }
-  // Slurm counts memory in MiB. A quarter more memory than planned; half again the time
-  // plus ten minutes for what the rates leave out (reading the MS, a slower node).
+  // Slurm counts memory in MiB. A quarter more memory than planned; for the time, ten
+  // minutes for the warning before the limit and the margins that docs/benchmarks.md
+  // measured: rates timed here came to 0.6-0.7 of a run, a short run's to 0.7-1.0.
   const long mem_per_cpu_mb = static_cast<long>(std::ceil(1.25 * peak_bytes / threads / (1 << 20)));
+  const double margin = request.previous_qa.empty() ? 2.0 : 1.5;
   out << "\n\nsuggested: sbatch --ntasks=" << ranks << " --cpus-per-task=" << threads << " --mem-per-cpu="
-      << mem_per_cpu_mb << "M --time=" << clock_time(1.5 * slowest_s + 600) << " slurm/one-node.sbatch "
+      << mem_per_cpu_mb << "M --time=" << clock_time(margin * slowest_s + 600) << " slurm/one-node.sbatch "
       << (config.config_file.empty() ? std::string("CONFIG") : config.config_file) << " " << config.output.dir << "\n";
   return 0;
 }

@@ -45,6 +45,10 @@ imaging::WeightingScheme weighting_scheme(const Config& config);
 // it but parallel.time_limit, which a requeued job passes anew with each start.
 std::string run_identity(const Config& config);
 
+// Major cycles per channel where no previous run tells: measured 4.0 on both the
+// sample and the realistic set of bench/run-imaging-bench.sh.
+constexpr double default_major_cycles = 4;
+
 // What a run costs per rank, channel and pixel: timed on this machine, or read from a
 // previous run's qa.json (the more accurate, for a job like that one).
 struct CostRates {
@@ -57,12 +61,16 @@ struct CostRates {
 };
 
 // Timed on a synthetic channel with the inputs' own UVW (the MS's UVW column, no
-// visibilities) holding a 1 Jy point source: a PSF, a channel imaged and cleaned with
-// the configured CLEAN; RM synthesis and RM-CLEAN of noise spectra on the planned
-// depths; and the output file system's write rate for the products.
+// visibilities) holding a 1 Jy point source: a PSF, a dirty image and one major cycle
+// of the configured CLEAN, counted default_major_cycles times; RM synthesis and
+// RM-CLEAN of noise spectra on the planned depths; and the output file system's write
+// rate for the products.
 CostRates measure_rates(const Config& config, const Plan& plan);
-// From the "run" timings and the per-rank and per-channel times of a qa.json.
-CostRates rates_from_qa(const std::string& path);
+// From the "run" timings and the per-rank and per-channel times of a qa.json. The
+// previous run may have had fewer channels (a few, to time a large job): its product
+// creation is scaled by the channels, and its Faraday stage gets the difference that
+// RM synthesis of noise spectra, timed here, shows between its channels and the plan's.
+CostRates rates_from_qa(const std::string& path, const Config& config, const Plan& plan);
 
 // Wall time of a rank with `channels` channels to image and a Faraday slab of
 // `pixels`; rank 0 (`root`) also creates the products.

@@ -44,6 +44,7 @@ slurm_cluster_start() {
 
   local mpi=none
   if compgen -G "/usr/lib/*/slurm-wlm/mpi_pmix.so" >/dev/null; then mpi=pmix; fi
+  # cred_expire: a requeued job waits this long (default 120 s) before it may start again.
   cat >"$dir/slurm.conf" <<CONF
 ClusterName=spiptest
 SlurmctldHost=$host
@@ -53,7 +54,7 @@ SlurmctldPort=$port
 SlurmdPort=$((port + 1))
 AuthType=auth/munge
 CredType=cred/munge
-AuthInfo=socket=$dir/munge/socket
+AuthInfo=socket=$dir/munge/socket,cred_expire=5
 StateSaveLocation=$dir/state
 SlurmdSpoolDir=$dir/spool
 SlurmctldPidFile=$dir/slurmctld.pid

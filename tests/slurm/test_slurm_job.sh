@@ -77,14 +77,6 @@ interrupted_job() {  # NAME LAUNCHER
   job=$(squeue -h -o %i | head -n 1)
   [[ -n $job ]] || { fail "$1: no running job to warn"; wait "$job_pid"; return; }
   scancel --batch --signal=USR1 "$job"
-  # Slurm holds a requeued job for about two minutes; release it at once.
-  for _ in $(seq 600); do
-    kill -0 "$job_pid" 2>/dev/null || break
-    if [[ $(squeue -h -j "$job" -o %T 2>/dev/null) == PENDING ]]; then
-      scontrol update JobId="$job" StartTime=now 2>/dev/null
-    fi
-    sleep 0.2
-  done
   wait "$job_pid"
   local status=$?
   echo "$1 job $job ($2): warned after $markers channel markers; sbatch --wait exited $status; $(final_state "$job")"
