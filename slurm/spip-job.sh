@@ -3,9 +3,11 @@
 # time-limit warning on to it, and requeue the job when spip stopped early.
 #   slurm/spip-job.sh CONFIG OUTPUT_DIR [more spip options]
 # Environment:
-#   SPIP_BIN           the spip program (default: spip on PATH, else build/src/app/spip)
+#   SPIP_BIN           the spip program (default: spip on PATH, else this checkout's build)
 #   SPIP_LAUNCHER      srun (PMIx, the default) or mpirun (sites without PMIx)
 #   SPIP_MAX_RESTARTS  requeues before giving up (default 20)
+#   SPIP_WARNING_S     seconds between Slurm's warning and the limit (the sbatch
+#                      scripts set it to match their --signal=B:USR1@SECONDS)
 set -uo pipefail
 
 if (($# < 2)); then
@@ -14,20 +16,21 @@ if (($# < 2)); then
 fi
 config=$1 out=$2
 shift 2
-bin=${SPIP_BIN:-$(command -v spip || echo build/src/app/spip)}
+bin=${SPIP_BIN:-$(command -v spip || echo "$(cd "$(dirname "$0")/.." && pwd)/build/src/app/spip")}
 launcher=${SPIP_LAUNCHER:-srun}
 max_restarts=${SPIP_MAX_RESTARTS:-20}
 restarts=${SLURM_RESTART_COUNT:-0}
 resumable=75  # spip's exit code for "stopped early, resume with the same command"
 
-# Seconds left in this allocation from squeue's [D-]HH:MM:SS (none when unlimited):
-# spip refuses to start a run that could not finish one channel in them.
+# Seconds left in this allocation before the warning, from squeue's [D-]HH:MM:SS (none
+# when unlimited): spip refuses to start a run that could never finish in them.
 time_left_s() {
   local left days=0 h=0 m=0 s=0
   left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
   [[ $left =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]] || return
   days=${BASH_REMATCH[2]:-0} h=${BASH_REMATCH[4]:-0} m=${BASH_REMATCH[5]} s=${BASH_REMATCH[6]}
-  echo $(((10#$days * 24 + 10#$h) * 3600 + 10#$m * 60 + 10#$s))
+  local seconds=$(((10#$days * 24 + 10#$h) * 3600 + 10#$m * 60 + 10#$s - ${SPIP_WARNING_S:-0}))
+  echo $((seconds > 1 ? seconds : 1))
 }
 limit=$(time_left_s)
 time_option=()
@@ -40,6 +43,13 @@ echo "spip job $SLURM_JOB_ID, start $((restarts + 1)): $SLURM_NTASKS rank(s) on 
      "($SLURM_JOB_NODELIST), $threads OpenMP thread(s) each, launched by $launcher"
 echo "spip job $SLURM_JOB_ID: config $config; products in $out; log in ${log:-the job output file};" \
      "time left ${limit:-unlimited} s"
+
+# Slurm's warning (--signal=B:USR1@SECONDS) reaches this shell only: pass it on. Each
+# rank then finishes its channel, and all exit with the resumable code.
+launcher_pid=
+interrupted=0
+trap 'interrupted=1; echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop after the current channel"
+      [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' USR1 TERM
 
 case $launcher in
   srun)
@@ -57,17 +67,18 @@ case $launcher in
     exit 2
     ;;
 esac
-ranks=$!
+launcher_pid=$!
 
-# Slurm's warning (--signal=B:USR1@SECONDS) reaches this shell only: pass it on. Each
-# rank then finishes its channel, and all exit with the resumable code.
-trap 'echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop after the current channel"; kill -USR1 $ranks' USR1 TERM
+# A trapped signal ends `wait` early (128 + its number) while the ranks run on: wait
+# again. Once `wait` has reported the launcher's status, another says 127: keep the status.
 status=0
 while :; do
-  wait "$ranks"
-  status=$?
-  # A trapped signal ends `wait` early with 128 + its number; the ranks still run.
-  kill -0 "$ranks" 2>/dev/null || break
+  interrupted=0
+  wait "$launcher_pid"
+  code=$?
+  ((code == 127)) && break
+  status=$code
+  ((interrupted)) || break
 done
 
 if ((status == resumable)); then

@@ -297,9 +297,9 @@ fits::Beam common_beam(const std::vector<imaging::Beam>& mine, const parallel::M
   return largest;
 }
 
-Products run_planned(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log) {
+Products run_planned(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log,
+                     StopRequest& stop) {
   const Stopwatch total;
-  StopRequest stop(mpi, log);
   const parallel::ChannelBlock mine = plan.blocks[static_cast<std::size_t>(mpi.rank())];
   if (mine.size() == 0)
     log.info("more ranks than channels: this rank has no channels and idles");
@@ -518,9 +518,11 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
 
 Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
   if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
+  // From the start: a signal while planning stops the run at its first channel.
+  StopRequest stop(mpi, log);
   Plan plan = make_plan(config, mpi, log);
   try {
-    return run_planned(config, plan, mpi, log);
+    return run_planned(config, plan, mpi, log, stop);
   } catch (const Interrupted&) {
     throw;  // every rank throws it together
   } catch (const Error& e) {

@@ -1,6 +1,7 @@
 #include "planning.hpp"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -171,10 +172,12 @@ SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, cons
   return slowest;
 }
 
-// With parallel.time_limit, a run that cannot finish even one channel on its slowest
-// rank (after the PSFs of all that rank's channels) would only be requeued for ever:
-// it stops here. One that needs longer than the limit says so and how many starts it
-// will take. Rank 0 times the rates for every rank.
+// With parallel.time_limit (what is left of the job's time before its warning), a run
+// that could never finish would only be requeued for ever: one whose slowest rank
+// cannot image a channel in one start (after set-up and the PSFs of all its channels),
+// or cannot do its share of the Faraday stage, which starts again from its beginning
+// when stopped. Such a run stops here; one that needs several starts says how many.
+// Rank 0 times the rates for every rank on its CPU, so a GPU run is only told.
 void check_time(const Config& config, const parallel::MpiContext& mpi, const Log& log, const Plan& plan) {
   const double limit = config.parallel.time_limit;
   if (!(limit > 0)) return;
@@ -185,19 +188,25 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
       const SlowestRank slowest = slowest_rank(plan.blocks, plan.geometry);
       const double first =
           rates.setup_s + rates.create_s + slowest.channels * rates.psf_channel_s + rates.image_channel_s;
+      const double faraday = rates.setup_s + slowest.slab_pixels * rates.faraday_pixel_s;
       const double total = rank_seconds(rates, slowest.channels, slowest.slab_pixels, true);
-      if (first > limit)
-        SPIP_THROW(ConfigError, "a rank with " + std::to_string(slowest.channels) + " channels needs about " +
-                                    fixed(first, 0) + " s to finish its first channel (set-up " +
-                                    fixed(rates.setup_s, 1) + " s, PSFs " + fixed(rates.psf_channel_s, 2) +
-                                    " s and imaging " + fixed(rates.image_channel_s, 2) +
-                                    " s per channel), but parallel.time_limit is " + fixed(limit, 0) +
+      const std::string problem =
+          first > limit ? "a rank with " + std::to_string(slowest.channels) + " channels needs about " +
+                              fixed(first, 0) + " s to finish its first channel (set-up " + fixed(rates.setup_s, 1) +
+                              " s, PSFs " + fixed(rates.psf_channel_s, 2) + " s and imaging " +
+                              fixed(rates.image_channel_s, 2) + " s per channel)"
+          : faraday > limit ? "a rank's share of the Faraday stage (" + fixed(slowest.slab_pixels, 0) +
+                                  " pixels) needs about " + fixed(faraday, 0) + " s in one start"
+                            : std::string();
+      if (!problem.empty() && plan.gpu_device < 0)
+        SPIP_THROW(ConfigError, problem + ", but parallel.time_limit is " + fixed(limit, 0) +
                                     " s; ask for more time or more ranks");
-      log.root("estimated " + fixed(total, 0) + " s on the slowest rank against parallel.time_limit " +
+      log.root("estimated " + fixed(total, 0) + " s on the slowest rank (CPU rates) against parallel.time_limit " +
                fixed(limit, 0) + " s" +
-               (total > limit ? "; the run will stop at the limit and resume in about " +
-                                    std::to_string(static_cast<int>(std::ceil(total / limit))) + " starts"
-                              : ""));
+               (!problem.empty() ? "; on the CPU " + problem
+                : total > limit  ? "; the run will stop before the limit and resume, in about " +
+                                      std::to_string(static_cast<int>(std::ceil(total / limit))) + " starts"
+                                 : std::string()));
     }
   } catch (...) {
     failure = std::current_exception();
@@ -207,10 +216,17 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
 
 // The effective configuration next to the products, once the run is known to start.
 void write_effective_config(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
-  if (!mpi.is_root()) return;
+  std::exception_ptr failure;
   const std::string path = (fs::path(config.output.dir) / (config.output.prefix + "-config.ini")).string();
-  fs::create_directories(config.output.dir);
-  write_text_atomically(path, to_ini(config));
+  try {
+    if (mpi.is_root()) {
+      fs::create_directories(config.output.dir);
+      write_text_atomically(path, to_ini(config));
+    }
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
   log.root("effective configuration in " + path);
 }
 
@@ -348,7 +364,7 @@ double write_rate(const std::string& dir) {
   fs::path existing = fs::absolute(dir);
   while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
     existing = existing.parent_path();
-  const std::string scratch = (existing / ".spip-plan-write-rate.fits").string();
+  const std::string scratch = (existing / (".spip-plan-write-rate-" + std::to_string(getpid()) + ".fits")).string();
   fits::ImageHeader header;
   header.nx = header.ny = 256;
   header.cell_rad = 1e-5;

@@ -2,7 +2,7 @@
 
 #include <signal.h>
 
-#include <csignal>
+#include <atomic>
 #include <cstring>
 
 #include "spip/pipeline/log.hpp"
@@ -11,9 +11,12 @@
 namespace spip::pipeline {
 namespace {
 
-volatile std::sig_atomic_t signalled = 0;  // the signal's number; 0: none
+// The signal's number; 0: none. Lock-free, so safe in a handler, and read by the main
+// thread whichever thread the signal interrupted.
+std::atomic<int> signalled{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 
-extern "C" void on_stop_signal(int number) { signalled = number; }
+extern "C" void on_stop_signal(int number) { signalled.store(number); }
 
 struct sigaction handler_for(void (*handler)(int)) {
   struct sigaction action;
@@ -29,7 +32,7 @@ struct sigaction saved_term, saved_usr1;
 }  // namespace
 
 StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
-  signalled = 0;
+  signalled.store(0);
   const struct sigaction action = handler_for(on_stop_signal);
   sigaction(SIGTERM, &action, &saved_term);
   sigaction(SIGUSR1, &action, &saved_usr1);
@@ -41,7 +44,7 @@ StopRequest::~StopRequest() {
 }
 
 bool StopRequest::requested() {
-  const int number = signalled;
+  const int number = signalled.load();
   if (number != 0) notice_.announce();
   const bool stop = number != 0 || notice_.heard();
   if (stop && !logged_) {

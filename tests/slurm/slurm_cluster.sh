@@ -2,7 +2,8 @@
 # slurm-wlm and munge packages, with all its state in one folder and its own ports.
 #   slurm_cluster_start DIR   starts munged, slurmctld and slurmd; exports SLURM_CONF
 #   slurm_cluster_stop        stops them by their PIDs
-# A test sets `trap slurm_cluster_stop EXIT` so that the daemons stop however it ends.
+# A test sets `trap slurm_cluster_stop EXIT` (and exits on INT and TERM, as CTest's
+# timeout sends) so that the jobs and daemons stop however it ends.
 
 slurm_cluster_pids=()
 
@@ -17,6 +18,11 @@ slurm_cluster_missing() {
 
 slurm_cluster_stop() {
   local pid
+  # Jobs first, so that no rank outlives the daemons (at most 30 s).
+  if ((${#slurm_cluster_pids[@]})); then
+    scancel --full --quiet "--user=$(id -un)" 2>/dev/null
+    for _ in $(seq 150); do [[ -z $(squeue -h 2>/dev/null) ]] && break; sleep 0.2; done
+  fi
   for pid in "${slurm_cluster_pids[@]}"; do kill "$pid" 2>/dev/null; done
   for pid in "${slurm_cluster_pids[@]}"; do
     for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done

@@ -17,6 +17,7 @@ fi
 rm -rf "$work"
 mkdir -p "$work"
 trap slurm_cluster_stop EXIT
+trap 'exit 1' INT TERM
 slurm_cluster_start "$work/cluster" || exit 1
 echo "cluster up: $(sinfo -h -o '%n %c CPUs %m MB %t') (MpiDefault=$SLURM_CLUSTER_MPI)"
 

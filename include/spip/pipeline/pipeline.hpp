@@ -42,7 +42,7 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
 // spip --plan: the job's figures for `ranks` ranks (0: the ranks it runs on) from the
 // inputs' metadata and rates timed on this machine, with what to ask sbatch for.
 // Not collective: call it on one rank. `previous_qa` (optional) is a qa.json whose
-// major cycles per channel replace the default.
+// measured times replace the rates timed here.
 struct PlanRequest {
   int ranks = 0;
   std::string previous_qa;
