@@ -20,8 +20,8 @@ slurm_cluster_stop() {
   local pid
   # Jobs first, so that no rank outlives the daemons (at most 30 s).
   if ((${#slurm_cluster_pids[@]})); then
-    scancel --full --quiet "--user=$(id -un)" 2>/dev/null
-    for _ in $(seq 150); do [[ -z $(squeue -h 2>/dev/null) ]] && break; sleep 0.2; done
+    timeout 10 scancel --full --quiet "--user=$(id -un)" 2>/dev/null
+    for _ in $(seq 150); do [[ -z $(timeout 5 squeue -h 2>/dev/null) ]] && break; sleep 0.2; done
   fi
   for pid in "${slurm_cluster_pids[@]}"; do kill "$pid" 2>/dev/null; done
   for pid in "${slurm_cluster_pids[@]}"; do

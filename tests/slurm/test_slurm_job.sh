@@ -102,6 +102,7 @@ PY
 interrupted_job warned "$launcher"
 if [[ $launcher == srun ]]; then interrupted_job warned-mpirun mpirun; fi
 
+slurm_cluster_stop  # before its folder goes: the daemons keep their sockets and state there
 if ((failures)); then
   echo "the job logs are in $work"
   exit 1
