@@ -40,8 +40,8 @@ int main(int argc, char** argv) {
     case spip::CommandAction::plan:
       if (!mpi.is_root()) return 0;
       try {
-        return spip::pipeline::print_plan(command.config, {command.plan_ranks, command.plan_rates}, mpi.size(),
-                                          std::cout);
+        spip::pipeline::print_plan(command.config, {command.plan_ranks, command.plan_rates}, mpi.size(), std::cout);
+        return 0;
       } catch (const spip::Error& e) {
         return report(mpi, e.what(), e.code());
       }

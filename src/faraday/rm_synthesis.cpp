@@ -7,13 +7,13 @@
 #include <numbers>
 #include <type_traits>
 
+#include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/synthesis_math.hpp"
 
 namespace spip::faraday {
 namespace {
 
-constexpr double speed_of_light = 299792458.0;
 
 // std::complex<float> is two floats, real first (the standard guarantees it), and so
 // is Sample; the spectra are handed to the shared math as Samples, as FFTW and cuFFT

@@ -104,11 +104,17 @@ double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan
   return bytes;
 }
 
-void require_disk_space(const std::string& dir, double needed) {
+std::filesystem::path nearest_existing(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path existing = fs::absolute(dir);
   while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
     existing = existing.parent_path();
+  return existing;
+}
+
+void require_disk_space(const std::string& dir, double needed) {
+  namespace fs = std::filesystem;
+  const fs::path existing = nearest_existing(dir);
   std::error_code error;
   const fs::space_info space = fs::space(existing, error);
   if (error) return;  // a file system that cannot say: the write itself will tell

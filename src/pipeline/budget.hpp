@@ -2,6 +2,7 @@
 // What a rank will hold and what a run will write, computed from metadata before any
 // visibility is read, so that a run that cannot fit stops with one line instead of
 // std::bad_alloc or a full disk half-way through.
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,9 @@ double fits_bytes(double pixels);
 // the 6 peak maps and `fdf_cubes` Faraday depth cubes.
 double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan, double pixels, int num_phi,
                      int fdf_cubes);
+
+// `dir`, or its nearest parent that exists: where a run that has not started yet will write.
+std::filesystem::path nearest_existing(const std::string& dir);
 
 // Throws InputError naming both numbers when `dir` (or the nearest existing parent)
 // has less free space than `needed` bytes.

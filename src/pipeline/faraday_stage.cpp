@@ -26,11 +26,6 @@ constexpr const char* map_names[] = {"peak-phi", "peak-pi", "peak-chi0", "peak-p
 constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad"};
 static_assert(std::size(map_names) == faraday::peak_map_count);
 
-// Rows of the image owned by `rank` for the pixel-slab stages.
-std::pair<int, int> slab_rows(int rank, int ranks, int ny) {
-  return {static_cast<int>(static_cast<long>(ny) * rank / ranks), static_cast<int>(static_cast<long>(ny) * (rank + 1) / ranks)};
-}
-
 fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit) {
   header.spectral.reset();
   header.stokes.reset();
@@ -83,6 +78,10 @@ FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, 
       image_cubes_(std::move(image_cubes)),
       group_bytes_(group_bytes),
       gpu_device_(gpu_device) {}
+
+std::pair<int, int> FaradayStage::slab_rows(int rank, int ranks, int ny) {
+  return {static_cast<int>(static_cast<long>(ny) * rank / ranks), static_cast<int>(static_cast<long>(ny) * (rank + 1) / ranks)};
+}
 
 double FaradayStage::bytes_per_pixel(int num_chan, int num_phi) {
   // Read back: Q and U floats and P complex per channel (I and V pass through the

@@ -6,6 +6,7 @@
 // products. Memory is bounded by the row group, not by the channels or the depths.
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spip/config/config.hpp"
@@ -41,6 +42,9 @@ class FaradayStage {
 
   // Faraday depths of the products finish() made; 0 before, or without RM synthesis.
   int depths() const { return depths_; }
+
+  // Rows [first, last) of an image of `ny` rows that `rank` of `ranks` takes in this stage.
+  static std::pair<int, int> slab_rows(int rank, int ranks, int ny);
 
   // What a row group holds per pixel, for `num_chan` channels and `num_phi` depths.
   static double bytes_per_pixel(int num_chan, int num_phi);

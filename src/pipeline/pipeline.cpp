@@ -19,6 +19,7 @@
 #include "products.hpp"
 #include "progress.hpp"
 #include "stop_request.hpp"
+#include "spip/common/constants.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
@@ -31,8 +32,6 @@ namespace spip::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr double speed_of_light = 299792458.0;
-constexpr double rad_to_arcsec = 180.0 * 3600.0 / std::numbers::pi;
 
 // ---- channel data ------------------------------------------------------------
 
@@ -239,6 +238,13 @@ std::string json_number(double value) {
   return out.str();
 }
 
+// One rank's stage times and the channels it imaged in this run, gathered to rank 0.
+struct RankTimes {
+  double read_s, psf_s, image_s, channels_imaged;
+  static constexpr int fields = 4;
+};
+static_assert(sizeof(RankTimes) == RankTimes::fields * sizeof(double));
+
 // Wall times of the stages that are not per channel or per rank, in seconds: what
 // `spip --plan --plan-rates` reads back as the rates of a similar job.
 struct RunTimes {
@@ -250,7 +256,7 @@ struct RunTimes {
 };
 
 void write_qa_json(const std::string& path, const std::vector<double>& records, const Plan& plan,
-                   const std::vector<double>& rank_seconds, const fits::Beam& beam, const RunTimes& times) {
+                   const std::vector<double>& rank_times, const fits::Beam& beam, const RunTimes& times) {
   std::ostringstream out;
   out << "{\n  \"spip_qa_version\": 1,\n";
   out << "  \"run\": {\"ranks\": " << plan.blocks.size() << ", \"channels\": " << plan.chan_end - plan.chan_begin
@@ -273,9 +279,11 @@ void write_qa_json(const std::string& path, const std::vector<double>& records, 
   for (std::size_t r = 0; r < plan.blocks.size(); ++r)
     out << "    {\"rank\": " << r << ", \"channel_begin\": " << plan.chan_begin + plan.blocks[r].begin
         << ", \"channel_end\": " << plan.chan_begin + plan.blocks[r].end
-        << ", \"read_s\": " << json_number(rank_seconds[4 * r]) << ", \"psf_s\": " << json_number(rank_seconds[4 * r + 1])
-        << ", \"image_s\": " << json_number(rank_seconds[4 * r + 2])
-        << ", \"channels_imaged\": " << json_number(rank_seconds[4 * r + 3]) << "}" << (r + 1 < plan.blocks.size() ? "," : "")
+        << ", \"read_s\": " << json_number(rank_times[RankTimes::fields * r]) << ", \"psf_s\": "
+        << json_number(rank_times[RankTimes::fields * r + 1])
+        << ", \"image_s\": " << json_number(rank_times[RankTimes::fields * r + 2])
+        << ", \"channels_imaged\": " << json_number(rank_times[RankTimes::fields * r + 3]) << "}"
+        << (r + 1 < plan.blocks.size() ? "," : "")
         << "\n";
   out << "  ]\n}\n";
   write_text_atomically(path, out.str());
@@ -490,7 +498,9 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
-  const std::vector<double> rank_seconds = mpi.gather_to_root({read_s, psf_s, image_s, static_cast<double>(todo.size())});
+  const RankTimes mine_times{read_s, psf_s, image_s, static_cast<double>(todo.size())};
+  const std::vector<double> rank_times =
+      mpi.gather_to_root(std::vector<double>(&mine_times.read_s, &mine_times.read_s + RankTimes::fields));
   mpi.barrier();
   Products products;
   const Stopwatch faraday_watch;
@@ -507,7 +517,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     products.paths.insert(products.paths.end(), faraday_products.begin(), faraday_products.end());
     const std::string qa_path = (fs::path(config.output.dir) / (config.output.prefix + "-qa.json")).string();
     times.total_s = total.seconds();
-    write_qa_json(qa_path, all_records, plan, rank_seconds, beam, times);
+    write_qa_json(qa_path, all_records, plan, rank_times, beam, times);
     products.paths.push_back(qa_path);
   }
   log.root("done in " + fixed(total.seconds(), 3) + " s");

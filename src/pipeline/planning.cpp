@@ -18,6 +18,7 @@
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "products.hpp"
+#include "spip/common/constants.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
@@ -31,8 +32,6 @@ namespace spip::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
-constexpr double speed_of_light = 299792458.0;
-constexpr double rad_to_arcsec = 180.0 * 3600.0 / std::numbers::pi;
 
 std::vector<ms::MsReader> open_inputs(const Config& config) {
   ms::Selection selection;
@@ -131,9 +130,7 @@ std::string choose_backend(const Config& config, int local_rank, const imaging::
 // the rank may hold and what the output file system has; before any visibility is read.
 void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
-  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
   const int num_chan = plan.chan_end - plan.chan_begin;
-  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
   std::exception_ptr failure;
   try {
     MemoryNeeds needs;
@@ -144,12 +141,12 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     needs.rows_per_channel = static_cast<double>(plan.busiest_channel);
     needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
     needs.block_channels = config.input.block_channels;
-    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
+    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size;
     plan.memory = plan_memory(needs);
     if (mpi.is_root())
       require_disk_space(config.output.dir,
                          product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
-                                       static_cast<double>(plan.geometry.pixels()), num_phi,
+                                       static_cast<double>(plan.geometry.pixels()), plan.num_phi,
                                        static_cast<int>(config.faraday.cubes.size())));
   } catch (...) {
     failure = std::current_exception();
@@ -164,11 +161,19 @@ struct SlowestRank {
   double slab_pixels = 0;
 };
 
+// Rows of one rank's Faraday slab, as pixels.
+double slab_pixels(int rank, int ranks, const imaging::ImageGeometry& geometry) {
+  const auto [first, last] = FaradayStage::slab_rows(rank, ranks, geometry.size);
+  return static_cast<double>(last - first) * geometry.size;
+}
+
 SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, const imaging::ImageGeometry& geometry) {
   SlowestRank slowest;
-  for (const parallel::ChannelBlock& block : blocks) slowest.channels = std::max(slowest.channels, block.size());
   const int ranks = static_cast<int>(blocks.size());
-  slowest.slab_pixels = std::ceil(static_cast<double>(geometry.size) / ranks) * geometry.size;
+  for (int r = 0; r < ranks; ++r) {
+    slowest.channels = std::max(slowest.channels, blocks[static_cast<std::size_t>(r)].size());
+    slowest.slab_pixels = std::max(slowest.slab_pixels, slab_pixels(r, ranks, geometry));
+  }
   return slowest;
 }
 
@@ -189,7 +194,7 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
       const double first =
           rates.setup_s + rates.create_s + slowest.channels * rates.psf_channel_s + rates.image_channel_s;
       const double faraday = rates.setup_s + slowest.slab_pixels * rates.faraday_pixel_s;
-      const double total = rank_seconds(rates, slowest.channels, slowest.slab_pixels, true);
+      const double total = rank_seconds(rates, slowest.channels, slowest.slab_pixels);
       const std::string problem =
           first > limit ? "a rank with " + std::to_string(slowest.channels) + " channels needs about " +
                               fixed(first, 0) + " s to finish its first channel (set-up " + fixed(rates.setup_s, 1) +
@@ -230,9 +235,9 @@ void write_effective_config(const Config& config, const parallel::MpiContext& mp
   log.root("effective configuration in " + path);
 }
 
-}  // namespace
-
-Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+// What the metadata says, the same for a run and for --plan: the inputs, the imaged
+// channels and their Faraday depths, the image and grid.
+Plan open_plan(const Config& config) {
   Plan plan;
   plan.readers = open_inputs(config);
   const ms::MsInfo& info = plan.readers.front().info();
@@ -243,6 +248,35 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
     SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(plan.chan_begin) +
                                ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
                                std::to_string(band) + " channels");
+  plan.freq_hz.assign(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
+  if (plan.freq_hz.size() >= 2) plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
+  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
+                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
+  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
+  return plan;
+}
+
+// Contiguous channel blocks for `ranks` ranks: parallel.channels_per_rank each, or
+// balanced by `cost` per channel.
+std::vector<parallel::ChannelBlock> channel_blocks(const Config& config, const std::vector<std::int64_t>& cost,
+                                                   int ranks) {
+  const int per_rank = config.parallel.channels_per_rank;
+  if (per_rank <= 0) return parallel::balance_channels(cost, ranks);
+  const int channels = static_cast<int>(cost.size());
+  std::vector<parallel::ChannelBlock> blocks = parallel::fixed_channel_blocks(channels, per_rank, ranks);
+  if (blocks.empty())
+    SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(per_rank) + " on " +
+                                std::to_string(ranks) + " ranks cannot hold " + std::to_string(channels) +
+                                " channels; expected at least " + std::to_string((channels + ranks - 1) / ranks));
+  return blocks;
+}
+
+}  // namespace
+
+Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+  Plan plan = open_plan(config);
+  const ms::MsInfo& info = plan.readers.front().info();
+  const int band = info.num_channels();
   log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): channels [" +
            std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
            std::to_string(plan.readers.size()) + " Measurement Set(s) into " + std::to_string(config.image.size) +
@@ -254,9 +288,6 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   for (int s = 0; s < ms::num_stokes; ++s)
     if (!info.stokes_determined[s])
       log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
-  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
-                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
-  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
   std::exception_ptr failure;
   try {
     plan.backend = choose_backend(config, mpi.local_rank(), plan.geometry, plan.max_visibilities, log);
@@ -267,16 +298,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
   const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
   plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
-  if (config.parallel.channels_per_rank > 0) {
-    plan.blocks = parallel::fixed_channel_blocks(plan.chan_end - plan.chan_begin, config.parallel.channels_per_rank, mpi.size());
-    if (plan.blocks.empty())
-      SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(config.parallel.channels_per_rank) +
-                                  " on " + std::to_string(mpi.size()) + " ranks cannot hold " +
-                                  std::to_string(plan.chan_end - plan.chan_begin) + " channels; expected at least " +
-                                  std::to_string((plan.chan_end - plan.chan_begin + mpi.size() - 1) / mpi.size()));
-  } else {
-    plan.blocks = parallel::balance_channels(cost, mpi.size());
-  }
+  plan.blocks = channel_blocks(config, cost, mpi.size());
   check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
   write_effective_config(config, mpi, log);
@@ -321,8 +343,7 @@ double number_in(const nlohmann::json& object, const char* key, const std::strin
 // A channel with the inputs' UVW at the band's middle frequency, a 1 Jy point source at
 // the phase centre, and unit weights before the configured weighting.
 cuda::ChannelInput synthetic_channel(const Config& config, const Plan& plan) {
-  const ms::MsInfo& info = plan.readers.front().info();
-  const double inv_lambda = info.freq_hz[static_cast<std::size_t>((plan.chan_begin + plan.chan_end) / 2)] / speed_of_light;
+  const double inv_lambda = plan.freq_hz[plan.freq_hz.size() / 2] / speed_of_light;
   cuda::ChannelInput input;
   for (const ms::MsReader& reader : plan.readers)
     for (double metres : reader.uvw_m()) input.uvw_lambda.push_back(metres * inv_lambda);
@@ -361,9 +382,7 @@ double faraday_seconds_per_pixel(const Config& config, const std::vector<double>
 // `dir`, timed on a 64 MiB scratch cube written as the depth cubes are: created filled,
 // then written in row groups over all planes. The cube is removed.
 double write_rate(const std::string& dir) {
-  fs::path existing = fs::absolute(dir);
-  while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
-    existing = existing.parent_path();
+  const fs::path existing = nearest_existing(dir);
   const std::string scratch = (existing / (".spip-plan-write-rate-" + std::to_string(getpid()) + ".fits")).string();
   fits::ImageHeader header;
   header.nx = header.ny = 256;
@@ -417,20 +436,18 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   rates.from = "timed here on the CPU (a synthetic channel with the inputs' UVW; " + fixed(cycles, 0) +
                " major cycles per channel assumed)";
 
-  const ms::MsInfo& info = plan.readers.front().info();
   const int num_chan = plan.chan_end - plan.chan_begin;
-  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
-  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
   const double pixels = static_cast<double>(plan.geometry.pixels());
-  const double fdf_planes = static_cast<double>(config.faraday.cubes.size()) * num_phi;
+  const double fdf_planes = static_cast<double>(config.faraday.cubes.size()) * plan.num_phi;
   const double rate = write_rate(config.output.dir);
-  const double channel_cubes = static_cast<double>(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths().size());
+  const double channel_cubes = static_cast<double>(
+      make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {}).paths().size());
   // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
   // of every channel (from the page cache: counted as cheaply as written) and writes 20
   // moments, the depth cubes and 6 peak maps per pixel.
   rates.create_s = 4 * pixels * (channel_cubes * num_chan + 26 + fdf_planes) / rate;
   rates.faraday_pixel_s = 4 * (4.0 * num_chan + 26 + fdf_planes) / rate;
-  if (num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, freq);
+  if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
   return rates;
 }
 
@@ -461,19 +478,17 @@ CostRates rates_from_qa(const std::string& path, const Config& config, const Pla
   rates.create_s *= static_cast<double>(num_chan) / previous_channels;
   rates.faraday_pixel_s = number_in(run, "faraday_s", path) * number_in(run, "ranks", path) /
                           number_in(run, "image_pixels", path);
-  const ms::MsInfo& info = plan.readers.front().info();
-  const auto first = info.freq_hz.begin() + plan.chan_begin;
   if (num_chan > previous_channels && previous_channels >= 2)
     rates.faraday_pixel_s +=
-        faraday_seconds_per_pixel(config, std::vector<double>(first, first + num_chan)) -
-        faraday_seconds_per_pixel(config, std::vector<double>(first, first + previous_channels));
+        faraday_seconds_per_pixel(config, plan.freq_hz) -
+        faraday_seconds_per_pixel(config, std::vector<double>(plan.freq_hz.begin(), plan.freq_hz.begin() + previous_channels));
   rates.from = "measured by the run of " + path + " (" + std::to_string(previous_channels) + " channels)";
   return rates;
 }
 
-double rank_seconds(const CostRates& rates, int channels, double pixels, bool root) {
-  return rates.setup_s + channels * (rates.psf_channel_s + rates.image_channel_s) + pixels * rates.faraday_pixel_s +
-         (root ? rates.create_s : 0.0);
+double rank_seconds(const CostRates& rates, int channels, double pixels) {
+  return rates.setup_s + rates.create_s + channels * (rates.psf_channel_s + rates.image_channel_s) +
+         pixels * rates.faraday_pixel_s;
 }
 
 namespace {
@@ -487,44 +502,22 @@ std::string clock_time(double seconds) {
 
 std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }
 
-// Channel blocks for `ranks` ranks from the metadata alone: every row counted in every
-// channel (the run balances unflagged visibilities, which it counts from FLAG).
-std::vector<parallel::ChannelBlock> planned_blocks(const Config& config, int channels, int ranks) {
-  if (config.parallel.channels_per_rank <= 0)
-    return parallel::balance_channels(std::vector<std::int64_t>(static_cast<std::size_t>(channels), 1), ranks);
-  std::vector<parallel::ChannelBlock> blocks =
-      parallel::fixed_channel_blocks(channels, config.parallel.channels_per_rank, ranks);
-  if (blocks.empty())
-    SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(config.parallel.channels_per_rank) +
-                                " on " + std::to_string(ranks) + " ranks cannot hold " + std::to_string(channels) +
-                                " channels");
-  return blocks;
-}
-
 }  // namespace
 
-int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out) {
+void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out) {
   const int ranks = request.ranks > 0 ? request.ranks : mpi_ranks;
   // Without parallel.threads, the ranks share this machine's cores, as they would in a
   // run here; for other nodes, set parallel.threads to the intended --cpus-per-task.
   omp_set_num_threads(config.parallel.threads > 0 ? config.parallel.threads : std::max(1, omp_get_num_procs() / ranks));
   const int threads = omp_get_max_threads();
-  Plan plan;
-  plan.readers = open_inputs(config);
+  Plan plan = open_plan(config);
   const ms::MsInfo& info = plan.readers.front().info();
-  plan.chan_begin = config.input.channel_begin;
-  plan.chan_end = config.input.channel_end < 0 ? info.num_channels() : config.input.channel_end;
-  if (plan.chan_end > info.num_channels() || plan.chan_begin >= plan.chan_end)
-    SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(plan.chan_begin) +
-                               ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
-                               std::to_string(info.num_channels()) + " channels");
   const int num_chan = plan.chan_end - plan.chan_begin;
-  plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
-                                               imaging::oversampling_for(config.image.accuracy, config.image.padding));
-  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
-  plan.blocks = planned_blocks(config, num_chan, ranks);
-  const std::vector<double> freq(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
-  const int num_phi = num_chan >= 2 ? FaradayStage::planned_axis(freq, config.faraday).count : 0;
+  const int num_phi = plan.num_phi;
+  // From the metadata alone every row counts in every channel; a run balances the
+  // unflagged visibilities, which it counts from FLAG.
+  const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
+  plan.blocks = channel_blocks(config, uniform, ranks);
 
   out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["
       << plan.chan_begin << ", " << plan.chan_end << ") of " << plan.readers.size() << " Measurement Set(s), "
@@ -556,9 +549,7 @@ int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, 
     needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
     const MemoryPlan memory = plan_memory(needs);
     const double host = memory.imaging + memory.channel_data + 2 * memory.block + (memory.keep_psfs ? memory.psfs : 0);
-    const int y0 = plan.geometry.size * r / ranks, y1 = plan.geometry.size * (r + 1) / ranks;
-    const double seconds =
-        rank_seconds(rates, block.size(), static_cast<double>(y1 - y0) * plan.geometry.size, r == 0);
+    const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
     peak_bytes = std::max(peak_bytes, host + memory.faraday_group);
     slowest_s = std::max(slowest_s, seconds);
     char channels[48];
@@ -575,8 +566,8 @@ int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, 
   if (gpu) out << "GPU memory applies where a rank images on a GPU; the times are the CPU backend's\n";
   out << "wall time at other rank counts:";
   for (int n = 1; n <= num_chan; n *= 2) {
-    const SlowestRank slowest = slowest_rank(planned_blocks(config, num_chan, n), plan.geometry);
-    out << " " << n << ": " << clock_time(rank_seconds(rates, slowest.channels, slowest.slab_pixels, true)) << ";";
+    const SlowestRank slowest = slowest_rank(parallel::balance_channels(uniform, n), plan.geometry);
+    out << " " << n << ": " << clock_time(rank_seconds(rates, slowest.channels, slowest.slab_pixels)) << ";";
   }
   // Slurm counts memory in MiB. A quarter more memory than planned; for the time, ten
   // minutes for the warning before the limit and the margins that docs/benchmarks.md
@@ -586,7 +577,6 @@ int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, 
   out << "\n\nsuggested: sbatch --ntasks=" << ranks << " --cpus-per-task=" << threads << " --mem-per-cpu="
       << mem_per_cpu_mb << "M --time=" << clock_time(margin * slowest_s + 600) << " slurm/one-node.sbatch "
       << (config.config_file.empty() ? std::string("CONFIG") : config.config_file) << " " << config.output.dir << "\n";
-  return 0;
 }
 
 }  // namespace spip::pipeline

@@ -24,6 +24,8 @@ class Log;
 struct Plan {
   std::vector<ms::MsReader> readers;
   int chan_begin = 0, chan_end = 0;              // imaged range of the band
+  std::vector<double> freq_hz;                   // of the imaged channels
+  int num_phi = 0;                               // Faraday depths (0: fewer than two channels)
   std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
   std::string backend;                           // "cpu" or "gpu <index>"
   int gpu_device = -1;                           // -1: CPU
@@ -55,7 +57,7 @@ struct CostRates {
   double setup_s = 0;          // FFT plans and grid corrections, once per rank
   double psf_channel_s = 0;    // pass 1, per channel: the PSF and its beam fit
   double image_channel_s = 0;  // pass 2, per channel: dirty image, CLEAN, restore
-  double create_s = 0;         // rank 0 alone: creating the products
+  double create_s = 0;         // rank 0 creating the products, which every rank waits for
   double faraday_pixel_s = 0;  // the Faraday stage, per pixel of a rank's slab
   std::string from;            // where the rates come from, for the plan's reader
 };
@@ -72,8 +74,7 @@ CostRates measure_rates(const Config& config, const Plan& plan);
 // RM synthesis of noise spectra, timed here, shows between its channels and the plan's.
 CostRates rates_from_qa(const std::string& path, const Config& config, const Plan& plan);
 
-// Wall time of a rank with `channels` channels to image and a Faraday slab of
-// `pixels`; rank 0 (`root`) also creates the products.
-double rank_seconds(const CostRates& rates, int channels, double pixels, bool root);
+// Wall time of a rank with `channels` channels to image and a Faraday slab of `pixels`.
+double rank_seconds(const CostRates& rates, int channels, double pixels);
 
 }  // namespace spip::pipeline

@@ -6,12 +6,12 @@
 #include <map>
 #include <sstream>
 
+#include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 
 namespace spip::sim {
 namespace {
 
-constexpr double speed_of_light = 299792458.0;
 constexpr double pi = 3.14159265358979323846;
 constexpr double deg = pi / 180.0;
 constexpr double arcsec = deg / 3600.0;

@@ -47,6 +47,6 @@ struct PlanRequest {
   int ranks = 0;
   std::string previous_qa;
 };
-int print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out);
+void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out);
 
 }  // namespace spip::pipeline
