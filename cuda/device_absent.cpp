@@ -31,12 +31,13 @@ void synthesise(int, const std::complex<float>*, int, int, const std::complex<fl
 }
 
 faraday::SlabSpectra clean_slab(int, std::vector<std::complex<float>>, int, const std::vector<std::complex<float>>&,
-                                const faraday::SpectrumSettings&) {
+                                const faraday::SpectrumSettings&, const std::vector<float>&) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 
 faraday::SlabSpectra synthesise_slab(int, const std::vector<std::complex<float>>&, int, const std::complex<float>*, int,
-                                     const std::vector<std::complex<float>>&, const faraday::SpectrumSettings&) {
+                                     const std::vector<std::complex<float>>&, const faraday::SpectrumSettings&,
+                                     const std::vector<float>&) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 

@@ -59,24 +59,30 @@ void download(const DeviceArray<Sample>& device, std::vector<T>& host) {
 // One thread per pixel: the neighbouring threads of a warp read neighbouring pixels of
 // each depth plane, and the pixels' loops are independent.
 __global__ void clean_spectra_kernel(Sample* residual, Sample* model, Sample* clean, int num_pixels,
-                                     const Sample* rmsf_double, faraday::SpectrumSettings settings, int* iterations) {
+                                     const Sample* rmsf_double, faraday::SpectrumSettings settings,
+                                     const float* pixel_sigmas, int* iterations) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   if (x >= num_pixels) return;
   const int num_phi = settings.axis.count;
+  const double sigma = faraday::pixel_sigma(settings.sigma, pixel_sigmas, x);
   iterations[x] = faraday::rm_clean_spectrum(Spectrum<Sample>(residual + x, num_pixels), num_phi, rmsf_double,
-                                             settings.clean, Spectrum<Sample>(model + x, num_pixels));
+                                             faraday::pixel_control(settings.clean, settings.sigma, sigma),
+                                             Spectrum<Sample>(model + x, num_pixels));
   faraday::restore_spectrum(Spectrum<const Sample>(residual + x, num_pixels),
                             Spectrum<const Sample>(model + x, num_pixels), num_phi, settings.axis.dphi, settings.fwhm,
                             Spectrum<Sample>(clean + x, num_pixels));
 }
 
-__global__ void fit_peaks_kernel(const Sample* clean, int num_pixels, faraday::SpectrumSettings settings, float* maps) {
+__global__ void fit_peaks_kernel(const Sample* clean, const Sample* model, int num_pixels,
+                                 faraday::SpectrumSettings settings, const float* pixel_sigmas, float* maps) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   if (x >= num_pixels) return;
+  const double sigma = faraday::pixel_sigma(settings.sigma, pixel_sigmas, x);
   const faraday::PeakFit fit = faraday::fit_spectrum_peak(Spectrum<const Sample>(clean + x, num_pixels), settings.axis,
-                                                          settings.lambda0_sq, settings.fwhm, settings.sigma);
-  for (int m = 0; m < faraday::peak_map_count; ++m)
-    maps[static_cast<long long>(m) * num_pixels + x] = static_cast<float>(faraday::peak_map_value(fit, m));
+                                                          settings.lambda0_sq, settings.fwhm, sigma);
+  const double m2 = faraday::component_spread(Spectrum<const Sample>(model + x, num_pixels), settings.axis);
+  for (int m = 0; m < faraday::pixel_map_count; ++m)
+    maps[static_cast<long long>(m) * num_pixels + x] = static_cast<float>(faraday::pixel_map_value(fit, m2, m));
 }
 
 }  // namespace
@@ -91,7 +97,7 @@ std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels) {
 std::size_t slab_bytes(int num_phi, int num_chan, int num_pixels) {
   const std::size_t cube = static_cast<std::size_t>(num_phi) * num_pixels * sizeof(Sample);
   return synthesis_bytes(num_phi, num_chan, num_pixels) + 3 * cube + (2 * num_phi - 1) * sizeof(Sample) +
-         static_cast<std::size_t>(num_pixels) * (faraday::peak_map_count * sizeof(float) + sizeof(int));
+         static_cast<std::size_t>(num_pixels) * (faraday::pixel_map_count * sizeof(float) + sizeof(float) + sizeof(int));
 }
 
 void synthesise(int device, const std::complex<float>* a, int num_phi, int num_chan, const std::complex<float>* p,
@@ -109,19 +115,25 @@ namespace {
 // RM-CLEAN and the peak fit of the dirty cube on the device into `slab` (whose dirty
 // spectra the caller sets).
 void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
-                     const faraday::SpectrumSettings& settings, faraday::SlabSpectra& slab) {
+                     const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas,
+                     faraday::SlabSpectra& slab) {
   const std::size_t cube = dirty.size();
   DeviceArray<Sample> residual(cube), model(cube), clean(cube);
   SPIP_CUDA_CHECK(cudaMemcpy(residual.get(), dirty.get(), dirty.bytes(), cudaMemcpyDeviceToDevice));
   SPIP_CUDA_CHECK(cudaMemset(model.get(), 0, model.bytes()));
   const DeviceArray<Sample> rmsf = upload(rmsf_double.data(), rmsf_double.size());
+  DeviceArray<float> sigmas(pixel_sigmas.size());
+  if (!pixel_sigmas.empty())
+    SPIP_CUDA_CHECK(cudaMemcpy(sigmas.get(), pixel_sigmas.data(), sigmas.bytes(), cudaMemcpyHostToDevice));
+  const float* sigma_values = pixel_sigmas.empty() ? nullptr : sigmas.get();
   DeviceArray<int> iterations(static_cast<std::size_t>(num_pixels));
-  DeviceArray<float> maps(static_cast<std::size_t>(faraday::peak_map_count) * num_pixels);
+  DeviceArray<float> maps(static_cast<std::size_t>(faraday::pixel_map_count) * num_pixels);
   const unsigned blocks = blocks_for(num_pixels, threads_per_block);
   clean_spectra_kernel<<<blocks, threads_per_block>>>(residual.get(), model.get(), clean.get(), num_pixels, rmsf.get(),
-                                                      settings, iterations.get());
+                                                      settings, sigma_values, iterations.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
-  fit_peaks_kernel<<<blocks, threads_per_block>>>(clean.get(), num_pixels, settings, maps.get());
+  fit_peaks_kernel<<<blocks, threads_per_block>>>(clean.get(), model.get(), num_pixels, settings, sigma_values,
+                                                  maps.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
 
   download(clean, slab.clean);
@@ -137,21 +149,21 @@ void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std
 
 faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dirty, int num_pixels,
                                 const std::vector<std::complex<float>>& rmsf_double,
-                                const faraday::SpectrumSettings& settings) {
+                                const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas) {
   if (num_pixels == 0) return {};
   const int num_phi = settings.axis.count;
   require_free(device, slab_bytes(num_phi, 0, num_pixels), num_phi, num_pixels);
   const DeviceArray<Sample> device_dirty = upload(dirty.data(), dirty.size());
   faraday::SlabSpectra slab;
   slab.dirty = std::move(dirty);
-  clean_on_device(device_dirty, num_pixels, rmsf_double, settings, slab);
+  clean_on_device(device_dirty, num_pixels, rmsf_double, settings, pixel_sigmas, slab);
   return slab;
 }
 
 faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
                                      const std::complex<float>* p, int num_pixels,
                                      const std::vector<std::complex<float>>& rmsf_double,
-                                     const faraday::SpectrumSettings& settings) {
+                                     const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas) {
   if (num_pixels == 0) return {};
   const int num_phi = settings.axis.count;
   require_free(device, slab_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
@@ -163,7 +175,7 @@ faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<
   }
   faraday::SlabSpectra slab;
   download(dirty, slab.dirty);
-  clean_on_device(dirty, num_pixels, rmsf_double, settings, slab);
+  clean_on_device(dirty, num_pixels, rmsf_double, settings, pixel_sigmas, slab);
   return slab;
 }
 

@@ -290,6 +290,15 @@ const std::vector<Key>& keys() {
        false, set_faraday_cubes,
        [](const Config& c) { return std::vector<std::string>{cube_list_text(c.faraday.cubes)}; }},
 
+      scalar("catalogue.threshold", &Config::catalogue, &CatalogueConfig::threshold,
+             [](double v) { return v >= 0; }, "a number >= 0", "sigma",
+             "polarised sources: islands of peak PI above this many local FDF sigma; 0: no catalogue"),
+      scalar("catalogue.box", &Config::catalogue, &CatalogueConfig::box, [](int v) { return v >= 0; },
+             "an integer >= 0", "pixels", "side of the boxes the local FDF noise is the rms of; 0: 20 restoring beams"),
+      scalar("catalogue.complexity", &Config::catalogue, &CatalogueConfig::complexity,
+             [](double v) { return v > 0; }, "a number > 0", "RMSF FWHM",
+             "flag a source Faraday-complex when the spread m2 of its RM-CLEAN components exceeds this"),
+
       scalar("output.dir", &Config::output, &OutputConfig::dir, any<std::string>,
              "a non-empty path", "", "directory for the output images"),
       scalar("output.prefix", &Config::output, &OutputConfig::prefix,
@@ -500,7 +509,7 @@ std::string help_text() {
          "\n"
          "Options:\n"
          "  --config FILE    read settings from an INI file with sections [input] [image]\n"
-         "                   [clean] [faraday] [output] [parallel]; the command line wins\n"
+         "                   [clean] [faraday] [catalogue] [output] [parallel]; the command line wins\n"
          "  --print-config   print the effective configuration as such a file and exit\n"
          "  --plan           print what the run needs per rank (memory, disk, estimated time, from\n"
          "                   the MS metadata and rates timed here) and the sbatch options to ask\n"

@@ -137,12 +137,14 @@ PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double
 }
 
 SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
-                       const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings) {
+                       const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings,
+                       const std::vector<float>& pixel_sigmas) {
+  const float* sigmas = pixel_sigmas.empty() ? nullptr : pixel_sigmas.data();
   const int num_phi = settings.axis.count;
   SlabSpectra slab;
   slab.dirty = std::move(dirty);
   slab.clean.resize(slab.dirty.size());
-  slab.maps.resize(static_cast<std::size_t>(peak_map_count) * num_pixels);
+  slab.maps.resize(static_cast<std::size_t>(pixel_map_count) * num_pixels);
   // Each pixel's spectrum is copied out of the [phi][pixel] cube so that the loops run
   // on contiguous memory; the GPU runs the same functions on the strided cube.
   long long iterations = 0;
@@ -154,13 +156,14 @@ SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
       const Spectrum<const Sample> dirty_x(samples(slab.dirty.data()) + x, num_pixels);
       for (int k = 0; k < num_phi; ++k) residual[k] = dirty_x[k];
       std::fill(model.begin(), model.end(), Sample{});
-      iterations += rm_clean_spectrum(residual.data(), num_phi, samples(rmsf_double.data()), settings.clean,
-                                      model.data());
+      const double sigma = pixel_sigma(settings.sigma, sigmas, x);
+      iterations += rm_clean_spectrum(residual.data(), num_phi, samples(rmsf_double.data()),
+                                      pixel_control(settings.clean, settings.sigma, sigma), model.data());
       restore_spectrum(residual.data(), model.data(), num_phi, settings.axis.dphi, settings.fwhm, clean.data());
-      const PeakFit fit =
-          fit_spectrum_peak(clean.data(), settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
-      for (int m = 0; m < peak_map_count; ++m)
-        slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(peak_map_value(fit, m));
+      const PeakFit fit = fit_spectrum_peak(clean.data(), settings.axis, settings.lambda0_sq, settings.fwhm, sigma);
+      const double m2 = component_spread(model.data(), settings.axis);
+      for (int m = 0; m < pixel_map_count; ++m)
+        slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(pixel_map_value(fit, m2, m));
       const Spectrum<Sample> out(samples(slab.clean.data()) + x, num_pixels);
       for (int k = 0; k < num_phi; ++k) out[k] = clean[k];
     }
@@ -171,10 +174,10 @@ SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
 
 SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
                             int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
-                            const SpectrumSettings& settings) {
+                            const SpectrumSettings& settings, const std::vector<float>& pixel_sigmas) {
   std::vector<std::complex<float>> dirty(static_cast<std::size_t>(settings.axis.count) * num_pixels);
   if (num_pixels > 0) synthesise(a, settings.axis.count, num_chan, p, num_pixels, dirty.data());
-  return clean_slab(std::move(dirty), num_pixels, rmsf_double, settings);
+  return clean_slab(std::move(dirty), num_pixels, rmsf_double, settings, pixel_sigmas);
 }
 
 }  // namespace spip::faraday

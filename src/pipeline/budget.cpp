@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "spip/error.hpp"
+#include "spip/faraday/spectrum_math.hpp"
 #include "spip/pipeline/log.hpp"
 
 namespace spip::pipeline {
@@ -100,7 +101,7 @@ double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan
     bytes += std::max(0.0, fits_bytes(pixels * num_chan) - (error ? 0.0 : static_cast<double>(present)));
   }
   bytes += 20 * fits_bytes(pixels);
-  if (num_phi > 0) bytes += 6 * fits_bytes(pixels) + fdf_cubes * fits_bytes(pixels * num_phi);
+  if (num_phi > 0) bytes += faraday::pixel_map_count * fits_bytes(pixels) + fdf_cubes * fits_bytes(pixels * num_phi);
   return bytes;
 }
 

@@ -8,6 +8,7 @@
 #include <span>
 #include <sstream>
 
+#include "catalogue_stage.hpp"
 #include "products.hpp"
 #include "stop_request.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
@@ -22,9 +23,10 @@ using cfloat = std::complex<float>;
 constexpr int stokes_i = 0, stokes_q = 1, stokes_u = 2, stokes_v = 3, quantity_p = 4;
 constexpr const char* quantity_names[] = {"I", "Q", "U", "V", "P"};
 constexpr const char* moment_names[] = {"mean", "std", "skew", "kurt"};
-constexpr const char* map_names[] = {"peak-phi", "peak-pi", "peak-chi0", "peak-phi-err", "peak-pi-err", "peak-chi0-err"};
-constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad"};
-static_assert(std::size(map_names) == faraday::peak_map_count);
+constexpr const char* map_names[] = {"peak-phi",    "peak-pi",       "peak-chi0", "peak-phi-err",
+                                     "peak-pi-err", "peak-chi0-err", "fdf-m2"};
+constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2"};
+static_assert(std::size(map_names) == faraday::pixel_map_count);
 
 fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit) {
   header.spectral.reset();
@@ -71,11 +73,11 @@ struct FaradayStage::Synthesis {
 };
 
 FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
-                           std::array<std::string, 4> image_cubes, double group_bytes, int gpu_device)
+                           ChannelCubes cubes, double group_bytes, int gpu_device)
     : config_(config),
       base_(base),
       freq_hz_(std::move(freq_hz)),
-      image_cubes_(std::move(image_cubes)),
+      cubes_(std::move(cubes)),
       group_bytes_(group_bytes),
       gpu_device_(gpu_device) {}
 
@@ -84,10 +86,10 @@ std::pair<int, int> FaradayStage::slab_rows(int rank, int ranks, int ny) {
 }
 
 double FaradayStage::bytes_per_pixel(int num_chan, int num_phi) {
-  // Read back: Q and U floats and P complex per channel (I and V pass through the
-  // same buffers first); the dirty and clean spectra and one part of them for
-  // writing; the power sums, moments and peak maps.
-  return 16.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (4 + faraday::peak_map_count);
+  // Read back: Q and U floats and P complex per channel (I, V and the residual Q and U
+  // pass through the same buffers first); the dirty and clean spectra and one part of
+  // them for writing; the power sums, moments, pixel noise and pixel maps.
+  return 16.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (5 + faraday::pixel_map_count);
 }
 
 faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config) {
@@ -123,13 +125,37 @@ void FaradayStage::write_moment_rows(int quantity, int first_row, const std::vec
   for (int k = 0; k < 4; ++k) fits::CubeFile::write_rows(moment_path(quantity, k), first_row, *images[k]);
 }
 
+// Each pixel's FDF noise from its residual Q and U over the channels, K sqrt(sum_c w_c^2
+// (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
+// deconvolution errors alike. Empty without residual cubes.
+std::vector<float> FaradayStage::pixel_noise(int first_row, int rows, const std::vector<double>& weight) const {
+  if (cubes_.residual_qu[0].empty()) return {};
+  const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
+  double weight_sum = 0;
+  for (double w : weight) weight_sum += w;
+  std::vector<double> power(pixels, 0.0);
+  for (const std::string& cube : cubes_.residual_qu) {
+    const std::vector<float> residual = fits::CubeFile::read_rows(cube, first_row, rows);
+    for (std::size_t c = 0; c < weight.size(); ++c)
+      if (weight[c] > 0)
+        for (std::size_t i = 0; i < pixels; ++i) {
+          const double r = residual[c * pixels + i];
+          power[i] += 0.5 * weight[c] * weight[c] * r * r;
+        }
+  }
+  std::vector<float> sigma(pixels);
+  for (std::size_t i = 0; i < pixels; ++i) sigma[i] = static_cast<float>(std::sqrt(power[i]) / weight_sum);
+  return sigma;
+}
+
 void FaradayStage::process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
                                 long long& iterations) const {
   const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
   for (int s : {stokes_i, stokes_v})
-    write_moment_rows(s, first_row, fits::CubeFile::read_rows(image_cubes_[s], first_row, rows), weight);
-  const std::vector<float> q = fits::CubeFile::read_rows(image_cubes_[stokes_q], first_row, rows);
-  const std::vector<float> u = fits::CubeFile::read_rows(image_cubes_[stokes_u], first_row, rows);
+    write_moment_rows(s, first_row, fits::CubeFile::read_rows(cubes_.restored[s], first_row, rows), weight);
+  const std::vector<float> sigmas = synthesis ? pixel_noise(first_row, rows, weight) : std::vector<float>();
+  const std::vector<float> q = fits::CubeFile::read_rows(cubes_.restored[stokes_q], first_row, rows);
+  const std::vector<float> u = fits::CubeFile::read_rows(cubes_.restored[stokes_u], first_row, rows);
   write_moment_rows(stokes_q, first_row, q, weight);
   write_moment_rows(stokes_u, first_row, u, weight);
   {
@@ -147,9 +173,9 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
   const int num_chan = static_cast<int>(weight.size());
   const faraday::SlabSpectra slab =
       gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
-                                               synthesis->rmsf_double, synthesis->settings)
+                                               synthesis->rmsf_double, synthesis->settings, sigmas)
                        : faraday::synthesise_slab(synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
-                                                  synthesis->rmsf_double, synthesis->settings);
+                                                  synthesis->rmsf_double, synthesis->settings, sigmas);
   iterations += slab.iterations;
   std::vector<float> values(slab.dirty.size());
   for (std::size_t k = 0; k < synthesis->cubes.size(); ++k) {
@@ -158,7 +184,7 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
     for (std::size_t i = 0; i < source.size(); ++i) values[i] = part_of(source[i], cube.part);
     fits::CubeFile::write_rows(synthesis->cube_paths[k], first_row, values);
   }
-  for (int m = 0; m < faraday::peak_map_count; ++m)
+  for (int m = 0; m < faraday::pixel_map_count; ++m)
     fits::CubeFile::write_rows(synthesis->map_paths[m], first_row,
                                std::span<const float>(slab.maps).subspan(m * pixels, pixels));
 }
@@ -216,7 +242,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     if (synthesis) {
       const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
       for (const std::string& cube : synthesis->cube_paths) fits::CubeFile::create(cube, fdf);
-      for (int m = 0; m < faraday::peak_map_count; ++m) {
+      for (int m = 0; m < faraday::pixel_map_count; ++m) {
         fits::ImageHeader header = plain_image(base_, map_units[m]);
         header.extra_keys["LAMSQ0"] = synthesis->setup.lambda0_sq;
         fits::CubeFile::create(synthesis->map_paths[m], header);
@@ -272,6 +298,12 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     text << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
   write_text_atomically(path("rmsf", ".txt"), text.str());
   written.push_back(path("rmsf", ".txt"));
+  if (config_.catalogue.threshold > 0) {
+    const CatalogueInputs inputs{synthesis->map_paths, moment_path(stokes_i, 0), synthesis->settings.fwhm};
+    for (const std::string& file :
+         write_catalogue(config_, base_, inputs, path("catalogue"), path("catalogue", ".csv"), log))
+      written.push_back(file);
+  }
   return written;
 }
 

@@ -24,11 +24,17 @@ class StopRequest;
 
 class FaradayStage {
  public:
-  // `base` is the image header of the channel cubes (WCS, beam, date); `image_cubes`
-  // the restored I, Q, U, V cubes (partial files), `group_bytes` what one row group may
-  // hold; `gpu_device` >= 0 runs RM synthesis and RM-CLEAN on that GPU.
-  FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
-               std::array<std::string, 4> image_cubes, double group_bytes, int gpu_device);
+  // The channel cubes the stage reads (partial files): the restored I, Q, U, V and, with
+  // CLEAN, the residual Q and U, from which each pixel's own FDF noise comes.
+  struct ChannelCubes {
+    std::array<std::string, 4> restored;
+    std::array<std::string, 2> residual_qu;  // empty without CLEAN
+  };
+
+  // `base` is the image header of the channel cubes (WCS, beam, date), `group_bytes` what
+  // one row group may hold; `gpu_device` >= 0 runs RM synthesis and RM-CLEAN on that GPU.
+  FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz, ChannelCubes cubes,
+               double group_bytes, int gpu_device);
 
   // This rank's channels, in increasing order: the channel's polarised noise (MAD
   // sigma of its Q, U residuals), or a negative value for a channel with nothing imaged
@@ -61,11 +67,12 @@ class FaradayStage {
                     long long& iterations) const;
   void write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                          const std::vector<double>& weight) const;
+  std::vector<float> pixel_noise(int first_row, int rows, const std::vector<double>& weight) const;
 
   const Config& config_;
   fits::ImageHeader base_;
   std::vector<double> freq_hz_;
-  std::array<std::string, 4> image_cubes_;
+  ChannelCubes cubes_;
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
   std::vector<double> noise_;  // per channel of this rank

@@ -398,8 +398,10 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   const ms::MsInfo& info = plan.readers.front().info();
   FaradayStage faraday(config, cubes.base,
                        std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
-                       {cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
-                        cubes.path("image", "V")},
+                       {{cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
+                         cubes.path("image", "V")},
+                        cubes.cleaned ? std::array{cubes.path("residual", "Q"), cubes.path("residual", "U")}
+                                      : std::array<std::string, 2>{}},
                        plan.memory.faraday_group, plan.gpu_device);
 
   // Pass 2: image, clean, restore and write each channel.

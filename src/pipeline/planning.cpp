@@ -444,9 +444,10 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
       make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {}).paths().size());
   // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
   // of every channel (from the page cache: counted as cheaply as written) and writes 20
-  // moments, the depth cubes and 6 peak maps per pixel.
-  rates.create_s = 4 * pixels * (channel_cubes * num_chan + 26 + fdf_planes) / rate;
-  rates.faraday_pixel_s = 4 * (4.0 * num_chan + 26 + fdf_planes) / rate;
+  // moments, the depth cubes and the pixel maps per pixel.
+  const double images = 20 + faraday::pixel_map_count;
+  rates.create_s = 4 * pixels * (channel_cubes * num_chan + images + fdf_planes) / rate;
+  rates.faraday_pixel_s = 4 * (4.0 * num_chan + images + fdf_planes) / rate;
   if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
   return rates;
 }

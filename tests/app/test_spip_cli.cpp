@@ -266,7 +266,7 @@ TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
     worst = std::max(worst, largest > 0 ? difference / largest : 0.0);
     ++compared;
   }
-  EXPECT_EQ(compared, 20 + 6 + 6);
+  EXPECT_EQ(compared, 20 + 6 + 7);  // moments, FDF cubes, pixel maps
   std::printf("[ measured ] %d Faraday products, %s row groups vs 3 ranks: largest difference %.2e of the peak\n",
               compared, count[1].str().c_str(), worst);
 }

@@ -208,6 +208,28 @@ TEST(RmClean, CrossCorrelationSearchAlsoFindsTheComponents) {
   EXPECT_NEAR(at_minus_7, 0.1, 0.01);
 }
 
+// m2 of the components: sqrt(p1 p2) |phi1 - phi2| / (p1 + p2) for two thin components
+// (half the separation when equal), near 0 for one.
+TEST(RmClean, ComponentSpreadSeparatesOneFromTwoComponents) {
+  const std::vector<double> freq = sample_band();
+  const SynthesisSetup setup = make_setup(freq, std::vector<double>(freq.size(), 1.0), fine_axis(60, 0.25));
+  const FaradayAxis& axis = setup.axis;
+  const auto rmsf_double = rmsf_for_clean(setup);
+  auto cleaned_m2 = [&](const std::vector<Thin>& sources) {
+    const auto p = spectrum(freq, sources);
+    std::vector<std::complex<float>> f(axis.count), model(axis.count), clean(axis.count);
+    synthesise(synthesis_matrix(setup, axis), axis.count, static_cast<int>(freq.size()), p.data(), 1, f.data());
+    rm_clean(f.data(), axis.count, rmsf_double, axis.dphi, 0.1, 1e-3, 3000, measured_fwhm(setup), model.data(),
+             clean.data());
+    return component_spread(reinterpret_cast<const Sample*>(model.data()), axis);
+  };
+  EXPECT_LT(cleaned_m2({{0.3, 0.5, 20.0}}), axis.dphi);
+  EXPECT_NEAR(cleaned_m2({{0.2, 0.5, -10.0}, {0.2, 1.1, 10.0}}), 10.0, 0.3);
+  EXPECT_NEAR(cleaned_m2({{0.3, 0.5, -10.0}, {0.1, 1.1, 10.0}}), std::sqrt(0.03) * 20 / 0.4, 0.3);
+  const std::vector<Sample> none(axis.count);
+  EXPECT_EQ(component_spread(none.data(), axis), 0.0);
+}
+
 namespace {
 
 // A slab of pixels, each with its own Faraday-thin source, and a second, fainter one in
@@ -249,7 +271,7 @@ TEST(RmSynthesis, SlabCleansAndFitsEveryPixelAsItsOwnSpectrum) {
   const SlabSpectra slab =
       synthesise_slab(synthesis_matrix(setup, setup.axis), chans, truth.p.data(), pixels, rmsf_double, settings);
   ASSERT_EQ(slab.dirty.size(), static_cast<std::size_t>(num_phi) * pixels);
-  ASSERT_EQ(slab.maps.size(), static_cast<std::size_t>(peak_map_count) * pixels);
+  ASSERT_EQ(slab.maps.size(), static_cast<std::size_t>(pixel_map_count) * pixels);
 
   long long iterations = 0;
   for (int x = 0; x < pixels; ++x) {
@@ -261,8 +283,9 @@ TEST(RmSynthesis, SlabCleansAndFitsEveryPixelAsItsOwnSpectrum) {
     for (int k = 0; k < num_phi; ++k)
       ASSERT_EQ(slab.clean[static_cast<std::size_t>(k) * pixels + x], clean[k]) << "pixel " << x << ", depth " << k;
     const PeakFit fit = fit_peak(clean.data(), setup.axis, setup.lambda0_sq, settings.fwhm, settings.sigma);
-    for (int m = 0; m < peak_map_count; ++m)
-      EXPECT_EQ(slab.maps[static_cast<std::size_t>(m) * pixels + x], static_cast<float>(peak_map_value(fit, m)));
+    const double m2 = component_spread(reinterpret_cast<const Sample*>(model.data()), setup.axis);
+    for (int m = 0; m < pixel_map_count; ++m)
+      EXPECT_EQ(slab.maps[static_cast<std::size_t>(m) * pixels + x], static_cast<float>(pixel_map_value(fit, m2, m)));
 
     const Thin& source = truth.brightest[x];
     EXPECT_NEAR(slab.maps[x], source.rm, 0.05) << "pixel " << x;
@@ -332,12 +355,34 @@ TEST(SpectrumMath, StridedCubeViewsGiveTheContiguousResults) {
     iterations += rm_clean_spectrum(r, num_phi, rmsf.data(), settings.clean, m);
     restore_spectrum(r, m, num_phi, settings.axis.dphi, settings.fwhm, c);
     const PeakFit fit = fit_spectrum_peak(c, settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
-    for (int k = 0; k < peak_map_count; ++k)
-      EXPECT_EQ(static_cast<float>(peak_map_value(fit, k)), slab.maps[static_cast<std::size_t>(k) * pixels + x]);
+    for (int k = 0; k < pixel_map_count; ++k)
+      EXPECT_EQ(static_cast<float>(pixel_map_value(fit, component_spread(m, settings.axis), k)),
+                slab.maps[static_cast<std::size_t>(k) * pixels + x]);
   }
   EXPECT_EQ(iterations, slab.iterations);
   for (std::size_t i = 0; i < clean.size(); ++i) {
     ASSERT_EQ(clean[i].re, slab.clean[i].real()) << i;
     ASSERT_EQ(clean[i].im, slab.clean[i].imag()) << i;
   }
+}
+
+// A pixel whose own noise is above the field's is cleaned to, and measured against, its
+// own; one below keeps the field's.
+TEST(RmClean, PixelNoiseRaisesTheCutoffAndTheErrors) {
+  const std::vector<double> freq = sample_band();
+  const SynthesisSetup setup = make_setup(freq, std::vector<double>(freq.size(), 1.0), fine_axis(60, 0.25));
+  const int pixels = 3;
+  const ThinSlab truth = thin_slab(freq, pixels);
+  const SpectrumSettings settings = spectrum_settings(setup, 1e-4, {0.1, 5e-4, 5000, false});
+  const auto a = synthesis_matrix(setup, setup.axis);
+  const auto rmsf_double = rmsf_for_clean(setup);
+  const int chans = static_cast<int>(freq.size());
+  const SlabSpectra field = synthesise_slab(a, chans, truth.p.data(), pixels, rmsf_double, settings);
+  const SlabSpectra own = synthesise_slab(a, chans, truth.p.data(), pixels, rmsf_double, settings, {1e-5f, 1e-4f, 1e-2f});
+  for (int x : {0, 1})
+    for (int m = 0; m < pixel_map_count; ++m)
+      EXPECT_EQ(own.maps[m * pixels + x], field.maps[m * pixels + x]) << "pixel " << x << " map " << m;
+  EXPECT_FLOAT_EQ(own.maps[4 * pixels + 2], 1e-2f);  // PI error
+  EXPECT_FLOAT_EQ(field.maps[4 * pixels + 2], 1e-4f);
+  EXPECT_LT(own.iterations, field.iterations);  // cleaned to 5e-2 instead of 5e-4
 }

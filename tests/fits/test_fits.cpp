@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <numbers>
 #include <random>
 #include <string>
@@ -20,6 +21,7 @@
 
 #include "spip/error.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/fits/fits_table.hpp"
 #include "spip/version.hpp"
 
 namespace {
@@ -324,6 +326,52 @@ TEST_F(FitsTest, BadExtraKeywordThrowsAndLeavesNothing) {
   h.extra_keys = {{"lower", 1.0}};
   EXPECT_THROW(spip::fits::write_image(path("dup.fits"), h, ramp(64)), spip::Error);
   EXPECT_TRUE(fs::is_empty(dir_));
+}
+
+TEST_F(FitsTest, TableRoundTripsValuesUnitsAndDescriptions) {
+  spip::fits::Table table;
+  table.extname = "CATALOGUE";
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  table.columns.push_back({"name", "", "source name", std::vector<std::string>{"SPIP J000000.0+600000", "b", ""}});
+  table.columns.push_back({"phi", "rad/m^2", "Faraday depth", std::vector<double>{20.25, -45.0, nan}});
+  table.columns.push_back({"island", "", "island number", std::vector<std::int32_t>{1, 2, -7}});
+  table.keys.push_back({"THRESH", 8.0, "detection threshold"});
+  table.comments.push_back("made by a test");
+  spip::fits::write_table(path("table.fits"), table);
+  EXPECT_FALSE(fs::exists(path("table.fits.partial")));
+
+  const spip::fits::Table back = spip::fits::read_table(path("table.fits"), {"THRESH"});
+  EXPECT_EQ(back.extname, "CATALOGUE");
+  ASSERT_EQ(back.columns.size(), 3u);
+  for (std::size_t c = 0; c < 3; ++c) {
+    EXPECT_EQ(back.columns[c].name, table.columns[c].name);
+    EXPECT_EQ(back.columns[c].unit, table.columns[c].unit);
+    EXPECT_EQ(back.columns[c].description, table.columns[c].description);
+  }
+  EXPECT_EQ(std::get<std::vector<std::string>>(back.columns[0].values),
+            std::get<std::vector<std::string>>(table.columns[0].values));
+  const auto& phi = std::get<std::vector<double>>(back.columns[1].values);
+  EXPECT_EQ(phi[0], 20.25);
+  EXPECT_EQ(phi[1], -45.0);
+  EXPECT_TRUE(std::isnan(phi[2]));
+  EXPECT_EQ(std::get<std::vector<std::int32_t>>(back.columns[2].values), (std::vector<std::int32_t>{1, 2, -7}));
+  ASSERT_EQ(back.keys.size(), 1u);
+  EXPECT_EQ(back.keys[0].value, 8.0);
+}
+
+TEST_F(FitsTest, EmptyTableKeepsItsColumnsAndUnevenColumnsAreRefused) {
+  spip::fits::Table table;
+  table.extname = "CATALOGUE";
+  table.columns.push_back({"pi", "Jy/beam", "polarised intensity", std::vector<double>{}});
+  spip::fits::write_table(path("empty.fits"), table);
+  const spip::fits::Table back = spip::fits::read_table(path("empty.fits"));
+  ASSERT_EQ(back.columns.size(), 1u);
+  EXPECT_EQ(back.columns[0].rows(), 0u);
+  EXPECT_EQ(back.columns[0].unit, "Jy/beam");
+
+  table.columns.push_back({"phi", "rad/m^2", "", std::vector<double>{1.0}});
+  EXPECT_THROW(spip::fits::write_table(path("uneven.fits"), table), spip::Error);
+  EXPECT_FALSE(fs::exists(path("uneven.fits")));
 }
 
 TEST(FitsImageKeywords, TextAndNumberParsing) {

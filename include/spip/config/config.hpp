@@ -70,6 +70,13 @@ struct FaradayConfig {
   std::vector<std::string> cubes = faraday_cube_names();
 };
 
+// The polarised-source catalogue made from the Faraday products.
+struct CatalogueConfig {
+  double threshold = 8.0;             // islands above this many local FDF sigma (POSSUM); 0: none
+  int box = 0;                        // local-noise box side, pixels; 0: 20 restoring beams
+  double complexity = 0.5;            // Faraday-complex when m2 > complexity * RMSF FWHM
+};
+
 struct OutputConfig {
   std::string dir = "spip-out";
   std::string prefix = "spip";
@@ -88,6 +95,7 @@ struct Config {
   ImageConfig image;
   CleanConfig clean;
   FaradayConfig faraday;
+  CatalogueConfig catalogue;
   OutputConfig output;
   ParallelConfig parallel;
   std::string config_file;            // where it was read from; empty: command line only

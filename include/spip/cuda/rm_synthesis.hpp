@@ -14,7 +14,7 @@ namespace spip::cuda {
 // Device memory of the bare product: A, P and F in complex64.
 std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels);
 // Device memory of synthesise_slab(): A, P, the dirty, residual, model and clean cubes,
-// the RMSF of twice the range, the peak maps and the iteration counts.
+// the RMSF of twice the range, the pixel noise, the pixel maps and the iteration counts.
 std::size_t slab_bytes(int num_phi, int num_chan, int num_pixels);
 
 // F[phi][pixel] = A[phi][c] P[c][pixel] on `device`. Throws spip::Error if the device
@@ -25,12 +25,13 @@ void synthesise(int device, const std::complex<float>* a, int num_phi, int num_c
 // faraday::clean_slab() on `device`, with the same arguments and products.
 faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dirty, int num_pixels,
                                 const std::vector<std::complex<float>>& rmsf_double,
-                                const faraday::SpectrumSettings& settings);
+                                const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas = {});
 
 // faraday::synthesise_slab() on `device`, with the same arguments and products.
 faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
                                      const std::complex<float>* p, int num_pixels,
                                      const std::vector<std::complex<float>>& rmsf_double,
-                                     const faraday::SpectrumSettings& settings);
+                                     const faraday::SpectrumSettings& settings,
+                                     const std::vector<float>& pixel_sigmas = {});
 
 }  // namespace spip::cuda

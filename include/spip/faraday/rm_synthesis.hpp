@@ -73,19 +73,21 @@ std::vector<std::complex<float>> rmsf_for_clean(const SynthesisSetup& setup);
 // The Faraday products of a slab of pixels.
 struct SlabSpectra {
   std::vector<std::complex<float>> dirty, clean;  // [phi][pixel]
-  std::vector<float> maps;                         // [map][pixel], in peak_map_value() order
+  std::vector<float> maps;                         // [map][pixel], in pixel_map_value() order
   long long iterations = 0;                        // RM-CLEAN iterations of all pixels
 };
 
 // RM-CLEAN and the peak fit of every pixel's spectrum of a dirty cube [phi][pixel], on
-// the CPU's cores; the cube is kept as the slab's dirty spectra.
+// the CPU's cores; the cube is kept as the slab's dirty spectra. `pixel_sigmas`, if
+// given, is each pixel's own FDF noise (pixel_sigma() of spectrum_math.hpp).
 SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
-                       const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings);
+                       const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings,
+                       const std::vector<float>& pixel_sigmas = {});
 
 // F = A P (one cgemm), then clean_slab(). cuda::synthesise_slab() is its GPU peer.
 // `a` is [phi][channel], `p` [channel][pixel], `rmsf_double` from rmsf_for_clean().
 SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
                             int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
-                            const SpectrumSettings& settings);
+                            const SpectrumSettings& settings, const std::vector<float>& pixel_sigmas = {});
 
 }  // namespace spip::faraday

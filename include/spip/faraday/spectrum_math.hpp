@@ -172,16 +172,53 @@ SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, co
   return fit;
 }
 
-// The six peak maps in the order they are stored and written.
-constexpr int peak_map_count = 6;
-SPIP_HOST_DEVICE inline double peak_map_value(const PeakFit& fit, int map) {
+// The second moment of a pixel's RM-CLEAN components' depths, weighted by their
+// amplitudes (Anderson et al. 2015): a Faraday-complexity indicator that is near 0 for
+// one thin component and half the separation for two equal ones; 0 without components.
+SPIP_HOST_DEVICE inline double component_spread(Spectrum<const Sample> model, const FaradayAxis& axis) {
+  double weight = 0, weighted_phi = 0;
+  for (int k = 0; k < axis.count; ++k) {
+    const double a = amplitude(model[k]);
+    weight += a;
+    weighted_phi += a * axis.phi(k);
+  }
+  if (!(weight > 0)) return 0;
+  const double mean_phi = weighted_phi / weight;
+  double spread = 0;
+  for (int k = 0; k < axis.count; ++k) {
+    const double d = axis.phi(k) - mean_phi;
+    spread += amplitude(model[k]) * d * d;
+  }
+  return sqrt(spread / weight);
+}
+
+// The FDF noise a pixel is cleaned to and measured against: the field's, or the pixel's
+// own (from its residual images, `pixel_sigmas` may be null) where that is higher: near
+// bright sources deconvolution errors, not thermal noise, limit the channel images, and
+// cleaning a spectrum below them only models those errors.
+SPIP_HOST_DEVICE inline double pixel_sigma(double field_sigma, const float* pixel_sigmas, long long x) {
+  return pixel_sigmas && pixel_sigmas[x] > field_sigma ? static_cast<double>(pixel_sigmas[x]) : field_sigma;
+}
+
+// RM-CLEAN's control for a pixel of noise `sigma`: the cutoff, set for the field's
+// noise, scaled to the pixel's.
+SPIP_HOST_DEVICE inline RmCleanControl pixel_control(RmCleanControl control, double field_sigma, double sigma) {
+  if (field_sigma > 0) control.cutoff *= sigma / field_sigma;
+  return control;
+}
+
+// The per-pixel maps in the order they are stored and written: the six of the peak fit,
+// then the components' spread m2.
+constexpr int pixel_map_count = 7;
+SPIP_HOST_DEVICE inline double pixel_map_value(const PeakFit& fit, double m2, int map) {
   switch (map) {
     case 0: return fit.phi;
     case 1: return fit.pi;
     case 2: return fit.chi0;
     case 3: return fit.phi_err;
     case 4: return fit.pi_err;
-    default: return fit.chi0_err;
+    case 5: return fit.chi0_err;
+    default: return m2;
   }
 }
 

@@ -1,0 +1,44 @@
+#pragma once
+// FITS binary tables, for catalogues: one table extension after an empty primary
+// HDU, a unit (TUNIT) and a description (the TTYPE card's comment) per column, as
+// astropy, TOPCAT and CARTA read them.
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace spip::fits {
+
+struct TableColumn {
+  std::string name;         // TTYPEn
+  std::string unit;         // TUNITn; empty: dimensionless
+  std::string description;  // comment of TTYPEn
+  // Written as 'D' (float64), 'J' (int32) or 'nA' (text of the longest value).
+  std::variant<std::vector<double>, std::vector<std::int32_t>, std::vector<std::string>> values;
+
+  std::size_t rows() const;
+};
+
+struct TableKey {
+  std::string name;  // at most 8 characters
+  double value = 0;
+  std::string comment;
+};
+
+struct Table {
+  std::string extname;
+  std::vector<TableColumn> columns;
+  std::vector<TableKey> keys;          // keywords of the table's header
+  std::vector<std::string> comments;   // COMMENT cards of the table's header
+};
+
+// Writes the table under a temporary name and renames it when complete. Every column
+// must have the same number of rows.
+void write_table(const std::string& path, const Table& table);
+
+// The first table extension of `path`, its 'D', 'E', 'J', 'I' and 'A' columns (numbers
+// as double or int32), and its keys from `key_names`.
+Table read_table(const std::string& path, const std::vector<std::string>& key_names = {});
+
+}  // namespace spip::fits

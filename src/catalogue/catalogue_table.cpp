@@ -1,0 +1,81 @@
+#include "spip/catalogue/catalogue_table.hpp"
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <sstream>
+
+namespace spip::catalogue {
+namespace {
+
+template <class T>
+fits::TableColumn column(const std::vector<Source>& sources, const char* name, const char* unit,
+                         const char* description, std::function<T(const Source&)> value) {
+  std::vector<T> values;
+  for (const Source& s : sources) values.push_back(value(s));
+  return {name, unit, description, std::move(values)};
+}
+
+std::string csv_value(const fits::TableColumn& column, std::size_t row) {
+  std::ostringstream out;
+  out.precision(10);
+  std::visit([&](const auto& values) { out << values[row]; }, column.values);
+  return out.str();
+}
+
+}  // namespace
+
+fits::Table catalogue_table(const std::vector<Source>& sources, const FinderSettings& settings) {
+  using S = const Source&;
+  fits::Table table;
+  table.extname = "CATALOGUE";
+  table.columns = {
+      column<std::string>(sources, "name", "", "IAU-style name from the truncated position", [](S s) { return s.name; }),
+      column<std::int32_t>(sources, "island", "", "island number, brightest first", [](S s) { return s.island; }),
+      column<std::int32_t>(sources, "component", "", "component within its island", [](S s) { return s.component; }),
+      column<double>(sources, "x_pix", "pix", "zero-based image x of the PI peak", [](S s) { return s.x; }),
+      column<double>(sources, "y_pix", "pix", "zero-based image y of the PI peak", [](S s) { return s.y; }),
+      column<double>(sources, "ra", "deg", "right ascension (FK5 J2000)", [](S s) { return s.ra_deg; }),
+      column<double>(sources, "ra_err", "deg", "position error along RA on the sky", [](S s) { return s.position_err_deg; }),
+      column<double>(sources, "dec", "deg", "declination (FK5 J2000)", [](S s) { return s.dec_deg; }),
+      column<double>(sources, "dec_err", "deg", "position error in declination", [](S s) { return s.position_err_deg; }),
+      column<double>(sources, "phi", "rad/m^2", "Faraday depth of the clean FDF peak", [](S s) { return s.phi; }),
+      column<double>(sources, "phi_err", "rad/m^2", "error of phi", [](S s) { return s.phi_err; }),
+      column<double>(sources, "pi", "Jy/beam", "bias-corrected polarised intensity", [](S s) { return s.pi; }),
+      column<double>(sources, "pi_err", "Jy/beam", "error of pi", [](S s) { return s.pi_err; }),
+      column<double>(sources, "chi0", "deg", "intrinsic polarisation angle", [](S s) { return s.chi0_deg; }),
+      column<double>(sources, "chi0_err", "deg", "error of chi0", [](S s) { return s.chi0_err_deg; }),
+      column<double>(sources, "stokes_i", "Jy/beam", "mean Stokes I over the channels", [](S s) { return s.stokes_i; }),
+      column<double>(sources, "frac_pol", "", "pi / stokes_i", [](S s) { return s.frac_pol; }),
+      column<double>(sources, "sigma_qu", "Jy/beam", "local FDF noise per Q or U part", [](S s) { return s.sigma; }),
+      column<double>(sources, "snr", "", "pi / sigma_qu", [](S s) { return s.snr; }),
+      column<double>(sources, "m2", "rad/m^2", "second moment of the RM-CLEAN components", [](S s) { return s.m2; }),
+      column<std::int32_t>(sources, "faraday_complex", "", "1 where m2 > COMPLEXT * RMSFFWHM",
+                           [](S s) { return static_cast<std::int32_t>(s.faraday_complex); }),
+  };
+  table.keys = {{"THRESHLD", settings.threshold, "islands above this many local sigma_qu"},
+                {"NOISEBOX", static_cast<double>(settings.box), "[pix] side of the local-noise boxes"},
+                {"BEAMPIX", settings.beam_fwhm_pix, "[pix] restoring beam FWHM, sqrt(BMAJ BMIN)"},
+                {"RMSFFWHM", settings.rmsf_fwhm, "[rad/m^2] measured RMSF FWHM"},
+                {"COMPLEXT", settings.complexity, "Faraday complexity threshold on m2 / RMSFFWHM"}};
+  table.comments = {"spip polarised-source catalogue: see docs/products.md"};
+  return table;
+}
+
+std::string to_csv(const fits::Table& table) {
+  std::ostringstream out;
+  out << "# " << table.comments.front() << "\n";
+  for (const fits::TableKey& key : table.keys) out << "# " << key.name << " = " << key.value << ": " << key.comment << "\n";
+  for (const fits::TableColumn& c : table.columns)
+    out << "# " << c.name << " [" << c.unit << "]: " << c.description << "\n";
+  for (std::size_t c = 0; c < table.columns.size(); ++c) out << (c ? "," : "") << table.columns[c].name;
+  out << "\n";
+  const std::size_t rows = table.columns.front().rows();
+  for (std::size_t r = 0; r < rows; ++r) {
+    for (std::size_t c = 0; c < table.columns.size(); ++c) out << (c ? "," : "") << csv_value(table.columns[c], r);
+    out << "\n";
+  }
+  return out.str();
+}
+
+}  // namespace spip::catalogue

@@ -1,0 +1,271 @@
+#include "spip/catalogue/source_finder.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numbers>
+
+#include "spip/error.hpp"
+
+namespace spip::catalogue {
+namespace {
+
+constexpr double deg_per_rad = 180.0 / std::numbers::pi;
+constexpr float nan = std::numeric_limits<float>::quiet_NaN();
+
+// Mesh coordinates: 0, step, 2 step, ... and the last pixel.
+std::vector<int> mesh(int n, int step) {
+  std::vector<int> nodes;
+  for (int c = 0; c < n - 1; c += step) nodes.push_back(c);
+  nodes.push_back(n - 1);
+  return nodes;
+}
+
+float rms_in_box(const Map& map, int cx, int cy, int half) {
+  double sum = 0;
+  long count = 0;
+  for (int y = std::max(0, cy - half); y <= std::min(map.ny - 1, cy + half); ++y)
+    for (int x = std::max(0, cx - half); x <= std::min(map.nx - 1, cx + half); ++x)
+      if (const double v = map.at(x, y); std::isfinite(v)) {
+        sum += v * v;
+        ++count;
+      }
+  return count ? static_cast<float>(std::sqrt(sum / count)) : nan;
+}
+
+// For each pixel along an axis: the mesh interval it falls in and its weight towards
+// the interval's upper node.
+struct Interpolation {
+  std::vector<int> lower;
+  std::vector<float> weight;
+};
+Interpolation interpolation(int n, const std::vector<int>& nodes) {
+  Interpolation in;
+  std::size_t i = 0;
+  for (int p = 0; p < n; ++p) {
+    while (i + 2 < nodes.size() && p > nodes[i + 1]) ++i;
+    const int span = nodes.size() > 1 ? nodes[i + 1] - nodes[i] : 1;
+    in.lower.push_back(static_cast<int>(i));
+    in.weight.push_back(nodes.size() > 1 ? static_cast<float>(p - nodes[i]) / static_cast<float>(span) : 0.0f);
+  }
+  return in;
+}
+
+// -inf outside the image and where PI was not measured, so such pixels are never peaks.
+float pi_or_floor(const Map& pi, int x, int y) {
+  if (x < 0 || y < 0 || x >= pi.nx || y >= pi.ny) return -std::numeric_limits<float>::infinity();
+  const float value = pi.at(x, y);
+  return std::isfinite(value) ? value : -std::numeric_limits<float>::infinity();
+}
+
+bool is_local_maximum(const Map& pi, int x, int y) {
+  const float value = pi.at(x, y);
+  for (int dy = -1; dy <= 1; ++dy)
+    for (int dx = -1; dx <= 1; ++dx)
+      if ((dx || dy) && pi_or_floor(pi, x + dx, y + dy) > value) return false;
+  return true;
+}
+
+// The vertex of a parabola through three samples: its offset, in [-0.5, 0.5] samples,
+// and how much it rises above the middle sample; none where the samples do not bracket
+// a maximum.
+struct Vertex {
+  double offset = 0, rise = 0;
+};
+Vertex vertex(float before, float at, float after) {
+  if (!std::isfinite(before) || !std::isfinite(after)) return {};
+  const double curvature = static_cast<double>(before) - 2.0 * at + after;
+  if (!(curvature < 0)) return {};
+  const double offset = std::clamp(0.5 * (before - after) / curvature, -0.5, 0.5);
+  return {offset, -0.25 * (before - after) * offset};
+}
+
+// Islands as lists of pixel indices, 8-connected.
+std::vector<std::vector<int>> islands_of(const std::vector<char>& mask, int nx, int ny) {
+  std::vector<std::vector<int>> islands;
+  std::vector<char> seen(mask.size(), 0);
+  std::vector<int> stack;
+  for (int start = 0; start < nx * ny; ++start) {
+    if (!mask[start] || seen[start]) continue;
+    std::vector<int> island;
+    stack.assign(1, start);
+    seen[start] = 1;
+    while (!stack.empty()) {
+      const int p = stack.back();
+      stack.pop_back();
+      island.push_back(p);
+      const int x = p % nx, y = p / nx;
+      for (int dy = -1; dy <= 1; ++dy)
+        for (int dx = -1; dx <= 1; ++dx) {
+          const int xx = x + dx, yy = y + dy;
+          if (xx < 0 || yy < 0 || xx >= nx || yy >= ny) continue;
+          const int q = yy * nx + xx;
+          if (mask[q] && !seen[q]) {
+            seen[q] = 1;
+            stack.push_back(q);
+          }
+        }
+    }
+    islands.push_back(std::move(island));
+  }
+  return islands;
+}
+
+void require_shape(const Map& map, const Map& reference, const char* name) {
+  if (map.nx != reference.nx || map.ny != reference.ny ||
+      map.values.size() != static_cast<std::size_t>(reference.nx) * reference.ny)
+    SPIP_THROW(Error, std::string("source finder: the ") + name + " map is " + std::to_string(map.nx) + " x " +
+                          std::to_string(map.ny) + ", the PI map " + std::to_string(reference.nx) + " x " +
+                          std::to_string(reference.ny));
+}
+
+Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinProjection& projection,
+               const FinderSettings& settings) {
+  const Map& pi = maps.pi;
+  Source s;
+  const Vertex along_x = vertex(x > 0 ? pi.at(x - 1, y) : nan, pi.at(x, y), x + 1 < pi.nx ? pi.at(x + 1, y) : nan);
+  const Vertex along_y = vertex(y > 0 ? pi.at(x, y - 1) : nan, pi.at(x, y), y + 1 < pi.ny ? pi.at(x, y + 1) : nan);
+  s.x = x + along_x.offset;
+  s.y = y + along_y.offset;
+  double ra = 0, dec = 0;
+  projection.world(s.x, s.y, ra, dec);
+  s.ra_deg = ra * deg_per_rad;
+  s.dec_deg = dec * deg_per_rad;
+  s.name = source_name(s.ra_deg, s.dec_deg);
+
+  // PI at the peak between pixels; the other quantities are the peak pixel's. The maps'
+  // bias correction and errors used the pixel's own noise; redo them with the local one.
+  // Every error is proportional to sigma.
+  s.sigma = sigma.at(x, y);
+  const double pixel_sigma = maps.pi_err.at(x, y);
+  const double peak = pi.at(x, y) + along_x.rise + along_y.rise;
+  const double peak_sq = peak * peak + 2.3 * pixel_sigma * pixel_sigma;
+  s.pi = std::sqrt(std::max(0.0, peak_sq - 2.3 * s.sigma * s.sigma));
+  const double scale = pixel_sigma > 0 ? s.sigma / pixel_sigma : 1.0;
+  s.pi_err = s.sigma;
+  s.phi = maps.phi.at(x, y);
+  s.phi_err = maps.phi_err.at(x, y) * scale;
+  s.chi0_deg = maps.chi0.at(x, y) * deg_per_rad;
+  s.chi0_err_deg = maps.chi0_err.at(x, y) * scale * deg_per_rad;
+  s.snr = s.pi / s.sigma;
+  s.position_err_deg = s.pi > 0 ? settings.beam_fwhm_pix * projection.cell_rad * deg_per_rad * s.sigma / (2 * s.pi)
+                                : std::numeric_limits<double>::infinity();
+  s.stokes_i = maps.stokes_i.at(x, y);
+  s.frac_pol = s.stokes_i > 0 ? s.pi / s.stokes_i : std::numeric_limits<double>::quiet_NaN();
+  s.m2 = maps.m2.at(x, y);
+  s.faraday_complex = s.m2 > settings.complexity * settings.rmsf_fwhm;
+  return s;
+}
+
+// A source's PI cannot exceed its Stokes I. A PI peak above the mean I by more than the
+// noise allows is a deconvolution artefact near a bright source (where I is often
+// negative), or polarised emission without compact I, which this catalogue does not
+// list. The mean-I moment's noise is that of the FDF: both are the same weighted mean
+// over the channels.
+bool has_stokes_i(const Source& s) { return s.stokes_i >= s.pi - 3 * s.sigma; }
+
+}  // namespace
+
+void SinProjection::world(double x, double y, double& ra, double& dec) const {
+  const double l = -(x - nx / 2) * cell_rad, m = (y - ny / 2) * cell_rad;
+  const double n = std::sqrt(std::max(0.0, 1 - l * l - m * m));
+  dec = std::asin(m * std::cos(dec_rad) + n * std::sin(dec_rad));
+  ra = std::fmod(ra_rad + std::atan2(l, n * std::cos(dec_rad) - m * std::sin(dec_rad)) + 2 * std::numbers::pi,
+                 2 * std::numbers::pi);
+}
+
+Map local_noise(const Map& noise, int box) {
+  const int half = std::max(1, box / 2);
+  const std::vector<int> mx = mesh(noise.nx, half), my = mesh(noise.ny, half);
+  std::vector<float> node(mx.size() * my.size());
+  for (std::size_t j = 0; j < my.size(); ++j)
+    for (std::size_t i = 0; i < mx.size(); ++i) node[j * mx.size() + i] = rms_in_box(noise, mx[i], my[j], half);
+  // A box with nothing measured takes the median of the others.
+  std::vector<float> finite;
+  for (float v : node)
+    if (std::isfinite(v)) finite.push_back(v);
+  if (!finite.empty()) {
+    const auto middle = finite.begin() + static_cast<std::ptrdiff_t>(finite.size() / 2);
+    std::nth_element(finite.begin(), middle, finite.end());
+    for (float& v : node)
+      if (!std::isfinite(v)) v = *middle;
+  }
+  const Interpolation ix = interpolation(noise.nx, mx), iy = interpolation(noise.ny, my);
+  Map local{noise.nx, noise.ny, std::vector<float>(noise.values.size())};
+  const std::size_t stride = mx.size();
+  for (int y = 0; y < noise.ny; ++y) {
+    const std::size_t j = static_cast<std::size_t>(iy.lower[y]);
+    const float ty = iy.weight[y];
+    const std::size_t j1 = std::min(j + 1, my.size() - 1);
+    for (int x = 0; x < noise.nx; ++x) {
+      const std::size_t i = static_cast<std::size_t>(ix.lower[x]);
+      const std::size_t i1 = std::min(i + 1, mx.size() - 1);
+      const float tx = ix.weight[x];
+      const float below = (1 - tx) * node[j * stride + i] + tx * node[j * stride + i1];
+      const float above = (1 - tx) * node[j1 * stride + i] + tx * node[j1 * stride + i1];
+      local.values[static_cast<std::size_t>(y) * noise.nx + x] = (1 - ty) * below + ty * above;
+    }
+  }
+  return local;
+}
+
+std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& projection,
+                                 const FinderSettings& settings) {
+  const Map& pi = maps.pi;
+  for (const auto& [map, name] : {std::pair{&maps.phi, "phi"}, {&maps.chi0, "chi0"}, {&maps.phi_err, "phi error"},
+                                  {&maps.pi_err, "PI error"}, {&maps.chi0_err, "chi0 error"}, {&maps.m2, "m2"},
+                                  {&maps.stokes_i, "Stokes I"}})
+    require_shape(*map, pi, name);
+  const Map sigma = local_noise(maps.pi_err, settings.box);
+  std::vector<char> mask(pi.values.size());
+  for (std::size_t p = 0; p < mask.size(); ++p)
+    mask[p] = pi.values[p] > settings.threshold * sigma.values[p] && sigma.values[p] > 0;
+
+  std::vector<std::vector<int>> islands = islands_of(mask, pi.nx, pi.ny);
+  auto brightest = [&](const std::vector<int>& island) {
+    float best = 0;
+    for (int p : island) best = std::max(best, pi.values[p]);
+    return best;
+  };
+  std::sort(islands.begin(), islands.end(), [&](const auto& a, const auto& b) { return brightest(a) > brightest(b); });
+
+  std::vector<Source> sources;
+  const double separation_sq = settings.beam_fwhm_pix * settings.beam_fwhm_pix;
+  for (std::size_t n = 0; n < islands.size(); ++n) {
+    std::vector<int> peaks;
+    for (int p : islands[n])
+      if (is_local_maximum(pi, p % pi.nx, p / pi.nx)) peaks.push_back(p);
+    std::sort(peaks.begin(), peaks.end(), [&](int a, int b) { return pi.values[a] > pi.values[b]; });
+    std::vector<int> kept;
+    for (int p : peaks) {
+      const bool apart = std::all_of(kept.begin(), kept.end(), [&](int q) {
+        const double dx = p % pi.nx - q % pi.nx, dy = p / pi.nx - q / pi.nx;
+        return dx * dx + dy * dy >= separation_sq;
+      });
+      if (apart) kept.push_back(p);
+    }
+    int component = 0;
+    for (int p : kept) {
+      Source s = measure(maps, sigma, p % pi.nx, p / pi.nx, projection, settings);
+      if (!has_stokes_i(s)) continue;
+      s.island = static_cast<int>(n + 1);
+      s.component = ++component;
+      sources.push_back(std::move(s));
+    }
+  }
+  std::stable_sort(sources.begin(), sources.end(), [](const Source& a, const Source& b) { return a.pi > b.pi; });
+  return sources;
+}
+
+std::string source_name(double ra_deg, double dec_deg) {
+  const long ra_tenths = static_cast<long>(std::floor(std::fmod(ra_deg + 360.0, 360.0) / 15.0 * 36000.0));
+  const long dec_seconds = static_cast<long>(std::floor(std::abs(dec_deg) * 3600.0));
+  char text[64];
+  std::snprintf(text, sizeof text, "SPIP J%02ld%02ld%02ld.%01ld%c%02ld%02ld%02ld", ra_tenths / 36000,
+                ra_tenths / 600 % 60, ra_tenths / 10 % 60, ra_tenths % 10, dec_deg < 0 ? '-' : '+', dec_seconds / 3600,
+                dec_seconds / 60 % 60, dec_seconds % 60);
+  return text;
+}
+
+}  // namespace spip::catalogue

@@ -1,0 +1,53 @@
+#include "catalogue_stage.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "products.hpp"
+#include "spip/catalogue/catalogue_table.hpp"
+#include "spip/catalogue/source_finder.hpp"
+#include "spip/faraday/spectrum_math.hpp"
+#include "spip/fits/fits_table.hpp"
+#include "spip/pipeline/log.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+catalogue::Map read_map(const std::string& path) {
+  fits::FitsImage image = fits::read_image(path);
+  return {static_cast<int>(image.shape.at(0)), static_cast<int>(image.shape.at(1)), std::move(image.data)};
+}
+
+}  // namespace
+
+std::vector<std::string> write_catalogue(const Config& config, const fits::ImageHeader& base,
+                                         const CatalogueInputs& inputs, const std::string& fits_path,
+                                         const std::string& csv_path, const Log& log) {
+  const Stopwatch watch;
+  static_assert(faraday::pixel_map_count == 7);
+  const std::vector<std::string>& m = inputs.pixel_maps;
+  const catalogue::PixelMaps maps{read_map(m[0]), read_map(m[1]), read_map(m[2]), read_map(m[3]),
+                                  read_map(m[4]), read_map(m[5]), read_map(m[6]), read_map(inputs.mean_i)};
+  const catalogue::SinProjection projection{base.nx, base.ny, base.ra_rad, base.dec_rad, base.cell_rad};
+
+  catalogue::FinderSettings settings;
+  settings.threshold = config.catalogue.threshold;
+  settings.beam_fwhm_pix = base.beam ? std::sqrt(base.beam->major_rad * base.beam->minor_rad) / base.cell_rad : 1.0;
+  settings.box = config.catalogue.box > 0
+                     ? config.catalogue.box
+                     : std::clamp(static_cast<int>(std::lround(20 * settings.beam_fwhm_pix)), 16, std::max(base.nx, base.ny));
+  settings.rmsf_fwhm = inputs.rmsf_fwhm;
+  settings.complexity = config.catalogue.complexity;
+
+  const std::vector<catalogue::Source> sources = catalogue::find_sources(maps, projection, settings);
+  const fits::Table table = catalogue::catalogue_table(sources, settings);
+  fits::write_table(fits_path, table);
+  write_text_atomically(csv_path, catalogue::to_csv(table));
+  const auto complex = std::count_if(sources.begin(), sources.end(), [](const auto& s) { return s.faraday_complex; });
+  log.root("catalogue: " + std::to_string(sources.size()) + " polarised source(s) above " +
+           fixed(settings.threshold, 1) + " local sigma (boxes of " + std::to_string(settings.box) + " pixels), " +
+           std::to_string(complex) + " Faraday-complex, in " + fixed(watch.seconds(), 2) + " s");
+  return {fits_path, csv_path};
+}
+
+}  // namespace spip::pipeline

@@ -1,0 +1,24 @@
+#pragma once
+// The polarised-source catalogue, made by rank 0 from the committed Faraday maps.
+#include <string>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/fits/fits_image.hpp"
+
+namespace spip::pipeline {
+
+class Log;
+
+struct CatalogueInputs {
+  std::vector<std::string> pixel_maps;  // the Faraday stage's maps, in pixel_map_value() order
+  std::string mean_i;                   // the mean-I moment image
+  double rmsf_fwhm = 1;                 // rad/m^2
+};
+
+// Writes `fits_path` and `csv_path` and returns them.
+std::vector<std::string> write_catalogue(const Config& config, const fits::ImageHeader& base,
+                                         const CatalogueInputs& inputs, const std::string& fits_path,
+                                         const std::string& csv_path, const Log& log);
+
+}  // namespace spip::pipeline

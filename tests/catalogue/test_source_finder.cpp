@@ -1,0 +1,159 @@
+// The source finder on maps with a known answer: the projection against the simulator's
+// direction cosines, the local noise against boxes of known rms, islands and components
+// of Gaussian PI blobs at known sub-pixel positions.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+
+#include "spip/catalogue/catalogue_table.hpp"
+#include "spip/catalogue/source_finder.hpp"
+#include "spip/sim/sky_model.hpp"
+
+using namespace spip::catalogue;
+
+namespace {
+
+constexpr double deg = std::numbers::pi / 180;
+
+Map filled(int n, float value) { return {n, n, std::vector<float>(static_cast<std::size_t>(n) * n, value)}; }
+
+// PI blobs of the beam's FWHM on noise-free maps with a flat pixel noise `sigma`.
+struct Blob {
+  double x, y, pi, phi, m2 = 0, stokes_i = 1;
+};
+PixelMaps maps_with(int n, const std::vector<Blob>& blobs, float sigma, double fwhm_pix) {
+  PixelMaps maps{filled(n, 0), filled(n, 0), filled(n, 0), filled(n, 0), filled(n, sigma),
+                 filled(n, 0), filled(n, 0), filled(n, 0)};
+  const double k = 4 * std::log(2.0) / (fwhm_pix * fwhm_pix);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const std::size_t at = static_cast<std::size_t>(y) * n + x;
+      double best = 0;
+      for (const Blob& b : blobs) {
+        const double value = b.pi * std::exp(-k * ((x - b.x) * (x - b.x) + (y - b.y) * (y - b.y)));
+        maps.pi.values[at] += static_cast<float>(value);
+        maps.stokes_i.values[at] += static_cast<float>(value / b.pi * b.stokes_i);
+        if (value > best) {
+          best = value;
+          maps.phi.values[at] = static_cast<float>(b.phi);
+          maps.m2.values[at] = static_cast<float>(b.m2);
+        }
+      }
+    }
+  return maps;
+}
+
+const SinProjection projection{64, 64, 0.0, 60 * deg, 20.0 / 3600 * deg};
+
+}  // namespace
+
+TEST(SinProjection, InvertsTheSimulatorsDirectionCosines) {
+  const SinProjection p{512, 512, 359.5 * deg, 60 * deg, 20.0 / 3600 * deg};
+  for (const auto& [ra, dec] : {std::pair{0.49 * deg, 59.33 * deg}, {358.2 * deg, 61.1 * deg}, {359.5 * deg, 60 * deg}}) {
+    const auto lmn = spip::sim::direction_cosines(ra, dec, p.ra_rad, p.dec_rad);
+    double ra_back = 0, dec_back = 0;
+    p.world(256 - lmn.l / p.cell_rad, 256 + lmn.m / p.cell_rad, ra_back, dec_back);
+    EXPECT_NEAR(std::remainder(ra_back - ra, 2 * std::numbers::pi), 0.0, 1e-12);
+    EXPECT_NEAR(dec_back, dec, 1e-12);
+  }
+}
+
+TEST(LocalNoise, FollowsNoiseThatVariesOverTheField) {
+  Map noise = filled(128, 1.0f);
+  for (int y = 0; y < 128; ++y)
+    for (int x = 64; x < 128; ++x) noise.values[static_cast<std::size_t>(y) * 128 + x] = 3.0f;
+  noise.values[5] = std::numeric_limits<float>::quiet_NaN();  // a blanked pixel is skipped
+  const Map local = local_noise(noise, 16);
+  EXPECT_FLOAT_EQ(local.at(10, 10), 1.0f);
+  EXPECT_FLOAT_EQ(local.at(120, 100), 3.0f);
+  // Across the step it rises monotonically over about a box.
+  for (int x = 48; x < 80; ++x) EXPECT_LE(local.at(x, 64), local.at(x + 1, 64));
+  EXPECT_FLOAT_EQ(local.at(40, 64), 1.0f);
+  EXPECT_FLOAT_EQ(local.at(90, 64), 3.0f);
+}
+
+TEST(LocalNoise, IsTheRmsOfTheBoxes) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> value(0, 2);
+  Map noise = filled(32, 0);
+  double sum = 0;
+  for (float& v : noise.values) {
+    v = value(rng);
+    sum += v * v;
+  }
+  // One box covers the whole map: the rms of every pixel everywhere.
+  const Map local = local_noise(noise, 64);
+  EXPECT_NEAR(local.at(16, 16), std::sqrt(sum / noise.values.size()), 1e-5);
+  EXPECT_NEAR(local.at(0, 31), std::sqrt(sum / noise.values.size()), 1e-5);
+}
+
+TEST(FindSources, ComponentsOfIslandsAtTheirSubPixelPeaks) {
+  const double fwhm = 6;
+  // Two blobs 2.5 beams apart share an island; a third stands alone; a fourth is below
+  // 8 sigma; a fifth has PI above its Stokes I.
+  const std::vector<Blob> blobs{{20.3, 30.0, 1.0, 20.0, 0.1, 5.0},
+                                {35.8, 30.4, 0.5, -10.0, 12.0, 5.0},
+                                {50.0, 12.2, 0.2, 3.0, 0.1, 0.8},
+                                {10.0, 55.0, 0.0007, 1.0},
+                                {50.0, 50.0, 0.3, 5.0, 0.0, -0.2}};
+  FinderSettings settings;
+  settings.box = 16;
+  settings.beam_fwhm_pix = fwhm;
+  settings.rmsf_fwhm = 1.3;
+  const std::vector<Source> sources = find_sources(maps_with(64, blobs, 1e-4f, fwhm), projection, settings);
+  ASSERT_EQ(sources.size(), 3u);
+  const Source& a = sources[0];
+  const Source& b = sources[1];
+  const Source& c = sources[2];
+  EXPECT_EQ(a.island, b.island);
+  EXPECT_NE(a.island, c.island);
+  EXPECT_EQ(a.component, 1);
+  EXPECT_EQ(b.component, 2);
+  EXPECT_NEAR(a.x, 20.3, 0.1);
+  EXPECT_NEAR(a.y, 30.0, 0.1);
+  EXPECT_NEAR(b.x, 35.8, 0.1);
+  EXPECT_NEAR(c.y, 12.2, 0.1);
+  EXPECT_NEAR(a.pi, 1.0, 3e-3);  // a parabola's vertex on a Gaussian
+  EXPECT_EQ(a.phi, 20.0);
+  EXPECT_NEAR(a.snr, a.pi / 1e-4, 1e-6 * a.snr);
+  EXPECT_NEAR(a.frac_pol, 0.2, 2e-3);
+  EXPECT_FALSE(a.faraday_complex);
+  EXPECT_TRUE(b.faraday_complex);
+  // Error along each coordinate: FWHM sigma / (2 PI).
+  EXPECT_NEAR(a.position_err_deg, fwhm * 20.0 / 3600 * 1e-4 / (2 * a.pi), 1e-12);
+  double ra = 0, dec = 0;
+  projection.world(a.x, a.y, ra, dec);
+  EXPECT_DOUBLE_EQ(a.ra_deg, ra / deg);
+  EXPECT_EQ(a.name, source_name(a.ra_deg, a.dec_deg));
+}
+
+TEST(FindSources, AFlatFieldHasNone) {
+  FinderSettings settings;
+  settings.box = 16;
+  EXPECT_TRUE(find_sources(maps_with(32, {}, 1e-3f, 3), projection, settings).empty());
+}
+
+TEST(SourceName, TruncatesAsIauNamesDo) {
+  EXPECT_EQ(source_name(0.4901475462, 59.3323921490), "SPIP J000157.6+591956");
+  EXPECT_EQ(source_name(359.99999, 59.99999), "SPIP J235959.9+595959");
+  EXPECT_EQ(source_name(180.0, -45.5), "SPIP J120000.0-453000");
+}
+
+TEST(CatalogueTable, CsvHasTheColumnsOfTheFitsTableInOrder) {
+  FinderSettings settings;
+  Source s;
+  s.name = "SPIP J000000.0+600000";
+  s.pi = 0.25;
+  const spip::fits::Table table = catalogue_table({s, s}, settings);
+  const std::string csv = to_csv(table);
+  std::string header;
+  for (const auto& c : table.columns) header += (header.empty() ? "" : ",") + c.name;
+  EXPECT_EQ(header,
+            "name,island,component,x_pix,y_pix,ra,ra_err,dec,dec_err,phi,phi_err,pi,pi_err,chi0,chi0_err,stokes_i,"
+            "frac_pol,sigma_qu,snr,m2,faraday_complex");
+  EXPECT_NE(csv.find("\n" + header + "\n"), std::string::npos);
+  EXPECT_NE(csv.find("# pi [Jy/beam]: bias-corrected polarised intensity\n"), std::string::npos);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n') - std::count(csv.begin(), csv.end(), '#'), 3);
+}
