@@ -73,7 +73,7 @@ __global__ void clean_spectra_kernel(Sample* residual, Sample* model, Sample* cl
                             Spectrum<Sample>(clean + x, num_pixels));
 }
 
-__global__ void fit_peaks_kernel(const Sample* clean, const Sample* model, int num_pixels,
+__global__ void fit_peaks_kernel(const Sample* clean, const Sample* model, const int* iterations, int num_pixels,
                                  faraday::SpectrumSettings settings, const float* pixel_sigmas, float* maps) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   if (x >= num_pixels) return;
@@ -82,7 +82,7 @@ __global__ void fit_peaks_kernel(const Sample* clean, const Sample* model, int n
                                                           settings.lambda0_sq, settings.fwhm, sigma);
   const double m2 = faraday::component_spread(Spectrum<const Sample>(model + x, num_pixels), settings.axis);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    maps[static_cast<long long>(m) * num_pixels + x] = static_cast<float>(faraday::pixel_map_value(fit, m2, m));
+    maps[static_cast<long long>(m) * num_pixels + x] = static_cast<float>(faraday::pixel_map_value(fit, m2, iterations[x], m));
 }
 
 }  // namespace
@@ -132,8 +132,8 @@ void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std
   clean_spectra_kernel<<<blocks, threads_per_block>>>(residual.get(), model.get(), clean.get(), num_pixels, rmsf.get(),
                                                       settings, sigma_values, iterations.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
-  fit_peaks_kernel<<<blocks, threads_per_block>>>(clean.get(), model.get(), num_pixels, settings, sigma_values,
-                                                  maps.get());
+  fit_peaks_kernel<<<blocks, threads_per_block>>>(clean.get(), model.get(), iterations.get(), num_pixels, settings,
+                                                  sigma_values, maps.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
 
   download(clean, slab.clean);

@@ -283,6 +283,13 @@ const std::vector<Key>& keys() {
              "stop RM-CLEAN at this many sigma of the FDF noise"),
       scalar("faraday.rmclean_xcorr", &Config::faraday, &FaradayConfig::rmclean_xcorr, any<bool>, "true or false", "",
              "RM-CLEAN components at the peak of the FDF's cross-correlation with the RMSF (MAPS)"),
+      scalar("faraday.fractional", &Config::faraday, &FaradayConfig::fractional, any<bool>, "true or false", "",
+             "divide Q and U by a power law fitted to each pixel's Stokes I spectrum before RM synthesis "
+             "(RM-Tools -i); PI is then at the reference frequency and peak-fracpol is written"),
+      scalar("faraday.fractional_threshold", &Config::faraday, &FaradayConfig::fractional_threshold,
+             [](double v) { return v > 0; }, "a number > 0", "sigma",
+             "with faraday.fractional: fit pixels whose mean I is above this many sigma of the FDF noise; "
+             "blank the others"),
 
       {"faraday.cubes", "words", "", "Faraday depth cubes to write, comma-separated: real-dirty, imag-dirty, "
        "amp-dirty, real-clean, imag-clean, amp-clean; all; or none",

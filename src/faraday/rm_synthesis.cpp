@@ -157,13 +157,14 @@ SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
       for (int k = 0; k < num_phi; ++k) residual[k] = dirty_x[k];
       std::fill(model.begin(), model.end(), Sample{});
       const double sigma = pixel_sigma(settings.sigma, sigmas, x);
-      iterations += rm_clean_spectrum(residual.data(), num_phi, samples(rmsf_double.data()),
-                                      pixel_control(settings.clean, settings.sigma, sigma), model.data());
+      const int pixel_iterations = rm_clean_spectrum(residual.data(), num_phi, samples(rmsf_double.data()),
+                                                     pixel_control(settings.clean, settings.sigma, sigma), model.data());
+      iterations += pixel_iterations;
       restore_spectrum(residual.data(), model.data(), num_phi, settings.axis.dphi, settings.fwhm, clean.data());
       const PeakFit fit = fit_spectrum_peak(clean.data(), settings.axis, settings.lambda0_sq, settings.fwhm, sigma);
       const double m2 = component_spread(model.data(), settings.axis);
       for (int m = 0; m < pixel_map_count; ++m)
-        slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(pixel_map_value(fit, m2, m));
+        slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(pixel_map_value(fit, m2, pixel_iterations, m));
       const Spectrum<Sample> out(samples(slab.clean.data()) + x, num_pixels);
       for (int k = 0; k < num_phi; ++k) out[k] = clean[k];
     }

@@ -92,7 +92,7 @@ double fits_bytes(double pixels) {
 }
 
 double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan, double pixels, int num_phi,
-                     int fdf_cubes) {
+                     const FaradayConfig& faraday_config) {
   namespace fs = std::filesystem;
   double bytes = 0;
   for (const std::string& cube : channel_cubes) {
@@ -101,7 +101,9 @@ double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan
     bytes += std::max(0.0, fits_bytes(pixels * num_chan) - (error ? 0.0 : static_cast<double>(present)));
   }
   bytes += 20 * fits_bytes(pixels);
-  if (num_phi > 0) bytes += faraday::pixel_map_count * fits_bytes(pixels) + fdf_cubes * fits_bytes(pixels * num_phi);
+  const double maps = faraday::pixel_map_count + (faraday_config.fractional ? 1 : 0);
+  const double fdf_cubes = static_cast<double>(faraday_config.cubes.size());
+  if (num_phi > 0) bytes += maps * fits_bytes(pixels) + fdf_cubes * fits_bytes(pixels * num_phi);
   return bytes;
 }
 

@@ -48,9 +48,9 @@ double fits_bytes(double pixels);
 
 // Bytes the products will add on disk: the channel cubes (except partial ones that a
 // resumed run finds already written), the 20 moment images and, with `num_phi` > 0,
-// the 6 peak maps and `fdf_cubes` Faraday depth cubes.
+// the pixel maps and the Faraday depth cubes `faraday` asks for.
 double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan, double pixels, int num_phi,
-                     int fdf_cubes);
+                     const FaradayConfig& faraday_config);
 
 // `dir`, or its nearest parent that exists: where a run that has not started yet will write.
 std::filesystem::path nearest_existing(const std::string& dir);

@@ -24,7 +24,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                                          const CatalogueInputs& inputs, const std::string& fits_path,
                                          const std::string& csv_path, const Log& log) {
   const Stopwatch watch;
-  static_assert(faraday::pixel_map_count == 7);
+  static_assert(faraday::pixel_map_count == 8);
   const std::vector<std::string>& m = inputs.pixel_maps;
   const catalogue::PixelMaps maps{read_map(m[0]), read_map(m[1]), read_map(m[2]), read_map(m[3]),
                                   read_map(m[4]), read_map(m[5]), read_map(m[6]), read_map(inputs.mean_i)};

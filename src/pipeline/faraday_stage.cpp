@@ -11,8 +11,10 @@
 #include "catalogue_stage.hpp"
 #include "products.hpp"
 #include "stop_request.hpp"
+#include "spip/common/constants.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/moments.hpp"
+#include "spip/faraday/spectral_model.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/pipeline/log.hpp"
 
@@ -24,8 +26,8 @@ constexpr int stokes_i = 0, stokes_q = 1, stokes_u = 2, stokes_v = 3, quantity_p
 constexpr const char* quantity_names[] = {"I", "Q", "U", "V", "P"};
 constexpr const char* moment_names[] = {"mean", "std", "skew", "kurt"};
 constexpr const char* map_names[] = {"peak-phi",    "peak-pi",       "peak-chi0", "peak-phi-err",
-                                     "peak-pi-err", "peak-chi0-err", "fdf-m2"};
-constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2"};
+                                     "peak-pi-err", "peak-chi0-err", "fdf-m2",    "rmclean-iterations"};
+constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2", ""};
 static_assert(std::size(map_names) == faraday::pixel_map_count);
 
 fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit) {
@@ -70,6 +72,8 @@ struct FaradayStage::Synthesis {
   std::vector<cfloat> a, rmsf_double;
   std::vector<CubeChoice> cubes;
   std::vector<std::string> cube_paths, map_paths;
+  std::vector<double> log_nu_ratio;  // ln(nu_c / nu0), nu0 = c / lambda0: with faraday.fractional
+  std::string fracpol_path;          // with faraday.fractional
 };
 
 FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
@@ -86,10 +90,10 @@ std::pair<int, int> FaradayStage::slab_rows(int rank, int ranks, int ny) {
 }
 
 double FaradayStage::bytes_per_pixel(int num_chan, int num_phi) {
-  // Read back: Q and U floats and P complex per channel (I, V and the residual Q and U
-  // pass through the same buffers first); the dirty and clean spectra and one part of
+  // Read back: I (kept for faraday.fractional), Q and U floats and P complex per channel
+  // (V and the residual Q and U pass through the same buffers first); the dirty and clean spectra and one part of
   // them for writing; the power sums, moments, pixel noise and pixel maps.
-  return 16.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (5 + faraday::pixel_map_count);
+  return 20.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count);
 }
 
 faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config) {
@@ -151,8 +155,9 @@ std::vector<float> FaradayStage::pixel_noise(int first_row, int rows, const std:
 void FaradayStage::process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
                                 long long& iterations) const {
   const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
-  for (int s : {stokes_i, stokes_v})
-    write_moment_rows(s, first_row, fits::CubeFile::read_rows(cubes_.restored[s], first_row, rows), weight);
+  const std::vector<float> stokes_i_rows = fits::CubeFile::read_rows(cubes_.restored[stokes_i], first_row, rows);
+  write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
+  write_moment_rows(stokes_v, first_row, fits::CubeFile::read_rows(cubes_.restored[stokes_v], first_row, rows), weight);
   const std::vector<float> sigmas = synthesis ? pixel_noise(first_row, rows, weight) : std::vector<float>();
   const std::vector<float> q = fits::CubeFile::read_rows(cubes_.restored[stokes_q], first_row, rows);
   const std::vector<float> u = fits::CubeFile::read_rows(cubes_.restored[stokes_u], first_row, rows);
@@ -170,6 +175,8 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
   for (std::size_t c = 0; c < weight.size(); ++c)
     if (weight[c] > 0)
       for (std::size_t i = c * pixels; i < (c + 1) * pixels; ++i) p[i] = cfloat(q[i], u[i]);
+  std::vector<float> i0;  // with faraday.fractional: each pixel's Stokes I at nu0, NaN where blanked
+  if (!synthesis->log_nu_ratio.empty()) i0 = flatten_spectra(*synthesis, stokes_i_rows, weight, p, sigmas);
   const int num_chan = static_cast<int>(weight.size());
   const faraday::SlabSpectra slab =
       gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
@@ -177,16 +184,50 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
                        : faraday::synthesise_slab(synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
                                                   synthesis->rmsf_double, synthesis->settings, sigmas);
   iterations += slab.iterations;
+  // A blanked pixel (NaN i0) has a zero spectrum; its products say it was not measured.
+  auto measured = [&](std::size_t i, float value) { return i0.empty() || !std::isnan(i0[i % pixels]) ? value : NAN; };
   std::vector<float> values(slab.dirty.size());
   for (std::size_t k = 0; k < synthesis->cubes.size(); ++k) {
     const CubeChoice& cube = synthesis->cubes[k];
     const std::vector<cfloat>& source = cube.clean ? slab.clean : slab.dirty;
-    for (std::size_t i = 0; i < source.size(); ++i) values[i] = part_of(source[i], cube.part);
+    for (std::size_t i = 0; i < source.size(); ++i) values[i] = measured(i, part_of(source[i], cube.part));
     fits::CubeFile::write_rows(synthesis->cube_paths[k], first_row, values);
   }
+  std::vector<float> maps(slab.maps.size());
+  for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    fits::CubeFile::write_rows(synthesis->map_paths[m], first_row,
-                               std::span<const float>(slab.maps).subspan(m * pixels, pixels));
+    fits::CubeFile::write_rows(synthesis->map_paths[m], first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
+  if (i0.empty()) return;
+  std::vector<float> fracpol(pixels);
+  for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[pixels + x] / i0[x];  // peak PI over I at nu0
+  fits::CubeFile::write_rows(synthesis->fracpol_path, first_row, fracpol);
+}
+
+// faraday.fractional: each pixel's Q + iU divided by its Stokes I power law and scaled
+// to I at nu0, so that the spectra keep Jy/beam and the peak is PI at nu0. Pixels whose
+// weighted mean I is below faraday.fractional_threshold sigma get a zero spectrum.
+// Returns I at nu0 per pixel, NaN where blanked. The factor is 1 at nu0, so the FDF
+// noise keeps its value to the extent the spectrum changes across the band.
+std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
+                                                 const std::vector<double>& weight, std::vector<cfloat>& p,
+                                                 const std::vector<float>& sigmas) const {
+  const std::size_t pixels = stokes_i_rows.size() / weight.size();
+  double weight_sum = 0;
+  for (double w : weight) weight_sum += w;
+  std::vector<float> i0(pixels, NAN);
+  for (std::size_t x = 0; x < pixels; ++x) {
+    double mean_i = 0;
+    for (std::size_t c = 0; c < weight.size(); ++c)
+      if (weight[c] > 0) mean_i += weight[c] * stokes_i_rows[c * pixels + x] / weight_sum;
+    const double sigma = sigmas.empty() ? synthesis.settings.sigma : std::max<double>(sigmas[x], synthesis.settings.sigma);
+    const auto law = mean_i > config_.faraday.fractional_threshold * sigma
+                         ? faraday::fit_power_law(stokes_i_rows.data() + x, pixels, synthesis.log_nu_ratio, weight)
+                         : std::nullopt;
+    for (std::size_t c = 0; c < weight.size(); ++c)
+      p[c * pixels + x] *= law ? static_cast<float>(std::exp(-law->alpha * synthesis.log_nu_ratio[c])) : 0.0f;
+    if (law) i0[x] = static_cast<float>(law->i0);
+  }
+  return i0;
 }
 
 std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, const Log& log, StopRequest& stop) {
@@ -225,6 +266,13 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
       s.cube_paths.push_back(path("fdf-" + name));
     }
     for (const char* name : map_names) s.map_paths.push_back(path(name));
+    if (config_.faraday.fractional) {
+      const double nu0 = speed_of_light / std::sqrt(s.setup.lambda0_sq);
+      for (double nu : freq_hz_) s.log_nu_ratio.push_back(std::log(nu / nu0));
+      s.fracpol_path = path("peak-fracpol");
+      log.root("faraday.fractional: Q and U divided by each pixel's Stokes I power law, PI at nu0 = " +
+               fixed(nu0 / 1e6, 3) + " MHz");
+    }
     const faraday::FaradayAxis& axis = s.setup.axis;
     const double phi_max = -axis.phi_first;
     log.root("RM synthesis: lambda0^2 = " + fixed(s.setup.lambda0_sq, 4) + " m^2, RMSF FWHM " +
@@ -246,6 +294,11 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
         fits::ImageHeader header = plain_image(base_, map_units[m]);
         header.extra_keys["LAMSQ0"] = synthesis->setup.lambda0_sq;
         fits::CubeFile::create(synthesis->map_paths[m], header);
+      }
+      if (!synthesis->fracpol_path.empty()) {
+        fits::ImageHeader header = plain_image(base_, "");
+        header.extra_keys["LAMSQ0"] = synthesis->setup.lambda0_sq;
+        fits::CubeFile::create(synthesis->fracpol_path, header);
       }
     }
   }
@@ -272,6 +325,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   if (synthesis) {
     written.insert(written.end(), synthesis->cube_paths.begin(), synthesis->cube_paths.end());
     written.insert(written.end(), synthesis->map_paths.begin(), synthesis->map_paths.end());
+    if (!synthesis->fracpol_path.empty()) written.push_back(synthesis->fracpol_path);
   }
   for (const std::string& file : written) fits::CubeFile::commit(file);
   if (!synthesis) return written;

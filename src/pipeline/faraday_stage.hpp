@@ -5,6 +5,7 @@
 // RM synthesis, RM-CLEAN and the peak fit, and writes the rows straight into the
 // products. Memory is bounded by the row group, not by the channels or the depths.
 #include <array>
+#include <complex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -68,6 +69,9 @@ class FaradayStage {
   void write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                          const std::vector<double>& weight) const;
   std::vector<float> pixel_noise(int first_row, int rows, const std::vector<double>& weight) const;
+  std::vector<float> flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
+                                     const std::vector<double>& weight, std::vector<std::complex<float>>& p,
+                                     const std::vector<float>& sigmas) const;
 
   const Config& config_;
   fits::ImageHeader base_;

@@ -146,8 +146,7 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     if (mpi.is_root())
       require_disk_space(config.output.dir,
                          product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
-                                       static_cast<double>(plan.geometry.pixels()), plan.num_phi,
-                                       static_cast<int>(config.faraday.cubes.size())));
+                                       static_cast<double>(plan.geometry.pixels()), plan.num_phi, config.faraday));
   } catch (...) {
     failure = std::current_exception();
   }
@@ -562,7 +561,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   }
   const double disk =
       product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
-                    static_cast<double>(plan.geometry.pixels()), num_phi, static_cast<int>(config.faraday.cubes.size()));
+                    static_cast<double>(plan.geometry.pixels()), num_phi, config.faraday);
   out << "\nproducts: " << gb(disk) << " in " << config.output.dir << "\n";
   if (gpu) out << "GPU memory applies where a rank images on a GPU; the times are the CPU backend's\n";
   out << "wall time at other rank counts:";

@@ -10,6 +10,7 @@
 
 #include "spip/faraday/moments.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
+#include "spip/faraday/spectral_model.hpp"
 
 using namespace spip;
 using namespace spip::faraday;
@@ -277,15 +278,16 @@ TEST(RmSynthesis, SlabCleansAndFitsEveryPixelAsItsOwnSpectrum) {
   for (int x = 0; x < pixels; ++x) {
     std::vector<std::complex<float>> residual(num_phi), model(num_phi), clean(num_phi);
     for (int k = 0; k < num_phi; ++k) residual[k] = slab.dirty[static_cast<std::size_t>(k) * pixels + x];
-    iterations += rm_clean(residual.data(), num_phi, rmsf_double, setup.axis.dphi, 0.1, 1e-3, 2000, settings.fwhm,
-                           model.data(), clean.data())
-                      .iterations;
+    const int pixel_iterations = rm_clean(residual.data(), num_phi, rmsf_double, setup.axis.dphi, 0.1, 1e-3, 2000,
+                                          settings.fwhm, model.data(), clean.data())
+                                     .iterations;
+    iterations += pixel_iterations;
     for (int k = 0; k < num_phi; ++k)
       ASSERT_EQ(slab.clean[static_cast<std::size_t>(k) * pixels + x], clean[k]) << "pixel " << x << ", depth " << k;
     const PeakFit fit = fit_peak(clean.data(), setup.axis, setup.lambda0_sq, settings.fwhm, settings.sigma);
     const double m2 = component_spread(reinterpret_cast<const Sample*>(model.data()), setup.axis);
     for (int m = 0; m < pixel_map_count; ++m)
-      EXPECT_EQ(slab.maps[static_cast<std::size_t>(m) * pixels + x], static_cast<float>(pixel_map_value(fit, m2, m)));
+      EXPECT_EQ(slab.maps[static_cast<std::size_t>(m) * pixels + x], static_cast<float>(pixel_map_value(fit, m2, pixel_iterations, m)));
 
     const Thin& source = truth.brightest[x];
     EXPECT_NEAR(slab.maps[x], source.rm, 0.05) << "pixel " << x;
@@ -352,11 +354,12 @@ TEST(SpectrumMath, StridedCubeViewsGiveTheContiguousResults) {
   long long iterations = 0;
   for (int x = 0; x < pixels; ++x) {
     const Spectrum<Sample> r(residual.data() + x, pixels), m(model.data() + x, pixels), c(clean.data() + x, pixels);
-    iterations += rm_clean_spectrum(r, num_phi, rmsf.data(), settings.clean, m);
+    const int pixel_iterations = rm_clean_spectrum(r, num_phi, rmsf.data(), settings.clean, m);
+    iterations += pixel_iterations;
     restore_spectrum(r, m, num_phi, settings.axis.dphi, settings.fwhm, c);
     const PeakFit fit = fit_spectrum_peak(c, settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
     for (int k = 0; k < pixel_map_count; ++k)
-      EXPECT_EQ(static_cast<float>(pixel_map_value(fit, component_spread(m, settings.axis), k)),
+      EXPECT_EQ(static_cast<float>(pixel_map_value(fit, component_spread(m, settings.axis), pixel_iterations, k)),
                 slab.maps[static_cast<std::size_t>(k) * pixels + x]);
   }
   EXPECT_EQ(iterations, slab.iterations);
@@ -385,4 +388,26 @@ TEST(RmClean, PixelNoiseRaisesTheCutoffAndTheErrors) {
   EXPECT_FLOAT_EQ(own.maps[4 * pixels + 2], 1e-2f);  // PI error
   EXPECT_FLOAT_EQ(field.maps[4 * pixels + 2], 1e-4f);
   EXPECT_LT(own.iterations, field.iterations);  // cleaned to 5e-2 instead of 5e-4
+}
+
+// The power law faraday.fractional divides by: exact on a power law, blind to channels
+// without weight or with I <= 0, and absent with fewer than two usable channels.
+TEST(SpectralModel, PowerLawFitRecoversIndexAndReferenceFlux) {
+  const std::vector<double> freq = sample_band();
+  const double nu0 = 142e6;
+  std::vector<double> log_ratio, weight(freq.size(), 1.0);
+  std::vector<float> stokes_i;  // two pixels, the fitted one at odd indices
+  for (double f : freq) {
+    log_ratio.push_back(std::log(f / nu0));
+    stokes_i.push_back(0.0f);
+    stokes_i.push_back(static_cast<float>(1.5 * std::pow(f / nu0, -2.0)));
+  }
+  stokes_i[2 * 3 + 1] = -1.0f;  // a negative channel is skipped
+  stokes_i[2 * 7 + 1] = 50.0f;  // as is one of zero weight
+  weight[7] = 0;
+  const auto law = fit_power_law(stokes_i.data() + 1, 2, log_ratio, weight);
+  ASSERT_TRUE(law.has_value());
+  EXPECT_NEAR(law->i0, 1.5, 1e-6);
+  EXPECT_NEAR(law->alpha, -2.0, 1e-5);
+  EXPECT_FALSE(fit_power_law(stokes_i.data(), 2, log_ratio, weight).has_value());
 }

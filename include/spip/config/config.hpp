@@ -65,6 +65,8 @@ struct FaradayConfig {
   double rmclean_gain = 0.1;
   double rmclean_cutoff = 5.0;        // stop at this many sigma of the FDF noise
   bool rmclean_xcorr = false;         // find components by cross-correlating with the RMSF
+  bool fractional = false;            // divide Q, U by each pixel's Stokes I power law first
+  double fractional_threshold = 10.0; // ... where its mean I is above this many sigma; elsewhere blank
   // Faraday depth cubes written, as "real-dirty" ... "amp-clean" (faraday_cube_names);
   // the default is all six, the cubes RM-Tools' rmsynth3d and rmclean3d write.
   std::vector<std::string> cubes = faraday_cube_names();

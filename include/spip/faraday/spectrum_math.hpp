@@ -208,9 +208,9 @@ SPIP_HOST_DEVICE inline RmCleanControl pixel_control(RmCleanControl control, dou
 }
 
 // The per-pixel maps in the order they are stored and written: the six of the peak fit,
-// then the components' spread m2.
-constexpr int pixel_map_count = 7;
-SPIP_HOST_DEVICE inline double pixel_map_value(const PeakFit& fit, double m2, int map) {
+// the components' spread m2 and the RM-CLEAN iterations (at the limit: not converged).
+constexpr int pixel_map_count = 8;
+SPIP_HOST_DEVICE inline double pixel_map_value(const PeakFit& fit, double m2, int iterations, int map) {
   switch (map) {
     case 0: return fit.phi;
     case 1: return fit.pi;
@@ -218,7 +218,8 @@ SPIP_HOST_DEVICE inline double pixel_map_value(const PeakFit& fit, double m2, in
     case 3: return fit.phi_err;
     case 4: return fit.pi_err;
     case 5: return fit.chi0_err;
-    default: return m2;
+    case 6: return m2;
+    default: return iterations;
   }
 }
 
