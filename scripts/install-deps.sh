@@ -29,3 +29,8 @@ if ! python3 -c "import astropy" 2>/dev/null; then
   echo "spip: installing astropy (pip)"
   python3 -m pip install -q astropy || pip install -q astropy
 fi
+# matplotlib draws scripts/quicklook.py's page after the demo and in its test.
+if ! python3 -c "import matplotlib" 2>/dev/null; then
+  echo "spip: installing matplotlib (pip)"
+  python3 -m pip install -q matplotlib || pip install -q matplotlib
+fi
