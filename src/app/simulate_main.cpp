@@ -36,7 +36,9 @@ po::options_description options() {
     ("noise", po::value<double>()->default_value(0.0), "noise sigma per correlation [Jy]")
     ("flag-fraction", po::value<double>()->default_value(0.0), "fraction of visibilities flagged")
     ("seed", po::value<std::uint64_t>()->default_value(1), "random seed for noise and flags")
-    ("flag-channels", po::value<std::vector<int>>()->multitoken(), "channels to flag entirely");
+    ("flag-channels", po::value<std::vector<int>>()->multitoken(), "channels to flag entirely")
+    ("ionosphere", po::value<std::string>(),
+     "table of time (MJD s) and ionospheric RM (rad/m^2): rotate each row's Q and U by RM(t) lambda^2");
   return all;
 }
 
@@ -48,6 +50,7 @@ int run(const po::variables_map& vm) {
   corruption.flag_fraction = vm["flag-fraction"].as<double>();
   corruption.seed = vm["seed"].as<std::uint64_t>();
   if (vm.count("flag-channels")) corruption.flag_channels = vm["flag-channels"].as<std::vector<int>>();
+  if (vm.count("ionosphere")) corruption.ionosphere = spip::ms::IonosphereTable::read(vm["ionosphere"].as<std::string>());
   const std::string out = vm["out"].as<std::string>();
   if (vm.count("template")) {
     spip::sim::simulate_from_template(vm["template"].as<std::string>(), out, sky, corruption);

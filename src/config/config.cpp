@@ -283,6 +283,9 @@ const std::vector<Key>& keys() {
              "stop RM-CLEAN at this many sigma of the FDF noise"),
       scalar("faraday.rmclean_xcorr", &Config::faraday, &FaradayConfig::rmclean_xcorr, any<bool>, "true or false", "",
              "RM-CLEAN components at the peak of the FDF's cross-correlation with the RMSF (MAPS)"),
+      scalar("faraday.ionosphere", &Config::faraday, &FaradayConfig::ionosphere, any<std::string>, "a file name", "",
+             "table of time (MJD s, as the MS TIME column) and ionospheric RM (rad/m^2), e.g. from RMextract; "
+             "each row's Q and U are rotated back by RM(t) lambda^2 before gridding; empty: none"),
       scalar("faraday.fractional", &Config::faraday, &FaradayConfig::fractional, any<bool>, "true or false", "",
              "divide Q and U by a power law fitted to each pixel's Stokes I spectrum before RM synthesis "
              "(RM-Tools -i); PI is then at the reference frequency and peak-fracpol is written"),

@@ -276,6 +276,7 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
 
   try {
     const cc::ArrayColumn<double> uvw_column(m.main, "UVW");
+    const cc::ScalarColumn<double> time_column(m.main, "TIME");
     const cc::ArrayColumn<cc::Complex> data_column(m.main, m.selection.column);
     const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
     const cc::Slicer section(cc::IPosition(2, 0, chan_begin), cc::IPosition(2, num_corr, num_chan));
@@ -283,12 +284,14 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
     const cc::rownr_t step = m.rows_per_chunk();
     // At most every row is kept: one allocation instead of regrowing a large block.
     block.uvw_m.reserve(total * 3);
+    block.time_mjd_s.reserve(total);
     block.vis.reserve(total * num_chan * num_stokes);
     block.weight.reserve(block.vis.capacity());
     for (cc::rownr_t first = 0; first < total; first += step) {
       const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, total - first));
       if (chunk.kept == 0) continue;
       const cc::Array<double> uvw = uvw_column.getColumnRange(chunk.range);
+      const cc::Vector<double> time = time_column.getColumnRange(chunk.range);
       const cc::Array<cc::Complex> data = data_column.getColumnRange(chunk.range, section);
       const cc::Array<bool> flag = flag_column.getColumnRange(chunk.range, section);
       const cc::Array<float> weight = m.weights(chunk.range, chan_begin, chan_end);
@@ -304,6 +307,7 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
       for (std::size_t r = 0; r < chunk.keep.size(); ++r) {
         if (!chunk.keep[r]) continue;
         std::copy_n(uvw.data() + 3 * r, 3, block.uvw_m.data() + 3 * out_row);
+        block.time_mjd_s.push_back(time(r));
         for (int c = 0; c < num_chan; ++c) {
           const std::size_t base = (r * num_chan + c) * num_corr;
           for (int s = 0; s < num_stokes; ++s) {

@@ -23,6 +23,7 @@
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
+#include "spip/ms/ionosphere.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/parallel/mpi_context.hpp"
@@ -72,7 +73,10 @@ class ChannelSource {
   std::vector<ms::VisBlock> read_block(int absolute) const {
     const int end = std::min(plan_.chan_begin + mine_.end, absolute + block_channels_);
     std::vector<ms::VisBlock> blocks;
-    for (const ms::MsReader& reader : plan_.readers) blocks.push_back(reader.read(absolute, end));
+    for (const ms::MsReader& reader : plan_.readers) {
+      blocks.push_back(reader.read(absolute, end));
+      if (plan_.ionosphere) ms::derotate(blocks.back(), *plan_.ionosphere);
+    }
     return blocks;
   }
 

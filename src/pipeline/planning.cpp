@@ -239,6 +239,7 @@ void write_effective_config(const Config& config, const parallel::MpiContext& mp
 Plan open_plan(const Config& config) {
   Plan plan;
   plan.readers = open_inputs(config);
+  if (!config.faraday.ionosphere.empty()) plan.ionosphere = ms::IonosphereTable::read(config.faraday.ionosphere);
   const ms::MsInfo& info = plan.readers.front().info();
   const int band = info.num_channels();
   plan.chan_begin = config.input.channel_begin;

@@ -3,6 +3,7 @@
 // the ranks, the backend, and what the run will hold, write and take, checked against
 // what it may use. `spip --plan` prints the same figures for sizing a job.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
+#include "spip/ms/ionosphere.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 
@@ -23,6 +25,7 @@ class Log;
 
 struct Plan {
   std::vector<ms::MsReader> readers;
+  std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
   int chan_begin = 0, chan_end = 0;              // imaged range of the band
   std::vector<double> freq_hz;                   // of the imaged channels
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels)

@@ -19,6 +19,7 @@
 #include <casacore/tables/DataMan/StandardStMan.h>
 #include <casacore/tables/DataMan/TiledColumnStMan.h>
 #include <casacore/tables/Tables/ArrColDesc.h>
+#include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/SetupNewTab.h>
 #include <casacore/tables/Tables/TableLock.h>
 
@@ -28,6 +29,7 @@
 #include <random>
 #include <sstream>
 
+#include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 
 namespace spip::sim {
@@ -46,6 +48,26 @@ void publish(const std::string& out_ms) {
   fs::rename(partial_name(out_ms), out_ms);
 }
 
+// The ionosphere's Faraday rotation of [XX, XY, YX, YY] = [I+Q, U+iV, U-iV, I-Q] per row,
+// through the same rotation spip undoes.
+void rotate_by_ionosphere(const ms::IonosphereTable& table, const cc::Vector<double>& time,
+                          const std::vector<double>& freq_hz, cc::Array<cc::Complex>& data) {
+  cc::Complex* v = data.data();
+  for (std::size_t r = 0; r < time.nelements(); ++r) {
+    const double rm = table.rm_at(time(r));
+    for (std::size_t c = 0; c < freq_hz.size(); ++c, v += 4) {
+      const double lambda_sq = std::pow(speed_of_light / freq_hz[c], 2);
+      const std::complex<float> i = 0.5f * (v[0] + v[3]), i_v = 0.5f * (v[1] - v[2]);
+      std::complex<float> q = 0.5f * (v[0] - v[3]), u = 0.5f * (v[1] + v[2]);
+      ms::rotate_linear_polarisation(q, u, rm * lambda_sq);
+      v[0] = i + q;
+      v[1] = u + i_v;
+      v[2] = u - i_v;
+      v[3] = i - q;
+    }
+  }
+}
+
 // DATA for rows [first, first + count): exact visibilities plus optional noise and flags.
 void write_chunk(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& corruption,
                  const std::vector<double>& freq_hz, double ra0, double dec0, cc::rownr_t first,
@@ -55,6 +77,10 @@ void write_chunk(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& 
   const std::size_t num_chan = freq_hz.size();
   cc::Array<cc::Complex> data(cc::IPosition(3, 4, num_chan, count));
   predict(sky, ra0, dec0, uvw.data(), count, freq_hz, data.data());
+  if (corruption.ionosphere) {
+    const cc::Vector<double> time = cc::ScalarColumn<double>(ms, "TIME").getColumnRange(rows);
+    rotate_by_ionosphere(*corruption.ionosphere, time, freq_hz, data);
+  }
   cc::Array<bool> flag(data.shape(), false);
   if (corruption.noise_sigma_jy > 0) {
     std::normal_distribution<float> noise(0.0f, static_cast<float>(corruption.noise_sigma_jy));

@@ -67,6 +67,7 @@ struct FaradayConfig {
   bool rmclean_xcorr = false;         // find components by cross-correlating with the RMSF
   bool fractional = false;            // divide Q, U by each pixel's Stokes I power law first
   double fractional_threshold = 10.0; // ... where its mean I is above this many sigma; elsewhere blank
+  std::string ionosphere;             // table of time and ionospheric RM undone per row; empty: none
   // Faraday depth cubes written, as "real-dirty" ... "amp-clean" (faraday_cube_names);
   // the default is all six, the cubes RM-Tools' rmsynth3d and rmclean3d write.
   std::vector<std::string> cubes = faraday_cube_names();

@@ -48,6 +48,7 @@ struct VisBlock {
   int chan_begin = 0, chan_end = 0;
   std::vector<double> freq_hz;                 // per channel of the block
   std::vector<double> uvw_m;                   // [row][3], metres, as in the UVW column
+  std::vector<double> time_mjd_s;              // per row, as in the TIME column
   std::vector<std::complex<float>> vis;        // Jy
   std::vector<float> weight;                   // inverse variance, per Stokes
 

@@ -3,9 +3,11 @@
 // tiled UVW/DATA/FLAG/WEIGHT/SIGMA, correlations [XX, XY, YX, YY]).
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "spip/ms/ionosphere.hpp"
 #include "spip/sim/sky_model.hpp"
 
 namespace spip::sim {
@@ -14,6 +16,7 @@ struct Corruption {
   double noise_sigma_jy = 0;   // Gaussian noise per correlation, real and imaginary part
   double flag_fraction = 0;    // fraction of visibilities flagged at random (all correlations)
   std::vector<int> flag_channels;  // channels flagged entirely (e.g. RFI)
+  std::optional<ms::IonosphereTable> ionosphere;  // Faraday rotation applied per row before the noise
   std::uint64_t seed = 1;
 };
 
