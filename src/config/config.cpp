@@ -64,8 +64,10 @@ bool parse(std::string_view text, bool& out) {
 
 bool parse(std::string_view text, std::string& out) {
   out = text;
-  return !text.empty();
+  return true;
 }
+
+bool non_empty(std::string text) { return !text.empty(); }
 
 template <class Enum, std::size_t N>
 bool parse_word(std::string_view text, Enum& out,
@@ -283,7 +285,8 @@ const std::vector<Key>& keys() {
              "stop RM-CLEAN at this many sigma of the FDF noise"),
       scalar("faraday.rmclean_xcorr", &Config::faraday, &FaradayConfig::rmclean_xcorr, any<bool>, "true or false", "",
              "RM-CLEAN components at the peak of the FDF's cross-correlation with the RMSF (MAPS)"),
-      scalar("faraday.ionosphere", &Config::faraday, &FaradayConfig::ionosphere, any<std::string>, "a file name", "",
+      scalar("faraday.ionosphere", &Config::faraday, &FaradayConfig::ionosphere, any<std::string>,
+             "a file name, or nothing", "",
              "table of time (MJD s, as the MS TIME column) and ionospheric RM (rad/m^2), e.g. from RMextract; "
              "each row's Q and U are rotated back by RM(t) lambda^2 before gridding; empty: none"),
       scalar("faraday.fractional", &Config::faraday, &FaradayConfig::fractional, any<bool>, "true or false", "",
@@ -309,10 +312,10 @@ const std::vector<Key>& keys() {
              [](double v) { return v > 0; }, "a number > 0", "RMSF FWHM",
              "flag a source Faraday-complex when the spread m2 of its RM-CLEAN components exceeds this"),
 
-      scalar("output.dir", &Config::output, &OutputConfig::dir, any<std::string>,
+      scalar("output.dir", &Config::output, &OutputConfig::dir, non_empty,
              "a non-empty path", "", "directory for the output images"),
       scalar("output.prefix", &Config::output, &OutputConfig::prefix,
-             any<std::string>, "a non-empty file name prefix", "",
+             non_empty, "a non-empty file name prefix", "",
              "file name prefix of the output images"),
 
       scalar("parallel.device", &Config::parallel, &ParallelConfig::device, any<Device>,
