@@ -6,12 +6,13 @@
 #include <limits>
 #include <numbers>
 
+#include "spip/common/constants.hpp"
 #include "spip/error.hpp"
+#include "spip/faraday/spectrum_math.hpp"
 
 namespace spip::catalogue {
 namespace {
 
-constexpr double deg_per_rad = 180.0 / std::numbers::pi;
 constexpr float nan = std::numeric_limits<float>::quiet_NaN();
 
 // Mesh coordinates: 0, step, 2 step, ... and the last pixel.
@@ -67,20 +68,6 @@ bool is_local_maximum(const Map& pi, int x, int y) {
   return true;
 }
 
-// The vertex of a parabola through three samples: its offset, in [-0.5, 0.5] samples,
-// and how much it rises above the middle sample; none where the samples do not bracket
-// a maximum.
-struct Vertex {
-  double offset = 0, rise = 0;
-};
-Vertex vertex(float before, float at, float after) {
-  if (!std::isfinite(before) || !std::isfinite(after)) return {};
-  const double curvature = static_cast<double>(before) - 2.0 * at + after;
-  if (!(curvature < 0)) return {};
-  const double offset = std::clamp(0.5 * (before - after) / curvature, -0.5, 0.5);
-  return {offset, -0.25 * (before - after) * offset};
-}
-
 // Islands as lists of pixel indices, 8-connected.
 std::vector<std::vector<int>> islands_of(const std::vector<char>& mask, int nx, int ny) {
   std::vector<std::vector<int>> islands;
@@ -124,14 +111,18 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
                const FinderSettings& settings) {
   const Map& pi = maps.pi;
   Source s;
-  const Vertex along_x = vertex(x > 0 ? pi.at(x - 1, y) : nan, pi.at(x, y), x + 1 < pi.nx ? pi.at(x + 1, y) : nan);
-  const Vertex along_y = vertex(y > 0 ? pi.at(x, y - 1) : nan, pi.at(x, y), y + 1 < pi.ny ? pi.at(x, y + 1) : nan);
+  // A peak at the edge, or next to a blank pixel, stays on its pixel (NaN neighbours).
+  const double at = pi.at(x, y);
+  const faraday::Vertex along_x =
+      faraday::parabola_vertex(x > 0 ? pi.at(x - 1, y) : nan, at, x + 1 < pi.nx ? pi.at(x + 1, y) : nan);
+  const faraday::Vertex along_y =
+      faraday::parabola_vertex(y > 0 ? pi.at(x, y - 1) : nan, at, y + 1 < pi.ny ? pi.at(x, y + 1) : nan);
   s.x = x + along_x.offset;
   s.y = y + along_y.offset;
   double ra = 0, dec = 0;
   projection.world(s.x, s.y, ra, dec);
-  s.ra_deg = ra * deg_per_rad;
-  s.dec_deg = dec * deg_per_rad;
+  s.ra_deg = ra * rad_to_deg;
+  s.dec_deg = dec * rad_to_deg;
   s.name = source_name(s.ra_deg, s.dec_deg);
 
   // PI at the peak between pixels; the other quantities are the peak pixel's. The maps'
@@ -139,17 +130,17 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   // Every error is proportional to sigma.
   s.sigma = sigma.at(x, y);
   const double pixel_sigma = maps.pi_err.at(x, y);
-  const double peak = pi.at(x, y) + along_x.rise + along_y.rise;
+  const double peak = along_x.height + along_y.height - at;
   const double peak_sq = peak * peak + 2.3 * pixel_sigma * pixel_sigma;
   s.pi = std::sqrt(std::max(0.0, peak_sq - 2.3 * s.sigma * s.sigma));
   const double scale = pixel_sigma > 0 ? s.sigma / pixel_sigma : 1.0;
   s.pi_err = s.sigma;
   s.phi = maps.phi.at(x, y);
   s.phi_err = maps.phi_err.at(x, y) * scale;
-  s.chi0_deg = maps.chi0.at(x, y) * deg_per_rad;
-  s.chi0_err_deg = maps.chi0_err.at(x, y) * scale * deg_per_rad;
+  s.chi0_deg = maps.chi0.at(x, y) * rad_to_deg;
+  s.chi0_err_deg = maps.chi0_err.at(x, y) * scale * rad_to_deg;
   s.snr = s.pi / s.sigma;
-  s.position_err_deg = s.pi > 0 ? settings.beam_fwhm_pix * projection.cell_rad * deg_per_rad * s.sigma / (2 * s.pi)
+  s.position_err_deg = s.pi > 0 ? settings.beam_fwhm_pix * projection.cell_rad * rad_to_deg * s.sigma / (2 * s.pi)
                                 : std::numeric_limits<double>::infinity();
   s.stokes_i = maps.stokes_i.at(x, y);
   s.frac_pol = s.stokes_i > 0 ? s.pi / s.stokes_i : std::numeric_limits<double>::quiet_NaN();
@@ -222,23 +213,20 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
   for (std::size_t p = 0; p < mask.size(); ++p)
     mask[p] = pi.values[p] > settings.threshold * sigma.values[p] && sigma.values[p] > 0;
 
+  // Islands numbered brightest first: by their peaks, each island's pixels sorted by
+  // falling PI, which is also the order their components are sought in.
   std::vector<std::vector<int>> islands = islands_of(mask, pi.nx, pi.ny);
-  auto brightest = [&](const std::vector<int>& island) {
-    float best = 0;
-    for (int p : island) best = std::max(best, pi.values[p]);
-    return best;
-  };
-  std::sort(islands.begin(), islands.end(), [&](const auto& a, const auto& b) { return brightest(a) > brightest(b); });
+  for (std::vector<int>& island : islands)
+    std::sort(island.begin(), island.end(), [&](int a, int b) { return pi.values[a] > pi.values[b]; });
+  std::sort(islands.begin(), islands.end(),
+            [&](const auto& a, const auto& b) { return pi.values[a.front()] > pi.values[b.front()]; });
 
   std::vector<Source> sources;
   const double separation_sq = settings.beam_fwhm_pix * settings.beam_fwhm_pix;
   for (std::size_t n = 0; n < islands.size(); ++n) {
-    std::vector<int> peaks;
-    for (int p : islands[n])
-      if (is_local_maximum(pi, p % pi.nx, p / pi.nx)) peaks.push_back(p);
-    std::sort(peaks.begin(), peaks.end(), [&](int a, int b) { return pi.values[a] > pi.values[b]; });
     std::vector<int> kept;
-    for (int p : peaks) {
+    for (int p : islands[n]) {
+      if (!is_local_maximum(pi, p % pi.nx, p / pi.nx)) continue;
       const bool apart = std::all_of(kept.begin(), kept.end(), [&](int q) {
         const double dx = p % pi.nx - q % pi.nx, dy = p / pi.nx - q / pi.nx;
         return dx * dx + dy * dy >= separation_sq;

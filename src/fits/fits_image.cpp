@@ -21,6 +21,7 @@
 #include <system_error>
 #include <utility>
 
+#include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 #include "spip/version.hpp"
 
@@ -30,7 +31,6 @@ namespace {
 namespace fs = std::filesystem;
 using namespace detail;
 
-constexpr double deg_per_rad = 180.0 / std::numbers::pi;
 // CFITSIO reads and writes the file in whole FITS records of this many bytes.
 constexpr long long fits_record_bytes = 2880;
 
@@ -78,16 +78,16 @@ void validate(const ImageHeader& h, const std::string& path) {
 }
 
 double ra_degrees(double ra_rad) {
-  double deg = std::fmod(ra_rad * deg_per_rad, 360.0);
+  double deg = std::fmod(ra_rad * rad_to_deg, 360.0);
   if (deg < 0) deg += 360.0;
   return deg >= 360.0 ? 0.0 : deg;  // -1e-17 + 360 rounds up to 360
 }
 
 std::vector<AxisSpec> axes_of(const ImageHeader& h) {
-  const double cell_deg = h.cell_rad * deg_per_rad;
+  const double cell_deg = h.cell_rad * rad_to_deg;
   std::vector<AxisSpec> axes{
       {"RA---SIN", "deg", ra_degrees(h.ra_rad), -cell_deg, h.nx / 2 + 1.0, h.nx},
-      {"DEC--SIN", "deg", h.dec_rad * deg_per_rad, cell_deg, h.ny / 2 + 1.0, h.ny},
+      {"DEC--SIN", "deg", h.dec_rad * rad_to_deg, cell_deg, h.ny / 2 + 1.0, h.ny},
   };
   if (h.spectral) {
     const LinearAxis& s = *h.spectral;
@@ -156,9 +156,9 @@ void write_header(const FitsFile& file, const ImageHeader& h) {
   cards.text("BUNIT", h.bunit, "brightness unit");
   cards.text("BTYPE", "Intensity", "");
   if (h.beam) {
-    cards.real("BMAJ", h.beam->major_rad * deg_per_rad, "[deg] restoring beam major axis (FWHM)");
-    cards.real("BMIN", h.beam->minor_rad * deg_per_rad, "[deg] restoring beam minor axis (FWHM)");
-    cards.real("BPA", h.beam->pa_rad * deg_per_rad, "[deg] restoring beam position angle");
+    cards.real("BMAJ", h.beam->major_rad * rad_to_deg, "[deg] restoring beam major axis (FWHM)");
+    cards.real("BMIN", h.beam->minor_rad * rad_to_deg, "[deg] restoring beam minor axis (FWHM)");
+    cards.real("BPA", h.beam->pa_rad * rad_to_deg, "[deg] restoring beam position angle");
   }
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const std::string n = std::to_string(i + 1);
@@ -172,7 +172,7 @@ void write_header(const FitsFile& file, const ImageHeader& h) {
   cards.real("EQUINOX", 2000.0, "");
   // For SIN the native pole is fixed; stating both stops readers from guessing.
   cards.real("LONPOLE", 180.0, "");
-  cards.real("LATPOLE", h.dec_rad * deg_per_rad, "");
+  cards.real("LATPOLE", h.dec_rad * rad_to_deg, "");
   if (h.spectral && h.spectral->ctype == "FREQ") cards.text("SPECSYS", "TOPOCENT", "");
   cards.text("DATE-OBS", h.date_obs, "");
   cards.text("TELESCOP", h.telescope, "");

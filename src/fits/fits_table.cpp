@@ -58,6 +58,10 @@ void validate(const Table& table, const std::string& path) {
 
 }  // namespace
 
+void Table::throw_missing(const std::string& name) const {
+  SPIP_THROW(spip::Error, "FITS table " + extname + ": no column '" + name + "' of the type asked for");
+}
+
 std::size_t TableColumn::rows() const {
   return std::visit([](const auto& values) { return values.size(); }, values);
 }
@@ -140,7 +144,7 @@ Table read_table(const std::string& path, const std::vector<std::string>& key_na
         value.erase(value.find_last_not_of(' ') + 1);
       }
       column.values = std::move(values);
-    } else if (type == TLONG || type == TINT32BIT || type == TSHORT) {
+    } else if (type == TLONG || type == TSHORT) {
       std::vector<int> values(static_cast<std::size_t>(rows));
       if (rows > 0) fits_read_col(file.get(), TINT, c, 1, 1, rows, nullptr, values.data(), nullptr, &status);
       column.values = std::vector<std::int32_t>(values.begin(), values.end());

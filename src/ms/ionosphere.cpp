@@ -18,14 +18,11 @@ IonosphereTable IonosphereTable::read(const std::string& path) {
   std::string line;
   for (int number = 1; std::getline(in, line); ++number) {
     line = line.substr(0, line.find('#'));
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     std::istringstream fields(line);
     double time = 0, rm = 0;
     std::string extra;
-    if (!(fields >> time)) {
-      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-      SPIP_THROW(InputError, path + ":" + std::to_string(number) + ": expected 'time_mjd_s rm_rad_m2'");
-    }
-    if (!(fields >> rm) || (fields >> extra))
+    if (!(fields >> time >> rm) || (fields >> extra))
       SPIP_THROW(InputError, path + ":" + std::to_string(number) + ": expected 'time_mjd_s rm_rad_m2'");
     if (!times.empty() && !(time > times.back()))
       SPIP_THROW(InputError, path + ":" + std::to_string(number) + ": times must increase");

@@ -24,10 +24,10 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                                          const CatalogueInputs& inputs, const std::string& fits_path,
                                          const std::string& csv_path, const Log& log) {
   const Stopwatch watch;
-  static_assert(faraday::pixel_map_count == 8);
-  const std::vector<std::string>& m = inputs.pixel_maps;
-  const catalogue::PixelMaps maps{read_map(m[0]), read_map(m[1]), read_map(m[2]), read_map(m[3]),
-                                  read_map(m[4]), read_map(m[5]), read_map(m[6]), read_map(inputs.mean_i)};
+  auto map = [&](faraday::PixelMap m) { return read_map(inputs.pixel_maps.at(m)); };
+  using enum faraday::PixelMap;
+  const catalogue::PixelMaps maps{map(map_phi),     map(map_pi),       map(map_chi0), map(map_phi_err),
+                                  map(map_pi_err),  map(map_chi0_err), map(map_m2),   read_map(inputs.mean_i)};
   const catalogue::SinProjection projection{base.nx, base.ny, base.ra_rad, base.dec_rad, base.cell_rad};
 
   catalogue::FinderSettings settings;

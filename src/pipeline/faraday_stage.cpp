@@ -117,8 +117,8 @@ std::string FaradayStage::moment_path(int quantity, int moment) const {
 }
 
 // The four moment images of one quantity over the channels of `planes` [channel][pixel],
-// written as rows of their partial images.
-void FaradayStage::write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
+// written as rows of their partial images; returns the mean.
+std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                                      const std::vector<double>& weight) const {
   const std::size_t pixels = planes.size() / weight.size();
   faraday::PowerSums sums(pixels);
@@ -127,6 +127,7 @@ void FaradayStage::write_moment_rows(int quantity, int first_row, const std::vec
   const faraday::MomentImages m = faraday::moments(sums);
   const std::vector<float>* images[] = {&m.mean, &m.std, &m.skew, &m.kurt};
   for (int k = 0; k < 4; ++k) fits::CubeFile::write_rows(moment_path(quantity, k), first_row, *images[k]);
+  return m.mean;
 }
 
 // Each pixel's FDF noise from its residual Q and U over the channels, K sqrt(sum_c w_c^2
@@ -156,7 +157,7 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
                                 long long& iterations) const {
   const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
   const std::vector<float> stokes_i_rows = fits::CubeFile::read_rows(cubes_.restored[stokes_i], first_row, rows);
-  write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
+  const std::vector<float> mean_i = write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
   write_moment_rows(stokes_v, first_row, fits::CubeFile::read_rows(cubes_.restored[stokes_v], first_row, rows), weight);
   const std::vector<float> sigmas = synthesis ? pixel_noise(first_row, rows, weight) : std::vector<float>();
   const std::vector<float> q = fits::CubeFile::read_rows(cubes_.restored[stokes_q], first_row, rows);
@@ -176,7 +177,7 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
     if (weight[c] > 0)
       for (std::size_t i = c * pixels; i < (c + 1) * pixels; ++i) p[i] = cfloat(q[i], u[i]);
   std::vector<float> i0;  // with faraday.fractional: each pixel's Stokes I at nu0, NaN where blanked
-  if (!synthesis->log_nu_ratio.empty()) i0 = flatten_spectra(*synthesis, stokes_i_rows, weight, p, sigmas);
+  if (!synthesis->log_nu_ratio.empty()) i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, sigmas, p);
   const int num_chan = static_cast<int>(weight.size());
   const faraday::SlabSpectra slab =
       gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
@@ -199,28 +200,24 @@ void FaradayStage::process_rows(int first_row, int rows, const std::vector<doubl
     fits::CubeFile::write_rows(synthesis->map_paths[m], first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
   if (i0.empty()) return;
   std::vector<float> fracpol(pixels);
-  for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[pixels + x] / i0[x];  // peak PI over I at nu0
+  for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[faraday::map_pi * pixels + x] / i0[x];
   fits::CubeFile::write_rows(synthesis->fracpol_path, first_row, fracpol);
 }
 
 // faraday.fractional: each pixel's Q + iU divided by its Stokes I power law and scaled
 // to I at nu0, so that the spectra keep Jy/beam and the peak is PI at nu0. Pixels whose
-// weighted mean I is below faraday.fractional_threshold sigma get a zero spectrum.
-// Returns I at nu0 per pixel, NaN where blanked. The factor is 1 at nu0, so the FDF
-// noise keeps its value to the extent the spectrum changes across the band.
+// mean I (the moment) is below faraday.fractional_threshold times their FDF noise get a
+// zero spectrum. Returns I at nu0 per pixel, NaN where blanked. The factor is 1 at nu0,
+// so the FDF noise keeps its value to the extent the spectrum changes across the band.
 std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
-                                                 const std::vector<double>& weight, std::vector<cfloat>& p,
-                                                 const std::vector<float>& sigmas) const {
-  const std::size_t pixels = stokes_i_rows.size() / weight.size();
-  double weight_sum = 0;
-  for (double w : weight) weight_sum += w;
+                                                 const std::vector<float>& mean_i, const std::vector<double>& weight,
+                                                 const std::vector<float>& sigmas, std::vector<cfloat>& p) const {
+  const std::size_t pixels = mean_i.size();
   std::vector<float> i0(pixels, NAN);
   for (std::size_t x = 0; x < pixels; ++x) {
-    double mean_i = 0;
-    for (std::size_t c = 0; c < weight.size(); ++c)
-      if (weight[c] > 0) mean_i += weight[c] * stokes_i_rows[c * pixels + x] / weight_sum;
-    const double sigma = sigmas.empty() ? synthesis.settings.sigma : std::max<double>(sigmas[x], synthesis.settings.sigma);
-    const auto law = mean_i > config_.faraday.fractional_threshold * sigma
+    const double sigma = faraday::pixel_sigma(synthesis.settings.sigma, sigmas.empty() ? nullptr : sigmas.data(),
+                                              static_cast<long long>(x));
+    const auto law = mean_i[x] > config_.faraday.fractional_threshold * sigma
                          ? faraday::fit_power_law(stokes_i_rows.data() + x, pixels, synthesis.log_nu_ratio, weight)
                          : std::nullopt;
     for (std::size_t c = 0; c < weight.size(); ++c)

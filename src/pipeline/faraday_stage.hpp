@@ -66,12 +66,12 @@ class FaradayStage {
   double channel_weight(double noise) const;
   void process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
-  void write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
-                         const std::vector<double>& weight) const;
+  std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
+                                       const std::vector<double>& weight) const;
   std::vector<float> pixel_noise(int first_row, int rows, const std::vector<double>& weight) const;
   std::vector<float> flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
-                                     const std::vector<double>& weight, std::vector<std::complex<float>>& p,
-                                     const std::vector<float>& sigmas) const;
+                                     const std::vector<float>& mean_i, const std::vector<double>& weight,
+                                     const std::vector<float>& sigmas, std::vector<std::complex<float>>& p) const;
 
   const Config& config_;
   fits::ImageHeader base_;

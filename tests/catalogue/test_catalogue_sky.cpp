@@ -67,13 +67,6 @@ std::string CatalogueSky::dir_;
 int CatalogueSky::noise_status_ = -1;
 int CatalogueSky::sources_status_ = -1;
 
-template <class T>
-const std::vector<T>& column(const spip::fits::Table& table, const std::string& name) {
-  for (const auto& c : table.columns)
-    if (c.name == name) return std::get<std::vector<T>>(c.values);
-  throw std::runtime_error("no column " + name);
-}
-
 }  // namespace
 
 TEST_F(CatalogueSky, NoiseAloneGivesNoSource) {
@@ -94,11 +87,11 @@ TEST_F(CatalogueSky, NoiseAloneGivesNoSource) {
 TEST_F(CatalogueSky, ThinAndComplexSourcesFoundOnceAndTold) {
   ASSERT_EQ(sources_status_, 0) << "see " << dir_ << "/sources.log";
   const spip::fits::Table table = catalogue("sources");
-  const auto& ra = column<double>(table, "ra");
-  const auto& phi = column<double>(table, "phi");
-  const auto& pi = column<double>(table, "pi");
-  const auto& m2 = column<double>(table, "m2");
-  const auto& complex = column<std::int32_t>(table, "faraday_complex");
+  const auto& ra = table.values<double>("ra");
+  const auto& phi = table.values<double>("phi");
+  const auto& pi = table.values<double>("pi");
+  const auto& m2 = table.values<double>("m2");
+  const auto& complex = table.values<std::int32_t>("faraday_complex");
   ASSERT_EQ(ra.size(), 2u) << "rows of sources-catalogue.fits";
   for (std::size_t r = 0; r < ra.size(); ++r) {
     std::cout << "[ measured ] ra " << ra[r] << " phi " << phi[r] << " pi " << pi[r] << " m2 " << m2[r] << "\n";

@@ -170,13 +170,6 @@ TEST_F(OskarTruth, PeakMapsRecoverEachSourcesRotationMeasureAngleAndIntensity) {
             << worst_pi_fraction << "\n";
 }
 
-template <class T>
-const std::vector<T>& column(const spip::fits::Table& table, const std::string& name) {
-  for (const auto& c : table.columns)
-    if (c.name == name) return std::get<std::vector<T>>(c.values);
-  throw std::runtime_error("no column " + name);
-}
-
 // Each polarised source once, where the truth puts it, with the peak maps' tolerances;
 // the unpolarised S1 (2 Jy, the brightest in I) not at all; the CSV says the same.
 TEST_F(OskarTruth, CatalogueListsEachPolarisedSourceOnce) {
@@ -184,13 +177,13 @@ TEST_F(OskarTruth, CatalogueListsEachPolarisedSourceOnce) {
   const auto sky = spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt");
   const spip::fits::Table table = spip::fits::read_table(out_ + "/demo-catalogue.fits", {"THRESHLD"});
   EXPECT_EQ(table.keys.at(0).value, 8.0);
-  const auto& x = column<double>(table, "x_pix");
-  const auto& y = column<double>(table, "y_pix");
-  const auto& ra = column<double>(table, "ra");
-  const auto& dec = column<double>(table, "dec");
-  const auto& phi = column<double>(table, "phi");
-  const auto& pi = column<double>(table, "pi");
-  const auto& snr = column<double>(table, "snr");
+  const auto& x = table.values<double>("x_pix");
+  const auto& y = table.values<double>("y_pix");
+  const auto& ra = table.values<double>("ra");
+  const auto& dec = table.values<double>("dec");
+  const auto& phi = table.values<double>("phi");
+  const auto& pi = table.values<double>("pi");
+  const auto& snr = table.values<double>("snr");
   ASSERT_EQ(x.size(), 3u) << "rows of demo-catalogue.fits";
   for (const auto& c : sky.components) {
     const SourcePixel p = pixel_of(c);

@@ -3,6 +3,7 @@
 namespace spip {
 
 inline constexpr double speed_of_light = 299792458.0;                       // m/s
-inline constexpr double rad_to_arcsec = 180.0 * 3600.0 / 3.14159265358979323846;
+inline constexpr double rad_to_deg = 180.0 / 3.14159265358979323846;
+inline constexpr double rad_to_arcsec = 3600.0 * rad_to_deg;
 
 }  // namespace spip

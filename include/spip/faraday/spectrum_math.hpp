@@ -123,6 +123,20 @@ SPIP_HOST_DEVICE inline void restore_spectrum(Spectrum<const Sample> residual, S
   }
 }
 
+// The vertex of the parabola through three neighbouring samples of a maximum: its offset
+// from the middle sample, in samples, and its height; the middle sample itself where
+// the three do not curve down (or one is NaN). Used for the FDF peak and by the source
+// finder for the peak between pixels.
+struct Vertex {
+  double offset = 0, height = 0;
+};
+SPIP_HOST_DEVICE inline Vertex parabola_vertex(double before, double at, double after) {
+  const double curvature = before - 2 * at + after;
+  if (!(curvature < 0)) return {0, at};
+  const double offset = 0.5 * (before - after) / curvature;
+  return {offset, at - 0.25 * (before - after) * offset};
+}
+
 struct PeakFit {
   double phi = 0, pi = 0, chi0 = 0;
   double phi_err = 0, pi_err = 0, chi0_err = 0;
@@ -151,12 +165,9 @@ SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, co
     }
   double offset = 0;
   if (k > 0 && k + 1 < axis.count) {
-    const double y0 = amplitude(fdf[k - 1]), y1 = peak, y2 = amplitude(fdf[k + 1]);
-    const double curvature = y0 - 2 * y1 + y2;
-    if (curvature < 0) {
-      offset = 0.5 * (y0 - y2) / curvature;
-      peak = y1 - 0.25 * (y0 - y2) * offset;
-    }
+    const Vertex vertex = parabola_vertex(amplitude(fdf[k - 1]), peak, amplitude(fdf[k + 1]));
+    offset = vertex.offset;
+    peak = vertex.height;
   }
   PeakFit fit;
   fit.phi = axis.phi(k) + offset * axis.dphi;
@@ -209,16 +220,26 @@ SPIP_HOST_DEVICE inline RmCleanControl pixel_control(RmCleanControl control, dou
 
 // The per-pixel maps in the order they are stored and written: the six of the peak fit,
 // the components' spread m2 and the RM-CLEAN iterations (at the limit: not converged).
-constexpr int pixel_map_count = 8;
+enum PixelMap : int {
+  map_phi,
+  map_pi,
+  map_chi0,
+  map_phi_err,
+  map_pi_err,
+  map_chi0_err,
+  map_m2,
+  map_iterations,
+  pixel_map_count
+};
 SPIP_HOST_DEVICE inline double pixel_map_value(const PeakFit& fit, double m2, int iterations, int map) {
   switch (map) {
-    case 0: return fit.phi;
-    case 1: return fit.pi;
-    case 2: return fit.chi0;
-    case 3: return fit.phi_err;
-    case 4: return fit.pi_err;
-    case 5: return fit.chi0_err;
-    case 6: return m2;
+    case map_phi: return fit.phi;
+    case map_pi: return fit.pi;
+    case map_chi0: return fit.chi0;
+    case map_phi_err: return fit.phi_err;
+    case map_pi_err: return fit.pi_err;
+    case map_chi0_err: return fit.chi0_err;
+    case map_m2: return m2;
     default: return iterations;
   }
 }

@@ -31,6 +31,17 @@ struct Table {
   std::vector<TableColumn> columns;
   std::vector<TableKey> keys;          // keywords of the table's header
   std::vector<std::string> comments;   // COMMENT cards of the table's header
+
+  // The values of the column `name` as T; throws spip::Error if there is none of that type.
+  template <class T>
+  const std::vector<T>& values(const std::string& name) const {
+    for (const TableColumn& c : columns)
+      if (c.name == name && std::holds_alternative<std::vector<T>>(c.values)) return std::get<std::vector<T>>(c.values);
+    throw_missing(name);
+  }
+
+ private:
+  [[noreturn]] void throw_missing(const std::string& name) const;
 };
 
 // Writes the table under a temporary name and renames it when complete. Every column
