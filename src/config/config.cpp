@@ -228,7 +228,7 @@ const std::vector<Key>& keys() {
              any<bool>, "true or false", "",
              "w-stacking; false: 2-D imaging (wrong for wide fields)"),
       scalar("image.common_beam", &Config::image, &ImageConfig::common_beam, any<bool>, "true or false", "",
-             "restore every channel with the largest fitted beam (needed for RM synthesis); false: its own"),
+             "restore every channel with the largest fitted beam (needed for RM synthesis); false: its own (BEAMS table)"),
       scalar("image.uv_min", &Config::image, &ImageConfig::uv_min,
              [](double v) { return v >= 0; }, "a number >= 0", "lambda",
              "drop baselines shorter than this"),

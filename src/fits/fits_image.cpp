@@ -6,6 +6,7 @@
 #include "spip/fits/fits_image.hpp"
 
 #include "fits_file.hpp"
+#include "spip/fits/fits_table.hpp"
 
 #include <fcntl.h>
 #include <fitsio.h>
@@ -126,6 +127,10 @@ class CardWriter {
     fits_write_key_longstr(fptr_, key.c_str(), value.c_str(), comment, &status_);
   }
   void history(const std::string& line) { fits_write_history(fptr_, line.c_str(), &status_); }
+  void logical(const std::string& key, bool value, const char* comment) {
+    int flag = value ? 1 : 0;
+    fits_write_key(fptr_, TLOGICAL, key.c_str(), &flag, comment, &status_);
+  }
   int status() const { return status_; }
 
  private:
@@ -160,6 +165,7 @@ void write_header(const FitsFile& file, const ImageHeader& h) {
     cards.real("BMIN", h.beam->minor_rad * rad_to_deg, "[deg] restoring beam minor axis (FWHM)");
     cards.real("BPA", h.beam->pa_rad * rad_to_deg, "[deg] restoring beam position angle");
   }
+  if (h.beam_per_plane) cards.logical("CASAMBM", true, "one beam per plane, in the BEAMS table");
   for (std::size_t i = 0; i < axes.size(); ++i) {
     const std::string n = std::to_string(i + 1);
     cards.text("CTYPE" + n, axes[i].ctype, "");
@@ -421,6 +427,34 @@ std::vector<float> CubeFile::read_rows(const std::string& path, int first_row, i
   check(status, "read rows of", partial);
   file.close();
   return data;
+}
+
+void CubeFile::write_beams(const std::string& path, std::span<const Beam> per_plane) {
+  const std::string partial = partial_path(path);
+  const CubeLayout layout = read_layout(partial);
+  if (static_cast<long long>(per_plane.size()) != layout.planes)
+    SPIP_THROW(spip::Error, "FITS: cannot write " + std::to_string(per_plane.size()) + " beams to '" + partial +
+                                "': it has " + std::to_string(layout.planes) + " planes");
+  std::vector<float> major, minor, pa;
+  std::vector<std::int32_t> channel, polarisation;
+  for (std::size_t k = 0; k < per_plane.size(); ++k) {
+    major.push_back(static_cast<float>(per_plane[k].major_rad * rad_to_arcsec));
+    minor.push_back(static_cast<float>(per_plane[k].minor_rad * rad_to_arcsec));
+    pa.push_back(static_cast<float>(per_plane[k].pa_rad * rad_to_deg));
+    channel.push_back(static_cast<std::int32_t>(k));
+    polarisation.push_back(0);  // each spip cube holds one Stokes parameter
+  }
+  Table beams;
+  beams.extname = "BEAMS";
+  beams.columns = {{"BMAJ", "arcsec", "restoring beam major axis (FWHM)", std::move(major)},
+                   {"BMIN", "arcsec", "restoring beam minor axis (FWHM)", std::move(minor)},
+                   {"BPA", "deg", "restoring beam position angle, east of north", std::move(pa)},
+                   {"CHAN", "", "plane along the spectral axis, from 0", std::move(channel)},
+                   {"POL", "", "plane along the STOKES axis, from 0", std::move(polarisation)}};
+  beams.keys = {{"EXTVER", 1, "", true},
+                {"NCHAN", static_cast<double>(per_plane.size()), "number of spectral planes", true},
+                {"NPOL", 1, "number of Stokes planes", true}};
+  append_table(partial, beams);
 }
 
 void CubeFile::commit(const std::string& path) { rename_into_place(partial_path(path), path); }

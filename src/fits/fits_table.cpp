@@ -17,6 +17,8 @@ std::string format_of(const TableColumn& column) {
         using T = typename std::decay_t<decltype(values)>::value_type;
         if constexpr (std::is_same_v<T, double>) {
           return "D";
+        } else if constexpr (std::is_same_v<T, float>) {
+          return "E";
         } else if constexpr (std::is_same_v<T, std::int32_t>) {
           return "J";
         } else {
@@ -36,6 +38,9 @@ void write_column(fitsfile* fptr, int number, const TableColumn& column, int& st
         if constexpr (std::is_same_v<T, double>) {
           std::vector<double> copy(values);  // CFITSIO takes non-const pointers
           fits_write_col(fptr, TDOUBLE, number, 1, 1, static_cast<LONGLONG>(copy.size()), copy.data(), &status);
+        } else if constexpr (std::is_same_v<T, float>) {
+          std::vector<float> copy(values);
+          fits_write_col(fptr, TFLOAT, number, 1, 1, static_cast<LONGLONG>(copy.size()), copy.data(), &status);
         } else if constexpr (std::is_same_v<T, std::int32_t>) {
           std::vector<int> copy(values.begin(), values.end());
           fits_write_col(fptr, TINT, number, 1, 1, static_cast<LONGLONG>(copy.size()), copy.data(), &status);
@@ -56,6 +61,44 @@ void validate(const Table& table, const std::string& path) {
                         table.columns.front().name + " " + std::to_string(table.columns.front().rows()));
 }
 
+// Appends the table after the current HDU (CFITSIO's fits_create_tbl).
+void write_table_hdu(const FitsFile& file, const Table& table) {
+  std::vector<std::string> names, formats, units;
+  for (const TableColumn& column : table.columns) {
+    names.push_back(column.name);
+    formats.push_back(format_of(column));
+    units.push_back(column.unit);
+  }
+  auto pointers = [](std::vector<std::string>& texts) {
+    std::vector<char*> result;
+    for (std::string& text : texts) result.push_back(text.data());
+    return result;
+  };
+  std::vector<char*> ttype = pointers(names), tform = pointers(formats), tunit = pointers(units);
+  std::string extname = table.extname;
+  int status = 0;
+  fits_create_tbl(file.get(), BINARY_TBL, static_cast<LONGLONG>(table.columns.front().rows()),
+                  static_cast<int>(table.columns.size()), ttype.data(), tform.data(), tunit.data(), extname.data(),
+                  &status);
+  for (std::size_t c = 0; c < table.columns.size(); ++c) {
+    const std::string key = "TTYPE" + std::to_string(c + 1);
+    if (!table.columns[c].description.empty())
+      fits_modify_comment(file.get(), key.c_str(), table.columns[c].description.c_str(), &status);
+    write_column(file.get(), static_cast<int>(c + 1), table.columns[c], status);
+  }
+  for (const TableKey& key : table.keys) {
+    if (key.integer) {
+      auto value = static_cast<long long>(key.value);
+      fits_write_key(file.get(), TLONGLONG, key.name.c_str(), &value, key.comment.c_str(), &status);
+    } else {
+      double value = key.value;
+      fits_write_key(file.get(), TDOUBLE, key.name.c_str(), &value, key.comment.c_str(), &status);
+    }
+  }
+  for (const std::string& comment : table.comments) fits_write_comment(file.get(), comment.c_str(), &status);
+  check(status, "write table " + table.extname + " to", file.path());
+}
+
 }  // namespace
 
 void Table::throw_missing(const std::string& name) const {
@@ -74,37 +117,30 @@ void write_table(const std::string& path, const Table& table) {
   FitsFile file = FitsFile::create(partial);
   int status = 0;
   fits_create_img(file.get(), BYTE_IMG, 0, nullptr, &status);
-  std::vector<std::string> names, formats, units;
-  for (const TableColumn& column : table.columns) {
-    names.push_back(column.name);
-    formats.push_back(format_of(column));
-    units.push_back(column.unit);
-  }
-  auto pointers = [](std::vector<std::string>& texts) {
-    std::vector<char*> result;
-    for (std::string& text : texts) result.push_back(text.data());
-    return result;
-  };
-  std::vector<char*> ttype = pointers(names), tform = pointers(formats), tunit = pointers(units);
-  std::string extname = table.extname;
-  fits_create_tbl(file.get(), BINARY_TBL, static_cast<LONGLONG>(table.columns.front().rows()),
-                  static_cast<int>(table.columns.size()), ttype.data(), tform.data(), tunit.data(), extname.data(),
-                  &status);
-  for (std::size_t c = 0; c < table.columns.size(); ++c) {
-    const std::string key = "TTYPE" + std::to_string(c + 1);
-    if (!table.columns[c].description.empty())
-      fits_modify_comment(file.get(), key.c_str(), table.columns[c].description.c_str(), &status);
-    write_column(file.get(), static_cast<int>(c + 1), table.columns[c], status);
-  }
-  for (const TableKey& key : table.keys) {
-    double value = key.value;
-    fits_write_key(file.get(), TDOUBLE, key.name.c_str(), &value, key.comment.c_str(), &status);
-  }
-  for (const std::string& comment : table.comments) fits_write_comment(file.get(), comment.c_str(), &status);
   check(status, "write table to", partial);
+  write_table_hdu(file, table);
   file.close();
   rename_into_place(partial, path);
   guard.release();
+}
+
+void append_table(const std::string& path, const Table& table) {
+  validate(table, path);
+  FitsFile file = FitsFile::open(path, READWRITE);
+  int status = 0;
+  std::string extname = table.extname;
+  if (fits_movnam_hdu(file.get(), BINARY_TBL, extname.data(), 0, &status) == 0) {
+    fits_delete_hdu(file.get(), nullptr, &status);
+  } else if (status == BAD_HDU_NUM) {
+    status = 0;
+    fits_clear_errmsg();
+  }
+  int hdus = 0, hdu_type = 0;
+  fits_get_num_hdus(file.get(), &hdus, &status);
+  fits_movabs_hdu(file.get(), hdus, &hdu_type, &status);
+  check(status, "append table " + table.extname + " to", path);
+  write_table_hdu(file, table);
+  file.close();
 }
 
 Table read_table(const std::string& path, const std::vector<std::string>& key_names) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <future>
@@ -293,6 +294,19 @@ void write_qa_json(const std::string& path, const std::vector<double>& records, 
   write_text_atomically(path, out.str());
 }
 
+// Each imaged channel's restoring beam, from the QA records of every rank (a zero beam
+// where a channel was blanked), for cubes restored with image.common_beam = false.
+std::vector<fits::Beam> channel_beams(const std::vector<double>& records, const Plan& plan) {
+  std::vector<fits::Beam> beams(static_cast<std::size_t>(plan.chan_end - plan.chan_begin));
+  for (std::size_t k = 0; k + ChannelQa::fields <= records.size(); k += ChannelQa::fields) {
+    ChannelQa qa;
+    std::memcpy(&qa, &records[k], sizeof qa);
+    beams.at(static_cast<std::size_t>(qa.channel - plan.chan_begin)) =
+        fits::Beam{qa.beam_major_arcsec / rad_to_arcsec, qa.beam_minor_arcsec / rad_to_arcsec, qa.beam_pa_deg / rad_to_deg};
+  }
+  return beams;
+}
+
 // The largest fitted beam of all channels of all ranks, so that every channel can be
 // restored to it (RM synthesis needs one resolution).
 fits::Beam common_beam(const std::vector<imaging::Beam>& mine, const parallel::MpiContext& mpi) {
@@ -517,6 +531,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // The channel cubes stay partial until the Faraday stage is done, so that a run
   // killed there resumes from its channels instead of imaging them again.
   if (mpi.is_root()) {
+    if (!config.image.common_beam) write_channel_beams(cubes, channel_beams(all_records, plan));
     commit_cubes(cubes);
     progress.remove();
     products.paths = cubes.paths();

@@ -25,6 +25,7 @@ fits::ImageHeader header_for(const CubeSet& cubes, const std::string& product, i
     header.beam.reset();
   }
   if (product == "psf") header.bunit = "";
+  header.beam_per_plane = cubes.beam_per_channel && product == "image";
   return header;
 }
 
@@ -50,6 +51,7 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
   cubes.dir = config.output.dir;
   cubes.prefix = config.output.prefix;
   cubes.cleaned = config.clean.niter > 0;
+  cubes.beam_per_channel = !config.image.common_beam;
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -66,7 +68,7 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
   h.history.push_back("spip: " + std::to_string(config.input.ms.size()) + " MS, " + config.input.column +
                       ", weighting " + to_string(config.image.weighting));
   if (!config.image.common_beam)
-    h.history.push_back("each channel restored with its own fitted beam (see PREFIX-qa.json); BMAJ/BMIN/BPA: the largest");
+    h.history.push_back("each channel restored with its own fitted beam (BEAMS table); BMAJ/BMIN/BPA: the largest");
   return cubes;
 }
 
@@ -90,6 +92,10 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
         fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
                                      std::span<const float>(images[k]->data() + s * pixels, pixels));
   fits::CubeFile::write_planes(cubes.path("psf", nullptr), plane, psf);
+}
+
+void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {
+  for (const char* stokes : stokes_names) fits::CubeFile::write_beams(cubes.path("image", stokes), per_channel);
 }
 
 void commit_cubes(const CubeSet& cubes) {

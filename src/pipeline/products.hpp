@@ -12,6 +12,7 @@ namespace spip::pipeline {
 struct CubeSet {
   std::string dir, prefix;
   bool cleaned = true;     // false (niter = 0): no model and residual cubes, as WSClean
+  bool beam_per_channel = false;  // image.common_beam = false: the restored cubes carry a BEAMS table
   fits::ImageHeader base;  // shared WCS, FREQ axis over the imaged channels
   std::vector<std::string> paths() const;
   std::string path(const std::string& product, const char* stokes) const;  // stokes nullptr: no suffix
@@ -26,6 +27,9 @@ void create_cubes(const CubeSet& cubes);
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
                    const std::vector<float>& model, const std::vector<float>& residual,
                    const std::vector<float>& restored);
+// Rank 0, with image.common_beam = false, before commit_cubes: each channel's own beam
+// in the restored cubes (CASA's BEAMS table).
+void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel);
 // Rank 0, after every rank has written.
 void commit_cubes(const CubeSet& cubes);
 

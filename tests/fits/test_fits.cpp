@@ -480,6 +480,63 @@ TEST_F(FitsTest, CubeWrittenInShuffledOrderRoundTrips) {
   EXPECT_EQ(img.number("CDELT3"), -1e6);
 }
 
+// CASA's per-plane beams: CASAMBM in the primary header, then a BEAMS table of one row
+// per plane in arcsec and deg, which a second call replaces rather than duplicates.
+TEST_F(FitsTest, PerPlaneBeamsAreCasasBeamsTable) {
+  ImageHeader h = basic_header(8, 8);
+  h.spectral = LinearAxis{"FREQ", "Hz", 1e8, 1e6, 1, 3};
+  h.stokes = Stokes::U;
+  h.beam = spip::fits::Beam{40.0 / 3600 * deg, 30.0 / 3600 * deg, 10 * deg};
+  h.beam_per_plane = true;
+  const std::string cube = path("beams.fits");
+  CubeFile::create(cube, h);
+  const std::vector<float> pixels = ramp(3 * 64);
+  CubeFile::write_planes(cube, 0, pixels);
+  std::vector<spip::fits::Beam> beams{{40.0 / 3600 * deg, 30.0 / 3600 * deg, 10 * deg},
+                                      {0, 0, 0},  // a blanked channel
+                                      {30.0 / 3600 * deg, 20.0 / 3600 * deg, -80 * deg}};
+  CubeFile::write_beams(cube, std::vector<spip::fits::Beam>(3, beams[1]));  // replaced below
+  CubeFile::write_beams(cube, beams);
+  EXPECT_THROW(CubeFile::write_beams(cube, std::vector<spip::fits::Beam>(2)), spip::Error);
+  CubeFile::commit(cube);
+
+  const FitsImage img = spip::fits::read_image(cube);
+  EXPECT_EQ(img.text("CASAMBM"), "T");
+  expect_same_bits(pixels, img.data);  // the table goes after the pixels, which stay
+  const spip::fits::Table table = spip::fits::read_table(cube, {"NCHAN", "NPOL"});
+  EXPECT_EQ(table.extname, "BEAMS");
+  EXPECT_EQ(table.keys.at(0).value, 3.0);
+  EXPECT_EQ(table.keys.at(1).value, 1.0);
+  const std::vector<double>& major = table.values<double>("BMAJ");
+  const std::vector<double>& minor = table.values<double>("BMIN");
+  const std::vector<double>& pa = table.values<double>("BPA");
+  ASSERT_EQ(major.size(), 3u);
+  EXPECT_FLOAT_EQ(major[0], 40.0f);
+  EXPECT_FLOAT_EQ(minor[0], 30.0f);
+  EXPECT_FLOAT_EQ(pa[0], 10.0f);
+  EXPECT_EQ(major[1], 0.0);
+  EXPECT_FLOAT_EQ(major[2], 30.0f);
+  EXPECT_FLOAT_EQ(minor[2], 20.0f);
+  EXPECT_FLOAT_EQ(pa[2], -80.0f);
+  EXPECT_EQ(table.values<std::int32_t>("CHAN"), (std::vector<std::int32_t>{0, 1, 2}));
+  EXPECT_EQ(table.values<std::int32_t>("POL"), (std::vector<std::int32_t>{0, 0, 0}));
+  for (const auto& column : table.columns)
+    EXPECT_EQ(column.unit, column.name.starts_with("BM") ? "arcsec" : column.name == "BPA" ? "deg" : "") << column.name;
+  int ncards = 0;
+  const std::string header = raw_header(cube, ncards);
+  EXPECT_NE(header.find("CASAMBM =                    T"), std::string::npos);
+}
+
+// Without beam_per_plane there is no CASAMBM, so readers use BMAJ/BMIN/BPA.
+TEST_F(FitsTest, CommonBeamCubeHasNoCasambm) {
+  ImageHeader h = basic_header(8, 8);
+  h.spectral = LinearAxis{"FREQ", "Hz", 1e8, 1e6, 1, 2};
+  h.beam = spip::fits::Beam{40.0 / 3600 * deg, 30.0 / 3600 * deg, 10 * deg};
+  CubeFile::create(path("common.fits"), h);
+  CubeFile::commit(path("common.fits"));
+  EXPECT_EQ(spip::fits::read_image(path("common.fits")).keywords.count("CASAMBM"), 0u);
+}
+
 TEST_F(FitsTest, UnwrittenCubePlanesAreNaN) {
   ImageHeader h = basic_header(16, 16);
   h.spectral = LinearAxis{"FDEP", "rad/m^2", -10, 1, 1, 4};

@@ -1,6 +1,7 @@
 // Writes sample FITS products for the astropy check (scripts/check_fits_astropy.py):
 //   <dir>/sample_cube.fits   FREQ + STOKES cube filled plane by plane via CubeFile
 //   <dir>/sample_image.fits  2-D image with a restoring beam via write_image
+//   <dir>/sample_beams.fits  FREQ + STOKES cube with one beam per plane (CASA's BEAMS table)
 #include <cmath>
 #include <exception>
 #include <filesystem>
@@ -55,6 +56,20 @@ int main(int argc, char** argv) {
     CubeFile::create(cube_path, cube);
     for (int k : {2, 0, 3, 1}) CubeFile::write_planes(cube_path, k, plane_values(cube, k));
     CubeFile::commit(cube_path);
+
+    ImageHeader beams = cube;
+    beams.stokes = Stokes::Q;
+    beams.beam = Beam{13.0 / 3600 * deg, 7.5 / 3600 * deg, 60 * deg};
+    beams.beam_per_plane = true;
+    const std::string beams_path = (dir / "sample_beams.fits").string();
+    CubeFile::create(beams_path, beams);
+    std::vector<Beam> per_plane;
+    for (int k = 0; k < 4; ++k) {
+      CubeFile::write_planes(beams_path, k, plane_values(beams, k));
+      per_plane.push_back(Beam{(10.0 + k) / 3600 * deg, (6.0 + 0.5 * k) / 3600 * deg, (30.0 + 10 * k) * deg});
+    }
+    CubeFile::write_beams(beams_path, per_plane);
+    CubeFile::commit(beams_path);
 
     ImageHeader image = sample_header();
     image.beam = Beam{10.0 / 3600 * deg, 6.0 / 3600 * deg, 30 * deg};

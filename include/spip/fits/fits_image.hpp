@@ -39,6 +39,7 @@ struct ImageHeader {
   std::optional<Stokes> stokes;
   std::string bunit = "Jy/beam";   // "Jy/pixel" for models
   std::optional<Beam> beam;        // BMAJ/BMIN/BPA on restored products
+  bool beam_per_plane = false;     // CASAMBM = T: CubeFile::write_beams adds the planes' own beams
   std::string date_obs;            // ISO 8601 UTC
   std::string telescope;
   std::string object;
@@ -71,6 +72,11 @@ class CubeFile {
   // Reads rows [first_row, first_row + rows) of every plane of the partial file, as
   // [plane][row][x]: a pixel slab's spectra, written plane by plane by other processes.
   static std::vector<float> read_rows(const std::string& path, int first_row, int rows);
+  // Appends CASA's per-plane beam table to the partial file (created with
+  // beam_per_plane): extension BEAMS, one row per plane, BMAJ and BMIN in arcsec,
+  // BPA in deg, CHAN and POL 0-based, NCHAN and NPOL keys, as CASA, CARTA and
+  // radio-beam read it. A plane without a beam (blanked) has a zero beam.
+  static void write_beams(const std::string& path, std::span<const Beam> per_plane);
   // Renames the partial file to its final name (after every writer has finished).
   static void commit(const std::string& path);
 };

@@ -14,8 +14,8 @@ struct TableColumn {
   std::string name;         // TTYPEn
   std::string unit;         // TUNITn; empty: dimensionless
   std::string description;  // comment of TTYPEn
-  // Written as 'D' (float64), 'J' (int32) or 'nA' (text of the longest value).
-  std::variant<std::vector<double>, std::vector<std::int32_t>, std::vector<std::string>> values;
+  // Written as 'D' (float64), 'E' (float32), 'J' (int32) or 'nA' (text of the longest value).
+  std::variant<std::vector<double>, std::vector<float>, std::vector<std::int32_t>, std::vector<std::string>> values;
 
   std::size_t rows() const;
 };
@@ -24,6 +24,7 @@ struct TableKey {
   std::string name;  // at most 8 characters
   double value = 0;
   std::string comment;
+  bool integer = false;  // written as an integer, as readers expect of counts (NCHAN)
 };
 
 struct Table {
@@ -47,6 +48,10 @@ struct Table {
 // Writes the table under a temporary name and renames it when complete. Every column
 // must have the same number of rows.
 void write_table(const std::string& path, const Table& table);
+
+// Appends the table as a new extension of the existing FITS file `path`, replacing an
+// extension of the same EXTNAME left by an interrupted earlier call.
+void append_table(const std::string& path, const Table& table);
 
 // The first table extension of `path`, its 'D', 'E', 'J', 'I' and 'A' columns (numbers
 // as double or int32), and its keys from `key_names`.
