@@ -17,7 +17,6 @@ import json
 import math
 import os
 import sys
-import tempfile
 import warnings
 
 import numpy as np
@@ -93,7 +92,7 @@ def main():
     rt = lambda name: os.path.join(rmt_dir, f"{rmt_prefix}{name}.fits")
 
     # The phi grid, channels and widths each side used.
-    sp_head, rt_head = fits.getheader(sp("fdf-real-dirty")), fits.getheader(rt("FDF_real_dirty"))
+    sp_head, rt_head = fits.getheader(sp("FDF_real_dirty")), fits.getheader(rt("FDF_real_dirty"))
     sp_phi, rt_phi = phi_axis(sp_head), phi_axis(rt_head)
     if sp_phi.shape != rt_phi.shape or np.max(np.abs(sp_phi - rt_phi)) > 1e-9:
         sys.exit(f"compare_rmtools: the phi grids differ: spip {sp_phi[0]}..{sp_phi[-1]} ({sp_phi.size}), "
@@ -135,11 +134,11 @@ def main():
     # Dirty FDF: spip's three cubes against RM-Tools' as written.
     npix = sp_head["NAXIS1"] * sp_head["NAXIS2"]
     everything = f"all {npix} x {sp_phi.size}"
-    peak_dirty = float(np.nanmax(cube(sp("fdf-amp-dirty"))))
+    peak_dirty = float(np.nanmax(cube(sp("FDF_tot_dirty"))))
     dirty = worst_difference([
-        ("amp", cube(sp("fdf-amp-dirty")), cube(rt("FDF_tot_dirty"))),
-        ("real", cube(sp("fdf-real-dirty")), cube(rt("FDF_real_dirty"))),
-        ("imag", cube(sp("fdf-imag-dirty")), cube(rt("FDF_im_dirty")))])
+        ("amp", cube(sp("FDF_tot_dirty")), cube(rt("FDF_tot_dirty"))),
+        ("real", cube(sp("FDF_real_dirty")), cube(rt("FDF_real_dirty"))),
+        ("imag", cube(sp("FDF_im_dirty")), cube(rt("FDF_im_dirty")))])
     for part in ("amp", "real", "imag"):
         row(f"dirty FDF, {part}", everything, f"{dirty[part].max() / peak_dirty:.2e}", f"peak {peak_dirty:.4g} Jy/beam")
 
@@ -147,7 +146,7 @@ def main():
     # U (uniform weights, as both ran) on every 16th row, with the exact speed of light and
     # with rmsynth3d's own constant (2.997924538e8 m/s).
     q_cube, u_cube = cube(sp("image-Q")), cube(sp("image-U"))
-    sp_fdf = cube(sp("fdf-real-dirty")), cube(sp("fdf-imag-dirty"))
+    sp_fdf = cube(sp("FDF_real_dirty")), cube(sp("FDF_im_dirty"))
     rt_fdf = cube(rt("FDF_real_dirty")), cube(rt("FDF_im_dirty"))
     reference = {}
     for c in (C, 2.997924538e8):
@@ -170,9 +169,9 @@ def main():
     # apart: over hundreds of iterations near the cutoff, differences of 1e-6 in the dirty
     # spectra can steer the component picks. So are pixels spip cleaned to a higher
     # cutoff than the field's, which rmclean3d (one cutoff per cube) cannot do.
-    peak_clean = float(np.nanmax(cube(sp("fdf-amp-clean"))))
-    parts = [("amp", "fdf-amp-clean", "FDF_clean_tot"), ("real", "fdf-real-clean", "FDF_clean_real"),
-             ("imag", "fdf-imag-clean", "FDF_clean_im")]
+    peak_clean = float(np.nanmax(cube(sp("FDF_clean_tot"))))
+    parts = [("amp", "FDF_clean_tot", "FDF_clean_tot"), ("real", "FDF_clean_real", "FDF_clean_real"),
+             ("imag", "FDF_clean_im", "FDF_clean_im")]
     clean = worst_difference([(part, cube(sp(s_name)), cube(rt(r_name))) for part, s_name, r_name in parts])
     dphi = sp_phi[1] - sp_phi[0]
     swap = (gaussian_matrix(sp_phi, fwhm_spip, math.ceil(2.5 * fwhm_spip / dphi))
@@ -220,31 +219,18 @@ def main():
         row(f"peak phi, {label}", int(mask.sum()), f"{dphi_map:.2e} rad/m^2", f"{dphi_map / fwhm_spip:.1e} FWHM")
         row(f"peak PI, {label}", int(mask.sum()), f"{dpi:.2e}", "the pixel's PI")
 
-    # RM-Tools' own readers on spip's Faraday cubes. They find the partner files by name
-    # (_real / _im / _tot, and FDF_*_dirty or FDF_clean_* -> RMSF_FWHM), so spip's names
-    # are tried first as they are, then through links under RM-Tools' names, with an
-    # RMSF_FWHM map made from spip's RMSFFWHM (spip writes the width only as a keyword).
+    # RM-Tools' own readers on spip's Faraday cubes as written: they find the partner
+    # files and the RMSF_FWHM map by rewriting the name they are given.
     from RMtools_3D.do_RMclean_3D import read_FDF_cubes
     from RMtools_3D.RMpeakfit_3D import read_files
-    as_named, _, _ = read_FDF_cubes(sp("fdf-real-dirty"))
-    same_file = bool(np.array_equal(as_named[:, ::64, ::64].imag, as_named[:, ::64, ::64].real))
-    del as_named
-    links = tempfile.mkdtemp(prefix="spip-as-rmtools.", dir=rmt_dir)
-    for spip_name, rmt_name in [("fdf-real-dirty", "FDF_real_dirty"), ("fdf-imag-dirty", "FDF_im_dirty"),
-                                ("fdf-amp-dirty", "FDF_tot_dirty"), ("fdf-real-clean", "FDF_clean_real"),
-                                ("fdf-imag-clean", "FDF_clean_im"), ("fdf-amp-clean", "FDF_clean_tot")]:
-        os.symlink(os.path.abspath(sp(spip_name)), os.path.join(links, f"spip_{rmt_name}.fits"))
-    fwhm_header = sp_head.copy()
-    fwhm_header["NAXIS3"], fwhm_header["BUNIT"] = 1, "rad/m^2"
-    fits.writeto(os.path.join(links, "spip_RMSF_FWHM.fits"),
-                 np.full((1, sp_head["NAXIS2"], sp_head["NAXIS1"]), fwhm_spip, np.float32), fwhm_header)
-    dirty_read, head, fd_axis = read_FDF_cubes(os.path.join(links, "spip_FDF_tot_dirty.fits"))
-    dirty_ok = (fd_axis == 3 and np.array_equal(dirty_read.real, cube(sp("fdf-real-dirty")))
-                and np.array_equal(dirty_read.imag, cube(sp("fdf-imag-dirty"))))
+    dirty_read, head, fd_axis = read_FDF_cubes(sp("FDF_tot_dirty"))
+    dirty_ok = (fd_axis == 3 and np.array_equal(dirty_read.real, cube(sp("FDF_real_dirty")))
+                and np.array_equal(dirty_read.imag, cube(sp("FDF_im_dirty"))))
     del dirty_read
-    fdf, phi_read, fwhm_read, _, lam0_read, _ = read_files(os.path.join(links, "spip_FDF_clean_tot.fits"), freq_file)
-    clean_ok = (np.array_equal(fdf.real, cube(sp("fdf-real-clean"))) and np.array_equal(fdf.imag, cube(sp("fdf-imag-clean")))
-                and np.max(np.abs(phi_read - sp_phi)) < 1e-6 and lam0_read == sp_head["LAMSQ0"])
+    fdf, phi_read, fwhm_read, _, lam0_read, _ = read_files(sp("FDF_clean_tot"), freq_file)
+    clean_ok = (np.array_equal(fdf.real, cube(sp("FDF_clean_real"))) and np.array_equal(fdf.imag, cube(sp("FDF_clean_im")))
+                and np.max(np.abs(phi_read - sp_phi)) < 1e-6 and lam0_read == sp_head["LAMSQ0"]
+                and np.all(fwhm_read == np.float32(fwhm_spip)))
     mask = masks[0][1]
     ys, xs = np.nonzero(mask)
     fit_phi, fit_pi = np.empty(ys.size), np.empty(ys.size)
@@ -262,11 +248,9 @@ def main():
     print()
     print(f"RM-CLEAN: RM-Tools cleaned {int((n_iter > 0).sum())} spectra, {int(n_iter.sum())} iterations in all, "
           f"{int(capped.sum())} spectra stopped by niter {niter}")
-    print(f"RM-Tools' readers on spip's Faraday cubes: under spip's names the imaginary part read is "
-          f"{'the real cube again (silently)' if same_file else 'the imaginary cube'}; through links named "
-          f"*_FDF_{{real,im,tot}}_dirty / *_FDF_clean_* plus a made RMSF_FWHM map: dirty cube "
-          f"{'read exactly' if dirty_ok else 'NOT read exactly'}, clean cube, phi axis and LAMSQ0 "
-          f"{'read exactly' if clean_ok else 'NOT read exactly'} (rmclean3d's and rmtools_peakfitcube's readers)")
+    print(f"RM-Tools' readers on spip's Faraday cubes as written (rmclean3d's read_FDF_cubes, "
+          f"rmtools_peakfitcube's read_files): dirty cube {'read exactly' if dirty_ok else 'NOT read exactly'}; "
+          f"clean cube, phi axis, LAMSQ0 and RMSF_FWHM map {'read exactly' if clean_ok else 'NOT read exactly'}")
 
 
 if __name__ == "__main__":

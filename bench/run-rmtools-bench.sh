@@ -76,7 +76,7 @@ import configparser, json, sys
 import numpy as np
 from astropy.io import fits
 out = sys.argv[1]
-h = fits.getheader(f"{out}/demo-fdf-real-dirty.fits")
+h = fits.getheader(f"{out}/demo-FDF_real_dirty.fits")
 first = h["CRVAL3"] + (1 - h["CRPIX3"]) * h["CDELT3"]
 config = configparser.ConfigParser()
 config.read(f"{out}/demo-config.ini")

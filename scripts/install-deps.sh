@@ -2,6 +2,7 @@
 # Installs what spip needs on Debian 12 and is not there yet. Idempotent; run as root.
 # WSClean is the peer the tests compare CLEAN's depth with, and the benchmarks its speed;
 # Slurm and munge make the one-node cluster that the Slurm test submits the job scripts to.
+# SAOImage DS9, Xvfb and the XPA tools let a test open spip's FITS files in DS9 headless.
 set -euo pipefail
 
 packages=(
@@ -11,6 +12,7 @@ packages=(
   libgtest-dev libopenblas-dev
   wsclean
   slurm-wlm munge
+  saods9 xvfb xpa-tools
 )
 
 missing=()

@@ -234,10 +234,14 @@ def cube_column(path: Path, x: int, y: int):
 def fdf_amplitude(prefix: Path, kind: str, x: int, y: int):
     """(phi, |FDF|, header, legend label) from the amplitude cube, else from the real and
     imaginary ones (faraday.cubes may leave the amplitude out), else None."""
-    amp = product(prefix, f"fdf-amp-{kind}.fits")
+    # RM-Tools' names: FDF_{real,im,tot}_dirty and FDF_clean_{real,im,tot}.
+    def cube(part):
+        return product(prefix, f"FDF_{part}_dirty.fits" if kind == "dirty" else f"FDF_clean_{part}.fits")
+
+    amp = cube("tot")
     if amp.exists():
         return (*cube_column(amp, x, y), kind)
-    real, imag = product(prefix, f"fdf-real-{kind}.fits"), product(prefix, f"fdf-imag-{kind}.fits")
+    real, imag = cube("real"), cube("im")
     if real.exists() and imag.exists():
         phi, re_part, header = cube_column(real, x, y)
         return phi, np.hypot(re_part, cube_column(imag, x, y)[1]), header, f"{kind} (from real, imag)"

@@ -101,7 +101,7 @@ double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan
     bytes += std::max(0.0, fits_bytes(pixels * num_chan) - (error ? 0.0 : static_cast<double>(present)));
   }
   bytes += 20 * fits_bytes(pixels);
-  const double maps = faraday::pixel_map_count + (faraday_config.fractional ? 1 : 0);
+  const double maps = faraday::pixel_map_count + 1 + (faraday_config.fractional ? 1 : 0);  // + RMSF_FWHM
   const double fdf_cubes = static_cast<double>(faraday_config.cubes.size());
   if (num_phi > 0) bytes += maps * fits_bytes(pixels) + fdf_cubes * fits_bytes(pixels * num_phi);
   return bytes;

@@ -37,17 +37,22 @@ fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit
   return header;
 }
 
-// One FDF cube of faraday.cubes: its file name part ("real-dirty") read as which spectra
-// and which part of them.
+// One FDF cube of faraday.cubes ("real-dirty"): which spectra, which part of them, and
+// the file name RM-Tools gives it. RM-Tools' readers find a cube's partners by swapping
+// _real, _im and _tot in its name, and its RMSF_FWHM map by swapping FDF_tot_dirty or
+// FDF_clean_tot, so spip's cubes open in rmtools_peakfitcube under these names as they are.
 struct CubeChoice {
-  std::string name;
   bool clean = false;
   int part = 0;  // 0 real, 1 imaginary, 2 amplitude
+  std::string file;
 };
 
 CubeChoice cube_choice(const std::string& name) {
   const std::string part = name.substr(0, name.find('-'));
-  return {name, name.ends_with("-clean"), part == "real" ? 0 : part == "imag" ? 1 : 2};
+  CubeChoice choice{name.ends_with("-clean"), part == "real" ? 0 : part == "imag" ? 1 : 2, ""};
+  const char* rmtools_part = choice.part == 0 ? "real" : choice.part == 1 ? "im" : "tot";
+  choice.file = choice.clean ? std::string("FDF_clean_") + rmtools_part : std::string("FDF_") + rmtools_part + "_dirty";
+  return choice;
 }
 
 // The header of the Faraday depth cubes and the RMSF: the image's WCS with an FDEP axis.
@@ -260,7 +265,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     s.rmsf_double = faraday::rmsf_for_clean(s.setup);
     for (const std::string& name : config_.faraday.cubes) {
       s.cubes.push_back(cube_choice(name));
-      s.cube_paths.push_back(path("fdf-" + name));
+      s.cube_paths.push_back(path(s.cubes.back().file));
     }
     for (const char* name : map_names) s.map_paths.push_back(path(name));
     if (config_.faraday.fractional) {
@@ -349,6 +354,14 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     text << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
   write_text_atomically(path("rmsf", ".txt"), text.str());
   written.push_back(path("rmsf", ".txt"));
+  // RM-Tools' per-pixel RMSF width map, which rmtools_peakfitcube opens beside an FDF
+  // cube; spip's RMSF is the same for every pixel.
+  fits::ImageHeader fwhm_header = plain_image(base_, "rad/m^2");
+  fwhm_header.extra_keys["LAMSQ0"] = setup.lambda0_sq;
+  fits::write_image(path("RMSF_FWHM"), fwhm_header,
+                    std::vector<float>(static_cast<std::size_t>(base_.nx) * base_.ny,
+                                       static_cast<float>(synthesis->settings.fwhm)));
+  written.push_back(path("RMSF_FWHM"));
   if (config_.catalogue.threshold > 0) {
     const CatalogueInputs inputs{synthesis->map_paths, moment_path(stokes_i, 0), synthesis->settings.fwhm};
     for (const std::string& file :

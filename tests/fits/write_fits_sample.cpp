@@ -2,6 +2,7 @@
 //   <dir>/sample_cube.fits   FREQ + STOKES cube filled plane by plane via CubeFile
 //   <dir>/sample_image.fits  2-D image with a restoring beam via write_image
 //   <dir>/sample_beams.fits  FREQ + STOKES cube with one beam per plane (CASA's BEAMS table)
+//   <dir>/sample_fdf.fits    Faraday depth cube: FDEP axis from -10 rad/m^2 by 0.5, LAMSQ0
 #include <cmath>
 #include <exception>
 #include <filesystem>
@@ -70,6 +71,14 @@ int main(int argc, char** argv) {
     }
     CubeFile::write_beams(beams_path, per_plane);
     CubeFile::commit(beams_path);
+
+    ImageHeader fdf = sample_header();
+    fdf.spectral = LinearAxis{"FDEP", "rad/m^2", -10.0, 0.5, 1, 5};
+    fdf.extra_keys["LAMSQ0"] = 4.458;
+    const std::string fdf_path = (dir / "sample_fdf.fits").string();
+    CubeFile::create(fdf_path, fdf);
+    for (int k = 0; k < 5; ++k) CubeFile::write_planes(fdf_path, k, plane_values(fdf, k));
+    CubeFile::commit(fdf_path);
 
     ImageHeader image = sample_header();
     image.beam = Beam{10.0 / 3600 * deg, 6.0 / 3600 * deg, 30 * deg};

@@ -251,7 +251,7 @@ TEST_F(OskarTruth, FractionalPolarisationRecoversPiAtTheReferenceFrequency) {
 
 TEST_F(OskarTruth, FaradayCubesAndMomentsFollowTheirConventions) {
   ASSERT_EQ(status_, 0);
-  const spip::fits::FitsImage fdf = spip::fits::read_image(product("fdf-amp-clean"));
+  const spip::fits::FitsImage fdf = spip::fits::read_image(product("FDF_clean_tot"));
   EXPECT_EQ(fdf.text("CTYPE3"), "FDEP");
   EXPECT_EQ(fdf.text("CUNIT3"), "rad/m^2");
   const int depths = static_cast<int>(fdf.number("NAXIS3"));
@@ -272,4 +272,52 @@ TEST_F(OskarTruth, FaradayCubesAndMomentsFollowTheirConventions) {
   const SourcePixel s2 = pixel_of(sky.components[1]);
   EXPECT_NEAR(std_q.data[static_cast<std::size_t>(s2.y) * size + s2.x], 0.3 / std::sqrt(2.0), 0.03);
   EXPECT_TRUE(fs::exists(out_ + "/demo-rmsf.txt"));
+}
+
+namespace {
+
+// Python's str.replace, as RM-Tools applies it to a whole path.
+std::string replace_all(std::string text, const std::string& from, const std::string& to) {
+  for (std::size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+  return text;
+}
+
+}  // namespace
+
+// RM-Tools' FDF readers (rmtools_peakfitcube's read_files, rmclean3d's read_FDF_cubes)
+// are given one cube and find its real and imaginary partners and the RMSF width map by
+// rewriting its name; from each of spip's six cubes they must reach the right files.
+TEST_F(OskarTruth, RmToolsNameRulesFindEveryFaradayCubesPartners) {
+  ASSERT_EQ(status_, 0);
+  const std::string real_name = product("FDF_clean_real"), imag_name = product("FDF_clean_im");
+  const auto real = spip::fits::read_image(real_name), imag = spip::fits::read_image(imag_name);
+  const auto amp = spip::fits::read_image(product("FDF_clean_tot"));
+  ASSERT_EQ(real.data.size(), amp.data.size());
+  const std::size_t s2 = [] {
+    const SourcePixel p = pixel_of(spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt").components[1]);
+    return static_cast<std::size_t>(p.y) * size + p.x;
+  }();
+  for (std::size_t at = s2; at < amp.data.size(); at += static_cast<std::size_t>(size) * size)
+    ASSERT_NEAR(std::hypot(real.data[at], imag.data[at]), amp.data[at], 1e-6 * (1 + amp.data[at]));
+
+  const double fwhm = spip::fits::read_image(product("rmsf")).number("RMSFFWHM");
+  for (const char* name : {"FDF_real_dirty", "FDF_im_dirty", "FDF_tot_dirty", "FDF_clean_real", "FDF_clean_im",
+                           "FDF_clean_tot"}) {
+    const std::string given = product(name);
+    const std::string as_real = replace_all(replace_all(given, "_tot", "_real"), "_im", "_real");
+    const std::string as_imag = replace_all(replace_all(given, "_tot", "_im"), "_real", "_im");
+    std::string as_fwhm = given;
+    for (const char* cube : {"FDF_tot_dirty", "FDF_real_dirty", "FDF_im_dirty", "FDF_clean_tot", "FDF_clean_real",
+                             "FDF_clean_im"})
+      as_fwhm = replace_all(as_fwhm, cube, "RMSF_FWHM");
+    const bool clean = std::string(name).find("clean") != std::string::npos;
+    EXPECT_EQ(as_real, clean ? real_name : product("FDF_real_dirty")) << name;
+    EXPECT_EQ(as_imag, clean ? imag_name : product("FDF_im_dirty")) << name;
+    EXPECT_TRUE(fs::exists(as_real) && fs::exists(as_imag)) << name;
+    const auto width = spip::fits::read_image(as_fwhm);
+    EXPECT_EQ(width.text("BUNIT"), "rad/m^2");
+    ASSERT_EQ(width.data.size(), static_cast<std::size_t>(size) * size) << as_fwhm;
+    EXPECT_FLOAT_EQ(width.data[s2], static_cast<float>(fwhm));
+  }
 }

@@ -146,7 +146,7 @@ def check_empty_catalogue(script: Path, quicklook, prefix: Path, folder: Path) -
 
 def check_older_run(script: Path, quicklook, prefix: Path, folder: Path) -> None:
     """No catalogue and no FDF cubes: the page still comes, the FDF panel says why."""
-    copy = copy_of_run(prefix, folder, lambda suffix: suffix != "catalogue.csv" and "fdf-" not in suffix)
+    copy = copy_of_run(prefix, folder, lambda suffix: suffix != "catalogue.csv" and "FDF_" not in suffix)
     run_quicklook(script, str(copy), Path(f"{copy}-quicklook.png"))
     expect_empty(Path(f"{copy}-quicklook.png"), quicklook, [5], "run without catalogue and FDF cubes")
     expect_title(quicklook, copy, ["no catalogue"])

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# Opens the fits room's sample products (tests/fits/write_fits_sample.cpp) in SAOImage
+# DS9 on a virtual X display and asks it, through XPA, what it reads: the phase centre's
+# RA/Dec (pixel N/2 + 1), the world value of a FREQ and of an FDEP plane, and the pixel
+# range of a plane (plane k holds k + 1e-3 i). Fails on the first disagreement.
+#   check_ds9.sh SAMPLE_DIR
+set -euo pipefail
+dir=$1
+export XPA_METHOD=local
+name=spip_ds9_$$
+# Xvfb picks a free display and writes its number once it accepts clients.
+ready=$(mktemp)
+Xvfb -displayfd 3 -screen 0 800x600x24 -nolisten tcp 3> "$ready" > /dev/null 2>&1 &
+xvfb=$!
+for _ in $(seq 100); do [[ -s $ready ]] && break; sleep 0.1; done
+[[ -s $ready ]] || { echo "check_ds9: Xvfb did not start" >&2; kill $xvfb; exit 1; }
+DISPLAY=:$(cat "$ready") ds9 -title "$name" > /dev/null 2>&1 &
+ds9=$!
+trap 'kill $ds9 $xvfb 2> /dev/null || true; rm -f "$ready"' EXIT
+for _ in $(seq 60); do
+  [[ $(xpaaccess "$name" 2> /dev/null) == yes ]] && break
+  sleep 1
+done
+[[ $(xpaaccess "$name") == yes ]] || { echo "check_ds9: DS9 did not start" >&2; exit 1; }
+
+failed=0
+expect() {  # what, got, wanted
+  if [[ $2 == "$3" ]]; then
+    echo "ds9 $1: $2"
+  else
+    echo "ds9 $1: got '$2', expected '$3'" >&2
+    failed=1
+  fi
+}
+open_file() {
+  xpaset -p "$name" file "$dir/$1"
+  expect "$1 size" "$(xpaget "$name" fits size)" "64 48"
+  xpaset -p "$name" crosshair 33 25 image
+  expect "$1 phase centre" "$(xpaget "$name" crosshair wcs fk5 degrees)" "201.3650000 -43.0190000"
+}
+plane() {  # file, 1-based plane, its world value, its pixel range
+  xpaset -p "$name" cube "$2"
+  expect "$1 plane $2 world value" "$(xpaget "$name" cube wcs)" "$3"
+  xpaset -p "$name" scale mode minmax
+  expect "$1 plane $2 pixel range" "$(xpaget "$name" scale limits)" "$4"
+}
+
+open_file sample_image.fits
+open_file sample_cube.fits
+plane sample_cube.fits 3 1202000000 "2 5.071"
+open_file sample_beams.fits
+plane sample_beams.fits 4 1203000000 "3 6.071"
+open_file sample_fdf.fits
+plane sample_fdf.fits 5 -8 "4 7.071"
+exit $failed
