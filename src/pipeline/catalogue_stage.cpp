@@ -18,6 +18,18 @@ catalogue::Map read_map(const std::string& path) {
   return {static_cast<int>(image.shape.at(0)), static_cast<int>(image.shape.at(1)), std::move(image.data)};
 }
 
+// The Stokes I that PI is compared with: the mean over channels, or with
+// faraday.fractional, where PI is given at nu0, the pixel's fitted I at nu0
+// (PI / peak-fracpol) wherever it was fitted.
+catalogue::Map stokes_i_map(const CatalogueInputs& inputs, const catalogue::Map& pi) {
+  catalogue::Map stokes_i = read_map(inputs.mean_i);
+  if (inputs.fracpol.empty()) return stokes_i;
+  const catalogue::Map fracpol = read_map(inputs.fracpol);
+  for (std::size_t i = 0; i < stokes_i.values.size(); ++i)
+    if (std::isfinite(fracpol.values[i]) && fracpol.values[i] > 0) stokes_i.values[i] = pi.values[i] / fracpol.values[i];
+  return stokes_i;
+}
+
 }  // namespace
 
 std::vector<std::string> write_catalogue(const Config& config, const fits::ImageHeader& base,
@@ -26,8 +38,10 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   const Stopwatch watch;
   auto map = [&](faraday::PixelMap m) { return read_map(inputs.pixel_maps.at(m)); };
   using enum faraday::PixelMap;
-  const catalogue::PixelMaps maps{map(map_phi),     map(map_pi),       map(map_chi0), map(map_phi_err),
-                                  map(map_pi_err),  map(map_chi0_err), map(map_m2),   read_map(inputs.mean_i)};
+  const catalogue::Map pi = map(map_pi);
+  const catalogue::PixelMaps maps{map(map_phi),    pi,         map(map_chi0),
+                                  map(map_phi_err), map(map_pi_err), map(map_chi0_err),
+                                  map(map_m2),     stokes_i_map(inputs, pi)};
   const catalogue::SinProjection projection{base.nx, base.ny, base.ra_rad, base.dec_rad, base.cell_rad};
 
   catalogue::FinderSettings settings;

@@ -13,6 +13,7 @@ class Log;
 struct CatalogueInputs {
   std::vector<std::string> pixel_maps;  // the Faraday stage's maps, in pixel_map_value() order
   std::string mean_i;                   // the mean-I moment image
+  std::string fracpol;                  // with faraday.fractional: the peak-fracpol map, else empty
   double rmsf_fwhm = 1;                 // rad/m^2
 };
 

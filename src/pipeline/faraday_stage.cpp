@@ -363,7 +363,8 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
                                        static_cast<float>(synthesis->settings.fwhm)));
   written.push_back(path("RMSF_FWHM"));
   if (config_.catalogue.threshold > 0) {
-    const CatalogueInputs inputs{synthesis->map_paths, moment_path(stokes_i, 0), synthesis->settings.fwhm};
+    const CatalogueInputs inputs{synthesis->map_paths, moment_path(stokes_i, 0), synthesis->fracpol_path,
+                                 synthesis->settings.fwhm};
     for (const std::string& file :
          write_catalogue(config_, base_, inputs, path("catalogue"), path("catalogue", ".csv"), log))
       written.push_back(file);

@@ -34,7 +34,7 @@ struct PixelMaps {
   Map phi, pi, chi0;        // clean FDF peak: rad/m^2, Jy/beam (bias-corrected), rad
   Map phi_err, pi_err, chi0_err;  // pi_err: the pixel's FDF noise
   Map m2;                   // second moment of the RM-CLEAN components, rad/m^2
-  Map stokes_i;             // mean-I moment, Jy/beam
+  Map stokes_i;             // mean-I moment, or I at nu0 with faraday.fractional; Jy/beam
 };
 
 struct FinderSettings {
