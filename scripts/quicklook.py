@@ -139,26 +139,28 @@ def mark_sources(ax, catalogue) -> None:
     ax.legend(loc="lower left", fontsize=8, framealpha=0.6)
 
 
-def panel_mean_i(fig, cell, run: Run):
-    image = read_image(product(run.prefix, "moment-mean-I.fits"))
+def sky_image(fig, cell, image, name: str, title: str, cmap: str):
+    """A 2-D product ((data, header), or None: a note that the run did not write `name`)
+    on RA/Dec axes with a colour bar in its unit; returns the axes, or None."""
     if image is None:
-        note(fig.add_subplot(cell), "no moment-mean-I.fits in this run")
-        return
+        note(fig.add_subplot(cell), f"no {name} in this run")
+        return None
     data, header = image
-    ax = sky_axes(fig, cell, header, "mean Stokes I over channels")
-    shown = ax.imshow(data, origin="lower", cmap="inferno", norm=bright_norm(data))
+    ax = sky_axes(fig, cell, header, title)
+    shown = ax.imshow(data, origin="lower", cmap=cmap, norm=bright_norm(data))
     fig.colorbar(shown, ax=ax, label=unit_label(header), pad=0.02)
+    return ax
+
+
+def panel_mean_i(fig, cell, run: Run):
+    sky_image(fig, cell, read_image(product(run.prefix, "moment-mean-I.fits")), "moment-mean-I.fits",
+              "mean Stokes I over channels", "inferno")
 
 
 def panel_peak_pi(fig, cell, run: Run):
-    if run.pi_map is None:
-        note(fig.add_subplot(cell), "no peak-pi.fits in this run")
-        return
-    data, header = run.pi_map
-    ax = sky_axes(fig, cell, header, "peak polarised intensity")
-    shown = ax.imshow(data, origin="lower", cmap="viridis", norm=bright_norm(data))
-    fig.colorbar(shown, ax=ax, label=unit_label(header), pad=0.02)
-    mark_sources(ax, run.catalogue)
+    ax = sky_image(fig, cell, run.pi_map, "peak-pi.fits", "peak polarised intensity", "viridis")
+    if ax is not None:
+        mark_sources(ax, run.catalogue)
 
 
 def pi_threshold(pi_data, catalogue) -> float:

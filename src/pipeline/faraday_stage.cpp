@@ -37,6 +37,13 @@ fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit
   return header;
 }
 
+// A per-pixel map of the Faraday stage: LAMSQ0 says which lambda^2 its angles refer to.
+fits::ImageHeader faraday_map(const fits::ImageHeader& base, const std::string& bunit, double lambda0_sq) {
+  fits::ImageHeader header = plain_image(base, bunit);
+  header.extra_keys["LAMSQ0"] = lambda0_sq;
+  return header;
+}
+
 // One FDF cube of faraday.cubes ("real-dirty"): which spectra, which part of them, and
 // the file name RM-Tools gives it. RM-Tools' readers find a cube's partners by swapping
 // _real, _im and _tot in its name, and its RMSF_FWHM map by swapping FDF_tot_dirty or
@@ -292,16 +299,11 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
     if (synthesis) {
       const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
       for (const std::string& cube : synthesis->cube_paths) fits::CubeFile::create(cube, fdf);
-      for (int m = 0; m < faraday::pixel_map_count; ++m) {
-        fits::ImageHeader header = plain_image(base_, map_units[m]);
-        header.extra_keys["LAMSQ0"] = synthesis->setup.lambda0_sq;
-        fits::CubeFile::create(synthesis->map_paths[m], header);
-      }
-      if (!synthesis->fracpol_path.empty()) {
-        fits::ImageHeader header = plain_image(base_, "");
-        header.extra_keys["LAMSQ0"] = synthesis->setup.lambda0_sq;
-        fits::CubeFile::create(synthesis->fracpol_path, header);
-      }
+      const double lambda0_sq = synthesis->setup.lambda0_sq;
+      for (int m = 0; m < faraday::pixel_map_count; ++m)
+        fits::CubeFile::create(synthesis->map_paths[m], faraday_map(base_, map_units[m], lambda0_sq));
+      if (!synthesis->fracpol_path.empty())
+        fits::CubeFile::create(synthesis->fracpol_path, faraday_map(base_, "", lambda0_sq));
     }
   }
   mpi.barrier();
@@ -356,9 +358,7 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   written.push_back(path("rmsf", ".txt"));
   // RM-Tools' per-pixel RMSF width map, which rmtools_peakfitcube opens beside an FDF
   // cube; spip's RMSF is the same for every pixel.
-  fits::ImageHeader fwhm_header = plain_image(base_, "rad/m^2");
-  fwhm_header.extra_keys["LAMSQ0"] = setup.lambda0_sq;
-  fits::write_image(path("RMSF_FWHM"), fwhm_header,
+  fits::write_image(path("RMSF_FWHM"), faraday_map(base_, "rad/m^2", setup.lambda0_sq),
                     std::vector<float>(static_cast<std::size_t>(base_.nx) * base_.ny,
                                        static_cast<float>(synthesis->settings.fwhm)));
   written.push_back(path("RMSF_FWHM"));

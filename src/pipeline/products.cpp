@@ -68,7 +68,7 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
   h.history.push_back("spip: " + std::to_string(config.input.ms.size()) + " MS, " + config.input.column +
                       ", weighting " + to_string(config.image.weighting));
   if (!config.image.common_beam)
-    h.history.push_back("each channel restored with its own fitted beam (BEAMS table); BMAJ/BMIN/BPA: the largest");
+    h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: the largest");
   return cubes;
 }
 
