@@ -95,6 +95,7 @@ struct ChannelImager::Impl {
   cudaEvent_t epoch = nullptr, compute_start = nullptr, compute_end = nullptr;
   bool computed = false;
   cufftHandle plan_one = 0, plan_two = 0;  // one and two lanes
+  DeviceArray<char> fft_work;               // shared by both plans, which run on one stream
   DeviceArray<double> x_shifted, correction;
   DeviceArray<cufftComplex> grids;
   DeviceArray<dcomplex> acc, plain, mirrored;
@@ -118,7 +119,7 @@ struct ChannelImager::Impl {
     return detail::GridShape{stacking.kernel, stacking.w_kernel, stacking.enabled, geometry.uv_cell(), stacking.x0,
                              stacking.dw, slot.w_first, geometry.size, geometry.grid_size};
   }
-  void make_plan(cufftHandle& plan, int lanes);
+  std::size_t make_plan(cufftHandle& plan, int lanes);
   void grid_images(const detail::LaneSource& source, detail::StokesScale scale, float* images);
   void predict_residual();
   void download(float* host, const float* device_images, long long count);
@@ -142,8 +143,8 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking));
   for (cudaEvent_t* event : {&epoch, &compute_start, &compute_end}) SPIP_CUDA_CHECK(cudaEventCreate(event));
   SPIP_CUDA_CHECK(cudaEventRecord(epoch, compute));
-  make_plan(plan_one, 1);
-  make_plan(plan_two, 2);
+  fft_work = DeviceArray<char>(std::max({make_plan(plan_one, 1), make_plan(plan_two, 2), std::size_t{1}}));
+  for (cufftHandle plan : {plan_one, plan_two}) SPIP_CUDA_CHECK(cufftSetWorkArea(plan, fft_work.get()));
 
   const imaging::GridCorrection corr = imaging::make_grid_correction(geometry, stacking);
   x_shifted = DeviceArray<double>(corr.x_shifted.size());
@@ -185,12 +186,17 @@ ChannelImager::Impl::~Impl() {
   cudaStreamDestroy(compute);
 }
 
-// Made once per image size and reused for every plane of every channel.
-void ChannelImager::Impl::make_plan(cufftHandle& plan, int lanes) {
+// Made once per image size and reused for every plane of every channel, without a
+// work area of its own; returns the work area it needs.
+std::size_t ChannelImager::Impl::make_plan(cufftHandle& plan, int lanes) {
   int n[2] = {geometry.grid_size, geometry.grid_size};
   const int dist = static_cast<int>(cells());
-  SPIP_CUDA_CHECK(cufftPlanMany(&plan, 2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, lanes));
+  std::size_t work_bytes = 0;
+  SPIP_CUDA_CHECK(cufftCreate(&plan));
+  SPIP_CUDA_CHECK(cufftSetAutoAllocation(plan, 0));
+  SPIP_CUDA_CHECK(cufftMakePlanMany(plan, 2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, lanes, &work_bytes));
   SPIP_CUDA_CHECK(cufftSetStream(plan, compute));
+  return work_bytes;
 }
 
 // As Gridder::grid: per w-plane, grid the plane's points, FFT, and add the plane
@@ -233,19 +239,34 @@ void ChannelImager::Impl::download(float* host, const float* device_images, long
   SPIP_CUDA_CHECK(cudaMemcpyAsync(host, device_images, count * sizeof(float), cudaMemcpyDeviceToHost, compute));
 }
 
+namespace {
+
+// The shared work area's size as cuFFT estimates it for the two-lane plan, the larger
+// of the two; where cuFFT cannot say (no driver, as for --plan on a login node) the
+// two-lane grid, which is what its power-of-two and 2^a 3^b 5^c sizes need.
+std::size_t fft_work_bytes(int grid_size) {
+  int n[2] = {grid_size, grid_size};
+  const int dist = grid_size * grid_size;
+  std::size_t work_bytes = 0;
+  if (cufftEstimateMany(2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, 2, &work_bytes) == CUFFT_SUCCESS)
+    return work_bytes;
+  return 2 * static_cast<std::size_t>(dist) * sizeof(cufftComplex);
+}
+
+}  // namespace
+
 std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities) {
   const std::size_t pixels = geometry.pixels();
   const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
   const std::size_t per_visibility = 2 * staged_bytes_per_visibility  // two buffer sets
                                      + num_stokes * sizeof(float2)      // residual visibilities
                                      + 4 * sizeof(dcomplex);            // degridded lanes and mirrors
-  const std::size_t per_cell = 2 * sizeof(cufftComplex)                  // two lanes
-                               + 3 * sizeof(cufftComplex);               // cuFFT work areas (estimate)
+  const std::size_t per_cell = 2 * sizeof(cufftComplex);  // two lanes
   const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
                                 2 * sizeof(double);
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
-  return per_visibility * max_visibilities + per_cell * cells + per_pixel * pixels +
-         2 * chunk_table_bytes(geometry, max_visibilities) + margin;
+  return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size) +
+         per_pixel * pixels + 2 * chunk_table_bytes(geometry, max_visibilities) + margin;
 }
 
 ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,

@@ -37,7 +37,8 @@ DeviceProbe probe_devices() {
   for (int d = 0; d < count; ++d) {
     cudaDeviceProp prop{};
     if (cudaGetDeviceProperties(&prop, d) != cudaSuccess) continue;
-    probe.devices.push_back(DeviceInfo{d, prop.name, prop.totalGlobalMem, prop.major, prop.minor});
+    const int pci_address = (prop.pciDomainID & 0xffff) << 13 | (prop.pciBusID & 0xff) << 5 | (prop.pciDeviceID & 0x1f);
+    probe.devices.push_back(DeviceInfo{d, prop.name, prop.totalGlobalMem, prop.major, prop.minor, pci_address});
   }
   return probe;
 }

@@ -1,5 +1,6 @@
 #pragma once
-// The Hogbom minor cycle on the device: a CUB arg-max over the peak-search values,
+// The Hogbom minor cycle on the device: a CUB reduction of the pixels' peak candidates
+// by the CPU's rule (deconv::stronger_peak),
 // one thread that takes the component, and a kernel that subtracts the shifted PSF.
 // The host only reads the state every few iterations to see whether it stopped.
 #include <cuda_runtime.h>
@@ -8,6 +9,7 @@
 
 #include "cuda_check.hpp"
 #include "spip/config/config.hpp"
+#include "spip/deconv/clean_math.hpp"
 
 namespace spip::cuda::detail {
 
@@ -32,14 +34,15 @@ class MinorCycle {
  private:
   void enqueue_search(PeakSearch search, const float* residual, cudaStream_t stream);
   long long pixels_;
-  DeviceArray<float> values_;        // search values
-  DeviceArray<float> best_value_;    // arg-max outputs
-  DeviceArray<long long> best_pixel_;
+  DeviceArray<deconv::PeakCandidate> candidates_;  // per pixel
+  DeviceArray<deconv::PeakCandidate> best_;
   DeviceArray<char> scratch_;        // CUB temporary storage
   DeviceArray<MinorCycleState> state_;
-  PinnedBuffer host_state_;          // a MinorCycleState, then the best value
+  PinnedBuffer host_state_;          // a MinorCycleState, then the best candidate
   MinorCycleState& host_state() const { return *reinterpret_cast<MinorCycleState*>(host_state_.get()); }
-  float& host_best() const { return *reinterpret_cast<float*>(host_state_.get() + sizeof(MinorCycleState)); }
+  deconv::PeakCandidate& host_best() const {
+    return *reinterpret_cast<deconv::PeakCandidate*>(host_state_.get() + sizeof(MinorCycleState));
+  }
 };
 
 }  // namespace spip::cuda::detail

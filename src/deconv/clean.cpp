@@ -25,27 +25,19 @@ struct Peak {
 
 // A null mask searches every pixel; otherwise only those where mask[pixel] != 0.
 Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels, const std::uint8_t* mask) {
-  float best_squared = -1;
-  std::size_t best_pixel = 0;
+  PeakCandidate best{-1.0f, 0};
 #pragma omp parallel
   {
-    float mine = -1;
-    std::size_t at = 0;
+    PeakCandidate mine{-1.0f, 0};
 #pragma omp for schedule(static) nowait
     for (std::size_t p = 0; p < pixels; ++p) {
       const float value = mask && !mask[p] ? 0.0f : squared_search_value(search, residual, p, pixels);
-      if (value > mine) {
-        mine = value;
-        at = p;
-      }
+      if (value > mine.value) mine = {value, static_cast<long long>(p)};
     }
 #pragma omp critical
-    if (mine > best_squared || (mine == best_squared && at < best_pixel)) {
-      best_squared = mine;
-      best_pixel = at;
-    }
+    best = stronger_peak(best, mine);
   }
-  return Peak{std::sqrt(static_cast<double>(best_squared)), best_pixel};
+  return Peak{std::sqrt(static_cast<double>(best.value)), static_cast<std::size_t>(best.pixel)};
 }
 
 // residual_s -= flux_s * psf shifted to `pixel`, over the part of the PSF inside the

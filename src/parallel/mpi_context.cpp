@@ -65,6 +65,26 @@ void MpiContext::sum_all(std::vector<std::int64_t>& values) const {
   MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
 
+MpiContext::NodeShare MpiContext::share_on_node(int resource, const std::function<std::uint64_t()>& measure) const {
+  MPI_Comm node = MPI_COMM_NULL, sharers = MPI_COMM_NULL;
+  MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node);
+  MPI_Comm_split(node, resource >= 0 ? resource : MPI_UNDEFINED, rank_, &sharers);
+  MPI_Comm_free(&node);
+  NodeShare share;
+  if (sharers == MPI_COMM_NULL) {
+    share.amount = measure();
+    return share;
+  }
+  int position = 0;
+  MPI_Comm_rank(sharers, &position);
+  MPI_Comm_size(sharers, &share.ranks);
+  MPI_Barrier(sharers);  // every sharer has made what it holds before the measure
+  if (position == 0) share.amount = measure();
+  MPI_Bcast(&share.amount, 1, MPI_UINT64_T, 0, sharers);
+  MPI_Comm_free(&sharers);
+  return share;
+}
+
 namespace {
 // A tag no collective uses: point-to-point traffic of spip is the stop notice alone.
 constexpr int stop_tag = 7501;

@@ -89,13 +89,14 @@ struct FaradayStage::Synthesis {
 };
 
 FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
-                           ChannelCubes cubes, double group_bytes, int gpu_device)
+                           ChannelCubes cubes, double group_bytes, int gpu_device, std::size_t gpu_bytes)
     : config_(config),
       base_(base),
       freq_hz_(std::move(freq_hz)),
       cubes_(std::move(cubes)),
       group_bytes_(group_bytes),
-      gpu_device_(gpu_device) {}
+      gpu_device_(gpu_device),
+      gpu_bytes_(gpu_bytes) {}
 
 std::pair<int, int> FaradayStage::slab_rows(int rank, int ranks, int ny) {
   return {static_cast<int>(static_cast<long>(ny) * rank / ranks), static_cast<int>(static_cast<long>(ny) * (rank + 1) / ranks)};
@@ -312,7 +313,14 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const int num_phi = synthesis ? synthesis->setup.axis.count : 0;
   depths_ = num_phi;
   const double row_bytes = bytes_per_pixel(static_cast<int>(freq_hz_.size()), num_phi) * base_.nx;
-  const int group_rows = std::clamp(static_cast<int>(group_bytes_ / row_bytes), 1, std::max(1, y1 - y0));
+  int group_rows = std::clamp(static_cast<int>(group_bytes_ / row_bytes), 1, std::max(1, y1 - y0));
+  if (gpu_device_ >= 0 && num_phi > 0) {  // and the group's device memory, affine in its pixels, in the GPU share
+    const int num_chan = static_cast<int>(freq_hz_.size());
+    const double fixed_bytes = static_cast<double>(cuda::slab_bytes(num_phi, num_chan, 0));
+    const double device_row_bytes = static_cast<double>(cuda::slab_bytes(num_phi, num_chan, base_.nx)) - fixed_bytes;
+    group_rows = std::clamp(static_cast<int>((static_cast<double>(gpu_bytes_) - fixed_bytes) / device_row_bytes), 1,
+                            group_rows);
+  }
   long long iterations = 0;
   int groups = 0;
   for (int row = y0; row < y1 && !stop.requested(); row += group_rows, ++groups)

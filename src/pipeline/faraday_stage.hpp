@@ -33,9 +33,10 @@ class FaradayStage {
   };
 
   // `base` is the image header of the channel cubes (WCS, beam, date), `group_bytes` what
-  // one row group may hold; `gpu_device` >= 0 runs RM synthesis and RM-CLEAN on that GPU.
+  // one row group may hold; `gpu_device` >= 0 runs RM synthesis and RM-CLEAN on that GPU,
+  // of whose memory a row group takes at most `gpu_bytes` (this rank's share).
   FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz, ChannelCubes cubes,
-               double group_bytes, int gpu_device);
+               double group_bytes, int gpu_device, std::size_t gpu_bytes);
 
   // This rank's channels, in increasing order: the channel's polarised noise (MAD
   // sigma of its Q, U residuals), or a negative value for a channel with nothing imaged
@@ -79,6 +80,7 @@ class FaradayStage {
   ChannelCubes cubes_;
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
+  std::size_t gpu_bytes_;
   std::vector<double> noise_;  // per channel of this rank
   int depths_ = 0;
 };

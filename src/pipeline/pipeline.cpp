@@ -339,7 +339,11 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // rank, and a resumed run, transforms with the same plans (bit-identical products).
   const Stopwatch setup_watch;
   if (!mpi.is_root()) mpi.barrier();
-  ChannelImaging imager(plan.geometry, config.image, plan.gpu_device, plan.max_visibilities);
+  // Held until pass 2 is done: the GPU imager's buffers are freed before the Faraday
+  // stage sizes its own against the device's free memory.
+  std::optional<ChannelImaging> imaging(std::in_place, plan.geometry, config.image, plan.gpu_device,
+                                        plan.max_visibilities);
+  ChannelImaging& imager = *imaging;
   if (mpi.is_root()) mpi.barrier();
   RunTimes times;
   times.setup_s = setup_watch.seconds();
@@ -420,7 +424,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                          cubes.path("image", "V")},
                         cubes.cleaned ? std::array{cubes.path("residual", "Q"), cubes.path("residual", "U")}
                                       : std::array<std::string, 2>{}},
-                       plan.memory.faraday_group, plan.gpu_device);
+                       plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
 
   // Pass 2: image, clean, restore and write each channel.
   std::vector<double> records;
@@ -430,7 +434,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       config.image.common_beam ? std::optional<imaging::Beam>(imaging::Beam{beam.major_rad, beam.minor_rad, beam.pa_rad})
                                : std::nullopt;
   const std::size_t pixels = plan.geometry.pixels();
-  ChannelFeed feed(source, imager, plan, scheme, todo);
+  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, scheme, todo);  // reads ahead into imager
   ChannelWriter writer;
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {
@@ -442,7 +446,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       continue;
     }
     if (stop.requested()) break;
-    const ChannelStats data = feed.advance(c);
+    const ChannelStats data = feed->advance(c);
     read_s += data.wait_s;
     const Stopwatch channel_watch;
     if (!(imager.weight_sum(0) > 0)) {
@@ -508,6 +512,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       progress.mark_done(plan.chan_begin + c, record);
     });
   }
+  feed.reset();
   writer.finish();
   stop.leave_if_requested(std::to_string(records.size() / ChannelQa::fields) + " of this rank's " +
                           std::to_string(mine.size()) + " channels are complete, each with its progress marker");
@@ -516,6 +521,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
            " s; writer thread " + fixed(writer.busy_s(), 2) + " s, of which the imaging waited " +
            fixed(writer.waited_s(), 2) + " s");
   if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
+  imaging.reset();
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
   const RankTimes mine_times{read_s, psf_s, image_s, static_cast<double>(todo.size())};

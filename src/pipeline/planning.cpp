@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <numbers>
+#include <optional>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include "products.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/device.hpp"
+#include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
@@ -89,41 +91,43 @@ std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers,
   return cost;
 }
 
-// Local rank modulo the visible devices (CUDA_VISIBLE_DEVICES, which Slurm's
-// --gpus-per-task sets per task), after checking that the imaging memory plan fits.
-std::string choose_backend(const Config& config, int local_rank, const imaging::ImageGeometry& geometry,
-                           std::size_t max_visibilities, const Log& log) {
+// The GPU this rank images on, if any: local rank modulo the visible devices
+// (CUDA_VISIBLE_DEVICES, which Slurm's --gpus-per-task sets per task).
+std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_rank, const Log& log) {
   const Device requested = config.parallel.device;
-  if (requested == Device::cpu) return "cpu";
+  if (requested == Device::cpu) return std::nullopt;
   if (config.clean.auto_mask > 0) {  // the GPU's minor cycles have no mask yet
     if (requested == Device::gpu)
       SPIP_THROW(ConfigError, "clean.auto_mask runs on the CPU backend only; set parallel.device = cpu or auto");
     log.info("clean.auto_mask is set; using the CPU backend");
-    return "cpu";
+    return std::nullopt;
   }
   const cuda::DeviceProbe probe = cuda::probe_devices();
   if (probe.devices.empty()) {
     if (requested == Device::gpu)
       SPIP_THROW(ConfigError, "parallel.device = gpu but no usable GPU: " + probe.reason);
     log.info("no GPU (" + probe.reason + "); using the CPU backend");
-    return "cpu";
+    return std::nullopt;
   }
-  const cuda::DeviceInfo& device = probe.devices[local_rank % probe.devices.size()];
-  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  return probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
+}
+
+// Checks that this rank's share of its GPU holds the imaging plan.
+void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiContext::NodeShare& share,
+                        const imaging::ImageGeometry& geometry, std::size_t max_visibilities, const Log& log) {
   const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities);
-  const std::size_t free_bytes = cuda::free_memory_bytes(device.index);
-  if (needed > free_bytes)
-    SPIP_THROW(ConfigError, "GPU " + std::to_string(device.index) + " (" + device.name + ") has " +
-                                std::to_string(free_bytes >> 20) + " MiB free but imaging " +
-                                std::to_string(geometry.size) + "^2 pixels with channels of " +
+  const std::string sharing = std::to_string(share.amount >> 20) + " MiB free, shared by " +
+                              std::to_string(share.ranks) + " rank(s) of this node";
+  if (needed > share.each())
+    SPIP_THROW(ConfigError, "GPU " + std::to_string(device.index) + " (" + device.name + ") has " + sharing +
+                                ", but imaging " + std::to_string(geometry.size) + "^2 pixels with channels of " +
                                 std::to_string(max_visibilities) + " visibilities needs " +
                                 std::to_string(needed >> 20) +
-                                " MiB; use a smaller image.size or image.padding, or fewer ranks per GPU");
-  log.info("local rank " + std::to_string(local_rank) + " -> GPU " + std::to_string(device.index) + " of " +
-           std::to_string(probe.devices.size()) + " visible (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
-           "): " + device.name + ", " + std::to_string(needed >> 20) + " of " + std::to_string(free_bytes >> 20) +
-           " MiB free planned for imaging");
-  return "gpu " + std::to_string(device.index);
+                                " MiB per rank; use a smaller image.size or image.padding, or fewer ranks per GPU");
+  const char* visible = std::getenv("CUDA_VISIBLE_DEVICES");
+  log.info("GPU " + std::to_string(device.index) + " (CUDA_VISIBLE_DEVICES=" + (visible ? visible : "unset") +
+           "): " + device.name + ", " + sharing + "; " + std::to_string(needed >> 20) + " of this rank's " +
+           std::to_string(share.each() >> 20) + " MiB planned for imaging");
 }
 
 // Everything this rank will hold, and everything the run will write, against what
@@ -288,14 +292,27 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   for (int s = 0; s < ms::num_stokes; ++s)
     if (!info.stokes_determined[s])
       log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
+  std::optional<cuda::DeviceInfo> device;
   std::exception_ptr failure;
   try {
-    plan.backend = choose_backend(config, mpi.local_rank(), plan.geometry, plan.max_visibilities, log);
+    device = choose_device(config, mpi.local_rank(), log);
+    // Makes this rank's CUDA context, which its GPU's share must not count as free.
+    if (device) cuda::free_memory_bytes(device->index);
   } catch (...) {
     failure = std::current_exception();
   }
   agree_on_failure(mpi, failure);
-  if (plan.backend.rfind("gpu ", 0) == 0) plan.gpu_device = std::stoi(plan.backend.substr(4));
+  const parallel::MpiContext::NodeShare share = mpi.share_on_node(
+      device ? device->pci_address : -1, [&] { return device ? cuda::free_memory_bytes(device->index) : 0; });
+  try {
+    if (device) check_device_share(*device, share, plan.geometry, plan.max_visibilities, log);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  plan.backend = device ? "gpu " + std::to_string(device->index) : "cpu";
+  plan.gpu_device = device ? device->index : -1;
+  plan.gpu_share_bytes = device ? share.each() : 0;
   const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
   plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
   plan.blocks = channel_blocks(config, cost, mpi.size());
@@ -503,6 +520,21 @@ std::string clock_time(double seconds) {
 
 std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }
 
+// How the GPU columns apply, and how many ranks one of this machine's GPUs would take
+// (a run splits each GPU's free memory evenly between the ranks of its node on it).
+std::string device_plan(const cuda::DeviceProbe& probe, double rank_bytes) {
+  std::string text =
+      "GPU columns: a rank's device memory while imaging and for its largest Faraday row group (a run shrinks the\n"
+      "groups to the rank's share of its GPU); the times are the CPU backend's\n";
+  if (probe.devices.empty()) return text + "no GPU here (" + probe.reason + ") to fit ranks to\n";
+  const cuda::DeviceInfo& device = probe.devices.front();
+  const double total = static_cast<double>(device.memory_bytes);
+  constexpr double context_bytes = 512.0 * (1 << 20);  // a CUDA context on a current GPU, about
+  return text + "GPU " + std::to_string(device.index) + " here (" + device.name + ", " + gb(total) +
+         ") holds up to " + std::to_string(static_cast<long>(total / (rank_bytes + context_bytes))) +
+         " such ranks, with 0.5 GiB for each one's CUDA context\n";
+}
+
 }  // namespace
 
 void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out) {
@@ -531,14 +563,15 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
       << " s; Faraday stage " << fixed(rates.faraday_pixel_s * 1e6, 2) << " us per pixel; products created by rank 0 in "
       << fixed(rates.create_s, 2) << " s\n\n";
 
-  const bool gpu = config.parallel.device != Device::cpu && config.clean.auto_mask == 0;
-  const double gpu_bytes =
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  const bool gpu = probe.backend_built && config.parallel.device != Device::cpu && config.clean.auto_mask == 0;
+  const double gpu_imaging =
       gpu ? static_cast<double>(cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities)) : 0;
   char line[256];
-  std::snprintf(line, sizeof line, "%5s %15s %14s %12s %12s %12s %12s\n", "rank", "channels", "visibilities",
-                "host memory", "Faraday mem", gpu ? "GPU memory" : "", "est. time");
+  std::snprintf(line, sizeof line, "%5s %15s %14s %12s %12s %12s %12s %12s\n", "rank", "channels", "visibilities",
+                "host memory", "Faraday mem", gpu ? "GPU imaging" : "", gpu ? "GPU Faraday" : "", "est. time");
   out << line;
-  double peak_bytes = 0, slowest_s = 0;
+  double peak_bytes = 0, slowest_s = 0, gpu_peak = gpu_imaging;
   for (int r = 0; r < ranks; ++r) {
     const parallel::ChannelBlock& block = plan.blocks[static_cast<std::size_t>(r)];
     MemoryNeeds needs;
@@ -551,20 +584,28 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     const MemoryPlan memory = plan_memory(needs);
     const double host = memory.imaging + memory.channel_data + 2 * memory.block + (memory.keep_psfs ? memory.psfs : 0);
     const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
+    const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, plan.geometry.size);
+    const int group_rows = std::clamp(static_cast<int>(memory.faraday_group / needs.faraday_row_bytes), 1,
+                                      std::max(1, y1 - y0));
+    const double gpu_faraday =
+        gpu && num_phi > 0 ? static_cast<double>(cuda::slab_bytes(num_phi, num_chan, group_rows * plan.geometry.size))
+                           : 0;
+    gpu_peak = std::max(gpu_peak, gpu_faraday);
     peak_bytes = std::max(peak_bytes, host + memory.faraday_group);
     slowest_s = std::max(slowest_s, seconds);
     char channels[48];
     std::snprintf(channels, sizeof channels, "[%d, %d)", plan.chan_begin + block.begin, plan.chan_begin + block.end);
-    std::snprintf(line, sizeof line, "%5d %15s %14.0f %12s %12s %12s %12s\n", r, channels,
+    std::snprintf(line, sizeof line, "%5d %15s %14.0f %12s %12s %12s %12s %12s\n", r, channels,
                   static_cast<double>(block.size()) * static_cast<double>(plan.max_visibilities), gb(host).c_str(),
-                  gb(memory.faraday_group).c_str(), gpu ? gb(gpu_bytes).c_str() : "", clock_time(seconds).c_str());
+                  gb(memory.faraday_group).c_str(), gpu ? gb(gpu_imaging).c_str() : "",
+                  gpu ? gb(gpu_faraday).c_str() : "", clock_time(seconds).c_str());
     out << line;
   }
   const double disk =
       product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
                     static_cast<double>(plan.geometry.pixels()), num_phi, config.faraday);
   out << "\nproducts: " << gb(disk) << " in " << config.output.dir << "\n";
-  if (gpu) out << "GPU memory applies where a rank images on a GPU; the times are the CPU backend's\n";
+  if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";
   for (int n = 1; n <= num_chan; n *= 2) {
     const SlowestRank slowest = slowest_rank(parallel::balance_channels(uniform, n), plan.geometry);

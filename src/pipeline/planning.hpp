@@ -32,6 +32,7 @@ struct Plan {
   std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
   std::string backend;                           // "cpu" or "gpu <index>"
   int gpu_device = -1;                           // -1: CPU
+  std::size_t gpu_share_bytes = 0;               // of the GPU's free memory, this rank's
   imaging::ImageGeometry geometry;
   std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
   std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel

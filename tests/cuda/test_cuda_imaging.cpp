@@ -33,20 +33,28 @@ cuda::ChannelInput read_channel(int channel) {
   return input;
 }
 
-// max |gpu - cpu| over max |cpu|.
-double relative_difference(const std::vector<float>& cpu, const std::vector<float>& gpu) {
+double max_abs(const std::vector<float>& values) {
+  double peak = 0;
+  for (float v : values) peak = std::max(peak, static_cast<double>(std::abs(v)));
+  return peak;
+}
+
+// max |gpu - cpu| over `scale`.
+double relative_difference(const std::vector<float>& cpu, const std::vector<float>& gpu, double scale) {
   EXPECT_EQ(cpu.size(), gpu.size());
-  double worst = 0, peak = 0;
-  for (std::size_t i = 0; i < cpu.size() && i < gpu.size(); ++i) {
+  double worst = 0;
+  for (std::size_t i = 0; i < cpu.size() && i < gpu.size(); ++i)
     worst = std::max(worst, static_cast<double>(std::abs(cpu[i] - gpu[i])));
-    peak = std::max(peak, static_cast<double>(std::abs(cpu[i])));
-  }
-  return peak > 0 ? worst / peak : worst;
+  return scale > 0 ? worst / scale : worst;
 }
 
 class CudaImaging : public testing::TestWithParam<bool> {};  // w-stacking on or off
 
-TEST_P(CudaImaging, MatchesTheCpuBackendTo1e5) {
+// The dirty images and the PSF agree to 1e-5 of their peaks. The GPU grids with
+// atomics in no fixed order and with FMA, so its residuals differ from the CPU's in
+// their last bits, and where two residual pixels nearly tie Hogbom may take the other:
+// CLEAN's products then agree to 1e-3 of the restored peak and its counts nearly.
+TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
   const imaging::ImageGeometry geometry = imaging::ImageGeometry::make(256, 40.0 / 206264.806, 1.2);
   const double accuracy = 1e-5;
   cuda::ChannelInput input = read_channel(3);
@@ -68,20 +76,27 @@ TEST_P(CudaImaging, MatchesTheCpuBackendTo1e5) {
   gpu_imager.next();
   const deconv::ChannelImages gpu = gpu_imager.image_channel(clean, std::nullopt);
 
-  EXPECT_EQ(gpu.iterations, cpu.iterations);
-  EXPECT_EQ(gpu.major_cycles, cpu.major_cycles);
+  EXPECT_GT(cpu.iterations, 50);  // deep enough for near ties to arise
+  EXPECT_LE(std::abs(gpu.iterations - cpu.iterations), std::max(2.0, 0.02 * cpu.iterations));
+  EXPECT_LE(std::abs(gpu.major_cycles - cpu.major_cycles), 1);
+  const double restored_peak = max_abs(cpu.restored);
   const struct {
     const char* name;
     const std::vector<float>&a, &b;
-  } products[] = {{"dirty", cpu.dirty, gpu.dirty},          {"psf", cpu.psf, gpu.psf},
-                  {"model", cpu.model, gpu.model},          {"residual", cpu.residual, gpu.residual},
-                  {"restored", cpu.restored, gpu.restored}};
+    double scale, tolerance;
+  } products[] = {{"dirty", cpu.dirty, gpu.dirty, max_abs(cpu.dirty), 1e-5},
+                  {"psf", cpu.psf, gpu.psf, max_abs(cpu.psf), 1e-5},
+                  {"model", cpu.model, gpu.model, restored_peak, 1e-3},
+                  {"residual", cpu.residual, gpu.residual, restored_peak, 1e-3},
+                  {"restored", cpu.restored, gpu.restored, restored_peak, 1e-3}};
   for (const auto& p : products) {
-    const double difference = relative_difference(p.a, p.b);
-    std::printf("[ measured ] w-stacking %d, %s: max |GPU - CPU| / max |CPU| = %.2e\n", GetParam() ? 1 : 0, p.name,
-                difference);
-    EXPECT_LT(difference, 1e-5) << p.name;
+    const double difference = relative_difference(p.a, p.b, p.scale);
+    std::printf("[ measured ] w-stacking %d, %s: max |GPU - CPU| = %.2e of the scale (tolerance %.0e)\n",
+                GetParam() ? 1 : 0, p.name, difference, p.tolerance);
+    EXPECT_LT(difference, p.tolerance) << p.name;
   }
+  std::printf("[ measured ] w-stacking %d: %d vs %d iterations, %d vs %d major cycles (GPU vs CPU)\n",
+              GetParam() ? 1 : 0, gpu.iterations, cpu.iterations, gpu.major_cycles, cpu.major_cycles);
   const cuda::TransferStats transfers = gpu_imager.transfer_stats();
   EXPECT_EQ(transfers.channels, 1);
   EXPECT_GT(transfers.upload_bytes, 0);

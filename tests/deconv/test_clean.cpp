@@ -234,3 +234,29 @@ TEST(MinorCycleLimits, StopAtTheLargestOfThresholdNoiseAndMajorCycleGain) {
   EXPECT_FALSE(deconv::minor_cycle_limits(clean, 0.005, 0.015).run);  // at the floor: done
   EXPECT_DOUBLE_EQ(deconv::minor_cycle_limits(clean, 0.001, 0.5).floor, 0.01);  // threshold above 3 sigma
 }
+
+// The rule the CUB reduction and the OpenMP search share: any grouping of any order of
+// candidates, as a reduction tree or threads make, picks the serial scan's first
+// maximum, also among exact ties.
+TEST(StrongerPeak, AnyReductionOrderPicksTheFirstOfTheLargestValues) {
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int> level(0, 5);  // few distinct values: many ties
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<deconv::PeakCandidate> candidates;
+    for (long long p = 0; p < 97; ++p) candidates.push_back({static_cast<float>(level(rng)), p});
+    deconv::PeakCandidate serial{-1.0f, 0};
+    for (const deconv::PeakCandidate& c : candidates)
+      if (c.value > serial.value) serial = c;
+    std::vector<deconv::PeakCandidate> shuffled = candidates;
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+    while (shuffled.size() > 1) {  // pairwise, as a tree reduces
+      std::vector<deconv::PeakCandidate> next;
+      for (std::size_t i = 0; i + 1 < shuffled.size(); i += 2)
+        next.push_back(deconv::stronger_peak(shuffled[i], shuffled[i + 1]));
+      if (shuffled.size() % 2) next.push_back(shuffled.back());
+      shuffled = std::move(next);
+    }
+    EXPECT_EQ(shuffled[0].pixel, serial.pixel);
+    EXPECT_EQ(shuffled[0].value, serial.value);
+  }
+}

@@ -52,6 +52,30 @@ TEST(MpiContext, LocalRanksCoverTheNode) {
   EXPECT_EQ(mpi->local_rank(), mpi->rank());
 }
 
+// Two resources on the node (even and odd local ranks) and ranks that name none: each
+// sharer gets the measure of its group's lowest rank, taken after the whole group
+// arrived, divided by the group's size.
+TEST(MpiContext, RanksNamingOneResourceSplitWhatTheirFirstRankMeasures) {
+  const int resource = mpi->local_rank() == 2 ? -1 : mpi->local_rank() % 2;
+  int measured_here = 0;
+  const auto share = mpi->share_on_node(resource, [&] {
+    ++measured_here;
+    return static_cast<std::uint64_t>(1000 + mpi->rank());
+  });
+  int sharers = 0;
+  for (int r = 0; r < mpi->size(); ++r) sharers += r != 2 && r % 2 == resource;
+  if (resource < 0) {
+    EXPECT_EQ(share.ranks, 1);
+    EXPECT_EQ(share.amount, 1000u + 2);
+    EXPECT_EQ(measured_here, 1);
+  } else {
+    EXPECT_EQ(share.ranks, sharers);
+    EXPECT_EQ(share.amount, 1000u + static_cast<unsigned>(resource));  // the group's lowest rank
+    EXPECT_EQ(share.each(), share.amount / static_cast<unsigned>(sharers));
+    EXPECT_EQ(measured_here, mpi->rank() == resource ? 1 : 0);
+  }
+}
+
 TEST(StopNotice, NoAnnouncementMeansNoStop) {
   spip::parallel::StopNotice notice(*mpi);
   EXPECT_FALSE(notice.heard());

@@ -11,6 +11,9 @@ struct DeviceInfo {
   std::string name;
   std::size_t memory_bytes = 0;
   int compute_major = 0, compute_minor = 0;
+  // PCI domain, bus and device in one non-negative number: the same GPU for every
+  // rank, whatever index its CUDA_VISIBLE_DEVICES gives the GPU.
+  int pci_address = 0;
 };
 
 struct DeviceProbe {

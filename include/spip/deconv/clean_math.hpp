@@ -19,6 +19,22 @@ SPIP_HOST_DEVICE inline float squared_search_value(PeakSearch search, const floa
   return 0;
 }
 
+// A pixel and the square of its peak-search value.
+struct PeakCandidate {
+  float value;
+  long long pixel;
+};
+
+// The rule both backends pick a component by: the larger value, and of equal values
+// the lower pixel, so that the pick does not depend on the order of the search (OpenMP
+// threads, a CUB reduction tree). Associative and commutative for finite values.
+SPIP_HOST_DEVICE inline PeakCandidate stronger_peak(PeakCandidate a, PeakCandidate b) {
+  return b.value > a.value || (b.value == a.value && b.pixel < a.pixel) ? b : a;
+}
+struct StrongerPeak {
+  SPIP_HOST_DEVICE PeakCandidate operator()(PeakCandidate a, PeakCandidate b) const { return stronger_peak(a, b); }
+};
+
 // The PSF pixel (peak at (N/2, N/2)) that lands on image pixel (x, y) when the PSF is
 // centred on a component at (px, py); -1 where it falls outside the PSF.
 SPIP_HOST_DEVICE inline long long psf_pixel_under(int x, int y, int px, int py, int n) {

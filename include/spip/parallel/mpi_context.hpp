@@ -1,6 +1,7 @@
 #pragma once
 // The MPI world of one spip run (the only room that calls MPI; no MPI types here).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,16 @@ class MpiContext {
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
   // Element-wise sum of every rank's values, on every rank.
   void sum_all(std::vector<std::int64_t>& values) const;
+  // Collective. The ranks of this node that name the same non-negative `resource` (a
+  // GPU, by its PCI address) wait for each other; then the lowest-ranked of them calls
+  // `measure` (its free memory, say) and each learns that amount and how many share it,
+  // so that none takes what another counted on. A negative resource shares with no one.
+  struct NodeShare {
+    std::uint64_t amount = 0;
+    int ranks = 1;
+    std::uint64_t each() const { return amount / static_cast<std::uint64_t>(ranks); }
+  };
+  NodeShare share_on_node(int resource, const std::function<std::uint64_t()>& measure) const;
   // Ends every rank of the job at once; for failures that other ranks cannot see.
   [[noreturn]] void abort(int exit_code) const;
 
