@@ -8,6 +8,7 @@
 #include "detail/clean_kernels.hpp"
 #include "detail/cuda_check.hpp"
 #include "detail/gridding_kernels.hpp"
+#include "detail/point_preparation.hpp"
 #include "spip/imaging/gridding_math.hpp"
 #include "spip/imaging/w_layout.hpp"
 
@@ -17,66 +18,22 @@ namespace {
 using detail::DeviceArray;
 using detail::PinnedBuffer;
 using detail::dcomplex;
-using imaging::GridPoint;
 constexpr int num_stokes = 4;
 
-// Bytes per visibility a channel occupies on the device: its points (once, and with
-// its mirror), Stokes visibilities and weights.
-constexpr std::size_t staged_bytes_per_visibility =
-    3 * sizeof(GridPoint) + num_stokes * (sizeof(float2) + sizeof(float));
-// Points of one thread block of the tile gridder: enough to keep its 256 threads busy,
-// few enough that a crowded tile is spread over many blocks.
-constexpr long long max_chunk_points = 2048;
+// Bytes per visibility of one buffer set: its coordinates, Stokes visibilities and
+// weights as the host has them; everything else is derived on the device.
+constexpr std::size_t raw_bytes_per_visibility = 3 * sizeof(double) + num_stokes * (sizeof(float2) + sizeof(float));
 
-// Bytes of the chunk tables of a channel's two point lists (direct and Hermitian).
-std::size_t chunk_table_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities) {
-  std::size_t bytes = 0;
-  for (std::size_t count : {max_visibilities, 2 * max_visibilities}) {
-    const std::size_t chunks = imaging::max_chunks(count, geometry, max_chunk_points);
-    bytes += (chunks + 1) * sizeof(long long) + chunks * sizeof(int);
-  }
-  return bytes;
-}
-
-// A point list on the device in chunks of one tile, and which w-planes it reaches.
-struct PointSet {
-  DeviceArray<GridPoint> points;
-  DeviceArray<long long> chunk_start;
-  DeviceArray<int> chunk_tile;
-  int chunks = 0;
-  std::vector<char> plane_has_points;
-  void allocate(std::size_t count, const imaging::ImageGeometry& geometry) {
-    const std::size_t most = imaging::max_chunks(count, geometry, max_chunk_points);
-    points = DeviceArray<GridPoint>(count);
-    chunk_start = DeviceArray<long long>(most + 1);
-    chunk_tile = DeviceArray<int>(most);
-  }
-  detail::TiledPointsView view() const { return {points.get(), chunk_start.get(), chunk_tile.get(), chunks}; }
-};
-
-// One buffer set: a channel on the device, and what the host knows of it.
+// One buffer set: a channel as uploaded, and what the host knows of it.
 struct Slot {
   std::size_t count = 0;
-  double w_first = 0;
-  int planes = 1;
-  std::vector<imaging::WPlaneBounds> bounds;  // per plane
-  std::array<double, num_stokes> weight_sum{};
-  PointSet direct, hermitian;
+  bool has_vis = false;
+  DeviceArray<double> uvw;
   DeviceArray<float2> vis;
   DeviceArray<float> weights;
   PinnedBuffer staging;
   cudaEvent_t upload_start = nullptr, upload_end = nullptr;
 };
-
-std::vector<char> planes_with_points(const imaging::PointLayout& layout, const std::vector<GridPoint>& points,
-                                 const imaging::WStacking& stacking) {
-  std::vector<char> reaches;
-  for (int p = 0; p < layout.planes; ++p) {
-    const auto [lo, hi] = layout.plane_range(points, p, stacking);
-    reaches.push_back(hi > lo);
-  }
-  return reaches;
-}
 
 float event_ms(cudaEvent_t from, cudaEvent_t to) {
   float ms = 0;
@@ -102,6 +59,8 @@ struct ChannelImager::Impl {
   DeviceArray<float> dirty, residual, model, psf;
   DeviceArray<float2> residual_vis;
   std::unique_ptr<detail::MinorCycle> minor;
+  std::unique_ptr<detail::PointPreparation> preparation;  // of the current channel
+  detail::ChannelSummary summary{};
   std::array<Slot, 2> slots;
   int current = -1, staged = -1;
   TransferStats stats;
@@ -115,9 +74,9 @@ struct ChannelImager::Impl {
     if (current < 0) SPIP_THROW(Error, "GPU imager: no channel is current (stage() and next() first)");
     return slots[current];
   }
-  detail::GridShape shape(const Slot& slot) const {
+  detail::GridShape shape() const {
     return detail::GridShape{stacking.kernel, stacking.w_kernel, stacking.enabled, geometry.uv_cell(), stacking.x0,
-                             stacking.dw, slot.w_first, geometry.size, geometry.grid_size};
+                             stacking.dw, summary.w_first, geometry.size, geometry.grid_size};
   }
   std::size_t make_plan(cufftHandle& plan, int lanes);
   void grid_images(const detail::LaneSource& source, detail::StokesScale scale, float* images);
@@ -159,13 +118,12 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   plain = DeviceArray<dcomplex>(2 * max_visibilities);
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
+  preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape(), stacking.w_kernel.support);
   for (Slot& slot : slots) {
-    slot.direct.allocate(max_visibilities, geometry);
-    slot.hermitian.allocate(2 * max_visibilities, geometry);
+    slot.uvw = DeviceArray<double>(3 * max_visibilities);
     slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);
     slot.weights = DeviceArray<float>(num_stokes * max_visibilities);
-    slot.staging =
-        PinnedBuffer(staged_bytes_per_visibility * max_visibilities + chunk_table_bytes(geometry, max_visibilities));
+    slot.staging = PinnedBuffer(raw_bytes_per_visibility * max_visibilities);
     SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_start));
     SPIP_CUDA_CHECK(cudaEventCreate(&slot.upload_end));
   }
@@ -202,15 +160,13 @@ std::size_t ChannelImager::Impl::make_plan(cufftHandle& plan, int lanes) {
 // As Gridder::grid: per w-plane, grid the plane's points, FFT, and add the plane
 // times its w-screen to the image accumulators; then correct and normalise.
 void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::StokesScale scale, float* images) {
-  const Slot& slot = active();
-  const detail::GridShape grid_shape = shape(slot);
+  const detail::GridShape grid_shape = shape();
   const int lanes = source.lanes();
-  const PointSet& points = source.packed ? slot.hermitian : slot.direct;
   SPIP_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, lanes * pixels() * sizeof(dcomplex), compute));
-  for (int p = 0; p < slot.planes; ++p) {
-    if (!points.plane_has_points[p]) continue;
+  for (int p = 0; p < summary.planes && summary.entries > 0; ++p) {
+    preparation->build_plane_items(p, compute);
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, lanes * cells() * sizeof(cufftComplex), compute));
-    detail::grid_points(points.view(), slot.bounds[p], p, grid_shape, source, grids.get(), compute);
+    detail::grid_points(preparation->view(), p, grid_shape, source, grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(lanes == 1 ? plan_one : plan_two, grids.get(), grids.get(), CUFFT_FORWARD));
     detail::accumulate_plane(grids.get(), lanes, p, grid_shape, x_shifted.get(), acc.get(), compute);
   }
@@ -220,16 +176,15 @@ void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::
 // As Gridder::degrid of the model, then residual visibilities = observed - model.
 void ChannelImager::Impl::predict_residual() {
   const Slot& slot = active();
-  const detail::GridShape grid_shape = shape(slot);
+  const detail::GridShape grid_shape = shape();
   SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
   SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
-  for (int p = 0; p < slot.planes; ++p) {
-    if (!slot.hermitian.plane_has_points[p]) continue;
+  for (int p = 0; p < summary.planes && summary.entries > 0; ++p) {
+    preparation->build_plane_items(p, compute);
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * cells() * sizeof(cufftComplex), compute));
     detail::fill_plane(model.get(), num_stokes, p, grid_shape, correction.get(), x_shifted.get(), grids.get(), compute);
     SPIP_CUDA_CHECK(cufftExecC2C(plan_two, grids.get(), grids.get(), CUFFT_INVERSE));
-    detail::degrid_points(slot.hermitian.view(), slot.bounds[p], p, grid_shape, grids.get(), 2, plain.get(),
-                          mirrored.get(), compute);
+    detail::degrid_points(preparation->view(), p, grid_shape, grids.get(), 2, plain.get(), mirrored.get(), compute);
   }
   detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(slot.count), slot.vis.get(),
                          residual_vis.get(), compute);
@@ -258,15 +213,17 @@ std::size_t fft_work_bytes(int grid_size) {
 std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities) {
   const std::size_t pixels = geometry.pixels();
   const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
-  const std::size_t per_visibility = 2 * staged_bytes_per_visibility  // two buffer sets
-                                     + num_stokes * sizeof(float2)      // residual visibilities
-                                     + 4 * sizeof(dcomplex);            // degridded lanes and mirrors
+  const std::size_t per_visibility =
+      2 * raw_bytes_per_visibility                                                  // two buffer sets
+      + num_stokes * sizeof(float2)                                                 // residual visibilities
+      + 4 * sizeof(dcomplex)                                                        // degridded lanes and mirrors
+      + detail::PointPreparation::bytes_per_row(imaging::max_support, geometry.grid_size);  // prepared points
   const std::size_t per_cell = 2 * sizeof(cufftComplex);  // two lanes
   const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
                                 2 * sizeof(double);
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
   return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size) +
-         per_pixel * pixels + 2 * chunk_table_bytes(geometry, max_visibilities) + margin;
+         per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size) + margin;
 }
 
 ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
@@ -285,58 +242,21 @@ void ChannelImager::stage(const ChannelInput& input) {
   const int s = m.current == 0 ? 1 : 0;
   Slot& slot = m.slots[s];
   SPIP_CUDA_CHECK(cudaEventSynchronize(slot.upload_end));  // its staging buffer is free again
-  const imaging::PointLayout layout =
-      imaging::make_point_layout(input.uvw_lambda.data(), count, m.geometry, m.stacking);
   slot.count = count;
-  slot.w_first = layout.w_first;
-  slot.planes = layout.planes;
-  slot.bounds.clear();
-  for (int p = 0; p < layout.planes; ++p) slot.bounds.push_back(layout.plane_bounds(p, m.stacking));
-  slot.direct.plane_has_points = planes_with_points(layout, layout.direct, m.stacking);
-  slot.hermitian.plane_has_points = planes_with_points(layout, layout.hermitian, m.stacking);
-  const imaging::TiledPoints direct =
-      imaging::tile_points(layout.direct, m.geometry, m.stacking.kernel, max_chunk_points);
-  const imaging::TiledPoints hermitian =
-      imaging::tile_points(layout.hermitian, m.geometry, m.stacking.kernel, max_chunk_points);
-  slot.direct.chunks = static_cast<int>(direct.chunks());
-  slot.hermitian.chunks = static_cast<int>(hermitian.chunks());
-
-  // Pinned layout: the two point lists with their chunk tables | visibilities | weights.
+  slot.has_vis = !input.vis.empty();
+  // The host only copies: into pinned memory, from which the copies run asynchronously.
   char* out = slot.staging.get();
-  struct Copy {
-    void* to;
-    const char* from;
-    std::size_t bytes;
-  };
-  std::vector<Copy> copies;
-  auto stage_copy = [&](void* to, const void* data, std::size_t bytes) {
-    std::memcpy(out, data, bytes);
-    copies.push_back({to, out, bytes});
-    out += bytes;
-    return out - bytes;
-  };
-  for (const auto& [list, set] : {std::pair{&direct, &slot.direct}, std::pair{&hermitian, &slot.hermitian}}) {
-    stage_copy(set->points.get(), list->points.data(), list->points.size() * sizeof(GridPoint));
-    stage_copy(set->chunk_start.get(), list->chunk_start.data(), list->chunk_start.size() * sizeof(long long));
-    stage_copy(set->chunk_tile.get(), list->chunk_tile.data(), list->chunk_tile.size() * sizeof(int));
-  }
-  stage_copy(slot.vis.get(), input.vis.data(), count * num_stokes * sizeof(float2));
-  float* weights = reinterpret_cast<float*>(
-      stage_copy(slot.weights.get(), input.weights.data(), count * num_stokes * sizeof(float)));
-  // Baselines beyond the grid are not imaged and must not count in the normalisation.
-  slot.weight_sum.fill(0.0);
-  for (std::size_t k = 0; k < count; ++k)
-    for (int st = 0; st < num_stokes; ++st) {
-      float& w = weights[k * num_stokes + st];
-      if (!layout.inside[k]) w = 0;
-      slot.weight_sum[st] += w;
-    }
-
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_start, m.upload));
-  for (const Copy& copy : copies) {
-    if (copy.bytes) SPIP_CUDA_CHECK(cudaMemcpyAsync(copy.to, copy.from, copy.bytes, cudaMemcpyHostToDevice, m.upload));
-    m.stats.upload_bytes += static_cast<double>(copy.bytes);
-  }
+  auto upload = [&](void* to, const void* data, std::size_t bytes) {
+    if (bytes == 0) return;
+    std::memcpy(out, data, bytes);
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(to, out, bytes, cudaMemcpyHostToDevice, m.upload));
+    out += bytes;
+    m.stats.upload_bytes += static_cast<double>(bytes);
+  };
+  upload(slot.uvw.get(), input.uvw_lambda.data(), 3 * count * sizeof(double));
+  upload(slot.weights.get(), input.weights.data(), count * num_stokes * sizeof(float));
+  if (slot.has_vis) upload(slot.vis.get(), input.vis.data(), count * num_stokes * sizeof(float2));
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_end, m.upload));
   m.staged = s;
 }
@@ -356,13 +276,16 @@ void ChannelImager::next() {
   ++m.stats.channels;
   m.current = m.staged;
   m.staged = -1;
+  // Off-grid rows lose their weight, and the points are laid out, on the device.
+  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
+  m.summary = m.preparation->prepare(slot.uvw.get(), slot.weights.get(), static_cast<long long>(slot.count), m.compute);
 }
 
-double ChannelImager::weight_sum(int stokes) const { return impl_->slots[impl_->current].weight_sum[stokes]; }
-int ChannelImager::num_w_planes() const { return impl_->slots[impl_->current].planes; }
+double ChannelImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }
+int ChannelImager::num_w_planes() const { return impl_->summary.planes; }
 
 namespace {
-detail::StokesScale inverse_weight_sums(const std::array<double, num_stokes>& sums) {
+detail::StokesScale inverse_weight_sums(const double* sums) {
   detail::StokesScale scale{};
   for (int s = 0; s < num_stokes; ++s) scale.s[s] = sums[s] > 0 ? static_cast<float>(1.0 / sums[s]) : 0.0f;
   return scale;
@@ -374,8 +297,9 @@ void ChannelImager::psf(float* image) {
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const Slot& slot = m.active();
   SPIP_CUDA_CHECK(cudaEventRecord(m.compute_start, m.compute));
-  detail::StokesScale scale = inverse_weight_sums(slot.weight_sum);
-  m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, false}, scale, m.psf.get());
+  detail::StokesScale scale = inverse_weight_sums(m.summary.weight_sum);
+  // The weights at each point and its mirror: the same list as the Stokes images.
+  m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale, m.psf.get());
   m.download(image, m.psf.get(), m.pixels());
   SPIP_CUDA_CHECK(cudaEventRecord(m.compute_end, m.compute));
   SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
@@ -391,7 +315,8 @@ deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const Slot& slot = m.active();
   const long long pixels = m.pixels();
-  const detail::StokesScale scale = inverse_weight_sums(slot.weight_sum);
+  if (!slot.has_vis) SPIP_THROW(Error, "GPU imager: the current channel was staged without visibilities (PSF only)");
+  const detail::StokesScale scale = inverse_weight_sums(m.summary.weight_sum);
   deconv::ChannelImages out;
   SPIP_CUDA_CHECK(cudaEventRecord(m.compute_start, m.compute));
   m.grid_images(detail::LaneSource{slot.vis.get(), slot.weights.get(), num_stokes, true}, scale, m.dirty.get());
@@ -400,7 +325,7 @@ deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
     SPIP_CUDA_CHECK(cudaMemcpyAsync(m.psf.get(), out.psf.data(), pixels * sizeof(float), cudaMemcpyHostToDevice, m.compute));
   } else {
     out.psf.resize(pixels);
-    m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, false}, scale, m.psf.get());
+    m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale, m.psf.get());
     m.download(out.psf.data(), m.psf.get(), pixels);
   }
   SPIP_CUDA_CHECK(cudaMemcpyAsync(m.residual.get(), m.dirty.get(), num_stokes * pixels * sizeof(float),

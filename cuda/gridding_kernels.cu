@@ -1,12 +1,11 @@
 #include "detail/cuda_check.hpp"
 #include "detail/gridding_kernels.hpp"
 #include "spip/imaging/gridding_math.hpp"
+#include "spip/imaging/tile_plan.hpp"
 
 namespace spip::cuda::detail {
 namespace {
 
-using imaging::GridPoint;
-using imaging::max_support;
 constexpr int threads_per_block = 256;
 
 __device__ dcomplex weighted(const LaneSource& source, long long k, int s) {
@@ -22,136 +21,94 @@ __device__ dcomplex lane_value(const LaneSource& source, long long k, bool mirro
   return imaging::packed_lane(weighted(source, k, 2 * lane), weighted(source, k, 2 * lane + 1), mirror);
 }
 
-// Kernel values and first cells of a point's footprint in u and v.
-struct Footprints {
-  int first_u, first_v;
-  float u[max_support], v[max_support];
-};
-
-__device__ Footprints footprints(const GridPoint& q, const GridShape& shape) {
-  Footprints f;
-  const int support = shape.kernel.support;
-  const double gu = imaging::grid_position_u(q.u, shape.uv_cell, shape.grid_size);
-  const double gv = imaging::grid_position_v(q.v, shape.uv_cell, shape.grid_size);
-  f.first_u = imaging::footprint_first(gu, support);
-  f.first_v = imaging::footprint_first(gv, support);
-  for (int i = 0; i < support; ++i) {
-    f.u[i] = imaging::footprint_value(shape.kernel, f.first_u, i, gu);
-    f.v[i] = imaging::footprint_value(shape.kernel, f.first_v, i, gv);
-  }
-  return f;
+__device__ double plane_weight(double w, int p, const GridShape& shape) {
+  return shape.wstacking ? imaging::w_plane_weight(shape.w_kernel, w, shape.w_first, shape.dw, p) : 1.0;
 }
 
-__device__ double plane_weight(const GridPoint& q, int p, const GridShape& shape) {
-  return shape.wstacking ? imaging::w_plane_weight(shape.w_kernel, q.w, shape.w_first, shape.dw, p) : 1.0;
+// Entries staged in shared memory at a time, and the grid rows a thread owns: a block
+// of 256 threads is 32 columns by 8 row groups of 4 rows, one warp per row group.
+constexpr int batch = 64;
+constexpr int rows_per_thread = 4;
+constexpr int max_lanes = 2;
+static_assert(threads_per_block == imaging::grid_tile * imaging::grid_tile / rows_per_thread);
+
+// A persistent grid of blocks takes the plane's items in turn: the item count is only
+// on the device, and every block that runs has an item with points.
+unsigned resident_blocks() {
+  int device = 0, processors = 0;
+  SPIP_CUDA_CHECK(cudaGetDevice(&device));
+  SPIP_CUDA_CHECK(cudaDeviceGetAttribute(&processors, cudaDevAttrMultiProcessorCount, device));
+  return static_cast<unsigned>(8 * processors);
 }
 
-__device__ dcomplex rotation(const GridPoint& q, const GridShape& shape) {
-  return shape.wstacking ? unit_phasor(imaging::w_rotation_angle(q.w, shape.x0)) : dcomplex(1.0);
-}
-
-// Within a chunk the points are sorted by w; these are the comparisons of the host's
-// plane_range().
-__device__ long long first_at_or_above(const GridPoint* points, long long lo, long long hi, double low) {
-  while (lo < hi) {
-    const long long mid = lo + (hi - lo) / 2;
-    if (points[mid].w < low)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-__device__ long long first_above(const GridPoint* points, long long lo, long long hi, double high) {
-  while (lo < hi) {
-    const long long mid = lo + (hi - lo) / 2;
-    if (points[mid].w <= high)
-      lo = mid + 1;
-    else
-      hi = mid;
-  }
-  return lo;
-}
-
-// The points of chunk blockIdx.x whose w-kernel reaches the plane, found by thread 0
-// and shared with the block. Returns an empty range to every thread alike.
-struct PointRange {
-  long long lo, hi;
-};
-__device__ PointRange chunk_range(const TiledPointsView& tiled, imaging::WPlaneBounds bounds) {
-  __shared__ PointRange range;
-  if (threadIdx.x == 0) {
-    const long long start = tiled.chunk_start[blockIdx.x], end = tiled.chunk_start[blockIdx.x + 1];
-    const long long lo = first_at_or_above(tiled.points, start, end, bounds.low);
-    range = {lo, first_above(tiled.points, lo, end, bounds.high)};
-  }
-  __syncthreads();
-  return range;
-}
-
-// Lanes summed in shared memory at a time: two lanes of a (grid_tile + W - 1)^2 tile
-// of float2 fit the 48 KiB every block may use up to W = 16.
-constexpr int tile_lanes = 2;
-constexpr int tile_span_max = imaging::grid_tile + max_support - 1;
-static_assert(tile_lanes * tile_span_max * tile_span_max * sizeof(float2) <= 48 * 1024);
-
-__device__ void spread_point(const GridPoint& q, int p, const GridShape& shape, const LaneSource& source, int first_lane,
-                             int lanes, int tile_u, int tile_v, int span, float2* tile) {
-  const Footprints f = footprints(q, shape);
-  const int n = shape.grid_size, support = shape.kernel.support;
-  const int du = imaging::tile_offset(f.first_u, tile_u, n), dv = imaging::tile_offset(f.first_v, tile_v, n);
-  // The host binned the point with the same functions; should they ever disagree, stop
-  // the kernel (the next CUDA check reports it) rather than write outside the tile.
-  if (du < 0 || du >= imaging::grid_tile || dv < 0 || dv >= imaging::grid_tile) __trap();
-  const dcomplex turn = rotation(q, shape) * plane_weight(q, p, shape);
-  for (int l = 0; l < lanes; ++l) {
-    const dcomplex raw = lane_value(source, q.k, q.mirror != 0, first_lane + l);
-    if (raw.re == 0.0 && raw.im == 0.0) continue;
-    const dcomplex turned = raw * turn;
-    const float value_re = static_cast<float>(turned.re), value_im = static_cast<float>(turned.im);
-    float2* lane_tile = tile + l * span * span;
-    for (int j = 0; j < support; ++j) {
-      float2* row = lane_tile + (dv + j) * span + du;
-      const float row_re = value_re * f.v[j], row_im = value_im * f.v[j];
-      for (int c = 0; c < support; ++c) {
-        atomicAdd(&row[c].x, row_re * f.u[c]);
-        atomicAdd(&row[c].y, row_im * f.u[c]);
+__global__ void grid_items_kernel(PreparedView points, int p, GridShape shape, LaneSource source, cufftComplex* grids) {
+  __shared__ float fu[batch][imaging::max_support], fv[batch][imaging::max_support];
+  __shared__ int du[batch], dv[batch];
+  __shared__ float2 value[batch][max_lanes];
+  const int n = shape.grid_size, support = shape.kernel.support, tiles = imaging::tiles_per_side(n);
+  const int lanes = source.lanes();
+  const int x = threadIdx.x % imaging::grid_tile, row0 = threadIdx.x / imaging::grid_tile * rows_per_thread;
+  const int items = *points.item_count;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const WorkItem work = points.items[item];
+    const int ox = work.tile % tiles * imaging::grid_tile, oy = work.tile / tiles * imaging::grid_tile;
+    float sum[rows_per_thread][max_lanes][2] = {};
+    for (long long base = work.lo; base < work.hi; base += batch) {
+      const int m = static_cast<int>(min(static_cast<long long>(batch), work.hi - base));
+      __syncthreads();  // the previous batch is consumed
+      if (threadIdx.x < m) {
+        const std::uint32_t i = points.entry_points[base + threadIdx.x];
+        du[threadIdx.x] = imaging::footprint_index(ox, points.first_u[i], n);
+        dv[threadIdx.x] = imaging::footprint_index(oy, points.first_v[i], n);
+        const dcomplex turn = points.rotation[i] * plane_weight(points.w[i], p, shape);
+        for (int l = 0; l < max_lanes; ++l) {
+          const dcomplex v = l < lanes ? lane_value(source, i / 2, i % 2 == 1, l) * turn : dcomplex();
+          value[threadIdx.x][l] = make_float2(static_cast<float>(v.re), static_cast<float>(v.im));
+        }
+      }
+      for (int t = threadIdx.x; t < m * support; t += blockDim.x) {
+        const float* f = points.footprint + static_cast<long long>(points.entry_points[base + t / support]) * 2 * support;
+        fu[t / support][t % support] = f[t % support];
+        fv[t / support][t % support] = f[support + t % support];
+      }
+      __syncthreads();
+      for (int e = 0; e < m; ++e) {
+        // Footprint indices of this thread's column and first row; the row test is the
+        // same for the whole warp.
+        int iu = du[e] + x, jv = dv[e] + row0;
+        if (iu >= n) iu -= n;
+        if (jv >= n) jv -= n;
+        if (jv >= support && jv + rows_per_thread - 1 < n) continue;
+        if (iu >= support) continue;
+#pragma unroll
+        for (int r = 0; r < rows_per_thread; ++r) {
+          int j = jv + r;
+          if (j >= n) j -= n;
+          if (j >= support) continue;
+#pragma unroll
+          for (int l = 0; l < max_lanes; ++l)
+            imaging::add_spread_term(sum[r][l][0], sum[r][l][1], value[e][l].x, value[e][l].y, fv[e][j], fu[e][iu]);
+        }
       }
     }
-  }
-}
-
-// One block per chunk: the chunk's points are spread into its tile in shared memory
-// (atomics there are cheap), then every touched cell of the widened tile is added to
-// the grid once, wrapping at the edges; chunks of one tile and the widened borders of
-// neighbouring tiles overlap, hence the atomics there.
-__global__ void grid_tiles_kernel(TiledPointsView tiled, imaging::WPlaneBounds bounds, int p, GridShape shape,
-                                  LaneSource source, cufftComplex* grids) {
-  extern __shared__ float2 tile_sums[];
-  const PointRange range = chunk_range(tiled, bounds);
-  if (range.lo == range.hi) return;
-  const int n = shape.grid_size, span = imaging::grid_tile + shape.kernel.support - 1;
-  const int tiles = imaging::tiles_per_side(n), tile = tiled.chunk_tile[blockIdx.x];
-  const int tile_u = tile % tiles, tile_v = tile / tiles;
-  for (int first_lane = 0; first_lane < source.lanes(); first_lane += tile_lanes) {
-    const int lanes = min(tile_lanes, source.lanes() - first_lane);
-    const int values = lanes * span * span;
-    for (int c = threadIdx.x; c < values; c += blockDim.x) tile_sums[c] = make_float2(0.0f, 0.0f);
-    __syncthreads();
-    for (long long i = range.lo + threadIdx.x; i < range.hi; i += blockDim.x)
-      spread_point(tiled.points[i], p, shape, source, first_lane, lanes, tile_u, tile_v, span, tile_sums);
-    __syncthreads();
-    for (int c = threadIdx.x; c < values; c += blockDim.x) {
-      const float2 v = tile_sums[c];
-      if (v.x == 0.0f && v.y == 0.0f) continue;
-      const int lane = first_lane + c / (span * span), at = c % (span * span);
-      const long long row = imaging::wrap_cell(tile_v * imaging::grid_tile + at / span, n);
-      const int column = imaging::wrap_cell(tile_u * imaging::grid_tile + at % span, n);
-      cufftComplex* cell = grids + lane * shape.cells() + row * n + column;
-      atomicAdd(&cell->x, v.x);
-      atomicAdd(&cell->y, v.y);
+    if (ox + x >= n) continue;
+#pragma unroll
+    for (int r = 0; r < rows_per_thread; ++r) {
+      const int row = oy + row0 + r;
+      if (row >= n) continue;
+#pragma unroll
+      for (int l = 0; l < max_lanes; ++l) {
+        if (l >= lanes || (sum[r][l][0] == 0.0f && sum[r][l][1] == 0.0f)) continue;
+        cufftComplex* cell = grids + l * shape.cells() + static_cast<long long>(row) * n + ox + x;
+        if (work.split) {
+          atomicAdd(&cell->x, sum[r][l][0]);
+          atomicAdd(&cell->y, sum[r][l][1]);
+        } else {  // the tile's only item in the plane: its cells are this thread's alone
+          cell->x += sum[r][l][0];
+          cell->y += sum[r][l][1];
+        }
+      }
     }
-    __syncthreads();  // before the next lanes clear the tile
   }
 }
 
@@ -206,37 +163,62 @@ __global__ void fill_plane_kernel(const float* images, int num_stokes, int p, Gr
   }
 }
 
-__device__ void degrid_point(const GridPoint& q, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
-                             dcomplex* plain, dcomplex* mirrored) {
-  const Footprints f = footprints(q, shape);
-  const dcomplex turn = conj(rotation(q, shape)) * plane_weight(q, p, shape);
-  const int n = shape.grid_size, support = shape.kernel.support;
-  for (int lane = 0; lane < lanes; ++lane) {
-    const cufftComplex* grid = grids + lane * shape.cells();
-    float sum_re = 0, sum_im = 0;
-    for (int j = 0; j < support; ++j) {
-      const cufftComplex* row = grid + static_cast<long long>(imaging::wrap_cell(f.first_v + j, n)) * n;
-      float row_re = 0, row_im = 0;
-      for (int c = 0; c < support; ++c) {
-        const cufftComplex cell = row[imaging::wrap_cell(f.first_u + c, n)];
-        row_re += cell.x * f.u[c];
-        row_im += cell.y * f.u[c];
-      }
-      sum_re += row_re * f.v[j];
-      sum_im += row_im * f.v[j];
+// The item's tile of the plane is read into shared memory once; each thread then sums
+// one entry's footprint cells that fall in the tile. A point crossing tile edges has
+// an entry in each tile, hence the atomic adds (in double) to its outputs.
+__global__ void degrid_items_kernel(PreparedView points, int p, GridShape shape, const cufftComplex* grids, int lanes,
+                                    dcomplex* plain, dcomplex* mirrored) {
+  __shared__ float2 tile[max_lanes][imaging::grid_tile][imaging::grid_tile];
+  const int n = shape.grid_size, support = shape.kernel.support, tiles = imaging::tiles_per_side(n);
+  const int items = *points.item_count;
+  for (int item = blockIdx.x; item < items; item += gridDim.x) {
+    const WorkItem work = points.items[item];
+    const int ox = work.tile % tiles * imaging::grid_tile, oy = work.tile / tiles * imaging::grid_tile;
+    __syncthreads();  // the previous item's tile is no longer read
+    for (int c = threadIdx.x; c < lanes * imaging::grid_tile * imaging::grid_tile; c += blockDim.x) {
+      const int l = c / (imaging::grid_tile * imaging::grid_tile), at = c % (imaging::grid_tile * imaging::grid_tile);
+      const int row = oy + at / imaging::grid_tile, column = ox + at % imaging::grid_tile;
+      const cufftComplex g = row < n && column < n ? grids[l * shape.cells() + static_cast<long long>(row) * n + column]
+                                                   : make_cuComplex(0.0f, 0.0f);
+      tile[l][at / imaging::grid_tile][at % imaging::grid_tile] = make_float2(g.x, g.y);
     }
-    (q.mirror ? mirrored : plain)[static_cast<long long>(q.k) * lanes + lane] += dcomplex(sum_re, sum_im) * turn;
+    __syncthreads();
+    for (long long e = work.lo + threadIdx.x; e < work.hi; e += blockDim.x) {
+      const std::uint32_t i = points.entry_points[e];
+      const float* f = points.footprint + static_cast<long long>(i) * 2 * support;
+      const int du = imaging::footprint_index(ox, points.first_u[i], n);
+      const int dv = imaging::footprint_index(oy, points.first_v[i], n);
+      float sum[max_lanes][2] = {};
+      for (int j = 0; j < support; ++j) {
+        int y = j - dv;  // the footprint row's row in the tile, if it is there
+        if (y < 0) y += n;
+        if (y >= imaging::grid_tile) continue;
+        float row[max_lanes][2] = {};
+        for (int c = 0; c < support; ++c) {
+          int x = c - du;
+          if (x < 0) x += n;
+          if (x >= imaging::grid_tile) continue;
+#pragma unroll
+          for (int l = 0; l < max_lanes; ++l) {
+            row[l][0] += tile[l][y][x].x * f[c];
+            row[l][1] += tile[l][y][x].y * f[c];
+          }
+        }
+#pragma unroll
+        for (int l = 0; l < max_lanes; ++l) {
+          sum[l][0] += row[l][0] * f[support + j];
+          sum[l][1] += row[l][1] * f[support + j];
+        }
+      }
+      const dcomplex turn = conj(points.rotation[i]) * plane_weight(points.w[i], p, shape);
+      dcomplex* out = (i % 2 ? mirrored : plain) + static_cast<long long>(i / 2) * lanes;
+      for (int l = 0; l < lanes; ++l) {
+        const dcomplex v = dcomplex(sum[l][0], sum[l][1]) * turn;
+        atomicAdd(&out[l].re, v.re);
+        atomicAdd(&out[l].im, v.im);
+      }
+    }
   }
-}
-
-// One block per chunk, a thread per point; only reads the grid, whose cells the
-// chunk's points share. Each (visibility, mirror) pair is one point, so no two threads
-// add to the same output.
-__global__ void degrid_tiles_kernel(TiledPointsView tiled, imaging::WPlaneBounds bounds, int p, GridShape shape,
-                                    const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored) {
-  const PointRange range = chunk_range(tiled, bounds);
-  for (long long i = range.lo + threadIdx.x; i < range.hi; i += blockDim.x)
-    degrid_point(tiled.points[i], p, shape, grids, lanes, plain, mirrored);
 }
 
 __global__ void subtract_model_kernel(const dcomplex* plain, const dcomplex* mirrored, long long count,
@@ -255,12 +237,9 @@ void check_launch() { SPIP_CUDA_CHECK(cudaGetLastError()); }
 
 }  // namespace
 
-void grid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
-                 const LaneSource& source, cufftComplex* grids, cudaStream_t stream) {
-  const int span = imaging::grid_tile + shape.kernel.support - 1;
-  const std::size_t shared_bytes = static_cast<std::size_t>(tile_lanes) * span * span * sizeof(float2);
-  if (tiled.chunks == 0) return;
-  grid_tiles_kernel<<<tiled.chunks, threads_per_block, shared_bytes, stream>>>(tiled, bounds, p, shape, source, grids);
+void grid_points(const PreparedView& points, int p, const GridShape& shape, const LaneSource& source,
+                 cufftComplex* grids, cudaStream_t stream) {
+  grid_items_kernel<<<resident_blocks(), threads_per_block, 0, stream>>>(points, p, shape, source, grids);
   check_launch();
 }
 
@@ -285,11 +264,10 @@ void fill_plane(const float* images, int num_stokes, int p, const GridShape& sha
   check_launch();
 }
 
-void degrid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
-                   const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored, cudaStream_t stream) {
-  if (tiled.chunks == 0) return;
-  degrid_tiles_kernel<<<tiled.chunks, threads_per_block, 0, stream>>>(tiled, bounds, p, shape, grids, lanes, plain,
-                                                                     mirrored);
+void degrid_points(const PreparedView& points, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
+                   dcomplex* plain, dcomplex* mirrored, cudaStream_t stream) {
+  degrid_items_kernel<<<resident_blocks(), threads_per_block, 0, stream>>>(points, p, shape, grids, lanes, plain,
+                                                                          mirrored);
   check_launch();
 }
 

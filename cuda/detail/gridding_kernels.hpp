@@ -5,6 +5,8 @@
 #include <cuda_runtime.h>
 #include <cufft.h>
 
+#include <cstdint>
+
 #include "spip/common/complex_math.hpp"
 #include "spip/imaging/es_kernel.hpp"
 #include "spip/imaging/w_layout.hpp"
@@ -33,19 +35,31 @@ struct LaneSource {
   SPIP_HOST_DEVICE int lanes() const { return packed ? (num_stokes + 1) / 2 : num_stokes; }
 };
 
-// A channel's points on the device in chunks of one grid tile (imaging::TiledPoints).
-struct TiledPointsView {
-  const imaging::GridPoint* points;
-  const long long* chunk_start;
-  const int* chunk_tile;
-  int chunks;
+// One block's work in a w-plane: sorted entries [lo, hi), all of one tile; `split`
+// when the tile's entries in the plane were more than one block takes.
+struct WorkItem {
+  long long lo, hi;
+  int tile, split;
 };
 
-// Adds the points within `bounds` to w-plane p of `grids` (lanes x P^2): one thread
-// block per chunk sums its points in shared memory and adds its tile to the grid once,
-// so global atomics are per cell and chunk rather than per cell and point.
-void grid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
-                 const LaneSource& source, cufftComplex* grids, cudaStream_t stream);
+// A channel prepared on the device (point_preparation.hpp). Point 2k + m is
+// visibility k (m = 1: its Hermitian mirror).
+struct PreparedView {
+  const int *first_u, *first_v, *first_plane;
+  const double* w;
+  const dcomplex* rotation;           // exp(-2 pi i w x0), 1 without w-stacking
+  const float* footprint;             // [point][2 W]: the u values, then the v values
+  const std::uint32_t* entry_points;  // the point of each sorted (point, tile) entry
+  const WorkItem* items;              // the current plane's
+  const int* item_count;
+};
+
+// Adds the current plane's items (PointPreparation::build_plane_items) to w-plane p of
+// `grids` (lanes x P^2). Output-stationary: a block owns its tile's 32 x 32 cells, a
+// thread four cells of one column in registers, and the block loops over the item's
+// entries staged in shared memory; only split tiles add to the grid atomically.
+void grid_points(const PreparedView& points, int p, const GridShape& shape, const LaneSource& source,
+                 cufftComplex* grids, cudaStream_t stream);
 // acc[lane][pixel] += FFT'd grid at the pixel's cell times the sign and plane p's w-screen.
 void accumulate_plane(const cufftComplex* grids, int lanes, int p, const GridShape& shape, const double* x_shifted,
                       dcomplex* acc, cudaStream_t stream);
@@ -58,10 +72,11 @@ void finish_images(const dcomplex* acc, const LaneSource& source, const GridShap
 // grids = correction * sign * conj(w-screen of plane p) * (image a + i image b).
 void fill_plane(const float* images, int num_stokes, int p, const GridShape& shape, const double* correction,
                 const double* x_shifted, cufftComplex* grids, cudaStream_t stream);
-// plain/mirrored[k][lane] += grids at each point within `bounds`, times the w-weight
-// and conj(rotation): the adjoint of grid_points, a block per chunk for locality.
-void degrid_points(const TiledPointsView& tiled, imaging::WPlaneBounds bounds, int p, const GridShape& shape,
-                   const cufftComplex* grids, int lanes, dcomplex* plain, dcomplex* mirrored, cudaStream_t stream);
+// plain/mirrored[k][lane] += grids over each point's footprint, times the w-weight and
+// conj(rotation): the adjoint of grid_points. A block loads its item's tile of the
+// plane into shared memory and each thread sums one entry's cells of that tile.
+void degrid_points(const PreparedView& points, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
+                   dcomplex* plain, dcomplex* mirrored, cudaStream_t stream);
 // residual[k][s] = observed[k][s] - model, the model unpacked from plain/mirrored lanes.
 void subtract_model(const dcomplex* plain, const dcomplex* mirrored, long long count, const float2* observed,
                     float2* residual, cudaStream_t stream);

@@ -10,6 +10,7 @@
 #include "spip/error.hpp"
 #include "spip/imaging/fft.hpp"
 #include "spip/imaging/gridding_math.hpp"
+#include "spip/imaging/tile_plan.hpp"
 #include "spip/imaging/w_layout.hpp"
 
 namespace spip::imaging {
@@ -210,12 +211,9 @@ Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoin
   const std::vector<Cached> cache = make_cache(points);
   const int n = geo.grid_size, tiles = tiles_per_side(n);
   const std::size_t keys_per_plane = static_cast<std::size_t>(tiles) * tiles;
-  // Plane p reaches w in (w_p - W_w/2 dw, w_p + W_w/2 dw): the first plane is the
-  // smallest p above (w - w_first) / dw - W_w / 2.
+  const WPlanes planes{layout.w_first, layout.planes};
   const auto first_plane = [&](const GridPoint& q) {
-    if (!stacking.enabled) return 0;
-    const double x = (q.w - layout.w_first) / stacking.dw - 0.5 * stacking.w_kernel.support;
-    return std::clamp(static_cast<int>(std::ceil(x)), 0, layout.planes - 1);
+    return stacking.enabled ? first_w_plane(q.w, planes, stacking.dw, stacking.w_kernel.support) : 0;
   };
   std::vector<std::size_t> key(points.size()), next(static_cast<std::size_t>(layout.planes) * keys_per_plane + 1, 0);
   for (std::size_t i = 0; i < points.size(); ++i) {

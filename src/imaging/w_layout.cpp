@@ -6,6 +6,7 @@
 
 #include "spip/error.hpp"
 #include "spip/imaging/gridding_math.hpp"
+#include "spip/imaging/tile_plan.hpp"
 
 namespace spip::imaging {
 
@@ -106,9 +107,9 @@ PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const
     std::sort(layout.direct.begin(), layout.direct.end(), by_w);
     std::sort(layout.hermitian.begin(), layout.hermitian.end(), by_w);
   }
-  const double support = stacking.w_kernel.support;
-  layout.w_first = -w_reach - 0.5 * support * stacking.dw;
-  layout.planes = static_cast<int>(std::floor((w_reach - layout.w_first) / stacking.dw + 0.5 * support)) + 1;
+  const WPlanes planes = w_planes(w_reach, stacking.w_kernel.support, stacking.dw);
+  layout.w_first = planes.w_first;
+  layout.planes = planes.planes;
   return layout;
 }
 

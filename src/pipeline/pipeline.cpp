@@ -95,14 +95,15 @@ struct ChannelStats {
   double wait_s = 0;  // time the imaging waited for this channel
 };
 
+// Without `visibilities` only the coordinates and weights, which the PSF needs.
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
                             const imaging::ImageGeometry& geometry, const imaging::WeightingScheme& scheme,
-                            cuda::ChannelInput& data) {
+                            bool visibilities, cuda::ChannelInput& data) {
   ChannelStats stats;
   std::size_t rows = 0;
   for (const ms::VisBlock& block : blocks) rows += block.num_rows();
   data.uvw_lambda.reserve(3 * rows);
-  data.vis.reserve(ms::num_stokes * rows);
+  if (visibilities) data.vis.reserve(ms::num_stokes * rows);
   data.weights.reserve(ms::num_stokes * rows);
   for (const ms::VisBlock& block : blocks) {
     const int c = absolute_channel - block.chan_begin;
@@ -111,7 +112,7 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
     for (std::size_t r = 0; r < block.num_rows(); ++r) {
       for (int k = 0; k < 3; ++k) data.uvw_lambda.push_back(block.uvw_m[3 * r + k] * inv_lambda);
       for (int s = 0; s < ms::num_stokes; ++s) {
-        data.vis.push_back(block.vis[block.index(r, c, s)]);
+        if (visibilities) data.vis.push_back(block.vis[block.index(r, c, s)]);
         data.weights.push_back(block.weight[block.index(r, c, s)]);
       }
       const float w = block.weight[block.index(r, c, ms::stokes_i)];
@@ -133,9 +134,11 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
 // the upload stream) by a helper thread. Only that thread uses the ChannelSource.
 class ChannelFeed {
  public:
+  // Without `visibilities` (pass 1) the channels serve the PSF only.
   ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const imaging::WeightingScheme& scheme,
-              std::vector<int> channels)
-      : source_(source), imaging_(imaging), plan_(plan), scheme_(scheme), channels_(std::move(channels)) {
+              std::vector<int> channels, bool visibilities)
+      : source_(source), imaging_(imaging), plan_(plan), scheme_(scheme), channels_(std::move(channels)),
+        visibilities_(visibilities) {
     if (!channels_.empty()) pending_ = std::async(std::launch::async, [this] { return prepare(channels_[0]); });
   }
   ~ChannelFeed() {
@@ -162,7 +165,7 @@ class ChannelFeed {
     double read_wait = 0;
     cuda::ChannelInput data;
     const ChannelStats stats = gather_channel(source_.blocks_for(c, read_wait), plan_.chan_begin + c, plan_.geometry,
-                                              scheme_, data);
+                                              scheme_, visibilities_, data);
     imaging_.stage(std::move(data));
     return stats;
   }
@@ -172,6 +175,7 @@ class ChannelFeed {
   const Plan& plan_;
   const imaging::WeightingScheme& scheme_;
   std::vector<int> channels_;
+  bool visibilities_;
   std::size_t next_ = 0;
   std::future<ChannelStats> pending_;
 };
@@ -388,7 +392,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   }
   std::string grid_summary = "no channel imaged here in this run";
   {
-    ChannelFeed feed(source, imager, plan, scheme, todo);
+    ChannelFeed feed(source, imager, plan, scheme, todo, false);
     for (int c : todo) {
       if (stop.requested()) break;
       read_s += feed.advance(c).wait_s;
@@ -434,7 +438,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       config.image.common_beam ? std::optional<imaging::Beam>(imaging::Beam{beam.major_rad, beam.minor_rad, beam.pa_rad})
                                : std::nullopt;
   const std::size_t pixels = plan.geometry.pixels();
-  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, scheme, todo);  // reads ahead into imager
+  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, scheme, todo, true);  // reads ahead into imager
   ChannelWriter writer;
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {

@@ -52,11 +52,12 @@ class ChannelImager {
   ChannelImager(const ChannelImager&) = delete;
   ChannelImager& operator=(const ChannelImager&) = delete;
 
-  // Prepares a channel on the host (off-grid visibilities get zero weight, points are
-  // sorted by w) and starts its upload into the buffer set not in use. May be called
-  // from another thread while the calls below run.
+  // Copies a channel into pinned memory and starts its upload into the buffer set not
+  // in use; everything else is done on the device. A channel without visibilities
+  // serves psf() only. May be called from another thread while the calls below run.
   void stage(const ChannelInput& input);
-  // Makes the channel last staged current (waits for its upload).
+  // Makes the channel last staged current (waits for its upload) and prepares its
+  // points on the device: off-grid rows lose their weight, footprints, tile entries.
   void next();
 
   double weight_sum(int stokes) const;

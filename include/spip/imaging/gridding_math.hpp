@@ -56,6 +56,13 @@ SPIP_HOST_DEVICE inline int tile_offset(int first_cell, int tile, int grid_size)
   return wrap_cell(first_cell, grid_size) - tile * grid_tile;
 }
 
+// A point's term in a grid cell: its value (weighted, rotated and w-weighted) times its
+// footprint in v and then in u, in single precision as the grids are.
+SPIP_HOST_DEVICE inline void add_spread_term(float& re, float& im, float value_re, float value_im, float fv, float fu) {
+  re += value_re * fv * fu;
+  im += value_im * fv * fu;
+}
+
 // Weight of a point at w in w-plane p (planes at w_first + p dw).
 SPIP_HOST_DEVICE inline double w_plane_weight(const EsKernel& w_kernel, double w, double w_first, double dw, int p) {
   return w_kernel(w / dw - (w_first / dw + p));
