@@ -204,7 +204,6 @@ std::size_t PointPreparation::fixed_bytes(int grid_size) {
 
 const ChannelSummary& PointPreparation::prepare(const double* uvw, float* weights, long long rows,
                                                 cudaStream_t stream) {
-  rows_ = rows;
   const long long points = 2 * rows;
   const unsigned row_blocks = std::max(1u, blocks_for(rows, threads_per_block));
   survey_kernel<<<row_blocks, threads_per_block, 0, stream>>>(uvw, weights, rows, shape_.uv_cell, shape_.grid_size,

@@ -46,7 +46,7 @@ class PointPreparation {
   GridShape shape_;
   int w_support_;
   std::size_t max_points_, max_entries_, max_segments_, max_items_;
-  long long rows_ = 0, segments_capacity_ = 0;
+  long long segments_capacity_ = 0;
   DeviceArray<unsigned char> inside_;
   DeviceArray<double> partials_;
   DeviceArray<ChannelSummary> summary_;

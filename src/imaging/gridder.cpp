@@ -84,8 +84,7 @@ struct Gridder::Impl {
   GridCorrection corr;
   int threads = 1;
 
-  // Per set_uvw: the shared point layout (its w-sorted lists are regrouped below and
-  // released), and per point its kernel footprints in u and v (the same in every
+  // Per set_uvw: the shared point layout (its lists are regrouped below and released), and per point its kernel footprints in u and v (the same in every
   // w-plane) and its rotation exp(-2 pi i w x0).
   PointLayout layout;
   struct Cached {
@@ -417,7 +416,7 @@ Gridder::~Gridder() = default;
 
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
   Impl& m = *impl_;
-  m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking, false);
+  m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking);
   m.direct = m.make_groups(m.layout.direct);
   m.hermitian = m.make_groups(m.layout.hermitian);
   m.layout.direct = {};

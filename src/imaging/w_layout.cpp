@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "spip/error.hpp"
 #include "spip/imaging/gridding_math.hpp"
@@ -64,25 +63,8 @@ GridCorrection make_grid_correction(const ImageGeometry& geometry, const WStacki
   return g;
 }
 
-WPlaneBounds PointLayout::plane_bounds(int p, const WStacking& stacking) const {
-  if (!stacking.enabled) return {-std::numeric_limits<double>::infinity(), std::numeric_limits<double>::infinity()};
-  const double reach = 0.5 * stacking.w_kernel.support * stacking.dw;
-  const double w_plane = w_first + p * stacking.dw;
-  return {w_plane - reach, w_plane + reach};
-}
-
-std::pair<std::size_t, std::size_t> PointLayout::plane_range(const std::vector<GridPoint>& points, int p,
-                                                             const WStacking& stacking) const {
-  if (!stacking.enabled) return {0, points.size()};
-  const WPlaneBounds bounds = plane_bounds(p, stacking);
-  const auto lo = std::partition_point(points.begin(), points.end(),
-                                       [&](const GridPoint& q) { return q.w < bounds.low; });
-  const auto hi = std::partition_point(lo, points.end(), [&](const GridPoint& q) { return q.w <= bounds.high; });
-  return {static_cast<std::size_t>(lo - points.begin()), static_cast<std::size_t>(hi - points.begin())};
-}
-
 PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry,
-                              const WStacking& stacking, bool sort_by_w) {
+                              const WStacking& stacking) {
   PointLayout layout;
   layout.inside.assign(count, 1);
   layout.direct.reserve(count);
@@ -102,47 +84,10 @@ PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const
     w_reach = std::max(w_reach, std::abs(c[2]));
   }
   if (!stacking.enabled) return layout;
-  if (sort_by_w) {
-    const auto by_w = [](const GridPoint& a, const GridPoint& b) { return a.w < b.w; };
-    std::sort(layout.direct.begin(), layout.direct.end(), by_w);
-    std::sort(layout.hermitian.begin(), layout.hermitian.end(), by_w);
-  }
   const WPlanes planes = w_planes(w_reach, stacking.w_kernel.support, stacking.dw);
   layout.w_first = planes.w_first;
   layout.planes = planes.planes;
   return layout;
-}
-
-TiledPoints tile_points(const std::vector<GridPoint>& points, const ImageGeometry& geometry, const EsKernel& kernel,
-                        long long max_chunk) {
-  const int n = geometry.grid_size, tiles = tiles_per_side(n);
-  const double uv_cell = geometry.uv_cell();
-  std::vector<int> tile(points.size());
-  std::vector<long long> tile_start(static_cast<std::size_t>(tiles) * tiles + 1, 0);
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const int first_u = footprint_first(grid_position_u(points[i].u, uv_cell, n), kernel.support);
-    const int first_v = footprint_first(grid_position_v(points[i].v, uv_cell, n), kernel.support);
-    tile[i] = tile_of(first_v, n) * tiles + tile_of(first_u, n);
-    ++tile_start[tile[i] + 1];
-  }
-  for (std::size_t t = 1; t < tile_start.size(); ++t) tile_start[t] += tile_start[t - 1];
-  // A counting sort: stable, so w order survives within each tile.
-  TiledPoints tiled;
-  std::vector<long long> next(tile_start.begin(), tile_start.end() - 1);
-  tiled.points.resize(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) tiled.points[next[tile[i]]++] = points[i];
-  for (int t = 0; t < tiles * tiles; ++t)
-    for (long long at = tile_start[t]; at < tile_start[t + 1]; at += max_chunk) {
-      tiled.chunk_start.push_back(at);
-      tiled.chunk_tile.push_back(t);
-    }
-  tiled.chunk_start.push_back(static_cast<long long>(points.size()));
-  return tiled;
-}
-
-std::size_t max_chunks(std::size_t count, const ImageGeometry& geometry, long long max_chunk) {
-  const std::size_t tiles = tiles_per_side(geometry.grid_size);
-  return count / static_cast<std::size_t>(max_chunk) + std::min(count, tiles * tiles);
 }
 
 }  // namespace spip::imaging

@@ -98,6 +98,17 @@ FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, 
       gpu_device_(gpu_device),
       gpu_bytes_(gpu_bytes) {}
 
+int FaradayStage::group_rows(double group_bytes, int num_chan, int num_phi, int nx, int slab_rows,
+                             std::size_t gpu_bytes) {
+  const double row_bytes = bytes_per_pixel(num_chan, num_phi) * nx;
+  const int rows = std::clamp(static_cast<int>(group_bytes / row_bytes), 1, std::max(1, slab_rows));
+  if (gpu_bytes == 0 || num_phi == 0) return rows;
+  // The device's slab is affine in its pixels.
+  const double fixed_bytes = static_cast<double>(cuda::slab_bytes(num_phi, num_chan, 0));
+  const double device_row_bytes = static_cast<double>(cuda::slab_bytes(num_phi, num_chan, nx)) - fixed_bytes;
+  return std::clamp(static_cast<int>((static_cast<double>(gpu_bytes) - fixed_bytes) / device_row_bytes), 1, rows);
+}
+
 std::pair<int, int> FaradayStage::slab_rows(int rank, int ranks, int ny) {
   return {static_cast<int>(static_cast<long>(ny) * rank / ranks), static_cast<int>(static_cast<long>(ny) * (rank + 1) / ranks)};
 }
@@ -313,14 +324,8 @@ std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, c
   const int num_phi = synthesis ? synthesis->setup.axis.count : 0;
   depths_ = num_phi;
   const double row_bytes = bytes_per_pixel(static_cast<int>(freq_hz_.size()), num_phi) * base_.nx;
-  int group_rows = std::clamp(static_cast<int>(group_bytes_ / row_bytes), 1, std::max(1, y1 - y0));
-  if (gpu_device_ >= 0 && num_phi > 0) {  // and the group's device memory, affine in its pixels, in the GPU share
-    const int num_chan = static_cast<int>(freq_hz_.size());
-    const double fixed_bytes = static_cast<double>(cuda::slab_bytes(num_phi, num_chan, 0));
-    const double device_row_bytes = static_cast<double>(cuda::slab_bytes(num_phi, num_chan, base_.nx)) - fixed_bytes;
-    group_rows = std::clamp(static_cast<int>((static_cast<double>(gpu_bytes_) - fixed_bytes) / device_row_bytes), 1,
-                            group_rows);
-  }
+  const int group_rows = FaradayStage::group_rows(group_bytes_, static_cast<int>(freq_hz_.size()), num_phi, base_.nx,
+                                                  y1 - y0, gpu_device_ >= 0 ? gpu_bytes_ : 0);
   long long iterations = 0;
   int groups = 0;
   for (int row = y0; row < y1 && !stop.requested(); row += group_rows, ++groups)

@@ -56,6 +56,10 @@ class FaradayStage {
 
   // What a row group holds per pixel, for `num_chan` channels and `num_phi` depths.
   static double bytes_per_pixel(int num_chan, int num_phi);
+  // Rows of a row group of an image `nx` wide: as many as `group_bytes` of host memory
+  // hold, at least one and at most the slab's; with `gpu_bytes` > 0 also no more than
+  // the device's slab (cuda::slab_bytes) fits in it.
+  static int group_rows(double group_bytes, int num_chan, int num_phi, int nx, int slab_rows, std::size_t gpu_bytes);
   // The Faraday depth axis a run of these channels would use, all channels weighted
   // alike: what planning and the disk estimate need before any channel is imaged.
   static faraday::FaradayAxis planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config);

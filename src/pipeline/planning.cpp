@@ -585,8 +585,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     const double host = memory.imaging + memory.channel_data + 2 * memory.block + (memory.keep_psfs ? memory.psfs : 0);
     const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
     const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, plan.geometry.size);
-    const int group_rows = std::clamp(static_cast<int>(memory.faraday_group / needs.faraday_row_bytes), 1,
-                                      std::max(1, y1 - y0));
+    const int group_rows =
+        FaradayStage::group_rows(memory.faraday_group, num_chan, num_phi, plan.geometry.size, y1 - y0, 0);
     const double gpu_faraday =
         gpu && num_phi > 0 ? static_cast<double>(cuda::slab_bytes(num_phi, num_chan, group_rows * plan.geometry.size))
                            : 0;

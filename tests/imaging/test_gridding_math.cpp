@@ -13,6 +13,7 @@
 #include "spip/deconv/clean_math.hpp"
 #include "spip/imaging/es_kernel.hpp"
 #include "spip/imaging/gridding_math.hpp"
+#include "spip/imaging/tile_plan.hpp"
 #include "spip/imaging/w_layout.hpp"
 
 namespace spip::imaging {
@@ -125,7 +126,7 @@ TEST(GriddingMath, WPlaneWeightPeaksAtItsPlaneAndRotationsAreUnitPhases) {
   EXPECT_NEAR(w_rotation_angle(w, x0) + w_screen_angle(w, x_shifted), -two_pi * w * (x0 + x_shifted), 1e-12);
 }
 
-TEST(GriddingMath, PointLayoutSortsByWAndPlanesReachEveryPoint) {
+TEST(GriddingMath, PointLayoutKeepsOrderAndFirstPlanesReachEveryWeightedPlane) {
   const ImageGeometry geometry = ImageGeometry::make(128, 1e-3, 1.5);
   const WStacking stacking = make_w_stacking(geometry, 1e-4, true);
   std::mt19937 random(3);
@@ -136,102 +137,30 @@ TEST(GriddingMath, PointLayoutSortsByWAndPlanesReachEveryPoint) {
   const PointLayout layout = make_point_layout(uvw.data(), uvw.size() / 3, geometry, stacking);
   EXPECT_EQ(layout.outside, 1u);
   EXPECT_EQ(layout.hermitian.size(), 2 * layout.direct.size());
-  // Every plane where a point's w-weight is nonzero holds it; a point exactly on a
-  // plane's edge (weight 0 there) may also be held by one more.
-  std::vector<int> reached(layout.hermitian.size(), 0), weighted(layout.hermitian.size(), 0);
-  for (int p = 0; p < layout.planes; ++p) {
-    const auto [lo, hi] = layout.plane_range(layout.hermitian, p, stacking);
-    for (std::size_t i = 0; i < layout.hermitian.size(); ++i) {
-      const bool held = i >= lo && i < hi;
-      const double weight = w_plane_weight(stacking.w_kernel, layout.hermitian[i].w, layout.w_first, stacking.dw, p);
-      reached[i] += held;
-      weighted[i] += weight != 0;
-      if (weight != 0) {
+  // Every plane where a point's w-weight is above the kernel's edge value e^-beta (which
+  // rounding can leave a hair inside the support) is one of the W_w planes from its
+  // first (first_w_plane, as both gridders group the points).
+  const WPlanes planes{layout.w_first, layout.planes};
+  const int ws = stacking.w_kernel.support;
+  const double edge = 1.01 * std::exp(-stacking.w_kernel.beta);
+  for (std::size_t i = 0; i < layout.hermitian.size(); ++i) {
+    const double wi = layout.hermitian[i].w;
+    const int first = first_w_plane(wi, planes, stacking.dw, ws);
+    int reached = 0, weighted = 0;
+    for (int p = 0; p < layout.planes; ++p) {
+      const bool held = p >= first && p < first + ws;
+      const double weight = w_plane_weight(stacking.w_kernel, wi, layout.w_first, stacking.dw, p);
+      reached += held;
+      weighted += weight > edge;
+      if (weight > edge) {
         EXPECT_TRUE(held) << "point " << i << ", plane " << p;
       }
     }
-  }
-  for (std::size_t i = 0; i < reached.size(); ++i) {
-    EXPECT_GE(weighted[i], stacking.w_kernel.support - 1) << "point " << i;
-    EXPECT_LE(reached[i], stacking.w_kernel.support + 1) << "point " << i;
+    EXPECT_GE(weighted, ws - 1) << "point " << i;
+    EXPECT_LE(reached, ws + 1) << "point " << i;
     if (i > 0) {
-      EXPECT_LE(layout.hermitian[i - 1].w, layout.hermitian[i].w);
+      EXPECT_LE(layout.hermitian[i - 1].k, layout.hermitian[i].k);  // the visibilities' order
     }
-  }
-}
-
-// The GPU grids chunk by chunk (a chunk: at most max_chunk points of one grid tile)
-// and finds a plane's points of a chunk by binary search with the plane's w bounds:
-// every point must sit in its chunk's tile at an offset that keeps its footprint in the
-// widened tile (edges wrapped, the last tile partial), each tile must stay sorted by w
-// across its chunks, and the chunks' plane ranges together must be exactly the plane's
-// points of the w-sorted list.
-TEST(GriddingMath, TiledPointsFindEachPlanesPointsChunkByChunk) {
-  const ImageGeometry geometry = ImageGeometry::make(128, 1e-3, 1.3);
-  const WStacking stacking = make_w_stacking(geometry, 1e-4, true);
-  const int n = geometry.grid_size, tiles = tiles_per_side(n), support = stacking.kernel.support;
-  ASSERT_NE(n % grid_tile, 0) << "the partial last tile goes untested";
-  std::mt19937 random(5);
-  const double reach = (0.5 * n - 1) * geometry.uv_cell();
-  std::uniform_real_distribution<double> uv(-reach, reach), w(-300, 300);
-  std::vector<double> uvw;
-  for (int k = 0; k < 2000; ++k) uvw.insert(uvw.end(), {uv(random), uv(random), w(random)});
-  const PointLayout layout = make_point_layout(uvw.data(), uvw.size() / 3, geometry, stacking);
-  const long long max_chunk = 64;
-  const TiledPoints tiled = tile_points(layout.hermitian, geometry, stacking.kernel, max_chunk);
-  ASSERT_EQ(tiled.points.size(), layout.hermitian.size());
-  ASSERT_EQ(tiled.chunk_start.size(), tiled.chunks() + 1);
-  ASSERT_EQ(tiled.chunk_start.front(), 0);
-  ASSERT_EQ(tiled.chunk_start.back(), static_cast<long long>(tiled.points.size()));
-  EXPECT_LE(tiled.chunks(), max_chunks(tiled.points.size(), geometry, max_chunk));
-
-  auto key = [](const GridPoint& q) { return 2LL * q.k + q.mirror; };
-  int wrapped = 0, in_last_tile = 0, split_tiles = 0, previous_tile = -1;
-  double previous_w = 0;
-  for (std::size_t c = 0; c < tiled.chunks(); ++c) {
-    const int tile = tiled.chunk_tile[c], tile_u = tile % tiles, tile_v = tile / tiles;
-    ASSERT_LT(tiled.chunk_start[c], tiled.chunk_start[c + 1]);
-    ASSERT_LE(tiled.chunk_start[c + 1] - tiled.chunk_start[c], max_chunk);
-    if (c > 0) {
-      ASSERT_LE(tiled.chunk_tile[c - 1], tile);
-      split_tiles += tiled.chunk_tile[c - 1] == tile;
-    }
-    for (long long i = tiled.chunk_start[c]; i < tiled.chunk_start[c + 1]; ++i) {
-      const GridPoint& q = tiled.points[i];
-      const int first_u = footprint_first(grid_position_u(q.u, geometry.uv_cell(), n), support);
-      const int first_v = footprint_first(grid_position_v(q.v, geometry.uv_cell(), n), support);
-      for (const int offset : {tile_offset(first_u, tile_u, n), tile_offset(first_v, tile_v, n)}) {
-        ASSERT_GE(offset, 0);
-        ASSERT_LT(offset, grid_tile);
-      }
-      wrapped += first_u < 0 || first_v < 0;
-      in_last_tile += tile_u == tiles - 1;
-      if (tile == previous_tile) {
-        ASSERT_LE(previous_w, q.w);
-      }
-      previous_tile = tile;
-      previous_w = q.w;
-    }
-  }
-  EXPECT_GT(wrapped, 0) << "no footprint crossed the grid's edge: the wrap went untested";
-  EXPECT_GT(in_last_tile, 0);
-  EXPECT_GT(split_tiles, 0) << "no tile was cut into chunks";
-
-  for (int p = 0; p < layout.planes; ++p) {
-    const auto [lo, hi] = layout.plane_range(layout.hermitian, p, stacking);
-    std::vector<long long> expected, found;
-    for (std::size_t i = lo; i < hi; ++i) expected.push_back(key(layout.hermitian[i]));
-    const WPlaneBounds bounds = layout.plane_bounds(p, stacking);
-    for (std::size_t c = 0; c < tiled.chunks(); ++c) {
-      const auto begin = tiled.points.begin() + tiled.chunk_start[c];
-      const auto end = tiled.points.begin() + tiled.chunk_start[c + 1];
-      const auto first = std::partition_point(begin, end, [&](const GridPoint& q) { return q.w < bounds.low; });
-      const auto last = std::partition_point(first, end, [&](const GridPoint& q) { return q.w <= bounds.high; });
-      for (auto it = first; it != last; ++it) found.push_back(key(*it));
-    }
-    std::sort(expected.begin(), expected.end());
-    std::sort(found.begin(), found.end());
-    ASSERT_EQ(found, expected) << "plane " << p;
   }
 }
 

@@ -46,15 +46,11 @@ SPIP_HOST_DEVICE inline float footprint_value(const EsKernel& kernel, int first,
 // The grid is periodic (it is the DFT's): a kernel crossing an edge wraps around.
 SPIP_HOST_DEVICE inline int wrap_cell(int cell, int n) { return ((cell % n) + n) % n; }
 
-// The GPU grids a w-plane tile by tile: each point belongs to the tile of its first
-// footprint cell, and its W x W footprint stays inside that tile widened by W - 1.
+// Both gridders work through the grid in square tiles (tile_plan.hpp); the tile of a
+// cell, wrapped.
 inline constexpr int grid_tile = 32;
 SPIP_HOST_DEVICE inline int tiles_per_side(int grid_size) { return (grid_size + grid_tile - 1) / grid_tile; }
-SPIP_HOST_DEVICE inline int tile_of(int first_cell, int grid_size) { return wrap_cell(first_cell, grid_size) / grid_tile; }
-// A first cell's offset in its tile, in [0, grid_tile) when `tile` is tile_of() of it.
-SPIP_HOST_DEVICE inline int tile_offset(int first_cell, int tile, int grid_size) {
-  return wrap_cell(first_cell, grid_size) - tile * grid_tile;
-}
+SPIP_HOST_DEVICE inline int tile_of(int cell, int grid_size) { return wrap_cell(cell, grid_size) / grid_tile; }
 
 // A point's term in a grid cell: its value (weighted, rotated and w-weighted) times its
 // footprint in v and then in u, in single precision as the grids are.
