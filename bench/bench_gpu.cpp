@@ -1,5 +1,6 @@
 // The GPU backend's rates on a Measurement Set, each beside its reference on the same
-// run: Stokes visibilities gridded per second (GPU ChannelImager vs the CPU one), FFTs
+// run: Stokes visibilities gridded per second (GPU ChannelImager vs the CPU one, and
+// the GPU's gridding and degridding kernels alone), FFTs
 // per second (cuFFT alone), Faraday samples per second (spip's RM synthesis vs a bare
 // cublasCgemm of the same shape), the share of upload time hidden by the second
 // stream, and pixels per second through RM synthesis, RM-CLEAN and the peak fit (GPU
@@ -37,27 +38,30 @@ double peak_rss_mib() {
   return usage.ru_maxrss / 1024.0;
 }
 
-std::vector<spip::cuda::ChannelInput> read_channels(const std::string& path, int channels,
-                                                    const spip::imaging::ImageGeometry& geometry,
-                                                    std::vector<double>& freq) {
+// The channels as the pipeline hands them over: the rows' coordinates in metres, and
+// per channel its frequency, Briggs weights and visibilities.
+struct Channels {
+  std::vector<double> uvw_m, freq_hz;
+  std::vector<std::vector<float>> weights;
+  std::vector<std::vector<std::complex<float>>> vis;
+  std::size_t rows() const { return uvw_m.size() / 3; }
+};
+
+Channels read_channels(const std::string& path, int channels, const spip::imaging::ImageGeometry& geometry) {
   const spip::ms::MsReader reader(path, spip::ms::Selection{});
   const spip::ms::VisBlock block = reader.read(0, channels);
   spip::imaging::WeightingScheme briggs;
   briggs.mode = spip::Weighting::briggs;
-  std::vector<spip::cuda::ChannelInput> inputs(channels);
+  Channels out{block.uvw_m, block.freq_hz, {}, {}};
+  const std::size_t n = 4 * block.num_rows();
   for (int c = 0; c < channels; ++c) {
-    spip::cuda::ChannelInput& in = inputs[c];
-    freq.push_back(block.freq_hz[c]);
-    for (std::size_t r = 0; r < block.num_rows(); ++r) {
-      for (int k = 0; k < 3; ++k) in.uvw_lambda.push_back(block.uvw_m[3 * r + k] * block.freq_hz[c] / speed_of_light);
-      for (int s = 0; s < 4; ++s) {
-        in.vis.push_back(block.vis[block.index(r, c, s)]);
-        in.weights.push_back(block.weight[block.index(r, c, s)]);
-      }
-    }
-    spip::imaging::apply_weighting(geometry, briggs, in.uvw_lambda.data(), block.num_rows(), 4, in.weights.data());
+    const std::size_t plane = block.index(0, c, 0);
+    out.weights.emplace_back(block.weight.begin() + plane, block.weight.begin() + plane + n);
+    out.vis.emplace_back(block.vis.begin() + plane, block.vis.begin() + plane + n);
+    spip::imaging::apply_weighting(geometry, briggs, out.uvw_m.data(), block.freq_hz[c] / speed_of_light,
+                                   block.num_rows(), 4, out.weights.back().data());
   }
-  return inputs;
+  return out;
 }
 
 void row(const char* what, double seconds, double rate, const char* unit, const char* reference) {
@@ -82,9 +86,9 @@ int main(int argc, char** argv) {
   const spip::cuda::DeviceInfo& device = probe.devices.front();
   const double accuracy = 1e-4;
   const auto geometry = spip::imaging::ImageGeometry::make(size, scale_rad, spip::imaging::oversampling_for(accuracy, 1.2));
-  std::vector<double> freq;
-  const std::vector<spip::cuda::ChannelInput> inputs = read_channels(argv[1], channels, geometry, freq);
-  const std::size_t count = inputs.front().uvw_lambda.size() / 3;
+  const Channels input = read_channels(argv[1], channels, geometry);
+  const std::vector<double>& freq = input.freq_hz;
+  const std::size_t count = input.rows();
   // Dirty images in four Stokes parameters and the PSF: five gridded values per visibility.
   const double gridded = 5.0 * static_cast<double>(count) * channels;
   std::vector<float> psf(geometry.pixels());
@@ -96,20 +100,31 @@ int main(int argc, char** argv) {
   // CPU reference: the same channels through the CPU imager.
   spip::imaging::ChannelImager cpu(geometry, accuracy, true);
   auto start = Clock::now();
-  for (const auto& in : inputs) {
-    cpu.set_data(in.uvw_lambda, in.weights);
-    spip::deconv::image_channel(cpu, in.vis, dirty_only, std::nullopt);
+  for (int c = 0; c < channels; ++c) {
+    const double inv_lambda = freq[c] / speed_of_light;
+    std::vector<double> uvw_lambda(input.uvw_m.size());
+    for (std::size_t i = 0; i < uvw_lambda.size(); ++i) uvw_lambda[i] = input.uvw_m[i] * inv_lambda;
+    cpu.set_data(std::move(uvw_lambda), input.weights[c]);
+    spip::deconv::image_channel(cpu, input.vis[c], dirty_only, std::nullopt);
   }
   const double cpu_s = seconds_since(start);
 
-  // GPU: the next channel staged on a helper thread while the current one is imaged.
+  // GPU: the next channel written into pinned memory and uploaded on a helper thread
+  // while the current one is imaged, as the pipeline does.
   spip::cuda::ChannelImager gpu(device.index, geometry, accuracy, true, count);
+  auto stage = [&](int c) {
+    const spip::cuda::ChannelView area = gpu.staging_area(true);
+    std::copy(input.weights[c].begin(), input.weights[c].end(), area.weights);
+    std::copy(input.vis[c].begin(), input.vis[c].end(), area.vis);
+    gpu.upload(freq[c]);
+  };
   start = Clock::now();
-  gpu.stage(inputs[0]);
+  gpu.set_uvw(input.uvw_m);
+  stage(0);
   for (int c = 0; c < channels; ++c) {
     gpu.next();
     std::future<void> staging;
-    if (c + 1 < channels) staging = std::async(std::launch::async, [&, c] { gpu.stage(inputs[c + 1]); });
+    if (c + 1 < channels) staging = std::async(std::launch::async, stage, c + 1);
     gpu.image_channel(dirty_only, std::nullopt);
     if (staging.valid()) staging.get();
   }
@@ -117,6 +132,15 @@ int main(int argc, char** argv) {
   char reference[96];
   std::snprintf(reference, sizeof reference, "CPU backend %.4g /s (%.3f s)", gridded / cpu_s, cpu_s);
   row("dirty IQUV + PSF, gridded", gpu_s, gridded / gpu_s, "Stokes visibilities/s", reference);
+
+  // The kernels alone on the last channel, every w-plane.
+  const spip::cuda::KernelTimes kernels = gpu.time_kernels();
+  const double kernel_vis = static_cast<double>(kernels.visibilities);
+  std::snprintf(reference, sizeof reference, "%d w-planes; end to end above", kernels.planes);
+  row("gridding kernel alone", 1e-3 * kernels.grid_ms, kernel_vis / (1e-3 * kernels.grid_ms), "Stokes visibilities/s",
+      reference);
+  row("degridding kernel alone", 1e-3 * kernels.degrid_ms, kernel_vis / (1e-3 * kernels.degrid_ms),
+      "Stokes visibilities/s", reference);
 
   const spip::cuda::TransferStats t = gpu.transfer_stats();
   std::snprintf(reference, sizeof reference, "%.1f of %.1f ms uploads hidden", t.hidden_ms, t.upload_ms);

@@ -1,9 +1,12 @@
-// Host time per row of the GPU imager's stage(): since the points are prepared on the
-// device, the host only copies a channel's coordinates, weights and (pass 2)
-// visibilities into the pinned staging buffer, the copies stage() makes, in its order.
-// Runs without a GPU: the staging buffer is ordinary page-aligned memory here, which
-// pinned memory is as fast to write. Prints the median of several runs per size.
-//   bench_staging [rows ...]
+// Host time per row of a channel on its way to the GPU imager. The points are prepared
+// on the device from coordinates uploaded once per run, so per channel the host only
+// copies the channel's weights and (pass 2) visibilities from the rank's visibility
+// block straight into the imager's pinned staging memory, and applies the imaging
+// weights (pipeline::gather_channel, as the pipeline calls it).
+// Runs without a GPU: the staging area is page-aligned ordinary memory here, which
+// pinned memory is as fast to write. Prints the median of several runs per case.
+//   bench_staging [rows [block_channels]]   (default 8,000,000 rows, 8 channels)
+#include <omp.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -16,37 +19,31 @@
 #include <random>
 #include <vector>
 
-#include "spip/cuda/channel_imager.hpp"
+#include "channel_gather.hpp"
+#include "spip/imaging/geometry.hpp"
+#include "spip/imaging/weighting.hpp"
 
 namespace {
 
 constexpr int repeats = 7;
+constexpr int num_stokes = 4;
 
-spip::cuda::ChannelInput make_channel(std::size_t rows) {
-  spip::cuda::ChannelInput input;
+// A block of the layout MsReader::read makes, with uv tracks out to ~4 km at 150 MHz.
+spip::ms::VisBlock make_block(std::size_t rows, int channels) {
+  spip::ms::VisBlock block;
+  block.chan_begin = 0;
+  block.chan_end = channels;
+  for (int c = 0; c < channels; ++c) block.freq_hz.push_back(140e6 + 0.1e6 * c);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> value(-1.0f, 1.0f);
-  input.uvw_lambda.resize(3 * rows);
-  input.weights.resize(4 * rows);
-  input.vis.resize(4 * rows);
-  for (double& x : input.uvw_lambda) x = 1000.0 * value(rng);
-  for (float& w : input.weights) w = 1.0f + value(rng);
-  for (auto& v : input.vis) v = {value(rng), value(rng)};
-  return input;
-}
-
-// The copies of ChannelImager::stage(): coordinates, weights, then visibilities if any.
-std::size_t stage_copies(const spip::cuda::ChannelInput& input, bool visibilities, char* staging) {
-  const std::size_t rows = input.uvw_lambda.size() / 3;
-  char* out = staging;
-  auto copy = [&](const void* data, std::size_t bytes) {
-    std::memcpy(out, data, bytes);
-    out += bytes;
-  };
-  copy(input.uvw_lambda.data(), 3 * rows * sizeof(double));
-  copy(input.weights.data(), 4 * rows * sizeof(float));
-  if (visibilities) copy(input.vis.data(), 4 * rows * sizeof(std::complex<float>));
-  return static_cast<std::size_t>(out - staging);
+  block.uvw_m.resize(3 * rows);
+  block.time_mjd_s.assign(rows, 0.0);
+  block.vis.resize(rows * channels * num_stokes);
+  block.weight.resize(block.vis.size());
+  for (double& x : block.uvw_m) x = 4000.0 * value(rng);
+  for (float& w : block.weight) w = 1.0f + value(rng);
+  for (auto& v : block.vis) v = {value(rng), value(rng)};
+  return block;
 }
 
 double peak_rss_mb() {
@@ -55,30 +52,64 @@ double peak_rss_mb() {
   return usage.ru_maxrss / 1024.0;
 }
 
+struct Case {
+  const char* name;
+  bool visibilities;
+  spip::Weighting weighting;
+  int threads;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::size_t> sizes;
-  for (int a = 1; a < argc; ++a) sizes.push_back(std::strtoull(argv[a], nullptr, 10));
-  if (sizes.empty()) sizes = {88704, 1000000, 8000000};
-  std::printf("%10s %6s %10s %10s %10s %10s %10s\n", "rows", "pass", "B/row", "ms", "ns/row", "GB/s", "RSS MB");
-  for (std::size_t rows : sizes) {
-    const spip::cuda::ChannelInput input = make_channel(rows);
-    const std::size_t bytes = rows * (3 * sizeof(double) + 4 * sizeof(float) + 4 * sizeof(std::complex<float>));
-    std::unique_ptr<char, decltype(&std::free)> staging(static_cast<char*>(std::aligned_alloc(4096, bytes)), &std::free);
-    std::memset(staging.get(), 0, bytes);  // touched once, as the pinned buffer is when allocated
-    for (int pass : {1, 2}) {
-      std::vector<double> seconds;
-      std::size_t copied = 0;
-      for (int r = 0; r < repeats; ++r) {
-        const auto start = std::chrono::steady_clock::now();
-        copied = stage_copies(input, pass == 2, staging.get());
-        seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-      }
-      std::nth_element(seconds.begin(), seconds.begin() + repeats / 2, seconds.end());
-      const double median = seconds[repeats / 2];
-      std::printf("%10zu %6d %10zu %10.3f %10.2f %10.2f %10.0f\n", rows, pass, copied / rows, median * 1e3,
-                  median * 1e9 / static_cast<double>(rows), static_cast<double>(copied) / median / 1e9, peak_rss_mb());
+  const std::size_t rows = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : 8000000;
+  const int channels = argc > 2 ? std::atoi(argv[2]) : 8;
+  const std::vector<spip::ms::VisBlock> blocks{make_block(rows, channels)};
+  const spip::pipeline::RowCoordinates coordinates(blocks.front().uvw_m);
+  // A 4096^2 image of 3 arcsec: the density grid of uniform and Briggs weighting.
+  const auto geometry = spip::imaging::ImageGeometry::make(4096, 3.0 / 206264.806, 1.2);
+  const std::size_t bytes = rows * num_stokes * (sizeof(float) + sizeof(std::complex<float>));
+  std::unique_ptr<char, decltype(&std::free)> staging(static_cast<char*>(std::aligned_alloc(4096, bytes)), &std::free);
+  std::memset(staging.get(), 0, bytes);  // touched once, as the pinned buffer is when allocated
+  spip::cuda::ChannelView area;
+  area.rows = rows;
+  area.weights = reinterpret_cast<float*>(staging.get());
+  auto* vis = reinterpret_cast<std::complex<float>*>(staging.get() + num_stokes * rows * sizeof(float));
+
+  std::printf("one channel of a block of %d channels x %zu rows gathered into the staging area\n", channels, rows);
+  std::printf("(reference: one std::memcpy of the same planes on one thread; natural weighting unless named;\n"
+              " 'all threads': the %d of OMP_NUM_THREADS, as on a GPU rank)\n", omp_get_max_threads());
+  std::printf("%-28s %10s %10s %10s %10s %10s\n", "case", "B/row out", "ms", "ns/row", "GB/s out", "RSS MB");
+  const int threads = omp_get_max_threads();
+  const Case cases[] = {{"pass 1 (PSF), 1 thread", false, spip::Weighting::natural, 1},
+                        {"pass 1 (PSF), all threads", false, spip::Weighting::natural, threads},
+                        {"pass 2, 1 thread", true, spip::Weighting::natural, 1},
+                        {"pass 2, all threads", true, spip::Weighting::natural, threads},
+                        {"pass 2, Briggs, 1 thread", true, spip::Weighting::briggs, 1}};
+  for (const Case& c : cases) {
+    area.vis = c.visibilities ? vis : nullptr;
+    spip::imaging::WeightingScheme scheme;
+    scheme.mode = c.weighting;
+    const std::size_t out_bytes = num_stokes * (sizeof(float) + (c.visibilities ? sizeof(std::complex<float>) : 0));
+    // gather_channel and the bare memcpy alternately, so that both see the same machine.
+    std::vector<double> gather_s, memcpy_s;
+    const spip::ms::VisBlock& block = blocks.front();
+    const std::size_t plane = block.index(0, channels / 2, 0), n = num_stokes * rows;
+    for (int r = 0; r < repeats; ++r) {
+      auto start = std::chrono::steady_clock::now();
+      spip::pipeline::gather_channel(blocks, channels / 2, coordinates, geometry, scheme, area, c.threads);
+      gather_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      start = std::chrono::steady_clock::now();
+      std::memcpy(area.weights, &block.weight[plane], n * sizeof(float));
+      if (area.vis) std::memcpy(area.vis, &block.vis[plane], n * sizeof(std::complex<float>));
+      memcpy_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    for (auto [what, seconds] : {std::pair{c.name, &gather_s}, std::pair{"  memcpy of the same bytes", &memcpy_s}}) {
+      std::nth_element(seconds->begin(), seconds->begin() + repeats / 2, seconds->end());
+      const double median = (*seconds)[repeats / 2];
+      std::printf("%-28s %10zu %10.3f %10.2f %10.2f %10.0f\n", what, out_bytes, median * 1e3,
+                  median * 1e9 / static_cast<double>(rows), static_cast<double>(out_bytes * rows) / median / 1e9,
+                  peak_rss_mb());
     }
   }
   return 0;

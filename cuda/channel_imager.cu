@@ -1,7 +1,6 @@
 #include "spip/cuda/channel_imager.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <string>
 #include <utility>
 
@@ -9,6 +8,7 @@
 #include "detail/cuda_check.hpp"
 #include "detail/gridding_kernels.hpp"
 #include "detail/point_preparation.hpp"
+#include "spip/common/constants.hpp"
 #include "spip/imaging/gridding_math.hpp"
 #include "spip/imaging/w_layout.hpp"
 
@@ -20,18 +20,18 @@ using detail::PinnedBuffer;
 using detail::dcomplex;
 constexpr int num_stokes = 4;
 
-// Bytes per visibility of one buffer set: its coordinates, Stokes visibilities and
-// weights as the host has them; everything else is derived on the device.
-constexpr std::size_t raw_bytes_per_visibility = 3 * sizeof(double) + num_stokes * (sizeof(float2) + sizeof(float));
+// Bytes per visibility of one buffer set: its Stokes visibilities and weights as the
+// host has them; everything else is derived on the device from them and the
+// coordinates, which all channels share.
+constexpr std::size_t raw_bytes_per_visibility = num_stokes * (sizeof(float2) + sizeof(float));
 
 // One buffer set: a channel as uploaded, and what the host knows of it.
 struct Slot {
-  std::size_t count = 0;
   bool has_vis = false;
-  DeviceArray<double> uvw;
+  double freq_hz = 0;
   DeviceArray<float2> vis;
   DeviceArray<float> weights;
-  PinnedBuffer staging;
+  PinnedBuffer staging;  // weights, then visibilities, at fixed offsets
   cudaEvent_t upload_start = nullptr, upload_end = nullptr;
 };
 
@@ -61,8 +61,10 @@ struct ChannelImager::Impl {
   std::unique_ptr<detail::MinorCycle> minor;
   std::unique_ptr<detail::PointPreparation> preparation;  // of the current channel
   detail::ChannelSummary summary{};
+  DeviceArray<double> uvw_m;  // every channel's rows, metres
+  std::size_t rows = 0;
   std::array<Slot, 2> slots;
-  int current = -1, staged = -1;
+  int current = -1, staged = -1, filling = -1;  // buffer sets
   TransferStats stats;
 
   Impl(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking, std::size_t max_vis);
@@ -119,8 +121,8 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
   preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape(), stacking.w_kernel.support);
+  uvw_m = DeviceArray<double>(3 * max_visibilities);
   for (Slot& slot : slots) {
-    slot.uvw = DeviceArray<double>(3 * max_visibilities);
     slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);
     slot.weights = DeviceArray<float>(num_stokes * max_visibilities);
     slot.staging = PinnedBuffer(raw_bytes_per_visibility * max_visibilities);
@@ -177,8 +179,8 @@ void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::
 void ChannelImager::Impl::predict_residual() {
   const Slot& slot = active();
   const detail::GridShape grid_shape = shape();
-  SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
-  SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * slot.count * sizeof(dcomplex), compute));
+  SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * rows * sizeof(dcomplex), compute));
+  SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * rows * sizeof(dcomplex), compute));
   for (int p = 0; p < summary.planes && summary.entries > 0; ++p) {
     preparation->build_plane_items(p, compute);
     SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * cells() * sizeof(cufftComplex), compute));
@@ -186,7 +188,7 @@ void ChannelImager::Impl::predict_residual() {
     SPIP_CUDA_CHECK(cufftExecC2C(plan_two, grids.get(), grids.get(), CUFFT_INVERSE));
     detail::degrid_points(preparation->view(), p, grid_shape, grids.get(), 2, plain.get(), mirrored.get(), compute);
   }
-  detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(slot.count), slot.vis.get(),
+  detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(rows), slot.vis.get(),
                          residual_vis.get(), compute);
 }
 
@@ -214,7 +216,7 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
   const std::size_t pixels = geometry.pixels();
   const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
   const std::size_t per_visibility =
-      2 * raw_bytes_per_visibility                                                  // two buffer sets
+      3 * sizeof(double) + 2 * raw_bytes_per_visibility                             // coordinates, two buffer sets
       + num_stokes * sizeof(float2)                                                 // residual visibilities
       + 4 * sizeof(dcomplex)                                                        // degridded lanes and mirrors
       + detail::PointPreparation::bytes_per_row(imaging::max_support, geometry.grid_size);  // prepared points
@@ -232,33 +234,55 @@ ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry,
 
 ChannelImager::~ChannelImager() = default;
 
-void ChannelImager::stage(const ChannelInput& input) {
+void ChannelImager::set_uvw(const std::vector<double>& uvw_m) {
+  Impl& m = *impl_;
+  const std::size_t rows = uvw_m.size() / 3;
+  if (rows > m.max_visibilities)
+    SPIP_THROW(Error, "GPU imager: " + std::to_string(rows) + " rows exceed the planned " +
+                          std::to_string(m.max_visibilities));
+  if (m.current >= 0 || m.staged >= 0 || m.filling >= 0)
+    SPIP_THROW(Error, "GPU imager: set_uvw() after a channel was staged");
+  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
+  SPIP_CUDA_CHECK(cudaMemcpy(m.uvw_m.get(), uvw_m.data(), uvw_m.size() * sizeof(double), cudaMemcpyHostToDevice));
+  m.rows = rows;
+}
+
+ChannelView ChannelImager::staging_area(bool visibilities) {
   Impl& m = *impl_;
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));  // the current device is per host thread
-  const std::size_t count = input.uvw_lambda.size() / 3;
-  if (count > m.max_visibilities)
-    SPIP_THROW(Error, "GPU imager: a channel of " + std::to_string(count) + " visibilities exceeds the planned " +
-                          std::to_string(m.max_visibilities));
   const int s = m.current == 0 ? 1 : 0;
   Slot& slot = m.slots[s];
   SPIP_CUDA_CHECK(cudaEventSynchronize(slot.upload_end));  // its staging buffer is free again
-  slot.count = count;
-  slot.has_vis = !input.vis.empty();
-  // The host only copies: into pinned memory, from which the copies run asynchronously.
-  char* out = slot.staging.get();
+  slot.has_vis = visibilities;
+  m.filling = s;
+  // Fixed offsets for the largest channel, so that both arrays stay aligned.
+  char* base = slot.staging.get();
+  ChannelView view;
+  view.rows = m.rows;
+  view.weights = reinterpret_cast<float*>(base);
+  if (visibilities)
+    view.vis = reinterpret_cast<std::complex<float>*>(base + num_stokes * m.max_visibilities * sizeof(float));
+  return view;
+}
+
+void ChannelImager::upload(double freq_hz) {
+  Impl& m = *impl_;
+  if (m.filling < 0) SPIP_THROW(Error, "GPU imager: upload() without staging_area()");
+  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
+  Slot& slot = m.slots[m.filling];
+  slot.freq_hz = freq_hz;
+  const char* base = slot.staging.get();
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_start, m.upload));
-  auto upload = [&](void* to, const void* data, std::size_t bytes) {
-    if (bytes == 0) return;
-    std::memcpy(out, data, bytes);
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(to, out, bytes, cudaMemcpyHostToDevice, m.upload));
-    out += bytes;
+  auto copy = [&](void* to, std::size_t offset, std::size_t bytes) {
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(to, base + offset, bytes, cudaMemcpyHostToDevice, m.upload));
     m.stats.upload_bytes += static_cast<double>(bytes);
   };
-  upload(slot.uvw.get(), input.uvw_lambda.data(), 3 * count * sizeof(double));
-  upload(slot.weights.get(), input.weights.data(), count * num_stokes * sizeof(float));
-  if (slot.has_vis) upload(slot.vis.get(), input.vis.data(), count * num_stokes * sizeof(float2));
+  copy(slot.weights.get(), 0, num_stokes * m.rows * sizeof(float));
+  if (slot.has_vis)
+    copy(slot.vis.get(), num_stokes * m.max_visibilities * sizeof(float), num_stokes * m.rows * sizeof(float2));
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_end, m.upload));
-  m.staged = s;
+  m.staged = m.filling;
+  m.filling = -1;
 }
 
 void ChannelImager::next() {
@@ -278,7 +302,8 @@ void ChannelImager::next() {
   m.staged = -1;
   // Off-grid rows lose their weight, and the points are laid out, on the device.
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
-  m.summary = m.preparation->prepare(slot.uvw.get(), slot.weights.get(), static_cast<long long>(slot.count), m.compute);
+  m.summary = m.preparation->prepare(m.uvw_m.get(), slot.freq_hz / speed_of_light, slot.weights.get(),
+                                     static_cast<long long>(m.rows), m.compute);
 }
 
 double ChannelImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }
@@ -376,6 +401,40 @@ deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
   m.stats.compute_ms += event_ms(m.compute_start, m.compute_end);
   deconv::restore_channel(out, m.geometry);
   return out;
+}
+
+KernelTimes ChannelImager::time_kernels() {
+  Impl& m = *impl_;
+  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
+  const Slot& slot = m.active();
+  if (!slot.has_vis) SPIP_THROW(Error, "GPU imager: time_kernels() needs a channel with visibilities");
+  const detail::GridShape grid_shape = m.shape();
+  const detail::LaneSource source{slot.vis.get(), slot.weights.get(), num_stokes, true};
+  cudaEvent_t start = nullptr, stop = nullptr;
+  SPIP_CUDA_CHECK(cudaEventCreate(&start));
+  SPIP_CUDA_CHECK(cudaEventCreate(&stop));
+  KernelTimes times;
+  times.visibilities = static_cast<long long>(m.rows) * num_stokes;
+  times.planes = m.summary.planes;
+  auto timed = [&](double& total, auto launch) {
+    SPIP_CUDA_CHECK(cudaEventRecord(start, m.compute));
+    launch();
+    SPIP_CUDA_CHECK(cudaEventRecord(stop, m.compute));
+    SPIP_CUDA_CHECK(cudaEventSynchronize(stop));
+    total += event_ms(start, stop);
+  };
+  for (int p = 0; p < m.summary.planes && m.summary.entries > 0; ++p) {
+    m.preparation->build_plane_items(p, m.compute);
+    SPIP_CUDA_CHECK(cudaMemsetAsync(m.grids.get(), 0, source.lanes() * m.cells() * sizeof(cufftComplex), m.compute));
+    timed(times.grid_ms, [&] { detail::grid_points(m.preparation->view(), p, grid_shape, source, m.grids.get(), m.compute); });
+    timed(times.degrid_ms, [&] {
+      detail::degrid_points(m.preparation->view(), p, grid_shape, m.grids.get(), 2, m.plain.get(), m.mirrored.get(),
+                            m.compute);
+    });
+  }
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return times;
 }
 
 TransferStats ChannelImager::transfer_stats() const { return impl_->stats; }

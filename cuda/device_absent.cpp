@@ -53,7 +53,9 @@ ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, s
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 ChannelImager::~ChannelImager() = default;
-void ChannelImager::stage(const ChannelInput&) {}
+void ChannelImager::set_uvw(const std::vector<double>&) {}
+ChannelView ChannelImager::staging_area(bool) { return {}; }
+void ChannelImager::upload(double) {}
 void ChannelImager::next() {}
 double ChannelImager::weight_sum(int) const { return 0; }
 int ChannelImager::num_w_planes() const { return 0; }
@@ -63,5 +65,6 @@ deconv::ChannelImages ChannelImager::image_channel(const CleanConfig&, const std
   return {};
 }
 TransferStats ChannelImager::transfer_stats() const { return {}; }
+KernelTimes ChannelImager::time_kernels() { return {}; }
 
 }  // namespace spip::cuda

@@ -30,19 +30,19 @@ __device__ void reduce_block(const double* mine, double (*values)[threads_per_bl
 // Per row: on the grid or not (weights zeroed where not), and per block the sums of
 // the weights and the largest |w| of rows on the grid, by a fixed tree: the same
 // result for the same channel on every run.
-__global__ void survey_kernel(const double* uvw, float* weights, long long rows, double uv_cell, int grid_size,
-                              unsigned char* inside, double* partials) {
+__global__ void survey_kernel(const double* uvw_m, double scale, float* weights, long long rows, double uv_cell,
+                              int grid_size, unsigned char* inside, double* partials) {
   __shared__ double values[sums][threads_per_block];
   const long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   double mine[sums] = {0, 0, 0, 0, 0};
   if (k < rows) {
-    const bool on = imaging::on_grid(uvw[3 * k], uvw[3 * k + 1], uv_cell, grid_size);
+    const bool on = imaging::on_grid(uvw_m[3 * k] * scale, uvw_m[3 * k + 1] * scale, uv_cell, grid_size);
     inside[k] = on;
     for (int s = 0; s < 4; ++s) {
       if (!on) weights[4 * k + s] = 0.0f;
       mine[s] = weights[4 * k + s];
     }
-    mine[4] = on ? fabs(uvw[3 * k + 2]) : 0.0;
+    mine[4] = on ? fabs(uvw_m[3 * k + 2] * scale) : 0.0;
   }
   reduce_block(mine, values);
   if (threadIdx.x < sums) partials[static_cast<long long>(blockIdx.x) * sums + threadIdx.x] = values[threadIdx.x][0];
@@ -69,7 +69,8 @@ __global__ void summary_kernel(const double* partials, int blocks, GridShape sha
 
 // Point 2k + m (m = 1: the mirror, coordinates negated) of row k: its footprint,
 // rotation and first plane, and how many tile entries it makes (none off the grid).
-__global__ void points_kernel(const double* uvw, const unsigned char* inside, long long rows, GridShape shape,
+// Coordinates in wavelengths are uvw_m * scale, the product the CPU imager takes.
+__global__ void points_kernel(const double* uvw_m, double scale, const unsigned char* inside, long long rows, GridShape shape,
                               int w_support, const ChannelSummary* summary, int* first_u, int* first_v,
                               int* first_plane, double* w_out, dcomplex* rotation, float* footprint, int* counts) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -80,7 +81,8 @@ __global__ void points_kernel(const double* uvw, const unsigned char* inside, lo
     return;
   }
   const double sign = i % 2 ? -1.0 : 1.0;
-  const double u = sign * uvw[3 * k], v = sign * uvw[3 * k + 1], w = sign * uvw[3 * k + 2];
+  const double u = sign * (uvw_m[3 * k] * scale), v = sign * (uvw_m[3 * k + 1] * scale),
+               w = sign * (uvw_m[3 * k + 2] * scale);
   const int n = shape.grid_size, support = shape.kernel.support;
   const double gu = imaging::grid_position_u(u, shape.uv_cell, n), gv = imaging::grid_position_v(v, shape.uv_cell, n);
   const int fu = imaging::footprint_first(gu, support), fv = imaging::footprint_first(gv, support);
@@ -202,17 +204,17 @@ std::size_t PointPreparation::fixed_bytes(int grid_size) {
   return tiles * tiles * (sizeof(long long) + sizeof(WorkItem)) + (16u << 20);  // and the CUB scratch, about
 }
 
-const ChannelSummary& PointPreparation::prepare(const double* uvw, float* weights, long long rows,
+const ChannelSummary& PointPreparation::prepare(const double* uvw_m, double scale, float* weights, long long rows,
                                                 cudaStream_t stream) {
   const long long points = 2 * rows;
   const unsigned row_blocks = std::max(1u, blocks_for(rows, threads_per_block));
-  survey_kernel<<<row_blocks, threads_per_block, 0, stream>>>(uvw, weights, rows, shape_.uv_cell, shape_.grid_size,
-                                                              inside_.get(), partials_.get());
+  survey_kernel<<<row_blocks, threads_per_block, 0, stream>>>(uvw_m, scale, weights, rows, shape_.uv_cell,
+                                                              shape_.grid_size, inside_.get(), partials_.get());
   summary_kernel<<<1, threads_per_block, 0, stream>>>(partials_.get(), static_cast<int>(row_blocks), shape_,
                                                       w_support_, summary_.get());
   if (points > 0) {
     points_kernel<<<blocks_for(points, threads_per_block), threads_per_block, 0, stream>>>(
-        uvw, inside_.get(), rows, shape_, w_support_, summary_.get(), first_u_.get(), first_v_.get(),
+        uvw_m, scale, inside_.get(), rows, shape_, w_support_, summary_.get(), first_u_.get(), first_v_.get(),
         first_plane_.get(), w_.get(), rotation_.get(), footprint_.get(), counts_.get());
     std::size_t bytes = scratch_.bytes();
     SPIP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.get(), bytes, counts_.get(), offsets_.get(),

@@ -33,9 +33,11 @@ class PointPreparation {
   static std::size_t bytes_per_row(int support, int grid_size);
   static std::size_t fixed_bytes(int grid_size);
 
-  // Prepares rows [0, rows) of uvw [k][3] (wavelengths) and weights [k][4], zeroing the
-  // weights of rows off the grid in place, on `stream`; returns when the summary is in.
-  const ChannelSummary& prepare(const double* uvw, float* weights, long long rows, cudaStream_t stream);
+  // Prepares rows [0, rows) of uvw_m [k][3] (metres; times `scale`, wavelengths) and
+  // weights [k][4], zeroing the weights of rows off the grid in place, on `stream`;
+  // returns when the summary is in.
+  const ChannelSummary& prepare(const double* uvw_m, double scale, float* weights, long long rows,
+                                cudaStream_t stream);
 
   // Builds plane p's work items (device count at item_count()) on `stream`.
   void build_plane_items(int p, cudaStream_t stream);

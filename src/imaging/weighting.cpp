@@ -17,17 +17,22 @@ long density_cell(const ImageGeometry& g, double u, double v) {
 
 }  // namespace
 
-void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& scheme, const double* uvw_lambda,
-                     std::size_t count, int num_stokes, float* weight) {
+void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& scheme, const double* uvw,
+                     double uv_scale, std::size_t count, int num_stokes, float* weight) {
+  const bool limits = scheme.uv_min > 0 || scheme.uv_max > 0;
+  // Natural weights without limits or taper are the imaging weights: no pass over the
+  // channel, which on the GPU path would be the host's largest cost per row.
+  if (scheme.mode == Weighting::natural && !limits && scheme.taper_fwhm_rad <= 0) return;
   std::vector<double> factor(count, 1.0);
   const double taper = scheme.taper_fwhm_rad > 0
                            ? std::pow(std::numbers::pi * scheme.taper_fwhm_rad, 2) / (4.0 * std::log(2.0))
                            : 0.0;
+  const double uv_min_sq = scheme.uv_min * scheme.uv_min, uv_max_sq = scheme.uv_max * scheme.uv_max;
   for (std::size_t k = 0; k < count; ++k) {
-    const double u = uvw_lambda[3 * k], v = uvw_lambda[3 * k + 1];
-    const double uv = std::hypot(u, v);
-    if (uv < scheme.uv_min || (scheme.uv_max > 0 && uv > scheme.uv_max)) factor[k] = 0;
-    if (taper > 0) factor[k] *= std::exp(-taper * (u * u + v * v));
+    const double u = uvw[3 * k] * uv_scale, v = uvw[3 * k + 1] * uv_scale;
+    const double uv_sq = u * u + v * v;
+    if (uv_sq < uv_min_sq || (scheme.uv_max > 0 && uv_sq > uv_max_sq)) factor[k] = 0;
+    if (taper > 0) factor[k] *= std::exp(-taper * uv_sq);
   }
   if (scheme.mode != Weighting::natural) {
     std::vector<double> density(geometry.pixels(), 0.0);
@@ -35,7 +40,7 @@ void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& schem
     for (std::size_t k = 0; k < count; ++k) {
       const double w = weight[k * num_stokes] * factor[k];
       if (w <= 0) continue;
-      const double u = uvw_lambda[3 * k], v = uvw_lambda[3 * k + 1];
+      const double u = uvw[3 * k] * uv_scale, v = uvw[3 * k + 1] * uv_scale;
       cells[2 * k] = density_cell(geometry, u, v);
       cells[2 * k + 1] = density_cell(geometry, -u, -v);
       for (long cell : {cells[2 * k], cells[2 * k + 1]})

@@ -62,12 +62,12 @@ void rotate_linear_polarisation(std::complex<float>& q, std::complex<float>& u, 
 void derotate(VisBlock& block, const IonosphereTable& table) {
   std::vector<double> lambda_sq;
   for (double f : block.freq_hz) lambda_sq.push_back(std::pow(speed_of_light / f, 2));
-  for (std::size_t r = 0; r < block.num_rows(); ++r) {
-    const double rm = table.rm_at(block.time_mjd_s[r]);
-    for (int c = 0; c < block.num_channels(); ++c)
+  std::vector<double> rm(block.num_rows());
+  for (std::size_t r = 0; r < rm.size(); ++r) rm[r] = table.rm_at(block.time_mjd_s[r]);
+  for (int c = 0; c < block.num_channels(); ++c)
+    for (std::size_t r = 0; r < rm.size(); ++r)
       rotate_linear_polarisation(block.vis[block.index(r, c, stokes_q)], block.vis[block.index(r, c, stokes_u)],
-                                 -rm * lambda_sq[static_cast<std::size_t>(c)]);
-  }
+                                 -rm[r] * lambda_sq[static_cast<std::size_t>(c)]);
 }
 
 }  // namespace spip::ms

@@ -1,8 +1,14 @@
 #include "channel_imaging.hpp"
 
+#include <algorithm>
+
+#include "spip/common/constants.hpp"
 #include "spip/imaging/w_layout.hpp"
+#include "spip/ms/stokes.hpp"
 
 namespace spip::pipeline {
+
+using ms::num_stokes;
 
 ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image, int gpu_device,
                                std::size_t max_visibilities)
@@ -14,11 +20,26 @@ ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const Ima
     cpu_ = std::make_unique<imaging::ChannelImager>(geometry, image.accuracy, image.wstacking);
 }
 
-void ChannelImaging::stage(cuda::ChannelInput input) {
+void ChannelImaging::set_uvw(std::vector<double> uvw_m) {
   if (gpu_)
-    gpu_->stage(input);
+    gpu_->set_uvw(uvw_m);
   else
-    staged_ = std::move(input);
+    uvw_m_ = std::move(uvw_m);
+}
+
+cuda::ChannelView ChannelImaging::stage_area(bool visibilities) {
+  if (gpu_) return gpu_->staging_area(visibilities);
+  const std::size_t rows = uvw_m_.size() / 3;
+  staged_weights_.resize(num_stokes * rows);
+  staged_vis_.resize(visibilities ? num_stokes * rows : 0);
+  return cuda::ChannelView{rows, staged_weights_.data(), visibilities ? staged_vis_.data() : nullptr};
+}
+
+void ChannelImaging::stage(double freq_hz) {
+  if (gpu_)
+    gpu_->upload(freq_hz);
+  else
+    staged_freq_hz_ = freq_hz;
 }
 
 void ChannelImaging::next() {
@@ -26,9 +47,13 @@ void ChannelImaging::next() {
     gpu_->next();
     return;
   }
-  cpu_->set_data(std::move(staged_.uvw_lambda), std::move(staged_.weights));
-  vis_ = std::move(staged_.vis);
-  staged_ = {};
+  const double inv_lambda = staged_freq_hz_ / speed_of_light;
+  std::vector<double> uvw_lambda(uvw_m_.size());
+  std::transform(uvw_m_.begin(), uvw_m_.end(), uvw_lambda.begin(), [&](double metres) { return metres * inv_lambda; });
+  cpu_->set_data(std::move(uvw_lambda), std::move(staged_weights_));
+  vis_ = std::move(staged_vis_);
+  staged_weights_ = {};
+  staged_vis_ = {};
 }
 
 double ChannelImaging::weight_sum(int stokes) const {

@@ -1,8 +1,10 @@
 #pragma once
 // The channel-imaging stage on the rank's backend: imaging::ChannelImager with
 // deconv::image_channel on CPU cores, or its peer cuda::ChannelImager on the rank's
-// GPU. Both take a channel in two steps, stage() then next(), so that the next
-// channel can be prepared (and on the GPU uploaded) while the current one is imaged.
+// GPU. Both take a channel in steps: it is written where stage_area() says (on the
+// GPU straight into pinned memory), handed over by stage() and made current by next(),
+// so that the next channel can be prepared (on the GPU uploaded) while the current one
+// is imaged.
 #include <complex>
 #include <memory>
 #include <optional>
@@ -23,8 +25,13 @@ class ChannelImaging {
   ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image, int gpu_device,
                  std::size_t max_visibilities);
 
-  // May run on another thread than the calls below, while they run.
-  void stage(cuda::ChannelInput input);
+  // The rows' coordinates in metres [k][3], the same for every channel; once.
+  void set_uvw(std::vector<double> uvw_m);
+  // Where the next channel is to be written, with or without its visibilities (the PSF
+  // needs none); stage() hands it over. These two may run on another thread than the
+  // calls below, while they run.
+  cuda::ChannelView stage_area(bool visibilities);
+  void stage(double freq_hz);
   void next();
 
   double weight_sum(int stokes) const;
@@ -42,8 +49,11 @@ class ChannelImaging {
   imaging::EsKernel kernel_;
   std::unique_ptr<imaging::ChannelImager> cpu_;
   std::unique_ptr<cuda::ChannelImager> gpu_;
-  cuda::ChannelInput staged_;                  // CPU: the channel given to stage()
-  std::vector<std::complex<float>> vis_;       // CPU: the current channel's visibilities
+  // CPU: the coordinates, the channel being written and the current channel's visibilities.
+  std::vector<double> uvw_m_;
+  std::vector<float> staged_weights_;
+  std::vector<std::complex<float>> staged_vis_, vis_;
+  double staged_freq_hz_ = 0;
 };
 
 }  // namespace spip::pipeline

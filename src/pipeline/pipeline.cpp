@@ -14,6 +14,7 @@
 #include <optional>
 #include <sstream>
 
+#include "channel_gather.hpp"
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "planning.hpp"
@@ -89,56 +90,16 @@ class ChannelSource {
   int next_begin_ = -1;
 };
 
-// What the QA records of a channel's data; the data itself goes to the imager.
-struct ChannelStats {
-  double freq_hz = 0, visibilities = 0, samples = 0, weight_sum = 0, max_uv = 0;
-  double wait_s = 0;  // time the imaging waited for this channel
-};
-
-// Without `visibilities` only the coordinates and weights, which the PSF needs.
-ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
-                            const imaging::ImageGeometry& geometry, const imaging::WeightingScheme& scheme,
-                            bool visibilities, cuda::ChannelInput& data) {
-  ChannelStats stats;
-  std::size_t rows = 0;
-  for (const ms::VisBlock& block : blocks) rows += block.num_rows();
-  data.uvw_lambda.reserve(3 * rows);
-  if (visibilities) data.vis.reserve(ms::num_stokes * rows);
-  data.weights.reserve(ms::num_stokes * rows);
-  for (const ms::VisBlock& block : blocks) {
-    const int c = absolute_channel - block.chan_begin;
-    stats.freq_hz = block.freq_hz[c];
-    const double inv_lambda = stats.freq_hz / speed_of_light;
-    for (std::size_t r = 0; r < block.num_rows(); ++r) {
-      for (int k = 0; k < 3; ++k) data.uvw_lambda.push_back(block.uvw_m[3 * r + k] * inv_lambda);
-      for (int s = 0; s < ms::num_stokes; ++s) {
-        if (visibilities) data.vis.push_back(block.vis[block.index(r, c, s)]);
-        data.weights.push_back(block.weight[block.index(r, c, s)]);
-      }
-      const float w = block.weight[block.index(r, c, ms::stokes_i)];
-      stats.samples += 1;
-      if (w > 0) {
-        stats.visibilities += 1;
-        stats.weight_sum += w;
-        stats.max_uv = std::max(stats.max_uv, std::hypot(block.uvw_m[3 * r], block.uvw_m[3 * r + 1]) * inv_lambda);
-      }
-    }
-  }
-  imaging::apply_weighting(geometry, scheme, data.uvw_lambda.data(), data.uvw_lambda.size() / 3, ms::num_stokes,
-                           data.weights.data());
-  return stats;
-}
-
 // Feeds the rank's channels to the imager one ahead: while channel c is imaged, the
 // next one is gathered from its block, weighted and staged (on the GPU: uploaded on
 // the upload stream) by a helper thread. Only that thread uses the ChannelSource.
 class ChannelFeed {
  public:
   // Without `visibilities` (pass 1) the channels serve the PSF only.
-  ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const imaging::WeightingScheme& scheme,
-              std::vector<int> channels, bool visibilities)
-      : source_(source), imaging_(imaging), plan_(plan), scheme_(scheme), channels_(std::move(channels)),
-        visibilities_(visibilities) {
+  ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
+              const imaging::WeightingScheme& scheme, std::vector<int> channels, bool visibilities)
+      : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), scheme_(scheme),
+        channels_(std::move(channels)), visibilities_(visibilities) {
     if (!channels_.empty()) pending_ = std::async(std::launch::async, [this] { return prepare(channels_[0]); });
   }
   ~ChannelFeed() {
@@ -163,16 +124,19 @@ class ChannelFeed {
  private:
   ChannelStats prepare(int c) {
     double read_wait = 0;
-    cuda::ChannelInput data;
-    const ChannelStats stats = gather_channel(source_.blocks_for(c, read_wait), plan_.chan_begin + c, plan_.geometry,
-                                              scheme_, visibilities_, data);
-    imaging_.stage(std::move(data));
+    const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
+    // The CPU backend's cores are imaging the current channel meanwhile; a GPU rank's are free.
+    const int threads = plan_.gpu_device >= 0 ? omp_get_max_threads() : 1;
+    const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry, scheme_,
+                                              imaging_.stage_area(visibilities_), threads);
+    imaging_.stage(stats.freq_hz);
     return stats;
   }
 
   ChannelSource& source_;
   ChannelImaging& imaging_;
   const Plan& plan_;
+  const RowCoordinates& coordinates_;
   const imaging::WeightingScheme& scheme_;
   std::vector<int> channels_;
   bool visibilities_;
@@ -349,6 +313,8 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                                         plan.max_visibilities);
   ChannelImaging& imager = *imaging;
   if (mpi.is_root()) mpi.barrier();
+  const RowCoordinates coordinates(inputs_uvw_m(plan));
+  imager.set_uvw(coordinates.uvw_m());
   RunTimes times;
   times.setup_s = setup_watch.seconds();
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
@@ -392,7 +358,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   }
   std::string grid_summary = "no channel imaged here in this run";
   {
-    ChannelFeed feed(source, imager, plan, scheme, todo, false);
+    ChannelFeed feed(source, imager, plan, coordinates, scheme, todo, false);
     for (int c : todo) {
       if (stop.requested()) break;
       read_s += feed.advance(c).wait_s;
@@ -438,7 +404,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       config.image.common_beam ? std::optional<imaging::Beam>(imaging::Beam{beam.major_rad, beam.minor_rad, beam.pa_rad})
                                : std::nullopt;
   const std::size_t pixels = plan.geometry.pixels();
-  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, scheme, todo, true);  // reads ahead into imager
+  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, coordinates, scheme, todo, true);  // reads ahead into imager
   ChannelWriter writer;
   for (int c = mine.begin; c < mine.end; ++c) {
     if (completed(c)) {

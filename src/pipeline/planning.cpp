@@ -357,20 +357,15 @@ double number_in(const nlohmann::json& object, const char* key, const std::strin
   return object[key].get<double>();
 }
 
-// A channel with the inputs' UVW at the band's middle frequency, a 1 Jy point source at
-// the phase centre, and unit weights before the configured weighting.
-cuda::ChannelInput synthetic_channel(const Config& config, const Plan& plan) {
-  const double inv_lambda = plan.freq_hz[plan.freq_hz.size() / 2] / speed_of_light;
-  cuda::ChannelInput input;
-  for (const ms::MsReader& reader : plan.readers)
-    for (double metres : reader.uvw_m()) input.uvw_lambda.push_back(metres * inv_lambda);
-  const std::size_t rows = input.uvw_lambda.size() / 3;
-  input.vis.assign(ms::num_stokes * rows, {0.0f, 0.0f});
-  for (std::size_t r = 0; r < rows; ++r) input.vis[ms::num_stokes * r + ms::stokes_i] = {1.0f, 0.0f};
-  input.weights.assign(ms::num_stokes * rows, 1.0f);
-  imaging::apply_weighting(plan.geometry, weighting_scheme(config), input.uvw_lambda.data(), rows, ms::num_stokes,
-                           input.weights.data());
-  return input;
+// A channel at `freq_hz` with a 1 Jy point source at the phase centre and unit
+// weights before the configured weighting, written into `out`.
+void write_synthetic_channel(const Config& config, const Plan& plan, const std::vector<double>& uvw_m, double freq_hz,
+                             const cuda::ChannelView& out) {
+  std::fill_n(out.vis, ms::num_stokes * out.rows, std::complex<float>{0.0f, 0.0f});
+  for (std::size_t r = 0; r < out.rows; ++r) out.vis[ms::num_stokes * r + ms::stokes_i] = {1.0f, 0.0f};
+  std::fill_n(out.weights, ms::num_stokes * out.rows, 1.0f);
+  imaging::apply_weighting(plan.geometry, weighting_scheme(config), uvw_m.data(), freq_hz / speed_of_light, out.rows,
+                           ms::num_stokes, out.weights);
 }
 
 // RM synthesis and RM-CLEAN of noise spectra (most pixels of a real field hold only
@@ -417,14 +412,25 @@ double write_rate(const std::string& dir) {
 
 }  // namespace
 
+std::vector<double> inputs_uvw_m(const Plan& plan) {
+  std::vector<double> uvw;
+  for (const ms::MsReader& reader : plan.readers) {
+    const std::vector<double> rows = reader.uvw_m();
+    uvw.insert(uvw.end(), rows.begin(), rows.end());
+  }
+  return uvw;
+}
+
 CostRates measure_rates(const Config& config, const Plan& plan) {
   CostRates rates;
-  cuda::ChannelInput input = synthetic_channel(config, plan);
-  const std::size_t rows = input.uvw_lambda.size() / 3;
+  const std::vector<double> uvw_m = inputs_uvw_m(plan);
+  const double freq_hz = plan.freq_hz[plan.freq_hz.size() / 2];
   const Stopwatch setup;
-  ChannelImaging imaging(plan.geometry, config.image, -1, rows);
+  ChannelImaging imaging(plan.geometry, config.image, -1, uvw_m.size() / 3);
   rates.setup_s = setup.seconds();
-  imaging.stage(std::move(input));
+  imaging.set_uvw(uvw_m);
+  write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area(true));
+  imaging.stage(freq_hz);
   imaging.next();
   imaging.psf();  // first touch of the grids and tables
   const Stopwatch pass;

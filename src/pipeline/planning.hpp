@@ -47,6 +47,10 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
 
 imaging::WeightingScheme weighting_scheme(const Config& config);
 
+// UVW (metres, [k][3]) of the rows every input's reads keep, input after input: the
+// rows of every channel.
+std::vector<double> inputs_uvw_m(const Plan& plan);
+
 // The configuration text that progress markers must match for a run to resume: all of
 // it but parallel.time_limit, which a requeued job passes anew with each start.
 std::string run_identity(const Config& config);

@@ -18,19 +18,19 @@ namespace {
 
 constexpr double speed_of_light = 299792458.0;
 
-cuda::ChannelInput read_channel(int channel) {
+// One channel of the sample as the pipeline hands it over: the rows' coordinates in
+// metres, the channel's frequency, weights and visibilities in the block's plane.
+struct Channel {
+  std::vector<double> uvw_m;
+  double freq_hz = 0;
+  std::vector<float> weights;
+  std::vector<std::complex<float>> vis;
+};
+
+Channel read_channel(int channel) {
   const ms::MsReader reader(std::string(SPIP_TEST_DATA) + "/oskar_small.ms", ms::Selection{});
-  const ms::VisBlock block = reader.read(channel, channel + 1);
-  cuda::ChannelInput input;
-  const double inv_lambda = block.freq_hz[0] / speed_of_light;
-  for (std::size_t r = 0; r < block.num_rows(); ++r) {
-    for (int k = 0; k < 3; ++k) input.uvw_lambda.push_back(block.uvw_m[3 * r + k] * inv_lambda);
-    for (int s = 0; s < 4; ++s) {
-      input.vis.push_back(block.vis[block.index(r, 0, s)]);
-      input.weights.push_back(block.weight[block.index(r, 0, s)]);
-    }
-  }
-  return input;
+  ms::VisBlock block = reader.read(channel, channel + 1);
+  return Channel{std::move(block.uvw_m), block.freq_hz[0], std::move(block.weight), std::move(block.vis)};
 }
 
 double max_abs(const std::vector<float>& values) {
@@ -57,22 +57,32 @@ class CudaImaging : public testing::TestWithParam<bool> {};  // w-stacking on or
 TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
   const imaging::ImageGeometry geometry = imaging::ImageGeometry::make(256, 40.0 / 206264.806, 1.2);
   const double accuracy = 1e-5;
-  cuda::ChannelInput input = read_channel(3);
+  Channel input = read_channel(3);
+  const std::size_t rows = input.uvw_m.size() / 3;
+  const double inv_lambda = input.freq_hz / speed_of_light;
   imaging::WeightingScheme briggs;
   briggs.mode = Weighting::briggs;
-  imaging::apply_weighting(geometry, briggs, input.uvw_lambda.data(), input.uvw_lambda.size() / 3, 4,
-                           input.weights.data());
+  imaging::apply_weighting(geometry, briggs, input.uvw_m.data(), inv_lambda, rows, 4, input.weights.data());
+  std::vector<double> uvw_lambda(input.uvw_m.size());
+  for (std::size_t i = 0; i < uvw_lambda.size(); ++i) uvw_lambda[i] = input.uvw_m[i] * inv_lambda;
   CleanConfig clean;
   clean.niter = 300;
   clean.threshold_jy = 0.01;
   clean.subminor = false;  // the GPU runs plain Hogbom
 
   imaging::ChannelImager cpu_imager(geometry, accuracy, GetParam());
-  cpu_imager.set_data(input.uvw_lambda, input.weights);
+  cpu_imager.set_data(uvw_lambda, input.weights);
   const deconv::ChannelImages cpu = deconv::image_channel(cpu_imager, input.vis, clean, std::nullopt);
 
-  cuda::ChannelImager gpu_imager(test::gpu_device, geometry, accuracy, GetParam(), input.uvw_lambda.size() / 3);
-  gpu_imager.stage(input);
+  // Coordinates uploaded in metres and scaled on the device, the channel written into
+  // the pinned staging area, as the pipeline does.
+  cuda::ChannelImager gpu_imager(test::gpu_device, geometry, accuracy, GetParam(), rows);
+  gpu_imager.set_uvw(input.uvw_m);
+  const cuda::ChannelView area = gpu_imager.staging_area(true);
+  ASSERT_EQ(area.rows, rows);
+  std::copy(input.weights.begin(), input.weights.end(), area.weights);
+  std::copy(input.vis.begin(), input.vis.end(), area.vis);
+  gpu_imager.upload(input.freq_hz);
   gpu_imager.next();
   const deconv::ChannelImages gpu = gpu_imager.image_channel(clean, std::nullopt);
 

@@ -95,7 +95,7 @@ std::map<long, double> cell_sums(const ImageGeometry& g, const Coverage& c) {
 TEST(Weighting, UniformGivesEveryOccupiedCellTheSameTotal) {
   const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
   Coverage c = coverage(g);
-  apply_weighting(g, WeightingScheme{Weighting::uniform}, c.uvw.data(), c.weight.size() / 4, 4, c.weight.data());
+  apply_weighting(g, WeightingScheme{Weighting::uniform}, c.uvw.data(), 1.0, c.weight.size() / 4, 4, c.weight.data());
   // Each cell's density counts the visibility and its conjugate's cell; for cells
   // not hit by conjugates the total is exactly 1.
   int ones = 0;
@@ -112,7 +112,7 @@ TEST(Weighting, BriggsSpansUniformToNatural) {
   const Coverage original = coverage(g);
   auto ratio_core_to_outer = [&](WeightingScheme scheme) {
     Coverage c = original;
-    apply_weighting(g, scheme, c.uvw.data(), c.weight.size() / 4, 4, c.weight.data());
+    apply_weighting(g, scheme, c.uvw.data(), 1.0, c.weight.size() / 4, 4, c.weight.data());
     double core = 0, outer = 0;
     for (std::size_t k = 0; k < c.weight.size() / 4; ++k) (k % 4 ? core : outer) += c.weight[4 * k];
     return core / outer;
@@ -135,7 +135,7 @@ TEST(Weighting, UvRangeAndTaper) {
   scheme.uv_min = 2.0 / (64 * 1e-3);
   scheme.uv_max = 20.0 / (64 * 1e-3);
   scheme.taper_fwhm_rad = 5e-3;
-  apply_weighting(g, scheme, c.uvw.data(), c.weight.size() / 4, 4, c.weight.data());
+  apply_weighting(g, scheme, c.uvw.data(), 1.0, c.weight.size() / 4, 4, c.weight.data());
   const double taper = std::pow(std::numbers::pi * 5e-3, 2) / (4 * std::log(2.0));
   for (std::size_t k = 0; k < c.weight.size() / 4; ++k) {
     const double u = c.uvw[3 * k], v = c.uvw[3 * k + 1], r = std::hypot(u, v);

@@ -118,6 +118,39 @@ TEST(MsReader, RowChunkingDoesNotChangeTheBlock) {
   EXPECT_EQ(a.weight, b.weight);
 }
 
+// A block holds one plane per channel; with rows left out (FLAG_ROW, an
+// autocorrelation) the planes are closed up, and every plane equals the block of its
+// channel alone. Every block has the rows, and coordinates, that uvw_m() lists.
+TEST(MsReader, ChannelPlanesEqualSingleChannelReadsWithRowsLeftOut) {
+  const std::string path = simulated("rows_left_out.ms");
+  {
+    cc::Table table(path, cc::Table::Update);
+    cc::ScalarColumn<bool> flag_row(table, "FLAG_ROW");
+    for (cc::rownr_t r = 0; r < table.nrow(); r += 7) flag_row.put(r, true);
+    cc::ScalarColumn<int> ant2(table, "ANTENNA2");
+    ant2.put(3, cc::ScalarColumn<int>(table, "ANTENNA1")(3));
+  }
+  Selection selection;
+  selection.row_chunk = 1000;
+  const MsReader reader(path, selection);
+  const VisBlock block = reader.read(5, 9);
+  ASSERT_EQ(block.num_rows(), 9936u - 1420u - 1u);  // rows 0, 7, ..., 9933 and row 3 left out
+  EXPECT_EQ(block.vis.size(), 4 * 4 * block.num_rows());
+  EXPECT_EQ(reader.uvw_m(), block.uvw_m);
+  for (int c = 0; c < 4; ++c) {
+    const VisBlock single = reader.read(5 + c, 6 + c);
+    ASSERT_EQ(single.uvw_m, block.uvw_m);
+    for (std::size_t r = 0; r < block.num_rows(); ++r)
+      for (int s = 0; s < 4; ++s) {
+        ASSERT_EQ(block.vis[block.index(r, c, s)], single.vis[single.index(r, 0, s)]) << r << " " << c << " " << s;
+        ASSERT_EQ(block.weight[block.index(r, c, s)], single.weight[single.index(r, 0, s)]);
+      }
+  }
+  // The planes one after another, channel by channel.
+  EXPECT_EQ(block.index(0, 1, 0), 4 * block.num_rows());
+  EXPECT_EQ(block.index(2, 3, 1), (3 * block.num_rows() + 2) * 4 + 1);
+}
+
 TEST(MsReader, FlaggedCorrelationsGetZeroWeightAndAreNotCounted) {
   spip::sim::Corruption corruption;
   corruption.flag_fraction = 0.3;

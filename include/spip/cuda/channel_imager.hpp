@@ -5,8 +5,8 @@
 // the same products. No CUDA types cross this header.
 //
 // Streams: channels are uploaded on an upload stream into one of two buffer sets
-// (stage(), from pinned host memory) while the current channel is imaged on the
-// compute stream; next() switches sets. The overlap is measured with CUDA events.
+// (staging_area() and upload(), from pinned host memory) while the current channel is
+// imaged on the compute stream; next() switches sets. The overlap is measured with CUDA events.
 #include <array>
 #include <complex>
 #include <cstddef>
@@ -21,12 +21,13 @@
 
 namespace spip::cuda {
 
-// One channel as the CPU imager takes it: coordinates in wavelengths [k][3], imaging
-// weights [k][4] and Stokes visibilities [k][4].
-struct ChannelInput {
-  std::vector<double> uvw_lambda;
-  std::vector<float> weights;
-  std::vector<std::complex<float>> vis;
+// Where a channel is to be written, for the rows of the imager's coordinates: imaging
+// weights [k][4] and Stokes visibilities [k][4] (null for a channel that serves the
+// PSF only).
+struct ChannelView {
+  std::size_t rows = 0;
+  float* weights = nullptr;
+  std::complex<float>* vis = nullptr;
 };
 
 // Upload time on the upload stream, and how much of it ran while the compute stream
@@ -37,6 +38,15 @@ struct TransferStats {
   double upload_ms = 0;
   double hidden_ms = 0;
   double compute_ms = 0;
+};
+
+// The gridding and degridding kernels alone over every w-plane of a channel, without
+// the FFTs and screens between them (event timings; work items built outside them).
+struct KernelTimes {
+  double grid_ms = 0;    // the four Stokes parameters, points and mirrors
+  double degrid_ms = 0;  // a four-Stokes model, points and mirrors
+  long long visibilities = 0;
+  int planes = 0;
 };
 
 class ChannelImager {
@@ -52,10 +62,16 @@ class ChannelImager {
   ChannelImager(const ChannelImager&) = delete;
   ChannelImager& operator=(const ChannelImager&) = delete;
 
-  // Copies a channel into pinned memory and starts its upload into the buffer set not
-  // in use; everything else is done on the device. A channel without visibilities
-  // serves psf() only. May be called from another thread while the calls below run.
-  void stage(const ChannelInput& input);
+  // The rows' coordinates in metres [k][3]. Which rows are kept does not depend on the
+  // channel, so they are uploaded once, and each channel's are scaled to wavelengths
+  // on the device. Before the first staging_area().
+  void set_uvw(const std::vector<double>& uvw_m);
+  // The pinned memory of the buffer set not in use, once its last upload is done. The
+  // caller writes the channel there (the host's only pass over its rows), and
+  // upload() starts its upload; everything else is done on the device. Both may be
+  // called from another thread while the calls below run.
+  ChannelView staging_area(bool visibilities);
+  void upload(double freq_hz);
   // Makes the channel last staged current (waits for its upload) and prepares its
   // points on the device: off-grid rows lose their weight, footprints, tile entries.
   void next();
@@ -68,6 +84,8 @@ class ChannelImager {
                                       std::vector<float> psf = {});
 
   TransferStats transfer_stats() const;
+  // For the benchmark: the kernels on the current channel, which must have visibilities.
+  KernelTimes time_kernels();
 
  private:
   struct Impl;

@@ -19,7 +19,9 @@ struct WeightingScheme {
 // Briggs weighting are counted on the image's own uv cells (1 / (N * cell)), each
 // visibility together with its Hermitian conjugate, from the Stokes I weights (slot 0);
 // the same factor then applies to every Stokes parameter of a visibility.
-void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& scheme, const double* uvw_lambda,
-                     std::size_t count, int num_stokes, float* weight);
+// The coordinates are uvw [k][3] times `uv_scale` wavelengths: 1 for uvw in
+// wavelengths, frequency / c for uvw in metres.
+void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& scheme, const double* uvw,
+                     double uv_scale, std::size_t count, int num_stokes, float* weight);
 
 }  // namespace spip::imaging

@@ -41,9 +41,11 @@ struct MsInfo {
 
 // Stokes visibilities of the channels [chan_begin, chan_end) for every kept row
 // (cross-correlations of the selected field and window, FLAG_ROW false).
-// Layout: index(row, chan, stokes) = (row * num_channels() + chan) * 4 + stokes.
+// Layout: index(row, chan, stokes) = (chan * num_rows() + row) * 4 + stokes, channel
+// planes one after another, so that imaging a channel reads one contiguous range.
 // A weight is 0 where any correlation the Stokes parameter needs is flagged, or
-// where the correlations do not determine it.
+// where the correlations do not determine it. Which rows are kept does not depend on
+// the channels, so every block of one MsReader has the same rows and uvw_m.
 struct VisBlock {
   int chan_begin = 0, chan_end = 0;
   std::vector<double> freq_hz;                 // per channel of the block
@@ -55,8 +57,7 @@ struct VisBlock {
   int num_channels() const { return chan_end - chan_begin; }
   std::size_t num_rows() const { return uvw_m.size() / 3; }
   std::size_t index(std::size_t row, int chan, int stokes) const {
-    return (row * static_cast<std::size_t>(num_channels()) + static_cast<std::size_t>(chan)) * 4 +
-           static_cast<std::size_t>(stokes);
+    return (static_cast<std::size_t>(chan) * num_rows() + row) * 4 + static_cast<std::size_t>(stokes);
   }
 };
 

@@ -1,0 +1,48 @@
+#pragma once
+// One channel of the rank's visibility blocks, gathered where the imager takes it (on
+// the GPU: its pinned staging memory), with the imaging weights applied. With the
+// blocks' channel planes this is two contiguous copies, all the host does with a
+// channel's rows before imaging (with natural weights).
+#include <cstddef>
+#include <vector>
+
+#include "spip/cuda/channel_imager.hpp"
+#include "spip/imaging/geometry.hpp"
+#include "spip/imaging/weighting.hpp"
+#include "spip/ms/ms_reader.hpp"
+
+namespace spip::pipeline {
+
+// What the QA records of a channel's data.
+struct ChannelStats {
+  double freq_hz = 0, visibilities = 0, samples = 0, weight_sum = 0, max_uv = 0;
+  double wait_s = 0;  // time the imaging waited for this channel
+};
+
+// The rows of every input, which are the same for every channel: their coordinates
+// (metres, [k][3]; MsReader::uvw_m() of each input in turn) and the rows in order of
+// decreasing uv distance, so that a channel's longest unflagged baseline is found
+// without a pass over its rows.
+class RowCoordinates {
+ public:
+  explicit RowCoordinates(std::vector<double> uvw_m);
+  std::size_t rows() const { return uvw_m_.size() / 3; }
+  const std::vector<double>& uvw_m() const { return uvw_m_; }
+  // The largest uv distance (metres) of a row whose Stokes I weight (weights[4k]) is
+  // positive; 0 if none.
+  double max_uv_m(const float* weights) const;
+
+ private:
+  std::vector<double> uvw_m_;
+  std::vector<std::size_t> by_uv_;
+};
+
+// Writes the channel's weights and, where `out.vis` is not null, visibilities into
+// `out`, which holds coordinates.rows() rows, and applies the imaging weights. One
+// thread copies at a fraction of the memory's bandwidth; where the cores are free (a
+// GPU rank's), `threads` copy together.
+ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
+                            const RowCoordinates& coordinates, const imaging::ImageGeometry& geometry,
+                            const imaging::WeightingScheme& scheme, const cuda::ChannelView& out, int threads);
+
+}  // namespace spip::pipeline
