@@ -68,7 +68,8 @@ int main(int argc, char** argv) {
   const spip::pipeline::RowCoordinates coordinates(blocks.front().uvw_m);
   // A 4096^2 image of 3 arcsec: the density grid of uniform and Briggs weighting.
   const auto geometry = spip::imaging::ImageGeometry::make(4096, 3.0 / 206264.806, 1.2);
-  const std::size_t bytes = rows * num_stokes * (sizeof(float) + sizeof(std::complex<float>));
+  const std::size_t used = rows * num_stokes * (sizeof(float) + sizeof(std::complex<float>));
+  const std::size_t bytes = (used + 4095) / 4096 * 4096;  // aligned_alloc takes whole alignments
   std::unique_ptr<char, decltype(&std::free)> staging(static_cast<char*>(std::aligned_alloc(4096, bytes)), &std::free);
   std::memset(staging.get(), 0, bytes);  // touched once, as the pinned buffer is when allocated
   spip::cuda::ChannelView area;

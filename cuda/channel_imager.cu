@@ -63,6 +63,7 @@ struct ChannelImager::Impl {
   detail::ChannelSummary summary{};
   DeviceArray<double> uvw_m;  // every channel's rows, metres
   std::size_t rows = 0;
+  bool has_uvw = false;
   std::array<Slot, 2> slots;
   int current = -1, staged = -1, filling = -1;  // buffer sets
   TransferStats stats;
@@ -73,7 +74,7 @@ struct ChannelImager::Impl {
   long long pixels() const { return static_cast<long long>(geometry.pixels()); }
   long long cells() const { return static_cast<long long>(geometry.grid_size) * geometry.grid_size; }
   Slot& active() {
-    if (current < 0) SPIP_THROW(Error, "GPU imager: no channel is current (stage() and next() first)");
+    if (current < 0) SPIP_THROW(Error, "GPU imager: no channel is current (staging_area(), upload() and next() first)");
     return slots[current];
   }
   detail::GridShape shape() const {
@@ -110,8 +111,12 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   const imaging::GridCorrection corr = imaging::make_grid_correction(geometry, stacking);
   x_shifted = DeviceArray<double>(corr.x_shifted.size());
   correction = DeviceArray<double>(corr.correction.size());
-  SPIP_CUDA_CHECK(cudaMemcpy(x_shifted.get(), corr.x_shifted.data(), x_shifted.bytes(), cudaMemcpyHostToDevice));
-  SPIP_CUDA_CHECK(cudaMemcpy(correction.get(), corr.correction.data(), correction.bytes(), cudaMemcpyHostToDevice));
+  // On the compute stream (which does not wait for the default one), finished here.
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(x_shifted.get(), corr.x_shifted.data(), x_shifted.bytes(), cudaMemcpyHostToDevice,
+                                  compute));
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(correction.get(), corr.correction.data(), correction.bytes(),
+                                  cudaMemcpyHostToDevice, compute));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(compute));
   grids = DeviceArray<cufftComplex>(2 * cells());
   acc = DeviceArray<dcomplex>(2 * pixels());
   for (DeviceArray<float>* images : {&dirty, &residual, &model}) *images = DeviceArray<float>(num_stokes * pixels());
@@ -242,13 +247,21 @@ void ChannelImager::set_uvw(const std::vector<double>& uvw_m) {
                           std::to_string(m.max_visibilities));
   if (m.current >= 0 || m.staged >= 0 || m.filling >= 0)
     SPIP_THROW(Error, "GPU imager: set_uvw() after a channel was staged");
+  if (uvw_m.size() % 3 != 0) SPIP_THROW(Error, "GPU imager: uvw_m holds no whole rows of three");
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
-  SPIP_CUDA_CHECK(cudaMemcpy(m.uvw_m.get(), uvw_m.data(), uvw_m.size() * sizeof(double), cudaMemcpyHostToDevice));
+  // On the compute stream, which does not wait for the default one, and finished
+  // before the first next() can read it.
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(m.uvw_m.get(), uvw_m.data(), uvw_m.size() * sizeof(double), cudaMemcpyHostToDevice,
+                                  m.compute));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
   m.rows = rows;
+  m.has_uvw = true;
 }
 
 ChannelView ChannelImager::staging_area(bool visibilities) {
   Impl& m = *impl_;
+  if (!m.has_uvw) SPIP_THROW(Error, "GPU imager: staging_area() before set_uvw()");
+  m.staged = -1;  // a channel staged and never made current (a stopped pass) is replaced
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));  // the current device is per host thread
   const int s = m.current == 0 ? 1 : 0;
   Slot& slot = m.slots[s];

@@ -27,7 +27,8 @@ void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& schem
   const double taper = scheme.taper_fwhm_rad > 0
                            ? std::pow(std::numbers::pi * scheme.taper_fwhm_rad, 2) / (4.0 * std::log(2.0))
                            : 0.0;
-  const double uv_min_sq = scheme.uv_min * scheme.uv_min, uv_max_sq = scheme.uv_max * scheme.uv_max;
+  const double uv_min_sq = scheme.uv_min > 0 ? scheme.uv_min * scheme.uv_min : 0.0;
+  const double uv_max_sq = scheme.uv_max * scheme.uv_max;
   for (std::size_t k = 0; k < count; ++k) {
     const double u = uvw[3 * k] * uv_scale, v = uvw[3 * k + 1] * uv_scale;
     const double uv_sq = u * u + v * v;

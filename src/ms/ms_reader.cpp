@@ -260,23 +260,6 @@ MsReader& MsReader::operator=(MsReader&&) noexcept = default;
 
 const MsInfo& MsReader::info() const { return impl_->info; }
 
-namespace {
-
-// Moves channel planes of `capacity` rows down to planes of the rows kept.
-void close_up_planes(VisBlock& block, std::size_t capacity) {
-  const std::size_t rows = block.num_rows(), plane = rows * num_stokes;
-  if (rows == capacity) return;
-  for (int c = 1; c < block.num_channels(); ++c) {
-    const std::size_t from = static_cast<std::size_t>(c) * capacity * num_stokes;
-    std::copy_n(block.vis.begin() + from, plane, block.vis.begin() + c * plane);
-    std::copy_n(block.weight.begin() + from, plane, block.weight.begin() + c * plane);
-  }
-  block.vis.resize(block.num_channels() * plane);
-  block.weight.resize(block.vis.size());
-}
-
-}  // namespace
-
 VisBlock MsReader::read(int chan_begin, int chan_end) const {
   const Impl& m = *impl_;
   const int band = m.info.num_channels();
@@ -299,17 +282,20 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
     const cc::Slicer section(cc::IPosition(2, 0, chan_begin), cc::IPosition(2, num_corr, num_chan));
     const cc::rownr_t total = m.main.nrow();
     const cc::rownr_t step = m.rows_per_chunk();
-    // At most every row is kept: channel planes of `total` rows, one allocation instead
-    // of regrowing a large block, closed up at the end if rows were left out.
-    block.uvw_m.reserve(total * 3);
-    block.time_mjd_s.reserve(total);
-    block.vis.resize(total * num_chan * num_stokes);
-    block.weight.resize(block.vis.size());
-    const auto at = [total](std::size_t row, int c, int s) {
-      return (static_cast<std::size_t>(c) * total + row) * num_stokes + static_cast<std::size_t>(s);
-    };
+    // The rows kept first (from scalar columns only), so that the channel planes are
+    // allocated once at their size.
+    std::vector<Impl::RowChunk> chunks;
+    std::size_t kept = 0;
     for (cc::rownr_t first = 0; first < total; first += step) {
-      const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, total - first));
+      chunks.push_back(m.keep_rows(first, std::min(step, total - first)));
+      kept += chunks.back().kept;
+    }
+    block.uvw_m.resize(kept * 3);
+    block.time_mjd_s.reserve(kept);
+    block.vis.resize(kept * num_chan * num_stokes);
+    block.weight.resize(block.vis.size());
+    std::size_t out_row = 0;
+    for (const Impl::RowChunk& chunk : chunks) {
       if (chunk.kept == 0) continue;
       const cc::Array<double> uvw = uvw_column.getColumnRange(chunk.range);
       const cc::Vector<double> time = time_column.getColumnRange(chunk.range);
@@ -317,8 +303,6 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
       const cc::Array<bool> flag = flag_column.getColumnRange(chunk.range, section);
       const cc::Array<float> weight = m.weights(chunk.range, chan_begin, chan_end);
 
-      std::size_t out_row = block.num_rows();
-      block.uvw_m.resize((out_row + chunk.kept) * 3);
       // Arrays are [corr, chan, row] with corr fastest, contiguous after getColumnRange.
       const cc::Complex* d = data.data();
       const bool* f = flag.data();
@@ -332,7 +316,7 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
           for (int s = 0; s < num_stokes; ++s) {
             const StokesRule& rule = m.rules[s];
             if (!rule.determined()) continue;
-            const std::size_t out = at(out_row, c, s);
+            const std::size_t out = (c * kept + out_row) * num_stokes + s;  // block.index(), kept = num_rows()
             const std::size_t a = base + rule.first, b = base + rule.second;
             const Visibility v = apply_rule(rule, {d[a].real(), d[a].imag()}, {d[b].real(), d[b].imag()});
             block.vis[out] = {v.re, v.im};
@@ -343,7 +327,6 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
       }
       m.clear_caches();
     }
-    close_up_planes(block, total);
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading " + m.selection.column + ": " + std::string(e.what()));
   }

@@ -79,7 +79,7 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
       const std::size_t team = omp_get_num_threads(), t = omp_get_thread_num();
       const std::size_t p_begin = pieces * t / team, p_end = pieces * (t + 1) / team;
       for (std::size_t p = p_begin; p < p_end; ++p)
-        sums[p] = copy_weights(&block.weight[plane], n * p / pieces, n * (p + 1) / pieces, weights);
+        sums[p] = copy_weights(block.weight.data() + plane, n * p / pieces, n * (p + 1) / pieces, weights);
       const std::size_t begin = stokes * (n * p_begin / pieces), end = stokes * (n * p_end / pieces);
       if (vis) std::copy(block.vis.begin() + plane + begin, block.vis.begin() + plane + end, vis + begin);
     }

@@ -36,10 +36,14 @@ cuda::ChannelView ChannelImaging::stage_area(bool visibilities) {
 }
 
 void ChannelImaging::stage(double freq_hz) {
-  if (gpu_)
+  if (gpu_) {
     gpu_->upload(freq_hz);
-  else
-    staged_freq_hz_ = freq_hz;
+    return;
+  }
+  const double inv_lambda = freq_hz / speed_of_light;
+  staged_uvw_lambda_.resize(uvw_m_.size());
+  std::transform(uvw_m_.begin(), uvw_m_.end(), staged_uvw_lambda_.begin(),
+                 [&](double metres) { return metres * inv_lambda; });
 }
 
 void ChannelImaging::next() {
@@ -47,10 +51,8 @@ void ChannelImaging::next() {
     gpu_->next();
     return;
   }
-  const double inv_lambda = staged_freq_hz_ / speed_of_light;
-  std::vector<double> uvw_lambda(uvw_m_.size());
-  std::transform(uvw_m_.begin(), uvw_m_.end(), uvw_lambda.begin(), [&](double metres) { return metres * inv_lambda; });
-  cpu_->set_data(std::move(uvw_lambda), std::move(staged_weights_));
+  cpu_->set_data(std::move(staged_uvw_lambda_), std::move(staged_weights_));
+  staged_uvw_lambda_ = {};
   vis_ = std::move(staged_vis_);
   staged_weights_ = {};
   staged_vis_ = {};

@@ -29,7 +29,7 @@ class ChannelImaging {
   void set_uvw(std::vector<double> uvw_m);
   // Where the next channel is to be written, with or without its visibilities (the PSF
   // needs none); stage() hands it over. These two may run on another thread than the
-  // calls below, while they run.
+  // calls below, while psf() or image() runs, never while next() does.
   cuda::ChannelView stage_area(bool visibilities);
   void stage(double freq_hz);
   void next();
@@ -50,10 +50,9 @@ class ChannelImaging {
   std::unique_ptr<imaging::ChannelImager> cpu_;
   std::unique_ptr<cuda::ChannelImager> gpu_;
   // CPU: the coordinates, the channel being written and the current channel's visibilities.
-  std::vector<double> uvw_m_;
+  std::vector<double> uvw_m_, staged_uvw_lambda_;
   std::vector<float> staged_weights_;
   std::vector<std::complex<float>> staged_vis_, vis_;
-  double staged_freq_hz_ = 0;
 };
 
 }  // namespace spip::pipeline

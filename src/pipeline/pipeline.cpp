@@ -99,7 +99,10 @@ class ChannelFeed {
   ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
               const imaging::WeightingScheme& scheme, std::vector<int> channels, bool visibilities)
       : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), scheme_(scheme),
-        channels_(std::move(channels)), visibilities_(visibilities) {
+        channels_(std::move(channels)), visibilities_(visibilities),
+        // The CPU backend's cores image the current channel meanwhile; a GPU rank's are
+        // free. Asked here: the helper thread does not see the run's OpenMP setting.
+        copy_threads_(plan.gpu_device >= 0 ? omp_get_max_threads() : 1) {
     if (!channels_.empty()) pending_ = std::async(std::launch::async, [this] { return prepare(channels_[0]); });
   }
   ~ChannelFeed() {
@@ -125,10 +128,8 @@ class ChannelFeed {
   ChannelStats prepare(int c) {
     double read_wait = 0;
     const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
-    // The CPU backend's cores are imaging the current channel meanwhile; a GPU rank's are free.
-    const int threads = plan_.gpu_device >= 0 ? omp_get_max_threads() : 1;
     const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry, scheme_,
-                                              imaging_.stage_area(visibilities_), threads);
+                                              imaging_.stage_area(visibilities_), copy_threads_);
     imaging_.stage(stats.freq_hz);
     return stats;
   }
@@ -140,6 +141,7 @@ class ChannelFeed {
   const imaging::WeightingScheme& scheme_;
   std::vector<int> channels_;
   bool visibilities_;
+  int copy_threads_;
   std::size_t next_ = 0;
   std::future<ChannelStats> pending_;
 };

@@ -52,7 +52,8 @@ struct KernelTimes {
 class ChannelImager {
  public:
   // Device memory for images of `geometry` and channels of up to `max_visibilities`
-  // (both buffer sets, grids, images, FFT work areas): the run's memory plan.
+  // (the coordinates, both buffer sets, grids, images, FFT work areas): the run's
+  // memory plan.
   static std::size_t device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities);
 
   // Throws spip::Error naming the memory needed and free if the plan does not fit.
@@ -68,8 +69,9 @@ class ChannelImager {
   void set_uvw(const std::vector<double>& uvw_m);
   // The pinned memory of the buffer set not in use, once its last upload is done. The
   // caller writes the channel there (the host's only pass over its rows), and
-  // upload() starts its upload; everything else is done on the device. Both may be
-  // called from another thread while the calls below run.
+  // upload() starts its upload; everything else is done on the device. One channel is
+  // staged at a time (another replaces it): both may be called from another thread
+  // while psf() and image_channel() run, not while next() does.
   ChannelView staging_area(bool visibilities);
   void upload(double freq_hz);
   // Makes the channel last staged current (waits for its upload) and prepares its

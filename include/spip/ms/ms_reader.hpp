@@ -76,8 +76,8 @@ class MsReader {
   // Reads channels [chan_begin, chan_end) of all rows, row_chunk rows per call.
   VisBlock read(int chan_begin, int chan_end) const;
 
-  // UVW (metres, [row][3]) of the rows read() keeps, without their data: what the
-  // plan times a gridding pass with.
+  // UVW (metres, [row][3]) of the rows read() keeps, without their data: the
+  // coordinates of every channel of a run, read once.
   std::vector<double> uvw_m() const;
   // Unflagged visibilities per channel (a Stokes I sample counts when both of its
   // correlations are unflagged); reads only FLAG and the row-selection columns.
