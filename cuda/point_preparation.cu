@@ -60,7 +60,6 @@ __global__ void summary_kernel(const double* partials, int blocks, GridShape sha
   reduce_block(mine, values);
   if (threadIdx.x != 0) return;
   for (int s = 0; s < 4; ++s) summary->weight_sum[s] = values[s][0];
-  summary->w_reach = values[4][0];
   const imaging::WPlanes planes =
       shape.wstacking ? imaging::w_planes(values[4][0], w_support, shape.dw) : imaging::WPlanes{0.0, 1};
   summary->w_first = planes.w_first;
@@ -264,8 +263,8 @@ void PointPreparation::build_plane_items(int p, cudaStream_t stream) {
 }
 
 PreparedView PointPreparation::view() const {
-  return PreparedView{first_u_.get(), first_v_.get(), first_plane_.get(), w_.get(),           rotation_.get(),
-                      footprint_.get(), sorted_points_, items_.get(),      item_count_.get()};
+  return PreparedView{first_u_.get(),  first_v_.get(), w_.get(),          rotation_.get(),
+                      footprint_.get(), sorted_points_, items_.get(), item_count_.get()};
 }
 
 }  // namespace spip::cuda::detail

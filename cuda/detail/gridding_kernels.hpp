@@ -45,7 +45,7 @@ struct WorkItem {
 // A channel prepared on the device (point_preparation.hpp). Point 2k + m is
 // visibility k (m = 1: its Hermitian mirror).
 struct PreparedView {
-  const int *first_u, *first_v, *first_plane;
+  const int *first_u, *first_v;
   const double* w;
   const dcomplex* rotation;           // exp(-2 pi i w x0), 1 without w-stacking
   const float* footprint;             // [point][2 W]: the u values, then the v values

@@ -18,7 +18,6 @@ namespace spip::cuda::detail {
 // What the host needs of a prepared channel (kept in pinned memory).
 struct ChannelSummary {
   double weight_sum[4];
-  double w_reach;
   double w_first;
   int planes;
   long long entries;

@@ -84,8 +84,9 @@ struct Gridder::Impl {
   GridCorrection corr;
   int threads = 1;
 
-  // Per set_uvw: the shared point layout (its lists are regrouped below and released), and per point its kernel footprints in u and v (the same in every
-  // w-plane) and its rotation exp(-2 pi i w x0).
+  // Per set_uvw: the shared point layout (its lists are regrouped below and released),
+  // and per point its kernel footprints in u and v (the same in every w-plane) and its
+  // rotation exp(-2 pi i w x0).
   PointLayout layout;
   struct Cached {
     cdouble rotation;

@@ -20,9 +20,11 @@ constexpr double gb = 1e9;
 constexpr double imaging_bytes_per_pixel = 250;
 // Per grid cell: two complex float grids (the packed Stokes lanes).
 constexpr double imaging_bytes_per_cell = 16;
-// Per visibility of a channel: its staged data (uvw, 4 complex values, 4 weights) for
-// the current and the next channel, the gridder's points with their kernel footprints
-// (direct and mirrored), and the model and residual visibilities of the major cycles.
+// Per visibility of a channel: the rows' coordinates (read once, with their order by
+// uv distance), the staged data (4 complex values, 4 weights; on the CPU also uvw in
+// wavelengths) for the current and the next channel, the gridder's points with their
+// kernel footprints (direct and mirrored), and the model and residual visibilities of
+// the major cycles.
 constexpr double channel_bytes_per_row = 1000;
 // Per visibility and channel of a read block: 4 complex values and 4 weights.
 constexpr double block_bytes_per_row = 48;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "spip/common/constants.hpp"
+#include "spip/error.hpp"
 #include "spip/imaging/w_layout.hpp"
 #include "spip/ms/stokes.hpp"
 
@@ -20,16 +21,17 @@ ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const Ima
     cpu_ = std::make_unique<imaging::ChannelImager>(geometry, image.accuracy, image.wstacking);
 }
 
-void ChannelImaging::set_uvw(std::vector<double> uvw_m) {
+void ChannelImaging::set_uvw(const std::vector<double>& uvw_m) {
   if (gpu_)
     gpu_->set_uvw(uvw_m);
   else
-    uvw_m_ = std::move(uvw_m);
+    uvw_m_ = &uvw_m;
 }
 
 cuda::ChannelView ChannelImaging::stage_area(bool visibilities) {
   if (gpu_) return gpu_->staging_area(visibilities);
-  const std::size_t rows = uvw_m_.size() / 3;
+  if (!uvw_m_) SPIP_THROW(Error, "channel imaging: stage_area() before set_uvw()");
+  const std::size_t rows = uvw_m_->size() / 3;
   staged_weights_.resize(num_stokes * rows);
   staged_vis_.resize(visibilities ? num_stokes * rows : 0);
   return cuda::ChannelView{rows, staged_weights_.data(), visibilities ? staged_vis_.data() : nullptr};
@@ -41,8 +43,8 @@ void ChannelImaging::stage(double freq_hz) {
     return;
   }
   const double inv_lambda = freq_hz / speed_of_light;
-  staged_uvw_lambda_.resize(uvw_m_.size());
-  std::transform(uvw_m_.begin(), uvw_m_.end(), staged_uvw_lambda_.begin(),
+  staged_uvw_lambda_.resize(uvw_m_->size());
+  std::transform(uvw_m_->begin(), uvw_m_->end(), staged_uvw_lambda_.begin(),
                  [&](double metres) { return metres * inv_lambda; });
 }
 

@@ -25,8 +25,9 @@ class ChannelImaging {
   ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image, int gpu_device,
                  std::size_t max_visibilities);
 
-  // The rows' coordinates in metres [k][3], the same for every channel; once.
-  void set_uvw(std::vector<double> uvw_m);
+  // The rows' coordinates in metres [k][3], the same for every channel; once. The CPU
+  // backend reads them from `uvw_m`, which must outlive this object's channels.
+  void set_uvw(const std::vector<double>& uvw_m);
   // Where the next channel is to be written, with or without its visibilities (the PSF
   // needs none); stage() hands it over. These two may run on another thread than the
   // calls below, while psf() or image() runs, never while next() does.
@@ -50,7 +51,8 @@ class ChannelImaging {
   std::unique_ptr<imaging::ChannelImager> cpu_;
   std::unique_ptr<cuda::ChannelImager> gpu_;
   // CPU: the coordinates, the channel being written and the current channel's visibilities.
-  std::vector<double> uvw_m_, staged_uvw_lambda_;
+  const std::vector<double>* uvw_m_ = nullptr;
+  std::vector<double> staged_uvw_lambda_;
   std::vector<float> staged_weights_;
   std::vector<std::complex<float>> staged_vis_, vis_;
 };

@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "gpu_test_main.hpp"
+#include "spip/common/constants.hpp"
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/imaging/channel_imager.hpp"
@@ -15,8 +16,6 @@
 
 namespace spip {
 namespace {
-
-constexpr double speed_of_light = 299792458.0;
 
 // One channel of the sample as the pipeline hands it over: the rows' coordinates in
 // metres, the channel's frequency, weights and visibilities in the block's plane.

@@ -146,18 +146,16 @@ TEST(GriddingMath, PointLayoutKeepsOrderAndFirstPlanesReachEveryWeightedPlane) {
   for (std::size_t i = 0; i < layout.hermitian.size(); ++i) {
     const double wi = layout.hermitian[i].w;
     const int first = first_w_plane(wi, planes, stacking.dw, ws);
-    int reached = 0, weighted = 0;
+    int weighted = 0;
     for (int p = 0; p < layout.planes; ++p) {
       const bool held = p >= first && p < first + ws;
       const double weight = w_plane_weight(stacking.w_kernel, wi, layout.w_first, stacking.dw, p);
-      reached += held;
       weighted += weight > edge;
       if (weight > edge) {
         EXPECT_TRUE(held) << "point " << i << ", plane " << p;
       }
     }
     EXPECT_GE(weighted, ws - 1) << "point " << i;
-    EXPECT_LE(reached, ws + 1) << "point " << i;
     if (i > 0) {
       EXPECT_LE(layout.hermitian[i - 1].k, layout.hermitian[i].k);  // the visibilities' order
     }

@@ -1,6 +1,6 @@
 #pragma once
 // How a channel's points are laid out for an output-stationary gridder, in functions
-// that the GPU's preparation kernels (cuda/prepare_kernels.cu) and the CPU tests both
+// that the GPU's preparation kernels (cuda/point_preparation.cu) and the CPU tests both
 // run: which w-planes a point reaches, which 32 x 32 grid tiles its footprint touches,
 // the radix-sort key of each (point, tile) entry, and the entries of a sorted tile
 // segment that reach a plane. A tile's owner adds the footprint cells that fall in its
