@@ -91,7 +91,6 @@ int main(int argc, char** argv) {
   const std::size_t count = input.rows();
   // Dirty images in four Stokes parameters and the PSF: five gridded values per visibility.
   const double gridded = 5.0 * static_cast<double>(count) * channels;
-  std::vector<float> psf(geometry.pixels());
   spip::CleanConfig dirty_only;
   std::printf("GPU %d: %s; %d channels x %zu visibilities, %d^2 image on a %d^2 grid\n", device.index,
               device.name.c_str(), channels, count, size, geometry.grid_size);
@@ -105,7 +104,7 @@ int main(int argc, char** argv) {
     std::vector<double> uvw_lambda(input.uvw_m.size());
     for (std::size_t i = 0; i < uvw_lambda.size(); ++i) uvw_lambda[i] = input.uvw_m[i] * inv_lambda;
     cpu.set_data(std::move(uvw_lambda), input.weights[c]);
-    spip::deconv::image_channel(cpu, input.vis[c], dirty_only, std::nullopt);
+    spip::deconv::image_channel(cpu, input.vis[c], dirty_only);
   }
   const double cpu_s = seconds_since(start);
 
@@ -113,7 +112,7 @@ int main(int argc, char** argv) {
   // while the current one is imaged, as the pipeline does.
   spip::cuda::ChannelImager gpu(device.index, geometry, accuracy, true, count);
   auto stage = [&](int c) {
-    const spip::cuda::ChannelView area = gpu.staging_area(true);
+    const spip::cuda::ChannelView area = gpu.staging_area();
     std::copy(input.weights[c].begin(), input.weights[c].end(), area.weights);
     std::copy(input.vis[c].begin(), input.vis[c].end(), area.vis);
     gpu.upload(freq[c]);
@@ -125,7 +124,7 @@ int main(int argc, char** argv) {
     gpu.next();
     std::future<void> staging;
     if (c + 1 < channels) staging = std::async(std::launch::async, stage, c + 1);
-    gpu.image_channel(dirty_only, std::nullopt);
+    gpu.image_channel(dirty_only);
     if (staging.valid()) staging.get();
   }
   const double gpu_s = seconds_since(start);

@@ -1,6 +1,6 @@
 // Host time per row of a channel on its way to the GPU imager. The points are prepared
 // on the device from coordinates uploaded once per run, so per channel the host only
-// copies the channel's weights and (pass 2) visibilities from the rank's visibility
+// copies the channel's weights and visibilities, once per run, from the rank's visibility
 // block straight into the imager's pinned staging memory, and applies the imaging
 // weights (pipeline::gather_channel, as the pipeline calls it).
 // Runs without a GPU: the staging area is page-aligned ordinary memory here, which
@@ -54,7 +54,6 @@ double peak_rss_mb() {
 
 struct Case {
   const char* name;
-  bool visibilities;
   spip::Weighting weighting;
   int threads;
 };
@@ -75,23 +74,20 @@ int main(int argc, char** argv) {
   spip::cuda::ChannelView area;
   area.rows = rows;
   area.weights = reinterpret_cast<float*>(staging.get());
-  auto* vis = reinterpret_cast<std::complex<float>*>(staging.get() + num_stokes * rows * sizeof(float));
 
   std::printf("one channel of a block of %d channels x %zu rows gathered into the staging area\n", channels, rows);
   std::printf("(reference: one std::memcpy of the same planes on one thread; natural weighting unless named;\n"
               " 'all threads': the %d of OMP_NUM_THREADS, as on a GPU rank)\n", omp_get_max_threads());
   std::printf("%-28s %10s %10s %10s %10s %10s\n", "case", "B/row out", "ms", "ns/row", "GB/s out", "RSS MB");
   const int threads = omp_get_max_threads();
-  const Case cases[] = {{"pass 1 (PSF), 1 thread", false, spip::Weighting::natural, 1},
-                        {"pass 1 (PSF), all threads", false, spip::Weighting::natural, threads},
-                        {"pass 2, 1 thread", true, spip::Weighting::natural, 1},
-                        {"pass 2, all threads", true, spip::Weighting::natural, threads},
-                        {"pass 2, Briggs, 1 thread", true, spip::Weighting::briggs, 1}};
+  const Case cases[] = {{"1 thread", spip::Weighting::natural, 1},
+                        {"all threads", spip::Weighting::natural, threads},
+                        {"Briggs, 1 thread", spip::Weighting::briggs, 1}};
+  area.vis = reinterpret_cast<std::complex<float>*>(staging.get() + num_stokes * rows * sizeof(float));
+  const std::size_t out_bytes = num_stokes * (sizeof(float) + sizeof(std::complex<float>));
   for (const Case& c : cases) {
-    area.vis = c.visibilities ? vis : nullptr;
     spip::imaging::WeightingScheme scheme;
     scheme.mode = c.weighting;
-    const std::size_t out_bytes = num_stokes * (sizeof(float) + (c.visibilities ? sizeof(std::complex<float>) : 0));
     // gather_channel and the bare memcpy alternately, so that both see the same machine.
     std::vector<double> gather_s, memcpy_s;
     const spip::ms::VisBlock& block = blocks.front();
@@ -102,7 +98,7 @@ int main(int argc, char** argv) {
       gather_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       start = std::chrono::steady_clock::now();
       std::memcpy(area.weights, &block.weight[plane], n * sizeof(float));
-      if (area.vis) std::memcpy(area.vis, &block.vis[plane], n * sizeof(std::complex<float>));
+      std::memcpy(area.vis, &block.vis[plane], n * sizeof(std::complex<float>));
       memcpy_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     for (auto [what, seconds] : {std::pair{c.name, &gather_s}, std::pair{"  memcpy of the same bytes", &memcpy_s}}) {

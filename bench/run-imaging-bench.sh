@@ -69,7 +69,8 @@ run_case() {  # name ms sky size scale_arcsec channels "ws stop" "spip stop"
       fi
       printf '%-8s %-4s %-8s %10s %10s %8s %12s %8s %14s\n' "$mode" "$try" wsclean "$ws_s" "$ws_mb" "" $ws_counts "$ws_err"
       printf '%-8s %-4s %-8s %10s %10s %8.2f %12s %8s %14s\n' "$mode" "$try" spip "$sp_s" "$sp_mb" "$ratio" $sp_counts "$sp_err"
-      echo "  spip stages: $(grep -oE 'waited [0-9.]+ s for reads, PSFs [0-9.]+ s, imaging [0-9.]+ s' "$sp_dir.log");" \
+      echo "  spip stages: $(grep -m1 -oE 'waited [0-9.]+ s for reads, imaging [0-9.]+ s' "$sp_dir.log");" \
+           "restored in $(grep -m1 -oE 'planes in [0-9.]+ s' "$sp_dir.log" | awk '{print $3}') s;" \
            "Faraday stage $(grep -oE 'RM-CLEAN in [0-9.]+ s' "$sp_dir.log" | awk '{print $3}') s"
       rm -rf "$ws_dir" "$sp_dir"
     done

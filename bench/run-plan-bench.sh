@@ -59,10 +59,10 @@ run_case() {  # name, spip options...
 import json, sys
 qa = json.load(open(sys.argv[1]))
 run, ranks = qa["run"], qa["ranks"]
-psf = sum(r["psf_s"] for r in ranks) / sum(r["channels_imaged"] for r in ranks)
+restore = sum(r["restore_s"] for r in ranks) / sum(r["channel_end"] - r["channel_begin"] for r in ranks)
 image = [c["image_s"] for c in qa["channels"] if c["image_s"]]
 read = sum(r["read_s"] for r in ranks) / sum(r["channels_imaged"] for r in ranks)
-print(f"PSF {psf:.3f} s/ch, image {sum(image) / len(image):.3f} s/ch, read wait {read:.3f} s/ch, "
+print(f"image {sum(image) / len(image):.3f} s/ch, restore {restore:.3f} s/ch, read wait {read:.3f} s/ch, "
       f"Faraday {run['faraday_s'] * run['ranks'] / run['image_pixels'] * 1e6:.1f} us/px, "
       f"set-up {run['setup_s']:.2f} s, create {run['create_s']:.2f} s")
 PY

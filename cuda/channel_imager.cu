@@ -27,7 +27,6 @@ constexpr std::size_t raw_bytes_per_visibility = num_stokes * (sizeof(float2) + 
 
 // One buffer set: a channel as uploaded, and what the host knows of it.
 struct Slot {
-  bool has_vis = false;
   double freq_hz = 0;
   DeviceArray<float2> vis;
   DeviceArray<float> weights;
@@ -258,7 +257,7 @@ void ChannelImager::set_uvw(const std::vector<double>& uvw_m) {
   m.has_uvw = true;
 }
 
-ChannelView ChannelImager::staging_area(bool visibilities) {
+ChannelView ChannelImager::staging_area() {
   Impl& m = *impl_;
   if (!m.has_uvw) SPIP_THROW(Error, "GPU imager: staging_area() before set_uvw()");
   m.staged = -1;  // a channel staged and never made current (a stopped pass) is replaced
@@ -266,15 +265,13 @@ ChannelView ChannelImager::staging_area(bool visibilities) {
   const int s = m.current == 0 ? 1 : 0;
   Slot& slot = m.slots[s];
   SPIP_CUDA_CHECK(cudaEventSynchronize(slot.upload_end));  // its staging buffer is free again
-  slot.has_vis = visibilities;
   m.filling = s;
   // Fixed offsets for the largest channel, so that both arrays stay aligned.
   char* base = slot.staging.get();
   ChannelView view;
   view.rows = m.rows;
   view.weights = reinterpret_cast<float*>(base);
-  if (visibilities)
-    view.vis = reinterpret_cast<std::complex<float>*>(base + num_stokes * m.max_visibilities * sizeof(float));
+  view.vis = reinterpret_cast<std::complex<float>*>(base + num_stokes * m.max_visibilities * sizeof(float));
   return view;
 }
 
@@ -291,8 +288,7 @@ void ChannelImager::upload(double freq_hz) {
     m.stats.upload_bytes += static_cast<double>(bytes);
   };
   copy(slot.weights.get(), 0, num_stokes * m.rows * sizeof(float));
-  if (slot.has_vis)
-    copy(slot.vis.get(), num_stokes * m.max_visibilities * sizeof(float), num_stokes * m.rows * sizeof(float2));
+  copy(slot.vis.get(), num_stokes * m.max_visibilities * sizeof(float), num_stokes * m.rows * sizeof(float2));
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_end, m.upload));
   m.staged = m.filling;
   m.filling = -1;
@@ -330,48 +326,25 @@ detail::StokesScale inverse_weight_sums(const double* sums) {
 }
 }  // namespace
 
-void ChannelImager::psf(float* image) {
-  Impl& m = *impl_;
-  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
-  const Slot& slot = m.active();
-  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_start, m.compute));
-  detail::StokesScale scale = inverse_weight_sums(m.summary.weight_sum);
-  // The weights at each point and its mirror: the same list as the Stokes images.
-  m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale, m.psf.get());
-  m.download(image, m.psf.get(), m.pixels());
-  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_end, m.compute));
-  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
-  m.computed = true;
-  m.stats.compute_ms += event_ms(m.compute_start, m.compute_end);
-}
-
 // The stages of deconv::image_channel, with the images kept on the device until the end.
-deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
-                                                   const std::optional<imaging::Beam>& restoring_beam,
-                                                   std::vector<float> psf) {
+deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean) {
   Impl& m = *impl_;
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const Slot& slot = m.active();
   const long long pixels = m.pixels();
-  if (!slot.has_vis) SPIP_THROW(Error, "GPU imager: the current channel was staged without visibilities (PSF only)");
   const detail::StokesScale scale = inverse_weight_sums(m.summary.weight_sum);
   deconv::ChannelImages out;
   SPIP_CUDA_CHECK(cudaEventRecord(m.compute_start, m.compute));
   m.grid_images(detail::LaneSource{slot.vis.get(), slot.weights.get(), num_stokes, true}, scale, m.dirty.get());
-  if (psf.size() == static_cast<std::size_t>(pixels)) {
-    out.psf = std::move(psf);
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(m.psf.get(), out.psf.data(), pixels * sizeof(float), cudaMemcpyHostToDevice, m.compute));
-  } else {
-    out.psf.resize(pixels);
-    m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale, m.psf.get());
-    m.download(out.psf.data(), m.psf.get(), pixels);
-  }
+  out.psf.resize(pixels);
+  // The weights at each point and its mirror: the same list as the Stokes images.
+  m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale, m.psf.get());
+  m.download(out.psf.data(), m.psf.get(), pixels);
   SPIP_CUDA_CHECK(cudaMemcpyAsync(m.residual.get(), m.dirty.get(), num_stokes * pixels * sizeof(float),
                                   cudaMemcpyDeviceToDevice, m.compute));
   SPIP_CUDA_CHECK(cudaMemsetAsync(m.model.get(), 0, num_stokes * pixels * sizeof(float), m.compute));
   SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
   out.fitted_beam = imaging::fit_beam(out.psf.data(), m.geometry);
-  out.restoring_beam = restoring_beam.value_or(out.fitted_beam);
 
   std::vector<float> residual;
   for (int cycle = 0; clean.niter > 0; ++cycle) {
@@ -412,7 +385,7 @@ deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean,
   SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
   m.computed = true;
   m.stats.compute_ms += event_ms(m.compute_start, m.compute_end);
-  deconv::restore_channel(out, m.geometry);
+  deconv::set_residual_statistics(out);
   return out;
 }
 
@@ -420,7 +393,6 @@ KernelTimes ChannelImager::time_kernels() {
   Impl& m = *impl_;
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const Slot& slot = m.active();
-  if (!slot.has_vis) SPIP_THROW(Error, "GPU imager: time_kernels() needs a channel with visibilities");
   const detail::GridShape grid_shape = m.shape();
   const detail::LaneSource source{slot.vis.get(), slot.weights.get(), num_stokes, true};
   cudaEvent_t start = nullptr, stop = nullptr;

@@ -54,16 +54,12 @@ ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, s
 }
 ChannelImager::~ChannelImager() = default;
 void ChannelImager::set_uvw(const std::vector<double>&) {}
-ChannelView ChannelImager::staging_area(bool) { return {}; }
+ChannelView ChannelImager::staging_area() { return {}; }
 void ChannelImager::upload(double) {}
 void ChannelImager::next() {}
 double ChannelImager::weight_sum(int) const { return 0; }
 int ChannelImager::num_w_planes() const { return 0; }
-void ChannelImager::psf(float*) {}
-deconv::ChannelImages ChannelImager::image_channel(const CleanConfig&, const std::optional<imaging::Beam>&,
-                                                   std::vector<float>) {
-  return {};
-}
+deconv::ChannelImages ChannelImager::image_channel(const CleanConfig&) { return {}; }
 TransferStats ChannelImager::transfer_stats() const { return {}; }
 KernelTimes ChannelImager::time_kernels() { return {}; }
 

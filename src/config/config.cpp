@@ -325,7 +325,7 @@ const std::vector<Key>& keys() {
              "OpenMP threads per rank; 0: all available cores"),
       scalar("parallel.memory_gb", &Config::parallel, &ParallelConfig::memory_gb,
              [](double v) { return v >= 0; }, "a number >= 0", "GB",
-             "memory a rank may hold (channel blocks, PSFs, grids, Faraday chunks); 0: the node's memory over its ranks"),
+             "memory a rank may hold (channel blocks, grids, Faraday chunks); 0: the node's memory over its ranks"),
       scalar("parallel.channels_per_rank", &Config::parallel, &ParallelConfig::channels_per_rank,
              [](int v) { return v >= 0; }, "an integer >= 0", "channels",
              "fixed channel block per rank; 0: balance unflagged visibilities over ranks"),

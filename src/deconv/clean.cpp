@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <optional>
 #include <unordered_map>
 
 #include "psf_convolution.hpp"
@@ -226,22 +227,16 @@ MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imagin
 }
 
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
-                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
-                            std::vector<float> psf) {
+                            const CleanConfig& clean) {
   const imaging::ImageGeometry& g = imager.geometry();
   const std::size_t pixels = g.pixels();
   ChannelImages out;
   out.dirty.resize(num_stokes * pixels);
   out.model.assign(num_stokes * pixels, 0.0f);
   imager.dirty(vis.data(), out.dirty.data());
-  if (psf.size() == pixels) {
-    out.psf = std::move(psf);
-  } else {
-    out.psf.resize(pixels);
-    imager.psf(out.psf.data());
-  }
+  out.psf.resize(pixels);
+  imager.psf(out.psf.data());
   out.fitted_beam = imaging::fit_beam(out.psf.data(), g);
-  out.restoring_beam = restoring_beam.value_or(out.fitted_beam);
   out.residual = out.dirty;
 
   std::vector<std::complex<float>> model_vis(vis.size()), residual_vis(vis.size());
@@ -285,7 +280,7 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
       break;
     }
   }
-  restore_channel(out, g);
+  set_residual_statistics(out);
   return out;
 }
 
@@ -306,13 +301,18 @@ double search_noise(PeakSearch search, const float* residual, std::size_t pixels
   return std::sqrt(std::accumulate(variance.begin(), variance.end(), 0.0));
 }
 
-void restore_channel(ChannelImages& out, const imaging::ImageGeometry& geometry) {
-  const std::size_t pixels = geometry.pixels();
-  out.restored = out.residual;
-  for (int s = 0; s < num_stokes; ++s)
-    imaging::restore(out.model.data() + s * pixels, geometry, out.restoring_beam, out.restored.data() + s * pixels);
-  out.residual_sigma = mad_sigma(out.residual.data(), pixels);
+void set_residual_statistics(ChannelImages& out) {
+  out.residual_sigma = mad_sigma(out.residual.data(), out.psf.size());
   out.residual_peak = residual_peak(out.residual);
+}
+
+std::vector<float> restore_channel(const float* model, const float* residual, const imaging::ImageGeometry& geometry,
+                                   const imaging::Beam& beam) {
+  const std::size_t pixels = geometry.pixels();
+  std::vector<float> restored(residual, residual + num_stokes * pixels);
+#pragma omp parallel for
+  for (int s = 0; s < num_stokes; ++s) imaging::restore(model + s * pixels, geometry, beam, restored.data() + s * pixels);
+  return restored;
 }
 
 }  // namespace spip::deconv

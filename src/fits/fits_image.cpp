@@ -347,8 +347,9 @@ void CubeFile::create(const std::string& path, const ImageHeader& header) {
   guard.release();
 }
 
-// Concurrency: the header is written once by create() and never touched again
-// (no CHECKSUM/DATASUM, no keyword updates), and each call here writes only the
+// Concurrency: the header is written once by create() and touched again only by
+// write_beam(), which like commit() runs with no writer active (no CHECKSUM/DATASUM,
+// no keyword added), and each call here writes only the
 // pixels of its planes through fits_write_img on the existing HDU, then closes,
 // which flushes CFITSIO's buffers before returning. Hence:
 //  - processes (or threads) taking turns are always safe;
@@ -420,13 +421,49 @@ std::vector<float> CubeFile::read_rows(const std::string& path, int first_row, i
   std::vector<float> data(static_cast<std::size_t>(slab_pixels * layout.planes));
   FitsFile file = FitsFile::open(partial, READONLY);
   int status = 0, any_null = 0;
-  float null_value = std::numeric_limits<float>::quiet_NaN();
+  // No null value: with one, CFITSIO would also flush denormals to zero.
   for (long long plane = 0; plane < layout.planes && slab_pixels > 0; ++plane)
     fits_read_img(file.get(), TFLOAT, plane * layout.plane_pixels + first_row * layout.row_pixels + 1, slab_pixels,
-                  &null_value, data.data() + plane * slab_pixels, &any_null, &status);
+                  nullptr, data.data() + plane * slab_pixels, &any_null, &status);
   check(status, "read rows of", partial);
   file.close();
   return data;
+}
+
+std::vector<float> CubeFile::read_planes(const std::string& path, int first_plane, int planes) {
+  const std::string partial = partial_path(path);
+  const CubeLayout layout = read_layout(partial);
+  if (first_plane < 0 || planes < 0 || first_plane + planes > layout.planes)
+    SPIP_THROW(spip::Error, "FITS: cannot read planes [" + std::to_string(first_plane) + ", " +
+                                std::to_string(first_plane + planes) + ") of '" + partial + "': it has " +
+                                std::to_string(layout.planes) + " planes");
+  std::vector<float> data(static_cast<std::size_t>(planes * layout.plane_pixels));
+  if (data.empty()) return data;
+  FitsFile file = FitsFile::open(partial, READONLY);
+  int status = 0, any_null = 0;
+  // No null value: with one, CFITSIO would also flush denormals to zero.
+  fits_read_img(file.get(), TFLOAT, first_plane * layout.plane_pixels + 1, static_cast<LONGLONG>(data.size()),
+                nullptr, data.data(), &any_null, &status);
+  check(status, "read planes of", partial);
+  file.close();
+  return data;
+}
+
+void CubeFile::write_beam(const std::string& path, const Beam& beam) {
+  const std::string partial = partial_path(path);
+  FitsFile file = FitsFile::open(partial, READWRITE);
+  int status = 0;
+  for (const auto& [key, value] : {std::pair{"BMAJ", beam.major_rad}, {"BMIN", beam.minor_rad}, {"BPA", beam.pa_rad}}) {
+    // Replaced in place, so that the header keeps its size and the pixels their offset.
+    char old_value[FLEN_VALUE] = {}, comment[FLEN_COMMENT] = {}, card[FLEN_CARD] = {};
+    fits_read_keyword(file.get(), key, old_value, comment, &status);
+    check(status, std::string("find the beam keyword ") + key + " in", partial);
+    std::string text = fits_real(value * rad_to_deg);
+    fits_make_key(key, text.data(), comment, card, &status);
+    fits_update_card(file.get(), key, card, &status);
+    check(status, std::string("update ") + key + " in", partial);
+  }
+  file.close();
 }
 
 void CubeFile::write_beams(const std::string& path, std::span<const Beam> per_plane) {

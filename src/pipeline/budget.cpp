@@ -42,8 +42,7 @@ std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb 
 std::string MemoryPlan::describe() const {
   return "memory plan of " + gigabytes(budget) + " per rank: imaging " + gigabytes(imaging) + ", channel data " +
          gigabytes(channel_data) + ", read blocks 2 x " + gigabytes(block) + " (" + std::to_string(block_channels) +
-         " channels), kept PSFs " + (keep_psfs ? gigabytes(psfs) : std::string("none (they do not fit)")) +
-         ", Faraday row groups " + gigabytes(faraday_group);
+         " channels), Faraday row groups " + gigabytes(faraday_group);
 }
 
 MemoryPlan plan_memory(const MemoryNeeds& needs) {
@@ -75,9 +74,6 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   plan.block = plan.block_channels * block_per_channel;
   left -= 2 * plan.block;
   plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));
-  left -= plan.faraday_group;
-  plan.psfs = 4.0 * pixels * needs.my_channels;
-  plan.keep_psfs = plan.psfs <= left;
   return plan;
 }
 

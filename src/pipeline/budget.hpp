@@ -21,8 +21,6 @@ struct MemoryPlan {
   double channel_data = 0;
   double block = 0;          // one block; two are held
   int block_channels = 1;
-  double psfs = 0;           // this rank's PSFs kept from pass 1 for pass 2, when they fit
-  bool keep_psfs = false;
   double faraday_group = 0;  // one row group of the Faraday stage
   std::string describe() const;
 };

@@ -71,7 +71,7 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
   for (const ms::VisBlock& block : blocks) {
     const std::size_t plane = block.index(0, absolute_channel - block.chan_begin, 0), n = block.num_rows();
     float* weights = out.weights + stokes * first;
-    std::complex<float>* vis = out.vis ? out.vis + stokes * first : nullptr;
+    std::complex<float>* vis = out.vis + stokes * first;
     std::array<PieceSums, pieces> sums;
 #pragma omp parallel num_threads(threads)
     {
@@ -81,7 +81,7 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
       for (std::size_t p = p_begin; p < p_end; ++p)
         sums[p] = copy_weights(block.weight.data() + plane, n * p / pieces, n * (p + 1) / pieces, weights);
       const std::size_t begin = stokes * (n * p_begin / pieces), end = stokes * (n * p_end / pieces);
-      if (vis) std::copy(block.vis.begin() + plane + begin, block.vis.begin() + plane + end, vis + begin);
+      std::copy(block.vis.begin() + plane + begin, block.vis.begin() + plane + end, vis + begin);
     }
     for (const PieceSums& piece : sums) {
       stats.visibilities += piece.visibilities;

@@ -37,8 +37,7 @@ class RowCoordinates {
   std::vector<std::size_t> by_uv_;
 };
 
-// Writes the channel's weights and, where `out.vis` is not null, visibilities into
-// `out`, which holds coordinates.rows() rows, and applies the imaging weights. One
+// Writes the channel's weights and visibilities into `out`, which holds coordinates.rows() rows, and applies the imaging weights. One
 // thread copies at a fraction of the memory's bandwidth; where the cores are free (a
 // GPU rank's), `threads` copy together.
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,

@@ -28,13 +28,13 @@ void ChannelImaging::set_uvw(const std::vector<double>& uvw_m) {
     uvw_m_ = &uvw_m;
 }
 
-cuda::ChannelView ChannelImaging::stage_area(bool visibilities) {
-  if (gpu_) return gpu_->staging_area(visibilities);
+cuda::ChannelView ChannelImaging::stage_area() {
+  if (gpu_) return gpu_->staging_area();
   if (!uvw_m_) SPIP_THROW(Error, "channel imaging: stage_area() before set_uvw()");
   const std::size_t rows = uvw_m_->size() / 3;
   staged_weights_.resize(num_stokes * rows);
-  staged_vis_.resize(visibilities ? num_stokes * rows : 0);
-  return cuda::ChannelView{rows, staged_weights_.data(), visibilities ? staged_vis_.data() : nullptr};
+  staged_vis_.resize(num_stokes * rows);
+  return cuda::ChannelView{rows, staged_weights_.data(), staged_vis_.data()};
 }
 
 void ChannelImaging::stage(double freq_hz) {
@@ -64,19 +64,9 @@ double ChannelImaging::weight_sum(int stokes) const {
   return gpu_ ? gpu_->weight_sum(stokes) : cpu_->weight_sum(stokes);
 }
 
-std::vector<float> ChannelImaging::psf() {
-  std::vector<float> image(geometry_.pixels());
-  if (gpu_)
-    gpu_->psf(image.data());
-  else
-    cpu_->psf(image.data());
-  return image;
-}
-
-deconv::ChannelImages ChannelImaging::image(const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
-                                            std::vector<float> psf) {
-  if (gpu_) return gpu_->image_channel(clean, restoring_beam, std::move(psf));
-  return deconv::image_channel(*cpu_, vis_, clean, restoring_beam, std::move(psf));
+deconv::ChannelImages ChannelImaging::image(const CleanConfig& clean) {
+  if (gpu_) return gpu_->image_channel(clean);
+  return deconv::image_channel(*cpu_, vis_, clean);
 }
 
 std::string ChannelImaging::describe() const {

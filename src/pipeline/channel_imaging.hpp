@@ -7,7 +7,6 @@
 // is imaged.
 #include <complex>
 #include <memory>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,17 +27,15 @@ class ChannelImaging {
   // The rows' coordinates in metres [k][3], the same for every channel; once. The CPU
   // backend reads them from `uvw_m`, which must outlive this object's channels.
   void set_uvw(const std::vector<double>& uvw_m);
-  // Where the next channel is to be written, with or without its visibilities (the PSF
-  // needs none); stage() hands it over. These two may run on another thread than the
-  // calls below, while psf() or image() runs, never while next() does.
-  cuda::ChannelView stage_area(bool visibilities);
+  // Where the next channel is to be written; stage() hands it over. These two may run
+  // on another thread than the calls below, while image() runs, never while next() does.
+  cuda::ChannelView stage_area();
   void stage(double freq_hz);
   void next();
 
   double weight_sum(int stokes) const;
-  std::vector<float> psf();
-  deconv::ChannelImages image(const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
-                              std::vector<float> psf);
+  // deconv::image_channel on the current channel: not restored.
+  deconv::ChannelImages image(const CleanConfig& clean);
 
   // Kernel support and w-planes of the current channel, for the log.
   std::string describe() const;

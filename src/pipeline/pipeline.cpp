@@ -40,8 +40,7 @@ namespace fs = std::filesystem;
 
 // The rank's channels, read in blocks of channels that fit the memory budget. While a
 // block is imaged, the next one is read on a reader thread (double buffering: at most
-// two blocks in memory). A rank whose channels fit in one block reads them once for
-// both passes. Only one thread at a time uses the readers.
+// two blocks in memory). Only one thread at a time uses the readers.
 class ChannelSource {
  public:
   ChannelSource(const Plan& plan, parallel::ChannelBlock mine)
@@ -95,11 +94,10 @@ class ChannelSource {
 // the upload stream) by a helper thread. Only that thread uses the ChannelSource.
 class ChannelFeed {
  public:
-  // Without `visibilities` (pass 1) the channels serve the PSF only.
   ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
-              const imaging::WeightingScheme& scheme, std::vector<int> channels, bool visibilities)
+              const imaging::WeightingScheme& scheme, std::vector<int> channels)
       : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), scheme_(scheme),
-        channels_(std::move(channels)), visibilities_(visibilities),
+        channels_(std::move(channels)),
         // The CPU backend's cores image the current channel meanwhile; a GPU rank's are
         // free. Asked here: the helper thread does not see the run's OpenMP setting.
         copy_threads_(plan.gpu_device >= 0 ? omp_get_max_threads() : 1) {
@@ -129,7 +127,7 @@ class ChannelFeed {
     double read_wait = 0;
     const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
     const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry, scheme_,
-                                              imaging_.stage_area(visibilities_), copy_threads_);
+                                              imaging_.stage_area(), copy_threads_);
     imaging_.stage(stats.freq_hz);
     return stats;
   }
@@ -140,17 +138,15 @@ class ChannelFeed {
   const RowCoordinates& coordinates_;
   const imaging::WeightingScheme& scheme_;
   std::vector<int> channels_;
-  bool visibilities_;
   int copy_threads_;
   std::size_t next_ = 0;
   std::future<ChannelStats> pending_;
 };
 
-// Finishes channels on a helper thread one channel behind the imaging: while channel
-// k+1 is imaged, channel k's planes are written to the cubes, its moments and Q + iU
-// go to the Faraday stage and its progress marker is written. Tasks run one at a time
-// in submission order, so the Faraday stage sees the channels in order and a marker
-// always follows its planes; only this thread touches the cubes during pass 2.
+// Finishes channels on a helper thread one channel behind: while channel k+1 is imaged
+// (or restored), channel k's planes and then its progress marker are written. Tasks
+// run one at a time in submission order, so a marker always follows its planes; only
+// this thread writes the cubes meanwhile.
 class ChannelWriter {
  public:
   ChannelWriter() = default;
@@ -215,7 +211,7 @@ std::string json_number(double value) {
 
 // One rank's stage times and the channels it imaged in this run, gathered to rank 0.
 struct RankTimes {
-  double read_s, psf_s, image_s, channels_imaged;
+  double read_s, image_s, restore_s, channels_imaged;
   static constexpr int fields = 4;
 };
 static_assert(sizeof(RankTimes) == RankTimes::fields * sizeof(double));
@@ -254,9 +250,9 @@ void write_qa_json(const std::string& path, const std::vector<double>& records, 
   for (std::size_t r = 0; r < plan.blocks.size(); ++r)
     out << "    {\"rank\": " << r << ", \"channel_begin\": " << plan.chan_begin + plan.blocks[r].begin
         << ", \"channel_end\": " << plan.chan_begin + plan.blocks[r].end
-        << ", \"read_s\": " << json_number(rank_times[RankTimes::fields * r]) << ", \"psf_s\": "
-        << json_number(rank_times[RankTimes::fields * r + 1])
-        << ", \"image_s\": " << json_number(rank_times[RankTimes::fields * r + 2])
+        << ", \"read_s\": " << json_number(rank_times[RankTimes::fields * r])
+        << ", \"image_s\": " << json_number(rank_times[RankTimes::fields * r + 1])
+        << ", \"restore_s\": " << json_number(rank_times[RankTimes::fields * r + 2])
         << ", \"channels_imaged\": " << json_number(rank_times[RankTimes::fields * r + 3]) << "}"
         << (r + 1 < plan.blocks.size() ? "," : "")
         << "\n";
@@ -293,6 +289,48 @@ fits::Beam common_beam(const std::vector<imaging::Beam>& mine, const parallel::M
   return largest;
 }
 
+double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigma : 0.0; }
+
+// With CLEAN and a common beam: each of the rank's channels restored with the job's
+// beam from the model and residual planes the imaging wrote, instead of imaging it
+// again. A channel a killed run already restored keeps its planes and its peak.
+void restore_with_common_beam(const CubeSet& cubes, const Plan& plan, parallel::ChannelBlock mine,
+                              const fits::Beam& beam, const std::vector<double>& noise, const ChannelProgress& progress,
+                              std::vector<ChannelQa>& qa, StopRequest& stop, const Log& log) {
+  const imaging::Beam restoring{beam.major_rad, beam.minor_rad, beam.pa_rad};
+  const std::size_t pixels = plan.geometry.pixels();
+  const Stopwatch watch;
+  int restored_here = 0, done = 0;
+  ChannelWriter writer;
+  for (int c = mine.begin; c < mine.end; ++c, ++done) {
+    const int absolute = plan.chan_begin + c;
+    ChannelQa& channel_qa = qa[c - mine.begin];
+    if (noise[c - mine.begin] < 0) continue;  // blanked: NaN planes
+    double peak = 0;
+    if (progress.restored(absolute)) {
+      peak = progress.restored_peak(absolute);
+    } else {
+      if (stop.requested()) break;
+      const std::vector<float> model = read_stokes_planes(cubes, "model", c);
+      const std::vector<float> residual = read_stokes_planes(cubes, "residual", c);
+      std::vector<float> restored = deconv::restore_channel(model.data(), residual.data(), plan.geometry, restoring);
+      peak = *std::max_element(restored.begin(), restored.begin() + pixels);
+      writer.submit([&, c, absolute, peak, restored = std::move(restored)] {
+        write_restored(cubes, c, restored);
+        progress.mark_restored(absolute, peak);
+      });
+      ++restored_here;
+    }
+    channel_qa.restored_peak_i = peak;
+    channel_qa.dynamic_range = dynamic_range(peak, channel_qa.residual_sigma);
+  }
+  writer.finish();
+  stop.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine.size()) +
+                          " channels are restored with the common beam, each with its marker");
+  log.info("restored " + std::to_string(restored_here) + " channels with the common beam from their model and residual "
+           "planes in " + fixed(watch.seconds(), 2) + " s (writer thread " + fixed(writer.busy_s(), 2) + " s)");
+}
+
 Products run_planned(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log,
                      StopRequest& stop) {
   const Stopwatch total;
@@ -309,8 +347,6 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // rank, and a resumed run, transforms with the same plans (bit-identical products).
   const Stopwatch setup_watch;
   if (!mpi.is_root()) mpi.barrier();
-  // Held until pass 2 is done: the GPU imager's buffers are freed before the Faraday
-  // stage sizes its own against the device's free memory.
   std::optional<ChannelImaging> imaging(std::in_place, plan.geometry, config.image, plan.gpu_device,
                                         plan.max_visibilities);
   ChannelImaging& imager = *imaging;
@@ -328,9 +364,11 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // Channels a killed run completed, with what later stages need of them; every rank
   // decides from the same files before rank 0 changes any of them.
   const ChannelProgress progress(config.output.dir, config.output.prefix, run_identity(config));
-  const CubeSet names = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {});
+  // Created before the job's restoring beam is known (every channel's PSF must be
+  // fitted first): rank 0 writes it into the headers at the end.
+  const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {});
   std::vector<std::string> partials;
-  for (const std::string& path : names.paths()) partials.push_back(fits::CubeFile::partial_path(path));
+  for (const std::string& path : cubes.paths()) partials.push_back(fits::CubeFile::partial_path(path));
   const bool resume = progress.resumable(partials);
   mpi.barrier();
   auto completed = [&](int c) { return resume && progress.done(plan.chan_begin + c); };
@@ -339,48 +377,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     for (int c = mine.begin; c < mine.end; ++c) done += completed(c);
     log.info("resuming: " + std::to_string(done) + " of this rank's " + std::to_string(mine.size()) +
              " channels are complete");
-  }
-
-  // Pass 1: every channel's PSF beam, then one common restoring beam for the job.
-  // The PSFs are kept for pass 2 when they fit the memory budget.
-  const Stopwatch psf_watch;
-  std::vector<imaging::Beam> beams;
-  const bool keep_psfs = plan.memory.keep_psfs;
-  std::vector<std::vector<float>> psfs(static_cast<std::size_t>(mine.size()));
-  std::vector<int> todo;
-  for (int c = mine.begin; c < mine.end; ++c) {
-    if (!completed(c)) {
-      todo.push_back(c);
-      continue;
-    }
-    const std::vector<double> record = progress.record(plan.chan_begin + c);
-    if (record[ChannelQa::fields] >= 0)
-      beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
-                                    record[ChannelQa::fields + 3]});
-  }
-  std::string grid_summary = "no channel imaged here in this run";
-  {
-    ChannelFeed feed(source, imager, plan, coordinates, scheme, todo, false);
-    for (int c : todo) {
-      if (stop.requested()) break;
-      read_s += feed.advance(c).wait_s;
-      if (!(imager.weight_sum(0) > 0)) continue;  // fully flagged: blanked in pass 2
-      std::vector<float> psf = imager.psf();
-      beams.push_back(imaging::fit_beam(psf.data(), plan.geometry));
-      if (keep_psfs) psfs[c - mine.begin] = std::move(psf);
-      grid_summary = imager.describe();
-    }
-  }
-  stop.leave_if_requested("pass 1 (the PSFs) was not finished; nothing of it is kept");
-  const double psf_s = psf_watch.seconds() - read_s;
-  const fits::Beam beam = common_beam(beams, mpi);
-  log.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
-           fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * 180 / std::numbers::pi, 1) +
-           " deg; grid " + std::to_string(plan.geometry.grid_size) + "^2, " + grid_summary +
-           " (last channel of rank 0)");
-
-  const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, beam);
-  if (mpi.is_root() && !resume) {
+  } else if (mpi.is_root()) {
     const Stopwatch create_watch;
     progress.start_fresh();
     create_cubes(cubes);
@@ -389,96 +386,98 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   }
   mpi.barrier();
 
-  const ms::MsInfo& info = plan.readers.front().info();
-  FaradayStage faraday(config, cubes.base,
-                       std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
-                       {{cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
-                         cubes.path("image", "V")},
-                        cubes.cleaned ? std::array{cubes.path("residual", "Q"), cubes.path("residual", "U")}
-                                      : std::array<std::string, 2>{}},
-                       plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
-
-  // Pass 2: image, clean, restore and write each channel.
-  std::vector<double> records;
-  const Stopwatch imaging_watch;
-  const double read_before = read_s;
-  const std::optional<imaging::Beam> common =
-      config.image.common_beam ? std::optional<imaging::Beam>(imaging::Beam{beam.major_rad, beam.minor_rad, beam.pa_rad})
-                               : std::nullopt;
-  const std::size_t pixels = plan.geometry.pixels();
-  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, coordinates, scheme, todo, true);  // reads ahead into imager
-  ChannelWriter writer;
+  // Each channel is read, staged and imaged once: PSF, dirty images, CLEAN. With CLEAN
+  // and a common beam, the restoring waits for every channel's fitted beam (below);
+  // otherwise each channel is restored here with its own.
+  const bool restore_later = cubes.cleaned && config.image.common_beam;
+  std::vector<ChannelQa> qa(static_cast<std::size_t>(mine.size()));
+  std::vector<double> noise(static_cast<std::size_t>(mine.size()));  // polarised; < 0: blanked
+  std::vector<imaging::Beam> beams;
+  std::vector<int> todo;
   for (int c = mine.begin; c < mine.end; ++c) {
-    if (completed(c)) {
-      // Its planes are in the partial cubes, where the Faraday stage reads them; its
-      // numbers are in its marker.
-      const std::vector<double> record = progress.record(plan.chan_begin + c);
-      records.insert(records.end(), record.begin(), record.begin() + ChannelQa::fields);
-      writer.submit([&, noise = record[ChannelQa::fields]] { faraday.add_channel(noise); });
+    if (!completed(c)) {
+      todo.push_back(c);
       continue;
     }
+    // Its planes are in the partial cubes; its numbers are in its marker.
+    const std::vector<double> record = progress.record(plan.chan_begin + c);
+    std::memcpy(&qa[c - mine.begin], record.data(), sizeof(ChannelQa));
+    noise[c - mine.begin] = record[ChannelQa::fields];
+    if (record[ChannelQa::fields] >= 0)
+      beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
+                                    record[ChannelQa::fields + 3]});
+  }
+  const Stopwatch imaging_watch;
+  std::string grid_summary = "no channel imaged here in this run";
+  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, coordinates, scheme, todo);  // reads ahead
+  ChannelWriter writer;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::size_t pixels = plan.geometry.pixels();
+  int imaged = 0;
+  for (int c : todo) {
     if (stop.requested()) break;
     const ChannelStats data = feed->advance(c);
     read_s += data.wait_s;
     const Stopwatch channel_watch;
+    ChannelQa& channel_qa = qa[c - mine.begin];
     if (!(imager.weight_sum(0) > 0)) {
       // Nothing to image (fully flagged, or no baseline on the grid): its planes stay
       // NaN in every cube and the Faraday stage gives it zero weight.
       log.info("channel " + std::to_string(plan.chan_begin + c) + " has no unflagged data on the grid; blanked");
-      ChannelQa blank{};
-      blank.channel = plan.chan_begin + c;
-      blank.freq_hz = data.freq_hz;
-      blank.rank = mpi.rank();
-      blank.flagged_fraction = 1.0;
-      blank.search_noise = blank.clean_threshold = blank.threshold_reached = std::numeric_limits<double>::quiet_NaN();
-      const double* fields = &blank.channel;
-      records.insert(records.end(), fields, fields + ChannelQa::fields);
-      std::vector<double> record(fields, fields + ChannelQa::fields);
+      channel_qa = ChannelQa{};
+      channel_qa.channel = plan.chan_begin + c;
+      channel_qa.freq_hz = data.freq_hz;
+      channel_qa.rank = mpi.rank();
+      channel_qa.flagged_fraction = 1.0;
+      channel_qa.search_noise = channel_qa.clean_threshold = channel_qa.threshold_reached = nan;
+      noise[c - mine.begin] = -1.0;
+      std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
       record.insert(record.end(), {-1.0, 0.0, 0.0, 0.0});  // noise < 0: blanked; no fitted beam
-      writer.submit([&, c, record] {
-        faraday.add_channel(-1.0);
-        progress.mark_done(plan.chan_begin + c, record);
-      });
+      writer.submit([&, c, record] { progress.mark_done(plan.chan_begin + c, record); });
       continue;
     }
-    deconv::ChannelImages images = imager.image(config.clean, common, std::move(psfs[c - mine.begin]));
-    const double peak_i = *std::max_element(images.restored.begin(), images.restored.begin() + pixels);
+    deconv::ChannelImages images = imager.image(config.clean);
+    grid_summary = imager.describe();
+    beams.push_back(images.fitted_beam);
+    std::vector<float> restored;
+    if (!restore_later)
+      restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan.geometry, images.fitted_beam);
+    const double peak_i = restored.empty() ? nan : *std::max_element(restored.begin(), restored.begin() + pixels);
     // Without CLEAN, or without a threshold to reach, there is nothing to report.
     const bool has_threshold = config.clean.niter > 0 && images.clean_threshold > 0;
-    const double nan = std::numeric_limits<double>::quiet_NaN();
-    const ChannelQa qa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
-                       data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
-                       data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
-                       images.fitted_beam.minor_rad * rad_to_arcsec, images.fitted_beam.pa_rad * 180 / std::numbers::pi,
-                       static_cast<double>(images.iterations), static_cast<double>(images.major_cycles),
-                       config.clean.auto_threshold > 0 ? images.search_noise : nan,
-                       has_threshold ? images.clean_threshold : nan,
-                       has_threshold ? (images.threshold_reached ? 1.0 : 0.0) : nan,
-                       images.residual_sigma, images.residual_peak, peak_i,
-                       images.residual_sigma > 0 ? peak_i / images.residual_sigma : 0.0, data.wait_s,
-                       channel_watch.seconds()};
-    const double* fields = &qa.channel;
-    records.insert(records.end(), fields, fields + ChannelQa::fields);
+    channel_qa = ChannelQa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
+                           data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
+                           data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
+                           images.fitted_beam.minor_rad * rad_to_arcsec,
+                           images.fitted_beam.pa_rad * 180 / std::numbers::pi, static_cast<double>(images.iterations),
+                           static_cast<double>(images.major_cycles),
+                           config.clean.auto_threshold > 0 ? images.search_noise : nan,
+                           has_threshold ? images.clean_threshold : nan,
+                           has_threshold ? (images.threshold_reached ? 1.0 : 0.0) : nan, images.residual_sigma,
+                           images.residual_peak, peak_i, dynamic_range(peak_i, images.residual_sigma), data.wait_s,
+                           channel_watch.seconds()};
     if (has_threshold && !images.threshold_reached)
       log.info("channel " + std::to_string(plan.chan_begin + c) + ": CLEAN stopped at " +
                (images.iterations >= config.clean.niter ? "clean.niter = " + std::to_string(config.clean.niter)
                                                         : "clean.max_major = " + std::to_string(config.clean.max_major)) +
                " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
+    ++imaged;
     if (mpi.is_root()) {
-      const int done = c - mine.begin + 1;
-      const double rate = done / imaging_watch.seconds();
+      const double rate = imaged / imaging_watch.seconds();
       log.info("channel " + std::to_string(plan.chan_begin + c) + ": " + std::to_string(images.iterations) +
                " iterations, " + std::to_string(images.major_cycles) + " major cycles, residual sigma " +
-               fixed(images.residual_sigma * 1e3, 3) + " mJy; rank 0 " + std::to_string(done) + "/" +
-               std::to_string(mine.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
-               " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((mine.size() - done) / rate, 1) + " s");
+               fixed(images.residual_sigma * 1e3, 3) + " mJy; rank 0 " + std::to_string(imaged) + "/" +
+               std::to_string(todo.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
+               " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - imaged) / rate, 1) + " s");
     }
-    std::vector<double> record(fields, fields + ChannelQa::fields);
-    writer.submit([&, c, images = std::move(images), record = std::move(record)]() mutable {
-      write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual, images.restored);
+    std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
+    writer.submit([&, c, images = std::move(images), restored = std::move(restored),
+                   record = std::move(record)]() mutable {
+      write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual);
+      if (!restored.empty()) write_restored(cubes, c, restored);
       const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                       deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
-      faraday.add_channel(pol_noise);
+      noise[c - mine.begin] = pol_noise;
       record.insert(record.end(), {pol_noise, images.fitted_beam.major_rad, images.fitted_beam.minor_rad,
                                    images.fitted_beam.pa_rad});
       progress.mark_done(plan.chan_begin + c, record);
@@ -486,17 +485,42 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   }
   feed.reset();
   writer.finish();
-  stop.leave_if_requested(std::to_string(records.size() / ChannelQa::fields) + " of this rank's " +
-                          std::to_string(mine.size()) + " channels are complete, each with its progress marker");
-  const double image_s = imaging_watch.seconds() - (read_s - read_before);
-  log.info("waited " + fixed(read_s, 2) + " s for reads, PSFs " + fixed(psf_s, 2) + " s, imaging " + fixed(image_s, 2) +
-           " s; writer thread " + fixed(writer.busy_s(), 2) + " s, of which the imaging waited " +
-           fixed(writer.waited_s(), 2) + " s");
+  stop.leave_if_requested(std::to_string(mine.size() - todo.size() + imaged) + " of this rank's " +
+                          std::to_string(mine.size()) + " channels are imaged, each with its progress marker");
+  const double image_s = imaging_watch.seconds() - read_s;
+  log.info("waited " + fixed(read_s, 2) + " s for reads, imaging " + fixed(image_s, 2) + " s; writer thread " +
+           fixed(writer.busy_s(), 2) + " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
   if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
+  // The GPU imager's buffers are freed before the Faraday stage sizes its own against
+  // the device's free memory.
   imaging.reset();
 
+  const fits::Beam beam = common_beam(beams, mpi);
+  log.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
+           fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * 180 / std::numbers::pi, 1) +
+           " deg; grid " + std::to_string(plan.geometry.grid_size) + "^2, " + grid_summary +
+           " (last channel of rank 0)");
+  const Stopwatch restore_watch;
+  if (restore_later) restore_with_common_beam(cubes, plan, mine, beam, noise, progress, qa, stop, log);
+  const double restore_s = restore_watch.seconds();
+
+  std::vector<double> records;
+  for (const ChannelQa& channel_qa : qa)
+    records.insert(records.end(), &channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
+  const ms::MsInfo& info = plan.readers.front().info();
+  fits::ImageHeader faraday_base = cubes.base;
+  faraday_base.beam = beam;
+  FaradayStage faraday(config, faraday_base,
+                       std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
+                       {{cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
+                         cubes.path("image", "V")},
+                        cubes.cleaned ? std::array{cubes.path("residual", "Q"), cubes.path("residual", "U")}
+                                      : std::array<std::string, 2>{}},
+                       plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
+  for (double channel_noise : noise) faraday.add_channel(channel_noise);
+
   const std::vector<double> all_records = mpi.gather_to_root(records);
-  const RankTimes mine_times{read_s, psf_s, image_s, static_cast<double>(todo.size())};
+  const RankTimes mine_times{read_s, image_s, restore_s, static_cast<double>(todo.size())};
   const std::vector<double> rank_times =
       mpi.gather_to_root(std::vector<double>(&mine_times.read_s, &mine_times.read_s + RankTimes::fields));
   mpi.barrier();
@@ -509,6 +533,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // The channel cubes stay partial until the Faraday stage is done, so that a run
   // killed there resumes from its channels instead of imaging them again.
   if (mpi.is_root()) {
+    write_restoring_beam(cubes, beam);
     if (!config.image.common_beam) write_channel_beams(cubes, channel_beams(all_records, plan));
     commit_cubes(cubes);
     progress.remove();

@@ -194,15 +194,13 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
     if (mpi.is_root()) {
       const CostRates rates = measure_rates(config, plan);
       const SlowestRank slowest = slowest_rank(plan.blocks, plan.geometry);
-      const double first =
-          rates.setup_s + rates.create_s + slowest.channels * rates.psf_channel_s + rates.image_channel_s;
+      const double first = rates.setup_s + rates.create_s + rates.image_channel_s;
       const double faraday = rates.setup_s + slowest.slab_pixels * rates.faraday_pixel_s;
       const double total = rank_seconds(rates, slowest.channels, slowest.slab_pixels);
       const std::string problem =
           first > limit ? "a rank with " + std::to_string(slowest.channels) + " channels needs about " +
                               fixed(first, 0) + " s to finish its first channel (set-up " + fixed(rates.setup_s, 1) +
-                              " s, PSFs " + fixed(rates.psf_channel_s, 2) + " s and imaging " +
-                              fixed(rates.image_channel_s, 2) + " s per channel)"
+                              " s, imaging " + fixed(rates.image_channel_s, 2) + " s per channel)"
           : faraday > limit ? "a rank's share of the Faraday stage (" + fixed(slowest.slab_pixels, 0) +
                                   " pixels) needs about " + fixed(faraday, 0) + " s in one start"
                             : std::string();
@@ -429,29 +427,25 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   ChannelImaging imaging(plan.geometry, config.image, -1, uvw_m.size() / 3);
   rates.setup_s = setup.seconds();
   imaging.set_uvw(uvw_m);
-  write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area(true));
+  write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area());
   imaging.stage(freq_hz);
   imaging.next();
-  imaging.psf();  // first touch of the grids and tables
-  const Stopwatch pass;
-  std::vector<float> psf = imaging.psf();
-  imaging::fit_beam(psf.data(), plan.geometry);
-  rates.psf_channel_s = pass.seconds();
 
-  // A dirty image, then one with a single major cycle: their difference is a major
-  // cycle's cost (predict, re-grid, the minor cycles). How many a channel takes depends
-  // on the sky, not on this noiseless point source.
+  // A dirty image (and PSF), then one with a single major cycle: their difference is a
+  // major cycle's cost (predict, re-grid, the minor cycles). How many a channel takes
+  // depends on the sky, not on this noiseless point source.
   CleanConfig clean = config.clean;
   clean.niter = 0;
+  imaging.image(clean);  // first touch of the grids and tables
   const Stopwatch dirty;
-  imaging.image(clean, std::nullopt, psf);
+  imaging.image(clean);
   const double dirty_s = dirty.seconds();
   double major_s = 0;
   if (config.clean.niter > 0) {
     clean = config.clean;
     clean.max_major = 1;
     const Stopwatch major;
-    imaging.image(clean, std::nullopt, std::move(psf));
+    imaging.image(clean);
     major_s = std::max(0.0, major.seconds() - dirty_s);
   }
   const double cycles = config.clean.niter > 0 ? std::min<double>(default_major_cycles, config.clean.max_major) : 0;
@@ -470,6 +464,9 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   // moments, the depth cubes and the pixel maps per pixel.
   const double images = 20 + faraday::pixel_map_count;
   rates.create_s = 4 * pixels * (channel_cubes * num_chan + images + fdf_planes) / rate;
+  // Restoring with a common beam reads a channel's model and residual planes back and
+  // writes its restored ones: 12 planes, read as cheaply as written.
+  if (config.clean.niter > 0 && config.image.common_beam) rates.restore_channel_s = 4 * pixels * 12 / rate;
   rates.faraday_pixel_s = 4 * (4.0 * num_chan + images + fdf_planes) / rate;
   if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
   return rates;
@@ -483,19 +480,19 @@ CostRates rates_from_qa(const std::string& path, const Config& config, const Pla
   CostRates rates;
   rates.setup_s = number_in(run, "setup_s", path);
   rates.create_s = number_in(run, "create_s", path);
-  double psf_s = 0, imaged = 0, image_s = 0;
+  double restore_s = 0, owned = 0, image_s = 0;
   int channels = 0;
   for (const nlohmann::json& rank : qa.value("ranks", nlohmann::json::array())) {
-    psf_s += number_in(rank, "psf_s", path);
-    imaged += number_in(rank, "channels_imaged", path);
+    restore_s += number_in(rank, "restore_s", path);
+    owned += number_in(rank, "channel_end", path) - number_in(rank, "channel_begin", path);
   }
   for (const nlohmann::json& channel : qa.value("channels", nlohmann::json::array()))
     if (channel.contains("image_s") && channel["image_s"].is_number() && channel["image_s"].get<double>() > 0) {
       image_s += channel["image_s"].get<double>();
       ++channels;
     }
-  if (imaged == 0 || channels == 0) SPIP_THROW(InputError, path + ": no imaged channel to take rates from");
-  rates.psf_channel_s = psf_s / imaged;
+  if (owned == 0 || channels == 0) SPIP_THROW(InputError, path + ": no imaged channel to take rates from");
+  rates.restore_channel_s = restore_s / owned;
   rates.image_channel_s = image_s / channels;
   const int previous_channels = static_cast<int>(number_in(run, "channels", path));
   const int num_chan = plan.chan_end - plan.chan_begin;
@@ -511,7 +508,7 @@ CostRates rates_from_qa(const std::string& path, const Config& config, const Pla
 }
 
 double rank_seconds(const CostRates& rates, int channels, double pixels) {
-  return rates.setup_s + rates.create_s + channels * (rates.psf_channel_s + rates.image_channel_s) +
+  return rates.setup_s + rates.create_s + channels * (rates.image_channel_s + rates.restore_channel_s) +
          pixels * rates.faraday_pixel_s;
 }
 
@@ -564,8 +561,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
       << plan.geometry.grid_size << "^2 grid; " << num_phi << " Faraday depths\n";
   const CostRates rates =
       request.previous_qa.empty() ? measure_rates(config, plan) : rates_from_qa(request.previous_qa, config, plan);
-  out << "rates " << rates.from << ":\n  set-up " << fixed(rates.setup_s, 2) << " s; per channel: PSF "
-      << fixed(rates.psf_channel_s, 3) << " s, image and CLEAN " << fixed(rates.image_channel_s, 3)
+  out << "rates " << rates.from << ":\n  set-up " << fixed(rates.setup_s, 2) << " s; per channel: image and CLEAN "
+      << fixed(rates.image_channel_s, 3) << " s, restore " << fixed(rates.restore_channel_s, 3)
       << " s; Faraday stage " << fixed(rates.faraday_pixel_s * 1e6, 2) << " us per pixel; products created by rank 0 in "
       << fixed(rates.create_s, 2) << " s\n\n";
 
@@ -588,7 +585,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
     const MemoryPlan memory = plan_memory(needs);
-    const double host = memory.imaging + memory.channel_data + 2 * memory.block + (memory.keep_psfs ? memory.psfs : 0);
+    const double host = memory.imaging + memory.channel_data + 2 * memory.block;
     const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
     const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, plan.geometry.size);
     const int group_rows =

@@ -63,18 +63,18 @@ constexpr double default_major_cycles = 4;
 // previous run's qa.json (the more accurate, for a job like that one).
 struct CostRates {
   double setup_s = 0;          // FFT plans and grid corrections, once per rank
-  double psf_channel_s = 0;    // pass 1, per channel: the PSF and its beam fit
-  double image_channel_s = 0;  // pass 2, per channel: dirty image, CLEAN, restore
+  double image_channel_s = 0;    // per channel: PSF, dirty images, CLEAN
+  double restore_channel_s = 0;  // per channel, with CLEAN and a common beam: restored from its planes on disk
   double create_s = 0;         // rank 0 creating the products, which every rank waits for
   double faraday_pixel_s = 0;  // the Faraday stage, per pixel of a rank's slab
   std::string from;            // where the rates come from, for the plan's reader
 };
 
 // Timed on a synthetic channel with the inputs' own UVW (the MS's UVW column, no
-// visibilities) holding a 1 Jy point source: a PSF, a dirty image and one major cycle
-// of the configured CLEAN, counted default_major_cycles times; RM synthesis and
+// visibilities) holding a 1 Jy point source: a dirty image with its PSF, and one major
+// cycle of the configured CLEAN, counted default_major_cycles times; RM synthesis and
 // RM-CLEAN of noise spectra on the planned depths; and the output file system's write
-// rate for the products.
+// rate for the products and the restoring.
 CostRates measure_rates(const Config& config, const Plan& plan);
 // From the "run" timings and the per-rank and per-channel times of a qa.json. The
 // previous run may have had fewer channels (a few, to time a large job): its product

@@ -82,16 +82,38 @@ void create_cubes(const CubeSet& cubes) {
 }
 
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
-                   const std::vector<float>& model, const std::vector<float>& residual,
-                   const std::vector<float>& restored) {
+                   const std::vector<float>& model, const std::vector<float>& residual) {
   const std::size_t pixels = psf.size();
-  const std::vector<float>* images[] = {&dirty, &model, &residual, &restored};
-  for (int k = 0; k < 4; ++k)
+  const std::vector<float>* images[] = {&dirty, &model, &residual};
+  for (int k = 0; k < 3; ++k)
     if (written(cubes, per_stokes_products[k]))
       for (int s = 0; s < 4; ++s)
         fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
                                      std::span<const float>(images[k]->data() + s * pixels, pixels));
   fits::CubeFile::write_planes(cubes.path("psf", nullptr), plane, psf);
+}
+
+void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
+  const std::size_t pixels = restored.size() / 4;
+  for (int s = 0; s < 4; ++s)
+    fits::CubeFile::write_planes(cubes.path("image", stokes_names[s]), plane,
+                                 std::span<const float>(restored.data() + s * pixels, pixels));
+}
+
+std::vector<float> read_stokes_planes(const CubeSet& cubes, const std::string& product, int plane) {
+  std::vector<float> planes;
+  for (const char* stokes : stokes_names) {
+    const std::vector<float> one = fits::CubeFile::read_planes(cubes.path(product, stokes), plane, 1);
+    planes.insert(planes.end(), one.begin(), one.end());
+  }
+  return planes;
+}
+
+void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam) {
+  for (const char* product : per_stokes_products)
+    if (written(cubes, product) && header_for(cubes, product, 0).beam)
+      for (const char* stokes : stokes_names) fits::CubeFile::write_beam(cubes.path(product, stokes), beam);
+  fits::CubeFile::write_beam(cubes.path("psf", nullptr), beam);
 }
 
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {

@@ -23,10 +23,17 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
 
 // Rank 0, before any rank writes.
 void create_cubes(const CubeSet& cubes);
-// Channel `plane` (0-based within the imaged range) of every product of the set.
+// Channel `plane` (0-based within the imaged range) of every product of the set but
+// the restored image, which may wait for the job's restoring beam.
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
-                   const std::vector<float>& model, const std::vector<float>& residual,
-                   const std::vector<float>& restored);
+                   const std::vector<float>& model, const std::vector<float>& residual);
+// Channel `plane` of the restored ("image") cubes, from its Stokes planes [4][N*N].
+void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored);
+// Channel `plane` of a per-Stokes product ("model", "residual", ...) as written, [4][N*N].
+std::vector<float> read_stokes_planes(const CubeSet& cubes, const std::string& product, int plane);
+// Rank 0, before commit_cubes: the job's restoring beam in every product that carries
+// one (the cubes are created before it is known).
+void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam);
 // Rank 0, with image.common_beam = false, before commit_cubes: each channel's own beam
 // in the restored cubes (CASA's BEAMS table).
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel);

@@ -31,6 +31,8 @@ std::string ChannelProgress::marker(int channel) const {
   return (fs::path(dir_) / name).string();
 }
 
+std::string ChannelProgress::restored_marker(int channel) const { return marker(channel) + ".restored"; }
+
 bool ChannelProgress::resumable(const std::vector<std::string>& partial_cubes) const {
   if (read_text((fs::path(dir_) / "config.ini").string()) != config_text_) return false;
   for (const std::string& cube : partial_cubes)
@@ -59,6 +61,17 @@ void ChannelProgress::mark_done(int channel, const std::vector<double>& record) 
   out.precision(17);
   for (double v : record) out << v << "\n";
   write_text_atomically(marker(channel), out.str());
+}
+
+bool ChannelProgress::restored(int channel) const { return fs::exists(restored_marker(channel)); }
+
+double ChannelProgress::restored_peak(int channel) const { return std::stod(read_text(restored_marker(channel))); }
+
+void ChannelProgress::mark_restored(int channel, double restored_peak) const {
+  std::ostringstream out;
+  out.precision(17);
+  out << restored_peak << "\n";
+  write_text_atomically(restored_marker(channel), out.str());
 }
 
 void ChannelProgress::remove() const { fs::remove_all(dir_); }

@@ -537,6 +537,46 @@ TEST_F(FitsTest, CommonBeamCubeHasNoCasambm) {
   EXPECT_EQ(spip::fits::read_image(path("common.fits")).keywords.count("CASAMBM"), 0u);
 }
 
+// The job's restoring beam, known only after every channel was imaged, replaces the
+// placeholder of a cube created earlier: the header keeps its size, so the planes
+// already written stay where they are, and they read back as written.
+TEST_F(FitsTest, RestoringBeamReplacesThePlaceholderAndPlanesReadBack) {
+  ImageHeader h = basic_header(19, 11);  // planes straddle FITS records
+  h.spectral = LinearAxis{"FREQ", "Hz", 1e8, 1e6, 1, 5};
+  h.stokes = Stokes::Q;
+  h.beam = spip::fits::Beam{};
+  const std::string cube = path("late_beam.fits");
+  CubeFile::create(cube, h);
+  const std::size_t plane = 19 * 11;
+  const std::vector<float> pixels = random_bits(5 * plane, 11);
+  CubeFile::write_planes(cube, 0, pixels);
+  int cards_before = 0, cards_after = 0;
+  const std::string before = raw_header(CubeFile::partial_path(cube), cards_before);
+
+  expect_same_bits(std::vector<float>(pixels.begin() + plane, pixels.begin() + 3 * plane),
+                   CubeFile::read_planes(cube, 1, 2));
+  EXPECT_THROW((void)CubeFile::read_planes(cube, 4, 2), spip::Error);
+  const spip::fits::Beam beam{183.63 / 3600 * deg, 132.64 / 3600 * deg, -88.4 * deg};
+  CubeFile::write_beam(cube, beam);
+  const std::string after = raw_header(CubeFile::partial_path(cube), cards_after);
+  EXPECT_EQ(cards_after, cards_before);
+  EXPECT_EQ(after.size(), before.size());
+  EXPECT_NE(after, before);
+  CubeFile::commit(cube);
+
+  const FitsImage img = spip::fits::read_image(cube);
+  EXPECT_DOUBLE_EQ(img.number("BMAJ"), 183.63 / 3600);
+  EXPECT_DOUBLE_EQ(img.number("BMIN"), 132.64 / 3600);
+  EXPECT_DOUBLE_EQ(img.number("BPA"), -88.4);
+  expect_same_bits(pixels, img.data);
+
+  // A cube created without a beam (a model) has no keywords to replace.
+  ImageHeader model = basic_header(8, 8);
+  model.spectral = LinearAxis{"FREQ", "Hz", 1e8, 1e6, 1, 1};
+  CubeFile::create(path("model.fits"), model);
+  EXPECT_THROW(CubeFile::write_beam(path("model.fits"), beam), spip::Error);
+}
+
 TEST_F(FitsTest, UnwrittenCubePlanesAreNaN) {
   ImageHeader h = basic_header(16, 16);
   h.spectral = LinearAxis{"FDEP", "rad/m^2", -10, 1, 1, 4};
@@ -562,7 +602,7 @@ TEST_F(FitsTest, RowSlabsFromSeveralWritersAssembleTheCube) {
   h.spectral = LinearAxis{"FDEP", "rad/m^2", -2, 0.5, 1, 5};
   const std::string final_path = path("slabs.fits");
   CubeFile::create(final_path, h);
-  const std::vector<float> cube = ramp(5 * 90, 1.0f);
+  const std::vector<float> cube = random_bits(5 * 90, 5);  // NaN, infinities and denormals too
   const int bounds[] = {0, 4, 6, 9};
   for (int r : {2, 0, 1}) {
     std::vector<float> slab;

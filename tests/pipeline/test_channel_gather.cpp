@@ -59,12 +59,12 @@ struct Gathered {
 };
 
 Gathered gather(const std::vector<ms::VisBlock>& blocks, const RowCoordinates& coordinates, int channel,
-                const imaging::WeightingScheme& scheme, bool visibilities, int threads) {
+                const imaging::WeightingScheme& scheme, int threads) {
   const auto geometry = imaging::ImageGeometry::make(256, 40.0 / 206264.806, 1.2);
   Gathered out;
   out.weights.assign(4 * coordinates.rows(), -1.0f);
-  out.vis.assign(visibilities ? 4 * coordinates.rows() : 0, {-1.0f, -1.0f});
-  const cuda::ChannelView view{coordinates.rows(), out.weights.data(), visibilities ? out.vis.data() : nullptr};
+  out.vis.assign(4 * coordinates.rows(), {-1.0f, -1.0f});
+  const cuda::ChannelView view{coordinates.rows(), out.weights.data(), out.vis.data()};
   out.stats = gather_channel(blocks, channel, coordinates, geometry, scheme, view, threads);
   return out;
 }
@@ -77,7 +77,7 @@ TEST_F(ChannelGather, CopiesTheChannelAndCountsItAsADirectLoopDoes) {
     const std::vector<ms::VisBlock> in = blocks(two);
     const RowCoordinates coordinates(uvw_m(in));
     for (int channel = 8; channel < 12; ++channel) {
-      const Gathered out = gather(in, coordinates, channel, {}, true, 1);
+      const Gathered out = gather(in, coordinates, channel, {}, 1);
       double visibilities = 0, weight_sum = 0, max_uv_sq = 0;
       std::size_t k = 0;
       for (const ms::VisBlock& block : in)
@@ -112,9 +112,9 @@ TEST_F(ChannelGather, ThreadsDoNotChangeABit) {
   const RowCoordinates coordinates(uvw_m(in));
   imaging::WeightingScheme briggs;
   briggs.mode = Weighting::briggs;
-  const Gathered one = gather(in, coordinates, 10, briggs, true, 1);
+  const Gathered one = gather(in, coordinates, 10, briggs, 1);
   for (int threads : {2, 3, 7}) {
-    const Gathered many = gather(in, coordinates, 10, briggs, true, threads);
+    const Gathered many = gather(in, coordinates, 10, briggs, threads);
     EXPECT_EQ(many.weights, one.weights);
     EXPECT_EQ(many.vis, one.vis);
     EXPECT_EQ(many.stats.weight_sum, one.stats.weight_sum);
@@ -122,16 +122,16 @@ TEST_F(ChannelGather, ThreadsDoNotChangeABit) {
   }
 }
 
-// Pass 1 writes no visibilities; the imaging weights are those of apply_weighting on
-// the coordinates in wavelengths, and the QA numbers are of the natural weights.
-TEST_F(ChannelGather, WeightsAsApplyWeightingAndNoVisibilitiesForThePsf) {
+// The imaging weights are those of apply_weighting on the coordinates in wavelengths,
+// and the QA numbers are of the natural weights.
+TEST_F(ChannelGather, WeightsAsApplyWeighting) {
   const std::vector<ms::VisBlock> in = blocks();
   const RowCoordinates coordinates(uvw_m(in));
   imaging::WeightingScheme briggs;
   briggs.mode = Weighting::briggs;
-  const Gathered natural = gather(in, coordinates, 9, {}, true, 1);
-  const Gathered weighted = gather(in, coordinates, 9, briggs, false, 2);
-  EXPECT_TRUE(weighted.vis.empty());
+  const Gathered natural = gather(in, coordinates, 9, {}, 1);
+  const Gathered weighted = gather(in, coordinates, 9, briggs, 2);
+  EXPECT_EQ(weighted.vis, natural.vis);
   const double inv_lambda = natural.stats.freq_hz / speed_of_light;
   std::vector<double> uvw_lambda = coordinates.uvw_m();
   for (double& x : uvw_lambda) x *= inv_lambda;
@@ -146,7 +146,7 @@ TEST_F(ChannelGather, WeightsAsApplyWeightingAndNoVisibilitiesForThePsf) {
 TEST_F(ChannelGather, RowsOtherThanTheCoordinatesAreAnError) {
   const std::vector<ms::VisBlock> in = blocks();
   const RowCoordinates coordinates(in.front().uvw_m);
-  EXPECT_THROW(gather(in, coordinates, 8, {}, true, 1), Error);
+  EXPECT_THROW(gather(in, coordinates, 8, {}, 1), Error);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// Kill a 2-rank run after a few channels, signal one of its ranks, or fill its disk;
-// start it again with the same command, and compare every product with an
-// uninterrupted run's, bit for bit.
+// Kill a 2-rank run after a few channels or while it restores them with the common
+// beam, signal one of its ranks, or fill its disk; start it again with the same
+// command, and compare every product with an uninterrupted run's, bit for bit.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -28,12 +28,13 @@ std::string command_for(const std::string& out) {
          " --image.size 256 --image.scale 20 --faraday.dphi 1 --parallel.threads 1";
 }
 
-int count_markers(const std::string& out) {
+// Markers of channels imaged (extension ""), or restored with the common beam (".restored").
+int count_markers(const std::string& out, const std::string& extension = "") {
   const fs::path dir = fs::path(out) / ".demo.progress";
   int n = 0;
   std::error_code error;
   for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error))
-    n += it->path().filename().string().rfind("channel-", 0) == 0 && it->path().extension() != ".partial";
+    n += it->path().filename().string().rfind("channel-", 0) == 0 && it->path().extension() == extension;
   return n;
 }
 
@@ -87,20 +88,40 @@ pid_t start_in_own_session(const std::string& command, const std::string& log) {
   return child;
 }
 
-// Waits (at most 300 s) until `count` channels of the run writing to `out` are done.
-void wait_for_markers(const std::string& out, int count) {
+// Waits (at most 300 s) until `count` channels of the run writing to `out` are done
+// (or restored, with extension ".restored").
+void wait_for_markers(const std::string& out, int count, const std::string& extension = "") {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (count_markers(out) < count && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  while (count_markers(out, extension) < count && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
-// Every FITS product of `reference` is in `other` with the same pixels, bit for bit.
+// Starts the run writing to `out` (output to `log`) in a session of its own, waits for
+// `count` markers (of `extension`) and kills every process of it at once.
+void kill_after_markers(const std::string& out, int count, const std::string& extension, const std::string& log) {
+  const pid_t child = start_in_own_session(command_for(out), log);
+  ASSERT_GE(child, 0);
+  wait_for_markers(out, count, extension);
+  kill_session(child);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(session_members(child).empty()) << "a process of the killed run survived";
+}
+
+// Every FITS product of `reference` is in `other` with the same pixels, bit for bit,
+// and the same restoring beam.
 int expect_identical_products(const std::string& reference, const std::string& other) {
   int compared = 0;
   for (const auto& entry : fs::directory_iterator(reference)) {
     if (entry.path().extension() != ".fits") continue;
     const auto a = spip::fits::read_image(entry.path().string());
     const auto b = spip::fits::read_image((fs::path(other) / entry.path().filename()).string());
+    for (const char* key : {"BMAJ", "BMIN", "BPA"}) {
+      EXPECT_EQ(a.keywords.count(key), b.keywords.count(key)) << entry.path().filename() << " " << key;
+      if (a.keywords.count(key) && b.keywords.count(key)) {
+        EXPECT_EQ(a.keywords.at(key), b.keywords.at(key)) << entry.path().filename() << " " << key;
+      }
+    }
     EXPECT_EQ(a.data.size(), b.data.size()) << entry.path().filename();
     if (a.data.size() != b.data.size()) continue;
     EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << entry.path().filename();
@@ -197,17 +218,12 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   fs::remove_all(base);
   fs::create_directories(base);
 
-  const pid_t child = start_in_own_session(command_for(resumed), base + "/killed.log");
-  ASSERT_GE(child, 0);
-  wait_for_markers(resumed, 6);
-  kill_session(child);
-  int status = 0;
-  waitpid(child, &status, 0);
-  ASSERT_TRUE(session_members(child).empty()) << "a process of the killed run survived";
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log"));
   // What is at stake: nothing of the killed run may go on writing.
   const int markers_at_kill = count_markers(resumed);
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ASSERT_EQ(count_markers(resumed), markers_at_kill) << "the killed run is still writing";
+  EXPECT_EQ(count_markers(resumed, ".restored"), 0) << "restored before every channel had its beam";
   const int done_when_killed = count_markers(resumed);
   ASSERT_GE(done_when_killed, 6);
   ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";
@@ -222,6 +238,39 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] killed after " << done_when_killed << " of 40 channels; " << compared
             << " FITS products identical to the uninterrupted run\n";
+}
+
+// Killed after every channel is imaged, while (or after) the channels are restored with
+// the common beam: the resumed run images nothing again and restores only the
+// channels without a restored marker. The window before the products are final is the
+// Faraday stage's 0.5 s here, hence the fine polling.
+TEST(Resume, KilledWhileRestoringRestoresOnlyWhatIsLeft) {
+  const std::string base = (fs::path(testing::TempDir()) / "spip_resume_restore").string();
+  const std::string reference = reference_products(), resumed = base + "/resumed";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
+  fs::remove_all(base);
+  fs::create_directories(base);
+
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 4, ".restored", base + "/killed.log"));
+  const int restored_at_kill = count_markers(resumed, ".restored");
+  ASSERT_GE(restored_at_kill, 4);
+  ASSERT_EQ(count_markers(resumed), 40) << "restoring began before every channel was imaged";
+  ASSERT_FALSE(fs::exists(resumed + "/demo-image-I.fits")) << "nothing may look complete after a kill";
+
+  ASSERT_EQ(std::system((command_for(resumed) + " > " + base + "/resumed.log 2>&1").c_str()), 0);
+  const std::string log = read_file(base + "/resumed.log");
+  EXPECT_NE(log.find("resuming: 20 of this rank's 20 channels are complete"), std::string::npos) << log;
+  // Each rank logs "restored N channels with the common beam ...".
+  int restored_again = 0;
+  const std::string phrase = "] restored ";
+  for (std::size_t at = log.find(phrase); at != std::string::npos; at = log.find(phrase, at + 1))
+    restored_again += std::stoi(log.substr(at + phrase.size()));
+  EXPECT_EQ(restored_again, 40 - restored_at_kill) << log;
+  const int compared = expect_identical_products(reference, resumed);
+  EXPECT_GE(compared, 50);
+  std::cout << "[ measured ] killed with " << restored_at_kill << " of 40 channels restored; the resumed run restored "
+            << restored_again << " and its " << compared << " FITS products equal the uninterrupted run's\n";
+  fs::remove_all(base);
 }
 
 // What Slurm does at the time limit, to one rank only: that rank finishes its channel

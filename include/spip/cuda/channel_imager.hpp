@@ -11,19 +11,16 @@
 #include <complex>
 #include <cstddef>
 #include <memory>
-#include <optional>
 #include <vector>
 
 #include "spip/config/config.hpp"
 #include "spip/deconv/clean.hpp"
-#include "spip/imaging/beam.hpp"
 #include "spip/imaging/geometry.hpp"
 
 namespace spip::cuda {
 
 // Where a channel is to be written, for the rows of the imager's coordinates: imaging
-// weights [k][4] and Stokes visibilities [k][4] (null for a channel that serves the
-// PSF only).
+// weights [k][4] and Stokes visibilities [k][4].
 struct ChannelView {
   std::size_t rows = 0;
   float* weights = nullptr;
@@ -71,8 +68,8 @@ class ChannelImager {
   // caller writes the channel there (the host's only pass over its rows), and
   // upload() starts its upload; everything else is done on the device. One channel is
   // staged at a time (another replaces it): both may be called from another thread
-  // while psf() and image_channel() run, not while next() does.
-  ChannelView staging_area(bool visibilities);
+  // while image_channel() runs, not while next() does.
+  ChannelView staging_area();
   void upload(double freq_hz);
   // Makes the channel last staged current (waits for its upload) and prepares its
   // points on the device: off-grid rows lose their weight, footprints, tile entries.
@@ -80,13 +77,11 @@ class ChannelImager {
 
   double weight_sum(int stokes) const;
   int num_w_planes() const;
-  // As imaging::ChannelImager::psf and deconv::image_channel, for the current channel.
-  void psf(float* image);
-  deconv::ChannelImages image_channel(const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
-                                      std::vector<float> psf = {});
+  // As deconv::image_channel, for the current channel.
+  deconv::ChannelImages image_channel(const CleanConfig& clean);
 
   TransferStats transfer_stats() const;
-  // For the benchmark: the kernels on the current channel, which must have visibilities.
+  // For the benchmark: the kernels on the current channel.
   KernelTimes time_kernels();
 
  private:

@@ -1,7 +1,6 @@
 #pragma once
 // Joined-polarisation Hogbom CLEAN with Cotton-Schwab major cycles, for one channel.
 #include <cstdint>
-#include <optional>
 #include <vector>
 
 #include "spip/config/config.hpp"
@@ -46,9 +45,8 @@ double mad_sigma(const float* image, std::size_t count);
 double search_noise(PeakSearch search, const float* residual, std::size_t pixels);
 
 struct ChannelImages {
-  std::vector<float> dirty, psf, model, residual, restored;  // [4][N*N] except psf [N*N]
+  std::vector<float> dirty, psf, model, residual;  // [4][N*N] except psf [N*N]
   imaging::Beam fitted_beam;   // fitted to this channel's PSF
-  imaging::Beam restoring_beam;
   int iterations = 0;
   int major_cycles = 0;
   double search_noise = 0;     // of the final residual, when clean.auto_threshold is set
@@ -64,12 +62,11 @@ struct ChannelImages {
 // peak), model visibilities predicted and subtracted, residual re-imaged; the noise is
 // estimated again on each cycle's residual, as Radler does. With clean.auto_mask, the
 // cycles first clean everywhere down to auto_mask sigma; the pixels holding components
-// then become the mask, and the cycles go on inside it down to auto_threshold sigma. Restored with
-// `restoring_beam`, or the fitted one when none is given. A PSF already made for
-// these weights may be passed in (moved) to save its FFTs.
+// then become the mask, and the cycles go on inside it down to auto_threshold sigma.
+// Not restored: the restoring beam may be the job's common one, known only once every
+// channel has its fitted beam (restore_channel).
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
-                            const CleanConfig& clean, const std::optional<imaging::Beam>& restoring_beam,
-                            std::vector<float> psf = {});
+                            const CleanConfig& clean);
 
 // One major cycle's minor cycles run from the residual's search peak `start` down to
 // `stop` = max(floor, (1 - mgain) start), floor = max(threshold, auto_threshold sigma);
@@ -85,8 +82,11 @@ struct MinorCycleLimits {
 };
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start);
 
-// The tail both backends share: restored = residual + model convolved with the
-// restoring beam, and the residual's sigma and peak.
-void restore_channel(ChannelImages& out, const imaging::ImageGeometry& geometry);
+// The tail both backends share: the residual's Stokes I sigma and its peak.
+void set_residual_statistics(ChannelImages& out);
+
+// restored = residual + model convolved with `beam`, for the Stokes planes [4][N*N].
+std::vector<float> restore_channel(const float* model, const float* residual, const imaging::ImageGeometry& geometry,
+                                   const imaging::Beam& beam);
 
 }  // namespace spip::deconv

@@ -72,6 +72,11 @@ class CubeFile {
   // Reads rows [first_row, first_row + rows) of every plane of the partial file, as
   // [plane][row][x]: a pixel slab's spectra, written plane by plane by other processes.
   static std::vector<float> read_rows(const std::string& path, int first_row, int rows);
+  // Reads planes [first_plane, first_plane + planes) of the partial file.
+  static std::vector<float> read_planes(const std::string& path, int first_plane, int planes);
+  // Sets BMAJ, BMIN and BPA of a partial file created with a beam (placeholder values
+  // until the job's restoring beam is known). Like commit(), only while no process writes.
+  static void write_beam(const std::string& path, const Beam& beam);
   // Appends CASA's per-plane beam table to the partial file (created with
   // beam_per_plane): extension BEAMS, one row per plane, BMAJ and BMIN in arcsec,
   // BPA in deg, CHAN and POL 0-based, NCHAN and NPOL keys, as CASA, CARTA and
