@@ -39,7 +39,7 @@ double peak_rss_mib() {
 }
 
 // The channels as the pipeline hands them over: the rows' coordinates in metres, and
-// per channel its frequency, Briggs weights and visibilities.
+// per channel its frequency, natural weights and visibilities.
 struct Channels {
   std::vector<double> uvw_m, freq_hz;
   std::vector<std::vector<float>> weights;
@@ -47,19 +47,15 @@ struct Channels {
   std::size_t rows() const { return uvw_m.size() / 3; }
 };
 
-Channels read_channels(const std::string& path, int channels, const spip::imaging::ImageGeometry& geometry) {
+Channels read_channels(const std::string& path, int channels) {
   const spip::ms::MsReader reader(path, spip::ms::Selection{});
   const spip::ms::VisBlock block = reader.read(0, channels);
-  spip::imaging::WeightingScheme briggs;
-  briggs.mode = spip::Weighting::briggs;
   Channels out{block.uvw_m, block.freq_hz, {}, {}};
   const std::size_t n = 4 * block.num_rows();
   for (int c = 0; c < channels; ++c) {
     const std::size_t plane = block.index(0, c, 0);
     out.weights.emplace_back(block.weight.begin() + plane, block.weight.begin() + plane + n);
     out.vis.emplace_back(block.vis.begin() + plane, block.vis.begin() + plane + n);
-    spip::imaging::apply_weighting(geometry, briggs, out.uvw_m.data(), block.freq_hz[c] / speed_of_light,
-                                   block.num_rows(), 4, out.weights.back().data());
   }
   return out;
 }
@@ -86,7 +82,9 @@ int main(int argc, char** argv) {
   const spip::cuda::DeviceInfo& device = probe.devices.front();
   const double accuracy = 1e-4;
   const auto geometry = spip::imaging::ImageGeometry::make(size, scale_rad, spip::imaging::oversampling_for(accuracy, 1.2));
-  const Channels input = read_channels(argv[1], channels, geometry);
+  const Channels input = read_channels(argv[1], channels);
+  spip::imaging::WeightingScheme briggs;
+  briggs.mode = spip::Weighting::briggs;
   const std::vector<double>& freq = input.freq_hz;
   const std::size_t count = input.rows();
   // Dirty images in four Stokes parameters and the PSF: five gridded values per visibility.
@@ -96,21 +94,23 @@ int main(int argc, char** argv) {
               device.name.c_str(), channels, count, size, geometry.grid_size);
   std::printf("%-34s %10s %14s %-22s %s\n", "stage", "time [s]", "rate", "unit", "reference (same run)");
 
-  // CPU reference: the same channels through the CPU imager.
+  // CPU reference: the same channels through the CPU imager, Briggs-weighted on the host.
   spip::imaging::ChannelImager cpu(geometry, accuracy, true);
   auto start = Clock::now();
   for (int c = 0; c < channels; ++c) {
     const double inv_lambda = freq[c] / speed_of_light;
+    std::vector<float> weights = input.weights[c];
+    spip::imaging::apply_weighting(geometry, briggs, input.uvw_m.data(), inv_lambda, count, 4, weights.data());
     std::vector<double> uvw_lambda(input.uvw_m.size());
     for (std::size_t i = 0; i < uvw_lambda.size(); ++i) uvw_lambda[i] = input.uvw_m[i] * inv_lambda;
-    cpu.set_data(std::move(uvw_lambda), input.weights[c]);
+    cpu.set_data(std::move(uvw_lambda), std::move(weights));
     spip::deconv::image_channel(cpu, input.vis[c], dirty_only);
   }
   const double cpu_s = seconds_since(start);
 
   // GPU: the next channel written into pinned memory and uploaded on a helper thread
-  // while the current one is imaged, as the pipeline does.
-  spip::cuda::ChannelImager gpu(device.index, geometry, accuracy, true, count);
+  // while the current one is imaged, as the pipeline does; Briggs-weighted on the device.
+  spip::cuda::ChannelImager gpu(device.index, geometry, accuracy, true, count, briggs);
   auto stage = [&](int c) {
     const spip::cuda::ChannelView area = gpu.staging_area();
     std::copy(input.weights[c].begin(), input.weights[c].end(), area.weights);

@@ -80,6 +80,8 @@ int main(int argc, char** argv) {
               " 'all threads': the %d of OMP_NUM_THREADS, as on a GPU rank)\n", omp_get_max_threads());
   std::printf("%-28s %10s %10s %10s %10s %10s\n", "case", "B/row out", "ms", "ns/row", "GB/s out", "RSS MB");
   const int threads = omp_get_max_threads();
+  // Briggs is the CPU backend's host weighting; a GPU rank stages natural weights and
+  // weights on the device.
   const Case cases[] = {{"1 thread", spip::Weighting::natural, 1},
                         {"all threads", spip::Weighting::natural, threads},
                         {"Briggs, 1 thread", spip::Weighting::briggs, 1}};

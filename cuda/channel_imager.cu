@@ -6,6 +6,7 @@
 
 #include "detail/clean_kernels.hpp"
 #include "detail/cuda_check.hpp"
+#include "detail/density_weighting.hpp"
 #include "detail/gridding_kernels.hpp"
 #include "detail/point_preparation.hpp"
 #include "spip/common/constants.hpp"
@@ -58,6 +59,7 @@ struct ChannelImager::Impl {
   DeviceArray<float> dirty, residual, model, psf;
   DeviceArray<float2> residual_vis;
   std::unique_ptr<detail::MinorCycle> minor;
+  std::unique_ptr<detail::DensityWeighting> weighting;
   std::unique_ptr<detail::PointPreparation> preparation;  // of the current channel
   detail::ChannelSummary summary{};
   DeviceArray<double> uvw_m;  // every channel's rows, metres
@@ -67,7 +69,8 @@ struct ChannelImager::Impl {
   int current = -1, staged = -1, filling = -1;  // buffer sets
   TransferStats stats;
 
-  Impl(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking, std::size_t max_vis);
+  Impl(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking, std::size_t max_vis,
+       const imaging::WeightingScheme& scheme);
   ~Impl();
 
   long long pixels() const { return static_cast<long long>(geometry.pixels()); }
@@ -87,13 +90,13 @@ struct ChannelImager::Impl {
 };
 
 ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, double accuracy, bool wstacking,
-                          std::size_t max_vis)
+                          std::size_t max_vis, const imaging::WeightingScheme& scheme)
     : device(device_index), geometry(g), stacking(imaging::make_w_stacking(g, accuracy, wstacking)),
       max_visibilities(max_vis) {
   SPIP_CUDA_CHECK(cudaSetDevice(device));
   std::size_t free_bytes = 0, total_bytes = 0;
   SPIP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t needed = ChannelImager::device_bytes(geometry, max_visibilities);
+  const std::size_t needed = ChannelImager::device_bytes(geometry, max_visibilities, scheme);
   if (needed > free_bytes)
     SPIP_THROW(Error, "imaging " + std::to_string(geometry.size) + "^2 pixels (grid " +
                           std::to_string(geometry.grid_size) + "^2) with channels of up to " +
@@ -124,6 +127,7 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   plain = DeviceArray<dcomplex>(2 * max_visibilities);
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
+  weighting = std::make_unique<detail::DensityWeighting>(scheme, geometry);
   preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape(), stacking.w_kernel.support);
   uvw_m = DeviceArray<double>(3 * max_visibilities);
   for (Slot& slot : slots) {
@@ -216,7 +220,8 @@ std::size_t fft_work_bytes(int grid_size) {
 
 }  // namespace
 
-std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities) {
+std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
+                                        const imaging::WeightingScheme& weighting) {
   const std::size_t pixels = geometry.pixels();
   const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
   const std::size_t per_visibility =
@@ -229,12 +234,13 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
                                 2 * sizeof(double);
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
   return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size) +
-         per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size) + margin;
+         per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size) +
+         detail::DensityWeighting::device_bytes(weighting, geometry) + margin;
 }
 
 ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
-                             std::size_t max_visibilities)
-    : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities)) {}
+                             std::size_t max_visibilities, const imaging::WeightingScheme& weighting)
+    : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities, weighting)) {}
 
 ChannelImager::~ChannelImager() = default;
 
@@ -309,10 +315,13 @@ void ChannelImager::next() {
   ++m.stats.channels;
   m.current = m.staged;
   m.staged = -1;
-  // Off-grid rows lose their weight, and the points are laid out, on the device.
+  // The imaging weights are made, off-grid rows lose their weight, and the points are
+  // laid out, on the device.
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
-  m.summary = m.preparation->prepare(m.uvw_m.get(), slot.freq_hz / speed_of_light, slot.weights.get(),
-                                     static_cast<long long>(m.rows), m.compute);
+  const double scale = slot.freq_hz / speed_of_light;
+  const auto rows = static_cast<long long>(m.rows);
+  m.weighting->apply(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute);
+  m.summary = m.preparation->prepare(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute);
 }
 
 double ChannelImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }

@@ -48,8 +48,11 @@ double seconds_per_cgemm(int, int, int, int, int) { SPIP_THROW(Error, "spip was 
 // because probe_devices() reports no device.
 struct ChannelImager::Impl {};
 
-std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry&, std::size_t) { return 0; }
-ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, std::size_t) {
+std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry&, std::size_t, const imaging::WeightingScheme&) {
+  return 0;
+}
+ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, std::size_t,
+                             const imaging::WeightingScheme&) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 ChannelImager::~ChannelImager() = default;

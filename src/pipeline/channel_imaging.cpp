@@ -11,12 +11,13 @@ namespace spip::pipeline {
 
 using ms::num_stokes;
 
-ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image, int gpu_device,
-                               std::size_t max_visibilities)
-    : geometry_(geometry), kernel_(imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel) {
+ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
+                               const imaging::WeightingScheme& scheme, int gpu_device, std::size_t max_visibilities)
+    : geometry_(geometry), kernel_(imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel),
+      host_weighting_(gpu_device >= 0 ? imaging::WeightingScheme{} : scheme) {
   if (gpu_device >= 0)
     gpu_ = std::make_unique<cuda::ChannelImager>(gpu_device, geometry, image.accuracy, image.wstacking,
-                                                 max_visibilities);
+                                                 max_visibilities, scheme);
   else
     cpu_ = std::make_unique<imaging::ChannelImager>(geometry, image.accuracy, image.wstacking);
 }

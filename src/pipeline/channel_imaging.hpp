@@ -14,6 +14,7 @@
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/imaging/channel_imager.hpp"
+#include "spip/imaging/weighting.hpp"
 #include "spip/pipeline/log.hpp"
 
 namespace spip::pipeline {
@@ -21,8 +22,12 @@ namespace spip::pipeline {
 class ChannelImaging {
  public:
   // gpu_device < 0: CPU. max_visibilities bounds a channel (the GPU memory plan).
-  ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image, int gpu_device,
-                 std::size_t max_visibilities);
+  ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image, const imaging::WeightingScheme& scheme,
+                 int gpu_device, std::size_t max_visibilities);
+
+  // The weighting the host applies as it writes a channel into stage_area(): the
+  // scheme on the CPU; none on a GPU, which makes the imaging weights itself.
+  const imaging::WeightingScheme& host_weighting() const { return host_weighting_; }
 
   // The rows' coordinates in metres [k][3], the same for every channel; once. The CPU
   // backend reads them from `uvw_m`, which must outlive this object's channels.
@@ -45,6 +50,7 @@ class ChannelImaging {
  private:
   imaging::ImageGeometry geometry_;
   imaging::EsKernel kernel_;
+  imaging::WeightingScheme host_weighting_;
   std::unique_ptr<imaging::ChannelImager> cpu_;
   std::unique_ptr<cuda::ChannelImager> gpu_;
   // CPU: the coordinates, the channel being written and the current channel's visibilities.

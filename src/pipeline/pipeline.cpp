@@ -90,14 +90,14 @@ class ChannelSource {
 };
 
 // Feeds the rank's channels to the imager one ahead: while channel c is imaged, the
-// next one is gathered from its block, weighted and staged (on the GPU: uploaded on
-// the upload stream) by a helper thread. Only that thread uses the ChannelSource.
+// next one is gathered from its block and staged by a helper thread (on the CPU with
+// its imaging weights; on the GPU uploaded on the upload stream with its natural
+// weights, from which the device makes the imaging weights). Only that thread uses the ChannelSource.
 class ChannelFeed {
  public:
   ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
-              const imaging::WeightingScheme& scheme, std::vector<int> channels)
-      : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), scheme_(scheme),
-        channels_(std::move(channels)),
+              std::vector<int> channels)
+      : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), channels_(std::move(channels)),
         // The CPU backend's cores image the current channel meanwhile; a GPU rank's are
         // free. Asked here: the helper thread does not see the run's OpenMP setting.
         copy_threads_(plan.gpu_device >= 0 ? omp_get_max_threads() : 1) {
@@ -126,8 +126,8 @@ class ChannelFeed {
   ChannelStats prepare(int c) {
     double read_wait = 0;
     const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
-    const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry, scheme_,
-                                              imaging_.stage_area(), copy_threads_);
+    const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry,
+                                              imaging_.host_weighting(), imaging_.stage_area(), copy_threads_);
     imaging_.stage(stats.freq_hz);
     return stats;
   }
@@ -136,7 +136,6 @@ class ChannelFeed {
   ChannelImaging& imaging_;
   const Plan& plan_;
   const RowCoordinates& coordinates_;
-  const imaging::WeightingScheme& scheme_;
   std::vector<int> channels_;
   int copy_threads_;
   std::size_t next_ = 0;
@@ -347,8 +346,8 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   // rank, and a resumed run, transforms with the same plans (bit-identical products).
   const Stopwatch setup_watch;
   if (!mpi.is_root()) mpi.barrier();
-  std::optional<ChannelImaging> imaging(std::in_place, plan.geometry, config.image, plan.gpu_device,
-                                        plan.max_visibilities);
+  std::optional<ChannelImaging> imaging(std::in_place, plan.geometry, config.image, weighting_scheme(config),
+                                        plan.gpu_device, plan.max_visibilities);
   ChannelImaging& imager = *imaging;
   if (mpi.is_root()) mpi.barrier();
   const RowCoordinates coordinates(inputs_uvw_m(plan));
@@ -357,7 +356,6 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   times.setup_s = setup_watch.seconds();
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
            fixed(times.setup_s, 2) + " s");
-  const imaging::WeightingScheme scheme = weighting_scheme(config);
   ChannelSource source(plan, mine);
   double read_s = 0;  // time the imaging waited for channel data
 
@@ -409,7 +407,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   }
   const Stopwatch imaging_watch;
   std::string grid_summary = "no channel imaged here in this run";
-  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, coordinates, scheme, todo);  // reads ahead
+  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, coordinates, todo);  // reads ahead
   ChannelWriter writer;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::size_t pixels = plan.geometry.pixels();

@@ -114,8 +114,9 @@ std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_ra
 
 // Checks that this rank's share of its GPU holds the imaging plan.
 void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiContext::NodeShare& share,
-                        const imaging::ImageGeometry& geometry, std::size_t max_visibilities, const Log& log) {
-  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities);
+                        const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
+                        const imaging::WeightingScheme& scheme, const Log& log) {
+  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities, scheme);
   const std::string sharing = std::to_string(share.amount >> 20) + " MiB free, shared by " +
                               std::to_string(share.ranks) + " rank(s) of this node";
   if (needed > share.each())
@@ -303,7 +304,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   const parallel::MpiContext::NodeShare share = mpi.share_on_node(
       device ? device->pci_address : -1, [&] { return device ? cuda::free_memory_bytes(device->index) : 0; });
   try {
-    if (device) check_device_share(*device, share, plan.geometry, plan.max_visibilities, log);
+    if (device)
+      check_device_share(*device, share, plan.geometry, plan.max_visibilities, weighting_scheme(config), log);
   } catch (...) {
     failure = std::current_exception();
   }
@@ -424,7 +426,7 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   const std::vector<double> uvw_m = inputs_uvw_m(plan);
   const double freq_hz = plan.freq_hz[plan.freq_hz.size() / 2];
   const Stopwatch setup;
-  ChannelImaging imaging(plan.geometry, config.image, -1, uvw_m.size() / 3);
+  ChannelImaging imaging(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3);
   rates.setup_s = setup.seconds();
   imaging.set_uvw(uvw_m);
   write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area());
@@ -569,7 +571,9 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   const cuda::DeviceProbe probe = cuda::probe_devices();
   const bool gpu = probe.backend_built && config.parallel.device != Device::cpu && config.clean.auto_mask == 0;
   const double gpu_imaging =
-      gpu ? static_cast<double>(cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities)) : 0;
+      gpu ? static_cast<double>(
+                cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config)))
+          : 0;
   char line[256];
   std::snprintf(line, sizeof line, "%5s %15s %14s %12s %12s %12s %12s %12s\n", "rank", "channels", "visibilities",
                 "host memory", "Faraday mem", gpu ? "GPU imaging" : "", gpu ? "GPU Faraday" : "", "est. time");

@@ -1,7 +1,8 @@
 // Beam fitting against analytic Gaussians, restoring against flux conservation, and
-// the weighting schemes against their defining properties.
+// the weighting schemes against their defining properties and their definition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <numbers>
@@ -142,4 +143,55 @@ TEST(Weighting, UvRangeAndTaper) {
     const double expected = (r < scheme.uv_min || r > scheme.uv_max) ? 0.0 : std::exp(-taper * r * r);
     ASSERT_NEAR(c.weight[4 * k], expected, 1e-6);
   }
+}
+
+// Briggs weights with a taper and a uv range, from the definition written out here in
+// double precision (Briggs 1995, each visibility counted with its conjugate): the
+// arithmetic of weighting_math.hpp, which the GPU imager's kernels run too.
+TEST(Weighting, BriggsWithTaperEqualsItsDefinition) {
+  const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
+  const double cell = 1.0 / (64 * 1e-3);
+  Coverage c = coverage(g);
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> natural(0.5f, 2.0f);
+  for (std::size_t k = 0; k < c.weight.size(); k += 4) std::fill_n(&c.weight[k], 4, natural(rng));
+  const std::vector<float> before = c.weight;
+  WeightingScheme scheme{Weighting::briggs, 0.5};
+  scheme.uv_max = 40 * cell;
+  scheme.taper_fwhm_rad = 4e-3;
+  const double uv_scale = 1.5;  // coordinates in metres at 1.5 wavelengths per metre
+  const std::size_t rows = c.weight.size() / 4;
+  apply_weighting(g, scheme, c.uvw.data(), uv_scale, rows, 4, c.weight.data());
+
+  const double taper = std::pow(std::numbers::pi * 4e-3, 2) / (4 * std::log(2.0));
+  std::vector<double> tapered(rows);
+  std::map<std::pair<long, long>, double> density;
+  auto cell_of = [&](double u, double v) { return std::pair{std::lround(u / cell), std::lround(v / cell)}; };
+  auto on_image = [](std::pair<long, long> iuv) {
+    return iuv.first >= -32 && iuv.first < 32 && iuv.second >= -32 && iuv.second < 32;
+  };
+  for (std::size_t k = 0; k < rows; ++k) {
+    const double u = c.uvw[3 * k] * uv_scale, v = c.uvw[3 * k + 1] * uv_scale, r = std::hypot(u, v);
+    tapered[k] = r > scheme.uv_max ? 0.0 : before[4 * k] * std::exp(-taper * r * r);
+    if (tapered[k] <= 0) continue;
+    for (const auto& iuv : {cell_of(u, v), cell_of(-u, -v)})
+      if (on_image(iuv)) density[iuv] += tapered[k];
+  }
+  double sum = 0, squares = 0;
+  for (const auto& [iuv, d] : density) {
+    sum += d;
+    squares += d * d;
+  }
+  const double f2 = std::pow(5 * std::pow(10.0, -0.5), 2) * sum / squares;
+  int cut = 0, off_image = 0;
+  for (std::size_t k = 0; k < rows; ++k) {
+    const double u = c.uvw[3 * k] * uv_scale, v = c.uvw[3 * k + 1] * uv_scale;
+    double expected = tapered[k];
+    if (expected > 0 && on_image(cell_of(u, v))) expected /= 1 + density[cell_of(u, v)] * f2;
+    cut += expected == 0;
+    off_image += expected > 0 && !on_image(cell_of(u, v));
+    for (int s = 0; s < 4; ++s) ASSERT_NEAR(c.weight[4 * k + s], expected, 1e-6 * before[4 * k]) << k;
+  }
+  EXPECT_GT(cut, 50);         // the uv range takes some rows out
+  EXPECT_GT(off_image, 100);  // and some beyond the image's uv cells keep their tapered weight
 }

@@ -16,11 +16,12 @@
 #include "spip/config/config.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/imaging/geometry.hpp"
+#include "spip/imaging/weighting.hpp"
 
 namespace spip::cuda {
 
-// Where a channel is to be written, for the rows of the imager's coordinates: imaging
-// weights [k][4] and Stokes visibilities [k][4].
+// Where a channel is to be written, for the rows of the imager's coordinates: weights
+// [k][4] and Stokes visibilities [k][4].
 struct ChannelView {
   std::size_t rows = 0;
   float* weights = nullptr;
@@ -49,13 +50,16 @@ struct KernelTimes {
 class ChannelImager {
  public:
   // Device memory for images of `geometry` and channels of up to `max_visibilities`
-  // (the coordinates, both buffer sets, grids, images, FFT work areas): the run's
-  // memory plan.
-  static std::size_t device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities);
+  // (the coordinates, both buffer sets, grids, images, FFT work areas, the weighting's
+  // density cells): the run's memory plan.
+  static std::size_t device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
+                                  const imaging::WeightingScheme& weighting);
 
   // Throws spip::Error naming the memory needed and free if the plan does not fit.
+  // Channels are staged with their natural weights: the imager makes the imaging
+  // weights of `weighting` on the device.
   ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
-                std::size_t max_visibilities);
+                std::size_t max_visibilities, const imaging::WeightingScheme& weighting);
   ~ChannelImager();
   ChannelImager(const ChannelImager&) = delete;
   ChannelImager& operator=(const ChannelImager&) = delete;
@@ -72,7 +76,7 @@ class ChannelImager {
   ChannelView staging_area();
   void upload(double freq_hz);
   // Makes the channel last staged current (waits for its upload) and prepares its
-  // points on the device: off-grid rows lose their weight, footprints, tile entries.
+  // points on the device: imaging weights, off-grid rows zeroed, footprints, tile entries.
   void next();
 
   double weight_sum(int stokes) const;

@@ -4,6 +4,7 @@
 
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
+#include "spip/imaging/weighting_math.hpp"
 
 namespace spip::imaging {
 
@@ -14,6 +15,12 @@ struct WeightingScheme {
   double uv_max = 0;         // wavelengths; 0: none
   double taper_fwhm_rad = 0; // Gaussian taper, FWHM in the image; 0: none
 };
+
+// Natural weights without uv limits or taper: the imaging weights are the data's.
+bool weights_unchanged(const WeightingScheme& scheme);
+UvTerms uv_terms(const WeightingScheme& scheme);
+// Uniform and Briggs weighting count densities on the image's own uv cells.
+inline double density_cell_size(const ImageGeometry& geometry) { return 1.0 / (geometry.size * geometry.cell_rad); }
 
 // Rewrites weight[k][s] (num_stokes interleaved) in place. Densities for uniform and
 // Briggs weighting are counted on the image's own uv cells (1 / (N * cell)), each

@@ -1,0 +1,39 @@
+#pragma once
+// A channel's imaging weights made on the device from its natural weights, as
+// imaging::apply_weighting makes them on the host, with the same per-visibility
+// arithmetic (imaging/weighting_math.hpp): uv limits and taper, and for uniform and
+// Briggs weighting the densities of the image's uv cells, counted with atomic adds
+// (so their last bits, and the weights', depend on the order of the adds), summed by a
+// fixed tree for Briggs's f^2, and divided out. The host does nothing per row.
+#include <cuda_runtime.h>
+
+#include "cuda_check.hpp"
+#include "spip/imaging/weighting.hpp"
+
+namespace spip::cuda::detail {
+
+class DensityWeighting {
+ public:
+  DensityWeighting(const imaging::WeightingScheme& scheme, const imaging::ImageGeometry& geometry);
+
+  // Device bytes the scheme needs for images of `geometry`: the density cells, if any.
+  static std::size_t device_bytes(const imaging::WeightingScheme& scheme, const imaging::ImageGeometry& geometry);
+
+  // Rewrites weights [k][4] of rows [0, rows) of uvw_m [k][3] (metres; times `scale`,
+  // wavelengths) on `stream`; nothing to do for natural weights without limits or taper.
+  void apply(const double* uvw_m, double scale, float* weights, long long rows, cudaStream_t stream);
+
+ private:
+  bool unchanged_;
+  bool densities_;
+  bool uniform_;
+  double robust_;
+  imaging::UvTerms terms_;
+  int size_;
+  double cell_;
+  DeviceArray<double> density_;
+  DeviceArray<double> partials_;  // per block: sum of densities, sum of their squares
+  DeviceArray<double> f2_;
+};
+
+}  // namespace spip::cuda::detail
