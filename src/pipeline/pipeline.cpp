@@ -142,8 +142,8 @@ class ChannelFeed {
   std::future<ChannelStats> pending_;
 };
 
-// Finishes channels on a helper thread one channel behind: while channel k+1 is imaged
-// (or restored), channel k's planes and then its progress marker are written. Tasks
+// Finishes channels on a helper thread one channel behind: while channel k+1 is imaged,
+// channel k's planes and then its progress marker are written. Tasks
 // run one at a time in submission order, so a marker always follows its planes; only
 // this thread writes the cubes meanwhile.
 class ChannelWriter {
@@ -292,7 +292,8 @@ double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigm
 
 // With CLEAN and a common beam: each of the rank's channels restored with the job's
 // beam from the model and residual planes the imaging wrote, instead of imaging it
-// again. A channel a killed run already restored keeps its planes and its peak.
+// again. A channel a killed run already restored keeps its planes and its peak. One
+// thread reads and writes, so that CFITSIO need not be built thread-safe.
 void restore_with_common_beam(const CubeSet& cubes, const Plan& plan, parallel::ChannelBlock mine,
                               const fits::Beam& beam, const std::vector<double>& noise, const ChannelProgress& progress,
                               std::vector<ChannelQa>& qa, StopRequest& stop, const Log& log) {
@@ -300,7 +301,6 @@ void restore_with_common_beam(const CubeSet& cubes, const Plan& plan, parallel::
   const std::size_t pixels = plan.geometry.pixels();
   const Stopwatch watch;
   int restored_here = 0, done = 0;
-  ChannelWriter writer;
   for (int c = mine.begin; c < mine.end; ++c, ++done) {
     const int absolute = plan.chan_begin + c;
     ChannelQa& channel_qa = qa[c - mine.begin];
@@ -312,22 +312,19 @@ void restore_with_common_beam(const CubeSet& cubes, const Plan& plan, parallel::
       if (stop.requested()) break;
       const std::vector<float> model = read_stokes_planes(cubes, "model", c);
       const std::vector<float> residual = read_stokes_planes(cubes, "residual", c);
-      std::vector<float> restored = deconv::restore_channel(model.data(), residual.data(), plan.geometry, restoring);
+      const std::vector<float> restored = deconv::restore_channel(model.data(), residual.data(), plan.geometry, restoring);
       peak = *std::max_element(restored.begin(), restored.begin() + pixels);
-      writer.submit([&, c, absolute, peak, restored = std::move(restored)] {
-        write_restored(cubes, c, restored);
-        progress.mark_restored(absolute, peak);
-      });
+      write_restored(cubes, c, restored);
+      progress.mark_restored(absolute, peak);
       ++restored_here;
     }
     channel_qa.restored_peak_i = peak;
     channel_qa.dynamic_range = dynamic_range(peak, channel_qa.residual_sigma);
   }
-  writer.finish();
   stop.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine.size()) +
                           " channels are restored with the common beam, each with its marker");
   log.info("restored " + std::to_string(restored_here) + " channels with the common beam from their model and residual "
-           "planes in " + fixed(watch.seconds(), 2) + " s (writer thread " + fixed(writer.busy_s(), 2) + " s)");
+           "planes in " + fixed(watch.seconds(), 2) + " s");
 }
 
 Products run_planned(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log,
@@ -411,7 +408,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   ChannelWriter writer;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::size_t pixels = plan.geometry.pixels();
-  int imaged = 0;
+  int imaged = 0, blanked = 0;
   for (int c : todo) {
     if (stop.requested()) break;
     const ChannelStats data = feed->advance(c);
@@ -432,6 +429,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
       record.insert(record.end(), {-1.0, 0.0, 0.0, 0.0});  // noise < 0: blanked; no fitted beam
       writer.submit([&, c, record] { progress.mark_done(plan.chan_begin + c, record); });
+      ++blanked;
       continue;
     }
     deconv::ChannelImages images = imager.image(config.clean);
@@ -461,12 +459,13 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
     ++imaged;
     if (mpi.is_root()) {
-      const double rate = imaged / imaging_watch.seconds();
+      const int handled = imaged + blanked;
+      const double rate = handled / imaging_watch.seconds();
       log.info("channel " + std::to_string(plan.chan_begin + c) + ": " + std::to_string(images.iterations) +
                " iterations, " + std::to_string(images.major_cycles) + " major cycles, residual sigma " +
-               fixed(images.residual_sigma * 1e3, 3) + " mJy; rank 0 " + std::to_string(imaged) + "/" +
+               fixed(images.residual_sigma * 1e3, 3) + " mJy; rank 0 " + std::to_string(handled) + "/" +
                std::to_string(todo.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
-               " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - imaged) / rate, 1) + " s");
+               " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - handled) / rate, 1) + " s");
     }
     std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
     writer.submit([&, c, images = std::move(images), restored = std::move(restored),
@@ -483,7 +482,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   }
   feed.reset();
   writer.finish();
-  stop.leave_if_requested(std::to_string(mine.size() - todo.size() + imaged) + " of this rank's " +
+  stop.leave_if_requested(std::to_string(mine.size() - todo.size() + imaged + blanked) + " of this rank's " +
                           std::to_string(mine.size()) + " channels are imaged, each with its progress marker");
   const double image_s = imaging_watch.seconds() - read_s;
   log.info("waited " + fixed(read_s, 2) + " s for reads, imaging " + fixed(image_s, 2) + " s; writer thread " +
