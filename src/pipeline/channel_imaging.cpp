@@ -39,6 +39,7 @@ cuda::ChannelView ChannelImaging::stage_area() {
 }
 
 void ChannelImaging::stage(double freq_hz) {
+  ++staged_channels_;
   if (gpu_) {
     gpu_->upload(freq_hz);
     return;

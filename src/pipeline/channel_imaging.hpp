@@ -37,6 +37,8 @@ class ChannelImaging {
   cuda::ChannelView stage_area();
   void stage(double freq_hz);
   void next();
+  // Channels handed over by stage() so far: one per channel imaged.
+  int staged_channels() const { return staged_channels_; }
 
   double weight_sum(int stokes) const;
   // deconv::image_channel on the current channel: not restored.
@@ -51,6 +53,7 @@ class ChannelImaging {
   imaging::ImageGeometry geometry_;
   imaging::EsKernel kernel_;
   imaging::WeightingScheme host_weighting_;
+  int staged_channels_ = 0;
   std::unique_ptr<imaging::ChannelImager> cpu_;
   std::unique_ptr<cuda::ChannelImager> gpu_;
   // CPU: the coordinates, the channel being written and the current channel's visibilities.

@@ -485,8 +485,9 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   stop.leave_if_requested(std::to_string(mine.size() - todo.size() + imaged + blanked) + " of this rank's " +
                           std::to_string(mine.size()) + " channels are imaged, each with its progress marker");
   const double image_s = imaging_watch.seconds() - read_s;
-  log.info("waited " + fixed(read_s, 2) + " s for reads, imaging " + fixed(image_s, 2) + " s; writer thread " +
-           fixed(writer.busy_s(), 2) + " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
+  log.info("waited " + fixed(read_s, 2) + " s for reads, imaging " + fixed(image_s, 2) + " s; " +
+           std::to_string(imager.staged_channels()) + " channel(s) staged; writer thread " + fixed(writer.busy_s(), 2) +
+           " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
   if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
   // The GPU imager's buffers are freed before the Faraday stage sizes its own against
   // the device's free memory.

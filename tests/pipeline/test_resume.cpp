@@ -96,6 +96,16 @@ void wait_for_markers(const std::string& out, int count, const std::string& exte
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
+// The channels the ranks of a run staged for imaging, from each rank's "N channel(s) staged".
+int channels_staged(const std::string& log) {
+  int staged = 0, ranks = 0;
+  const std::string phrase = " channel(s) staged";
+  for (std::size_t at = log.find(phrase); at != std::string::npos; at = log.find(phrase, at + 1), ++ranks)
+    staged += std::stoi(log.substr(log.rfind(' ', at - 1) + 1));
+  EXPECT_EQ(ranks, 2) << log;
+  return staged;
+}
+
 // Starts the run writing to `out` (output to `log`) in a session of its own, waits for
 // `count` markers (of `extension`) and kills every process of it at once.
 void kill_after_markers(const std::string& out, int count, const std::string& extension, const std::string& log) {
@@ -260,6 +270,9 @@ TEST(Resume, KilledWhileRestoringRestoresOnlyWhatIsLeft) {
   ASSERT_EQ(std::system((command_for(resumed) + " > " + base + "/resumed.log 2>&1").c_str()), 0);
   const std::string log = read_file(base + "/resumed.log");
   EXPECT_NE(log.find("resuming: 20 of this rank's 20 channels are complete"), std::string::npos) << log;
+  // Each channel is staged once per run: 40 in the uninterrupted run, none here.
+  EXPECT_EQ(channels_staged(read_file(fs::path(reference).parent_path() / "reference.log")), 40);
+  EXPECT_EQ(channels_staged(log), 0) << log;
   // Each rank logs "restored N channels with the common beam ...".
   int restored_again = 0;
   const std::string phrase = "] restored ";
