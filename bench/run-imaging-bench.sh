@@ -85,8 +85,7 @@ for c in $cases; do
       run_case sample "$work/oskar_small.ms" data/oskar_small.sky.txt 512 20 40 "-threshold 0.005" "--clean.threshold 0.005"
       rm -rf "$work/oskar_small.ms" ;;
     realistic)
-      build/src/app/spip-simulate --sky bench/realistic.sky.txt --telescope data/stations64.tm --out "$work/realistic.ms" \
-        --channels 64 --times 44 --dump 400 --noise 0.3 --seed 7 > "$work/simulate.log" 2>&1
+      bench/make-realistic-ms.sh "$work/realistic.ms"
       run_case realistic "$work/realistic.ms" bench/realistic.sky.txt 1024 15 64 "-auto-threshold 3" "--clean.auto_threshold 3"
       rm -rf "$work/realistic.ms" ;;
     *) echo "unknown case $c (sample, realistic)" >&2; exit 2 ;;

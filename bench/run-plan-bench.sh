@@ -78,8 +78,7 @@ for c in $cases; do
   case $c in
     sample) run_case sample --config configs/demo.cfg ;;
     realistic)
-      build/src/app/spip-simulate --sky bench/realistic.sky.txt --telescope data/stations64.tm --out "$work/realistic.ms" \
-        --channels 64 --times 44 --dump 400 --noise 0.3 --seed 7 > "$work/simulate.log" 2>&1
+      bench/make-realistic-ms.sh "$work/realistic.ms"
       run_case realistic --input.ms "$work/realistic.ms" --image.size 1024 --image.scale 15 --image.weighting briggs \
         --image.robust 0 --clean.niter 1000000 --clean.mgain 0.8 --clean.gain 0.1 --clean.peak iquv \
         --clean.auto_threshold 3 --faraday.phi_max 200 --faraday.dphi 1 --faraday.cubes amp-clean

@@ -128,7 +128,7 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
   weighting = std::make_unique<detail::DensityWeighting>(scheme, geometry);
-  preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape(), stacking.w_kernel.support);
+  preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape());
   uvw_m = DeviceArray<double>(3 * max_visibilities);
   for (Slot& slot : slots) {
     slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);

@@ -1,4 +1,4 @@
-#include <algorithm>
+#include <cub/block/block_reduce.cuh>
 
 #include "detail/density_weighting.hpp"
 
@@ -29,26 +29,24 @@ __global__ void density_kernel(const double* uvw_m, double scale, const float* w
   if (cell_of_mirror >= 0) atomicAdd(density + cell_of_mirror, w);
 }
 
-// Per block, over a fixed stride of cells: the sum of the densities and of their squares.
+// Per block, over a fixed stride of cells: the sum of the densities and of their
+// squares (CUB's block reduction, a fixed order for a fixed block size).
 __global__ void density_sums_kernel(const double* density, long long cells, double* partials) {
-  __shared__ double sums[2][threads_per_block];
+  using Reduce = cub::BlockReduce<double, threads_per_block>;
+  __shared__ typename Reduce::TempStorage storage;
   double sum = 0, squares = 0;
   for (long long c = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; c < cells;
        c += static_cast<long long>(gridDim.x) * blockDim.x) {
     sum += density[c];
     squares += density[c] * density[c];
   }
-  sums[0][threadIdx.x] = sum;
-  sums[1][threadIdx.x] = squares;
-  __syncthreads();
-  for (int half = threads_per_block / 2; half > 0; half /= 2) {
-    if (threadIdx.x < half) {
-      sums[0][threadIdx.x] += sums[0][threadIdx.x + half];
-      sums[1][threadIdx.x] += sums[1][threadIdx.x + half];
-    }
-    __syncthreads();
+  sum = Reduce(storage).Sum(sum);
+  __syncthreads();  // the storage is used again
+  squares = Reduce(storage).Sum(squares);
+  if (threadIdx.x == 0) {
+    partials[2 * blockIdx.x] = sum;
+    partials[2 * blockIdx.x + 1] = squares;
   }
-  if (threadIdx.x < 2) partials[2 * blockIdx.x + threadIdx.x] = sums[threadIdx.x][0];
 }
 
 __global__ void briggs_f2_kernel(const double* partials, double robust, double* f2) {
@@ -103,6 +101,8 @@ void DensityWeighting::apply(const double* uvw_m, double scale, float* weights, 
     SPIP_CUDA_CHECK(cudaMemsetAsync(density_.get(), 0, density_.bytes(), stream));
     density_kernel<<<blocks, threads_per_block, 0, stream>>>(uvw_m, scale, weights, rows, terms_, size_, cell_,
                                                              density_.get());
+  }
+  if (densities_ && !uniform_) {  // Briggs's f^2
     density_sums_kernel<<<sum_blocks, threads_per_block, 0, stream>>>(
         density_.get(), static_cast<long long>(density_.size()), partials_.get());
     briggs_f2_kernel<<<1, 1, 0, stream>>>(partials_.get(), robust_, f2_.get());

@@ -32,15 +32,6 @@ constexpr int rows_per_thread = 4;
 constexpr int max_lanes = 2;
 static_assert(threads_per_block == imaging::grid_tile * imaging::grid_tile / rows_per_thread);
 
-// A persistent grid of blocks takes the plane's items in turn: the item count is only
-// on the device, and every block that runs has an item with points.
-unsigned resident_blocks() {
-  int device = 0, processors = 0;
-  SPIP_CUDA_CHECK(cudaGetDevice(&device));
-  SPIP_CUDA_CHECK(cudaDeviceGetAttribute(&processors, cudaDevAttrMultiProcessorCount, device));
-  return static_cast<unsigned>(8 * processors);
-}
-
 __global__ void grid_items_kernel(PreparedView points, int p, GridShape shape, LaneSource source, cufftComplex* grids) {
   __shared__ float fu[batch][imaging::max_support], fv[batch][imaging::max_support];
   __shared__ int du[batch], dv[batch];
@@ -239,7 +230,7 @@ void check_launch() { SPIP_CUDA_CHECK(cudaGetLastError()); }
 
 void grid_points(const PreparedView& points, int p, const GridShape& shape, const LaneSource& source,
                  cufftComplex* grids, cudaStream_t stream) {
-  grid_items_kernel<<<resident_blocks(), threads_per_block, 0, stream>>>(points, p, shape, source, grids);
+  grid_items_kernel<<<points.blocks, threads_per_block, 0, stream>>>(points, p, shape, source, grids);
   check_launch();
 }
 
@@ -266,7 +257,7 @@ void fill_plane(const float* images, int num_stokes, int p, const GridShape& sha
 
 void degrid_points(const PreparedView& points, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
                    dcomplex* plain, dcomplex* mirrored, cudaStream_t stream) {
-  degrid_items_kernel<<<resident_blocks(), threads_per_block, 0, stream>>>(points, p, shape, grids, lanes, plain,
+  degrid_items_kernel<<<points.blocks, threads_per_block, 0, stream>>>(points, p, shape, grids, lanes, plain,
                                                                           mirrored);
   check_launch();
 }

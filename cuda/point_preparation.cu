@@ -49,8 +49,7 @@ __global__ void survey_kernel(const double* uvw_m, double scale, float* weights,
 }
 
 // One block: the blocks' partials in a fixed order, then the w-planes they need.
-__global__ void summary_kernel(const double* partials, int blocks, GridShape shape, int w_support,
-                               ChannelSummary* summary) {
+__global__ void summary_kernel(const double* partials, int blocks, GridShape shape, ChannelSummary* summary) {
   __shared__ double values[sums][threads_per_block];
   double mine[sums] = {0, 0, 0, 0, 0};
   for (int b = threadIdx.x; b < blocks; b += blockDim.x) {
@@ -61,7 +60,7 @@ __global__ void summary_kernel(const double* partials, int blocks, GridShape sha
   if (threadIdx.x != 0) return;
   for (int s = 0; s < 4; ++s) summary->weight_sum[s] = values[s][0];
   const imaging::WPlanes planes =
-      shape.wstacking ? imaging::w_planes(values[4][0], w_support, shape.dw) : imaging::WPlanes{0.0, 1};
+      shape.wstacking ? imaging::w_planes(values[4][0], shape.w_kernel.support, shape.dw) : imaging::WPlanes{0.0, 1};
   summary->w_first = planes.w_first;
   summary->planes = planes.planes;
 }
@@ -70,7 +69,7 @@ __global__ void summary_kernel(const double* partials, int blocks, GridShape sha
 // rotation and first plane, and how many tile entries it makes (none off the grid).
 // Coordinates in wavelengths are uvw_m * scale, the product the CPU imager takes.
 __global__ void points_kernel(const double* uvw_m, double scale, const unsigned char* inside, long long rows, GridShape shape,
-                              int w_support, const ChannelSummary* summary, int* first_u, int* first_v,
+                              const ChannelSummary* summary, int* first_u, int* first_v,
                               int* first_plane, double* w_out, dcomplex* rotation, float* footprint, int* counts) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= 2 * rows) return;
@@ -94,7 +93,7 @@ __global__ void points_kernel(const double* uvw_m, double scale, const unsigned 
   first_v[i] = fv;
   w_out[i] = w;
   first_plane[i] = shape.wstacking ? imaging::first_w_plane(w, imaging::WPlanes{summary->w_first, summary->planes},
-                                                            shape.dw, w_support)
+                                                            shape.dw, shape.w_kernel.support)
                                    : 0;
   rotation[i] = shape.wstacking ? unit_phasor(imaging::w_rotation_angle(w, shape.x0)) : dcomplex(1.0);
   counts[i] = imaging::axis_tiles(fu, support, n).count * imaging::axis_tiles(fv, support, n).count;
@@ -110,15 +109,12 @@ __global__ void entries_kernel(const int* first_u, const int* first_v, const int
                                std::uint64_t* keys, std::uint32_t* entry_points) {
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= points || counts[i] == 0) return;
-  const imaging::AxisTiles tu = imaging::axis_tiles(first_u[i], support, grid_size);
-  const imaging::AxisTiles tv = imaging::axis_tiles(first_v[i], support, grid_size);
-  const int tiles = imaging::tiles_per_side(grid_size);
-  long long at = offsets[i];
-  for (int b = 0; b < tv.count; ++b)
-    for (int a = 0; a < tu.count; ++a) {
-      keys[at] = imaging::entry_key(tv.tile[b] * tiles + tu.tile[a], first_plane[i]);
-      entry_points[at++] = static_cast<std::uint32_t>(i);
-    }
+  std::uint64_t point_keys[9];
+  const int count = imaging::point_entry_keys(first_u[i], first_v[i], first_plane[i], support, grid_size, point_keys);
+  for (int e = 0; e < count; ++e) {
+    keys[offsets[i] + e] = point_keys[e];
+    entry_points[offsets[i] + e] = static_cast<std::uint32_t>(i);
+  }
 }
 
 // 1 where a sorted entry starts its tile's segment.
@@ -154,6 +150,15 @@ __global__ void plane_items_kernel(const std::uint64_t* keys, const long long* s
     items[at++] = WorkItem{lo, min(range.hi, lo + imaging::max_chunk_entries), tile, chunks > 1};
 }
 
+// A persistent grid of blocks takes a plane's items in turn: the item count is only on
+// the device, and every block that runs has an item with points.
+unsigned resident_blocks() {
+  int device = 0, processors = 0;
+  SPIP_CUDA_CHECK(cudaGetDevice(&device));
+  SPIP_CUDA_CHECK(cudaDeviceGetAttribute(&processors, cudaDevAttrMultiProcessorCount, device));
+  return static_cast<unsigned>(8 * processors);
+}
+
 std::size_t max_entries_per_point(const GridShape& shape) {
   const int t = imaging::max_axis_tiles(shape.kernel.support, shape.grid_size);
   return static_cast<std::size_t>(t) * t;
@@ -166,8 +171,8 @@ std::size_t max_segments(std::size_t entries, int grid_size) {
 
 }  // namespace
 
-PointPreparation::PointPreparation(std::size_t max_rows, const GridShape& shape, int w_support)
-    : shape_(shape), w_support_(w_support), max_points_(2 * max_rows),
+PointPreparation::PointPreparation(std::size_t max_rows, const GridShape& shape)
+    : shape_(shape), resident_blocks_(resident_blocks()), max_points_(2 * max_rows),
       max_entries_(2 * max_rows * max_entries_per_point(shape)),
       max_segments_(max_segments(max_entries_, shape.grid_size)),
       max_items_(max_segments_ + max_entries_ / imaging::max_chunk_entries + 1),
@@ -210,10 +215,10 @@ const ChannelSummary& PointPreparation::prepare(const double* uvw_m, double scal
   survey_kernel<<<row_blocks, threads_per_block, 0, stream>>>(uvw_m, scale, weights, rows, shape_.uv_cell,
                                                               shape_.grid_size, inside_.get(), partials_.get());
   summary_kernel<<<1, threads_per_block, 0, stream>>>(partials_.get(), static_cast<int>(row_blocks), shape_,
-                                                      w_support_, summary_.get());
+                                                      summary_.get());
   if (points > 0) {
     points_kernel<<<blocks_for(points, threads_per_block), threads_per_block, 0, stream>>>(
-        uvw_m, scale, inside_.get(), rows, shape_, w_support_, summary_.get(), first_u_.get(), first_v_.get(),
+        uvw_m, scale, inside_.get(), rows, shape_, summary_.get(), first_u_.get(), first_v_.get(),
         first_plane_.get(), w_.get(), rotation_.get(), footprint_.get(), counts_.get());
     std::size_t bytes = scratch_.bytes();
     SPIP_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(scratch_.get(), bytes, counts_.get(), offsets_.get(),
@@ -229,6 +234,10 @@ const ChannelSummary& PointPreparation::prepare(const double* uvw_m, double scal
   segments_capacity_ = static_cast<long long>(max_segments(static_cast<std::size_t>(entries), shape_.grid_size));
   SPIP_CUDA_CHECK(cudaMemsetAsync(segments_.get(), 0, sizeof(int), stream));
   if (entries == 0) return host;
+  if (host.planes > imaging::max_key_planes)
+    SPIP_THROW(Error, "GPU imager: a channel needs " + std::to_string(host.planes) + " w-planes, more than the " +
+                          std::to_string(imaging::max_key_planes) +
+                          " its tile keys hold; use the CPU backend (parallel.device = cpu) or a smaller field");
 
   entries_kernel<<<blocks_for(points, threads_per_block), threads_per_block, 0, stream>>>(
       first_u_.get(), first_v_.get(), first_plane_.get(), counts_.get(), offsets_.get(), points,
@@ -237,7 +246,8 @@ const ChannelSummary& PointPreparation::prepare(const double* uvw_m, double scal
   cub::DoubleBuffer<std::uint32_t> values(entry_points_.get(), entry_points_alt_.get());
   std::size_t bytes = scratch_.bytes();
   SPIP_CUDA_CHECK(
-      cub::DeviceRadixSort::SortPairs(scratch_.get(), bytes, keys, values, static_cast<int>(entries), 0, 64, stream));
+      cub::DeviceRadixSort::SortPairs(scratch_.get(), bytes, keys, values, static_cast<int>(entries), 0,
+                                      imaging::key_bits(shape_.grid_size), stream));
   sorted_keys_ = keys.Current();
   sorted_points_ = values.Current();
   // The flags and their scan live in the sort's other key buffer, free after the sort.
@@ -257,14 +267,14 @@ void PointPreparation::build_plane_items(int p, cudaStream_t stream) {
   SPIP_CUDA_CHECK(cudaMemsetAsync(item_count_.get(), 0, sizeof(int), stream));
   if (segments_capacity_ == 0) return;
   plane_items_kernel<<<blocks_for(segments_capacity_, threads_per_block), threads_per_block, 0, stream>>>(
-      sorted_keys_, segment_start_.get(), segments_.get(), p, shape_.wstacking ? w_support_ : 1, items_.get(),
+      sorted_keys_, segment_start_.get(), segments_.get(), p, shape_.w_kernel.support, items_.get(),
       item_count_.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
 }
 
 PreparedView PointPreparation::view() const {
   return PreparedView{first_u_.get(),  first_v_.get(), w_.get(),          rotation_.get(),
-                      footprint_.get(), sorted_points_, items_.get(), item_count_.get()};
+                      footprint_.get(), sorted_points_, items_.get(), item_count_.get(), resident_blocks_};
 }
 
 }  // namespace spip::cuda::detail

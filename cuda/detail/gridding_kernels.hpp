@@ -52,6 +52,7 @@ struct PreparedView {
   const std::uint32_t* entry_points;  // the point of each sorted (point, tile) entry
   const WorkItem* items;              // the current plane's
   const int* item_count;
+  unsigned blocks;                    // of the persistent grid that takes the items in turn
 };
 
 // Adds the current plane's items (PointPreparation::build_plane_items) to w-plane p of

@@ -25,8 +25,9 @@ struct ChannelSummary {
 
 class PointPreparation {
  public:
-  // For channels of up to `max_rows` rows gridded with `shape`'s kernels and grid.
-  PointPreparation(std::size_t max_rows, const GridShape& shape, int w_support);
+  // For channels of up to `max_rows` rows gridded with `shape`'s kernels and grid, on
+  // the current device.
+  PointPreparation(std::size_t max_rows, const GridShape& shape);
 
   // Device bytes per row of a channel and for the whole, as the memory plan counts them.
   static std::size_t bytes_per_row(int support, int grid_size);
@@ -45,7 +46,7 @@ class PointPreparation {
 
  private:
   GridShape shape_;
-  int w_support_;
+  unsigned resident_blocks_;
   std::size_t max_points_, max_entries_, max_segments_, max_items_;
   long long segments_capacity_ = 0;
   DeviceArray<unsigned char> inside_;

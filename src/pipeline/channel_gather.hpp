@@ -39,8 +39,9 @@ class RowCoordinates {
 
 // Writes the channel's weights and visibilities into `out`, which holds
 // coordinates.rows() rows, and applies `scheme` to the weights (on a GPU rank natural
-// weighting: none; its imager weights on the device). One thread copies at a fraction of the memory's bandwidth; where the cores are free (a
-// GPU rank's), `threads` copy together.
+// weighting: none; its imager weights on the device). One thread copies at a fraction
+// of the memory's bandwidth; where the cores are free (a GPU rank's), `threads` copy
+// together.
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
                             const RowCoordinates& coordinates, const imaging::ImageGeometry& geometry,
                             const imaging::WeightingScheme& scheme, const cuda::ChannelView& out, int threads);

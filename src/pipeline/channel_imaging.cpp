@@ -13,7 +13,7 @@ using ms::num_stokes;
 
 ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                                const imaging::WeightingScheme& scheme, int gpu_device, std::size_t max_visibilities)
-    : geometry_(geometry), kernel_(imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel),
+    : kernel_(imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel),
       host_weighting_(gpu_device >= 0 ? imaging::WeightingScheme{} : scheme) {
   if (gpu_device >= 0)
     gpu_ = std::make_unique<cuda::ChannelImager>(gpu_device, geometry, image.accuracy, image.wstacking,

@@ -50,7 +50,6 @@ class ChannelImaging {
   std::string transfer_summary() const;
 
  private:
-  imaging::ImageGeometry geometry_;
   imaging::EsKernel kernel_;
   imaging::WeightingScheme host_weighting_;
   int staged_channels_ = 0;

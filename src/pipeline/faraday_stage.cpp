@@ -130,8 +130,6 @@ double FaradayStage::channel_weight(double noise) const {
   return noise > 0 ? 1.0 / (noise * noise) : 0.0;
 }
 
-void FaradayStage::add_channel(double noise) { noise_.push_back(noise); }
-
 std::string FaradayStage::path(const std::string& name, const char* extension) const {
   return (std::filesystem::path(config_.output.dir) / (config_.output.prefix + "-" + name + extension)).string();
 }
@@ -251,10 +249,11 @@ std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, con
   return i0;
 }
 
-std::vector<std::string> FaradayStage::finish(const parallel::MpiContext& mpi, const Log& log, StopRequest& stop) {
+std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel_noise,
+                                              const parallel::MpiContext& mpi, const Log& log, StopRequest& stop) {
   const Stopwatch watch;
   // Channel weights of every imaged channel, in channel order.
-  const std::vector<double> noise = mpi.gather_to_all(noise_);
+  const std::vector<double> noise = mpi.gather_to_all(channel_noise);
   std::vector<double> weight;
   for (double sigma : noise) weight.push_back(channel_weight(sigma));
   const int usable = static_cast<int>(std::count_if(weight.begin(), weight.end(), [](double w) { return w > 0; }));

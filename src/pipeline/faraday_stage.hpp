@@ -38,15 +38,14 @@ class FaradayStage {
   FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz, ChannelCubes cubes,
                double group_bytes, int gpu_device, std::size_t gpu_bytes);
 
-  // This rank's channels, in increasing order: the channel's polarised noise (MAD
-  // sigma of its Q, U residuals), or a negative value for a channel with nothing imaged
-  // (zero weight in the moments and in RM synthesis).
-  void add_channel(double noise);
-
   // Collective: every rank calls it once after its last channel's planes are in the
-  // cubes. Returns the paths of the products (on rank 0). Asked to stop, every rank
-  // leaves after its current row group with the products still partial.
-  std::vector<std::string> finish(const parallel::MpiContext& mpi, const Log& log, StopRequest& stop);
+  // cubes, with `channel_noise` of its channels in increasing order: each channel's
+  // polarised noise (MAD sigma of its Q, U residuals), or a negative value for a
+  // channel with nothing imaged (zero weight in the moments and in RM synthesis).
+  // Returns the paths of the products (on rank 0). Asked to stop, every rank leaves
+  // after its current row group with the products still partial.
+  std::vector<std::string> finish(const std::vector<double>& channel_noise, const parallel::MpiContext& mpi,
+                                  const Log& log, StopRequest& stop);
 
   // Faraday depths of the products finish() made; 0 before, or without RM synthesis.
   int depths() const { return depths_; }
@@ -85,7 +84,6 @@ class FaradayStage {
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
   std::size_t gpu_bytes_;
-  std::vector<double> noise_;  // per channel of this rank
   int depths_ = 0;
 };
 

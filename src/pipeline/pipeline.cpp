@@ -515,7 +515,6 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                         cubes.cleaned ? std::array{cubes.path("residual", "Q"), cubes.path("residual", "U")}
                                       : std::array<std::string, 2>{}},
                        plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
-  for (double channel_noise : noise) faraday.add_channel(channel_noise);
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
   const RankTimes mine_times{read_s, image_s, restore_s, static_cast<double>(todo.size())};
@@ -524,7 +523,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   mpi.barrier();
   Products products;
   const Stopwatch faraday_watch;
-  const std::vector<std::string> faraday_products = faraday.finish(mpi, log, stop);
+  const std::vector<std::string> faraday_products = faraday.finish(noise, mpi, log, stop);
   times.faraday_s = faraday_watch.seconds();
   times.faraday_depths = faraday.depths();
   log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times.faraday_s, 2) + " s");

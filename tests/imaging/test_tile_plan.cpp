@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <set>
 #include <vector>
 
 #include "spip/imaging/gridding_math.hpp"
@@ -58,13 +59,16 @@ class TilePlan : public testing::TestWithParam<int> {  // image size: grids of 3
       p.first_plane = first_w_plane(q.w, planes, stacking.dw, stacking.w_kernel.support);
       points.push_back(p);
     }
-    const int tiles = tiles_per_side(n);
     for (std::uint32_t i = 0; i < points.size(); ++i) {
       const AxisTiles tu = axis_tiles(points[i].first_u, support, n), tv = axis_tiles(points[i].first_v, support, n);
       EXPECT_LE(std::max(tu.count, tv.count), max_axis_tiles(support, n));
-      for (int b = 0; b < tv.count; ++b)
-        for (int a = 0; a < tu.count; ++a)
-          entries.push_back({entry_key(tv.tile[b] * tiles + tu.tile[a], points[i].first_plane), i});
+      std::uint64_t point_keys[9];
+      const int count = point_entry_keys(points[i].first_u, points[i].first_v, points[i].first_plane, support, n,
+                                         point_keys);
+      for (int e = 0; e < count; ++e) {
+        EXPECT_LT(point_keys[e], std::uint64_t{1} << key_bits(n));  // the bits the device sorts
+        entries.push_back({point_keys[e], i});
+      }
     }
     std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
     for (const Entry& e : entries) keys.push_back(e.key);
@@ -186,6 +190,25 @@ TEST_P(TilePlan, TileByTileGriddingOfAPlaneEqualsADirectSpread) {
     EXPECT_GT(peak, 1.0) << "plane " << p;
     EXPECT_LT(worst, 1e-5 * peak) << "plane " << p;
   }
+}
+
+// Each tile a footprint touches, once, against the set of its cells' tiles: on grids of
+// one, two (where a wide footprint wraps back into the tile it began in) and more
+// tiles, with the last tile as wide as a full one or narrower than the kernel.
+TEST(AxisTiles, AreTheDistinctTilesOfTheFootprintsCells) {
+  int wrapped_back = 0;
+  for (int n : {20, 40, 64, 77, 230})
+    for (int support = 2; support <= max_support; ++support)
+      for (int first = -n; first < n; ++first) {
+        std::set<int> cells_tiles;
+        for (int i = 0; i < support; ++i) cells_tiles.insert(tile_of(first + i, n));
+        const AxisTiles t = axis_tiles(first, support, n);
+        ASSERT_EQ(std::set<int>(t.tile, t.tile + t.count), cells_tiles) << n << " " << support << " " << first;
+        ASSERT_EQ(t.count, static_cast<int>(cells_tiles.size())) << n << " " << support << " " << first;
+        ASSERT_LE(t.count, max_axis_tiles(support, n)) << n << " " << support << " " << first;
+        wrapped_back += tile_of(first, n) == tile_of(first + support - 1, n) && cells_tiles.size() > 1;
+      }
+  EXPECT_GT(wrapped_back, 0);  // the two-tile grid's case is reached
 }
 
 INSTANTIATE_TEST_SUITE_P(GridSizes, TilePlan, testing::Values(256, 200, 184));

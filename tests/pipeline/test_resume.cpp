@@ -150,6 +150,14 @@ std::vector<pid_t> spip_ranks(pid_t sid) {
   return ranks;
 }
 
+// An empty directory of this name under the test's temporary directory.
+std::string fresh_dir(const std::string& name) {
+  const fs::path dir = fs::path(testing::TempDir()) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir.string();
+}
+
 // The products of one uninterrupted run, made once for every test of this binary.
 std::string reference_products() {
   static const std::string reference = [] {
@@ -222,11 +230,9 @@ TEST(Resume, RunThatFillsTheDiskLeavesNothingFinalAndResumes) {
 }
 
 TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
-  const std::string base = (fs::path(testing::TempDir()) / "spip_resume").string();
+  const std::string base = fresh_dir("spip_resume");
   const std::string reference = reference_products(), resumed = base + "/resumed";
   ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
-  fs::remove_all(base);
-  fs::create_directories(base);
 
   ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log"));
   // What is at stake: nothing of the killed run may go on writing.
@@ -255,11 +261,9 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
 // channels without a restored marker. The window before the products are final is the
 // Faraday stage's 0.5 s here, hence the fine polling.
 TEST(Resume, KilledWhileRestoringRestoresOnlyWhatIsLeft) {
-  const std::string base = (fs::path(testing::TempDir()) / "spip_resume_restore").string();
+  const std::string base = fresh_dir("spip_resume_restore");
   const std::string reference = reference_products(), resumed = base + "/resumed";
   ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
-  fs::remove_all(base);
-  fs::create_directories(base);
 
   ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 4, ".restored", base + "/killed.log"));
   const int restored_at_kill = count_markers(resumed, ".restored");
@@ -289,11 +293,9 @@ TEST(Resume, KilledWhileRestoringRestoresOnlyWhatIsLeft) {
 // What Slurm does at the time limit, to one rank only: that rank finishes its channel
 // and tells the others, and all leave together with the resumable exit code.
 TEST(Resume, SignalledRankStopsEveryRankWithTheResumableExitCode) {
-  const std::string base = (fs::path(testing::TempDir()) / "spip_resume_signal").string();
+  const std::string base = fresh_dir("spip_resume_signal");
   const std::string reference = reference_products(), stopped = base + "/stopped";
   ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
-  fs::remove_all(base);
-  fs::create_directories(base);
 
   const pid_t child = start_in_own_session(command_for(stopped), base + "/stopped.log");
   ASSERT_GE(child, 0);

@@ -7,7 +7,6 @@
 // Streams: channels are uploaded on an upload stream into one of two buffer sets
 // (staging_area() and upload(), from pinned host memory) while the current channel is
 // imaged on the compute stream; next() switches sets. The overlap is measured with CUDA events.
-#include <array>
 #include <complex>
 #include <cstddef>
 #include <memory>

@@ -46,8 +46,8 @@ SPIP_HOST_DEVICE inline float footprint_value(const EsKernel& kernel, int first,
 // The grid is periodic (it is the DFT's): a kernel crossing an edge wraps around.
 SPIP_HOST_DEVICE inline int wrap_cell(int cell, int n) { return ((cell % n) + n) % n; }
 
-// Both gridders work through the grid in square tiles (tile_plan.hpp); the tile of a
-// cell, wrapped.
+// Both gridders work through the grid in square tiles (the GPU's layout is
+// tile_plan.hpp); the tile of a cell, wrapped.
 inline constexpr int grid_tile = 32;
 SPIP_HOST_DEVICE inline int tiles_per_side(int grid_size) { return (grid_size + grid_tile - 1) / grid_tile; }
 SPIP_HOST_DEVICE inline int tile_of(int cell, int grid_size) { return wrap_cell(cell, grid_size) / grid_tile; }
