@@ -1,11 +1,15 @@
 #!/usr/bin/env python3
 """Open FITS products with astropy as a reader independent of CFITSIO.
 
-For each path: verify the file against the FITS standard, build its WCS, and
-print the shape, BUNIT and the world coordinate of the central pixel (the phase
-centre, zero-based pixel (NAXIS1//2, NAXIS2//2), which must land on
-CRVAL1/CRVAL2). A cube with CASAMBM = T must carry CASA's BEAMS table: one row
-per plane, BMAJ/BMIN in arcsec and BPA in deg. Exits non-zero if any file fails.
+For each path: verify the file against the FITS standard, then read it as what it is.
+An image (data in the primary HDU) must be float32 with a celestial WCS; its shape,
+BUNIT and the world coordinate of the central pixel (the phase centre, zero-based pixel
+(NAXIS1//2, NAXIS2//2), which must land on CRVAL1/CRVAL2) are printed. A cube with
+CASAMBM = T must carry CASA's BEAMS table: one row per plane, BMAJ/BMIN in arcsec and
+BPA in deg. A table (an empty primary HDU and binary table extensions, as the
+catalogue) is read with astropy.table: every column must have a name and a unit astropy
+understands (or none), and its columns, units and row count are printed. Exits non-zero
+if any file fails.
 
 usage: check_fits_astropy.py FILE.fits [FILE.fits ...]
 """
@@ -14,35 +18,62 @@ import warnings
 
 
 def check(path):
-    import numpy as np
     from astropy.io import fits
-    from astropy.wcs import WCS
 
     with fits.open(path) as hdul:
         hdul.verify("exception")
-        hdu = hdul[0]
-        header = hdu.header
-        data = hdu.data
-        if data is None or data.dtype.itemsize != 4 or data.dtype.kind != "f":
-            raise ValueError(f"expected float32 data, got {None if data is None else data.dtype}")
-        with warnings.catch_warnings():
-            # astropy reports its own header fix-ups (e.g. MJD-OBS from DATE-OBS) as warnings.
-            warnings.simplefilter("ignore")
-            wcs = WCS(header)
-        celestial = wcs.celestial
-        if celestial.naxis != 2:
-            raise ValueError("no celestial WCS")
-        nx, ny = header["NAXIS1"], header["NAXIS2"]
-        pixel = [nx // 2, ny // 2] + [0] * (wcs.naxis - 2)
-        world = wcs.pixel_to_world_values(*pixel)
-        ra, dec = float(world[0]), float(world[1])
-        dra = (ra - header["CRVAL1"] + 180.0) % 360.0 - 180.0
-        if abs(dra) > 1e-9 or abs(dec - header["CRVAL2"]) > 1e-9:
-            raise ValueError(f"central pixel maps to ({ra}, {dec}), not CRVAL")
-        beams = check_beams(hdul, header) if header.get("CASAMBM") else ""
-        finite = int(np.isfinite(data).sum())
-        print(f"{path}: shape {data.shape} BUNIT {header.get('BUNIT')!r} "
-              f"centre {[float(w) for w in world]} ({finite} finite pixels){beams}")
+        if hdul[0].data is not None:
+            check_image(path, hdul)
+            return
+        tables = [hdu for hdu in hdul[1:] if isinstance(hdu, fits.BinTableHDU)]
+        if not tables:
+            raise ValueError("neither an image in the primary HDU nor a binary table")
+        for hdu in tables:
+            print(describe_table(path, hdu))
+
+
+def describe_table(path, hdu):
+    """A binary table read as astropy reads a catalogue: columns, units, rows."""
+    import astropy.units as u
+    from astropy.table import Table
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", u.UnitsWarning)  # a unit astropy cannot parse
+        table = Table.read(hdu)
+    if not table.colnames:
+        raise ValueError(f"table {hdu.name} has no columns")
+    if len(table) != hdu.header["NAXIS2"]:
+        raise ValueError(f"table {hdu.name} reads {len(table)} rows, NAXIS2 says {hdu.header['NAXIS2']}")
+    columns = ", ".join(f"{name} [{table[name].unit or ''}]" for name in table.colnames)
+    return f"{path}: table {hdu.name}, {len(table)} rows, {len(table.colnames)} columns: {columns}"
+
+
+def check_image(path, hdul):
+    import numpy as np
+    from astropy.wcs import WCS
+
+    header = hdul[0].header
+    data = hdul[0].data
+    if data.dtype.itemsize != 4 or data.dtype.kind != "f":
+        raise ValueError(f"expected float32 data, got {data.dtype}")
+    with warnings.catch_warnings():
+        # astropy reports its own header fix-ups (e.g. MJD-OBS from DATE-OBS) as warnings.
+        warnings.simplefilter("ignore")
+        wcs = WCS(header)
+    celestial = wcs.celestial
+    if celestial.naxis != 2:
+        raise ValueError("no celestial WCS")
+    nx, ny = header["NAXIS1"], header["NAXIS2"]
+    pixel = [nx // 2, ny // 2] + [0] * (wcs.naxis - 2)
+    world = wcs.pixel_to_world_values(*pixel)
+    ra, dec = float(world[0]), float(world[1])
+    dra = (ra - header["CRVAL1"] + 180.0) % 360.0 - 180.0
+    if abs(dra) > 1e-9 or abs(dec - header["CRVAL2"]) > 1e-9:
+        raise ValueError(f"central pixel maps to ({ra}, {dec}), not CRVAL")
+    beams = check_beams(hdul, header) if header.get("CASAMBM") else ""
+    finite = int(np.isfinite(data).sum())
+    print(f"{path}: shape {data.shape} BUNIT {header.get('BUNIT')!r} "
+          f"centre {[float(w) for w in world]} ({finite} finite pixels){beams}")
 
 
 def check_beams(hdul, header):

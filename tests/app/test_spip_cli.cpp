@@ -3,6 +3,7 @@
 
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
+#include "scratch.hpp"
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -33,12 +34,7 @@ std::string read_file(const fs::path& path) {
   return text.str();
 }
 
-fs::path scratch(const std::string& name) {
-  const fs::path dir = fs::path(testing::TempDir()) / "spip_test_cli" /
-                       testing::UnitTest::GetInstance()->current_test_info()->name();
-  fs::create_directories(dir);
-  return dir / name;
-}
+fs::path scratch(const std::string& name) { return spip::test::scratch_path(name); }
 
 Outcome run(const std::string& command) {
   const fs::path out = scratch("stdout.txt"), err = scratch("stderr.txt");
@@ -250,9 +246,10 @@ TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
   double worst = 0;
   for (const auto& entry : fs::directory_iterator(scratch("groups"))) {
     const std::string name = entry.path().filename().string();
-    if (name.find("-moment-") == std::string::npos && name.find("-fdf-") == std::string::npos &&
-        name.find("-peak-") == std::string::npos && name.find("-rmclean-") == std::string::npos)
-      continue;
+    const bool faraday = name.find("-moment-") != std::string::npos || name.find("-FDF_") != std::string::npos ||
+                         name.find("-fdf-") != std::string::npos || name.find("-peak-") != std::string::npos ||
+                         name.find("-rmclean-") != std::string::npos || name.find("-RMSF_FWHM") != std::string::npos;
+    if (!faraday) continue;
     const auto a = spip::fits::read_image(entry.path().string());
     const auto b = spip::fits::read_image((scratch("ranks") / name).string());
     ASSERT_EQ(a.data.size(), b.data.size()) << name;
@@ -267,7 +264,7 @@ TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
     worst = std::max(worst, largest > 0 ? difference / largest : 0.0);
     ++compared;
   }
-  EXPECT_EQ(compared, 20 + 6 + 8);  // moments, FDF cubes, pixel maps
+  EXPECT_EQ(compared, 20 + 6 + 9);  // moments, FDF cubes, pixel maps with RMSF_FWHM
   std::printf("[ measured ] %d Faraday products, %s row groups vs 3 ranks: largest difference %.2e of the peak\n",
               compared, count[1].str().c_str(), worst);
 }

@@ -16,6 +16,7 @@
 
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 
@@ -29,9 +30,7 @@ const char* const sky_format =
 class CatalogueSky : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = (fs::path(testing::TempDir()) / "spip_catalogue_sky").string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = spip::test::scratch_dir().string();
     // spip-simulate needs a component: the noise-only sky has one of zero flux.
     noise_status_ = simulate_and_run("noise", "\"nothing\", 0.0, 60.0, 0.0, , , 0.0, 144e6, 0, , , , , , \n");
     sources_status_ = simulate_and_run("sources",
@@ -39,7 +38,6 @@ class CatalogueSky : public testing::Test {
                                        "\"double_a\", 359.8, 59.9, 0.1, , , 0.0, 144e6, 0, -15.0, 0.3, 10.0, , , \n"
                                        "\"double_b\", 359.8, 59.9, 0.1, , , 0.0, 144e6, 0, 15.0, 0.3, 60.0, , , \n");
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   static int simulate_and_run(const std::string& name, const std::string& components) {
     const std::string sky = dir_ + "/" + name + ".sky.txt";

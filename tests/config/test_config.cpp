@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "spip/error.hpp"
+#include "scratch.hpp"
 
 namespace spip {
 namespace {
@@ -45,7 +46,7 @@ std::string write_config(const std::string& contents, const std::string& tag = "
   std::string name = std::string(info->test_suite_name()) + "_" + info->name() + "_" + tag;
   for (char& c : name)
     if (c == '/') c = '_';
-  const std::string path = testing::TempDir() + "spip_config_" + name + ".cfg";
+  const std::string path = spip::test::scratch_path(name + ".cfg").string();
   std::ofstream(path) << contents;
   return path;
 }
@@ -428,10 +429,10 @@ TEST(Config, InputMsRequiredForRun) {
 }
 
 TEST(Config, MissingFile) {
-  const std::string path = testing::TempDir() + "spip_config_no_such_file.cfg";
+  const std::string path = spip::test::scratch_path("no_such_file.cfg").string();
   expect_config_error([&] { parse({"--config", path, "--input.ms", "a.ms"}); }, {path});
-  expect_config_error([&] { parse({"--config", testing::TempDir(), "--input.ms", "a.ms"}); },
-                      {testing::TempDir()});
+  const std::string dir = spip::test::scratch_dir().string();
+  expect_config_error([&] { parse({"--config", dir, "--input.ms", "a.ms"}); }, {dir});
 }
 
 TEST(Config, Actions) {

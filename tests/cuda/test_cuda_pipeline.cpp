@@ -16,6 +16,7 @@
 
 #include "spip/cuda/device.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 
@@ -39,9 +40,7 @@ double median(std::vector<float> values) {
 }  // namespace
 
 TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
-  const fs::path base = fs::path(testing::TempDir()) / "spip_cuda_pipeline";
-  fs::remove_all(base);
-  fs::create_directories(base);
+  const fs::path base = spip::test::scratch_dir();
   ASSERT_EQ(run("cpu", base / "cpu"), "");
   ASSERT_EQ(run("gpu", base / "gpu"), "");
 

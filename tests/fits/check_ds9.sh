@@ -8,15 +8,18 @@ set -euo pipefail
 dir=$1
 export XPA_METHOD=local
 name=spip_ds9_$$
+# DS9 and XPA keep their sockets and logs in a folder of this run's own, removed at the end.
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/spip_ds9.XXXXXX")
+export TMPDIR=$scratch XPA_TMPDIR=$scratch
 # Xvfb picks a free display and writes its number once it accepts clients.
-ready=$(mktemp)
+ready=$scratch/display
 Xvfb -displayfd 3 -screen 0 800x600x24 -nolisten tcp 3> "$ready" > /dev/null 2>&1 &
 xvfb=$!
 for _ in $(seq 100); do [[ -s $ready ]] && break; sleep 0.1; done
-[[ -s $ready ]] || { echo "check_ds9: Xvfb did not start" >&2; kill $xvfb; exit 1; }
+[[ -s $ready ]] || { echo "check_ds9: Xvfb did not start" >&2; kill $xvfb; rm -rf "$scratch"; exit 1; }
 DISPLAY=:$(cat "$ready") ds9 -title "$name" > /dev/null 2>&1 &
 ds9=$!
-trap 'kill $ds9 $xvfb 2> /dev/null || true; rm -f "$ready"' EXIT
+trap 'kill $ds9 $xvfb 2> /dev/null || true; rm -rf "$scratch"' EXIT
 for _ in $(seq 60); do
   [[ $(xpaaccess "$name" 2> /dev/null) == yes ]] && break
   sleep 1

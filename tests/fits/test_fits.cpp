@@ -23,6 +23,7 @@
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
 #include "spip/version.hpp"
+#include "scratch.hpp"
 
 namespace {
 
@@ -36,17 +37,10 @@ using spip::fits::Stokes;
 constexpr double pi = std::numbers::pi;
 constexpr double deg = pi / 180.0;
 
-// A fresh directory per test, removed afterwards.
+// The test process's own scratch folder.
 class FitsTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::temp_directory_path() /
-           ("spip_test_fits_" + std::to_string(::getpid()) + "_" + info->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
+  void SetUp() override { dir_ = spip::test::scratch_dir(); }
   std::string path(const std::string& name) const { return (dir_ / name).string(); }
 
   fs::path dir_;

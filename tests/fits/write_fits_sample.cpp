@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   }
   try {
     const std::filesystem::path dir = argv[1];
+    std::filesystem::remove_all(dir);  // the readers' tests must see this run's files only
     std::filesystem::create_directories(dir);
 
     ImageHeader cube = sample_header();

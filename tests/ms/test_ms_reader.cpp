@@ -14,6 +14,7 @@
 #include "spip/ms/ms_reader.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
+#include "scratch.hpp"
 
 namespace cc = casacore;
 namespace fs = std::filesystem;
@@ -26,11 +27,7 @@ namespace {
 const std::string data_dir = SPIP_TEST_DATA;
 const std::string oskar_ms = data_dir + "/oskar_small.ms";
 
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::path(testing::TempDir()) / "spip_test_ms";
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
+std::string scratch(const std::string& name) { return spip::test::scratch_path(name).string(); }
 
 std::string simulated(const std::string& name, spip::sim::Corruption corruption = {}) {
   const std::string out = scratch(name);

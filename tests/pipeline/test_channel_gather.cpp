@@ -14,6 +14,7 @@
 #include "spip/ms/ms_reader.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
+#include "scratch.hpp"
 
 namespace spip::pipeline {
 namespace {
@@ -24,16 +25,12 @@ const std::string data_dir = SPIP_TEST_DATA;
 class ChannelGather : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    // One table per process: CTest runs the tests of this suite side by side.
-    const fs::path dir = fs::path(testing::TempDir()) / ("spip_test_gather_" + std::to_string(getpid()));
-    fs::create_directories(dir);
-    path_ = (dir / "flagged.ms").string();
+    path_ = spip::test::scratch_path("flagged.ms").string();
     sim::Corruption corruption;
     corruption.flag_fraction = 0.3;
     sim::simulate_from_template(data_dir + "/oskar_small.ms", path_,
                                 sim::read_sky_model(data_dir + "/oskar_small.sky.txt"), corruption);
   }
-  static void TearDownTestSuite() { fs::remove_all(fs::path(path_).parent_path()); }
 
   // Channels [8, 12) of the flagged set and, with `two`, of the sample: two inputs, as
   // a run reads them.

@@ -19,6 +19,7 @@
 #include "spip/error.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/ms/ionosphere.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 
@@ -34,9 +35,7 @@ struct Peak {
 class Ionosphere : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    dir_ = (fs::path(testing::TempDir()) / "spip_ionosphere").string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
+    dir_ = spip::test::scratch_dir().string();
     std::ofstream(dir_ + "/rm.txt") << "# time [MJD s]  RM_ion [rad/m^2]\n"
                                     << std::setprecision(12) << start_mjd_s << " 0.5\n"
                                     << start_mjd_s + 4 * 3600 << " 2.5\n";
@@ -51,7 +50,6 @@ class Ionosphere : public testing::Test {
     if (status_ == 0) corrected_ = run("corrected", " --faraday.ionosphere " + dir_ + "/rm.txt");
     if (status_ == 0) uncorrected_ = run("uncorrected", "");
   }
-  static void TearDownTestSuite() { fs::remove_all(dir_); }
 
   static Peak run(const std::string& name, const std::string& extra) {
     const std::string command = std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG +

@@ -14,6 +14,7 @@
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
 #include "spip/sim/sky_model.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 
@@ -27,8 +28,7 @@ constexpr double speed_of_light = 299792458.0;
 class OskarTruth : public testing::Test {
  protected:
   static void SetUpTestSuite() {
-    out_ = (fs::path(testing::TempDir()) / "spip_oskar_truth").string();
-    fs::remove_all(out_);
+    out_ = spip::test::scratch_path("products").string();
     const std::string command = std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG +
                                 " --input.ms " + data_dir + "/oskar_small.ms --output.dir " + out_ +
                                 " --parallel.threads 1 > " + out_ + ".log 2>&1";

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "spip/fits/fits_image.hpp"
+#include "scratch.hpp"
 
 namespace fs = std::filesystem;
 
@@ -150,10 +151,9 @@ std::vector<pid_t> spip_ranks(pid_t sid) {
   return ranks;
 }
 
-// An empty directory of this name under the test's temporary directory.
+// An empty folder of this name in the test's scratch folder.
 std::string fresh_dir(const std::string& name) {
-  const fs::path dir = fs::path(testing::TempDir()) / name;
-  fs::remove_all(dir);
+  const fs::path dir = spip::test::scratch_dir() / name;
   fs::create_directories(dir);
   return dir.string();
 }
@@ -161,9 +161,7 @@ std::string fresh_dir(const std::string& name) {
 // The products of one uninterrupted run, made once for every test of this binary.
 std::string reference_products() {
   static const std::string reference = [] {
-    const std::string dir = (fs::path(testing::TempDir()) / "spip_resume_reference").string();
-    fs::remove_all(dir);
-    fs::create_directories(dir);
+    const std::string dir = fresh_dir("reference");
     const std::string out = dir + "/products";
     if (std::system((command_for(out) + " > " + dir + "/reference.log 2>&1").c_str()) != 0) return std::string();
     return out;
@@ -187,8 +185,7 @@ struct SmallFileSystem {
 }  // namespace
 
 TEST(Resume, RunThatFillsTheDiskLeavesNothingFinalAndResumes) {
-  const std::string base = (fs::path(testing::TempDir()) / "spip_disk_full").string();
-  fs::remove_all(base);
+  const std::string base = fresh_dir("disk_full");
   const SmallFileSystem disk(base + "/disk", "450m");  // the products need ~375 MB
   if (!disk.mounted) GTEST_SKIP() << "cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN)";
   const std::string reference = reference_products();

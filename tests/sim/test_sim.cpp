@@ -14,6 +14,7 @@
 #include "spip/error.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
+#include "scratch.hpp"
 
 namespace cc = casacore;
 namespace fs = std::filesystem;
@@ -26,11 +27,7 @@ const std::string data_dir = SPIP_TEST_DATA;
 const std::string oskar_ms = data_dir + "/oskar_small.ms";
 const std::string oskar_sky = data_dir + "/oskar_small.sky.txt";
 
-std::string scratch(const std::string& name) {
-  const fs::path dir = fs::path(testing::TempDir()) / "spip_test_sim";
-  fs::create_directories(dir);
-  return (dir / name).string();
-}
+std::string scratch(const std::string& name) { return spip::test::scratch_path(name).string(); }
 
 cc::Array<cc::Complex> column_data(const std::string& ms, const char* column = "DATA") {
   return cc::ArrayColumn<cc::Complex>(cc::Table(ms), column).getColumn();

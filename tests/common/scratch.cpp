@@ -1,0 +1,62 @@
+#include "scratch.hpp"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cctype>
+#include <cstdio>
+#include <stdexcept>
+#include <vector>
+
+namespace spip::test {
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path made_dir;
+
+fs::path make_fresh_dir() {
+  const char* tmpdir = std::getenv("TMPDIR");
+  const fs::path base = tmpdir && *tmpdir ? fs::path(tmpdir) : fs::temp_directory_path();
+  fs::create_directories(base);
+  const testing::TestSuite* suite = testing::UnitTest::GetInstance()->current_test_suite();
+  std::string name = suite ? suite->name() : "test";
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';  // parameterised suites hold '/'
+  std::string pattern = (base / ("spip_" + name + "_XXXXXX")).string();
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (!mkdtemp(buffer.data())) throw std::runtime_error("cannot make a scratch folder from " + pattern);
+  return fs::path(buffer.data());
+}
+
+// Removes the folder after the last test of the process, or says where it was kept.
+class ScratchCleanup : public testing::Environment {
+ public:
+  void TearDown() override {
+    if (made_dir.empty()) return;
+    if (testing::UnitTest::GetInstance()->Passed()) {
+      std::error_code ignored;
+      fs::remove_all(made_dir, ignored);
+    } else {
+      std::fprintf(stderr, "test scratch folder kept: %s\n", made_dir.c_str());
+    }
+  }
+};
+
+[[maybe_unused]] testing::Environment* const cleanup = testing::AddGlobalTestEnvironment(new ScratchCleanup);
+
+}  // namespace
+
+const fs::path& scratch_dir() {
+  if (made_dir.empty()) made_dir = make_fresh_dir();
+  return made_dir;
+}
+
+fs::path scratch_path(const std::string& name) {
+  const fs::path path = scratch_dir() / name;
+  fs::create_directories(path.parent_path());
+  return path;
+}
+
+}  // namespace spip::test
