@@ -508,13 +508,17 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   const ms::MsInfo& info = plan.readers.front().info();
   fits::ImageHeader faraday_base = cubes.base;
   faraday_base.beam = beam;
-  FaradayStage faraday(config, faraday_base,
-                       std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
-                       {{cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
+  // Without Q and U (an MS with only parallel hands) there is nothing to synthesise.
+  std::optional<FaradayStage> faraday;
+  if (plan.polarised)
+    faraday.emplace(config, faraday_base,
+                    std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
+                    FaradayStage::ChannelCubes{
+                        {cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
                          cubes.path("image", "V")},
                         cubes.cleaned ? std::array{cubes.path("residual", "Q"), cubes.path("residual", "U")}
                                       : std::array<std::string, 2>{}},
-                       plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
+                    plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
 
   const std::vector<double> all_records = mpi.gather_to_root(records);
   const RankTimes mine_times{read_s, image_s, restore_s, static_cast<double>(todo.size())};
@@ -522,11 +526,14 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       mpi.gather_to_root(std::vector<double>(&mine_times.read_s, &mine_times.read_s + RankTimes::fields));
   mpi.barrier();
   Products products;
-  const Stopwatch faraday_watch;
-  const std::vector<std::string> faraday_products = faraday.finish(noise, mpi, log, stop);
-  times.faraday_s = faraday_watch.seconds();
-  times.faraday_depths = faraday.depths();
-  log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times.faraday_s, 2) + " s");
+  std::vector<std::string> faraday_products;
+  if (faraday) {
+    const Stopwatch faraday_watch;
+    faraday_products = faraday->finish(noise, mpi, log, stop);
+    times.faraday_s = faraday_watch.seconds();
+    times.faraday_depths = faraday->depths();
+    log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times.faraday_s, 2) + " s");
+  }
   // The channel cubes stay partial until the Faraday stage is done, so that a run
   // killed there resumes from its channels instead of imaging them again.
   if (mpi.is_root()) {

@@ -146,7 +146,8 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     needs.rows_per_channel = static_cast<double>(plan.busiest_channel);
     needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
     needs.block_channels = config.input.block_channels;
-    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size;
+    needs.faraday_row_bytes =
+        plan.polarised ? FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size : 0.0;
     plan.memory = plan_memory(needs);
     if (mpi.is_root())
       require_disk_space(config.output.dir,
@@ -252,7 +253,9 @@ Plan open_plan(const Config& config) {
                                ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
                                std::to_string(band) + " channels");
   plan.freq_hz.assign(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
-  if (plan.freq_hz.size() >= 2) plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
+  plan.polarised = info.stokes_determined[ms::stokes_q] && info.stokes_determined[ms::stokes_u];
+  if (plan.freq_hz.size() >= 2 && plan.polarised)
+    plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
   for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
@@ -274,6 +277,14 @@ std::vector<parallel::ChannelBlock> channel_blocks(const Config& config, const s
   return blocks;
 }
 
+// "I, Q, U, V": the Stokes parameters the first input's correlations determine (or not).
+std::string stokes_list(const ms::MsInfo& info, bool determined) {
+  std::string list;
+  for (int s = 0; s < ms::num_stokes; ++s)
+    if (info.stokes_determined[s] == determined) list += (list.empty() ? "" : ", ") + std::string(1, "IQUV"[s]);
+  return list;
+}
+
 }  // namespace
 
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
@@ -283,14 +294,18 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): channels [" +
            std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
            std::to_string(plan.readers.size()) + " Measurement Set(s) into " + std::to_string(config.image.size) +
-           "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes I, Q, U, V, then the Faraday stage; "
-           "products in " + config.output.dir + " (prefix " + config.output.prefix + ")");
+           "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes " + stokes_list(info, true) +
+           (plan.polarised ? ", then the Faraday stage" : "") + "; products in " + config.output.dir + " (prefix " +
+           config.output.prefix + ")");
   for (const ms::MsReader& reader : plan.readers)
     log.root("input " + reader.info().path + ": " + std::to_string(reader.info().num_rows) + " rows, " +
              std::to_string(band) + " channels, correlations [" + reader.info().stokes_summary() + "]");
-  for (int s = 0; s < ms::num_stokes; ++s)
-    if (!info.stokes_determined[s])
-      log.root(std::string("Stokes ") + "IQUV"[s] + " is not determined by the correlations; its images are zero");
+  if (const std::string missing = stokes_list(info, false); !missing.empty())
+    log.root("Stokes " + missing + " not determined by the correlations [" + info.stokes_summary() +
+             "]: no cubes of " + missing +
+             (plan.polarised ? std::string()
+                             : ", and no Faraday products (moments, RM synthesis, RM-CLEAN, peak maps, catalogue), "
+                               "which need Q and U"));
   std::optional<cuda::DeviceInfo> device;
   std::exception_ptr failure;
   try {

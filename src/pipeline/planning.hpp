@@ -28,7 +28,8 @@ struct Plan {
   std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
   int chan_begin = 0, chan_end = 0;              // imaged range of the band
   std::vector<double> freq_hz;                   // of the imaged channels
-  int num_phi = 0;                               // Faraday depths (0: fewer than two channels)
+  bool polarised = true;                         // Q and U determined: the Faraday stage runs
+  int num_phi = 0;                               // Faraday depths (0: fewer than two channels, or not polarised)
   std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
   std::string backend;                           // "cpu" or "gpu <index>"
   int gpu_device = -1;                           // -1: CPU

@@ -1,5 +1,6 @@
 #include "products.hpp"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <numbers>
@@ -40,7 +41,8 @@ std::vector<std::string> CubeSet::paths() const {
   std::vector<std::string> all;
   for (const char* product : per_stokes_products)
     if (written(*this, product))
-      for (const char* stokes : stokes_names) all.push_back(path(product, stokes));
+      for (int s = 0; s < 4; ++s)
+        if (stokes[s]) all.push_back(path(product, stokes_names[s]));
   all.push_back(path("psf", nullptr));
   return all;
 }
@@ -52,6 +54,7 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
   cubes.prefix = config.output.prefix;
   cubes.cleaned = config.clean.niter > 0;
   cubes.beam_per_channel = !config.image.common_beam;
+  cubes.stokes = info.stokes_determined;
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -76,7 +79,7 @@ void create_cubes(const CubeSet& cubes) {
   std::filesystem::create_directories(cubes.dir);
   for (int s = 0; s < 4; ++s)
     for (const char* product : per_stokes_products)
-      if (written(cubes, product))
+      if (written(cubes, product) && cubes.stokes[s])
         fits::CubeFile::create(cubes.path(product, stokes_names[s]), header_for(cubes, product, s));
   fits::CubeFile::create(cubes.path("psf", nullptr), header_for(cubes, "psf", -1));
 }
@@ -88,7 +91,8 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
   for (int k = 0; k < 3; ++k)
     if (written(cubes, per_stokes_products[k]))
       for (int s = 0; s < 4; ++s)
-        fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
+        if (cubes.stokes[s])
+          fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
                                      std::span<const float>(images[k]->data() + s * pixels, pixels));
   fits::CubeFile::write_planes(cubes.path("psf", nullptr), plane, psf);
 }
@@ -96,28 +100,33 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
   const std::size_t pixels = restored.size() / 4;
   for (int s = 0; s < 4; ++s)
-    fits::CubeFile::write_planes(cubes.path("image", stokes_names[s]), plane,
+    if (cubes.stokes[s])
+      fits::CubeFile::write_planes(cubes.path("image", stokes_names[s]), plane,
                                  std::span<const float>(restored.data() + s * pixels, pixels));
 }
 
 std::vector<float> read_stokes_planes(const CubeSet& cubes, const std::string& product, int plane) {
-  std::vector<float> planes;
-  for (const char* stokes : stokes_names) {
-    const std::vector<float> one = fits::CubeFile::read_planes(cubes.path(product, stokes), plane, 1);
-    planes.insert(planes.end(), one.begin(), one.end());
-  }
+  const std::size_t pixels = static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny;
+  std::vector<float> planes(4 * pixels, 0.0f);  // a Stokes parameter not determined is zero, as imaged
+  for (int s = 0; s < 4; ++s)
+    if (cubes.stokes[s]) {
+      const std::vector<float> one = fits::CubeFile::read_planes(cubes.path(product, stokes_names[s]), plane, 1);
+      std::copy(one.begin(), one.end(), planes.begin() + s * pixels);
+    }
   return planes;
 }
 
 void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam) {
   for (const char* product : per_stokes_products)
     if (written(cubes, product) && header_for(cubes, product, 0).beam)
-      for (const char* stokes : stokes_names) fits::CubeFile::write_beam(cubes.path(product, stokes), beam);
+      for (int s = 0; s < 4; ++s)
+        if (cubes.stokes[s]) fits::CubeFile::write_beam(cubes.path(product, stokes_names[s]), beam);
   fits::CubeFile::write_beam(cubes.path("psf", nullptr), beam);
 }
 
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {
-  for (const char* stokes : stokes_names) fits::CubeFile::write_beams(cubes.path("image", stokes), per_channel);
+  for (int s = 0; s < 4; ++s)
+    if (cubes.stokes[s]) fits::CubeFile::write_beams(cubes.path("image", stokes_names[s]), per_channel);
 }
 
 void commit_cubes(const CubeSet& cubes) {

@@ -1,5 +1,6 @@
 #pragma once
 // The FITS cubes of a run: names, headers, creation by rank 0, planes by every rank.
+#include <array>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,8 @@ struct CubeSet {
   bool cleaned = true;     // false (niter = 0): no model and residual cubes, as WSClean
   bool beam_per_channel = false;  // image.common_beam = false: the restored cubes carry a BEAMS table
   fits::ImageHeader base;  // shared WCS, FREQ axis over the imaged channels
+  // Which of I, Q, U, V the correlations determine: only their cubes are written.
+  std::array<bool, ms::num_stokes> stokes{true, true, true, true};
   std::vector<std::string> paths() const;
   std::string path(const std::string& product, const char* stokes) const;  // stokes nullptr: no suffix
 };
