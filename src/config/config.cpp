@@ -12,6 +12,7 @@
 #include <numbers>
 #include <sstream>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -170,6 +171,30 @@ bool set_faraday_cubes(Config& config, std::string_view value) {
   return true;
 }
 
+// image.beam: "MAJOR,MINOR,PA" with MAJOR >= MINOR > 0, or nothing (each channel's fit).
+bool set_restoring_beam(Config& config, std::string_view value) {
+  ImageConfig& image = config.image;
+  if (value.empty()) return image.beam_major_arcsec = image.beam_minor_arcsec = image.beam_pa_deg = 0, true;
+  std::array<double, 3> parts{};
+  for (std::size_t k = 0, begin = 0; k < parts.size(); ++k) {
+    const std::size_t end = k + 1 < parts.size() ? value.find(',', begin) : value.size();
+    if (end == std::string_view::npos) return false;
+    std::string_view number = value.substr(begin, end - begin);
+    while (!number.empty() && number.front() == ' ') number.remove_prefix(1);
+    while (!number.empty() && number.back() == ' ') number.remove_suffix(1);
+    if (!parse(number, parts[k])) return false;
+    begin = end + 1;
+  }
+  if (!(parts[0] >= parts[1] && parts[1] > 0)) return false;
+  std::tie(image.beam_major_arcsec, image.beam_minor_arcsec, image.beam_pa_deg) = std::tuple(parts[0], parts[1], parts[2]);
+  return true;
+}
+
+std::string restoring_beam_text(const ImageConfig& image) {
+  if (image.beam_major_arcsec == 0) return "";
+  return text(image.beam_major_arcsec) + "," + text(image.beam_minor_arcsec) + "," + text(image.beam_pa_deg);
+}
+
 std::string cube_list_text(const std::vector<std::string>& cubes) {
   if (cubes.empty()) return "none";
   if (cubes == faraday_cube_names()) return "all";
@@ -229,6 +254,11 @@ const std::vector<Key>& keys() {
              "w-stacking; false: 2-D imaging (wrong for wide fields)"),
       scalar("image.common_beam", &Config::image, &ImageConfig::common_beam, any<bool>, "true or false", "",
              "restore every channel with the largest fitted beam (needed for RM synthesis); false: its own (BEAMS table)"),
+      {"image.beam", "numbers", "arcsec",
+       "restoring beam MAJOR,MINOR,PA for every channel (FWHM in arcsec, PA in deg east of north), as WSClean's "
+       "-beam-shape; empty: fitted to each channel's PSF",
+       "MAJOR,MINOR,PA in arcsec, arcsec, deg with MAJOR >= MINOR > 0, or nothing", false, set_restoring_beam,
+       [](const Config& c) { return std::vector<std::string>{restoring_beam_text(c.image)}; }},
       scalar("image.uv_min", &Config::image, &ImageConfig::uv_min,
              [](double v) { return v >= 0; }, "a number >= 0", "lambda",
              "drop baselines shorter than this"),

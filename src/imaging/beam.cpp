@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <complex>
 #include <numbers>
 #include <vector>
 
 #include "spip/error.hpp"
+#include "spip/imaging/fft.hpp"
 
 namespace spip::imaging {
 namespace {
@@ -53,7 +55,7 @@ struct GaussianBeam {
 
 }  // namespace
 
-Beam fit_beam(const float* psf, const ImageGeometry& g) {
+std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& g) {
   const int n = g.size;
   if (!(psf[(n / 2) * n + n / 2] > 0.99f && psf[(n / 2) * n + n / 2] < 1.01f))
     SPIP_THROW(Error, "internal error: the PSF is not normalised to 1 at the centre");
@@ -96,7 +98,7 @@ Beam fit_beam(const float* psf, const ImageGeometry& g) {
   // Eigen-decomposition of [[a, b/2], [b/2, c]]: the smaller eigenvalue is the major axis.
   const double mean = 0.5 * (a + c), spread = std::hypot(0.5 * (a - c), 0.5 * b);
   const double small = mean - spread, large = mean + spread;
-  if (!(small > 0)) SPIP_THROW(ConfigError, "the PSF main lobe is not a peak; cannot fit a beam (image.scale too large for the resolution?)");
+  if (!(small > 0)) return std::nullopt;
   Beam beam;
   beam.major_rad = 2 * std::sqrt(half_power_log / small);
   beam.minor_rad = 2 * std::sqrt(half_power_log / large);
@@ -114,24 +116,93 @@ Beam fit_beam(const float* psf, const ImageGeometry& g) {
   return beam;
 }
 
-void restore(const float* model, const ImageGeometry& g, const Beam& beam, float* image) {
-  const GaussianBeam gaussian(beam);
-  const int n = g.size;
-  // Out to where the beam falls below 1e-7 of its peak.
-  const int reach = static_cast<int>(std::ceil(beam.major_rad / g.cell_rad * 2.4)) + 1;
-  std::vector<double> kernel(static_cast<std::size_t>(2 * reach + 1) * (2 * reach + 1));
-  for (int dy = -reach; dy <= reach; ++dy)
-    for (int dx = -reach; dx <= reach; ++dx)
-      kernel[(dy + reach) * (2 * reach + 1) + dx + reach] = gaussian(-dx * g.cell_rad, dy * g.cell_rad);
+Beam theoretical_beam(double max_uv_wavelengths) {
+  const double fwhm = 1.0 / max_uv_wavelengths;
+  return Beam{fwhm, fwhm, 0.0};
+}
+
+RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavelengths, const ImageGeometry& geometry,
+                             const std::optional<Beam>& chosen) {
+  if (chosen) return {*chosen, BeamOrigin::chosen};
+  const Beam theoretical = theoretical_beam(max_uv_wavelengths);
+  const bool is_beam = fit && fit->major_rad <= max_beam_elongation * theoretical.major_rad &&
+                       fit->major_rad <= geometry.size * geometry.cell_rad;
+  return is_beam ? RestoringBeam{*fit, BeamOrigin::fitted} : RestoringBeam{theoretical, BeamOrigin::theoretical};
+}
+
+namespace {
+
+// The beam at pixel offsets |dx|, |dy| <= reach: out to where it falls below 1e-7 of
+// its peak, and no further than a component can reach inside the image.
+struct SampledBeam {
+  int reach = 0;
+  std::vector<double> values;  // [dy + reach][dx + reach]
+
+  SampledBeam(const Beam& beam, const ImageGeometry& g)
+      : reach(std::min(g.size - 1, static_cast<int>(std::ceil(beam.major_rad / g.cell_rad * 2.4)) + 1)),
+        values(static_cast<std::size_t>(2 * reach + 1) * (2 * reach + 1)) {
+    const GaussianBeam gaussian(beam);
+    for (int dy = -reach; dy <= reach; ++dy)
+      for (int dx = -reach; dx <= reach; ++dx) values[index(dx, dy)] = gaussian(-dx * g.cell_rad, dy * g.cell_rad);
+  }
+  std::size_t index(int dx, int dy) const { return static_cast<std::size_t>(dy + reach) * (2 * reach + 1) + dx + reach; }
+  double operator()(int dx, int dy) const { return values[index(dx, dy)]; }
+};
+
+void restore_directly(const float* model, int n, const SampledBeam& beam, float* image) {
+  const int reach = beam.reach;
   for (int y = 0; y < n; ++y)
     for (int x = 0; x < n; ++x) {
       const float flux = model[static_cast<std::size_t>(y) * n + x];
       if (flux == 0) continue;
       for (int yy = std::max(0, y - reach); yy <= std::min(n - 1, y + reach); ++yy)
         for (int xx = std::max(0, x - reach); xx <= std::min(n - 1, x + reach); ++xx)
-          image[static_cast<std::size_t>(yy) * n + xx] +=
-              static_cast<float>(flux * kernel[(yy - y + reach) * (2 * reach + 1) + xx - x + reach]);
+          image[static_cast<std::size_t>(yy) * n + xx] += static_cast<float>(flux * beam(xx - x, yy - y));
     }
+}
+
+// The same sum as a circular convolution on a 2N grid, where offsets of up to N - 1
+// either way never wrap onto each other.
+void restore_by_fft(const float* model, int n, const SampledBeam& beam, float* image) {
+  const int p = 2 * n;
+  const std::size_t cells = static_cast<std::size_t>(p) * p;
+  const Fft2d& fft = Fft2d::shared(p);
+  FftBuffer kernel(cells), plane(cells);
+  std::fill(kernel.data(), kernel.data() + cells, std::complex<float>(0));
+  std::fill(plane.data(), plane.data() + cells, std::complex<float>(0));
+  for (int dy = -beam.reach; dy <= beam.reach; ++dy)
+    for (int dx = -beam.reach; dx <= beam.reach; ++dx)
+      kernel.data()[static_cast<std::size_t>((dy + p) % p) * p + (dx + p) % p] = static_cast<float>(beam(dx, dy));
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) plane.data()[static_cast<std::size_t>(y) * p + x] = model[static_cast<std::size_t>(y) * n + x];
+  Fft2d::Support image_part{std::vector<std::uint8_t>(p, 0), std::vector<std::uint8_t>(p, 0)};
+  std::fill_n(image_part.rows.begin(), n, 1);
+  std::fill_n(image_part.columns.begin(), n, 1);
+  const Fft2d::Support all = Fft2d::full(p);
+  fft.forward(kernel.data(), all, all);
+  fft.forward(plane.data(), image_part, all);
+  const float norm = 1.0f / static_cast<float>(cells);
+  for (std::size_t k = 0; k < cells; ++k) plane.data()[k] *= kernel.data()[k] * norm;
+  fft.backward(plane.data(), all, image_part);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x)
+      image[static_cast<std::size_t>(y) * n + x] += plane.data()[static_cast<std::size_t>(y) * p + x].real();
+}
+
+}  // namespace
+
+void restore(const float* model, const ImageGeometry& g, const Beam& beam, float* image) {
+  const double components = static_cast<double>(std::count_if(model, model + g.pixels(), [](float f) { return f != 0; }));
+  if (components == 0) return;
+  const int n = g.size;
+  const SampledBeam sampled(beam, g);
+  // Multiply-adds of the direct sum against about 5 p^2 log2 p flops for each of the three
+  // transforms of a p = 2N grid.
+  const double side = 2.0 * sampled.reach + 1, p = 2.0 * n;
+  if (components * side * side <= 7.5 * p * p * std::log2(p))
+    restore_directly(model, n, sampled, image);
+  else
+    restore_by_fft(model, n, sampled, image);
 }
 
 }  // namespace spip::imaging

@@ -188,15 +188,18 @@ class ChannelWriter {
 
 struct ChannelQa {
   double channel, freq_hz, rank, visibilities, flagged_fraction, weight_sum, max_uv_wavelengths;
-  double beam_major_arcsec, beam_minor_arcsec, beam_pa_deg, iterations, major_cycles;
+  double beam_major_arcsec, beam_minor_arcsec, beam_pa_deg;  // the channel's own restoring beam
+  double beam_theoretical;  // 1 where the theoretical beam stood in for a fit that was not a beam
+  double iterations, major_cycles;
   double search_noise, clean_threshold, threshold_reached;  // threshold_reached: 1, 0, or NaN without CLEAN
   double residual_sigma, residual_peak, restored_peak_i, dynamic_range, read_s, image_s;
-  static constexpr int fields = 21;
+  static constexpr int fields = 22;
 };
 static_assert(sizeof(ChannelQa) == ChannelQa::fields * sizeof(double));
 constexpr const char* qa_names[ChannelQa::fields] = {
     "channel", "freq_hz", "rank", "visibilities", "flagged_fraction", "weight_sum", "max_uv_wavelengths",
-    "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "iterations", "major_cycles", "search_noise_jy",
+    "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "beam_theoretical", "iterations", "major_cycles",
+    "search_noise_jy",
     "clean_threshold_jy", "threshold_reached", "residual_sigma_jy",
     "residual_peak_jy", "restored_peak_i_jy", "dynamic_range", "read_s", "image_s"};
 
@@ -272,20 +275,43 @@ std::vector<fits::Beam> channel_beams(const std::vector<double>& records, const 
   return beams;
 }
 
-// The largest fitted beam of all channels of all ranks, so that every channel can be
-// restored to it (RM synthesis needs one resolution).
-fits::Beam common_beam(const std::vector<imaging::Beam>& mine, const parallel::MpiContext& mpi) {
+// The beam every channel is restored to (RM synthesis needs one resolution): image.beam
+// where given; else the largest, by area, of the beams fitted to the channels of all
+// ranks. A theoretical beam that stood in for a fit that was not a beam counts only
+// where no channel has a fitted one.
+fits::Beam common_beam(const std::vector<imaging::RestoringBeam>& mine, const parallel::MpiContext& mpi) {
   std::vector<double> flat;
-  for (const imaging::Beam& b : mine) flat.insert(flat.end(), {b.major_rad, b.minor_rad, b.pa_rad});
+  for (const imaging::RestoringBeam& b : mine)
+    flat.insert(flat.end(), {b.beam.major_rad, b.beam.minor_rad, b.beam.pa_rad,
+                             b.origin == imaging::BeamOrigin::theoretical ? 0.0 : 1.0});
   const std::vector<double> all = mpi.gather_to_all(flat);
   fits::Beam largest;
-  double area = -1;
-  for (std::size_t k = 0; k + 2 < all.size(); k += 3)
-    if (all[k] * all[k + 1] > area) {
-      area = all[k] * all[k + 1];
-      largest = fits::Beam{all[k], all[k + 1], all[k + 2]};
-    }
+  const auto area = [](const fits::Beam& b) { return b.major_rad * b.minor_rad; };
+  bool measured = false;
+  for (std::size_t k = 0; k + 3 < all.size(); k += 4) {
+    const fits::Beam beam{all[k], all[k + 1], all[k + 2]};
+    const bool fitted = all[k + 3] > 0;
+    if ((fitted && !measured) || (fitted == measured && area(beam) > area(largest))) largest = beam;
+    measured = measured || fitted;
+  }
   return largest;
+}
+
+// image.beam, if the user chose one.
+std::optional<imaging::Beam> chosen_beam(const ImageConfig& image) {
+  if (!(image.beam_major_arcsec > 0)) return std::nullopt;
+  return imaging::Beam{image.beam_major_arcsec / rad_to_arcsec, image.beam_minor_arcsec / rad_to_arcsec,
+                       image.beam_pa_deg / rad_to_deg};
+}
+
+// Why a channel is restored with the theoretical beam, for its log line.
+std::string theoretical_beam_reason(int channel, const std::optional<imaging::Beam>& fit, const imaging::Beam& theoretical) {
+  const std::string restored = "; restored with the theoretical beam 1/|uv|max = " +
+                               fixed(theoretical.major_rad * rad_to_arcsec, 2) + "\" and left out of the common beam";
+  if (!fit) return "channel " + std::to_string(channel) + ": the PSF main lobe is not a peak, so no beam fits it" + restored;
+  return "channel " + std::to_string(channel) + ": the beam fitted to the PSF, " + fixed(fit->major_rad * rad_to_arcsec, 2) +
+         "\" x " + fixed(fit->minor_rad * rad_to_arcsec, 2) + "\", is not a beam (over " +
+         fixed(imaging::max_beam_elongation, 0) + " times the theoretical beam, or wider than the image)" + restored;
 }
 
 double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigma : 0.0; }
@@ -387,7 +413,8 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   const bool restore_later = cubes.cleaned && config.image.common_beam;
   std::vector<ChannelQa> qa(static_cast<std::size_t>(mine.size()));
   std::vector<double> noise(static_cast<std::size_t>(mine.size()));  // polarised; < 0: blanked
-  std::vector<imaging::Beam> beams;
+  std::vector<imaging::RestoringBeam> beams;
+  const std::optional<imaging::Beam> chosen = chosen_beam(config.image);
   std::vector<int> todo;
   for (int c = mine.begin; c < mine.end; ++c) {
     if (!completed(c)) {
@@ -399,8 +426,11 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     std::memcpy(&qa[c - mine.begin], record.data(), sizeof(ChannelQa));
     noise[c - mine.begin] = record[ChannelQa::fields];
     if (record[ChannelQa::fields] >= 0)
-      beams.push_back(imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
-                                    record[ChannelQa::fields + 3]});
+      beams.push_back({imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
+                                     record[ChannelQa::fields + 3]},
+                       qa[c - mine.begin].beam_theoretical > 0 ? imaging::BeamOrigin::theoretical
+                       : chosen                                ? imaging::BeamOrigin::chosen
+                                                               : imaging::BeamOrigin::fitted});
   }
   const Stopwatch imaging_watch;
   std::string grid_summary = "no channel imaged here in this run";
@@ -434,18 +464,21 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     }
     deconv::ChannelImages images = imager.image(config.clean);
     grid_summary = imager.describe();
-    beams.push_back(images.fitted_beam);
+    const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, data.max_uv, plan.geometry, chosen);
+    const bool theoretical = own.origin == imaging::BeamOrigin::theoretical;
+    if (theoretical) log.info(theoretical_beam_reason(plan.chan_begin + c, images.fitted_beam, own.beam));
+    beams.push_back(own);
     std::vector<float> restored;
     if (!restore_later)
-      restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan.geometry, images.fitted_beam);
+      restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan.geometry, own.beam);
     const double peak_i = restored.empty() ? nan : *std::max_element(restored.begin(), restored.begin() + pixels);
     // Without CLEAN, or without a threshold to reach, there is nothing to report.
     const bool has_threshold = config.clean.niter > 0 && images.clean_threshold > 0;
     channel_qa = ChannelQa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
                            data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
-                           data.weight_sum, data.max_uv, images.fitted_beam.major_rad * rad_to_arcsec,
-                           images.fitted_beam.minor_rad * rad_to_arcsec,
-                           images.fitted_beam.pa_rad * 180 / std::numbers::pi, static_cast<double>(images.iterations),
+                           data.weight_sum, data.max_uv, own.beam.major_rad * rad_to_arcsec,
+                           own.beam.minor_rad * rad_to_arcsec, own.beam.pa_rad * rad_to_deg, theoretical ? 1.0 : 0.0,
+                           static_cast<double>(images.iterations),
                            static_cast<double>(images.major_cycles),
                            config.clean.auto_threshold > 0 ? images.search_noise : nan,
                            has_threshold ? images.clean_threshold : nan,
@@ -468,15 +501,14 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - handled) / rate, 1) + " s");
     }
     std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
-    writer.submit([&, c, images = std::move(images), restored = std::move(restored),
+    writer.submit([&, c, own, images = std::move(images), restored = std::move(restored),
                    record = std::move(record)]() mutable {
       write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual);
       if (!restored.empty()) write_restored(cubes, c, restored);
       const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                       deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
       noise[c - mine.begin] = pol_noise;
-      record.insert(record.end(), {pol_noise, images.fitted_beam.major_rad, images.fitted_beam.minor_rad,
-                                   images.fitted_beam.pa_rad});
+      record.insert(record.end(), {pol_noise, own.beam.major_rad, own.beam.minor_rad, own.beam.pa_rad});
       progress.mark_done(plan.chan_begin + c, record);
     });
   }

@@ -516,3 +516,62 @@ TEST(SpipSimulate, WritesAnMsThatSpipReads) {
   ASSERT_TRUE(std::regex_search(qa, match, std::regex(R"("flagged_fraction": ([0-9.]+))")));
   EXPECT_NEAR(std::stod(match[1]), 0.5, 0.02);
 }
+
+// One 59 s snapshot of a 6 km east-west array (ATCA's layout) gives a PSF that is a
+// line; at 1.5" pixels no beam fits it. Every channel is then restored with its
+// theoretical beam 1 / |uv|max, says so in the log and in qa.json, and the common beam is
+// the largest of those; image.beam restores with the beam the user gives instead.
+TEST(SpipCli, EastWestSnapshotFallsBackToTheTheoreticalBeam) {
+  const fs::path telescope = scratch("atca.tm");
+  fs::create_directories(telescope);
+  std::ofstream(telescope / "position.txt") << "149.5501 -30.3128 236.9\n";
+  std::ofstream(telescope / "layout.txt") << "0 0\n30.6 0\n61.2 0\n1591.0 0\n3061.2 0\n6000.0 0\n";
+  const fs::path sky = scratch("point.sky.txt");
+  std::ofstream(sky) << "Format = Name, RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex\n"
+                        "\"centre\", 150.0, -45.0, 1.0, 0.1, 0.05, 0.0, 2100000000.0, 0.0\n";
+  const fs::path ms = scratch("snapshot.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky.string() + " --telescope " + telescope.string() +
+                " --ra 150 --dec -45 --freq-start 2.1e9 --freq-inc 8e6 --channels 4 --times 1 --dump 59 --start "
+                "'2025-03-20 12:00:00' --out " + ms.string())
+                .exit_code,
+            0);
+  const std::string args = "--input.ms " + ms.string() + " --image.size 128 --image.scale 1.5 --clean.niter 100"
+                           " --parallel.threads 1 --output.dir ";
+  const Outcome fitted = run_spip(args + scratch("fitted").string());
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.err;
+  EXPECT_NE(fitted.out.find("restored with the theoretical beam"), std::string::npos) << fitted.out;
+  const fs::path qa = scratch("fitted") / "spip-qa.json";
+  const std::vector<double> theoretical = qa_values(qa, "beam_theoretical"), major = qa_values(qa, "beam_major_arcsec"),
+                            minor = qa_values(qa, "beam_minor_arcsec"), max_uv = qa_values(qa, "max_uv_wavelengths");
+  ASSERT_EQ(theoretical.size(), 4u);
+  double largest = 0;
+  for (std::size_t c = 0; c < 4; ++c) {
+    EXPECT_EQ(theoretical[c], 1.0) << "channel " << c;
+    EXPECT_NEAR(major[c], 206264.80624709636 / max_uv[c], 1e-6 * major[c]) << "channel " << c;
+    EXPECT_EQ(major[c], minor[c]);
+    largest = std::max(largest, major[c]);
+  }
+  const auto image = spip::fits::read_image((scratch("fitted") / "spip-image-I.fits").string());
+  EXPECT_NEAR(image.number("BMAJ") * 3600, largest, 1e-6 * largest);
+  EXPECT_NEAR(qa_values(qa, "major_arcsec").at(0), largest, 1e-6 * largest);
+
+  const Outcome chosen = run_spip(args + scratch("chosen").string() + " --image.beam 20,10,30");
+  ASSERT_EQ(chosen.exit_code, 0) << chosen.err;
+  EXPECT_EQ(chosen.out.find("theoretical beam"), std::string::npos) << chosen.out;
+  const auto chosen_image = spip::fits::read_image((scratch("chosen") / "spip-image-I.fits").string());
+  EXPECT_NEAR(chosen_image.number("BMAJ") * 3600, 20.0, 1e-9);
+  EXPECT_NEAR(chosen_image.number("BMIN") * 3600, 10.0, 1e-9);
+  EXPECT_NEAR(chosen_image.number("BPA"), 30.0, 1e-9);
+  for (double c_major : qa_values(scratch("chosen") / "spip-qa.json", "beam_major_arcsec")) EXPECT_EQ(c_major, 20.0);
+}
+
+// docs/config.md's option reference is spip --help's output, verbatim.
+TEST(SpipCli, ConfigReferenceIsTheHelpText) {
+  const std::string doc = read_file(std::string(SPIP_TEST_DATA) + "/../docs/config.md");
+  const std::size_t begin = doc.find("```\n"), end = doc.find("```", begin + 4);
+  ASSERT_NE(end, std::string::npos) << "docs/config.md has no code block";
+  const Outcome help = run_spip("--help");
+  ASSERT_EQ(help.exit_code, 0);
+  EXPECT_EQ(doc.substr(begin + 4, end - begin - 4), help.out)
+      << "regenerate the block in docs/config.md from: spip --help";
+}

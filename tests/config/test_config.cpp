@@ -25,7 +25,7 @@ const std::vector<std::string> all_keys = {
     "input.row_chunk",    "output.dir",          "output.prefix",
     "image.size",         "image.scale",         "image.weighting",
     "image.robust",       "image.accuracy",      "image.padding",
-    "image.wstacking",    "clean.niter",         "clean.gain",
+    "image.wstacking",    "image.beam",          "clean.niter",         "clean.gain",
     "clean.mgain",        "clean.threshold",     "clean.auto_threshold",
     "clean.max_major",    "clean.subminor",      "clean.auto_mask",
     "faraday.phi_max",    "faraday.dphi",        "faraday.samples_per_fwhm",
@@ -86,6 +86,9 @@ void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.image.accuracy, b.image.accuracy);
   EXPECT_EQ(a.image.padding, b.image.padding);
   EXPECT_EQ(a.image.wstacking, b.image.wstacking);
+  EXPECT_EQ(a.image.beam_major_arcsec, b.image.beam_major_arcsec);
+  EXPECT_EQ(a.image.beam_minor_arcsec, b.image.beam_minor_arcsec);
+  EXPECT_EQ(a.image.beam_pa_deg, b.image.beam_pa_deg);
   EXPECT_EQ(a.clean.niter, b.clean.niter);
   EXPECT_EQ(a.clean.gain, b.clean.gain);
   EXPECT_EQ(a.clean.mgain, b.clean.mgain);
@@ -119,6 +122,7 @@ robust = -0.5
 accuracy = 1e-5
 padding = 1.5
 wstacking = false
+beam = 45.5, 30, -12.25
 
 [clean]
 niter = 5000
@@ -173,6 +177,9 @@ TEST(Config, FileWithEverySection) {
   EXPECT_EQ(c.input.ms, (std::vector<std::string>{"first.ms", "second.ms"}));
   EXPECT_EQ(c.input.column, "CORRECTED_DATA");
   EXPECT_EQ(c.input.field, 2);
+  EXPECT_EQ(c.image.beam_major_arcsec, 45.5);
+  EXPECT_EQ(c.image.beam_minor_arcsec, 30.0);
+  EXPECT_EQ(c.image.beam_pa_deg, -12.25);
   EXPECT_EQ(c.input.spw, 1);
   EXPECT_EQ(c.input.channel_begin, 4);
   EXPECT_EQ(c.input.channel_end, 36);
@@ -299,6 +306,8 @@ TEST(Config, AcceptedSpellings) {
             "MODEL_DATA");
 }
 
+const char* const beam_expected = "MAJOR,MINOR,PA in arcsec, arcsec, deg with MAJOR >= MINOR > 0, or nothing";
+
 struct OutOfRange {
   std::string key;
   std::string value;
@@ -329,6 +338,10 @@ TEST_P(OutOfRangeTest, RejectedOnCommandLine) {
 INSTANTIATE_TEST_SUITE_P(
     Config, OutOfRangeTest,
     testing::Values(OutOfRange{"image.size", "0", "an even integer >= 16"},
+                    OutOfRange{"image.beam", "10,20,0", beam_expected},
+                    OutOfRange{"image.beam", "20,10", beam_expected},
+                    OutOfRange{"image.beam", "20,0,5", beam_expected},
+                    OutOfRange{"image.beam", "20,10,x", beam_expected},
                     OutOfRange{"image.size", "14", "an even integer >= 16"},
                     OutOfRange{"image.size", "-512", "an even integer >= 16"},
                     OutOfRange{"image.size", "513", "an even integer >= 16"},

@@ -95,10 +95,11 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
   EXPECT_LE(std::abs(gpu.iterations - cpu.iterations), std::max(2.0, 0.02 * cpu.iterations));
   EXPECT_LE(std::abs(gpu.major_cycles - cpu.major_cycles), 1);
   // Both restored with the CPU's fitted beam; the fitted beams are compared below.
+  ASSERT_TRUE(cpu.fitted_beam && gpu.fitted_beam);
   const std::vector<float> cpu_restored =
-      deconv::restore_channel(cpu.model.data(), cpu.residual.data(), geometry, cpu.fitted_beam);
+      deconv::restore_channel(cpu.model.data(), cpu.residual.data(), geometry, *cpu.fitted_beam);
   const std::vector<float> gpu_restored =
-      deconv::restore_channel(gpu.model.data(), gpu.residual.data(), geometry, cpu.fitted_beam);
+      deconv::restore_channel(gpu.model.data(), gpu.residual.data(), geometry, *cpu.fitted_beam);
   const double restored_peak = max_abs(cpu_restored);
   const struct {
     const char* name;
@@ -116,8 +117,8 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
     EXPECT_LT(difference, p.tolerance) << p.name;
   }
   // The PSFs agree to 1e-5 of their peak, so their fitted beams nearly exactly.
-  EXPECT_NEAR(gpu.fitted_beam.major_rad, cpu.fitted_beam.major_rad, 1e-4 * cpu.fitted_beam.major_rad);
-  EXPECT_NEAR(gpu.fitted_beam.minor_rad, cpu.fitted_beam.minor_rad, 1e-4 * cpu.fitted_beam.minor_rad);
+  EXPECT_NEAR(gpu.fitted_beam->major_rad, cpu.fitted_beam->major_rad, 1e-4 * cpu.fitted_beam->major_rad);
+  EXPECT_NEAR(gpu.fitted_beam->minor_rad, cpu.fitted_beam->minor_rad, 1e-4 * cpu.fitted_beam->minor_rad);
   std::printf("[ measured ] w-stacking %d: %d vs %d iterations, %d vs %d major cycles (GPU vs CPU)\n",
               GetParam() ? 1 : 0, gpu.iterations, cpu.iterations, gpu.major_cycles, cpu.major_cycles);
   const cuda::TransferStats transfers = gpu_imager.transfer_stats();

@@ -38,7 +38,9 @@ class BeamFit : public testing::TestWithParam<double> {};
 TEST_P(BeamFit, RecoversAnAnalyticGaussian) {
   const ImageGeometry g = ImageGeometry::make(128, 1e-4, 1.2);
   const double pa = GetParam() * std::numbers::pi / 180;
-  const Beam beam = fit_beam(elliptical_psf(g, 9.0, 5.0, pa).data(), g);
+  const std::optional<Beam> fit = fit_beam(elliptical_psf(g, 9.0, 5.0, pa).data(), g);
+  ASSERT_TRUE(fit);
+  const Beam beam = *fit;
   EXPECT_NEAR(beam.major_rad / g.cell_rad, 9.0, 1e-3);
   EXPECT_NEAR(beam.minor_rad / g.cell_rad, 5.0, 1e-3);
   double expected = pa;
@@ -59,6 +61,94 @@ TEST(Restore, APointComponentPeaksAtItsFluxWithTheBeamShape) {
   for (int dy = -3; dy <= 3; ++dy)
     for (int dx = -3; dx <= 3; ++dx)
       EXPECT_NEAR(image[(40 + dy) * 64 + 20 + dx], 1.5f * shape[(32 + dy) * 64 + 32 + dx], 1e-5);
+}
+
+// The model convolved with the beam in double precision, summed over every component
+// and pixel: what restore() must give by either of its two methods.
+std::vector<double> restored_in_double(const std::vector<float>& model, const ImageGeometry& g, const Beam& beam) {
+  const int n = g.size;
+  const double s = std::sin(beam.pa_rad), c = std::cos(beam.pa_rad), k = 4 * std::log(2.0);
+  std::vector<double> image(g.pixels(), 0.0);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const double flux = model[y * n + x];
+      if (flux == 0) continue;
+      for (int yy = 0; yy < n; ++yy)
+        for (int xx = 0; xx < n; ++xx) {
+          const double dl = -(xx - x) * g.cell_rad, dm = (yy - y) * g.cell_rad;
+          const double along = dl * s + dm * c, across = dl * c - dm * s;
+          image[yy * n + xx] += flux * std::exp(-k * (along * along / (beam.major_rad * beam.major_rad) +
+                                                      across * across / (beam.minor_rad * beam.minor_rad)));
+        }
+    }
+  return image;
+}
+
+// (major, minor in pixels, components): few components take the direct sum, many the
+// FFT convolution; a beam of 10^5 pixels, as fitted to the line-like PSF of an east-west
+// snapshot, must cost no more than one the size of the image.
+struct RestoreCase {
+  double major_px, minor_px;
+  int components;
+};
+
+class RestoreMethods : public testing::TestWithParam<RestoreCase> {};
+
+TEST_P(RestoreMethods, EqualTheConvolutionInDoublePrecision) {
+  const RestoreCase& param = GetParam();
+  const ImageGeometry g = ImageGeometry::make(96, 1e-5, 1.2);
+  const Beam beam{param.major_px * g.cell_rad, param.minor_px * g.cell_rad, 0.4};
+  std::vector<float> model(g.pixels(), 0.0f);
+  std::mt19937 rng(5);
+  std::uniform_int_distribution<int> pixel(0, static_cast<int>(g.pixels()) - 1);
+  std::normal_distribution<float> flux(0.0f, 1.0f);
+  for (int k = 0; k < param.components; ++k) model[pixel(rng)] += flux(rng);
+  std::vector<float> image(g.pixels(), 0.5f);
+  restore(model.data(), g, beam, image.data());
+  const std::vector<double> expected = restored_in_double(model, g, beam);
+  double peak = 0, worst = 0;
+  for (std::size_t k = 0; k < image.size(); ++k) {
+    peak = std::max(peak, std::abs(expected[k]));
+    worst = std::max(worst, std::abs(image[k] - 0.5 - expected[k]));
+  }
+  EXPECT_LE(worst, 2e-6 * peak) << "peak " << peak;
+}
+
+INSTANTIATE_TEST_SUITE_P(SmallAndHugeBeams, RestoreMethods,
+                         testing::Values(RestoreCase{6, 4, 5}, RestoreCase{30, 12, 600}, RestoreCase{1e5, 3, 4},
+                                         RestoreCase{1e5, 3, 600}));
+
+TEST(RestoringBeam, IsTheFitOnlyWhereTheFitIsABeam) {
+  const ImageGeometry g = ImageGeometry::make(128, 1e-5, 1.2);
+  const double max_uv = 2e4;  // theoretical FWHM 5e-5 rad = 5 pixels
+  const Beam theoretical = theoretical_beam(max_uv);
+  EXPECT_DOUBLE_EQ(theoretical.major_rad, 5e-5);
+  EXPECT_DOUBLE_EQ(theoretical.minor_rad, 5e-5);
+  const Beam good{9e-5, 6e-5, 0.2}, elongated{5.1e-4, 5e-5, 0.0}, wide{1.3e-3, 1.2e-3, 0.0};
+  const Beam user{2e-4, 1e-4, 0.3};
+  EXPECT_EQ(restoring_beam(good, max_uv, g, std::nullopt).origin, BeamOrigin::fitted);
+  EXPECT_EQ(restoring_beam(elongated, max_uv, g, std::nullopt).origin, BeamOrigin::theoretical);
+  EXPECT_EQ(restoring_beam(wide, max_uv / 100, g, std::nullopt).origin, BeamOrigin::theoretical);  // 10x allowed, not the image
+  EXPECT_EQ(restoring_beam(std::nullopt, max_uv, g, std::nullopt).origin, BeamOrigin::theoretical);
+  EXPECT_DOUBLE_EQ(restoring_beam(std::nullopt, max_uv, g, std::nullopt).beam.major_rad, 5e-5);
+  const RestoringBeam chosen = restoring_beam(std::nullopt, max_uv, g, user);
+  EXPECT_EQ(chosen.origin, BeamOrigin::chosen);
+  EXPECT_DOUBLE_EQ(chosen.beam.pa_rad, 0.3);
+}
+
+// A snapshot of an east-west array: its PSF is a line (here a Gaussian in l only), whose
+// fit is no beam at all.
+TEST(RestoringBeam, OfALineLikePsfIsTheTheoreticalBeam) {
+  const ImageGeometry g = ImageGeometry::make(128, 1e-5, 1.2);
+  std::vector<float> psf(g.pixels());
+  for (int y = 0; y < g.size; ++y)
+    for (int x = 0; x < g.size; ++x)
+      psf[y * g.size + x] = static_cast<float>(std::exp(-4 * std::log(2.0) * std::pow(g.l(x) / 3e-5, 2)));
+  const std::optional<Beam> fit = fit_beam(psf.data(), g);
+  EXPECT_EQ(restoring_beam(fit, 3e4, g, std::nullopt).origin, BeamOrigin::theoretical)
+      << (fit ? std::to_string(fit->major_rad / g.cell_rad) + " x " + std::to_string(fit->minor_rad / g.cell_rad) +
+                    " pixels fitted"
+              : "no fit");
 }
 
 namespace {

@@ -21,7 +21,7 @@ struct InputConfig {
   int channel_begin = 0;              // first channel to image
   int channel_end = -1;               // one past the last channel; -1: to the end of the band
   int row_chunk = 65536;              // rows read per casacore call (bounds reader memory)
-  int block_channels = 0;             // channels read per block; 0: as many as fit 1 GiB
+  int block_channels = 0;             // channels read per block; 0: from parallel.memory_gb, at most 1 GiB
 };
 
 struct ImageConfig {
@@ -32,10 +32,13 @@ struct ImageConfig {
   double accuracy = 1e-4;             // requested gridding accuracy, (0, 0.1]
   double padding = 1.2;               // grid padding factor, [1, 4]
   bool wstacking = true;              // false: 2-D imaging (wrong for wide fields)
-  bool common_beam = true;            // restore every channel with the largest fitted beam
+  bool common_beam = true;            // restore every channel with the largest fitted beam (or image.beam)
   double uv_min = 0;                  // wavelengths; shorter baselines are dropped
   double uv_max = 0;                  // wavelengths; 0: no limit
   double taper_arcsec = 0;            // Gaussian taper, FWHM in the image; 0: none
+  // image.beam, the restoring beam chosen by the user (FWHM major and minor, PA east of
+  // north); beam_major_arcsec 0: each channel's fitted beam.
+  double beam_major_arcsec = 0, beam_minor_arcsec = 0, beam_pa_deg = 0;
 };
 
 struct CleanConfig {
@@ -51,7 +54,8 @@ struct CleanConfig {
 };
 
 // The Faraday depth cubes spip can write, FDF {real, imag, amp} x {dirty, clean}, as
-// their file names PREFIX-fdf-NAME.fits call them.
+// faraday.cubes names them; their files take RM-Tools' names, PREFIX-FDF_{real,im,tot}_dirty.fits
+// and PREFIX-FDF_clean_{real,im,tot}.fits.
 inline std::vector<std::string> faraday_cube_names() {
   return {"real-dirty", "imag-dirty", "amp-dirty", "real-clean", "imag-clean", "amp-clean"};
 }

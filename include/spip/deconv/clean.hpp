@@ -1,6 +1,7 @@
 #pragma once
 // Joined-polarisation Hogbom CLEAN with Cotton-Schwab major cycles, for one channel.
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "spip/config/config.hpp"
@@ -46,7 +47,7 @@ double search_noise(PeakSearch search, const float* residual, std::size_t pixels
 
 struct ChannelImages {
   std::vector<float> dirty, psf, model, residual;  // [4][N*N] except psf [N*N]
-  imaging::Beam fitted_beam;   // fitted to this channel's PSF
+  std::optional<imaging::Beam> fitted_beam;  // fitted to this channel's PSF; empty where its lobe is not a peak
   int iterations = 0;
   int major_cycles = 0;
   double search_noise = 0;     // of the final residual, when clean.auto_threshold is set

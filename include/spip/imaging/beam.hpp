@@ -1,5 +1,8 @@
 #pragma once
-// The restoring beam: an elliptical Gaussian fitted to the PSF's main lobe.
+// The restoring beam: an elliptical Gaussian fitted to the PSF's main lobe, or, where
+// the fit is not a beam, the diffraction limit of the longest baseline.
+#include <optional>
+
 #include "spip/imaging/geometry.hpp"
 
 namespace spip::imaging {
@@ -12,10 +15,39 @@ struct Beam {
 
 // Least-squares fit of log(psf) = -(a l^2 + b l m + c m^2) over the main lobe (the
 // pixels above 35 % of the peak connected to the centre); exact for a Gaussian PSF.
-// The PSF has its peak, normalised to 1, at pixel (N/2, N/2).
-Beam fit_beam(const float* psf, const ImageGeometry& geometry);
+// The PSF has its peak, normalised to 1, at pixel (N/2, N/2). Empty where the lobe is
+// not a peak (a snapshot of an east-west array at pixels finer than its line-like PSF).
+std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& geometry);
+
+// The circular beam of FWHM 1 / |uv|_max (radians, |uv| in wavelengths), as WSClean's
+// theoretical beam.
+Beam theoretical_beam(double max_uv_wavelengths);
+
+// A fit is taken as a beam when its major axis is at most this many times the
+// theoretical FWHM and no wider than the image. Real PSFs stay well inside it (an
+// east-west array's beam at declination delta is 1 / sin(delta) times longer north-south,
+// 5.8 at 10 degrees), while the line-like PSF of one snapshot of such an array was
+// fitted as a beam 3,000 times its width.
+inline constexpr double max_beam_elongation = 10.0;
+
+// Where a channel's restoring beam came from.
+enum class BeamOrigin { fitted, theoretical, chosen };
+
+struct RestoringBeam {
+  Beam beam;
+  BeamOrigin origin = BeamOrigin::fitted;
+};
+
+// `chosen` (image.beam) when given; else the fit where it is a beam (see
+// max_beam_elongation); else the theoretical beam.
+RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavelengths,
+                             const ImageGeometry& geometry, const std::optional<Beam>& chosen);
 
 // Adds the model (Jy/pixel) convolved with the beam (peak 1) to `image`, giving Jy/beam.
+// Costs nothing where the model is zero: each component adds its beam directly, or,
+// where that would cost more (many components, a beam much larger than a pixel), the
+// whole plane is convolved with FFTs on a grid twice the image's side. Both give the
+// linear convolution truncated to the image.
 void restore(const float* model, const ImageGeometry& geometry, const Beam& beam, float* image);
 
 }  // namespace spip::imaging
