@@ -310,8 +310,7 @@ std::vector<float> restore_channel(const float* model, const float* residual, co
                                    const imaging::Beam& beam) {
   const std::size_t pixels = geometry.pixels();
   std::vector<float> restored(residual, residual + num_stokes * pixels);
-#pragma omp parallel for
-  for (int s = 0; s < num_stokes; ++s) imaging::restore(model + s * pixels, geometry, beam, restored.data() + s * pixels);
+  imaging::restore(model, geometry, beam, restored.data(), num_stokes);
   return restored;
 }
 

@@ -86,7 +86,7 @@ std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& g) {
            m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
   };
   const double det = det3(ata);
-  if (!(std::abs(det) > 0)) SPIP_THROW(ConfigError, "the PSF main lobe is too small to fit a beam: image.scale is too large for the resolution");
+  if (!(std::abs(det) > 0)) return std::nullopt;  // a lobe of one row or column: a line, no ellipse
   double coefficients[3];
   for (int k = 0; k < 3; ++k) {
     double m[3][3];
@@ -116,15 +116,15 @@ std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& g) {
   return beam;
 }
 
-Beam theoretical_beam(double max_uv_wavelengths) {
-  const double fwhm = 1.0 / max_uv_wavelengths;
+Beam theoretical_beam(double max_uv_wavelengths, double taper_fwhm_rad) {
+  const double fwhm = std::hypot(1.0 / max_uv_wavelengths, taper_fwhm_rad);
   return Beam{fwhm, fwhm, 0.0};
 }
 
-RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavelengths, const ImageGeometry& geometry,
-                             const std::optional<Beam>& chosen) {
+RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavelengths, double taper_fwhm_rad,
+                             const ImageGeometry& geometry, const std::optional<Beam>& chosen) {
   if (chosen) return {*chosen, BeamOrigin::chosen};
-  const Beam theoretical = theoretical_beam(max_uv_wavelengths);
+  const Beam theoretical = theoretical_beam(max_uv_wavelengths, taper_fwhm_rad);
   const bool is_beam = fit && fit->major_rad <= max_beam_elongation * theoretical.major_rad &&
                        fit->major_rad <= geometry.size * geometry.cell_rad;
   return is_beam ? RestoringBeam{*fit, BeamOrigin::fitted} : RestoringBeam{theoretical, BeamOrigin::theoretical};
@@ -132,15 +132,19 @@ RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavel
 
 namespace {
 
-// The beam at pixel offsets |dx|, |dy| <= reach: out to where it falls below 1e-7 of
-// its peak, and no further than a component can reach inside the image.
+// How far a component's beam reaches, in pixels: to where it falls below 1e-7 of its
+// peak, and no further than anywhere else in the image.
+int beam_reach(const Beam& beam, const ImageGeometry& g) {
+  return static_cast<int>(std::min(static_cast<double>(g.size - 1), std::ceil(beam.major_rad / g.cell_rad * 2.4) + 1));
+}
+
+// The beam at pixel offsets |dx|, |dy| <= reach.
 struct SampledBeam {
   int reach = 0;
   std::vector<double> values;  // [dy + reach][dx + reach]
 
   SampledBeam(const Beam& beam, const ImageGeometry& g)
-      : reach(std::min(g.size - 1, static_cast<int>(std::ceil(beam.major_rad / g.cell_rad * 2.4)) + 1)),
-        values(static_cast<std::size_t>(2 * reach + 1) * (2 * reach + 1)) {
+      : reach(beam_reach(beam, g)), values(static_cast<std::size_t>(2 * reach + 1) * (2 * reach + 1)) {
     const GaussianBeam gaussian(beam);
     for (int dy = -reach; dy <= reach; ++dy)
       for (int dx = -reach; dx <= reach; ++dx) values[index(dx, dy)] = gaussian(-dx * g.cell_rad, dy * g.cell_rad);
@@ -161,48 +165,76 @@ void restore_directly(const float* model, int n, const SampledBeam& beam, float*
     }
 }
 
-// The same sum as a circular convolution on a 2N grid, where offsets of up to N - 1
-// either way never wrap onto each other.
-void restore_by_fft(const float* model, int n, const SampledBeam& beam, float* image) {
-  const int p = 2 * n;
-  const std::size_t cells = static_cast<std::size_t>(p) * p;
+// The same sums as circular convolutions on a 2N grid, where offsets of up to N - 1
+// either way never wrap onto each other; planes 2k and 2k + 1 share one transform as
+// its real and imaginary parts.
+void restore_by_fft(const float* model, const ImageGeometry& g, const Beam& beam, float* image, int planes) {
+  const int n = g.size, p = 2 * n, reach = beam_reach(beam, g);
+  const std::size_t cells = static_cast<std::size_t>(p) * p, pixels = g.pixels();
   const Fft2d& fft = Fft2d::shared(p);
-  FftBuffer kernel(cells), plane(cells);
-  std::fill(kernel.data(), kernel.data() + cells, std::complex<float>(0));
-  std::fill(plane.data(), plane.data() + cells, std::complex<float>(0));
-  for (int dy = -beam.reach; dy <= beam.reach; ++dy)
-    for (int dx = -beam.reach; dx <= beam.reach; ++dx)
-      kernel.data()[static_cast<std::size_t>((dy + p) % p) * p + (dx + p) % p] = static_cast<float>(beam(dx, dy));
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x) plane.data()[static_cast<std::size_t>(y) * p + x] = model[static_cast<std::size_t>(y) * n + x];
+  const Fft2d::Support all = Fft2d::full(p);
   Fft2d::Support image_part{std::vector<std::uint8_t>(p, 0), std::vector<std::uint8_t>(p, 0)};
   std::fill_n(image_part.rows.begin(), n, 1);
   std::fill_n(image_part.columns.begin(), n, 1);
-  const Fft2d::Support all = Fft2d::full(p);
-  fft.forward(kernel.data(), all, all);
-  fft.forward(plane.data(), image_part, all);
+
+  FftBuffer kernel(cells), plane(cells);
+  std::complex<float>* k = kernel.data();
+  std::fill(k, k + cells, std::complex<float>(0));
+  const GaussianBeam gaussian(beam);
+  for (int dy = -reach; dy <= reach; ++dy)
+    for (int dx = -reach; dx <= reach; ++dx)
+      k[static_cast<std::size_t>((dy + p) % p) * p + (dx + p) % p] =
+          static_cast<float>(gaussian(-dx * g.cell_rad, dy * g.cell_rad));
+  fft.forward(k, all, all);
   const float norm = 1.0f / static_cast<float>(cells);
-  for (std::size_t k = 0; k < cells; ++k) plane.data()[k] *= kernel.data()[k] * norm;
-  fft.backward(plane.data(), all, image_part);
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x)
-      image[static_cast<std::size_t>(y) * n + x] += plane.data()[static_cast<std::size_t>(y) * p + x].real();
+  for (std::size_t c = 0; c < cells; ++c) k[c] = k[c].real() * norm;  // real: the beam is even
+
+  std::complex<float>* q = plane.data();
+  for (int first = 0; first < planes; first += 2) {
+    const bool pair = first + 1 < planes;
+    const float* a = model + first * pixels;
+    const float* b = pair ? a + pixels : nullptr;
+    std::fill(q, q + cells, std::complex<float>(0));
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
+        q[static_cast<std::size_t>(y) * p + x] = {a[pixel], b ? b[pixel] : 0.0f};
+      }
+    fft.forward(q, image_part, all);
+    for (std::size_t c = 0; c < cells; ++c) q[c] *= k[c].real();
+    fft.backward(q, all, image_part);
+    float* out_a = image + first * pixels;
+    float* out_b = pair ? out_a + pixels : nullptr;
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
+        const std::complex<float> value = q[static_cast<std::size_t>(y) * p + x];
+        out_a[pixel] += value.real();
+        if (out_b) out_b[pixel] += value.imag();
+      }
+  }
 }
 
 }  // namespace
 
-void restore(const float* model, const ImageGeometry& g, const Beam& beam, float* image) {
-  const double components = static_cast<double>(std::count_if(model, model + g.pixels(), [](float f) { return f != 0; }));
+void restore(const float* model, const ImageGeometry& g, const Beam& beam, float* image, int planes) {
+  const std::size_t pixels = g.pixels() * planes;
+  const double components = static_cast<double>(std::count_if(model, model + pixels, [](float f) { return f != 0; }));
   if (components == 0) return;
-  const int n = g.size;
-  const SampledBeam sampled(beam, g);
-  // Multiply-adds of the direct sum against about 5 p^2 log2 p flops for each of the three
-  // transforms of a p = 2N grid.
-  const double side = 2.0 * sampled.reach + 1, p = 2.0 * n;
-  if (components * side * side <= 7.5 * p * p * std::log2(p))
-    restore_directly(model, n, sampled, image);
-  else
-    restore_by_fft(model, n, sampled, image);
+  // Multiply-adds of the direct sums against about 5 p^2 log2 p flops for each transform
+  // of a p = 2N grid: one for the beam and two for each pair of planes.
+  const double side = 2.0 * beam_reach(beam, g) + 1, p = 2.0 * g.size;
+  const double transforms = 1 + 2 * std::ceil(planes / 2.0);
+  if (components * side * side <= 2.5 * transforms * p * p * std::log2(p)) {
+    const SampledBeam sampled(beam, g);
+#pragma omp parallel for schedule(dynamic)
+    for (int plane = 0; plane < planes; ++plane)
+      restore_directly(model + plane * g.pixels(), g.size, sampled, image + plane * g.pixels());
+  } else {
+    restore_by_fft(model, g, beam, image, planes);
+  }
 }
+
+void plan_restoring(const ImageGeometry& geometry) { Fft2d::shared(2 * geometry.size); }
 
 }  // namespace spip::imaging

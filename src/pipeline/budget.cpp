@@ -14,10 +14,11 @@ namespace spip::pipeline {
 namespace {
 
 constexpr double gb = 1e9;
-// Per image pixel: the gridder's double-precision image sums and w-screens (~100 B)
-// and two sets of dirty, model, residual, restored (4 Stokes each) and PSF floats
-// (2 x 68 B: the channel being imaged and the one on the writer thread).
-constexpr double imaging_bytes_per_pixel = 250;
+// Per image pixel: the gridder's double-precision image sums and w-screens (~100 B),
+// two sets of dirty, model, residual, restored (4 Stokes each) and PSF floats (2 x 68 B:
+// the channel being imaged and the one on the writer thread), and restoring's FFT
+// buffers where it convolves by FFT (64 B: the beam's and a plane pair's transforms).
+constexpr double imaging_bytes_per_pixel = 320;
 // Per grid cell: two complex float grids (the packed Stokes lanes).
 constexpr double imaging_bytes_per_cell = 16;
 // Per visibility of a channel: the rows' coordinates (read once, with their order by

@@ -306,9 +306,10 @@ std::optional<imaging::Beam> chosen_beam(const ImageConfig& image) {
 
 // Why a channel is restored with the theoretical beam, for its log line.
 std::string theoretical_beam_reason(int channel, const std::optional<imaging::Beam>& fit, const imaging::Beam& theoretical) {
-  const std::string restored = "; restored with the theoretical beam 1/|uv|max = " +
-                               fixed(theoretical.major_rad * rad_to_arcsec, 2) + "\" and left out of the common beam";
-  if (!fit) return "channel " + std::to_string(channel) + ": the PSF main lobe is not a peak, so no beam fits it" + restored;
+  const std::string restored = "; restored with the theoretical beam of the longest baseline, " +
+                               fixed(theoretical.major_rad * rad_to_arcsec, 2) +
+                               "\", which counts for the common beam only where no channel has a fitted one";
+  if (!fit) return "channel " + std::to_string(channel) + ": no ellipse fits the PSF main lobe (a line?)" + restored;
   return "channel " + std::to_string(channel) + ": the beam fitted to the PSF, " + fixed(fit->major_rad * rad_to_arcsec, 2) +
          "\" x " + fixed(fit->minor_rad * rad_to_arcsec, 2) + "\", is not a beam (over " +
          fixed(imaging::max_beam_elongation, 0) + " times the theoretical beam, or wider than the image)" + restored;
@@ -371,6 +372,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   if (!mpi.is_root()) mpi.barrier();
   std::optional<ChannelImaging> imaging(std::in_place, plan.geometry, config.image, weighting_scheme(config),
                                         plan.gpu_device, plan.max_visibilities);
+  if (config.clean.niter > 0) imaging::plan_restoring(plan.geometry);
   ChannelImaging& imager = *imaging;
   if (mpi.is_root()) mpi.barrier();
   const RowCoordinates coordinates(inputs_uvw_m(plan));
@@ -387,7 +389,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   const ChannelProgress progress(config.output.dir, config.output.prefix, run_identity(config));
   // Created before the job's restoring beam is known (every channel's PSF must be
   // fitted first): rank 0 writes it into the headers at the end.
-  const CubeSet cubes = make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {});
+  const CubeSet cubes = make_cube_set(config, plan);
   std::vector<std::string> partials;
   for (const std::string& path : cubes.paths()) partials.push_back(fits::CubeFile::partial_path(path));
   const bool resume = progress.resumable(partials);
@@ -415,6 +417,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   std::vector<double> noise(static_cast<std::size_t>(mine.size()));  // polarised; < 0: blanked
   std::vector<imaging::RestoringBeam> beams;
   const std::optional<imaging::Beam> chosen = chosen_beam(config.image);
+  const double taper_rad = weighting_scheme(config).taper_fwhm_rad;
   std::vector<int> todo;
   for (int c = mine.begin; c < mine.end; ++c) {
     if (!completed(c)) {
@@ -464,7 +467,10 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     }
     deconv::ChannelImages images = imager.image(config.clean);
     grid_summary = imager.describe();
-    const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, data.max_uv, plan.geometry, chosen);
+    // The longest baseline the weighting keeps: image.uv_max drops the longer ones.
+    const double kept_uv = config.image.uv_max > 0 ? std::min(data.max_uv, config.image.uv_max) : data.max_uv;
+    const imaging::RestoringBeam own =
+        imaging::restoring_beam(images.fitted_beam, kept_uv, taper_rad, plan.geometry, chosen);
     const bool theoretical = own.origin == imaging::BeamOrigin::theoretical;
     if (theoretical) log.info(theoretical_beam_reason(plan.chan_begin + c, images.fitted_beam, own.beam));
     beams.push_back(own);

@@ -33,6 +33,12 @@
 namespace spip::pipeline {
 namespace {
 
+// A Faraday row's bytes, or none where the correlations give no Q and U.
+double faraday_row_bytes(const Plan& plan) {
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  return plan.polarised ? FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size : 0.0;
+}
+
 namespace fs = std::filesystem;
 
 std::vector<ms::MsReader> open_inputs(const Config& config) {
@@ -134,7 +140,6 @@ void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiConte
 // Everything this rank will hold, and everything the run will write, against what
 // the rank may hold and what the output file system has; before any visibility is read.
 void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
-  const ms::MsInfo& info = plan.readers.front().info();
   const int num_chan = plan.chan_end - plan.chan_begin;
   std::exception_ptr failure;
   try {
@@ -146,12 +151,11 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     needs.rows_per_channel = static_cast<double>(plan.busiest_channel);
     needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
     needs.block_channels = config.input.block_channels;
-    needs.faraday_row_bytes =
-        plan.polarised ? FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size : 0.0;
+    needs.faraday_row_bytes = faraday_row_bytes(plan);
     plan.memory = plan_memory(needs);
     if (mpi.is_root())
       require_disk_space(config.output.dir,
-                         product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
+                         product_bytes(make_cube_set(config, plan).paths(), num_chan,
                                        static_cast<double>(plan.geometry.pixels()), plan.num_phi, config.faraday));
   } catch (...) {
     failure = std::current_exception();
@@ -253,7 +257,9 @@ Plan open_plan(const Config& config) {
                                ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
                                std::to_string(band) + " channels");
   plan.freq_hz.assign(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
-  plan.polarised = info.stokes_determined[ms::stokes_q] && info.stokes_determined[ms::stokes_u];
+  for (const ms::MsReader& reader : plan.readers)
+    for (int s = 0; s < ms::num_stokes; ++s) plan.stokes[s] = plan.stokes[s] || reader.info().stokes_determined[s];
+  plan.polarised = plan.stokes[ms::stokes_q] && plan.stokes[ms::stokes_u];
   if (plan.freq_hz.size() >= 2 && plan.polarised)
     plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
@@ -278,10 +284,10 @@ std::vector<parallel::ChannelBlock> channel_blocks(const Config& config, const s
 }
 
 // "I, Q, U, V": the Stokes parameters the first input's correlations determine (or not).
-std::string stokes_list(const ms::MsInfo& info, bool determined) {
+std::string stokes_list(const std::array<bool, ms::num_stokes>& stokes, bool determined) {
   std::string list;
   for (int s = 0; s < ms::num_stokes; ++s)
-    if (info.stokes_determined[s] == determined) list += (list.empty() ? "" : ", ") + std::string(1, "IQUV"[s]);
+    if (stokes[s] == determined) list += (list.empty() ? "" : ", ") + std::string(1, "IQUV"[s]);
   return list;
 }
 
@@ -294,15 +300,17 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): channels [" +
            std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
            std::to_string(plan.readers.size()) + " Measurement Set(s) into " + std::to_string(config.image.size) +
-           "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes " + stokes_list(info, true) +
+           "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes " + stokes_list(plan.stokes, true) +
            (plan.polarised ? ", then the Faraday stage" : "") + "; products in " + config.output.dir + " (prefix " +
            config.output.prefix + ")");
   for (const ms::MsReader& reader : plan.readers)
     log.root("input " + reader.info().path + ": " + std::to_string(reader.info().num_rows) + " rows, " +
              std::to_string(band) + " channels, correlations [" + reader.info().stokes_summary() + "]");
-  if (const std::string missing = stokes_list(info, false); !missing.empty())
-    log.root("Stokes " + missing + " not determined by the correlations [" + info.stokes_summary() +
-             "]: no cubes of " + missing +
+  std::string correlations;
+  for (const ms::MsReader& reader : plan.readers)
+    correlations += (correlations.empty() ? "" : "; ") + reader.info().stokes_summary();
+  if (const std::string missing = stokes_list(plan.stokes, false); !missing.empty())
+    log.root("Stokes " + missing + " not determined by the correlations [" + correlations + "]: no cubes of " + missing +
              (plan.polarised ? std::string()
                              : ", and no Faraday products (moments, RM synthesis, RM-CLEAN, peak maps, catalogue), "
                                "which need Q and U"));
@@ -475,16 +483,16 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   const double fdf_planes = static_cast<double>(config.faraday.cubes.size()) * plan.num_phi;
   const double rate = write_rate(config.output.dir);
   const double channel_cubes = static_cast<double>(
-      make_cube_set(config, plan.readers.front().info(), plan.chan_begin, plan.chan_end, {}).paths().size());
+      make_cube_set(config, plan).paths().size());
   // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
   // of every channel (from the page cache: counted as cheaply as written) and writes 20
   // moments, the depth cubes and the pixel maps per pixel.
-  const double images = 20 + faraday::pixel_map_count;
+  const double images = plan.polarised ? 20 + faraday::pixel_map_count : 0;
   rates.create_s = 4 * pixels * (channel_cubes * num_chan + images + fdf_planes) / rate;
   // Restoring with a common beam reads a channel's model and residual planes back and
   // writes its restored ones: 12 planes, read as cheaply as written.
   if (config.clean.niter > 0 && config.image.common_beam) rates.restore_channel_s = 4 * pixels * 12 / rate;
-  rates.faraday_pixel_s = 4 * (4.0 * num_chan + images + fdf_planes) / rate;
+  rates.faraday_pixel_s = plan.polarised ? 4 * (4.0 * num_chan + images + fdf_planes) / rate : 0.0;
   if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
   return rates;
 }
@@ -564,7 +572,6 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   omp_set_num_threads(config.parallel.threads > 0 ? config.parallel.threads : std::max(1, omp_get_num_procs() / ranks));
   const int threads = omp_get_max_threads();
   Plan plan = open_plan(config);
-  const ms::MsInfo& info = plan.readers.front().info();
   const int num_chan = plan.chan_end - plan.chan_begin;
   const int num_phi = plan.num_phi;
   // From the metadata alone every row counts in every channel; a run balances the
@@ -602,7 +609,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     needs.rows_per_channel = static_cast<double>(plan.max_visibilities);
     needs.my_channels = block.size();
     needs.block_channels = config.input.block_channels;
-    needs.faraday_row_bytes = FaradayStage::bytes_per_pixel(num_chan, num_phi) * plan.geometry.size;
+    needs.faraday_row_bytes = faraday_row_bytes(plan);
     const MemoryPlan memory = plan_memory(needs);
     const double host = memory.imaging + memory.channel_data + 2 * memory.block;
     const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
@@ -624,7 +631,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     out << line;
   }
   const double disk =
-      product_bytes(make_cube_set(config, info, plan.chan_begin, plan.chan_end, {}).paths(), num_chan,
+      product_bytes(make_cube_set(config, plan).paths(), num_chan,
                     static_cast<double>(plan.geometry.pixels()), num_phi, config.faraday);
   out << "\nproducts: " << gb(disk) << " in " << config.output.dir << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);

@@ -2,6 +2,7 @@
 // Everything decided before a visibility is read: the inputs, the channel blocks of
 // the ranks, the backend, and what the run will hold, write and take, checked against
 // what it may use. `spip --plan` prints the same figures for sizing a job.
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@ struct Plan {
   std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
   int chan_begin = 0, chan_end = 0;              // imaged range of the band
   std::vector<double> freq_hz;                   // of the imaged channels
+  std::array<bool, ms::num_stokes> stokes{};     // which of I, Q, U, V some input's correlations determine
   bool polarised = true;                         // Q and U determined: the Faraday stage runs
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels, or not polarised)
   std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin

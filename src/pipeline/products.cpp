@@ -47,14 +47,15 @@ std::vector<std::string> CubeSet::paths() const {
   return all;
 }
 
-CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_begin, int chan_end,
-                      const fits::Beam& beam) {
+CubeSet make_cube_set(const Config& config, const Plan& plan) {
+  const ms::MsInfo& info = plan.readers.front().info();
+  const int chan_begin = plan.chan_begin, chan_end = plan.chan_end;
   CubeSet cubes;
   cubes.dir = config.output.dir;
   cubes.prefix = config.output.prefix;
   cubes.cleaned = config.clean.niter > 0;
   cubes.beam_per_channel = !config.image.common_beam;
-  cubes.stokes = info.stokes_determined;
+  cubes.stokes = plan.stokes;
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -64,7 +65,7 @@ CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_beg
                                                 : info.chan_width_hz[chan_begin];
   h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", info.freq_hz[chan_begin], cdelt, 1.0, chan_end - chan_begin});
   h.bunit = "Jy/beam";
-  h.beam = beam;
+  h.beam = fits::Beam{};  // placeholder values until write_restoring_beam
   h.date_obs = info.date_obs();
   h.telescope = info.telescope;
   h.object = info.field_name;

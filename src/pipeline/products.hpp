@@ -6,6 +6,7 @@
 
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "planning.hpp"
 #include "spip/ms/ms_reader.hpp"
 
 namespace spip::pipeline {
@@ -21,8 +22,8 @@ struct CubeSet {
   std::string path(const std::string& product, const char* stokes) const;  // stokes nullptr: no suffix
 };
 
-CubeSet make_cube_set(const Config& config, const ms::MsInfo& info, int chan_begin, int chan_end,
-                      const fits::Beam& beam);
+// The cubes of a run, their headers from the first input and the imaged channels.
+CubeSet make_cube_set(const Config& config, const Plan& plan);
 
 // Rank 0, before any rank writes.
 void create_cubes(const CubeSet& cubes);

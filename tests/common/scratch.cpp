@@ -27,6 +27,8 @@ fs::path make_fresh_dir() {
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (!mkdtemp(buffer.data())) throw std::runtime_error("cannot make a scratch folder from " + pattern);
+  // Printed now, so that a test that crashes or times out still says where its files are.
+  std::fprintf(stderr, "test scratch folder: %s\n", buffer.data());
   return fs::path(buffer.data());
 }
 
@@ -48,9 +50,16 @@ class ScratchCleanup : public testing::Environment {
 
 }  // namespace
 
-const fs::path& scratch_dir() {
+fs::path scratch_dir() {
   if (made_dir.empty()) made_dir = make_fresh_dir();
-  return made_dir;
+  const testing::TestInfo* test = testing::UnitTest::GetInstance()->current_test_info();
+  if (!test) return made_dir;
+  std::string name = std::string(test->test_suite_name()) + "." + test->name();
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.') c = '_';
+  const fs::path dir = made_dir / name;
+  fs::create_directories(dir);
+  return dir;
 }
 
 fs::path scratch_path(const std::string& name) {

@@ -94,62 +94,79 @@ struct RestoreCase {
 
 class RestoreMethods : public testing::TestWithParam<RestoreCase> {};
 
+// Three planes: the FFT path transforms them as a pair and a single plane.
 TEST_P(RestoreMethods, EqualTheConvolutionInDoublePrecision) {
   const RestoreCase& param = GetParam();
   const ImageGeometry g = ImageGeometry::make(96, 1e-5, 1.2);
   const Beam beam{param.major_px * g.cell_rad, param.minor_px * g.cell_rad, 0.4};
-  std::vector<float> model(g.pixels(), 0.0f);
+  constexpr int planes = 3;
+  std::vector<float> model(planes * g.pixels(), 0.0f);
   std::mt19937 rng(5);
-  std::uniform_int_distribution<int> pixel(0, static_cast<int>(g.pixels()) - 1);
+  std::uniform_int_distribution<int> pixel(0, static_cast<int>(model.size()) - 1);
   std::normal_distribution<float> flux(0.0f, 1.0f);
   for (int k = 0; k < param.components; ++k) model[pixel(rng)] += flux(rng);
-  std::vector<float> image(g.pixels(), 0.5f);
-  restore(model.data(), g, beam, image.data());
-  const std::vector<double> expected = restored_in_double(model, g, beam);
-  double peak = 0, worst = 0;
-  for (std::size_t k = 0; k < image.size(); ++k) {
-    peak = std::max(peak, std::abs(expected[k]));
-    worst = std::max(worst, std::abs(image[k] - 0.5 - expected[k]));
+  std::vector<float> image(model.size(), 0.5f);
+  restore(model.data(), g, beam, image.data(), planes);
+  for (int plane = 0; plane < planes; ++plane) {
+    const std::vector<float> one(model.begin() + plane * g.pixels(), model.begin() + (plane + 1) * g.pixels());
+    const std::vector<double> expected = restored_in_double(one, g, beam);
+    double peak = 0, worst = 0;
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      const float value = image[plane * g.pixels() + k];
+      ASSERT_TRUE(std::isfinite(value)) << "plane " << plane << " pixel " << k;
+      peak = std::max(peak, std::abs(expected[k]));
+      worst = std::max(worst, std::abs(value - 0.5 - expected[k]));
+    }
+    ASSERT_GT(peak, 0) << "plane " << plane;
+    EXPECT_LE(worst, 2e-6 * peak) << "plane " << plane << ", peak " << peak;
   }
-  EXPECT_LE(worst, 2e-6 * peak) << "peak " << peak;
 }
 
 INSTANTIATE_TEST_SUITE_P(SmallAndHugeBeams, RestoreMethods,
-                         testing::Values(RestoreCase{6, 4, 5}, RestoreCase{30, 12, 600}, RestoreCase{1e5, 3, 4},
-                                         RestoreCase{1e5, 3, 600}));
+                         testing::Values(RestoreCase{6, 4, 15}, RestoreCase{30, 12, 1800}, RestoreCase{1e5, 3, 12},
+                                         RestoreCase{1e5, 3, 1800}));
 
 TEST(RestoringBeam, IsTheFitOnlyWhereTheFitIsABeam) {
   const ImageGeometry g = ImageGeometry::make(128, 1e-5, 1.2);
   const double max_uv = 2e4;  // theoretical FWHM 5e-5 rad = 5 pixels
-  const Beam theoretical = theoretical_beam(max_uv);
+  const Beam theoretical = theoretical_beam(max_uv, 0.0);
   EXPECT_DOUBLE_EQ(theoretical.major_rad, 5e-5);
   EXPECT_DOUBLE_EQ(theoretical.minor_rad, 5e-5);
+  EXPECT_NEAR(theoretical_beam(max_uv, 1.2e-4).major_rad, 1.3e-4, 1e-15);  // a taper widens it in quadrature
   const Beam good{9e-5, 6e-5, 0.2}, elongated{5.1e-4, 5e-5, 0.0}, wide{1.3e-3, 1.2e-3, 0.0};
   const Beam user{2e-4, 1e-4, 0.3};
-  EXPECT_EQ(restoring_beam(good, max_uv, g, std::nullopt).origin, BeamOrigin::fitted);
-  EXPECT_EQ(restoring_beam(elongated, max_uv, g, std::nullopt).origin, BeamOrigin::theoretical);
-  EXPECT_EQ(restoring_beam(wide, max_uv / 100, g, std::nullopt).origin, BeamOrigin::theoretical);  // 10x allowed, not the image
-  EXPECT_EQ(restoring_beam(std::nullopt, max_uv, g, std::nullopt).origin, BeamOrigin::theoretical);
-  EXPECT_DOUBLE_EQ(restoring_beam(std::nullopt, max_uv, g, std::nullopt).beam.major_rad, 5e-5);
-  const RestoringBeam chosen = restoring_beam(std::nullopt, max_uv, g, user);
+  EXPECT_EQ(restoring_beam(good, max_uv, 0.0, g, std::nullopt).origin, BeamOrigin::fitted);
+  EXPECT_EQ(restoring_beam(elongated, max_uv, 0.0, g, std::nullopt).origin, BeamOrigin::theoretical);
+  EXPECT_EQ(restoring_beam(elongated, max_uv, 1.2e-4, g, std::nullopt).origin, BeamOrigin::fitted);  // tapered
+  EXPECT_EQ(restoring_beam(wide, max_uv / 100, 0.0, g, std::nullopt).origin,
+            BeamOrigin::theoretical);  // 10x allowed, not the image
+  EXPECT_EQ(restoring_beam(std::nullopt, max_uv, 0.0, g, std::nullopt).origin, BeamOrigin::theoretical);
+  EXPECT_DOUBLE_EQ(restoring_beam(std::nullopt, max_uv, 0.0, g, std::nullopt).beam.major_rad, 5e-5);
+  const RestoringBeam chosen = restoring_beam(std::nullopt, max_uv, 0.0, g, user);
   EXPECT_EQ(chosen.origin, BeamOrigin::chosen);
   EXPECT_DOUBLE_EQ(chosen.beam.pa_rad, 0.3);
 }
 
 // A snapshot of an east-west array: its PSF is a line (here a Gaussian in l only), whose
-// fit is no beam at all.
-TEST(RestoringBeam, OfALineLikePsfIsTheTheoreticalBeam) {
+// fit is no beam at all, whether the line is 3 pixels wide or only one column is in
+// its main lobe.
+class LinePsf : public testing::TestWithParam<double> {};
+
+TEST_P(LinePsf, IsRestoredWithTheTheoreticalBeam) {
   const ImageGeometry g = ImageGeometry::make(128, 1e-5, 1.2);
+  const double width = GetParam() * g.cell_rad;
   std::vector<float> psf(g.pixels());
   for (int y = 0; y < g.size; ++y)
     for (int x = 0; x < g.size; ++x)
-      psf[y * g.size + x] = static_cast<float>(std::exp(-4 * std::log(2.0) * std::pow(g.l(x) / 3e-5, 2)));
+      psf[y * g.size + x] = static_cast<float>(std::exp(-4 * std::log(2.0) * std::pow(g.l(x) / width, 2)));
   const std::optional<Beam> fit = fit_beam(psf.data(), g);
-  EXPECT_EQ(restoring_beam(fit, 3e4, g, std::nullopt).origin, BeamOrigin::theoretical)
+  EXPECT_EQ(restoring_beam(fit, 1 / width, 0.0, g, std::nullopt).origin, BeamOrigin::theoretical)
       << (fit ? std::to_string(fit->major_rad / g.cell_rad) + " x " + std::to_string(fit->minor_rad / g.cell_rad) +
                     " pixels fitted"
               : "no fit");
 }
+
+INSTANTIATE_TEST_SUITE_P(Widths, LinePsf, testing::Values(3.0, 0.6));
 
 namespace {
 

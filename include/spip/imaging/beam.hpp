@@ -19,9 +19,10 @@ struct Beam {
 // not a peak (a snapshot of an east-west array at pixels finer than its line-like PSF).
 std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& geometry);
 
-// The circular beam of FWHM 1 / |uv|_max (radians, |uv| in wavelengths), as WSClean's
-// theoretical beam.
-Beam theoretical_beam(double max_uv_wavelengths);
+// The circular beam of FWHM 1 / |uv|max (radians, |uv| in wavelengths, the longest
+// baseline the weighting keeps), as WSClean's theoretical beam, widened in quadrature by
+// a Gaussian uv taper of image-plane FWHM `taper_fwhm_rad`.
+Beam theoretical_beam(double max_uv_wavelengths, double taper_fwhm_rad);
 
 // A fit is taken as a beam when its major axis is at most this many times the
 // theoretical FWHM and no wider than the image. Real PSFs stay well inside it (an
@@ -40,14 +41,20 @@ struct RestoringBeam {
 
 // `chosen` (image.beam) when given; else the fit where it is a beam (see
 // max_beam_elongation); else the theoretical beam.
-RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavelengths,
+RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavelengths, double taper_fwhm_rad,
                              const ImageGeometry& geometry, const std::optional<Beam>& chosen);
 
-// Adds the model (Jy/pixel) convolved with the beam (peak 1) to `image`, giving Jy/beam.
-// Costs nothing where the model is zero: each component adds its beam directly, or,
-// where that would cost more (many components, a beam much larger than a pixel), the
-// whole plane is convolved with FFTs on a grid twice the image's side. Both give the
-// linear convolution truncated to the image.
-void restore(const float* model, const ImageGeometry& geometry, const Beam& beam, float* image);
+// Adds each of `planes` model planes (Jy/pixel, N x N each) convolved with the beam
+// (peak 1) to the matching image plane, giving Jy/beam. Costs nothing where the model
+// is zero: each component adds its beam directly, or, where that would cost more (many
+// components, a beam much larger than a pixel), the planes are convolved with FFTs on a
+// grid twice the image's side, two planes per complex transform (the beam is real and
+// even, so its transform is real). Both give the linear convolution truncated to the
+// image. The FFT path holds 2 x 32 bytes per image pixel.
+void restore(const float* model, const ImageGeometry& geometry, const Beam& beam, float* image, int planes = 1);
+
+// Plans the restoring FFTs of this geometry now (FFTW_MEASURE), so that a rank can plan
+// them where the pipeline shares FFT wisdom between ranks.
+void plan_restoring(const ImageGeometry& geometry);
 
 }  // namespace spip::imaging
