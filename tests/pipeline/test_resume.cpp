@@ -23,9 +23,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Open MPI's session folder goes into the test's own folder too: a killed mpiexec
+// leaves it behind.
 std::string command_for(const std::string& out) {
-  return std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG + " --input.ms " +
-         SPIP_TEST_DATA + "/oskar_small.ms --output.dir " + out +
+  return "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " 2 " + SPIP_BIN + " --config " +
+         SPIP_DEMO_CONFIG + " --input.ms " + SPIP_TEST_DATA + "/oskar_small.ms --output.dir " + out +
          " --image.size 256 --image.scale 20 --faraday.dphi 1 --parallel.threads 1";
 }
 
