@@ -148,6 +148,13 @@ bool is_column(std::string value) {
 // For keys whose every parsable value is valid: parse() has rejected the rest.
 template <class T> bool any(T) { return true; }
 
+// An item of a comma-separated list without the spaces around it ("a, b").
+std::string_view trimmed(std::string_view item) {
+  while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+  while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+  return item;
+}
+
 // faraday.cubes: "all", "none" or names from faraday_cube_names(), each at most once,
 // kept in that canonical order so that to_ini() writes one text per selection.
 bool set_faraday_cubes(Config& config, std::string_view value) {
@@ -157,9 +164,7 @@ bool set_faraday_cubes(Config& config, std::string_view value) {
   std::vector<bool> chosen(names.size(), false);
   for (std::size_t begin = 0; begin <= value.size();) {
     const std::size_t end = std::min(value.find(',', begin), value.size());
-    std::string_view word = value.substr(begin, end - begin);
-    while (!word.empty() && word.front() == ' ') word.remove_prefix(1);
-    while (!word.empty() && word.back() == ' ') word.remove_suffix(1);
+    const std::string_view word = trimmed(value.substr(begin, end - begin));
     const auto it = std::ranges::find(names, word);
     if (it == names.end() || chosen[it - names.begin()]) return false;
     chosen[it - names.begin()] = true;
@@ -179,10 +184,7 @@ bool set_restoring_beam(Config& config, std::string_view value) {
   for (std::size_t k = 0, begin = 0; k < parts.size(); ++k) {
     const std::size_t end = k + 1 < parts.size() ? value.find(',', begin) : value.size();
     if (end == std::string_view::npos) return false;
-    std::string_view number = value.substr(begin, end - begin);
-    while (!number.empty() && number.front() == ' ') number.remove_prefix(1);
-    while (!number.empty() && number.back() == ' ') number.remove_suffix(1);
-    if (!parse(number, parts[k])) return false;
+    if (!parse(trimmed(value.substr(begin, end - begin)), parts[k])) return false;
     begin = end + 1;
   }
   if (!(parts[0] >= parts[1] && parts[1] > 0)) return false;

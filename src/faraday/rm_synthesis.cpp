@@ -48,10 +48,9 @@ SynthesisSetup make_setup(const std::vector<double>& freq_hz, const std::vector<
   setup.phi_max_unsmeared = std::sqrt(3.0) / largest_step;
 
   const double dphi = config.dphi > 0 ? config.dphi : setup.fwhm_theory / config.samples_per_fwhm;
-  const double phi_max =
-      config.phi_max > 0 ? config.phi_max : std::max(setup.phi_max_unsmeared, 10.0 * setup.fwhm_theory);
+  setup.phi_max = config.phi_max > 0 ? config.phi_max : std::max(setup.phi_max_unsmeared, 10.0 * setup.fwhm_theory);
   setup.axis.dphi = dphi;
-  setup.axis.count = 2 * static_cast<int>(std::lround(phi_max / dphi)) + 1;
+  setup.axis.count = 2 * static_cast<int>(std::lround(setup.phi_max / dphi)) + 1;
   setup.axis.phi_first = -0.5 * (setup.axis.count - 1) * dphi;
   return setup;
 }

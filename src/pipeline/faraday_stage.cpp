@@ -298,10 +298,10 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
     log.root("RM synthesis: lambda0^2 = " + fixed(s.setup.lambda0_sq, 4) + " m^2, RMSF FWHM " +
              fixed(s.settings.fwhm, 3) + " rad/m^2, " + std::to_string(axis.count) + " depths of " +
              fixed(axis.dphi, 3) + " to +-" + fixed(phi_max, 1) + " rad/m^2");
-    // The axis ends at a whole number of steps, up to half a step beyond the limit when
-    // phi_max is the limit itself (the default on a band such as OVRO-LWA's).
-    if (phi_max > s.setup.phi_max_unsmeared + 0.5 * axis.dphi)
-      log.root("warning: faraday.phi_max " + fixed(phi_max, 1) + " exceeds sqrt(3)/dlambda^2_max = " +
+    // What was asked for, not the axis's end, which may lie up to half a step beyond it:
+    // the default on a band such as OVRO-LWA's is the limit itself.
+    if (s.setup.phi_max > s.setup.phi_max_unsmeared)
+      log.root("warning: faraday.phi_max " + fixed(s.setup.phi_max, 1) + " exceeds sqrt(3)/dlambda^2_max = " +
                fixed(s.setup.phi_max_unsmeared, 1) + " rad/m^2; real data would be bandwidth-depolarised there");
   }
 

@@ -548,7 +548,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   faraday_base.beam = beam;
   // Without Q and U (an MS with only parallel hands) there is nothing to synthesise.
   std::optional<FaradayStage> faraday;
-  if (plan.polarised)
+  if (plan.polarised())
     faraday.emplace(config, faraday_base,
                     std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
                     FaradayStage::ChannelCubes{

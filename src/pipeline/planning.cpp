@@ -36,7 +36,7 @@ namespace {
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan) {
   const int num_chan = plan.chan_end - plan.chan_begin;
-  return plan.polarised ? FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size : 0.0;
+  return plan.polarised() ? FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size : 0.0;
 }
 
 namespace fs = std::filesystem;
@@ -259,8 +259,7 @@ Plan open_plan(const Config& config) {
   plan.freq_hz.assign(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
   for (const ms::MsReader& reader : plan.readers)
     for (int s = 0; s < ms::num_stokes; ++s) plan.stokes[s] = plan.stokes[s] || reader.info().stokes_determined[s];
-  plan.polarised = plan.stokes[ms::stokes_q] && plan.stokes[ms::stokes_u];
-  if (plan.freq_hz.size() >= 2 && plan.polarised)
+  if (plan.freq_hz.size() >= 2 && plan.polarised())
     plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
@@ -301,7 +300,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
            std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
            std::to_string(plan.readers.size()) + " Measurement Set(s) into " + std::to_string(config.image.size) +
            "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes " + stokes_list(plan.stokes, true) +
-           (plan.polarised ? ", then the Faraday stage" : "") + "; products in " + config.output.dir + " (prefix " +
+           (plan.polarised() ? ", then the Faraday stage" : "") + "; products in " + config.output.dir + " (prefix " +
            config.output.prefix + ")");
   for (const ms::MsReader& reader : plan.readers)
     log.root("input " + reader.info().path + ": " + std::to_string(reader.info().num_rows) + " rows, " +
@@ -311,7 +310,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
     correlations += (correlations.empty() ? "" : "; ") + reader.info().stokes_summary();
   if (const std::string missing = stokes_list(plan.stokes, false); !missing.empty())
     log.root("Stokes " + missing + " not determined by the correlations [" + correlations + "]: no cubes of " + missing +
-             (plan.polarised ? std::string()
+             (plan.polarised() ? std::string()
                              : ", and no Faraday products (moments, RM synthesis, RM-CLEAN, peak maps, catalogue), "
                                "which need Q and U"));
   std::optional<cuda::DeviceInfo> device;
@@ -487,12 +486,12 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
   // of every channel (from the page cache: counted as cheaply as written) and writes 20
   // moments, the depth cubes and the pixel maps per pixel.
-  const double images = plan.polarised ? 20 + faraday::pixel_map_count : 0;
+  const double images = plan.polarised() ? 20 + faraday::pixel_map_count : 0;
   rates.create_s = 4 * pixels * (channel_cubes * num_chan + images + fdf_planes) / rate;
   // Restoring with a common beam reads a channel's model and residual planes back and
   // writes its restored ones: 12 planes, read as cheaply as written.
   if (config.clean.niter > 0 && config.image.common_beam) rates.restore_channel_s = 4 * pixels * 12 / rate;
-  rates.faraday_pixel_s = plan.polarised ? 4 * (4.0 * num_chan + images + fdf_planes) / rate : 0.0;
+  rates.faraday_pixel_s = plan.polarised() ? 4 * (4.0 * num_chan + images + fdf_planes) / rate : 0.0;
   if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
   return rates;
 }

@@ -30,7 +30,6 @@ struct Plan {
   int chan_begin = 0, chan_end = 0;              // imaged range of the band
   std::vector<double> freq_hz;                   // of the imaged channels
   std::array<bool, ms::num_stokes> stokes{};     // which of I, Q, U, V some input's correlations determine
-  bool polarised = true;                         // Q and U determined: the Faraday stage runs
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels, or not polarised)
   std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
   std::string backend;                           // "cpu" or "gpu <index>"
@@ -40,6 +39,9 @@ struct Plan {
   std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
   std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
   MemoryPlan memory;                             // this rank's
+
+  // Q and U determined: the Faraday stage runs.
+  bool polarised() const { return stokes[ms::stokes_q] && stokes[ms::stokes_u]; }
 };
 
 // Opens the inputs, balances the channels over the ranks, chooses the backend, and

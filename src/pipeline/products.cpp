@@ -18,6 +18,14 @@ bool written(const CubeSet& cubes, const std::string& product) {
   return cubes.cleaned || (product != "model" && product != "residual");
 }
 
+// The Stokes parameters the set's cubes hold: those the correlations determine.
+std::vector<int> stokes_written(const CubeSet& cubes) {
+  std::vector<int> held;
+  for (int s = 0; s < ms::num_stokes; ++s)
+    if (cubes.stokes[s]) held.push_back(s);
+  return held;
+}
+
 fits::ImageHeader header_for(const CubeSet& cubes, const std::string& product, int stokes) {
   fits::ImageHeader header = cubes.base;
   if (stokes >= 0) header.stokes = static_cast<fits::Stokes>(stokes + 1);
@@ -41,8 +49,7 @@ std::vector<std::string> CubeSet::paths() const {
   std::vector<std::string> all;
   for (const char* product : per_stokes_products)
     if (written(*this, product))
-      for (int s = 0; s < 4; ++s)
-        if (stokes[s]) all.push_back(path(product, stokes_names[s]));
+      for (int s : stokes_written(*this)) all.push_back(path(product, stokes_names[s]));
   all.push_back(path("psf", nullptr));
   return all;
 }
@@ -78,9 +85,9 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
 
 void create_cubes(const CubeSet& cubes) {
   std::filesystem::create_directories(cubes.dir);
-  for (int s = 0; s < 4; ++s)
+  for (int s : stokes_written(cubes))
     for (const char* product : per_stokes_products)
-      if (written(cubes, product) && cubes.stokes[s])
+      if (written(cubes, product))
         fits::CubeFile::create(cubes.path(product, stokes_names[s]), header_for(cubes, product, s));
   fits::CubeFile::create(cubes.path("psf", nullptr), header_for(cubes, "psf", -1));
 }
@@ -91,43 +98,38 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
   const std::vector<float>* images[] = {&dirty, &model, &residual};
   for (int k = 0; k < 3; ++k)
     if (written(cubes, per_stokes_products[k]))
-      for (int s = 0; s < 4; ++s)
-        if (cubes.stokes[s])
-          fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
+      for (int s : stokes_written(cubes))
+        fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
                                      std::span<const float>(images[k]->data() + s * pixels, pixels));
   fits::CubeFile::write_planes(cubes.path("psf", nullptr), plane, psf);
 }
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
   const std::size_t pixels = restored.size() / 4;
-  for (int s = 0; s < 4; ++s)
-    if (cubes.stokes[s])
-      fits::CubeFile::write_planes(cubes.path("image", stokes_names[s]), plane,
+  for (int s : stokes_written(cubes))
+    fits::CubeFile::write_planes(cubes.path("image", stokes_names[s]), plane,
                                  std::span<const float>(restored.data() + s * pixels, pixels));
 }
 
 std::vector<float> read_stokes_planes(const CubeSet& cubes, const std::string& product, int plane) {
   const std::size_t pixels = static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny;
   std::vector<float> planes(4 * pixels, 0.0f);  // a Stokes parameter not determined is zero, as imaged
-  for (int s = 0; s < 4; ++s)
-    if (cubes.stokes[s]) {
-      const std::vector<float> one = fits::CubeFile::read_planes(cubes.path(product, stokes_names[s]), plane, 1);
-      std::copy(one.begin(), one.end(), planes.begin() + s * pixels);
-    }
+  for (int s : stokes_written(cubes)) {
+    const std::vector<float> one = fits::CubeFile::read_planes(cubes.path(product, stokes_names[s]), plane, 1);
+    std::copy(one.begin(), one.end(), planes.begin() + s * pixels);
+  }
   return planes;
 }
 
 void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam) {
   for (const char* product : per_stokes_products)
     if (written(cubes, product) && header_for(cubes, product, 0).beam)
-      for (int s = 0; s < 4; ++s)
-        if (cubes.stokes[s]) fits::CubeFile::write_beam(cubes.path(product, stokes_names[s]), beam);
+      for (int s : stokes_written(cubes)) fits::CubeFile::write_beam(cubes.path(product, stokes_names[s]), beam);
   fits::CubeFile::write_beam(cubes.path("psf", nullptr), beam);
 }
 
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {
-  for (int s = 0; s < 4; ++s)
-    if (cubes.stokes[s]) fits::CubeFile::write_beams(cubes.path("image", stokes_names[s]), per_channel);
+  for (int s : stokes_written(cubes)) fits::CubeFile::write_beams(cubes.path("image", stokes_names[s]), per_channel);
 }
 
 void commit_cubes(const CubeSet& cubes) {

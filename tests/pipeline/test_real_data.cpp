@@ -205,6 +205,8 @@ TEST(ParallelHandsOnly, WritesTheStokesTheyDetermineAndNoFaradayProducts) {
     }
     ASSERT_GT(peak, 0);
     EXPECT_LE(worst, 1e-5 * peak);  // float gridding of the same samples from other slots
+    std::printf("[ measured ] %s: dirty I and %s against the full sample's I and Q: largest difference %.2e of the peak\n",
+                hands.c_str(), kept.c_str(), worst / peak);
   }
 }
 

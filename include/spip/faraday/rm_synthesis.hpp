@@ -17,6 +17,7 @@ struct SynthesisSetup {
   double fwhm_theory = 0;          // 3.8 / (lambda^2 span), Dickey et al. (2019)
   double max_phi_scale = 0;        // pi / lambda^2_min: largest Faraday scale seen
   double phi_max_unsmeared = 0;    // sqrt(3) / largest lambda^2 step between channels
+  double phi_max = 0;              // asked for: faraday.phi_max or the default; the axis rounds it to whole steps
   FaradayAxis axis;
 };
 
