@@ -13,7 +13,7 @@ enum class ExitCode : int {
   ok = 0,
   failure = 1,     // internal error or failed operation
   bad_config = 2,  // unknown key, malformed or out-of-range value
-  bad_input = 3,   // unreadable or unusable Measurement Set or other input file
+  bad_input = 3,   // unreadable or unusable Measurement Set or other input file, or unusable output
   // Stopped on SIGTERM or SIGUSR1 with every finished channel recorded: the same
   // command resumes the run. 75 is EX_TEMPFAIL of sysexits.h ("try again later").
   interrupted = 75,

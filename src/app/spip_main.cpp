@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
   }
   const spip::pipeline::Log log(mpi.rank(), mpi.size());
   try {
-    const spip::pipeline::Products products = spip::pipeline::run(command.config, mpi, log);
+    const spip::pipeline::Products products = spip::pipeline::run(command.config, mpi, log, command.break_claim);
     if (mpi.is_root()) {
       std::cout << "spip: products in " << command.config.output.dir << ":\n";
       for (const std::string& path : products.paths) std::cout << "  " << path << "\n";
@@ -62,6 +62,8 @@ int main(int argc, char** argv) {
   } catch (const spip::pipeline::RankFailure& e) {
     std::fprintf(stderr, "spip: rank %d: error: %s\n", mpi.rank(), e.what());
     mpi.abort(static_cast<int>(e.code()));
+  } catch (const spip::pipeline::JobFailure& e) {
+    return report(mpi, e.what(), e.code());
   } catch (const spip::ConfigError& e) {
     return report(mpi, e.what(), e.code());
   } catch (const spip::InputError& e) {

@@ -393,6 +393,7 @@ po::options_description generic_options() {
       ("plan", "")
       ("plan-ranks", po::value<int>())
       ("plan-rates", po::value<std::string>())
+      ("break-claim", "")
       ("version", "");
   return options;
 }
@@ -499,6 +500,7 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
       SPIP_THROW(ConfigError, "--plan-ranks " + std::to_string(parsed.plan_ranks) + ": expected an integer >= 1");
   }
   if (command_line.count("plan-rates")) parsed.plan_rates = command_line["plan-rates"].as<std::string>();
+  parsed.break_claim = command_line.count("break-claim") > 0;
 
   Config& config = parsed.config;
   po::variables_map file;
@@ -561,6 +563,9 @@ std::string help_text() {
          "                   for, then exit; --plan-ranks N plans for N ranks (default: the ranks\n"
          "                   spip runs on), --plan-rates QA_JSON takes the rates from a previous\n"
          "                   run's qa.json (the first few channels of the job, say) instead\n"
+         "  --break-claim    take the output folder and prefix although another run's claim\n"
+         "                   names them (.PREFIX.claim there): for a claim left by a killed job\n"
+         "                   of another node, whose end this node cannot see\n"
          "  --help           print this help and exit\n"
          "  --version        print the version and exit\n"
          "\n"

@@ -3,6 +3,7 @@
 
 #include <casacore/casa/Arrays/Array.h>
 #include <casacore/casa/Arrays/Vector.h>
+#include <casacore/casa/Containers/Record.h>
 #include <casacore/casa/Exceptions/Error.h>
 #include <casacore/casa/Quanta/MVTime.h>
 #include <casacore/measures/Measures/MDirection.h>
@@ -91,6 +92,30 @@ struct MsReader::Impl {
     std::size_t kept = 0;
   };
   RowChunk keep_rows(cc::rownr_t first, cc::rownr_t count) const;
+  // Rows of a main-table column (and a section of each cell), or an InputError naming
+  // the column and its file: a table that cannot give them is damaged.
+  template <typename T>
+  cc::Vector<T> scalars(const std::string& column, const cc::Slicer& rows) const {
+    return readable(column, [&] { return cc::ScalarColumn<T>(main, column).getColumnRange(rows); });
+  }
+  template <typename T>
+  cc::Array<T> cells(const std::string& column, const cc::Slicer& rows) const {
+    return readable(column, [&] { return cc::ArrayColumn<T>(main, column).getColumnRange(rows); });
+  }
+  template <typename T>
+  cc::Array<T> cells(const std::string& column, const cc::Slicer& rows, const cc::Slicer& section) const {
+    return readable(column, [&] { return cc::ArrayColumn<T>(main, column).getColumnRange(rows, section); });
+  }
+  template <typename Read>
+  auto readable(const std::string& column, Read read) const -> decltype(read()) {
+    try {
+      return read();
+    } catch (const cc::AipsError& e) {
+      damaged(column, e);
+    }
+  }
+  [[noreturn]] void damaged(const std::string& column, const cc::AipsError& e) const;
+  std::string file_of(const std::string& column) const;
   cc::rownr_t rows_per_chunk() const;
   void clear_caches() const;
   cc::Array<float> weights(const cc::Slicer& rows, int chan_begin, int chan_end) const;
@@ -143,6 +168,9 @@ void MsReader::Impl::read_windows() {
   const cc::Table polarizations = open_subtable(info.path, "POLARIZATION");
   const cc::Vector<int> corr = cc::ArrayColumn<int>(polarizations, "CORR_TYPE")(pol_id);
   info.corr_types.assign(corr.begin(), corr.end());
+  if (info.corr_types.empty() || info.corr_types.size() > 4)
+    bad_input(info.path + ": " + std::to_string(info.corr_types.size()) +
+              " correlations in its POLARIZATION table; expected 1 to 4");
   rules = stokes_rules(info.corr_types.data(), static_cast<int>(info.corr_types.size()));
   for (int s = 0; s < num_stokes; ++s) info.stokes_determined[s] = rules[s].determined();
   if (!info.stokes_determined[stokes_i])
@@ -181,11 +209,11 @@ void MsReader::Impl::choose_weights() {
 
 MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_t count) const {
   RowChunk chunk{cc::Slicer(cc::IPosition(1, first), cc::IPosition(1, count)), std::vector<char>(count, 0), 0};
-  const cc::Vector<int> ant1 = cc::ScalarColumn<int>(main, "ANTENNA1").getColumnRange(chunk.range);
-  const cc::Vector<int> ant2 = cc::ScalarColumn<int>(main, "ANTENNA2").getColumnRange(chunk.range);
-  const cc::Vector<int> field = cc::ScalarColumn<int>(main, "FIELD_ID").getColumnRange(chunk.range);
-  const cc::Vector<int> ddid = cc::ScalarColumn<int>(main, "DATA_DESC_ID").getColumnRange(chunk.range);
-  const cc::Vector<bool> flag_row = cc::ScalarColumn<bool>(main, "FLAG_ROW").getColumnRange(chunk.range);
+  const cc::Vector<int> ant1 = scalars<int>("ANTENNA1", chunk.range);
+  const cc::Vector<int> ant2 = scalars<int>("ANTENNA2", chunk.range);
+  const cc::Vector<int> field = scalars<int>("FIELD_ID", chunk.range);
+  const cc::Vector<int> ddid = scalars<int>("DATA_DESC_ID", chunk.range);
+  const cc::Vector<bool> flag_row = scalars<bool>("FLAG_ROW", chunk.range);
   for (cc::rownr_t r = 0; r < count; ++r) {
     const bool wanted_ddid =
         std::find(data_desc_ids.begin(), data_desc_ids.end(), ddid(r)) != data_desc_ids.end();
@@ -193,6 +221,23 @@ MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_
     chunk.kept += chunk.keep[r];
   }
   return chunk;
+}
+
+// The storage manager's file: table.f<SEQNR> of the manager that holds the column.
+std::string MsReader::Impl::file_of(const std::string& column) const {
+  const cc::Record managers = main.dataManagerInfo();
+  for (cc::uInt m = 0; m < managers.nfields(); ++m) {
+    const cc::Record manager = managers.subRecord(m);
+    const cc::Vector<cc::String> columns = manager.asArrayString("COLUMNS");
+    if (std::find(columns.begin(), columns.end(), cc::String(column)) != columns.end())
+      return info.path + "/table.f" + std::to_string(manager.asInt("SEQNR"));
+  }
+  return info.path;
+}
+
+void MsReader::Impl::damaged(const std::string& column, const cc::AipsError& e) const {
+  bad_input(info.path + ": column " + column + " (in " + file_of(column) +
+            ") cannot be read; the table is damaged (a truncated or corrupt file?); casacore: " + e.what());
 }
 
 // Bounds one call to ~64 MiB of DATA rows, and to row_chunk rows. Tiles usually span
@@ -223,13 +268,12 @@ void MsReader::Impl::clear_caches() const {
 cc::Array<float> MsReader::Impl::weights(const cc::Slicer& rows, int chan_begin, int chan_end) const {
   const std::size_t num_corr = info.corr_types.size();
   const std::size_t num_chan = static_cast<std::size_t>(chan_end - chan_begin);
-  const cc::ArrayColumn<float> column(main, weight_column);
   if (weight_column == "WEIGHT_SPECTRUM") {
     const cc::Slicer section(cc::IPosition(2, 0, chan_begin),
                              cc::IPosition(2, static_cast<int>(num_corr), static_cast<int>(num_chan)));
-    return column.getColumnRange(rows, section);
+    return cells<float>(weight_column, rows, section);
   }
-  const cc::Array<float> per_row = column.getColumnRange(rows);
+  const cc::Array<float> per_row = cells<float>(weight_column, rows);
   const std::size_t num_rows = per_row.shape()(1);
   cc::Array<float> out(cc::IPosition(3, num_corr, num_chan, num_rows));
   const bool from_sigma = weight_column == "SIGMA";
@@ -275,10 +319,6 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
   block.freq_hz.assign(m.info.freq_hz.begin() + chan_begin, m.info.freq_hz.begin() + chan_end);
 
   try {
-    const cc::ArrayColumn<double> uvw_column(m.main, "UVW");
-    const cc::ScalarColumn<double> time_column(m.main, "TIME");
-    const cc::ArrayColumn<cc::Complex> data_column(m.main, m.selection.column);
-    const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
     const cc::Slicer section(cc::IPosition(2, 0, chan_begin), cc::IPosition(2, num_corr, num_chan));
     const cc::rownr_t total = m.main.nrow();
     const cc::rownr_t step = m.rows_per_chunk();
@@ -294,13 +334,14 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
     block.time_mjd_s.reserve(kept);
     block.vis.resize(kept * num_chan * num_stokes);
     block.weight.resize(block.vis.size());
+    block.nonfinite_samples.assign(num_chan, 0);
     std::size_t out_row = 0;
     for (const Impl::RowChunk& chunk : chunks) {
       if (chunk.kept == 0) continue;
-      const cc::Array<double> uvw = uvw_column.getColumnRange(chunk.range);
-      const cc::Vector<double> time = time_column.getColumnRange(chunk.range);
-      const cc::Array<cc::Complex> data = data_column.getColumnRange(chunk.range, section);
-      const cc::Array<bool> flag = flag_column.getColumnRange(chunk.range, section);
+      const cc::Array<double> uvw = m.cells<double>("UVW", chunk.range);
+      const cc::Vector<double> time = m.scalars<double>("TIME", chunk.range);
+      const cc::Array<cc::Complex> data = m.cells<cc::Complex>(m.selection.column, chunk.range, section);
+      const cc::Array<bool> flag = m.cells<bool>("FLAG", chunk.range, section);
       const cc::Array<float> weight = m.weights(chunk.range, chan_begin, chan_end);
 
       // Arrays are [corr, chan, row] with corr fastest, contiguous after getColumnRange.
@@ -313,14 +354,24 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
         block.time_mjd_s.push_back(time(r));
         for (int c = 0; c < num_chan; ++c) {
           const std::size_t base = (r * num_chan + c) * num_corr;
+          // A NaN or Inf counts as flagged before any arithmetic: NaN x 0 is NaN, so a
+          // zero weight alone would still carry it onto the grid.
+          std::array<bool, 4> usable{};
+          for (int k = 0; k < num_corr; ++k) {
+            const bool finite = std::isfinite(d[base + k].real()) && std::isfinite(d[base + k].imag()) &&
+                                std::isfinite(w[base + k]);
+            block.nonfinite_samples[c] += !finite;
+            usable[k] = finite && !f[base + k];
+          }
           for (int s = 0; s < num_stokes; ++s) {
             const StokesRule& rule = m.rules[s];
             if (!rule.determined()) continue;
             const std::size_t out = (c * kept + out_row) * num_stokes + s;  // block.index(), kept = num_rows()
             const std::size_t a = base + rule.first, b = base + rule.second;
+            if (!usable[rule.first] || !usable[rule.second]) continue;  // stays 0 with weight 0
             const Visibility v = apply_rule(rule, {d[a].real(), d[a].imag()}, {d[b].real(), d[b].imag()});
             block.vis[out] = {v.re, v.im};
-            block.weight[out] = combine_weights(f[a] ? 0.0f : w[a], f[b] ? 0.0f : w[b]);
+            block.weight[out] = combine_weights(w[a], w[b]);
           }
         }
         ++out_row;
@@ -328,7 +379,7 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
       m.clear_caches();
     }
   } catch (const cc::AipsError& e) {
-    bad_input(m.info.path + ": reading " + m.selection.column + ": " + std::string(e.what()));
+    bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));
   }
   return block;
 }
@@ -337,20 +388,19 @@ std::vector<double> MsReader::uvw_m() const {
   const Impl& m = *impl_;
   std::vector<double> out;
   try {
-    const cc::ArrayColumn<double> uvw_column(m.main, "UVW");
     const cc::rownr_t total = m.main.nrow();
     const cc::rownr_t step = m.rows_per_chunk();
     out.reserve(total * 3);
     for (cc::rownr_t first = 0; first < total; first += step) {
       const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, total - first));
       if (chunk.kept == 0) continue;
-      const cc::Array<double> uvw = uvw_column.getColumnRange(chunk.range);
+      const cc::Array<double> uvw = m.cells<double>("UVW", chunk.range);
       for (std::size_t r = 0; r < chunk.keep.size(); ++r)
         if (chunk.keep[r]) out.insert(out.end(), uvw.data() + 3 * r, uvw.data() + 3 * r + 3);
       m.clear_caches();
     }
   } catch (const cc::AipsError& e) {
-    bad_input(m.info.path + ": reading UVW: " + std::string(e.what()));
+    bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));
   }
   return out;
 }
@@ -373,14 +423,13 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin
   const StokesRule& rule_i = m.rules[stokes_i];
   std::vector<std::int64_t> counts(num_chan, 0);
   try {
-    const cc::ArrayColumn<bool> flag_column(m.main, "FLAG");
     const auto end = static_cast<cc::rownr_t>(std::clamp<std::int64_t>(row_end, 0, m.info.num_rows));
     const cc::rownr_t step = m.rows_per_chunk();
     const std::size_t num_corr = m.info.corr_types.size();
     for (auto first = static_cast<cc::rownr_t>(std::max<std::int64_t>(row_begin, 0)); first < end; first += step) {
       const Impl::RowChunk chunk = m.keep_rows(first, std::min(step, end - first));
       if (chunk.kept == 0) continue;
-      const cc::Array<bool> flag = flag_column.getColumnRange(chunk.range);
+      const cc::Array<bool> flag = m.cells<bool>("FLAG", chunk.range);
       const bool* f = flag.data();
       for (std::size_t r = 0; r < chunk.keep.size(); ++r) {
         if (!chunk.keep[r]) continue;
@@ -392,7 +441,7 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin
       m.clear_caches();
     }
   } catch (const cc::AipsError& e) {
-    bad_input(m.info.path + ": reading FLAG: " + std::string(e.what()));
+    bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));
   }
   return counts;
 }

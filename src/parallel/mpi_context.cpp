@@ -50,6 +50,21 @@ std::vector<double> MpiContext::gather_to_root(const std::vector<double>& local)
   return all;
 }
 
+std::vector<std::string> MpiContext::gather_text_to_root(const std::string& local) const {
+  const int count = static_cast<int>(local.size());
+  std::vector<int> counts(is_root() ? size_ : 0), offsets(is_root() ? size_ : 0);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string all;
+  if (is_root()) {
+    for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
+    all.resize(static_cast<std::size_t>(offsets.back() + counts.back()));
+  }
+  MPI_Gatherv(local.data(), count, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
+  std::vector<std::string> texts;
+  for (std::size_t r = 0; r < counts.size(); ++r) texts.push_back(all.substr(offsets[r], counts[r]));
+  return texts;
+}
+
 std::vector<double> MpiContext::gather_to_all(const std::vector<double>& local) const {
   const int count = static_cast<int>(local.size());
   std::vector<int> counts(size_), offsets(size_, 0);

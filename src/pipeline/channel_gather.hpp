@@ -16,6 +16,7 @@ namespace spip::pipeline {
 // What the QA records of a channel's data.
 struct ChannelStats {
   double freq_hz = 0, visibilities = 0, samples = 0, weight_sum = 0, max_uv = 0;
+  double nonfinite_samples = 0;  // NaN or Inf correlation samples, treated as flagged
   double wait_s = 0;  // time the imaging waited for this channel
 };
 

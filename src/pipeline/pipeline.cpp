@@ -184,20 +184,32 @@ class ChannelWriter {
   double busy_s_ = 0, waited_s_ = 0;
 };
 
+// What the progress markers must match besides the settings: every input as it is now.
+std::string fingerprint_of(const Plan& plan) {
+  std::vector<std::string> paths;
+  std::vector<std::int64_t> rows;
+  for (const ms::MsReader& reader : plan.readers) {
+    paths.push_back(reader.info().path);
+    rows.push_back(reader.info().num_rows);
+  }
+  return input_fingerprint(paths, rows);
+}
+
 // ---- QA ------------------------------------------------------------------------
 
 struct ChannelQa {
-  double channel, freq_hz, rank, visibilities, flagged_fraction, weight_sum, max_uv_wavelengths;
+  double channel, freq_hz, rank, visibilities, flagged_fraction, nonfinite_samples, weight_sum, max_uv_wavelengths;
   double beam_major_arcsec, beam_minor_arcsec, beam_pa_deg;  // the channel's own restoring beam
   double beam_theoretical;  // 1 where the theoretical beam stood in for a fit that was not a beam
   double iterations, major_cycles;
   double search_noise, clean_threshold, threshold_reached;  // threshold_reached: 1, 0, or NaN without CLEAN
   double residual_sigma, residual_peak, restored_peak_i, dynamic_range, read_s, image_s;
-  static constexpr int fields = 22;
+  static constexpr int fields = 23;
 };
 static_assert(sizeof(ChannelQa) == ChannelQa::fields * sizeof(double));
 constexpr const char* qa_names[ChannelQa::fields] = {
-    "channel", "freq_hz", "rank", "visibilities", "flagged_fraction", "weight_sum", "max_uv_wavelengths",
+    "channel", "freq_hz", "rank", "visibilities", "flagged_fraction", "nonfinite_samples", "weight_sum",
+    "max_uv_wavelengths",
     "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "beam_theoretical", "iterations", "major_cycles",
     "search_noise_jy",
     "clean_threshold_jy", "threshold_reached", "residual_sigma_jy",
@@ -315,6 +327,22 @@ std::string theoretical_beam_reason(int channel, const std::optional<imaging::Be
          fixed(imaging::max_beam_elongation, 0) + " times the theoretical beam, or wider than the image)" + restored;
 }
 
+// One line per rank: NaN or Inf in the data (correlator dropouts; some flaggers and
+// calibrators write them) changes what is imaged, however few there are.
+void warn_nonfinite(const std::vector<ChannelQa>& qa, const Log& log) {
+  double samples = 0;
+  int channels = 0;
+  for (const ChannelQa& channel_qa : qa)
+    if (channel_qa.nonfinite_samples > 0) {
+      samples += channel_qa.nonfinite_samples;
+      ++channels;
+    }
+  if (samples > 0)
+    log.info("warning: " + fixed(samples, 0) + " correlation sample(s) in " + std::to_string(channels) +
+             " channel(s) are NaN or Inf in their value or weight, and were treated as flagged "
+             "(nonfinite_samples per channel in qa.json)");
+}
+
 double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigma : 0.0; }
 
 // With CLEAN and a common beam: each of the rank's channels restored with the job's
@@ -386,15 +414,23 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
 
   // Channels a killed run completed, with what later stages need of them; every rank
   // decides from the same files before rank 0 changes any of them.
-  const ChannelProgress progress(config.output.dir, config.output.prefix, run_identity(config));
+  const ChannelProgress progress(config.output.dir, config.output.prefix, to_ini(config), fingerprint_of(plan));
   // Created before the job's restoring beam is known (every channel's PSF must be
   // fitted first): rank 0 writes it into the headers at the end.
   const CubeSet cubes = make_cube_set(config, plan);
   std::vector<std::string> partials;
   for (const std::string& path : cubes.paths()) partials.push_back(fits::CubeFile::partial_path(path));
-  const bool resume = progress.resumable(partials);
+  const ResumeDecision decision = progress.decide(partials);
+  const bool resume = decision.resume;
   mpi.barrier();
   auto completed = [&](int c) { return resume && progress.done(plan.chan_begin + c); };
+  if (resume)
+    log.root("resuming from the progress markers of " + std::to_string(decision.channels_done) + " channel(s): " +
+             decision.reason);
+  else if (decision.channels_done > 0)
+    log.root("not resuming from the progress markers of " + std::to_string(decision.channels_done) +
+             " channel(s), because " + decision.reason + ": all " + std::to_string(plan.chan_end - plan.chan_begin) +
+             " channels are imaged again");
   if (resume) {
     int done = 0;
     for (int c = mine.begin; c < mine.end; ++c) done += completed(c);
@@ -457,6 +493,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       channel_qa.freq_hz = data.freq_hz;
       channel_qa.rank = mpi.rank();
       channel_qa.flagged_fraction = 1.0;
+      channel_qa.nonfinite_samples = data.nonfinite_samples;
       channel_qa.search_noise = channel_qa.clean_threshold = channel_qa.threshold_reached = nan;
       noise[c - mine.begin] = -1.0;
       std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
@@ -482,7 +519,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     const bool has_threshold = config.clean.niter > 0 && images.clean_threshold > 0;
     channel_qa = ChannelQa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
                            data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
-                           data.weight_sum, data.max_uv, own.beam.major_rad * rad_to_arcsec,
+                           data.nonfinite_samples, data.weight_sum, data.max_uv, own.beam.major_rad * rad_to_arcsec,
                            own.beam.minor_rad * rad_to_arcsec, own.beam.pa_rad * rad_to_deg, theoretical ? 1.0 : 0.0,
                            static_cast<double>(images.iterations),
                            static_cast<double>(images.major_cycles),
@@ -527,6 +564,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
            std::to_string(imager.staged_channels()) + " channel(s) staged; writer thread " + fixed(writer.busy_s(), 2) +
            " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
   if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
+  warn_nonfinite(qa, log);
   // The GPU imager's buffers are freed before the Faraday stage sizes its own against
   // the device's free memory.
   imaging.reset();
@@ -592,11 +630,11 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
 
 }  // namespace
 
-Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
   if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
   // From the start: a signal while planning stops the run at its first channel.
   StopRequest stop(mpi, log);
-  Plan plan = make_plan(config, mpi, log);
+  Plan plan = make_plan(config, mpi, log, break_claim);
   try {
     return run_planned(config, plan, mpi, log, stop);
   } catch (const Interrupted&) {

@@ -10,15 +10,18 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <numbers>
 #include <optional>
 #include <random>
+#include <set>
 
 #include <nlohmann/json.hpp>
 
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "products.hpp"
+#include "run_claim.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
@@ -51,27 +54,14 @@ std::vector<ms::MsReader> open_inputs(const Config& config) {
   std::vector<ms::MsInfo> infos;
   for (const std::string& path : config.input.ms) {
     readers.emplace_back(path, selection);
+    for (const ms::MsInfo& earlier : infos)
+      if (fs::equivalent(earlier.path, path))
+        SPIP_THROW(ConfigError, "input.ms names " + earlier.path + " twice (also as " + path +
+                                    "); each Measurement Set once, or its visibilities would count twice");
     infos.push_back(readers.back().info());
   }
   ms::require_same_channels(infos);
   return readers;
-}
-
-// A planning step may fail on some ranks only (a node without a GPU, a read error in
-// one share of the rows). Every rank learns whether any failed, so that all leave
-// together instead of some waiting in the next collective call; the failing ranks
-// say why (rank 0 reports for the job).
-void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
-  if (!(mpi.max(local ? 1.0 : 0.0) > 0)) return;
-  if (!local) SPIP_THROW(InputError, "another rank could not start (see its message above)");
-  if (!mpi.is_root()) {
-    try {
-      std::rethrow_exception(local);
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "spip: rank %d: error: %s\n", mpi.rank(), e.what());
-    }
-  }
-  std::rethrow_exception(local);
 }
 
 // Unflagged visibilities per imaged channel over every input MS: the cost that the
@@ -226,6 +216,22 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
   agree_on_failure(mpi, failure);
 }
 
+// Rank 0's claim on the output folder and prefix, before anything is written there.
+std::unique_ptr<RunClaim> claim_run(const Config& config, bool break_claim, const parallel::MpiContext& mpi,
+                                    const Log& log) {
+  std::unique_ptr<RunClaim> claim;
+  std::exception_ptr failure;
+  std::string cleared;
+  if (mpi.is_root()) try {
+      claim = std::make_unique<RunClaim>(config.output.dir, config.output.prefix, break_claim, cleared);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+  agree_on_failure(mpi, failure);
+  if (!cleared.empty()) log.root("cleared the claim of " + cleared);
+  return claim;
+}
+
 // The effective configuration next to the products, once the run is known to start.
 void write_effective_config(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
   std::exception_ptr failure;
@@ -292,7 +298,35 @@ std::string stokes_list(const std::array<bool, ms::num_stokes>& stokes, bool det
 
 }  // namespace
 
-Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
+  ExitCode code = ExitCode::ok;
+  std::string message;
+  if (local) try {
+      std::rethrow_exception(local);
+    } catch (const Error& e) {
+      code = e.code();
+      message = e.what();
+    } catch (const std::exception& e) {
+      code = ExitCode::failure;
+      message = e.what();
+    }
+  const std::vector<double> codes = mpi.gather_to_all({static_cast<double>(code)});
+  const auto first = std::find_if(codes.begin(), codes.end(), [](double c) { return c > 0; });
+  if (first == codes.end()) return;
+  const std::vector<std::string> messages = mpi.gather_text_to_root(message);
+  const auto first_rank = static_cast<std::size_t>(first - codes.begin());
+  std::string report;
+  if (mpi.is_root()) {
+    // The same failure on many ranks is said once; a different one with its rank.
+    report = messages[first_rank];
+    std::set<std::string> said{report};
+    for (std::size_t r = first_rank + 1; r < messages.size(); ++r)
+      if (codes[r] > 0 && said.insert(messages[r]).second) report += "; rank " + std::to_string(r) + ": " + messages[r];
+  }
+  throw JobFailure(report, __FILE__, __LINE__, static_cast<ExitCode>(static_cast<int>(*first)));
+}
+
+Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
   Plan plan = open_plan(config);
   const ms::MsInfo& info = plan.readers.front().info();
   const int band = info.num_channels();
@@ -340,6 +374,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   plan.blocks = channel_blocks(config, cost, mpi.size());
   check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
+  plan.claim = claim_run(config, break_claim, mpi, log);
   write_effective_config(config, mpi, log);
   return plan;
 }
@@ -353,12 +388,6 @@ imaging::WeightingScheme weighting_scheme(const Config& config) {
   scheme.uv_max = config.image.uv_max;
   scheme.taper_fwhm_rad = config.image.taper_arcsec / rad_to_arcsec;
   return scheme;
-}
-
-std::string run_identity(const Config& config) {
-  Config identity = config;
-  identity.parallel.time_limit = 0;
-  return to_ini(identity);
 }
 
 namespace {

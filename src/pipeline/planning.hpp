@@ -4,11 +4,14 @@
 // what it may use. `spip --plan` prints the same figures for sizing a job.
 #include <array>
 #include <cstdint>
+#include <exception>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "budget.hpp"
+#include "run_claim.hpp"
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
@@ -39,6 +42,7 @@ struct Plan {
   std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
   std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
   MemoryPlan memory;                             // this rank's
+  std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives
 
   // Q and U determined: the Faraday stage runs.
   bool polarised() const { return stokes[ms::stokes_q] && stokes[ms::stokes_u]; }
@@ -46,19 +50,22 @@ struct Plan {
 
 // Opens the inputs, balances the channels over the ranks, chooses the backend, and
 // checks memory, disk and (with parallel.time_limit) time. Collective; every rank
-// throws alike when the run cannot start. Rank 0 then writes the effective
+// throws alike when the run cannot start. Rank 0 then claims the output folder and
+// prefix (RunClaim; `break_claim` clears another's) and writes the effective
 // configuration next to the products.
-Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log);
+Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
+
+// Collective. A step may fail on some ranks only (a node without a GPU, a read error in
+// one share of the rows). If any failed, every rank throws a JobFailure with the code of
+// the lowest failing rank, and rank 0's holds every different message once, so that all
+// ranks leave together and the job says why in one line.
+void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local);
 
 imaging::WeightingScheme weighting_scheme(const Config& config);
 
 // UVW (metres, [k][3]) of the rows every input's reads keep, input after input: the
 // rows of every channel.
 std::vector<double> inputs_uvw_m(const Plan& plan);
-
-// The configuration text that progress markers must match for a run to resume: all of
-// it but parallel.time_limit, which a requeued job passes anew with each start.
-std::string run_identity(const Config& config);
 
 // Major cycles per channel where no previous run tells: measured 4.0 on both the
 // sample and the realistic set of bench/run-imaging-bench.sh.

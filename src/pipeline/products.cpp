@@ -1,8 +1,12 @@
 #include "products.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <numbers>
 
 #include "spip/error.hpp"
@@ -136,15 +140,26 @@ void commit_cubes(const CubeSet& cubes) {
   for (const std::string& path : cubes.paths()) fits::CubeFile::commit(path);
 }
 
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
 void write_text_atomically(const std::string& path, const std::string& text) {
   const std::string partial = path + ".partial";
-  {
-    std::ofstream out(partial);
-    out << text;
-    out.close();
-    if (!out) SPIP_THROW(Error, partial + ": write failed");
+  std::FILE* out = std::fopen(partial.c_str(), "w");
+  if (!out) SPIP_THROW(InputError, partial + ": cannot write: " + std::strerror(errno));
+  bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
+  int reason = errno;
+  if (std::fclose(out) != 0 && written) {
+    written = false;
+    reason = errno;
   }
-  std::filesystem::rename(partial, path);
+  if (!written) SPIP_THROW(InputError, partial + ": cannot write: " + std::strerror(reason));
+  if (std::rename(partial.c_str(), path.c_str()) != 0)
+    SPIP_THROW(InputError, path + ": cannot rename from .partial: " + std::strerror(errno));
 }
 
 }  // namespace spip::pipeline

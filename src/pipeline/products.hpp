@@ -44,8 +44,12 @@ void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& pe
 // Rank 0, after every rank has written.
 void commit_cubes(const CubeSet& cubes);
 
+// The whole file, or "" where it cannot be read.
+std::string read_text(const std::string& path);
+
 // Writes `text` under PATH.partial and renames it, so the file is complete or absent;
-// throws when the write fails (a full disk shows only when the stream is flushed).
+// throws an InputError (exit 3: unusable output) with the system's reason when the
+// write fails (a full disk shows only when the file is closed).
 void write_text_atomically(const std::string& path, const std::string& text);
 
 }  // namespace spip::pipeline

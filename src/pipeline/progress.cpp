@@ -1,8 +1,9 @@
 #include "progress.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
+#include <map>
 #include <sstream>
 
 #include "products.hpp"
@@ -13,17 +14,100 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
+// Written with the markers; a marker's record layout is that of this version.
+constexpr const char* marker_format = "spip progress markers 2";
+
+// Settings that do not change the products: how many threads, how long the allocation
+// is (a requeued job passes it anew), and paths that name the same inputs and folder
+// in other words (the inputs themselves are compared by their fingerprint).
+constexpr const char* settings_without_effect[] = {"parallel.threads", "parallel.time_limit", "input.ms",
+                                                   "output.dir"};
+
+// "section.key" -> its values, from the text to_ini() writes.
+std::map<std::string, std::string> settings(const std::string& ini) {
+  std::map<std::string, std::string> values;
+  std::istringstream lines(ini);
+  std::string section;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const std::size_t equals = line.find(" = ");
+    if (equals == std::string::npos) continue;
+    std::string& value = values[section + "." + line.substr(0, equals)];
+    value += (value.empty() ? "" : ", ") + line.substr(equals + 3);
+  }
+  return values;
+}
+
+// "clean.niter 3000 -> 50" for every setting that differs, of the kind asked for.
+std::string differences(const std::string& before, const std::string& now, bool with_effect) {
+  const auto a = settings(before), b = settings(now);
+  std::map<std::string, std::string> keys;
+  for (const auto& [key, value] : a) keys[key];
+  for (const auto& [key, value] : b) keys[key];
+  std::string listed;
+  for (const auto& [key, unused] : keys) {
+    const auto old_value = a.find(key), new_value = b.find(key);
+    const std::string was = old_value == a.end() ? "(none)" : old_value->second;
+    const std::string is = new_value == b.end() ? "(none)" : new_value->second;
+    if (was == is) continue;
+    const bool no_effect = std::find(std::begin(settings_without_effect), std::end(settings_without_effect), key) !=
+                           std::end(settings_without_effect);
+    if (no_effect == with_effect) continue;
+    listed += (listed.empty() ? "" : ", ") + key + " " + was + " -> " + is;
+  }
+  return listed;
+}
+
+// The first field of a fingerprint line: an input's path or a file's name.
+std::string name_in(const std::string& line) {
+  const std::size_t begin = line.rfind("input ", 0) == 0 ? 6 : 2;
+  return line.substr(begin, line.find(' ', begin) - begin);
+}
+
+// Which input changed, and how, from the first line of the fingerprints that differs.
+std::string first_change(const std::string& before, const std::string& now) {
+  std::istringstream a(before), b(now);
+  std::string input;
+  for (std::string x, y;;) {
+    const bool more_a = static_cast<bool>(std::getline(a, x)), more_b = static_cast<bool>(std::getline(b, y));
+    if (!more_a && !more_b) return "";
+    if (!more_a || !more_b) return "the list of inputs changed";
+    const bool input_line = y.rfind("input ", 0) == 0;
+    if (input_line) input = name_in(y);
+    if (x == y) continue;
+    if (input_line != (x.rfind("input ", 0) == 0) || name_in(x) != name_in(y))
+      return input_line ? "the list of inputs changed" : input + " changed (its list of table files)";
+    return input + " changed (" + (input_line ? "its row count" : name_in(y) + ": size or modification time") + ")";
+  }
 }
 
 }  // namespace
 
-ChannelProgress::ChannelProgress(const std::string& output_dir, const std::string& prefix, std::string config_text)
-    : dir_((fs::path(output_dir) / ("." + prefix + ".progress")).string()), config_text_(std::move(config_text)) {}
+std::string input_fingerprint(const std::vector<std::string>& ms_paths, const std::vector<std::int64_t>& rows) {
+  std::ostringstream out;
+  for (std::size_t k = 0; k < ms_paths.size(); ++k) {
+    const fs::path ms = fs::canonical(ms_paths[k]);
+    out << "input " << ms.string() << " rows " << rows[k] << "\n";
+    std::vector<fs::path> files;
+    for (const auto& entry : fs::recursive_directory_iterator(ms))
+      if (entry.is_regular_file() && entry.path().filename() != "table.lock") files.push_back(entry.path());
+    std::sort(files.begin(), files.end());
+    for (const fs::path& file : files)
+      out << "  " << fs::relative(file, ms).string() << " " << fs::file_size(file) << " "
+          << fs::last_write_time(file).time_since_epoch().count() << "\n";
+  }
+  return out.str();
+}
+
+ChannelProgress::ChannelProgress(const std::string& output_dir, const std::string& prefix, std::string config_text,
+                                 std::string inputs)
+    : dir_((fs::path(output_dir) / ("." + prefix + ".progress")).string()),
+      config_text_(std::move(config_text)),
+      inputs_(std::move(inputs)) {}
 
 std::string ChannelProgress::marker(int channel) const {
   char name[32];
@@ -33,17 +117,45 @@ std::string ChannelProgress::marker(int channel) const {
 
 std::string ChannelProgress::restored_marker(int channel) const { return marker(channel) + ".restored"; }
 
-bool ChannelProgress::resumable(const std::vector<std::string>& partial_cubes) const {
-  if (read_text((fs::path(dir_) / "config.ini").string()) != config_text_) return false;
+ResumeDecision ChannelProgress::decide(const std::vector<std::string>& partial_cubes) const {
+  ResumeDecision decision;
+  std::error_code error;
+  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error))
+    decision.channels_done += it->path().filename().string().rfind("channel-", 0) == 0 && !it->path().has_extension();
+  if (!fs::exists(dir_)) return decision;
+  const std::string made_from = read_text((fs::path(dir_) / "inputs.txt").string());
+  const std::string config_before = read_text((fs::path(dir_) / "config.ini").string());
+  const std::string format = made_from.substr(0, made_from.find('\n'));
+  const std::string inputs_before = made_from.substr(std::min(made_from.size(), format.size() + 1));
+  if (format != marker_format) {
+    decision.reason = "they were written by an older spip";
+    return decision;
+  }
+  if (const std::string changed = differences(config_before, config_text_, true); !changed.empty()) {
+    decision.reason = "the settings changed: " + changed;
+    return decision;
+  }
+  if (const std::string changed = first_change(inputs_before, inputs_); !changed.empty()) {
+    decision.reason = changed + " since they were written";
+    return decision;
+  }
   for (const std::string& cube : partial_cubes)
-    if (!fs::exists(cube)) return false;
-  return true;
+    if (!fs::exists(cube)) {
+      decision.reason = cube + " is missing";
+      return decision;
+    }
+  decision.resume = true;
+  decision.reason = "same inputs and settings";
+  if (const std::string changed = differences(config_before, config_text_, false); !changed.empty())
+    decision.reason += "; changed without effect on the products: " + changed;
+  return decision;
 }
 
 void ChannelProgress::start_fresh() const {
   fs::remove_all(dir_);
   fs::create_directories(dir_);
   write_text_atomically((fs::path(dir_) / "config.ini").string(), config_text_);
+  write_text_atomically((fs::path(dir_) / "inputs.txt").string(), std::string(marker_format) + "\n" + inputs_);
 }
 
 bool ChannelProgress::done(int channel) const { return fs::exists(marker(channel)); }

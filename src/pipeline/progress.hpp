@@ -2,21 +2,35 @@
 // What a killed run leaves for the next one: a marker per channel whose planes are in
 // every partial cube (the restored ones may wait for the job's beam), holding the
 // numbers the later stages need (QA, noise, beam), and one per channel restored with
-// the job's beam, holding its restored Stokes I peak. A run started again with the
-// same configuration resumes from them.
+// the job's beam, holding its restored Stokes I peak. Beside them, what the channels
+// were made from: the configuration, and each input's path, rows and table files
+// (size and modification time). A run started again from the same settings and inputs
+// resumes from them.
+#include <cstdint>
 #include <string>
 #include <vector>
 
 namespace spip::pipeline {
 
+// Whether a run may go on from the markers it found, and why, for the log.
+struct ResumeDecision {
+  bool resume = false;
+  std::string reason;  // "" where there were no markers
+  int channels_done = 0;  // markers found
+};
+
 class ChannelProgress {
  public:
-  ChannelProgress(const std::string& output_dir, const std::string& prefix, std::string config_text);
+  // `config_text`: the run's to_ini(); `inputs`: input_fingerprint() of its inputs.
+  ChannelProgress(const std::string& output_dir, const std::string& prefix, std::string config_text,
+                  std::string inputs);
 
-  // True when the markers were made by the same configuration and every partial cube
-  // they refer to still exists.
-  bool resumable(const std::vector<std::string>& partial_cubes) const;
-  // Rank 0, for a fresh run: forget earlier markers and record the configuration.
+  // Resume when the markers were made from the same inputs and from settings that
+  // differ at most in ones that do not change the products (parallel.threads and
+  // parallel.time_limit; input.ms and output.dir spelled differently), and every
+  // partial cube they refer to still exists.
+  ResumeDecision decide(const std::vector<std::string>& partial_cubes) const;
+  // Rank 0, for a fresh run: forget earlier markers and record what the run is made from.
   void start_fresh() const;
   bool done(int channel) const;
   std::vector<double> record(int channel) const;
@@ -32,6 +46,12 @@ class ChannelProgress {
   std::string restored_marker(int channel) const;
   std::string dir_;
   std::string config_text_;
+  std::string inputs_;
 };
+
+// Each input's canonical path and row count, and the size and modification time of
+// every file of its tables (the lock files excepted): what changes when the data are
+// recalibrated, flagged or replaced, read without opening a table.
+std::string input_fingerprint(const std::vector<std::string>& ms_paths, const std::vector<std::int64_t>& rows);
 
 }  // namespace spip::pipeline

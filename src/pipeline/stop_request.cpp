@@ -59,8 +59,10 @@ bool StopRequest::requested() {
 void StopRequest::leave_if_requested(const std::string& done) {
   if (!notice_.agree(requested())) return;
   log_.info("stopped: " + done);
+  // mpirun reports its own code where it was signalled itself (Ctrl-C): docs/cluster.md.
   SPIP_THROW(Interrupted, "stopped on request before the run was complete; the same command resumes it (exit code " +
-                              std::to_string(static_cast<int>(ExitCode::interrupted)) + ")");
+                              std::to_string(static_cast<int>(ExitCode::interrupted)) +
+                              "; Open MPI's mpirun exits with 1 instead when it was itself sent SIGINT or SIGTERM)");
 }
 
 }  // namespace spip::pipeline

@@ -4,6 +4,7 @@
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
 #include "scratch.hpp"
+#include <sys/mount.h>
 #include <sys/wait.h>
 
 #include <algorithm>
@@ -119,6 +120,43 @@ TEST(SpipCli, AFailingRunUnderMpiexecPrintsItsErrorAlone) {
   expect_one_line_error(outcome, 3, {"missing.ms", "no such file"});
   EXPECT_EQ(outcome.out, "") << "nothing but the error may be printed";
   EXPECT_FALSE(fs::exists(scratch("missing_out"))) << "nothing may be written";
+}
+
+// A budget every rank checks, failing on both: one line, not one per rank.
+TEST(SpipCli, AnErrorEveryRankFindsIsPrintedOnce) {
+  const Outcome outcome = run(std::string(SPIP_MPIEXEC) + " 2 -q " + SPIP_BIN + " " + base_args("budget") +
+                              " --parallel.memory_gb 0.001");
+  expect_one_line_error(outcome, 2, {"parallel.memory_gb allows 0.001 GB"});
+}
+
+// The same MS twice would double every visibility and weight.
+TEST(SpipCli, TheSameMsTwiceIsRefused) {
+  const std::string again = data_dir + "/../data/./oskar_small.ms/";
+  expect_one_line_error(run_spip(base_args("twice") + " --input.ms " + again), 2,
+                        {"input.ms names " + oskar_ms + " twice", "also as " + again});
+}
+
+// A truncated storage file: the column read and its file are named, and the table is
+// called damaged (casacore's own message speaks of writing).
+TEST(SpipCli, ADamagedTableNamesTheColumnAndItsFile) {
+  const fs::path ms = scratch("damaged.ms");
+  fs::copy(oskar_ms, ms, fs::copy_options::recursive);
+  fs::resize_file(ms / "table.f1", fs::file_size(ms / "table.f1") / 2);
+  const Outcome outcome = run_spip("--input.ms " + ms.string() + " --output.dir " + scratch("damaged_out").string() +
+                                   " --parallel.threads 1 --image.size 64 --image.scale 120 --clean.niter 50");
+  expect_one_line_error(outcome, 3, {ms.string() + ": column ", "(in " + (ms / "table.f1").string() + ")",
+                                     "the table is damaged"});
+}
+
+// A read-only output folder: the system's reason, and the exit code of unusable output.
+TEST(SpipCli, AReadOnlyOutputFolderSaysWhy) {
+  const fs::path dir = scratch("read_only");
+  fs::create_directories(dir);
+  if (mount("tmpfs", dir.c_str(), "tmpfs", MS_RDONLY, "size=200m") != 0)
+    GTEST_SKIP() << "cannot mount a read-only tmpfs here (needs root or CAP_SYS_ADMIN)";
+  const Outcome outcome = run_spip(sample_args("read_only") + " --image.size 64 --image.scale 120");
+  umount2(dir.c_str(), MNT_DETACH);
+  expect_one_line_error(outcome, 3, {dir.string(), "Read-only file system"});
 }
 
 TEST(SpipCli, RunWritesItsEffectiveConfigurationAndSaysWhereInOneLine) {

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ms_edit.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "scratch.hpp"
 
@@ -25,9 +26,9 @@ namespace {
 
 // Open MPI's session folder goes into the test's own folder too: a killed mpiexec
 // leaves it behind.
-std::string command_for(const std::string& out) {
+std::string command_for(const std::string& out, const std::string& ms = std::string(SPIP_TEST_DATA) + "/oskar_small.ms") {
   return "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " 2 " + SPIP_BIN + " --config " +
-         SPIP_DEMO_CONFIG + " --input.ms " + SPIP_TEST_DATA + "/oskar_small.ms --output.dir " + out +
+         SPIP_DEMO_CONFIG + " --input.ms " + ms + " --output.dir " + out +
          " --image.size 256 --image.scale 20 --faraday.dphi 1 --parallel.threads 1";
 }
 
@@ -169,6 +170,29 @@ std::string reference_products() {
     return out;
   }();
   return reference;
+}
+
+// Starts `command` and sends SIGTERM to its second rank once `count` channels are
+// done: what Slurm does at the time limit. Returns the run's exit code.
+int stop_after_markers(const std::string& command, const std::string& out, int count, const std::string& log) {
+  const pid_t child = start_in_own_session(command, log);
+  wait_for_markers(out, count);
+  const std::vector<pid_t> ranks = spip_ranks(child);
+  EXPECT_EQ(ranks.size(), 2u);
+  if (!ranks.empty()) kill(ranks.back(), SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// "restored_peak_i_jy" of every channel record of a qa.json, in channel order.
+std::vector<double> restored_peaks(const std::string& qa) {
+  const std::string text = read_file(qa);
+  std::vector<double> peaks;
+  const std::string key = "\"restored_peak_i_jy\": ";
+  for (std::size_t at = text.find(key); at != std::string::npos; at = text.find(key, at + 1))
+    peaks.push_back(std::stod(text.substr(at + key.size())));
+  return peaks;
 }
 
 // A small file system of its own, unmounted when the test ends however it ends.
@@ -320,5 +344,87 @@ TEST(Resume, SignalledRankStopsEveryRankWithTheResumableExitCode) {
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] stopped by SIGTERM to one rank after " << done_when_stopped << " of 40 channels; "
             << compared << " FITS products identical to the uninterrupted run\n";
+  fs::remove_all(base);
+}
+
+// Recalibrated data (DATA times 2) between a stop and the next start: the markers no
+// longer describe the inputs, so every channel is imaged again, and the log says why.
+TEST(Resume, ChangedInputImagesEveryChannelAgain) {
+  const std::string base = fresh_dir("spip_resume_changed");
+  const std::string reference = reference_products(), out = base + "/out", ms = base + "/sample.ms";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
+  fs::copy(std::string(SPIP_TEST_DATA) + "/oskar_small.ms", ms, fs::copy_options::recursive);
+  ASSERT_EQ(stop_after_markers(command_for(out, ms), out, 6, base + "/stopped.log"), 75) << read_file(base + "/stopped.log");
+  const int done_when_stopped = count_markers(out);
+  ASSERT_LT(done_when_stopped, 40) << "the run finished before it could be stopped";
+
+  spip::test::scale_data(ms, 2.0f);
+  ASSERT_EQ(std::system((command_for(out, ms) + " > " + base + "/again.log 2>&1").c_str()), 0);
+  const std::string log = read_file(base + "/again.log");
+  EXPECT_NE(log.find("not resuming from the progress markers of " + std::to_string(done_when_stopped) +
+                     " channel(s), because " + fs::canonical(ms).string() + " changed ("),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("all 40 channels are imaged again"), std::string::npos) << log;
+  EXPECT_EQ(channels_staged(log), 40) << log;
+  // Every channel from the new data: twice the reference's restored peak.
+  const std::vector<double> before = restored_peaks(reference + "/demo-qa.json"), after = restored_peaks(out + "/demo-qa.json");
+  ASSERT_EQ(before.size(), 40u);
+  ASSERT_EQ(after.size(), 40u);
+  double worst = 0;
+  for (std::size_t c = 0; c < 40; ++c) worst = std::max(worst, std::abs(after[c] / before[c] - 2.0));
+  EXPECT_LT(worst, 0.01);
+  std::cout << "[ measured ] stopped after " << done_when_stopped << " channels, DATA doubled: every channel imaged again, "
+            << "restored I peaks 2x the original's to " << worst << "\n";
+  fs::remove_all(base);
+}
+
+// A setting that does not change the products (parallel.threads) keeps the progress,
+// and the log names it.
+TEST(Resume, ChangedThreadsStillResume) {
+  const std::string base = fresh_dir("spip_resume_threads");
+  const std::string out = base + "/out";
+  ASSERT_EQ(stop_after_markers(command_for(out), out, 6, base + "/stopped.log"), 75) << read_file(base + "/stopped.log");
+  const int done_when_stopped = count_markers(out);
+  ASSERT_LT(done_when_stopped, 40) << "the run finished before it could be stopped";
+
+  std::string two_threads = command_for(out);
+  two_threads.replace(two_threads.find("--parallel.threads 1"), 20, "--parallel.threads 2");
+  ASSERT_EQ(std::system((two_threads + " > " + base + "/again.log 2>&1").c_str()), 0);
+  const std::string log = read_file(base + "/again.log");
+  EXPECT_NE(log.find("resuming from the progress markers of " + std::to_string(done_when_stopped) +
+                     " channel(s): same inputs and settings; changed without effect on the products: "
+                     "parallel.threads 1 -> 2"),
+            std::string::npos)
+      << log;
+  EXPECT_EQ(channels_staged(log), 40 - done_when_stopped) << log;
+  fs::remove_all(base);
+}
+
+// Ctrl-C in a terminal sends SIGINT to mpirun, which passes SIGTERM on to the ranks: they
+// stop resumably and say so, and mpirun's own exit code is the one docs/cluster.md names.
+TEST(Resume, CtrlCToMpirunStopsResumablyAsDocumented) {
+  const std::string base = fresh_dir("spip_resume_ctrl_c");
+  const std::string out = base + "/out";
+  const pid_t child = start_in_own_session(command_for(out), base + "/stopped.log");
+  wait_for_markers(out, 4);
+  pid_t mpirun = -1;
+  for (pid_t pid : session_members(child))
+    if (read_file(fs::path("/proc") / std::to_string(pid) / "cmdline").rfind(MPIEXEC_PATH, 0) == 0) mpirun = pid;
+  ASSERT_GT(mpirun, 0);
+  kill(mpirun, SIGINT);
+  int status = 0;
+  waitpid(child, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status));
+  const int code = WEXITSTATUS(status);
+  const std::string log = read_file(base + "/stopped.log");
+  EXPECT_NE(log.find("the same command resumes it (exit code 75"), std::string::npos) << log;
+  const std::string cluster = read_file(std::string(SPIP_TEST_DATA) + "/../docs/cluster.md");
+  EXPECT_NE(cluster.find("mpirun then exits with code " + std::to_string(code)), std::string::npos)
+      << "docs/cluster.md must name the code a script sees after Ctrl-C: " << code;
+  ASSERT_GT(count_markers(out), 0);
+  ASSERT_EQ(std::system((command_for(out) + " > " + base + "/again.log 2>&1").c_str()), 0);
+  EXPECT_NE(read_file(base + "/again.log").find("resuming from the progress markers"), std::string::npos);
+  std::cout << "[ measured ] Ctrl-C (SIGINT to mpirun): mpirun exits with " << code << ", each rank with 75\n";
   fs::remove_all(base);
 }

@@ -118,6 +118,7 @@ struct ParsedCommand {
   Config config;
   int plan_ranks = 0;             // --plan-ranks; 0: the ranks spip runs on
   std::string plan_rates;         // --plan-rates: a previous run's qa.json
+  bool break_claim = false;       // --break-claim: clear another run's claim on the output
 };
 
 // Parses `--config FILE` (INI sections [input] [image] ...) and `--section.key value`

@@ -43,8 +43,9 @@ struct MsInfo {
 // (cross-correlations of the selected field and window, FLAG_ROW false).
 // Layout: index(row, chan, stokes) = (chan * num_rows() + row) * 4 + stokes, channel
 // planes one after another, so that imaging a channel reads one contiguous range.
-// A weight is 0 where any correlation the Stokes parameter needs is flagged, or
-// where the correlations do not determine it. Which rows are kept does not depend on
+// A visibility and its weight are 0 where any correlation the Stokes parameter needs
+// is flagged or not finite (NaN or Inf in its value or weight), or where the
+// correlations do not determine it. Which rows are kept does not depend on
 // the channels, so every block of one MsReader has the same rows and uvw_m.
 struct VisBlock {
   int chan_begin = 0, chan_end = 0;
@@ -53,6 +54,9 @@ struct VisBlock {
   std::vector<double> time_mjd_s;              // per row, as in the TIME column
   std::vector<std::complex<float>> vis;        // Jy
   std::vector<float> weight;                   // inverse variance, per Stokes
+  // Per channel: correlation samples of the kept rows whose value or weight is NaN or
+  // Inf, flagged or not; every one is treated as flagged.
+  std::vector<std::int64_t> nonfinite_samples;
 
   int num_channels() const { return chan_end - chan_begin; }
   std::size_t num_rows() const { return uvw_m.size() / 3; }

@@ -26,6 +26,8 @@ class MpiContext {
   double max(double local) const;
   // Concatenates every rank's values on rank 0 in rank order (other ranks get {}).
   std::vector<double> gather_to_root(const std::vector<double>& local) const;
+  // Every rank's text on rank 0, in rank order (other ranks get {}).
+  std::vector<std::string> gather_text_to_root(const std::string& local) const;
   // Concatenates every rank's values on every rank, in rank order.
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
   // Element-wise sum of every rank's values, on every rank.

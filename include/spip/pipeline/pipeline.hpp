@@ -22,6 +22,13 @@ class RankFailure : public Error {
   explicit RankFailure(const Error& cause) : Error(cause.what(), cause.file(), cause.line(), cause.code()) {}
 };
 
+// A failure every rank learnt of in one collective call: every rank throws it, and
+// rank 0's message names what failed on which ranks, to be reported once.
+class JobFailure : public Error {
+ public:
+  using Error::Error;
+};
+
 // Every rank stopped together on a signal, leaving the progress markers of the channels
 // it finished: not a failure, and the same command resumes the run.
 class Interrupted : public Error {
@@ -37,7 +44,9 @@ struct Products {
 // selection, no GPU) make every rank throw, so all ranks exit with the same code and
 // none waits for another; errors after planning throw RankFailure. SIGTERM or SIGUSR1
 // on any rank makes every rank finish its current channel and throw Interrupted.
-Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log);
+// Rank 0 first claims the output folder and prefix for the run (run_claim.hpp):
+// `break_claim` clears another's claim, for one left by a killed job of another node.
+Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
 
 // spip --plan: the job's figures for `ranks` ranks (0: the ranks it runs on) from the
 // inputs' metadata and rates timed on this machine, with what to ask sbatch for.

@@ -1,0 +1,67 @@
+// casacore side of the MS edits; compiled as C++17.
+#include "ms_edit.hpp"
+
+#include <casacore/casa/Arrays/Array.h>
+#include <casacore/casa/Arrays/ArrayMath.h>
+#include <casacore/tables/Tables/ArrayColumn.h>
+#include <casacore/tables/Tables/ScalarColumn.h>
+#include <casacore/tables/Tables/Table.h>
+
+namespace spip::test {
+namespace {
+
+namespace cc = casacore;
+
+cc::Table open_for_update(const std::string& ms) { return cc::Table(ms, cc::Table::Update); }
+
+// Changes one element of an array cell in place.
+template <typename T, typename Change>
+void edit_cell(const std::string& ms, const char* column, std::size_t row, Change change) {
+  cc::Table table = open_for_update(ms);
+  cc::ArrayColumn<T> cells(table, column);
+  cc::Array<T> cell = cells(row);
+  change(cell);
+  cells.put(row, cell);
+}
+
+}  // namespace
+
+std::vector<std::size_t> cross_correlation_rows(const std::string& ms, std::size_t count) {
+  const cc::Table table(ms);
+  const cc::ScalarColumn<int> ant1(table, "ANTENNA1"), ant2(table, "ANTENNA2");
+  std::vector<std::size_t> rows;
+  for (cc::rownr_t r = 0; r < table.nrow() && rows.size() < count; ++r)
+    if (ant1(r) != ant2(r)) rows.push_back(r);
+  return rows;
+}
+
+void set_data(const std::string& ms, const Sample& sample, std::complex<float> value) {
+  edit_cell<cc::Complex>(ms, "DATA", sample.row, [&](cc::Array<cc::Complex>& cell) {
+    cell(cc::IPosition(2, sample.corr, sample.chan)) = value;
+  });
+}
+
+void set_flag(const std::string& ms, const Sample& sample) {
+  edit_cell<bool>(ms, "FLAG", sample.row,
+                  [&](cc::Array<bool>& cell) { cell(cc::IPosition(2, sample.corr, sample.chan)) = true; });
+}
+
+void set_flag_all_channels(const std::string& ms, std::size_t row, int corr) {
+  edit_cell<bool>(ms, "FLAG", row, [&](cc::Array<bool>& cell) {
+    for (int c = 0; c < cell.shape()(1); ++c) cell(cc::IPosition(2, corr, c)) = true;
+  });
+}
+
+void set_weight(const std::string& ms, std::size_t row, int corr, float value) {
+  edit_cell<float>(ms, "WEIGHT", row, [&](cc::Array<float>& cell) { cell(cc::IPosition(1, corr)) = value; });
+}
+
+void scale_data(const std::string& ms, float factor) {
+  cc::Table table = open_for_update(ms);
+  cc::ArrayColumn<cc::Complex> data(table, "DATA");
+  cc::Array<cc::Complex> all = data.getColumn();
+  all *= cc::Complex(factor, 0.0f);
+  data.putColumn(all);
+}
+
+}  // namespace spip::test

@@ -1,0 +1,30 @@
+#pragma once
+// Changes to a copy of a Measurement Set, as real data shows them: NaN or Inf in a
+// visibility or weight, flags, recalibrated data. Written with casacore directly
+// (C++17); the header is free of casacore.
+#include <complex>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace spip::test {
+
+// One correlation sample of the main table.
+struct Sample {
+  std::size_t row = 0;
+  int chan = 0;
+  int corr = 0;
+};
+
+// The first `count` rows of `ms` that are cross-correlations.
+std::vector<std::size_t> cross_correlation_rows(const std::string& ms, std::size_t count);
+void set_data(const std::string& ms, const Sample& sample, std::complex<float> value);
+void set_flag(const std::string& ms, const Sample& sample);
+// Flags correlation `corr` of a row in every channel.
+void set_flag_all_channels(const std::string& ms, std::size_t row, int corr);
+// WEIGHT of one correlation of a row (an MS without WEIGHT_SPECTRUM).
+void set_weight(const std::string& ms, std::size_t row, int corr, float value);
+// DATA times `factor` in every row, as a recalibration would change it.
+void scale_data(const std::string& ms, float factor);
+
+}  // namespace spip::test
