@@ -40,6 +40,7 @@ spip::ms::VisBlock make_block(std::size_t rows, int channels) {
   block.time_mjd_s.assign(rows, 0.0);
   block.vis.resize(rows * channels * num_stokes);
   block.weight.resize(block.vis.size());
+  block.nonfinite_samples.assign(channels, 0);
   for (double& x : block.uvw_m) x = 4000.0 * value(rng);
   for (float& w : block.weight) w = 1.0f + value(rng);
   for (auto& v : block.vis) v = {value(rng), value(rng)};

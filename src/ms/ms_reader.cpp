@@ -223,14 +223,25 @@ MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_
   return chunk;
 }
 
-// The storage manager's file: table.f<SEQNR> of the manager that holds the column.
+// The storage manager's files: table.f<SEQNR> of the manager that holds the column,
+// and its tile files (table.f<SEQNR>_TSM0, ...) where it is a tiled one.
 std::string MsReader::Impl::file_of(const std::string& column) const {
   const cc::Record managers = main.dataManagerInfo();
   for (cc::uInt m = 0; m < managers.nfields(); ++m) {
     const cc::Record manager = managers.subRecord(m);
     const cc::Vector<cc::String> columns = manager.asArrayString("COLUMNS");
-    if (std::find(columns.begin(), columns.end(), cc::String(column)) != columns.end())
-      return info.path + "/table.f" + std::to_string(manager.asInt("SEQNR"));
+    if (std::find(columns.begin(), columns.end(), cc::String(column)) == columns.end()) continue;
+    const std::string stem = "table.f" + std::to_string(manager.asInt("SEQNR"));
+    std::vector<std::string> files;
+    std::error_code error;
+    for (std::filesystem::directory_iterator it(info.path, error), end; !error && it != end; it.increment(error)) {
+      const std::string name = it->path().filename().string();
+      if (name == stem || name.rfind(stem + "_", 0) == 0) files.push_back(info.path + "/" + name);
+    }
+    std::sort(files.begin(), files.end());
+    std::string listed;
+    for (const std::string& file : files) listed += (listed.empty() ? "" : ", ") + file;
+    return listed.empty() ? info.path + "/" + stem : listed;
   }
   return info.path;
 }

@@ -87,7 +87,7 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
       stats.visibilities += piece.visibilities;
       stats.weight_sum += piece.weight_sum;
     }
-    stats.nonfinite_samples += static_cast<double>(block.nonfinite_samples[absolute_channel - block.chan_begin]);
+    stats.nonfinite_samples += static_cast<double>(block.nonfinite_samples.at(absolute_channel - block.chan_begin));
     first += n;
   }
   // The first input's frequency: the inputs' channels agree to 1 Hz (require_same_channels).

@@ -412,17 +412,18 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   ChannelSource source(plan, mine);
   double read_s = 0;  // time the imaging waited for channel data
 
-  // Channels a killed run completed, with what later stages need of them; every rank
-  // decides from the same files before rank 0 changes any of them.
-  const ChannelProgress progress(config.output.dir, config.output.prefix, to_ini(config), fingerprint_of(plan));
+  // Channels a killed run completed, with what later stages need of them. Rank 0
+  // decides for all, before it changes any file: ranks that each looked might see a
+  // shared file system's attributes differently.
+  const ChannelProgress progress(config.output.dir, config.output.prefix, to_ini(config),
+                                 mpi.is_root() ? fingerprint_of(plan) : std::string());
   // Created before the job's restoring beam is known (every channel's PSF must be
   // fitted first): rank 0 writes it into the headers at the end.
   const CubeSet cubes = make_cube_set(config, plan);
   std::vector<std::string> partials;
   for (const std::string& path : cubes.paths()) partials.push_back(fits::CubeFile::partial_path(path));
-  const ResumeDecision decision = progress.decide(partials);
-  const bool resume = decision.resume;
-  mpi.barrier();
+  const ResumeDecision decision = mpi.is_root() ? progress.decide(partials) : ResumeDecision{};
+  const bool resume = mpi.max(decision.resume ? 1.0 : 0.0) > 0;
   auto completed = [&](int c) { return resume && progress.done(plan.chan_begin + c); };
   if (resume)
     log.root("resuming from the progress markers of " + std::to_string(decision.channels_done) + " channel(s): " +

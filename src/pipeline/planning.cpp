@@ -64,6 +64,43 @@ std::vector<ms::MsReader> open_inputs(const Config& config) {
   return readers;
 }
 
+// A planning step may fail on some ranks only (a node without a GPU, a read error in
+// one share of the rows), or on all of them. If any failed, every rank throws a
+// JobFailure with the code of the lowest failing rank, and rank 0's holds each
+// different message once, so that all ranks leave together and the job says why in
+// one line.
+void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
+  ExitCode code = ExitCode::ok;
+  std::string message;
+  if (local) try {
+      std::rethrow_exception(local);
+    } catch (const Error& e) {
+      code = e.code();
+      message = e.what();
+    } catch (const std::exception& e) {
+      code = ExitCode::failure;
+      message = e.what();
+    } catch (...) {
+      code = ExitCode::failure;
+    }
+  if (code != ExitCode::ok && message.empty())
+    message = "rank " + std::to_string(mpi.rank()) + " failed without saying why";
+  const std::vector<double> codes = mpi.gather_to_all({static_cast<double>(code)});
+  const auto first = std::find_if(codes.begin(), codes.end(), [](double c) { return c > 0; });
+  if (first == codes.end()) return;
+  const std::vector<std::string> messages = mpi.gather_text_to_root(message);
+  const auto first_rank = static_cast<std::size_t>(first - codes.begin());
+  std::string report;
+  if (mpi.is_root()) {
+    // The same failure on many ranks is said once; a different one with its rank.
+    report = messages[first_rank];
+    std::set<std::string> said{report};
+    for (std::size_t r = first_rank + 1; r < messages.size(); ++r)
+      if (codes[r] > 0 && said.insert(messages[r]).second) report += "; rank " + std::to_string(r) + ": " + messages[r];
+  }
+  throw JobFailure(report, __FILE__, __LINE__, static_cast<ExitCode>(static_cast<int>(*first)));
+}
+
 // Unflagged visibilities per imaged channel over every input MS: the cost that the
 // channel blocks balance. Each rank counts a share of the rows and one all-reduce adds
 // them, so the FLAG column is read once per job, not once per rank.
@@ -216,7 +253,7 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
   agree_on_failure(mpi, failure);
 }
 
-// Rank 0's claim on the output folder and prefix, before anything is written there.
+// Rank 0's claim on the output folder and prefix.
 std::unique_ptr<RunClaim> claim_run(const Config& config, bool break_claim, const parallel::MpiContext& mpi,
                                     const Log& log) {
   std::unique_ptr<RunClaim> claim;
@@ -298,34 +335,6 @@ std::string stokes_list(const std::array<bool, ms::num_stokes>& stokes, bool det
 
 }  // namespace
 
-void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
-  ExitCode code = ExitCode::ok;
-  std::string message;
-  if (local) try {
-      std::rethrow_exception(local);
-    } catch (const Error& e) {
-      code = e.code();
-      message = e.what();
-    } catch (const std::exception& e) {
-      code = ExitCode::failure;
-      message = e.what();
-    }
-  const std::vector<double> codes = mpi.gather_to_all({static_cast<double>(code)});
-  const auto first = std::find_if(codes.begin(), codes.end(), [](double c) { return c > 0; });
-  if (first == codes.end()) return;
-  const std::vector<std::string> messages = mpi.gather_text_to_root(message);
-  const auto first_rank = static_cast<std::size_t>(first - codes.begin());
-  std::string report;
-  if (mpi.is_root()) {
-    // The same failure on many ranks is said once; a different one with its rank.
-    report = messages[first_rank];
-    std::set<std::string> said{report};
-    for (std::size_t r = first_rank + 1; r < messages.size(); ++r)
-      if (codes[r] > 0 && said.insert(messages[r]).second) report += "; rank " + std::to_string(r) + ": " + messages[r];
-  }
-  throw JobFailure(report, __FILE__, __LINE__, static_cast<ExitCode>(static_cast<int>(*first)));
-}
-
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
   Plan plan = open_plan(config);
   const ms::MsInfo& info = plan.readers.front().info();
@@ -347,6 +356,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
              (plan.polarised() ? std::string()
                              : ", and no Faraday products (moments, RM synthesis, RM-CLEAN, peak maps, catalogue), "
                                "which need Q and U"));
+  // Before the FLAG column is read for the channel costs, or anything is written.
+  plan.claim = claim_run(config, break_claim, mpi, log);
   std::optional<cuda::DeviceInfo> device;
   std::exception_ptr failure;
   try {
@@ -374,7 +385,6 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   plan.blocks = channel_blocks(config, cost, mpi.size());
   check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
-  plan.claim = claim_run(config, break_claim, mpi, log);
   write_effective_config(config, mpi, log);
   return plan;
 }

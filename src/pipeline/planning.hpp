@@ -4,7 +4,6 @@
 // what it may use. `spip --plan` prints the same figures for sizing a job.
 #include <array>
 #include <cstdint>
-#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,16 +49,10 @@ struct Plan {
 
 // Opens the inputs, balances the channels over the ranks, chooses the backend, and
 // checks memory, disk and (with parallel.time_limit) time. Collective; every rank
-// throws alike when the run cannot start. Rank 0 then claims the output folder and
-// prefix (RunClaim; `break_claim` clears another's) and writes the effective
-// configuration next to the products.
+// throws alike when the run cannot start. Rank 0 claims the output folder and prefix
+// once the inputs are open (RunClaim; `break_claim` clears another's), and at the end
+// writes the effective configuration next to the products.
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
-
-// Collective. A step may fail on some ranks only (a node without a GPU, a read error in
-// one share of the rows). If any failed, every rank throws a JobFailure with the code of
-// the lowest failing rank, and rank 0's holds every different message once, so that all
-// ranks leave together and the job says why in one line.
-void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local);
 
 imaging::WeightingScheme weighting_scheme(const Config& config);
 

@@ -157,7 +157,10 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     written = false;
     reason = errno;
   }
-  if (!written) SPIP_THROW(InputError, partial + ": cannot write: " + std::strerror(reason));
+  if (!written) {
+    std::remove(partial.c_str());
+    SPIP_THROW(InputError, partial + ": cannot write: " + std::strerror(reason));
+  }
   if (std::rename(partial.c_str(), path.c_str()) != 0)
     SPIP_THROW(InputError, path + ": cannot rename from .partial: " + std::strerror(errno));
 }

@@ -92,13 +92,15 @@ std::string input_fingerprint(const std::vector<std::string>& ms_paths, const st
   for (std::size_t k = 0; k < ms_paths.size(); ++k) {
     const fs::path ms = fs::canonical(ms_paths[k]);
     out << "input " << ms.string() << " rows " << rows[k] << "\n";
+    // A file that vanishes meanwhile has no size or time: a change like any other.
+    std::error_code error;
     std::vector<fs::path> files;
-    for (const auto& entry : fs::recursive_directory_iterator(ms))
-      if (entry.is_regular_file() && entry.path().filename() != "table.lock") files.push_back(entry.path());
+    for (const auto& entry : fs::recursive_directory_iterator(ms, fs::directory_options::follow_directory_symlink))
+      if (entry.path().filename() != "table.lock" && entry.is_regular_file(error)) files.push_back(entry.path());
     std::sort(files.begin(), files.end());
     for (const fs::path& file : files)
-      out << "  " << fs::relative(file, ms).string() << " " << fs::file_size(file) << " "
-          << fs::last_write_time(file).time_since_epoch().count() << "\n";
+      out << "  " << fs::relative(file, ms).string() << " " << fs::file_size(file, error) << " "
+          << fs::last_write_time(file, error).time_since_epoch().count() << "\n";
   }
   return out.str();
 }

@@ -3,7 +3,8 @@
 // would mix their channels, and each would report its own settings for all of them.
 // The claim is a file created with O_CREAT | O_EXCL, which holds across the nodes of a
 // cluster file system (NFS, Lustre, BeeGFS), where flock and fcntl locks may be local
-// to each node. It names the host, the process and the start time of its holder.
+// to each node. It names the host, the process (with its start time, so that a reused
+// process id is not taken for the holder), the start time of the run and its Slurm job.
 #include <string>
 
 namespace spip::pipeline {
@@ -11,13 +12,15 @@ namespace spip::pipeline {
 class RunClaim {
  public:
   // Takes the claim on `dir` (created if missing) for `prefix`, or throws an InputError
-  // naming the folder and the holder. A claim left by a process of this host that is
-  // gone, or by an earlier start of this Slurm job (requeued), is cleared first, and so
-  // is any claim when `break_claim` (the user knows its holder is gone: a killed job
-  // of another node). `cleared` tells the caller what was
-  // cleared ("" if nothing).
+  // naming the folder and the holder. Cleared first: a claim of a process of this host
+  // that is gone, one of an earlier start of this Slurm job (requeued), one that names
+  // no holder ten minutes after it was made, and any claim when `break_claim` (the
+  // user knows its holder is gone: a killed job of another node). `cleared` says what
+  // was cleared ("" if nothing).
   RunClaim(const std::string& dir, const std::string& prefix, bool break_claim, std::string& cleared);
-  ~RunClaim();  // releases it
+  // Releases the claim if it is still this run's, and removes the folder if the claim
+  // made it and nothing else was written there.
+  ~RunClaim();
   RunClaim(const RunClaim&) = delete;
   RunClaim& operator=(const RunClaim&) = delete;
 
@@ -25,7 +28,9 @@ class RunClaim {
   static std::string path_for(const std::string& dir, const std::string& prefix);
 
  private:
-  std::string path_;
+  std::string dir_, path_;
+  std::string text_;  // what this run wrote into it
+  bool made_dir_ = false;
 };
 
 }  // namespace spip::pipeline

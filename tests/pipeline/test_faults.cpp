@@ -125,7 +125,7 @@ TEST(Faults, NonFiniteVisibilitiesCountAsFlagged) {
     EXPECT_EQ(count, channel == 5 || channel == 7 || channel == 9 ? 2.0 : 1.0) << "channel " << channel;
   for (const auto& [channel, count] : nonfinite_per_channel(out_flagged / "demo-qa.json"))
     EXPECT_EQ(count, 0.0) << "channel " << channel;
-  // One warning per rank with its total: 20 channels of the NaN weight, plus two more
+  // One warning per rank with its total: 20 channels of the NaN weight, plus three more
   // samples on rank 0 (channels 5, 7, 9 are rank 0's).
   const std::string text = read_file(log);
   EXPECT_NE(text.find("[spip 0/2 "), std::string::npos);

@@ -237,7 +237,9 @@ TEST(Resume, RunThatFillsTheDiskLeavesNothingFinalAndResumes) {
   // Besides partial files and markers, only the run's configuration, written whole at its start.
   for (const auto& entry : fs::directory_iterator(out)) {
     const std::string name = entry.path().filename().string();
-    EXPECT_TRUE(name.ends_with(".partial") || name == ".demo.progress" || name == "demo-config.ini")
+    // The claim stays where another rank's failure aborted rank 0; the next start clears it.
+    EXPECT_TRUE(name.ends_with(".partial") || name == ".demo.progress" || name == "demo-config.ini" ||
+                name == ".demo.claim")
         << name << " looks complete after a full disk";
   }
 
@@ -337,6 +339,7 @@ TEST(Resume, SignalledRankStopsEveryRankWithTheResumableExitCode) {
   ASSERT_GE(done_when_stopped, 4);
   ASSERT_LT(done_when_stopped, 40) << "the run finished before it could be stopped";
   ASSERT_FALSE(fs::exists(stopped + "/demo-image-I.fits")) << "nothing may look complete after a stop";
+  EXPECT_FALSE(fs::exists(stopped + "/.demo.claim")) << "a stopped run releases its claim";
 
   ASSERT_EQ(std::system((command_for(stopped) + " > " + base + "/resumed.log 2>&1").c_str()), 0);
   EXPECT_NE(read_file(base + "/resumed.log").find("resuming:"), std::string::npos);
