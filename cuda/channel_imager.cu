@@ -1,6 +1,7 @@
 #include "spip/cuda/channel_imager.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 
@@ -57,6 +58,7 @@ struct ChannelImager::Impl {
   DeviceArray<cufftComplex> grids;
   DeviceArray<dcomplex> acc, plain, mirrored;
   DeviceArray<float> dirty, residual, model, psf;
+  DeviceArray<std::uint8_t> mask;  // clean.auto_mask's
   DeviceArray<float2> residual_vis;
   std::unique_ptr<detail::MinorCycle> minor;
   std::unique_ptr<detail::DensityWeighting> weighting;
@@ -123,6 +125,7 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   acc = DeviceArray<dcomplex>(2 * pixels());
   for (DeviceArray<float>* images : {&dirty, &residual, &model}) *images = DeviceArray<float>(num_stokes * pixels());
   psf = DeviceArray<float>(pixels());
+  mask = DeviceArray<std::uint8_t>(pixels());
   residual_vis = DeviceArray<float2>(num_stokes * max_visibilities);
   plain = DeviceArray<dcomplex>(2 * max_visibilities);
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
@@ -231,7 +234,7 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
       + detail::PointPreparation::bytes_per_row(imaging::max_support, geometry.grid_size);  // prepared points
   const std::size_t per_cell = 2 * sizeof(cufftComplex);  // two lanes
   const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
-                                2 * sizeof(double);
+                                2 * sizeof(double) + detail::MinorCycle::bytes_per_pixel();
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
   return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size) +
          per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size) +
@@ -335,67 +338,81 @@ detail::StokesScale inverse_weight_sums(const double* sums) {
 }
 }  // namespace
 
-// The stages of deconv::image_channel, with the images kept on the device until the end.
-deconv::ChannelImages ChannelImager::image_channel(const CleanConfig& clean) {
-  Impl& m = *impl_;
-  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
-  const Slot& slot = m.active();
-  const long long pixels = m.pixels();
-  const detail::StokesScale scale = inverse_weight_sums(m.summary.weight_sum);
-  deconv::ChannelImages out;
-  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_start, m.compute));
-  m.grid_images(detail::LaneSource{slot.vis.get(), slot.weights.get(), num_stokes, true}, scale, m.dirty.get());
-  out.psf.resize(pixels);
-  // The weights at each point and its mirror: the same list as the Stokes images.
-  m.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale, m.psf.get());
-  m.download(out.psf.data(), m.psf.get(), pixels);
-  SPIP_CUDA_CHECK(cudaMemcpyAsync(m.residual.get(), m.dirty.get(), num_stokes * pixels * sizeof(float),
-                                  cudaMemcpyDeviceToDevice, m.compute));
-  SPIP_CUDA_CHECK(cudaMemsetAsync(m.model.get(), 0, num_stokes * pixels * sizeof(float), m.compute));
-  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
-  out.fitted_beam = imaging::fit_beam(out.psf.data(), m.geometry);
+// deconv::CleanBackend on the device: the images stay there, and the host sees the
+// PSF (for the beam fit), the peaks, and the residual only where the noise is estimated
+// (clean.auto_threshold), as before the driver was shared.
+class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
+ public:
+  explicit DeviceBackend(Impl& m) : m_(m), scale_(inverse_weight_sums(m.summary.weight_sum)) {}
 
-  std::vector<float> residual;
-  for (int cycle = 0; clean.niter > 0; ++cycle) {
-    double sigma = 0;
-    if (clean.auto_threshold > 0) {  // the only images read back during the major cycles
-      residual.resize(num_stokes * pixels);
-      m.download(residual.data(), m.residual.get(), num_stokes * pixels);
-      SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
-      sigma = deconv::search_noise(clean.peak, residual.data(), pixels);
-    }
-    const deconv::MinorCycleLimits limits =
-        deconv::minor_cycle_limits(clean, sigma, m.minor->peak(clean.peak, m.residual.get(), m.compute));
-    out.search_noise = sigma;
-    out.clean_threshold = limits.floor;
-    out.threshold_reached = !limits.run;
-    if (!limits.run || cycle == clean.max_major || out.iterations >= clean.niter) break;
-    const int iterations = m.minor->run(clean.peak, m.residual.get(), m.psf.get(), m.geometry.size, clean.gain,
-                                        limits.stop, clean.niter - out.iterations, m.model.get(), m.compute);
-    out.iterations += iterations;
-    ++out.major_cycles;
-    // Cotton-Schwab: subtract the model from the visibilities and re-image exactly.
-    m.predict_residual();
-    m.grid_images(detail::LaneSource{m.residual_vis.get(), slot.weights.get(), num_stokes, true}, scale,
-                  m.residual.get());
-    if (iterations == 0) break;
-    if (limits.final_cycle && out.iterations < clean.niter) {
-      out.threshold_reached = true;
-      break;
-    }
+  std::vector<float> invert() override {
+    const Slot& slot = m_.active();
+    const long long pixels = m_.pixels();
+    SPIP_CUDA_CHECK(cudaSetDevice(m_.device));
+    SPIP_CUDA_CHECK(cudaEventRecord(m_.compute_start, m_.compute));
+    m_.grid_images(detail::LaneSource{slot.vis.get(), slot.weights.get(), num_stokes, true}, scale_, m_.dirty.get());
+    // The weights at each point and its mirror: the same list as the Stokes images.
+    m_.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale_, m_.psf.get());
+    std::vector<float> psf(pixels);
+    m_.download(psf.data(), m_.psf.get(), pixels);
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(m_.residual.get(), m_.dirty.get(), num_stokes * pixels * sizeof(float),
+                                    cudaMemcpyDeviceToDevice, m_.compute));
+    SPIP_CUDA_CHECK(cudaMemsetAsync(m_.model.get(), 0, num_stokes * pixels * sizeof(float), m_.compute));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    return psf;
   }
-  out.dirty.resize(num_stokes * pixels);
-  out.model.resize(num_stokes * pixels);
-  out.residual.resize(num_stokes * pixels);
-  m.download(out.dirty.data(), m.dirty.get(), num_stokes * pixels);
-  m.download(out.model.data(), m.model.get(), num_stokes * pixels);
-  m.download(out.residual.data(), m.residual.get(), num_stokes * pixels);
-  SPIP_CUDA_CHECK(cudaEventRecord(m.compute_end, m.compute));
-  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
-  m.computed = true;
-  m.stats.compute_ms += event_ms(m.compute_start, m.compute_end);
-  deconv::set_residual_statistics(out);
-  return out;
+
+  double peak(PeakSearch search) override { return m_.minor->peak(search, m_.residual.get(), mask(), m_.compute); }
+
+  double noise(PeakSearch search) override {
+    residual_.resize(num_stokes * m_.pixels());
+    m_.download(residual_.data(), m_.residual.get(), num_stokes * m_.pixels());
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    return deconv::search_noise(search, residual_.data(), m_.pixels());
+  }
+
+  int minor_cycles(const deconv::MinorCycleStep& step) override {
+    auto& minor = *m_.minor;
+    const auto cycles = step.subminor ? &detail::MinorCycle::run_subminor : &detail::MinorCycle::run;
+    return (minor.*cycles)(step.search, m_.residual.get(), m_.psf.get(), m_.geometry.size, step.gain, step.stop_level,
+                           step.max_iterations, m_.model.get(), mask(), m_.compute);
+  }
+
+  // Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.
+  void subtract_model() override {
+    m_.predict_residual();
+    m_.grid_images(detail::LaneSource{m_.residual_vis.get(), m_.active().weights.get(), num_stokes, true}, scale_,
+                   m_.residual.get());
+  }
+
+  void mask_model_pixels() override {
+    m_.minor->mask_model_pixels(m_.model.get(), m_.mask.get(), m_.compute);
+    masked_ = true;
+  }
+
+  void fetch(deconv::ChannelImages& out) override {
+    const long long values = num_stokes * m_.pixels();
+    for (auto [host, device] : {std::pair{&out.dirty, m_.dirty.get()}, std::pair{&out.model, m_.model.get()},
+                                std::pair{&out.residual, m_.residual.get()}}) {
+      host->resize(values);
+      m_.download(host->data(), device, values);
+    }
+    SPIP_CUDA_CHECK(cudaEventRecord(m_.compute_end, m_.compute));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    m_.computed = true;
+    m_.stats.compute_ms += event_ms(m_.compute_start, m_.compute_end);
+  }
+
+ private:
+  const std::uint8_t* mask() const { return masked_ ? m_.mask.get() : nullptr; }
+  Impl& m_;
+  detail::StokesScale scale_;
+  bool masked_ = false;
+  std::vector<float> residual_;  // the host's copy for the noise estimate
+};
+
+std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {
+  return std::make_unique<DeviceBackend>(*impl_);
 }
 
 KernelTimes ChannelImager::time_kernels() {

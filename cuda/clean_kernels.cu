@@ -1,3 +1,4 @@
+#include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_reduce.cuh>
 
 #include <algorithm>
@@ -16,9 +17,11 @@ constexpr int threads_per_block = 256;
 constexpr int iterations_per_look = 32;
 
 __global__ void search_values_kernel(PeakSearch search, const float* residual, long long pixels,
-                                     deconv::PeakCandidate* candidates) {
+                                     const std::uint8_t* mask, deconv::PeakCandidate* candidates) {
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (pixel < pixels) candidates[pixel] = {deconv::squared_search_value(search, residual, pixel, pixels), pixel};
+  if (pixel >= pixels) return;
+  const float value = mask && !mask[pixel] ? 0.0f : deconv::squared_search_value(search, residual, pixel, pixels);
+  candidates[pixel] = {value, pixel};
 }
 
 __global__ void take_component_kernel(const deconv::PeakCandidate* best, double gain, double stop_level,
@@ -50,6 +53,90 @@ __global__ void subtract_component_kernel(const MinorCycleState* state, const fl
     if (state->flux[s] != 0) residual[s * pixels + pixel] -= state->flux[s] * psf[at];
 }
 
+__global__ void mask_model_pixels_kernel(const float* model, long long pixels, std::uint8_t* mask) {
+  const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pixel >= pixels) return;
+  bool any = false;
+  for (int s = 0; s < 4; ++s) any = any || model[s * pixels + pixel] != 0.0f;
+  mask[pixel] = any ? 1 : 0;
+}
+
+// ---- the sub-minor loop ------------------------------------------------------------
+
+// The pixels above the stop, in any order (sorted afterwards); counts all of them, keeps
+// at most `capacity`.
+__global__ void select_active_kernel(PeakSearch search, const float* residual, long long pixels,
+                                     const std::uint8_t* mask, float stop_squared, long long capacity, long long* active,
+                                     unsigned long long* count) {
+  const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (pixel >= pixels || (mask && !mask[pixel])) return;
+  if (!(deconv::squared_search_value(search, residual, pixel, pixels) > stop_squared)) return;
+  const unsigned long long slot = atomicAdd(count, 1ull);
+  if (static_cast<long long>(slot) < capacity) active[slot] = pixel;
+}
+
+__global__ void gather_active_kernel(const float* residual, long long pixels, const long long* active, long long count,
+                                     float* values) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  for (int s = 0; s < 4; ++s) values[s * count + i] = residual[s * pixels + active[i]];
+}
+
+// Candidates by position in the active list, which is in pixel order: the reduction's
+// tie rule (the lower index) is the CPU's (the lower pixel).
+__global__ void search_active_kernel(PeakSearch search, const float* values, long long count,
+                                     deconv::PeakCandidate* candidates) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) candidates[i] = {deconv::squared_search_value(search, values, i, count), i};
+}
+
+__global__ void take_active_component_kernel(const deconv::PeakCandidate* best, double gain, double stop_level,
+                                             const float* values, long long count, const long long* active,
+                                             DeviceComponent* components, MinorCycleState* state) {
+  if (state->done) return;
+  if (state->iterations >= state->max_iterations || !(sqrt(static_cast<double>(best->value)) > stop_level)) {
+    state->done = 1;
+    return;
+  }
+  DeviceComponent& component = components[state->iterations];
+  component.pixel = active[best->pixel];
+  state->pixel = best->pixel;  // its place in the active list
+  for (int s = 0; s < 4; ++s) {
+    state->flux[s] = static_cast<float>(gain * values[s * count + best->pixel]);
+    component.flux[s] = state->flux[s];
+  }
+  ++state->iterations;
+}
+
+__global__ void subtract_active_kernel(const MinorCycleState* state, const float* psf, int n, const long long* active,
+                                       long long count, float* values) {
+  if (state->done) return;
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= count) return;
+  const long long taken = active[state->pixel], pixel = active[i];
+  const long long at = deconv::psf_pixel_under(static_cast<int>(pixel % n), static_cast<int>(pixel / n),
+                                               static_cast<int>(taken % n), static_cast<int>(taken / n), n);
+  if (at < 0) return;
+  for (int s = 0; s < 4; ++s) values[s * count + i] -= state->flux[s] * psf[at];
+}
+
+// Every component found, from the whole residual and into the model, in the order found.
+__global__ void apply_components_kernel(const DeviceComponent* components, int found, const float* psf, int n,
+                                        float* residual, float* model) {
+  const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const long long pixels = static_cast<long long>(n) * n;
+  if (pixel >= pixels) return;
+  const int x = static_cast<int>(pixel % n), y = static_cast<int>(pixel / n);
+  for (int k = 0; k < found; ++k) {
+    const DeviceComponent& c = components[k];
+    const long long at = deconv::psf_pixel_under(x, y, static_cast<int>(c.pixel % n), static_cast<int>(c.pixel / n), n);
+    for (int s = 0; s < 4; ++s) {
+      if (at >= 0) residual[s * pixels + pixel] -= c.flux[s] * psf[at];
+      if (c.pixel == pixel) model[s * pixels + pixel] += c.flux[s];
+    }
+  }
+}
+
 // No pixel: below every squared search value.
 constexpr deconv::PeakCandidate no_peak{-1.0f, 0};
 
@@ -57,56 +144,148 @@ constexpr deconv::PeakCandidate no_peak{-1.0f, 0};
 // (CUB 2.0) to 13, unlike ArgMax, whose separate-outputs form only came with CCCL 2.8
 // and whose KeyValuePair form CCCL 3 deprecates. Images stay below 2^31 pixels.
 cudaError_t reduce_to_best(void* scratch, std::size_t& scratch_bytes, const deconv::PeakCandidate* candidates,
-                           deconv::PeakCandidate* best, long long pixels, cudaStream_t stream) {
-  return cub::DeviceReduce::Reduce(scratch, scratch_bytes, candidates, best, static_cast<int>(pixels),
+                           deconv::PeakCandidate* best, long long count, cudaStream_t stream) {
+  return cub::DeviceReduce::Reduce(scratch, scratch_bytes, candidates, best, static_cast<int>(count),
                                    deconv::StrongerPeak{}, no_peak, stream);
 }
 
+cudaError_t sort_pixels(void* scratch, std::size_t& scratch_bytes, const long long* in, long long* out, long long count,
+                        cudaStream_t stream) {
+  return cub::DeviceRadixSort::SortKeys(scratch, scratch_bytes, in, out, static_cast<int>(count), 0,
+                                        static_cast<int>(8 * sizeof(long long)), stream);
+}
+
+// The CPU's limit on the sub-minor loop's pixels (deconv's max_active_pixels).
+long long active_capacity(long long pixels) { return std::min(pixels, std::max(pixels / 16, 1024LL)); }
+
 }  // namespace
 
+std::size_t MinorCycle::bytes_per_pixel() {
+  // Candidates; the mask; per pixel of capacity (1/16): two pixel lists, four values, a component.
+  return sizeof(deconv::PeakCandidate) + 1 + (2 * sizeof(long long) + 4 * sizeof(float) + sizeof(DeviceComponent)) / 16 + 1;
+}
+
 MinorCycle::MinorCycle(long long pixels)
-    : pixels_(pixels), candidates_(static_cast<std::size_t>(pixels)), best_(1), state_(1),
-      host_state_(sizeof(MinorCycleState) + sizeof(deconv::PeakCandidate)) {
-  std::size_t scratch_bytes = 0;
-  SPIP_CUDA_CHECK(reduce_to_best(nullptr, scratch_bytes, candidates_.get(), best_.get(), pixels_, nullptr));
-  scratch_ = DeviceArray<char>(std::max<std::size_t>(scratch_bytes, 1));  // a null scratch means "size query"
+    : pixels_(pixels), capacity_(active_capacity(pixels)), candidates_(static_cast<std::size_t>(pixels)), best_(1),
+      state_(1), active_(static_cast<std::size_t>(capacity_)), sorted_(static_cast<std::size_t>(capacity_)),
+      values_(static_cast<std::size_t>(4 * capacity_)), components_(static_cast<std::size_t>(capacity_)), count_(1),
+      host_state_(sizeof(MinorCycleState) + sizeof(deconv::PeakCandidate) + sizeof(unsigned long long)) {
+  std::size_t reduce_bytes = 0, sort_bytes = 0;
+  SPIP_CUDA_CHECK(reduce_to_best(nullptr, reduce_bytes, candidates_.get(), best_.get(), pixels_, nullptr));
+  SPIP_CUDA_CHECK(sort_pixels(nullptr, sort_bytes, active_.get(), sorted_.get(), capacity_, nullptr));
+  scratch_ = DeviceArray<char>(std::max({reduce_bytes, sort_bytes, std::size_t{1}}));  // null means "size query"
 }
 
-void MinorCycle::enqueue_search(PeakSearch search, const float* residual, cudaStream_t stream) {
-  search_values_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
-      search, residual, pixels_, candidates_.get());
-  SPIP_CUDA_CHECK(cudaGetLastError());
+void MinorCycle::enqueue_reduction(long long count, cudaStream_t stream) {
   std::size_t scratch_bytes = scratch_.bytes();
-  SPIP_CUDA_CHECK(reduce_to_best(scratch_.get(), scratch_bytes, candidates_.get(), best_.get(), pixels_, stream));
+  SPIP_CUDA_CHECK(reduce_to_best(scratch_.get(), scratch_bytes, candidates_.get(), best_.get(), count, stream));
 }
 
-double MinorCycle::peak(PeakSearch search, const float* residual, cudaStream_t stream) {
-  enqueue_search(search, residual, stream);
+void MinorCycle::enqueue_search(PeakSearch search, const float* residual, const std::uint8_t* mask,
+                                cudaStream_t stream) {
+  search_values_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
+      search, residual, pixels_, mask, candidates_.get());
+  SPIP_CUDA_CHECK(cudaGetLastError());
+  enqueue_reduction(pixels_, stream);
+}
+
+double MinorCycle::peak(PeakSearch search, const float* residual, const std::uint8_t* mask, cudaStream_t stream) {
+  enqueue_search(search, residual, mask, stream);
   SPIP_CUDA_CHECK(
       cudaMemcpyAsync(&host_best(), best_.get(), sizeof(deconv::PeakCandidate), cudaMemcpyDeviceToHost, stream));
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
   return std::sqrt(static_cast<double>(host_best().value));
 }
 
-int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int size, double gain, double stop_level,
-                    int max_iterations, float* model, cudaStream_t stream) {
+void MinorCycle::start(int max_iterations, cudaStream_t stream) {
   host_state() = MinorCycleState{0, {0, 0, 0, 0}, 0, max_iterations, 0};
   SPIP_CUDA_CHECK(cudaMemcpyAsync(state_.get(), &host_state(), sizeof(MinorCycleState), cudaMemcpyHostToDevice, stream));
   // The state copy above reads host_state_ when the stream gets to it; wait before reuse.
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  while (!host_state().done) {
+}
+
+bool MinorCycle::finished(cudaStream_t stream) {
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(&host_state(), state_.get(), sizeof(MinorCycleState), cudaMemcpyDeviceToHost, stream));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return host_state().done != 0;
+}
+
+int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int size, double gain, double stop_level,
+                    int max_iterations, float* model, const std::uint8_t* mask, cudaStream_t stream) {
+  start(max_iterations, stream);
+  do {
     for (int i = 0; i < iterations_per_look; ++i) {
-      enqueue_search(search, residual, stream);
+      enqueue_search(search, residual, mask, stream);
       take_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, residual, model, pixels_,
                                                   state_.get());
       subtract_component_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
           state_.get(), psf, size, residual);
       SPIP_CUDA_CHECK(cudaGetLastError());
     }
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(&host_state(), state_.get(), sizeof(MinorCycleState), cudaMemcpyDeviceToHost, stream));
-    SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
-  }
+  } while (!finished(stream));
   return host_state().iterations;
+}
+
+void MinorCycle::mask_model_pixels(const float* model, std::uint8_t* mask, cudaStream_t stream) {
+  mask_model_pixels_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(model, pixels_,
+                                                                                                     mask);
+  SPIP_CUDA_CHECK(cudaGetLastError());
+}
+
+// The pixels above the stop, sorted into sorted_; returns how many there are (more
+// than capacity_: not kept).
+long long MinorCycle::select_active(PeakSearch search, const float* residual, const std::uint8_t* mask,
+                                    double stop_level, cudaStream_t stream) {
+  SPIP_CUDA_CHECK(cudaMemsetAsync(count_.get(), 0, sizeof(unsigned long long), stream));
+  select_active_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
+      search, residual, pixels_, mask, static_cast<float>(stop_level * stop_level), capacity_, active_.get(),
+      count_.get());
+  SPIP_CUDA_CHECK(cudaGetLastError());
+  SPIP_CUDA_CHECK(
+      cudaMemcpyAsync(&host_count(), count_.get(), sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  const auto count = static_cast<long long>(host_count());
+  if (count > 0 && count <= capacity_) {
+    std::size_t scratch_bytes = scratch_.bytes();
+    SPIP_CUDA_CHECK(sort_pixels(scratch_.get(), scratch_bytes, active_.get(), sorted_.get(), count, stream));
+  }
+  return count;
+}
+
+int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* psf, int size, double gain,
+                             double stop_level, int max_iterations, float* model, const std::uint8_t* mask,
+                             cudaStream_t stream) {
+  int done = 0;
+  while (done < max_iterations && peak(search, residual, mask, stream) > stop_level) {
+    const long long count = select_active(search, residual, mask, stop_level, stream);
+    if (count > capacity_) {
+      done += run(search, residual, psf, size, gain, stop_level, max_iterations - done, model, mask, stream);
+      continue;
+    }
+    const unsigned blocks = blocks_for(count, threads_per_block);
+    gather_active_kernel<<<blocks, threads_per_block, 0, stream>>>(residual, pixels_, sorted_.get(), count,
+                                                                     values_.get());
+    SPIP_CUDA_CHECK(cudaGetLastError());
+    start(static_cast<int>(std::min<long long>(max_iterations - done, capacity_)), stream);
+    do {
+      for (int i = 0; i < iterations_per_look; ++i) {
+        search_active_kernel<<<blocks, threads_per_block, 0, stream>>>(search, values_.get(), count, candidates_.get());
+        enqueue_reduction(count, stream);
+        take_active_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, values_.get(), count,
+                                                           sorted_.get(), components_.get(), state_.get());
+        subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf, size, sorted_.get(), count,
+                                                                         values_.get());
+        SPIP_CUDA_CHECK(cudaGetLastError());
+      }
+    } while (!finished(stream));
+    const int found = host_state().iterations;
+    if (found == 0) break;
+    apply_components_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
+        components_.get(), found, psf, size, residual, model);
+    SPIP_CUDA_CHECK(cudaGetLastError());
+    done += found;
+  }
+  return done;
 }
 
 }  // namespace spip::cuda::detail

@@ -62,7 +62,7 @@ void ChannelImager::upload(double) {}
 void ChannelImager::next() {}
 double ChannelImager::weight_sum(int) const { return 0; }
 int ChannelImager::num_w_planes() const { return 0; }
-deconv::ChannelImages ChannelImager::image_channel(const CleanConfig&) { return {}; }
+std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() { return nullptr; }
 TransferStats ChannelImager::transfer_stats() const { return {}; }
 KernelTimes ChannelImager::time_kernels() { return {}; }
 

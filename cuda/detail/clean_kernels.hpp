@@ -1,11 +1,13 @@
 #pragma once
-// The Hogbom minor cycle on the device: a CUB reduction of the pixels' peak candidates
-// by the CPU's rule (deconv::stronger_peak),
-// one thread that takes the component, and a kernel that subtracts the shifted PSF.
-// The host only reads the state every few iterations to see whether it stopped.
+// The minor cycles on the device: a CUB reduction of the pixels' peak candidates by the
+// CPU's rule (deconv::stronger_peak), one thread that takes the component, and a kernel
+// that subtracts the shifted PSF. The host only reads the state every few iterations
+// to see whether it stopped. A mask (one byte per pixel, or null) limits the search, as
+// on the CPU; the sub-minor loop searches the pixels above its stop only.
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <cstdint>
 
 #include "cuda_check.hpp"
 #include "spip/config/config.hpp"
@@ -21,27 +23,58 @@ struct MinorCycleState {
   int done;            // set once the peak falls to the stop level or the iterations run out
 };
 
+// A component the sub-minor loop found, to be subtracted from the whole image later.
+struct DeviceComponent {
+  long long pixel;
+  float flux[4];
+};
+
 class MinorCycle {
  public:
   explicit MinorCycle(long long pixels);
 
+  // Device bytes per pixel of an image, for the memory plan.
+  static std::size_t bytes_per_pixel();
+
   // The peak-search value (Jy/beam) of the residuals [4][pixels]; synchronises.
-  double peak(PeakSearch search, const float* residual, cudaStream_t stream);
+  double peak(PeakSearch search, const float* residual, const std::uint8_t* mask, cudaStream_t stream);
   // Hogbom iterations as deconv::hogbom(); returns the iterations done.
   int run(PeakSearch search, float* residual, const float* psf, int size, double gain, double stop_level,
-          int max_iterations, float* model, cudaStream_t stream);
+          int max_iterations, float* model, const std::uint8_t* mask, cudaStream_t stream);
+  // The sub-minor loop as deconv::subminor_hogbom(): the pixels above the stop are taken
+  // out (by pixel order), cleaned among themselves, and the components found are then
+  // subtracted from the whole image in one pass. Where more pixels than the CPU's
+  // limit (N^2/16) are above the stop, that round runs as run().
+  int run_subminor(PeakSearch search, float* residual, const float* psf, int size, double gain, double stop_level,
+                   int max_iterations, float* model, const std::uint8_t* mask, cudaStream_t stream);
+  // clean.auto_mask: mask = the pixels where any Stokes plane of the model is non-zero.
+  void mask_model_pixels(const float* model, std::uint8_t* mask, cudaStream_t stream);
 
  private:
-  void enqueue_search(PeakSearch search, const float* residual, cudaStream_t stream);
+  void enqueue_search(PeakSearch search, const float* residual, const std::uint8_t* mask, cudaStream_t stream);
+  void enqueue_reduction(long long count, cudaStream_t stream);
+  void start(int max_iterations, cudaStream_t stream);
+  bool finished(cudaStream_t stream);
+  long long select_active(PeakSearch search, const float* residual, const std::uint8_t* mask, double stop_level,
+                          cudaStream_t stream);
   long long pixels_;
+  long long capacity_;  // of the sub-minor loop's pixels and components
   DeviceArray<deconv::PeakCandidate> candidates_;  // per pixel
   DeviceArray<deconv::PeakCandidate> best_;
-  DeviceArray<char> scratch_;        // CUB temporary storage
+  DeviceArray<char> scratch_;        // CUB temporary storage, for the reduction and the sort
   DeviceArray<MinorCycleState> state_;
-  PinnedBuffer host_state_;          // a MinorCycleState, then the best candidate
+  DeviceArray<long long> active_, sorted_;  // the sub-minor loop's pixels
+  DeviceArray<float> values_;                // their residuals [4][count]
+  DeviceArray<DeviceComponent> components_;
+  DeviceArray<unsigned long long> count_;
+  PinnedBuffer host_state_;          // a MinorCycleState, the best candidate, a count
   MinorCycleState& host_state() const { return *reinterpret_cast<MinorCycleState*>(host_state_.get()); }
   deconv::PeakCandidate& host_best() const {
     return *reinterpret_cast<deconv::PeakCandidate*>(host_state_.get() + sizeof(MinorCycleState));
+  }
+  unsigned long long& host_count() const {
+    return *reinterpret_cast<unsigned long long*>(host_state_.get() + sizeof(MinorCycleState) +
+                                                  sizeof(deconv::PeakCandidate));
   }
 };
 

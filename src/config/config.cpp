@@ -288,14 +288,14 @@ const std::vector<Key>& keys() {
       scalar("clean.auto_mask", &Config::clean, &CleanConfig::auto_mask,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
              "clean everywhere down to this many sigma, then only where components were found down to "
-             "auto_threshold (CPU); 0: off"),
+             "auto_threshold; 0: off"),
       scalar("clean.peak", &Config::clean, &CleanConfig::peak, any<PeakSearch>,
              "one of i, pol, iquv", "",
              "joined-polarisation peak search on |I|, |Q+iU| or sqrt(I^2+Q^2+U^2+V^2)"),
       scalar("clean.max_major", &Config::clean, &CleanConfig::max_major,
              [](int v) { return v >= 1; }, "an integer >= 1", "", "major-cycle limit"),
       scalar("clean.subminor", &Config::clean, &CleanConfig::subminor, any<bool>, "true or false", "",
-             "search and subtract among the pixels above the cycle's stop only (CPU; the GPU runs plain Hogbom)"),
+             "search and subtract among the pixels above the cycle's stop only"),
 
       scalar("faraday.phi_max", &Config::faraday, &FaradayConfig::phi_max,
              [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",

@@ -7,11 +7,12 @@
 #include <complex>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
-#include <optional>
 #include <unordered_map>
 
 #include "psf_convolution.hpp"
+#include "spip/deconv/major_cycle.hpp"
 #include "spip/deconv/clean_math.hpp"
 
 namespace spip::deconv {
@@ -157,7 +158,7 @@ constexpr std::size_t direct_subtraction_limit = 32;
 // need and serves every major cycle of the channel.
 MinorCycleResult subminor_cycles(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
-                                 const std::uint8_t* mask, std::optional<PsfConvolution>& convolution) {
+                                 const std::uint8_t* mask, std::unique_ptr<PsfConvolution>& convolution) {
   const std::size_t pixels = geometry.pixels();
   const int n = geometry.size;
   MinorCycleResult result;
@@ -173,7 +174,7 @@ MinorCycleResult subminor_cycles(float* residual, const float* psf, const imagin
     if (components.size() <= direct_subtraction_limit) {
       for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
     } else {
-      if (!convolution) convolution.emplace(psf, n);
+      if (!convolution) convolution = std::make_unique<PsfConvolution>(psf, n);
       convolution->subtract(components, residual);
     }
   }
@@ -222,66 +223,63 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
                                  const std::uint8_t* mask) {
-  std::optional<PsfConvolution> convolution;
+  std::unique_ptr<PsfConvolution> convolution;
   return subminor_cycles(residual, psf, geometry, search, gain, stop_level, max_iterations, model, mask, convolution);
+}
+
+HostCleanBackend::HostCleanBackend(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis)
+    : imager_(imager), vis_(vis) {}
+
+HostCleanBackend::~HostCleanBackend() = default;
+
+std::vector<float> HostCleanBackend::invert() {
+  const std::size_t pixels = imager_.geometry().pixels();
+  dirty_.resize(num_stokes * pixels);
+  imager_.dirty(vis_.data(), dirty_.data());
+  psf_.resize(pixels);
+  imager_.psf(psf_.data());
+  residual_ = dirty_;
+  model_.assign(num_stokes * pixels, 0.0f);
+  return psf_;
+}
+
+double HostCleanBackend::peak(PeakSearch search) {
+  return find_peak(search, residual_.data(), psf_.size(), mask_.empty() ? nullptr : mask_.data()).value;
+}
+
+double HostCleanBackend::noise(PeakSearch search) { return search_noise(search, residual_.data(), psf_.size()); }
+
+int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
+  const std::uint8_t* mask = mask_.empty() ? nullptr : mask_.data();
+  const imaging::ImageGeometry& g = imager_.geometry();
+  const MinorCycleResult result =
+      step.subminor ? subminor_cycles(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level,
+                                      step.max_iterations, model_.data(), mask, convolution_)
+                    : hogbom(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level,
+                             step.max_iterations, model_.data(), mask);
+  return result.iterations;
+}
+
+// Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.
+void HostCleanBackend::subtract_model() {
+  residual_vis_.resize(vis_.size());
+  imager_.predict(model_.data(), residual_vis_.data());
+  for (std::size_t k = 0; k < vis_.size(); ++k) residual_vis_[k] = vis_[k] - residual_vis_[k];
+  imager_.dirty(residual_vis_.data(), residual_.data());
+}
+
+void HostCleanBackend::mask_model_pixels() { mask_ = auto_mask_of(model_, psf_.size()); }
+
+void HostCleanBackend::fetch(ChannelImages& out) {
+  out.dirty = std::move(dirty_);
+  out.model = std::move(model_);
+  out.residual = std::move(residual_);
 }
 
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
                             const CleanConfig& clean) {
-  const imaging::ImageGeometry& g = imager.geometry();
-  const std::size_t pixels = g.pixels();
-  ChannelImages out;
-  out.dirty.resize(num_stokes * pixels);
-  out.model.assign(num_stokes * pixels, 0.0f);
-  imager.dirty(vis.data(), out.dirty.data());
-  out.psf.resize(pixels);
-  imager.psf(out.psf.data());
-  out.fitted_beam = imaging::fit_beam(out.psf.data(), g);
-  out.residual = out.dirty;
-
-  std::vector<std::complex<float>> model_vis(vis.size()), residual_vis(vis.size());
-  std::vector<std::uint8_t> mask;  // filled when clean.auto_mask's unmasked stage ends
-  std::optional<PsfConvolution> convolution;
-  while (clean.niter > 0) {
-    const bool finding_mask = clean.auto_mask > 0 && mask.empty();
-    CleanConfig stage = clean;
-    if (finding_mask) stage.auto_threshold = clean.auto_mask;
-    const std::uint8_t* search_mask = mask.empty() ? nullptr : mask.data();
-    const double sigma = clean.auto_threshold > 0 ? search_noise(clean.peak, out.residual.data(), pixels) : 0.0;
-    const MinorCycleLimits limits =
-        minor_cycle_limits(stage, sigma, find_peak(clean.peak, out.residual.data(), pixels, search_mask).value);
-    out.search_noise = sigma;
-    out.clean_threshold = limits.floor;
-    out.threshold_reached = !limits.run;
-    if (finding_mask && !limits.run) {
-      mask = auto_mask_of(out.model, pixels);
-      continue;
-    }
-    if (!limits.run || out.major_cycles == clean.max_major || out.iterations >= clean.niter) break;
-    const int budget = clean.niter - out.iterations;
-    const MinorCycleResult minor =
-        clean.subminor ? subminor_cycles(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, limits.stop,
-                                         budget, out.model.data(), search_mask, convolution)
-                       : hogbom(out.residual.data(), out.psf.data(), g, clean.peak, clean.gain, limits.stop, budget,
-                                out.model.data(), search_mask);
-    out.iterations += minor.iterations;
-    ++out.major_cycles;
-    // Cotton-Schwab: subtract the model from the visibilities and re-image exactly.
-    imager.predict(out.model.data(), model_vis.data());
-    for (std::size_t k = 0; k < vis.size(); ++k) residual_vis[k] = vis[k] - model_vis[k];
-    imager.dirty(residual_vis.data(), out.residual.data());
-    if (minor.iterations == 0) break;
-    if (limits.final_cycle && out.iterations < clean.niter) {
-      if (finding_mask) {
-        mask = auto_mask_of(out.model, pixels);
-        continue;
-      }
-      out.threshold_reached = true;
-      break;
-    }
-  }
-  set_residual_statistics(out);
-  return out;
+  HostCleanBackend backend(imager, vis);
+  return clean_channel(backend, clean, imager.geometry());
 }
 
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start) {

@@ -13,7 +13,8 @@ using ms::num_stokes;
 
 ChannelImaging::ChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                                const imaging::WeightingScheme& scheme, int gpu_device, std::size_t max_visibilities)
-    : kernel_(imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel),
+    : geometry_(geometry),
+      kernel_(imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel),
       host_weighting_(gpu_device >= 0 ? imaging::WeightingScheme{} : scheme) {
   if (gpu_device >= 0)
     gpu_ = std::make_unique<cuda::ChannelImager>(gpu_device, geometry, image.accuracy, image.wstacking,
@@ -67,8 +68,9 @@ double ChannelImaging::weight_sum(int stokes) const {
 }
 
 deconv::ChannelImages ChannelImaging::image(const CleanConfig& clean) {
-  if (gpu_) return gpu_->image_channel(clean);
-  return deconv::image_channel(*cpu_, vis_, clean);
+  const std::unique_ptr<deconv::CleanBackend> backend =
+      gpu_ ? gpu_->clean_backend() : std::make_unique<deconv::HostCleanBackend>(*cpu_, vis_);
+  return deconv::clean_channel(*backend, clean, geometry_);
 }
 
 std::string ChannelImaging::describe() const {

@@ -1,7 +1,7 @@
 #pragma once
 // The channel-imaging stage on the rank's backend: imaging::ChannelImager with
-// deconv::image_channel on CPU cores, or its peer cuda::ChannelImager on the rank's
-// GPU. Both take a channel in steps: it is written where stage_area() says (on the
+// deconv::HostCleanBackend on CPU cores, or its peer cuda::ChannelImager with its device
+// backend on the rank's GPU; deconv::clean_channel drives either. Both take a channel in steps: it is written where stage_area() says (on the
 // GPU straight into pinned memory), handed over by stage() and made current by next(),
 // so that the next channel can be prepared (on the GPU uploaded) while the current one
 // is imaged.
@@ -12,7 +12,7 @@
 
 #include "spip/config/config.hpp"
 #include "spip/cuda/channel_imager.hpp"
-#include "spip/deconv/clean.hpp"
+#include "spip/deconv/major_cycle.hpp"
 #include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/weighting.hpp"
 #include "spip/pipeline/log.hpp"
@@ -41,7 +41,7 @@ class ChannelImaging {
   int staged_channels() const { return staged_channels_; }
 
   double weight_sum(int stokes) const;
-  // deconv::image_channel on the current channel: not restored.
+  // deconv::clean_channel on the current channel with the backend's primitives: not restored.
   deconv::ChannelImages image(const CleanConfig& clean);
 
   // Kernel support and w-planes of the current channel, for the log.
@@ -50,6 +50,7 @@ class ChannelImaging {
   std::string transfer_summary() const;
 
  private:
+  imaging::ImageGeometry geometry_;
   imaging::EsKernel kernel_;
   imaging::WeightingScheme host_weighting_;
   int staged_channels_ = 0;

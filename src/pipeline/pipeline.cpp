@@ -20,6 +20,7 @@
 #include "planning.hpp"
 #include "products.hpp"
 #include "progress.hpp"
+#include "qa.hpp"
 #include "stop_request.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/deconv/clean.hpp"
@@ -195,96 +196,25 @@ std::string fingerprint_of(const Plan& plan) {
   return input_fingerprint(paths, rows);
 }
 
-// ---- QA ------------------------------------------------------------------------
-
-struct ChannelQa {
-  double channel, freq_hz, rank, visibilities, flagged_fraction, nonfinite_samples, weight_sum, max_uv_wavelengths;
-  double beam_major_arcsec, beam_minor_arcsec, beam_pa_deg;  // the channel's own restoring beam
-  double beam_theoretical;  // 1 where the theoretical beam stood in for a fit that was not a beam
-  double iterations, major_cycles;
-  double search_noise, clean_threshold, threshold_reached;  // threshold_reached: 1, 0, or NaN without CLEAN
-  double residual_sigma, residual_peak, restored_peak_i, dynamic_range, read_s, image_s;
-  static constexpr int fields = 23;
-};
-static_assert(sizeof(ChannelQa) == ChannelQa::fields * sizeof(double));
-constexpr const char* qa_names[ChannelQa::fields] = {
-    "channel", "freq_hz", "rank", "visibilities", "flagged_fraction", "nonfinite_samples", "weight_sum",
-    "max_uv_wavelengths",
-    "beam_major_arcsec", "beam_minor_arcsec", "beam_pa_deg", "beam_theoretical", "iterations", "major_cycles",
-    "search_noise_jy",
-    "clean_threshold_jy", "threshold_reached", "residual_sigma_jy",
-    "residual_peak_jy", "restored_peak_i_jy", "dynamic_range", "read_s", "image_s"};
-
-std::string json_number(double value) {
-  if (!std::isfinite(value)) return "null";
-  std::ostringstream out;
-  out.precision(10);
-  out << value;
-  return out.str();
-}
-
-// One rank's stage times and the channels it imaged in this run, gathered to rank 0.
-struct RankTimes {
-  double read_s, image_s, restore_s, channels_imaged;
-  static constexpr int fields = 4;
-};
-static_assert(sizeof(RankTimes) == RankTimes::fields * sizeof(double));
-
-// Wall times of the stages that are not per channel or per rank, in seconds: what
-// `spip --plan --plan-rates` reads back as the rates of a similar job.
-struct RunTimes {
-  double setup_s = 0;     // FFT plans and grid corrections (rank 0)
-  double create_s = 0;    // rank 0 creating the channel cubes
-  double faraday_s = 0;   // the Faraday stage
-  double total_s = 0;
-  int faraday_depths = 0;
-};
-
-void write_qa_json(const std::string& path, const std::vector<double>& records, const Plan& plan,
-                   const std::vector<double>& rank_times, const fits::Beam& beam, const RunTimes& times) {
-  std::ostringstream out;
-  out << "{\n  \"spip_qa_version\": 1,\n";
-  out << "  \"run\": {\"ranks\": " << plan.blocks.size() << ", \"channels\": " << plan.chan_end - plan.chan_begin
-      << ", \"faraday_depths\": " << times.faraday_depths << ", \"image_pixels\": " << plan.geometry.pixels()
-      << ", \"grid_size\": " << plan.geometry.grid_size << ", \"setup_s\": " << json_number(times.setup_s)
-      << ", \"create_s\": " << json_number(times.create_s) << ", \"faraday_s\": " << json_number(times.faraday_s)
-      << ", \"total_s\": " << json_number(times.total_s) << "},\n";
-  out << "  \"restoring_beam\": {\"major_arcsec\": " << json_number(beam.major_rad * rad_to_arcsec)
-      << ", \"minor_arcsec\": " << json_number(beam.minor_rad * rad_to_arcsec)
-      << ", \"pa_deg\": " << json_number(beam.pa_rad * 180 / std::numbers::pi) << "},\n";
-  out << "  \"channels\": [\n";
-  const std::size_t count = records.size() / ChannelQa::fields;
-  for (std::size_t k = 0; k < count; ++k) {
-    out << "    {";
-    for (int f = 0; f < ChannelQa::fields; ++f)
-      out << (f ? ", " : "") << "\"" << qa_names[f] << "\": " << json_number(records[k * ChannelQa::fields + f]);
-    out << "}" << (k + 1 < count ? "," : "") << "\n";
-  }
-  out << "  ],\n  \"ranks\": [\n";
-  for (std::size_t r = 0; r < plan.blocks.size(); ++r)
-    out << "    {\"rank\": " << r << ", \"channel_begin\": " << plan.chan_begin + plan.blocks[r].begin
-        << ", \"channel_end\": " << plan.chan_begin + plan.blocks[r].end
-        << ", \"read_s\": " << json_number(rank_times[RankTimes::fields * r])
-        << ", \"image_s\": " << json_number(rank_times[RankTimes::fields * r + 1])
-        << ", \"restore_s\": " << json_number(rank_times[RankTimes::fields * r + 2])
-        << ", \"channels_imaged\": " << json_number(rank_times[RankTimes::fields * r + 3]) << "}"
-        << (r + 1 < plan.blocks.size() ? "," : "")
-        << "\n";
-  out << "  ]\n}\n";
-  write_text_atomically(path, out.str());
-}
-
 // Each imaged channel's restoring beam, from the QA records of every rank (a zero beam
 // where a channel was blanked), for cubes restored with image.common_beam = false.
-std::vector<fits::Beam> channel_beams(const std::vector<double>& records, const Plan& plan) {
+std::vector<fits::Beam> channel_beams(const std::vector<ChannelQa>& records, const Plan& plan) {
   std::vector<fits::Beam> beams(static_cast<std::size_t>(plan.chan_end - plan.chan_begin));
-  for (std::size_t k = 0; k + ChannelQa::fields <= records.size(); k += ChannelQa::fields) {
-    ChannelQa qa;
-    std::memcpy(&qa, &records[k], sizeof qa);
+  for (const ChannelQa& qa : records)
     beams.at(static_cast<std::size_t>(qa.channel - plan.chan_begin)) =
-        fits::Beam{qa.beam_major_arcsec / rad_to_arcsec, qa.beam_minor_arcsec / rad_to_arcsec, qa.beam_pa_deg / rad_to_deg};
-  }
+        fits::Beam{qa.beam.major_rad, qa.beam.minor_rad, qa.beam.pa_rad};
   return beams;
+}
+
+// Every rank's records on rank 0, in rank order (other ranks get {}).
+template <typename Record>
+std::vector<Record> gather_records(const std::vector<Record>& mine, const parallel::MpiContext& mpi) {
+  std::vector<Record> all;
+  for (const std::string& text : mpi.gather_text_to_root(nlohmann::ordered_json(mine).dump())) {
+    const std::vector<Record> theirs = nlohmann::ordered_json::parse(text).get<std::vector<Record>>();
+    all.insert(all.end(), theirs.begin(), theirs.end());
+  }
+  return all;
 }
 
 // The beam every channel is restored to (RM synthesis needs one resolution): image.beam
@@ -373,8 +303,8 @@ void restore_with_common_beam(const CubeSet& cubes, const Plan& plan, parallel::
       progress.mark_restored(absolute, peak);
       ++restored_here;
     }
-    channel_qa.restored_peak_i = peak;
-    channel_qa.dynamic_range = dynamic_range(peak, channel_qa.residual_sigma);
+    channel_qa.restored_peak_i_jy = peak;
+    channel_qa.dynamic_range = dynamic_range(peak, channel_qa.residual_sigma_jy);
   }
   stop.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine.size()) +
                           " channels are restored with the common beam, each with its marker");
@@ -405,7 +335,7 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   if (mpi.is_root()) mpi.barrier();
   const RowCoordinates coordinates(inputs_uvw_m(plan));
   imager.set_uvw(coordinates.uvw_m());
-  RunTimes times;
+  RunQa times;
   times.setup_s = setup_watch.seconds();
   log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
            fixed(times.setup_s, 2) + " s");
@@ -462,15 +392,13 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       continue;
     }
     // Its planes are in the partial cubes; its numbers are in its marker.
-    const std::vector<double> record = progress.record(plan.chan_begin + c);
-    std::memcpy(&qa[c - mine.begin], record.data(), sizeof(ChannelQa));
-    noise[c - mine.begin] = record[ChannelQa::fields];
-    if (record[ChannelQa::fields] >= 0)
-      beams.push_back({imaging::Beam{record[ChannelQa::fields + 1], record[ChannelQa::fields + 2],
-                                     record[ChannelQa::fields + 3]},
-                       qa[c - mine.begin].beam_theoretical > 0 ? imaging::BeamOrigin::theoretical
-                       : chosen                                ? imaging::BeamOrigin::chosen
-                                                               : imaging::BeamOrigin::fitted});
+    const auto marker = nlohmann::ordered_json::parse(progress.record(plan.chan_begin + c)).get<ChannelMarker>();
+    qa[c - mine.begin] = marker.qa;
+    noise[c - mine.begin] = marker.polarised_noise;
+    if (marker.polarised_noise >= 0)
+      beams.push_back({marker.qa.beam, marker.qa.beam_theoretical ? imaging::BeamOrigin::theoretical
+                                       : chosen                   ? imaging::BeamOrigin::chosen
+                                                                  : imaging::BeamOrigin::fitted});
   }
   const Stopwatch imaging_watch;
   std::string grid_summary = "no channel imaged here in this run";
@@ -495,10 +423,9 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
       channel_qa.rank = mpi.rank();
       channel_qa.flagged_fraction = 1.0;
       channel_qa.nonfinite_samples = data.nonfinite_samples;
-      channel_qa.search_noise = channel_qa.clean_threshold = channel_qa.threshold_reached = nan;
+      channel_qa.search_noise_jy = channel_qa.clean_threshold_jy = nan;
       noise[c - mine.begin] = -1.0;
-      std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
-      record.insert(record.end(), {-1.0, 0.0, 0.0, 0.0});  // noise < 0: blanked; no fitted beam
+      const std::string record = nlohmann::ordered_json(ChannelMarker{channel_qa, -1.0}).dump();
       writer.submit([&, c, record] { progress.mark_done(plan.chan_begin + c, record); });
       ++blanked;
       continue;
@@ -518,16 +445,26 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     const double peak_i = restored.empty() ? nan : *std::max_element(restored.begin(), restored.begin() + pixels);
     // Without CLEAN, or without a threshold to reach, there is nothing to report.
     const bool has_threshold = config.clean.niter > 0 && images.clean_threshold > 0;
-    channel_qa = ChannelQa{static_cast<double>(plan.chan_begin + c), data.freq_hz, static_cast<double>(mpi.rank()),
-                           data.visibilities, data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
-                           data.nonfinite_samples, data.weight_sum, data.max_uv, own.beam.major_rad * rad_to_arcsec,
-                           own.beam.minor_rad * rad_to_arcsec, own.beam.pa_rad * rad_to_deg, theoretical ? 1.0 : 0.0,
-                           static_cast<double>(images.iterations),
-                           static_cast<double>(images.major_cycles),
+    channel_qa = ChannelQa{plan.chan_begin + c,
+                           data.freq_hz,
+                           mpi.rank(),
+                           data.visibilities,
+                           data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
+                           data.nonfinite_samples,
+                           data.weight_sum,
+                           data.max_uv,
+                           own.beam,
+                           theoretical,
+                           images.iterations,
+                           images.major_cycles,
                            config.clean.auto_threshold > 0 ? images.search_noise : nan,
                            has_threshold ? images.clean_threshold : nan,
-                           has_threshold ? (images.threshold_reached ? 1.0 : 0.0) : nan, images.residual_sigma,
-                           images.residual_peak, peak_i, dynamic_range(peak_i, images.residual_sigma), data.wait_s,
+                           has_threshold ? std::optional<bool>(images.threshold_reached) : std::nullopt,
+                           images.residual_sigma,
+                           images.residual_peak,
+                           peak_i,
+                           dynamic_range(peak_i, images.residual_sigma),
+                           data.wait_s,
                            channel_watch.seconds()};
     if (has_threshold && !images.threshold_reached)
       log.info("channel " + std::to_string(plan.chan_begin + c) + ": CLEAN stopped at " +
@@ -544,16 +481,13 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                std::to_string(todo.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
                " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - handled) / rate, 1) + " s");
     }
-    std::vector<double> record(&channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
-    writer.submit([&, c, own, images = std::move(images), restored = std::move(restored),
-                   record = std::move(record)]() mutable {
+    writer.submit([&, c, channel_qa, images = std::move(images), restored = std::move(restored)] {
       write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual);
       if (!restored.empty()) write_restored(cubes, c, restored);
       const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                       deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
       noise[c - mine.begin] = pol_noise;
-      record.insert(record.end(), {pol_noise, own.beam.major_rad, own.beam.minor_rad, own.beam.pa_rad});
-      progress.mark_done(plan.chan_begin + c, record);
+      progress.mark_done(plan.chan_begin + c, nlohmann::ordered_json(ChannelMarker{channel_qa, pol_noise}).dump());
     });
   }
   feed.reset();
@@ -579,9 +513,6 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
   if (restore_later) restore_with_common_beam(cubes, plan, mine, beam, noise, progress, qa, stop, log);
   const double restore_s = restore_watch.seconds();
 
-  std::vector<double> records;
-  for (const ChannelQa& channel_qa : qa)
-    records.insert(records.end(), &channel_qa.channel, &channel_qa.channel + ChannelQa::fields);
   const ms::MsInfo& info = plan.readers.front().info();
   fits::ImageHeader faraday_base = cubes.base;
   faraday_base.beam = beam;
@@ -597,10 +528,11 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
                                       : std::array<std::string, 2>{}},
                     plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
 
-  const std::vector<double> all_records = mpi.gather_to_root(records);
-  const RankTimes mine_times{read_s, image_s, restore_s, static_cast<double>(todo.size())};
-  const std::vector<double> rank_times =
-      mpi.gather_to_root(std::vector<double>(&mine_times.read_s, &mine_times.read_s + RankTimes::fields));
+  const std::vector<ChannelQa> all_records = gather_records(qa, mpi);
+  const std::vector<RankQa> rank_times = gather_records(
+      std::vector<RankQa>{{mpi.rank(), plan.chan_begin + mine.begin, plan.chan_begin + mine.end, read_s, image_s,
+                           restore_s, static_cast<int>(todo.size())}},
+      mpi);
   mpi.barrier();
   Products products;
   std::vector<std::string> faraday_products;
@@ -621,8 +553,13 @@ Products run_planned(const Config& config, Plan& plan, const parallel::MpiContex
     products.paths = cubes.paths();
     products.paths.insert(products.paths.end(), faraday_products.begin(), faraday_products.end());
     const std::string qa_path = (fs::path(config.output.dir) / (config.output.prefix + "-qa.json")).string();
+    times.ranks = static_cast<int>(plan.blocks.size());
+    times.channels = plan.chan_end - plan.chan_begin;
+    times.image_pixels = static_cast<long long>(plan.geometry.pixels());
+    times.grid_size = plan.geometry.grid_size;
     times.total_s = total.seconds();
-    write_qa_json(qa_path, all_records, plan, rank_times, beam, times);
+    write_text_atomically(qa_path, qa_json_text(times, {beam.major_rad, beam.minor_rad, beam.pa_rad}, all_records,
+                                                rank_times));
     products.paths.push_back(qa_path);
   }
   log.root("done in " + fixed(total.seconds(), 3) + " s");

@@ -21,6 +21,7 @@
 #include "channel_imaging.hpp"
 #include "faraday_stage.hpp"
 #include "products.hpp"
+#include "qa.hpp"
 #include "run_claim.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/device.hpp"
@@ -129,12 +130,6 @@ std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers,
 std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_rank, const Log& log) {
   const Device requested = config.parallel.device;
   if (requested == Device::cpu) return std::nullopt;
-  if (config.clean.auto_mask > 0) {  // the GPU's minor cycles have no mask yet
-    if (requested == Device::gpu)
-      SPIP_THROW(ConfigError, "clean.auto_mask runs on the CPU backend only; set parallel.device = cpu or auto");
-    log.info("clean.auto_mask is set; using the CPU backend");
-    return std::nullopt;
-  }
   const cuda::DeviceProbe probe = cuda::probe_devices();
   if (probe.devices.empty()) {
     if (requested == Device::gpu)
@@ -402,20 +397,31 @@ imaging::WeightingScheme weighting_scheme(const Config& config) {
 
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
+// A previous run's QA as this version's typed records.
+struct PreviousQa {
+  RunQa run;
+  std::vector<ChannelQa> channels;
+  std::vector<RankQa> ranks;
+};
+
+PreviousQa read_qa(const std::string& path) {
   std::ifstream in(path);
   if (!in) SPIP_THROW(InputError, path + ": cannot open the previous run's qa.json");
+  nlohmann::ordered_json qa;
   try {
-    return nlohmann::json::parse(in);
+    qa = nlohmann::ordered_json::parse(in);
   } catch (const nlohmann::json::exception& e) {
     SPIP_THROW(InputError, path + ": not a spip qa.json: " + e.what());
   }
-}
-
-double number_in(const nlohmann::json& object, const char* key, const std::string& path) {
-  if (!object.contains(key) || !object[key].is_number())
-    SPIP_THROW(InputError, path + ": no number \"" + key + "\" (the qa.json of an older spip, which did not record them)");
-  return object[key].get<double>();
+  if (!qa.is_object() || qa.value("spip_qa_version", 0) != qa_version)
+    SPIP_THROW(InputError, path + ": not the qa.json of this spip (spip_qa_version " + std::to_string(qa_version) +
+                               "); run the few channels again to time them");
+  try {
+    return PreviousQa{qa.at("run").get<RunQa>(), qa.at("channels").get<std::vector<ChannelQa>>(),
+                      qa.at("ranks").get<std::vector<RankQa>>()};
+  } catch (const nlohmann::json::exception& e) {
+    SPIP_THROW(InputError, path + ": a record of this qa.json is incomplete: " + e.what());
+  }
 }
 
 // A channel at `freq_hz` with a 1 Jy point source at the phase centre and unit
@@ -536,32 +542,28 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
 }
 
 CostRates rates_from_qa(const std::string& path, const Config& config, const Plan& plan) {
-  const nlohmann::json qa = read_json(path);
-  if (!qa.contains("run"))
-    SPIP_THROW(InputError, path + ": no \"run\" timings (the qa.json of an older spip, which did not record them)");
-  const nlohmann::json& run = qa["run"];
+  const PreviousQa qa = read_qa(path);
   CostRates rates;
-  rates.setup_s = number_in(run, "setup_s", path);
-  rates.create_s = number_in(run, "create_s", path);
+  rates.setup_s = qa.run.setup_s;
+  rates.create_s = qa.run.create_s;
   double restore_s = 0, owned = 0, image_s = 0;
   int channels = 0;
-  for (const nlohmann::json& rank : qa.value("ranks", nlohmann::json::array())) {
-    restore_s += number_in(rank, "restore_s", path);
-    owned += number_in(rank, "channel_end", path) - number_in(rank, "channel_begin", path);
+  for (const RankQa& rank : qa.ranks) {
+    restore_s += rank.restore_s;
+    owned += rank.channel_end - rank.channel_begin;
   }
-  for (const nlohmann::json& channel : qa.value("channels", nlohmann::json::array()))
-    if (channel.contains("image_s") && channel["image_s"].is_number() && channel["image_s"].get<double>() > 0) {
-      image_s += channel["image_s"].get<double>();
+  for (const ChannelQa& channel : qa.channels)
+    if (channel.image_s > 0) {
+      image_s += channel.image_s;
       ++channels;
     }
   if (owned == 0 || channels == 0) SPIP_THROW(InputError, path + ": no imaged channel to take rates from");
   rates.restore_channel_s = restore_s / owned;
   rates.image_channel_s = image_s / channels;
-  const int previous_channels = static_cast<int>(number_in(run, "channels", path));
+  const int previous_channels = qa.run.channels;
   const int num_chan = plan.chan_end - plan.chan_begin;
   rates.create_s *= static_cast<double>(num_chan) / previous_channels;
-  rates.faraday_pixel_s = number_in(run, "faraday_s", path) * number_in(run, "ranks", path) /
-                          number_in(run, "image_pixels", path);
+  rates.faraday_pixel_s = qa.run.faraday_s * qa.run.ranks / static_cast<double>(qa.run.image_pixels);
   if (num_chan > previous_channels && previous_channels >= 2)
     rates.faraday_pixel_s +=
         faraday_seconds_per_pixel(config, plan.freq_hz) -
@@ -629,7 +631,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
       << fixed(rates.create_s, 2) << " s\n\n";
 
   const cuda::DeviceProbe probe = cuda::probe_devices();
-  const bool gpu = probe.backend_built && config.parallel.device != Device::cpu && config.clean.auto_mask == 0;
+  const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
   const double gpu_imaging =
       gpu ? static_cast<double>(
                 cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config)))

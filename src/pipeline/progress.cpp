@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "products.hpp"
+#include "qa.hpp"
 #include "spip/error.hpp"
 
 namespace spip::pipeline {
@@ -14,8 +15,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Written with the markers; a marker's record layout is that of this version.
-constexpr const char* marker_format = "spip progress markers 2";
+// Written with the markers: their records are ChannelMarkers of this QA version.
+const std::string marker_format = "spip progress markers, qa version " + std::to_string(qa_version);
 
 // Settings that do not change the products: how many threads, how long the allocation
 // is (a requeued job passes it anew), and paths that name the same inputs and folder
@@ -157,24 +158,15 @@ void ChannelProgress::start_fresh() const {
   fs::remove_all(dir_);
   fs::create_directories(dir_);
   write_text_atomically((fs::path(dir_) / "config.ini").string(), config_text_);
-  write_text_atomically((fs::path(dir_) / "inputs.txt").string(), std::string(marker_format) + "\n" + inputs_);
+  write_text_atomically((fs::path(dir_) / "inputs.txt").string(), marker_format + "\n" + inputs_);
 }
 
 bool ChannelProgress::done(int channel) const { return fs::exists(marker(channel)); }
 
-std::vector<double> ChannelProgress::record(int channel) const {
-  // stod reads the nan and inf that operator<< writes; operator>> does not.
-  std::istringstream in(read_text(marker(channel)));
-  std::vector<double> values;
-  for (std::string token; in >> token;) values.push_back(std::stod(token));
-  return values;
-}
+std::string ChannelProgress::record(int channel) const { return read_text(marker(channel)); }
 
-void ChannelProgress::mark_done(int channel, const std::vector<double>& record) const {
-  std::ostringstream out;
-  out.precision(17);
-  for (double v : record) out << v << "\n";
-  write_text_atomically(marker(channel), out.str());
+void ChannelProgress::mark_done(int channel, const std::string& record) const {
+  write_text_atomically(marker(channel), record + "\n");
 }
 
 bool ChannelProgress::restored(int channel) const { return fs::exists(restored_marker(channel)); }

@@ -33,9 +33,10 @@ class ChannelProgress {
   // Rank 0, for a fresh run: forget earlier markers and record what the run is made from.
   void start_fresh() const;
   bool done(int channel) const;
-  std::vector<double> record(int channel) const;
+  // The marker's text (a ChannelMarker's JSON, qa.hpp).
+  std::string record(int channel) const;
   // Written under a temporary name and renamed: a marker is either complete or absent.
-  void mark_done(int channel, const std::vector<double>& record) const;
+  void mark_done(int channel, const std::string& record) const;
   bool restored(int channel) const;
   double restored_peak(int channel) const;
   void mark_restored(int channel, double restored_peak) const;

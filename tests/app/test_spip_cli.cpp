@@ -238,6 +238,10 @@ TEST(SpipCli, GpuRequestWithoutAGpuIsAClearError) {
   const Outcome outcome = run_spip(base_args("gpu") + " --parallel.device gpu");
   if (outcome.exit_code == 0) GTEST_SKIP() << "a usable GPU is present";
   expect_one_line_error(outcome, 2, {"parallel.device = gpu", "no usable GPU"});
+  // The GPU backend masks and runs the sub-minor loop too: only the missing GPU is named.
+  const Outcome masked = run_spip(base_args("gpu_masked") +
+                                  " --parallel.device gpu --clean.auto_threshold 1 --clean.auto_mask 3 --clean.subminor true");
+  expect_one_line_error(masked, 2, {"parallel.device = gpu", "no usable GPU"});
 }
 
 TEST(SpipCli, AutoDeviceFallsBackToCpuAndSaysSo) {

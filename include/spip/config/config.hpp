@@ -50,7 +50,7 @@ struct CleanConfig {
   double auto_mask = 0.0;             // clean unmasked to this many sigma, then in the components' mask; 0: off
   PeakSearch peak = PeakSearch::full_stokes;
   int max_major = 20;                 // major-cycle limit
-  bool subminor = true;               // sub-minor loop over the pixels above the cycle's stop (CPU)
+  bool subminor = true;               // sub-minor loop over the pixels above the cycle's stop
 };
 
 // The Faraday depth cubes spip can write, FDF {real, imag, amp} x {dirty, clean}, as

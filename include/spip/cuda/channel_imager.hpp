@@ -1,8 +1,9 @@
 #pragma once
-// The GPU peer of imaging::ChannelImager and deconv::image_channel: one channel's
-// dirty images, PSF and Cotton-Schwab CLEAN on one device, with the same stages, the
-// same shared per-element math (gridding_math.hpp, clean_math.hpp, w_layout.hpp) and
-// the same products. No CUDA types cross this header.
+// The GPU peer of imaging::ChannelImager and deconv::HostCleanBackend: one channel's
+// dirty images, PSF and CLEAN primitives on one device, driven by the same major-cycle
+// driver (deconv::clean_channel), with the same shared per-element math
+// (gridding_math.hpp, clean_math.hpp, w_layout.hpp) and the same products. No CUDA
+// types cross this header.
 //
 // Streams: channels are uploaded on an upload stream into one of two buffer sets
 // (staging_area() and upload(), from pinned host memory) while the current channel is
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "spip/config/config.hpp"
-#include "spip/deconv/clean.hpp"
+#include "spip/deconv/major_cycle.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
 
@@ -80,8 +81,9 @@ class ChannelImager {
 
   double weight_sum(int stokes) const;
   int num_w_planes() const;
-  // As deconv::image_channel, for the current channel.
-  deconv::ChannelImages image_channel(const CleanConfig& clean);
+  // The CLEAN backend on the current channel, for deconv::clean_channel(): its images
+  // stay on the device until fetch(); only the noise estimate reads them back.
+  std::unique_ptr<deconv::CleanBackend> clean_backend();
 
   TransferStats transfer_stats() const;
   // For the benchmark: the kernels on the current channel.
@@ -89,6 +91,7 @@ class ChannelImager {
 
  private:
   struct Impl;
+  class DeviceBackend;
   std::unique_ptr<Impl> impl_;
 };
 

@@ -57,15 +57,7 @@ struct ChannelImages {
   double residual_peak = 0;    // largest |residual| over the Stokes planes
 };
 
-// Dirty images and PSF, then (niter > 0) major cycles: minor cycles (sub-minor ones
-// when clean.subminor) down to
-// max(threshold, auto_threshold * search_noise, (1 - mgain) * the cycle's starting
-// peak), model visibilities predicted and subtracted, residual re-imaged; the noise is
-// estimated again on each cycle's residual, as Radler does. With clean.auto_mask, the
-// cycles first clean everywhere down to auto_mask sigma; the pixels holding components
-// then become the mask, and the cycles go on inside it down to auto_threshold sigma.
-// Not restored: the restoring beam may be the job's common one, known only once every
-// channel has its fitted beam (restore_channel).
+// clean_channel() (major_cycle.hpp) with the CPU backend on a channel's visibilities.
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
                             const CleanConfig& clean);
 
@@ -74,7 +66,7 @@ ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vec
 // none run (`run` false) when start is not above the floor. A cycle that cleans down
 // to the floor itself is the last: its residual is re-imaged once and CLEAN stops, as
 // WSClean does, instead of paying a whole major cycle for the few pixels that the
-// exact residual lifts back over the floor. Both backends use this.
+// exact residual lifts back over the floor.
 struct MinorCycleLimits {
   bool run = false;
   double stop = 0;
@@ -83,7 +75,7 @@ struct MinorCycleLimits {
 };
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start);
 
-// The tail both backends share: the residual's Stokes I sigma and its peak.
+// The residual's Stokes I sigma and its peak, once CLEAN is done.
 void set_residual_statistics(ChannelImages& out);
 
 // restored = residual + model convolved with `beam`, for the Stokes planes [4][N*N].

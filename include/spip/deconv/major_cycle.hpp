@@ -1,0 +1,83 @@
+#pragma once
+// One Cotton-Schwab major-cycle driver for every backend (Radler's shape): the driver
+// owns the loop, the thresholds, clean.auto_mask's two stages, the stopping reasons and
+// the statistics; a backend supplies the imaging and minor-cycle primitives on images
+// it keeps where it computes them (host memory, or a GPU's).
+#include <complex>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/deconv/clean.hpp"
+#include "spip/imaging/geometry.hpp"
+
+namespace spip::deconv {
+
+// One major cycle's minor cycles: down to `stop_level` or `max_iterations`.
+struct MinorCycleStep {
+  PeakSearch search = PeakSearch::stokes_i;
+  double gain = 0.1;
+  double stop_level = 0;
+  int max_iterations = 0;
+  bool subminor = false;  // the sub-minor loop (subminor_hogbom) rather than plain Hogbom
+};
+
+class CleanBackend {
+ public:
+  virtual ~CleanBackend() = default;
+  // Images the current channel: dirty images (the residual starts as them), the model
+  // at zero, and the PSF, returned to the host for the beam fit.
+  virtual std::vector<float> invert() = 0;
+  // The residual's peak-search value, only where the mask allows once one is set.
+  virtual double peak(PeakSearch search) = 0;
+  // The noise of the residual's peak-search quantity (search_noise()).
+  virtual double noise(PeakSearch search) = 0;
+  // Minor cycles on the residual within the mask, adding components to the model;
+  // returns the iterations done.
+  virtual int minor_cycles(const MinorCycleStep& step) = 0;
+  // Predicts the model's visibilities, subtracts them and images the residual again.
+  virtual void subtract_model() = 0;
+  // clean.auto_mask: from now on search only the pixels that hold a component.
+  virtual void mask_model_pixels() = 0;
+  // The dirty, model and residual images, to the host.
+  virtual void fetch(ChannelImages& out) = 0;
+};
+
+class PsfConvolution;
+
+// The CPU backend: imaging::ChannelImager and the host's minor cycles (hogbom(),
+// subminor_hogbom()) on one channel's visibilities, which must outlive it.
+class HostCleanBackend final : public CleanBackend {
+ public:
+  HostCleanBackend(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis);
+  ~HostCleanBackend() override;
+  std::vector<float> invert() override;
+  double peak(PeakSearch search) override;
+  double noise(PeakSearch search) override;
+  int minor_cycles(const MinorCycleStep& step) override;
+  void subtract_model() override;
+  void mask_model_pixels() override;
+  void fetch(ChannelImages& out) override;
+
+ private:
+  const imaging::ChannelImager& imager_;
+  const std::vector<std::complex<float>>& vis_;
+  std::vector<float> dirty_, psf_, model_, residual_;
+  std::vector<std::uint8_t> mask_;  // empty: no mask
+  std::vector<std::complex<float>> residual_vis_;
+  std::unique_ptr<PsfConvolution> convolution_;  // the sub-minor loop's, made on first need
+};
+
+// Dirty images and PSF, then (clean.niter > 0) major cycles: minor cycles (sub-minor ones
+// when clean.subminor) down to max(threshold, auto_threshold * search noise,
+// (1 - mgain) * the cycle's starting peak), the model predicted and subtracted, the
+// residual imaged again; the noise is estimated again on each cycle's residual, as
+// Radler does. With clean.auto_mask the cycles first clean everywhere down to
+// auto_mask sigma; the pixels holding components then become the mask, and the cycles
+// go on inside it down to auto_threshold sigma. CLEAN stops when the peak is at the
+// threshold (threshold_reached), at clean.niter or clean.max_major (not reached), or
+// when a cycle finds nothing to clean. Not restored (restore_channel).
+ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, const imaging::ImageGeometry& geometry);
+
+}  // namespace spip::deconv

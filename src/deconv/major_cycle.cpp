@@ -1,0 +1,46 @@
+#include "spip/deconv/major_cycle.hpp"
+
+namespace spip::deconv {
+
+ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, const imaging::ImageGeometry& geometry) {
+  ChannelImages out;
+  out.psf = backend.invert();
+  out.fitted_beam = imaging::fit_beam(out.psf.data(), geometry);
+  bool masked = false;  // clean.auto_mask's second stage
+  while (clean.niter > 0) {
+    const bool finding_mask = clean.auto_mask > 0 && !masked;
+    CleanConfig stage = clean;
+    if (finding_mask) stage.auto_threshold = clean.auto_mask;
+    const double sigma = clean.auto_threshold > 0 ? backend.noise(clean.peak) : 0.0;
+    const MinorCycleLimits limits = minor_cycle_limits(stage, sigma, backend.peak(clean.peak));
+    out.search_noise = sigma;
+    out.clean_threshold = limits.floor;
+    out.threshold_reached = !limits.run;
+    if (finding_mask && !limits.run) {
+      backend.mask_model_pixels();
+      masked = true;
+      continue;
+    }
+    if (!limits.run || out.major_cycles == clean.max_major || out.iterations >= clean.niter) break;
+    const int iterations = backend.minor_cycles(
+        MinorCycleStep{clean.peak, clean.gain, limits.stop, clean.niter - out.iterations, clean.subminor});
+    out.iterations += iterations;
+    ++out.major_cycles;
+    backend.subtract_model();
+    if (iterations == 0) break;
+    if (limits.final_cycle && out.iterations < clean.niter) {
+      if (finding_mask) {
+        backend.mask_model_pixels();
+        masked = true;
+        continue;
+      }
+      out.threshold_reached = true;
+      break;
+    }
+  }
+  backend.fetch(out);
+  set_residual_statistics(out);
+  return out;
+}
+
+}  // namespace spip::deconv

@@ -1,0 +1,72 @@
+#pragma once
+// What a run records of each channel, each rank and itself, as typed records that
+// qa.json, the progress markers and the gather to rank 0 all serialise through
+// nlohmann-json. NaN (a number that does not apply) is null in JSON.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "spip/imaging/beam.hpp"
+
+namespace spip::pipeline {
+
+// The records' layout; progress markers of another version are not resumed from.
+inline constexpr int qa_version = 2;
+
+struct ChannelQa {
+  int channel = 0;
+  double freq_hz = 0;
+  int rank = 0;
+  double visibilities = 0, flagged_fraction = 0;
+  double nonfinite_samples = 0;  // NaN or Inf correlation samples, treated as flagged
+  double weight_sum = 0, max_uv_wavelengths = 0;
+  imaging::Beam beam;            // the channel's own restoring beam
+  bool beam_theoretical = false; // the theoretical beam stood in for a fit that was not a beam
+  int iterations = 0, major_cycles = 0;
+  double search_noise_jy = 0, clean_threshold_jy = 0;  // NaN where they do not apply
+  std::optional<bool> threshold_reached;               // none without CLEAN or a threshold
+  double residual_sigma_jy = 0, residual_peak_jy = 0, restored_peak_i_jy = 0, dynamic_range = 0;
+  double read_s = 0, image_s = 0;
+};
+void to_json(nlohmann::ordered_json& out, const ChannelQa& qa);
+void from_json(const nlohmann::ordered_json& in, ChannelQa& qa);
+
+// A channel's progress marker: its QA and what the later stages need of it.
+struct ChannelMarker {
+  ChannelQa qa;
+  double polarised_noise = -1;  // < 0: blanked
+};
+void to_json(nlohmann::ordered_json& out, const ChannelMarker& marker);
+void from_json(const nlohmann::ordered_json& in, ChannelMarker& marker);
+
+// One rank's block and stage times in this run.
+struct RankQa {
+  int rank = 0, channel_begin = 0, channel_end = 0;
+  double read_s = 0, image_s = 0, restore_s = 0;
+  int channels_imaged = 0;  // in this run: a resumed run skips finished ones
+};
+void to_json(nlohmann::ordered_json& out, const RankQa& qa);
+void from_json(const nlohmann::ordered_json& in, RankQa& qa);
+
+// The run's size and the wall times that are not per channel or per rank, in seconds:
+// what `spip --plan --plan-rates` reads back as the rates of a similar job.
+struct RunQa {
+  int ranks = 0, channels = 0, faraday_depths = 0;
+  long long image_pixels = 0;
+  int grid_size = 0;
+  double setup_s = 0;    // FFT plans and grid corrections (rank 0)
+  double create_s = 0;   // rank 0 creating the channel cubes
+  double faraday_s = 0;  // the Faraday stage
+  double total_s = 0;
+};
+void to_json(nlohmann::ordered_json& out, const RunQa& qa);
+void from_json(const nlohmann::ordered_json& in, RunQa& qa);
+
+// PREFIX-qa.json's text: the run, the common restoring beam, one line per channel and
+// per rank.
+std::string qa_json_text(const RunQa& run, const imaging::Beam& restoring_beam, const std::vector<ChannelQa>& channels,
+                         const std::vector<RankQa>& ranks);
+
+}  // namespace spip::pipeline

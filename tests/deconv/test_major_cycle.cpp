@@ -1,0 +1,218 @@
+// The one major-cycle driver (deconv::clean_channel) over the CPU backend, with a spy
+// that records what the driver asked of it: every reason CLEAN stops for, and the two
+// stages of clean.auto_mask. The visibilities are predicted from known point sources on
+// a random uv coverage, with noise where the noise-based thresholds need it.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <complex>
+#include <memory>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "spip/deconv/major_cycle.hpp"
+#include "spip/imaging/channel_imager.hpp"
+
+using namespace spip;
+
+namespace {
+
+constexpr int n = 128;
+const imaging::ImageGeometry geometry = imaging::ImageGeometry::make(n, 30.0 / 206264.806, 1.2);
+
+// The CPU backend, with a record of the calls.
+class Spy final : public deconv::CleanBackend {
+ public:
+  Spy(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis) : host_(imager, vis) {}
+  std::vector<float> invert() override { return host_.invert(); }
+  double peak(PeakSearch search) override { return host_.peak(search); }
+  double noise(PeakSearch search) override { return host_.noise(search); }
+  int minor_cycles(const deconv::MinorCycleStep& step) override {
+    steps.push_back(step);
+    return host_.minor_cycles(step);
+  }
+  void subtract_model() override {
+    ++subtractions;
+    host_.subtract_model();
+  }
+  void mask_model_pixels() override {
+    host_.mask_model_pixels();
+    mask_after_cycle = static_cast<int>(steps.size());
+  }
+  void fetch(deconv::ChannelImages& out) override { host_.fetch(out); }
+
+  std::vector<deconv::MinorCycleStep> steps;
+  int subtractions = 0;
+  int mask_after_cycle = -1;  // how many minor cycles ran before the mask was made
+
+ private:
+  deconv::HostCleanBackend host_;
+};
+
+// Two point sources (I, and a polarised one in Q and U) and Gaussian noise of `sigma`
+// Jy per visibility, on 3000 random baselines within 2 km at 150 MHz.
+struct Channel {
+  imaging::ChannelImager imager{geometry, 1e-5, false};
+  std::vector<std::complex<float>> vis;
+  explicit Channel(double sigma) {
+    std::mt19937 rng(11);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    std::normal_distribution<float> noise(0.0f, static_cast<float>(sigma));
+    const std::size_t rows = 3000;
+    std::vector<double> uvw;
+    while (uvw.size() < 3 * rows) {
+      const double u = uniform(rng), v = uniform(rng);
+      if (u * u + v * v > 1) continue;
+      uvw.insert(uvw.end(), {u * 1000.0, v * 1000.0, 0.0});  // wavelengths
+    }
+    imager.set_data(uvw, std::vector<float>(4 * rows, 1.0f));
+    std::vector<float> model(4 * geometry.pixels(), 0.0f);
+    model[40 * n + 50] = 2.0f;                                  // I
+    model[geometry.pixels() + 80 * n + 70] = 0.6f;              // Q
+    model[2 * geometry.pixels() + 80 * n + 70] = -0.4f;         // U
+    vis.resize(4 * rows);
+    imager.predict(model.data(), vis.data());
+    if (sigma > 0)
+      for (auto& v : vis) v += std::complex<float>(noise(rng), noise(rng));
+  }
+};
+
+// The driver over a new spy, which stays for the test to read until the next call.
+deconv::ChannelImages clean(Channel& channel, const CleanConfig& config, Spy*& spy_out) {
+  static std::unique_ptr<Spy> spy;
+  spy = std::make_unique<Spy>(channel.imager, channel.vis);
+  spy_out = spy.get();
+  return deconv::clean_channel(*spy, config, geometry);
+}
+
+std::set<std::size_t> model_pixels(const deconv::ChannelImages& images) {
+  std::set<std::size_t> pixels;
+  for (std::size_t k = 0; k < images.model.size(); ++k)
+    if (images.model[k] != 0) pixels.insert(k % geometry.pixels());
+  return pixels;
+}
+
+CleanConfig deep(double threshold) {
+  CleanConfig config;
+  config.niter = 100000;
+  config.threshold_jy = threshold;
+  config.max_major = 50;
+  return config;
+}
+
+}  // namespace
+
+TEST(MajorCycle, WithoutIterationsGivesTheDirtyImagesOnly) {
+  Channel channel(0.0);
+  Spy* spy = nullptr;
+  const deconv::ChannelImages images = clean(channel, CleanConfig{}, spy);
+  EXPECT_TRUE(spy->steps.empty());
+  EXPECT_EQ(spy->subtractions, 0);
+  EXPECT_EQ(images.residual, images.dirty);
+  EXPECT_TRUE(std::all_of(images.model.begin(), images.model.end(), [](float v) { return v == 0; }));
+  EXPECT_NEAR(*std::max_element(images.dirty.begin(), images.dirty.begin() + geometry.pixels()), 2.0, 0.01);
+}
+
+// The usual end: a cycle that cleans down to the threshold itself is the last; its
+// residual is imaged once more, and the threshold counts as reached.
+TEST(MajorCycle, StopsAfterTheCycleThatReachesTheThreshold) {
+  Channel channel(0.0);
+  Spy* spy = nullptr;
+  const deconv::ChannelImages images = clean(channel, deep(0.01), spy);
+  ASSERT_FALSE(spy->steps.empty());
+  EXPECT_TRUE(images.threshold_reached);
+  EXPECT_EQ(images.major_cycles, static_cast<int>(spy->steps.size()));
+  EXPECT_EQ(spy->subtractions, images.major_cycles) << "each cycle's residual is imaged again";
+  EXPECT_DOUBLE_EQ(spy->steps.back().stop_level, 0.01) << "the last cycle cleans to the threshold";
+  for (std::size_t k = 0; k + 1 < spy->steps.size(); ++k)
+    EXPECT_GT(spy->steps[k].stop_level, 0.01) << "earlier cycles stop at (1 - mgain) of their peak";
+  EXPECT_DOUBLE_EQ(images.clean_threshold, 0.01);
+  double model_i = 0;
+  for (std::size_t p = 0; p < geometry.pixels(); ++p) model_i += images.model[p];
+  EXPECT_NEAR(model_i, 2.0, 0.02);
+  EXPECT_TRUE(spy->steps.front().subminor);
+}
+
+TEST(MajorCycle, StopsAtTheIterationLimitWithoutReachingTheThreshold) {
+  Channel channel(0.0);
+  Spy* spy = nullptr;
+  CleanConfig config = deep(0.001);
+  config.niter = 7;
+  const deconv::ChannelImages images = clean(channel, config, spy);
+  EXPECT_EQ(images.iterations, 7);
+  EXPECT_FALSE(images.threshold_reached);
+}
+
+TEST(MajorCycle, StopsAtTheMajorCycleLimitWithoutReachingTheThreshold) {
+  Channel channel(0.0);
+  Spy* spy = nullptr;
+  CleanConfig config = deep(0.001);
+  config.max_major = 2;
+  config.subminor = false;
+  const deconv::ChannelImages images = clean(channel, config, spy);
+  EXPECT_EQ(images.major_cycles, 2);
+  EXPECT_EQ(spy->steps.size(), 2u);
+  EXPECT_FALSE(spy->steps.front().subminor);
+  EXPECT_FALSE(images.threshold_reached);
+}
+
+TEST(MajorCycle, RunsNoCycleWhenNothingIsAboveTheThreshold) {
+  Channel channel(0.0);
+  Spy* spy = nullptr;
+  const deconv::ChannelImages images = clean(channel, deep(5.0), spy);
+  EXPECT_TRUE(spy->steps.empty());
+  EXPECT_EQ(images.major_cycles, 0);
+  EXPECT_TRUE(images.threshold_reached);
+}
+
+// mgain = 0 puts each cycle's stop at its starting peak: the minor cycles find nothing,
+// and CLEAN stops after that cycle instead of looping.
+TEST(MajorCycle, StopsWhenACycleFindsNothing) {
+  Channel channel(0.0);
+  Spy* spy = nullptr;
+  CleanConfig config = deep(0.001);
+  config.mgain = 0.0;
+  const deconv::ChannelImages images = clean(channel, config, spy);
+  EXPECT_EQ(images.major_cycles, 1);
+  EXPECT_EQ(images.iterations, 0);
+  EXPECT_FALSE(images.threshold_reached);
+}
+
+TEST(MajorCycle, AutoThresholdFollowsTheNoiseOfEachResidual) {
+  Channel channel(1.0);
+  Spy* spy = nullptr;
+  CleanConfig config = deep(0.0);
+  config.auto_threshold = 5;
+  const deconv::ChannelImages images = clean(channel, config, spy);
+  EXPECT_TRUE(images.threshold_reached);
+  EXPECT_GT(images.search_noise, 0);
+  EXPECT_NEAR(images.clean_threshold, 5 * images.search_noise, 1e-12);
+}
+
+// clean.auto_mask: the first stage cleans everywhere to auto_mask sigma; the pixels
+// that then hold components are the mask, and the second stage goes deeper only there.
+TEST(MajorCycle, AutoMaskCleansDeeperOnlyWhereTheFirstStageFoundComponents) {
+  Channel channel(1.0);
+  Spy* spy = nullptr;
+  CleanConfig first = deep(0.0);
+  first.auto_threshold = 6;  // the first stage alone
+  const std::set<std::size_t> found = model_pixels(clean(channel, first, spy));
+  ASSERT_FALSE(found.empty());
+
+  CleanConfig masked = deep(0.0);
+  masked.auto_mask = 6;
+  masked.auto_threshold = 1;
+  const deconv::ChannelImages images = clean(channel, masked, spy);
+  ASSERT_GE(spy->mask_after_cycle, 1) << "the mask is made from the first stage's components";
+  EXPECT_GT(static_cast<int>(spy->steps.size()), spy->mask_after_cycle) << "and cleaned in";
+  EXPECT_EQ(model_pixels(images), found) << "the second stage adds components only inside the mask";
+  EXPECT_NEAR(images.clean_threshold, images.search_noise, 1e-12) << "down to auto_threshold sigma";
+  EXPECT_TRUE(images.threshold_reached);
+
+  CleanConfig unmasked = deep(0.0);
+  unmasked.auto_threshold = 1;
+  EXPECT_GT(model_pixels(clean(channel, unmasked, spy)).size(), 2 * found.size())
+      << "without the mask, the same depth takes components from the noise";
+}
