@@ -256,71 +256,101 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   const std::vector<double> noise = mpi.gather_to_all(channel_noise);
   std::vector<double> weight;
   for (double sigma : noise) weight.push_back(channel_weight(sigma));
-  const int usable = static_cast<int>(std::count_if(weight.begin(), weight.end(), [](double w) { return w > 0; }));
+  const std::optional<Synthesis> synthesis = plan_synthesis(weight, noise, log);
+  const std::vector<std::string> moments = moment_paths();
+  if (mpi.is_root()) create_products(moments, synthesis ? &*synthesis : nullptr);
+  mpi.barrier();
+  synthesise_slab(weight, synthesis ? &*synthesis : nullptr, mpi, log, stop, watch);
+  // Also the barrier before rank 0 commits what every rank wrote.
+  stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
+                          "makes them again");
+  if (!mpi.is_root()) return {};
+  std::vector<std::string> written = commit_products(moments, synthesis ? &*synthesis : nullptr);
+  if (!synthesis) return written;
+  for (const std::string& file : write_rmsf(*synthesis)) written.push_back(file);
+  if (config_.catalogue.threshold > 0) {
+    const CatalogueInputs inputs{synthesis->map_paths, moment_path(stokes_i, 0), synthesis->fracpol_path,
+                                 synthesis->settings.fwhm};
+    for (const std::string& file :
+         write_catalogue(config_, base_, inputs, path("catalogue"), path("catalogue", ".csv"), log))
+      written.push_back(file);
+  }
+  return written;
+}
 
-  std::vector<std::string> moment_paths;
+std::vector<std::string> FaradayStage::moment_paths() const {
+  std::vector<std::string> paths;
   for (int quantity = 0; quantity < static_cast<int>(std::size(quantity_names)); ++quantity)
     for (int moment = 0; moment < static_cast<int>(std::size(moment_names)); ++moment)
-      moment_paths.push_back(moment_path(quantity, moment));
+      paths.push_back(moment_path(quantity, moment));
+  return paths;
+}
 
-  std::optional<Synthesis> synthesis;
+// The Faraday depth axis, the RMSF and RM-CLEAN's settings from the channels' weights
+// and noise; none with fewer than two usable channels.
+std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::vector<double>& weight,
+                                                                    const std::vector<double>& noise,
+                                                                    const Log& log) const {
+  const int usable = static_cast<int>(std::count_if(weight.begin(), weight.end(), [](double w) { return w > 0; }));
   if (usable < 2) {
     log.root("RM synthesis needs at least two imaged channels (" + std::to_string(usable) + " here); skipped");
-  } else {
-    synthesis.emplace();
-    Synthesis& s = *synthesis;
-    s.setup = faraday::make_setup(freq_hz_, weight, config_.faraday);
-    double weight_sum = 0, noise_sum = 0;
-    for (std::size_t c = 0; c < weight.size(); ++c) {
-      weight_sum += weight[c];
-      if (weight[c] > 0) noise_sum += weight[c] * weight[c] * noise[c] * noise[c];
-    }
-    const double sigma = std::sqrt(noise_sum) / weight_sum;  // of the FDF
-    const FaradayConfig& f = config_.faraday;
-    s.settings = faraday::spectrum_settings(s.setup, sigma,
-                                            {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
-    s.a = faraday::synthesis_matrix(s.setup, s.setup.axis);
-    s.rmsf_double = faraday::rmsf_for_clean(s.setup);
-    for (const std::string& name : config_.faraday.cubes) {
-      s.cubes.push_back(cube_choice(name));
-      s.cube_paths.push_back(path(s.cubes.back().file));
-    }
-    for (const char* name : map_names) s.map_paths.push_back(path(name));
-    if (config_.faraday.fractional) {
-      const double nu0 = speed_of_light / std::sqrt(s.setup.lambda0_sq);
-      for (double nu : freq_hz_) s.log_nu_ratio.push_back(std::log(nu / nu0));
-      s.fracpol_path = path("peak-fracpol");
-      log.root("faraday.fractional: Q and U divided by each pixel's Stokes I power law, PI at nu0 = " +
-               fixed(nu0 / 1e6, 3) + " MHz");
-    }
-    const faraday::FaradayAxis& axis = s.setup.axis;
-    const double phi_max = -axis.phi_first;
-    log.root("RM synthesis: lambda0^2 = " + fixed(s.setup.lambda0_sq, 4) + " m^2, RMSF FWHM " +
-             fixed(s.settings.fwhm, 3) + " rad/m^2, " + std::to_string(axis.count) + " depths of " +
-             fixed(axis.dphi, 3) + " to +-" + fixed(phi_max, 1) + " rad/m^2");
-    // What was asked for, not the axis's end, which may lie up to half a step beyond it:
-    // the default on a band such as OVRO-LWA's is the limit itself.
-    if (s.setup.phi_max > s.setup.phi_max_unsmeared)
-      log.root("warning: faraday.phi_max " + fixed(s.setup.phi_max, 1) + " exceeds sqrt(3)/dlambda^2_max = " +
-               fixed(s.setup.phi_max_unsmeared, 1) + " rad/m^2; real data would be bandwidth-depolarised there");
+    return std::nullopt;
   }
-
-  // Rank 0 creates every product as a partial file; each rank writes its rows.
-  if (mpi.is_root()) {
-    for (std::size_t k = 0; k < moment_paths.size(); ++k)  // mean and std in Jy/beam; skew, kurt dimensionless
-      fits::CubeFile::create(moment_paths[k], plain_image(base_, k % std::size(moment_names) < 2 ? "Jy/beam" : ""));
-    if (synthesis) {
-      const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
-      for (const std::string& cube : synthesis->cube_paths) fits::CubeFile::create(cube, fdf);
-      const double lambda0_sq = synthesis->setup.lambda0_sq;
-      for (int m = 0; m < faraday::pixel_map_count; ++m)
-        fits::CubeFile::create(synthesis->map_paths[m], faraday_map(base_, map_units[m], lambda0_sq));
-      if (!synthesis->fracpol_path.empty())
-        fits::CubeFile::create(synthesis->fracpol_path, faraday_map(base_, "", lambda0_sq));
-    }
+  Synthesis s;
+  s.setup = faraday::make_setup(freq_hz_, weight, config_.faraday);
+  double weight_sum = 0, noise_sum = 0;
+  for (std::size_t c = 0; c < weight.size(); ++c) {
+    weight_sum += weight[c];
+    if (weight[c] > 0) noise_sum += weight[c] * weight[c] * noise[c] * noise[c];
   }
-  mpi.barrier();
+  const double sigma = std::sqrt(noise_sum) / weight_sum;  // of the FDF
+  const FaradayConfig& f = config_.faraday;
+  s.settings = faraday::spectrum_settings(s.setup, sigma,
+                                          {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
+  s.a = faraday::synthesis_matrix(s.setup, s.setup.axis);
+  s.rmsf_double = faraday::rmsf_for_clean(s.setup);
+  for (const std::string& name : config_.faraday.cubes) {
+    s.cubes.push_back(cube_choice(name));
+    s.cube_paths.push_back(path(s.cubes.back().file));
+  }
+  for (const char* name : map_names) s.map_paths.push_back(path(name));
+  if (config_.faraday.fractional) {
+    const double nu0 = speed_of_light / std::sqrt(s.setup.lambda0_sq);
+    for (double nu : freq_hz_) s.log_nu_ratio.push_back(std::log(nu / nu0));
+    s.fracpol_path = path("peak-fracpol");
+    log.root("faraday.fractional: Q and U divided by each pixel's Stokes I power law, PI at nu0 = " +
+             fixed(nu0 / 1e6, 3) + " MHz");
+  }
+  const faraday::FaradayAxis& axis = s.setup.axis;
+  log.root("RM synthesis: lambda0^2 = " + fixed(s.setup.lambda0_sq, 4) + " m^2, RMSF FWHM " +
+           fixed(s.settings.fwhm, 3) + " rad/m^2, " + std::to_string(axis.count) + " depths of " +
+           fixed(axis.dphi, 3) + " to +-" + fixed(-axis.phi_first, 1) + " rad/m^2");
+  // What was asked for, not the axis's end, which may lie up to half a step beyond it:
+  // the default on a band such as OVRO-LWA's is the limit itself.
+  if (s.setup.phi_max > s.setup.phi_max_unsmeared)
+    log.root("warning: faraday.phi_max " + fixed(s.setup.phi_max, 1) + " exceeds sqrt(3)/dlambda^2_max = " +
+             fixed(s.setup.phi_max_unsmeared, 1) + " rad/m^2; real data would be bandwidth-depolarised there");
+  return s;
+}
 
+// Rank 0 creates every product as a partial file; each rank then writes its rows.
+void FaradayStage::create_products(const std::vector<std::string>& moments, const Synthesis* synthesis) const {
+  for (std::size_t k = 0; k < moments.size(); ++k)  // mean and std in Jy/beam; skew, kurt dimensionless
+    fits::CubeFile::create(moments[k], plain_image(base_, k % std::size(moment_names) < 2 ? "Jy/beam" : ""));
+  if (!synthesis) return;
+  const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
+  for (const std::string& cube : synthesis->cube_paths) fits::CubeFile::create(cube, fdf);
+  const double lambda0_sq = synthesis->setup.lambda0_sq;
+  for (int m = 0; m < faraday::pixel_map_count; ++m)
+    fits::CubeFile::create(synthesis->map_paths[m], faraday_map(base_, map_units[m], lambda0_sq));
+  if (!synthesis->fracpol_path.empty())
+    fits::CubeFile::create(synthesis->fracpol_path, faraday_map(base_, "", lambda0_sq));
+}
+
+// This rank's slab of image rows, a row group at a time, until done or asked to stop.
+void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synthesis* synthesis,
+                                   const parallel::MpiContext& mpi, const Log& log, StopRequest& stop,
+                                   const Stopwatch& watch) {
   const auto [y0, y1] = slab_rows(mpi.rank(), mpi.size(), base_.ny);
   const int num_phi = synthesis ? synthesis->setup.axis.count : 0;
   depths_ = num_phi;
@@ -330,60 +360,52 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   long long iterations = 0;
   int groups = 0;
   for (int row = y0; row < y1 && !stop.requested(); row += group_rows, ++groups)
-    process_rows(row, std::min(group_rows, y1 - row), weight, synthesis ? &*synthesis : nullptr, iterations);
+    process_rows(row, std::min(group_rows, y1 - row), weight, synthesis, iterations);
   log.info("Faraday slab rows [" + std::to_string(y0) + ", " + std::to_string(y1) + ") in " + std::to_string(groups) +
            " group(s) of up to " + std::to_string(group_rows) + " rows (" + fixed(group_rows * row_bytes / 1e6, 1) +
            " MB): " + std::to_string(iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s");
-  // Also the barrier before rank 0 commits what every rank wrote.
-  stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
-                          "makes them again");
-  if (!mpi.is_root()) return {};
+}
 
-  std::vector<std::string> written = moment_paths;
+// Rank 0, once every rank has written its rows: the partial products renamed.
+std::vector<std::string> FaradayStage::commit_products(const std::vector<std::string>& moments,
+                                                       const Synthesis* synthesis) const {
+  std::vector<std::string> written = moments;
   if (synthesis) {
     written.insert(written.end(), synthesis->cube_paths.begin(), synthesis->cube_paths.end());
     written.insert(written.end(), synthesis->map_paths.begin(), synthesis->map_paths.end());
     if (!synthesis->fracpol_path.empty()) written.push_back(synthesis->fracpol_path);
   }
   for (const std::string& file : written) fits::CubeFile::commit(file);
-  if (!synthesis) return written;
+  return written;
+}
 
-  // The RMSF: amplitude as a 1 x 1 x N_phi cube at the phase centre, and as text.
-  const faraday::SynthesisSetup& setup = synthesis->setup;
+// The RMSF: amplitude as a 1 x 1 x N_phi cube at the phase centre, as text, and as
+// RM-Tools' per-pixel RMSF width map, which rmtools_peakfitcube opens beside an FDF
+// cube (spip's RMSF is the same for every pixel).
+std::vector<std::string> FaradayStage::write_rmsf(const Synthesis& synthesis) const {
+  const faraday::SynthesisSetup& setup = synthesis.setup;
   const faraday::FaradayAxis& axis = setup.axis;
   const auto r = faraday::rmsf(setup, axis);
   fits::ImageHeader rmsf_header = fdf_header(base_, setup);
   rmsf_header.bunit = "";
   rmsf_header.nx = rmsf_header.ny = 1;
   rmsf_header.beam.reset();
-  rmsf_header.extra_keys["RMSFFWHM"] = synthesis->settings.fwhm;
+  rmsf_header.extra_keys["RMSFFWHM"] = synthesis.settings.fwhm;
   std::vector<float> amplitude;
   for (const auto& v : r) amplitude.push_back(static_cast<float>(std::abs(v)));
   fits::write_image(path("rmsf"), rmsf_header, amplitude);
-  written.push_back(path("rmsf"));
   std::ostringstream text;
-  text << "# RMSF of spip's RM synthesis; FWHM " << synthesis->settings.fwhm << " rad/m^2, lambda0^2 "
+  text << "# RMSF of spip's RM synthesis; FWHM " << synthesis.settings.fwhm << " rad/m^2, lambda0^2 "
        << setup.lambda0_sq << " m^2\n";
   text << "# phi [rad/m^2]  real  imag  amplitude\n";
   text.precision(10);
   for (int k = 0; k < axis.count; ++k)
     text << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
   write_text_atomically(path("rmsf", ".txt"), text.str());
-  written.push_back(path("rmsf", ".txt"));
-  // RM-Tools' per-pixel RMSF width map, which rmtools_peakfitcube opens beside an FDF
-  // cube; spip's RMSF is the same for every pixel.
   fits::write_image(path("RMSF_FWHM"), faraday_map(base_, "rad/m^2", setup.lambda0_sq),
                     std::vector<float>(static_cast<std::size_t>(base_.nx) * base_.ny,
-                                       static_cast<float>(synthesis->settings.fwhm)));
-  written.push_back(path("RMSF_FWHM"));
-  if (config_.catalogue.threshold > 0) {
-    const CatalogueInputs inputs{synthesis->map_paths, moment_path(stokes_i, 0), synthesis->fracpol_path,
-                                 synthesis->settings.fwhm};
-    for (const std::string& file :
-         write_catalogue(config_, base_, inputs, path("catalogue"), path("catalogue", ".csv"), log))
-      written.push_back(file);
-  }
-  return written;
+                                       static_cast<float>(synthesis.settings.fwhm)));
+  return {path("rmsf"), path("rmsf", ".txt"), path("RMSF_FWHM")};
 }
 
 }  // namespace spip::pipeline

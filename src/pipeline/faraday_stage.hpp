@@ -6,6 +6,7 @@
 // products. Memory is bounded by the row group, not by the channels or the depths.
 #include <array>
 #include <complex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,7 @@ namespace spip::pipeline {
 
 class Log;
 class StopRequest;
+class Stopwatch;
 
 class FaradayStage {
  public:
@@ -65,6 +67,14 @@ class FaradayStage {
 
  private:
   struct Synthesis;
+  std::optional<Synthesis> plan_synthesis(const std::vector<double>& weight, const std::vector<double>& noise,
+                                          const Log& log) const;
+  std::vector<std::string> moment_paths() const;
+  void create_products(const std::vector<std::string>& moments, const Synthesis* synthesis) const;
+  void synthesise_slab(const std::vector<double>& weight, const Synthesis* synthesis, const parallel::MpiContext& mpi,
+                       const Log& log, StopRequest& stop, const Stopwatch& watch);
+  std::vector<std::string> commit_products(const std::vector<std::string>& moments, const Synthesis* synthesis) const;
+  std::vector<std::string> write_rmsf(const Synthesis& synthesis) const;
   std::string path(const std::string& name, const char* extension = ".fits") const;
   std::string moment_path(int quantity, int moment) const;
   double channel_weight(double noise) const;

@@ -3,19 +3,12 @@
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <exception>
 #include <filesystem>
-#include <future>
 #include <limits>
-#include <numbers>
 #include <optional>
-#include <sstream>
 
-#include "channel_gather.hpp"
-#include "channel_imaging.hpp"
+#include "channel_stream.hpp"
 #include "faraday_stage.hpp"
 #include "planning.hpp"
 #include "products.hpp"
@@ -26,7 +19,6 @@
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
-#include "spip/ms/ionosphere.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/parallel/mpi_context.hpp"
@@ -36,154 +28,6 @@ namespace spip::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
-
-// ---- channel data ------------------------------------------------------------
-
-// The rank's channels, read in blocks of channels that fit the memory budget. While a
-// block is imaged, the next one is read on a reader thread (double buffering: at most
-// two blocks in memory). Only one thread at a time uses the readers.
-class ChannelSource {
- public:
-  ChannelSource(const Plan& plan, parallel::ChannelBlock mine)
-      : plan_(plan), mine_(mine), block_channels_(plan.memory.block_channels) {}
-  ~ChannelSource() {
-    if (next_.valid()) next_.wait();
-  }
-
-  // Visibilities of one channel (index into the imaged range) from every MS.
-  const std::vector<ms::VisBlock>& blocks_for(int channel, double& wait_s) {
-    const int absolute = plan_.chan_begin + channel;
-    if (blocks_.empty() || absolute < blocks_.front().chan_begin || absolute >= blocks_.front().chan_end) {
-      const Stopwatch watch;
-      if (next_.valid() && next_begin_ == absolute) {
-        blocks_ = next_.get();
-      } else {
-        if (next_.valid()) next_.wait();
-        blocks_ = read_block(absolute);
-      }
-      wait_s += watch.seconds();
-      const int following = blocks_.front().chan_end;
-      if (following < plan_.chan_begin + mine_.end) {
-        next_begin_ = following;
-        next_ = std::async(std::launch::async, [this, following] { return read_block(following); });
-      }
-    }
-    return blocks_;
-  }
-
- private:
-  std::vector<ms::VisBlock> read_block(int absolute) const {
-    const int end = std::min(plan_.chan_begin + mine_.end, absolute + block_channels_);
-    std::vector<ms::VisBlock> blocks;
-    for (const ms::MsReader& reader : plan_.readers) {
-      blocks.push_back(reader.read(absolute, end));
-      if (plan_.ionosphere) ms::derotate(blocks.back(), *plan_.ionosphere);
-    }
-    return blocks;
-  }
-
-  const Plan& plan_;
-  parallel::ChannelBlock mine_;
-  int block_channels_ = 1;
-  std::vector<ms::VisBlock> blocks_;
-  std::future<std::vector<ms::VisBlock>> next_;
-  int next_begin_ = -1;
-};
-
-// Feeds the rank's channels to the imager one ahead: while channel c is imaged, the
-// next one is gathered from its block and staged by a helper thread (on the CPU with
-// its imaging weights; on the GPU uploaded on the upload stream with its natural
-// weights, from which the device makes the imaging weights). Only that thread uses the ChannelSource.
-class ChannelFeed {
- public:
-  ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
-              std::vector<int> channels)
-      : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), channels_(std::move(channels)),
-        // The CPU backend's cores image the current channel meanwhile; a GPU rank's are
-        // free. Asked here: the helper thread does not see the run's OpenMP setting.
-        copy_threads_(plan.gpu_device >= 0 ? omp_get_max_threads() : 1) {
-    if (!channels_.empty()) pending_ = std::async(std::launch::async, [this] { return prepare(channels_[0]); });
-  }
-  ~ChannelFeed() {
-    if (pending_.valid()) pending_.wait();
-  }
-
-  // Makes channel c, the next of `channels`, current in the imager.
-  ChannelStats advance(int c) {
-    if (next_ >= channels_.size() || channels_[next_] != c)
-      SPIP_THROW(Error, "channel feed out of order: channel " + std::to_string(c) + " asked for, " +
-                            (next_ < channels_.size() ? std::to_string(channels_[next_]) : std::string("none")) +
-                            " staged");
-    const Stopwatch wait;
-    ChannelStats stats = pending_.get();
-    imaging_.next();
-    stats.wait_s = wait.seconds();
-    if (++next_ < channels_.size())
-      pending_ = std::async(std::launch::async, [this, following = channels_[next_]] { return prepare(following); });
-    return stats;
-  }
-
- private:
-  ChannelStats prepare(int c) {
-    double read_wait = 0;
-    const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
-    const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry,
-                                              imaging_.host_weighting(), imaging_.stage_area(), copy_threads_);
-    imaging_.stage(stats.freq_hz);
-    return stats;
-  }
-
-  ChannelSource& source_;
-  ChannelImaging& imaging_;
-  const Plan& plan_;
-  const RowCoordinates& coordinates_;
-  std::vector<int> channels_;
-  int copy_threads_;
-  std::size_t next_ = 0;
-  std::future<ChannelStats> pending_;
-};
-
-// Finishes channels on a helper thread one channel behind: while channel k+1 is imaged,
-// channel k's planes and then its progress marker are written. Tasks
-// run one at a time in submission order, so a marker always follows its planes; only
-// this thread writes the cubes meanwhile.
-class ChannelWriter {
- public:
-  ChannelWriter() = default;
-  ChannelWriter(const ChannelWriter&) = delete;
-  ChannelWriter& operator=(const ChannelWriter&) = delete;
-  // Reached with a task pending only while another error unwinds the stack; that
-  // error is the one reported, so the task's own is dropped.
-  ~ChannelWriter() {
-    if (pending_.valid()) pending_.wait();
-  }
-
-  template <class Task>
-  void submit(Task task) {
-    if (pending_.valid()) {
-      const Stopwatch wait;
-      pending_.get();
-      waited_s_ += wait.seconds();
-    }
-    pending_ = std::async(std::launch::async, [this, task = std::move(task)]() mutable {
-      const Stopwatch watch;
-      task();
-      busy_s_ += watch.seconds();
-    });
-  }
-  // Waits for the last task and rethrows its error; the imaging has no more channels,
-  // so this wait is not counted as time the imaging waited.
-  void finish() {
-    if (pending_.valid()) pending_.get();
-  }
-  // Time spent writing, and the part of it the imaging waited for.
-  double busy_s() const { return busy_s_; }
-  double waited_s() const { return waited_s_; }
-
- private:
-  std::future<void> pending_;
-  double busy_s_ = 0, waited_s_ = 0;
-};
 
 // What the progress markers must match besides the settings: every input as it is now.
 std::string fingerprint_of(const Plan& plan) {
@@ -275,294 +119,355 @@ void warn_nonfinite(const std::vector<ChannelQa>& qa, const Log& log) {
 
 double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigma : 0.0; }
 
+// One rank's run as its data flow: each step a member, the members what a step hands
+// to the next. Steps that meet other ranks are collective, in this order on every rank.
+class RankRun {
+ public:
+  RankRun(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log, StopRequest& stop)
+      : config_(config), plan_(plan), mpi_(mpi), log_(log), stop_(stop),
+        mine_(plan.blocks[static_cast<std::size_t>(mpi.rank())]), source_(plan, mine_),
+        // Rank 0 decides whether to resume for all (start_or_resume): only it needs the inputs' fingerprint.
+        progress_(config.output.dir, config.output.prefix, to_ini(config), mpi.is_root() ? fingerprint_of(plan) : ""),
+        cubes_(make_cube_set(config, plan)), chosen_(chosen_beam(config.image)),
+        qa_(static_cast<std::size_t>(mine_.size())), noise_(static_cast<std::size_t>(mine_.size())) {}
+
+  Products run() {
+    announce();
+    set_up_imaging();
+    start_or_resume();
+    recall_finished_channels();
+    image_channels();
+    agree_on_common_beam();
+    restore_with_common_beam();
+    run_faraday_stage();
+    return commit();
+  }
+
+ private:
+  void announce() const;
+  void set_up_imaging();
+  void start_or_resume();
+  void recall_finished_channels();
+  void image_channels();
+  void blank_channel(int c, const ChannelStats& data, ChannelWriter& writer);
+  void image_channel(int c, const ChannelStats& data, ChannelWriter& writer);
+  void agree_on_common_beam();
+  void restore_with_common_beam();
+  void run_faraday_stage();
+  Products commit();
+  ChannelQa& qa_of(int c) { return qa_[static_cast<std::size_t>(c - mine_.begin)]; }
+  double& noise_of(int c) { return noise_[static_cast<std::size_t>(c - mine_.begin)]; }
+  // With CLEAN and a common beam, the restoring waits for every channel's fitted beam.
+  bool restore_later() const { return cubes_.cleaned && config_.image.common_beam; }
+
+  const Config& config_;
+  Plan& plan_;
+  const parallel::MpiContext& mpi_;
+  const Log& log_;
+  StopRequest& stop_;
+  const Stopwatch total_;
+  const parallel::ChannelBlock mine_;
+  ChannelSource source_;
+  const ChannelProgress progress_;
+  // Created before the job's restoring beam is known (every channel's PSF must be
+  // fitted first): rank 0 writes it into the headers at the end.
+  const CubeSet cubes_;
+  const std::optional<imaging::Beam> chosen_;  // image.beam
+  std::optional<ChannelImaging> imaging_;
+  std::optional<RowCoordinates> coordinates_;
+  bool resume_ = false;
+  std::vector<int> todo_;                     // channels to image in this run
+  std::vector<ChannelQa> qa_;                 // per channel of the rank
+  std::vector<double> noise_;                 // polarised noise per channel; < 0: blanked
+  std::vector<imaging::RestoringBeam> beams_; // of the channels not blanked
+  std::string grid_summary_ = "no channel imaged here in this run";
+  RunQa times_;
+  double read_s_ = 0, image_s_ = 0, restore_s_ = 0;
+  fits::Beam beam_;  // the common restoring beam
+  std::vector<std::string> faraday_products_;
+};
+
+void RankRun::announce() const {
+  if (mine_.size() == 0)
+    log_.info("more ranks than channels: this rank has no channels and idles");
+  else
+    log_.info("channels [" + std::to_string(plan_.chan_begin + mine_.begin) + ", " +
+              std::to_string(plan_.chan_begin + mine_.end) + ") on " + plan_.backend + " with " +
+              std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
+}
+
+// FFTW_MEASURE picks plans by timing them, and different plans round differently.
+// Rank 0 plans first and stores the wisdom the other ranks then load, so that every
+// rank, and a resumed run, transforms with the same plans (bit-identical products).
+void RankRun::set_up_imaging() {
+  const Stopwatch watch;
+  if (!mpi_.is_root()) mpi_.barrier();
+  imaging_.emplace(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device, plan_.max_visibilities);
+  if (config_.clean.niter > 0) imaging::plan_restoring(plan_.geometry);
+  if (mpi_.is_root()) mpi_.barrier();
+  coordinates_.emplace(inputs_uvw_m(plan_));
+  imaging_->set_uvw(coordinates_->uvw_m());
+  times_.setup_s = watch.seconds();
+  log_.info("FFT plans and grid corrections for " + std::to_string(plan_.geometry.grid_size) + "^2 grids in " +
+            fixed(times_.setup_s, 2) + " s");
+}
+
+// Rank 0 decides for all, before it changes any file: ranks that each looked might see
+// a shared file system's attributes differently. A fresh run's cubes are made here.
+void RankRun::start_or_resume() {
+  std::vector<std::string> partials;
+  for (const std::string& path : cubes_.paths()) partials.push_back(fits::CubeFile::partial_path(path));
+  const ResumeDecision decision = mpi_.is_root() ? progress_.decide(partials) : ResumeDecision{};
+  resume_ = mpi_.max(decision.resume ? 1.0 : 0.0) > 0;
+  if (resume_)
+    log_.root("resuming from the progress markers of " + std::to_string(decision.channels_done) + " channel(s): " +
+              decision.reason);
+  else if (decision.channels_done > 0)
+    log_.root("not resuming from the progress markers of " + std::to_string(decision.channels_done) +
+              " channel(s), because " + decision.reason + ": all " + std::to_string(plan_.chan_end - plan_.chan_begin) +
+              " channels are imaged again");
+  if (!resume_ && mpi_.is_root()) {
+    const Stopwatch watch;
+    progress_.start_fresh();
+    create_cubes(cubes_);
+    times_.create_s = watch.seconds();
+    log_.info("created " + std::to_string(cubes_.paths().size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
+  }
+  mpi_.barrier();
+}
+
+// Channels a killed run completed keep their planes in the partial cubes and their
+// numbers in their markers; the others are to be imaged.
+void RankRun::recall_finished_channels() {
+  for (int c = mine_.begin; c < mine_.end; ++c) {
+    if (!resume_ || !progress_.done(plan_.chan_begin + c)) {
+      todo_.push_back(c);
+      continue;
+    }
+    const auto marker = nlohmann::ordered_json::parse(progress_.record(plan_.chan_begin + c)).get<ChannelMarker>();
+    qa_of(c) = marker.qa;
+    noise_of(c) = marker.polarised_noise;
+    if (marker.polarised_noise >= 0)
+      beams_.push_back({marker.qa.beam, marker.qa.beam_theoretical ? imaging::BeamOrigin::theoretical
+                                        : chosen_                  ? imaging::BeamOrigin::chosen
+                                                                   : imaging::BeamOrigin::fitted});
+  }
+  if (resume_)
+    log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(todo_.size())) + " of this rank's " +
+              std::to_string(mine_.size()) + " channels are complete");
+}
+
+// Each channel is read, staged and imaged once: PSF, dirty images, CLEAN; restored here
+// with its own beam unless restore_later(). The feed reads ahead; the writer writes
+// the planes and then the marker one channel behind.
+void RankRun::image_channels() {
+  const Stopwatch watch;
+  std::optional<ChannelFeed> feed(std::in_place, source_, *imaging_, plan_, *coordinates_, todo_);
+  ChannelWriter writer;
+  int handled = 0;
+  for (int c : todo_) {
+    if (stop_.requested()) break;
+    const ChannelStats data = feed->advance(c);
+    read_s_ += data.wait_s;
+    const bool blank = !(imaging_->weight_sum(0) > 0);
+    if (blank)
+      blank_channel(c, data, writer);
+    else
+      image_channel(c, data, writer);
+    ++handled;
+    if (mpi_.is_root() && !blank) {
+      const double rate = handled / watch.seconds();
+      const ChannelQa& qa = qa_of(c);
+      log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": " + std::to_string(qa.iterations) +
+                " iterations, " + std::to_string(qa.major_cycles) + " major cycles, residual sigma " +
+                fixed(qa.residual_sigma_jy * 1e3, 3) + " mJy; rank 0 " + std::to_string(handled) + "/" +
+                std::to_string(todo_.size()) + " (job: " + std::to_string(plan_.chan_end - plan_.chan_begin) +
+                " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo_.size() - handled) / rate, 1) + " s");
+    }
+  }
+  feed.reset();
+  writer.finish();
+  stop_.leave_if_requested(std::to_string(mine_.size() - static_cast<int>(todo_.size()) + handled) +
+                           " of this rank's " + std::to_string(mine_.size()) +
+                           " channels are imaged, each with its progress marker");
+  image_s_ = watch.seconds() - read_s_;
+  log_.info("waited " + fixed(read_s_, 2) + " s for reads, imaging " + fixed(image_s_, 2) + " s; " +
+            std::to_string(imaging_->staged_channels()) + " channel(s) staged; writer thread " +
+            fixed(writer.busy_s(), 2) + " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
+  if (const std::string transfers = imaging_->transfer_summary(); !transfers.empty()) log_.info(transfers);
+  warn_nonfinite(qa_, log_);
+  // The GPU imager's buffers are freed before the Faraday stage sizes its own against
+  // the device's free memory.
+  imaging_.reset();
+}
+
+// Nothing to image (fully flagged, or no baseline on the grid): its planes stay NaN in
+// every cube and the Faraday stage gives it zero weight.
+void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writer) {
+  log_.info("channel " + std::to_string(plan_.chan_begin + c) + " has no unflagged data on the grid; blanked");
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  ChannelQa& qa = qa_of(c);
+  qa = ChannelQa{};
+  qa.channel = plan_.chan_begin + c;
+  qa.freq_hz = data.freq_hz;
+  qa.rank = mpi_.rank();
+  qa.flagged_fraction = 1.0;
+  qa.nonfinite_samples = data.nonfinite_samples;
+  qa.search_noise_jy = qa.clean_threshold_jy = nan;
+  noise_of(c) = -1.0;
+  const std::string record = nlohmann::ordered_json(ChannelMarker{qa, -1.0}).dump();
+  writer.submit([this, c, record] { progress_.mark_done(plan_.chan_begin + c, record); });
+}
+
+void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writer) {
+  const Stopwatch watch;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::size_t pixels = plan_.geometry.pixels();
+  deconv::ChannelImages images = imaging_->image(config_.clean);
+  grid_summary_ = imaging_->describe();
+  // The longest baseline the weighting keeps: image.uv_max drops the longer ones.
+  const double kept_uv = config_.image.uv_max > 0 ? std::min(data.max_uv, config_.image.uv_max) : data.max_uv;
+  const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, kept_uv,
+                                                             weighting_scheme(config_).taper_fwhm_rad, plan_.geometry, chosen_);
+  const bool theoretical = own.origin == imaging::BeamOrigin::theoretical;
+  if (theoretical) log_.info(theoretical_beam_reason(plan_.chan_begin + c, images.fitted_beam, own.beam));
+  beams_.push_back(own);
+  std::vector<float> restored;
+  if (!restore_later())
+    restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan_.geometry, own.beam);
+  const double peak_i = restored.empty() ? nan : *std::max_element(restored.begin(), restored.begin() + pixels);
+  // Without CLEAN, or without a threshold to reach, there is nothing to report.
+  const bool has_threshold = config_.clean.niter > 0 && images.clean_threshold > 0;
+  ChannelQa& qa = qa_of(c);
+  qa = ChannelQa{plan_.chan_begin + c,
+                 data.freq_hz,
+                 mpi_.rank(),
+                 data.visibilities,
+                 data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
+                 data.nonfinite_samples,
+                 data.weight_sum,
+                 data.max_uv,
+                 own.beam,
+                 theoretical,
+                 images.iterations,
+                 images.major_cycles,
+                 config_.clean.auto_threshold > 0 ? images.search_noise : nan,
+                 has_threshold ? images.clean_threshold : nan,
+                 has_threshold ? std::optional<bool>(images.threshold_reached) : std::nullopt,
+                 images.residual_sigma,
+                 images.residual_peak,
+                 peak_i,
+                 dynamic_range(peak_i, images.residual_sigma),
+                 data.wait_s,
+                 watch.seconds()};
+  if (has_threshold && !images.threshold_reached)
+    log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": CLEAN stopped at " +
+              (images.iterations >= config_.clean.niter ? "clean.niter = " + std::to_string(config_.clean.niter)
+                                                        : "clean.max_major = " + std::to_string(config_.clean.max_major)) +
+              " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
+  writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored)] {
+    write_channel(cubes_, c, images.dirty, images.psf, images.model, images.residual);
+    if (!restored.empty()) write_restored(cubes_, c, restored);
+    const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
+                                    deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
+    noise_of(c) = pol_noise;
+    progress_.mark_done(plan_.chan_begin + c, nlohmann::ordered_json(ChannelMarker{qa, pol_noise}).dump());
+  });
+}
+
+void RankRun::agree_on_common_beam() {
+  beam_ = common_beam(beams_, mpi_);
+  log_.root("common restoring beam " + fixed(beam_.major_rad * rad_to_arcsec, 2) + "\" x " +
+            fixed(beam_.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam_.pa_rad * rad_to_deg, 1) + " deg; grid " +
+            std::to_string(plan_.geometry.grid_size) + "^2, " + grid_summary_ + " (last channel of rank 0)");
+}
+
 // With CLEAN and a common beam: each of the rank's channels restored with the job's
 // beam from the model and residual planes the imaging wrote, instead of imaging it
 // again. A channel a killed run already restored keeps its planes and its peak. One
 // thread reads and writes, so that CFITSIO need not be built thread-safe.
-void restore_with_common_beam(const CubeSet& cubes, const Plan& plan, parallel::ChannelBlock mine,
-                              const fits::Beam& beam, const std::vector<double>& noise, const ChannelProgress& progress,
-                              std::vector<ChannelQa>& qa, StopRequest& stop, const Log& log) {
-  const imaging::Beam restoring{beam.major_rad, beam.minor_rad, beam.pa_rad};
-  const std::size_t pixels = plan.geometry.pixels();
+void RankRun::restore_with_common_beam() {
+  if (!restore_later()) return;
   const Stopwatch watch;
+  const imaging::Beam restoring{beam_.major_rad, beam_.minor_rad, beam_.pa_rad};
+  const std::size_t pixels = plan_.geometry.pixels();
   int restored_here = 0, done = 0;
-  for (int c = mine.begin; c < mine.end; ++c, ++done) {
-    const int absolute = plan.chan_begin + c;
-    ChannelQa& channel_qa = qa[c - mine.begin];
-    if (noise[c - mine.begin] < 0) continue;  // blanked: NaN planes
+  for (int c = mine_.begin; c < mine_.end; ++c, ++done) {
+    const int absolute = plan_.chan_begin + c;
+    if (noise_of(c) < 0) continue;  // blanked: NaN planes
     double peak = 0;
-    if (progress.restored(absolute)) {
-      peak = progress.restored_peak(absolute);
+    if (progress_.restored(absolute)) {
+      peak = progress_.restored_peak(absolute);
     } else {
-      if (stop.requested()) break;
-      const std::vector<float> model = read_stokes_planes(cubes, "model", c);
-      const std::vector<float> residual = read_stokes_planes(cubes, "residual", c);
-      const std::vector<float> restored = deconv::restore_channel(model.data(), residual.data(), plan.geometry, restoring);
+      if (stop_.requested()) break;
+      const std::vector<float> model = read_stokes_planes(cubes_, "model", c);
+      const std::vector<float> residual = read_stokes_planes(cubes_, "residual", c);
+      const std::vector<float> restored =
+          deconv::restore_channel(model.data(), residual.data(), plan_.geometry, restoring);
       peak = *std::max_element(restored.begin(), restored.begin() + pixels);
-      write_restored(cubes, c, restored);
-      progress.mark_restored(absolute, peak);
+      write_restored(cubes_, c, restored);
+      progress_.mark_restored(absolute, peak);
       ++restored_here;
     }
-    channel_qa.restored_peak_i_jy = peak;
-    channel_qa.dynamic_range = dynamic_range(peak, channel_qa.residual_sigma_jy);
+    qa_of(c).restored_peak_i_jy = peak;
+    qa_of(c).dynamic_range = dynamic_range(peak, qa_of(c).residual_sigma_jy);
   }
-  stop.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine.size()) +
-                          " channels are restored with the common beam, each with its marker");
-  log.info("restored " + std::to_string(restored_here) + " channels with the common beam from their model and residual "
-           "planes in " + fixed(watch.seconds(), 2) + " s");
+  stop_.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine_.size()) +
+                           " channels are restored with the common beam, each with its marker");
+  restore_s_ = watch.seconds();
+  log_.info("restored " + std::to_string(restored_here) + " channels with the common beam from their model and " +
+            "residual planes in " + fixed(restore_s_, 2) + " s");
 }
 
-Products run_planned(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log,
-                     StopRequest& stop) {
-  const Stopwatch total;
-  const parallel::ChannelBlock mine = plan.blocks[static_cast<std::size_t>(mpi.rank())];
-  if (mine.size() == 0)
-    log.info("more ranks than channels: this rank has no channels and idles");
-  else
-    log.info("channels [" + std::to_string(plan.chan_begin + mine.begin) + ", " +
-             std::to_string(plan.chan_begin + mine.end) + ") on " + plan.backend + " with " +
-             std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
+// Without Q and U (an MS with only parallel hands) there is nothing to synthesise. It
+// reads every rank's restored planes: all must be written first.
+void RankRun::run_faraday_stage() {
+  mpi_.barrier();
+  if (!plan_.polarised()) return;
+  fits::ImageHeader base = cubes_.base;
+  base.beam = beam_;
+  FaradayStage faraday(config_, base, plan_.freq_hz,
+                       FaradayStage::ChannelCubes{{cubes_.path("image", "I"), cubes_.path("image", "Q"),
+                                                   cubes_.path("image", "U"), cubes_.path("image", "V")},
+                                                  cubes_.cleaned ? std::array{cubes_.path("residual", "Q"),
+                                                                              cubes_.path("residual", "U")}
+                                                                 : std::array<std::string, 2>{}},
+                       plan_.memory.faraday_group, plan_.gpu_device, plan_.gpu_share_bytes);
+  const Stopwatch watch;
+  faraday_products_ = faraday.finish(noise_, mpi_, log_, stop_);
+  times_.faraday_s = watch.seconds();
+  times_.faraday_depths = faraday.depths();
+  log_.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times_.faraday_s, 2) + " s");
+}
 
-  // FFTW_MEASURE picks plans by timing them, and different plans round differently.
-  // Rank 0 plans first and stores the wisdom the other ranks then load, so that every
-  // rank, and a resumed run, transforms with the same plans (bit-identical products).
-  const Stopwatch setup_watch;
-  if (!mpi.is_root()) mpi.barrier();
-  std::optional<ChannelImaging> imaging(std::in_place, plan.geometry, config.image, weighting_scheme(config),
-                                        plan.gpu_device, plan.max_visibilities);
-  if (config.clean.niter > 0) imaging::plan_restoring(plan.geometry);
-  ChannelImaging& imager = *imaging;
-  if (mpi.is_root()) mpi.barrier();
-  const RowCoordinates coordinates(inputs_uvw_m(plan));
-  imager.set_uvw(coordinates.uvw_m());
-  RunQa times;
-  times.setup_s = setup_watch.seconds();
-  log.info("FFT plans and grid corrections for " + std::to_string(plan.geometry.grid_size) + "^2 grids in " +
-           fixed(times.setup_s, 2) + " s");
-  ChannelSource source(plan, mine);
-  double read_s = 0;  // time the imaging waited for channel data
-
-  // Channels a killed run completed, with what later stages need of them. Rank 0
-  // decides for all, before it changes any file: ranks that each looked might see a
-  // shared file system's attributes differently.
-  const ChannelProgress progress(config.output.dir, config.output.prefix, to_ini(config),
-                                 mpi.is_root() ? fingerprint_of(plan) : std::string());
-  // Created before the job's restoring beam is known (every channel's PSF must be
-  // fitted first): rank 0 writes it into the headers at the end.
-  const CubeSet cubes = make_cube_set(config, plan);
-  std::vector<std::string> partials;
-  for (const std::string& path : cubes.paths()) partials.push_back(fits::CubeFile::partial_path(path));
-  const ResumeDecision decision = mpi.is_root() ? progress.decide(partials) : ResumeDecision{};
-  const bool resume = mpi.max(decision.resume ? 1.0 : 0.0) > 0;
-  auto completed = [&](int c) { return resume && progress.done(plan.chan_begin + c); };
-  if (resume)
-    log.root("resuming from the progress markers of " + std::to_string(decision.channels_done) + " channel(s): " +
-             decision.reason);
-  else if (decision.channels_done > 0)
-    log.root("not resuming from the progress markers of " + std::to_string(decision.channels_done) +
-             " channel(s), because " + decision.reason + ": all " + std::to_string(plan.chan_end - plan.chan_begin) +
-             " channels are imaged again");
-  if (resume) {
-    int done = 0;
-    for (int c = mine.begin; c < mine.end; ++c) done += completed(c);
-    log.info("resuming: " + std::to_string(done) + " of this rank's " + std::to_string(mine.size()) +
-             " channels are complete");
-  } else if (mpi.is_root()) {
-    const Stopwatch create_watch;
-    progress.start_fresh();
-    create_cubes(cubes);
-    times.create_s = create_watch.seconds();
-    log.info("created " + std::to_string(cubes.paths().size()) + " cubes in " + fixed(times.create_s, 2) + " s");
-  }
-  mpi.barrier();
-
-  // Each channel is read, staged and imaged once: PSF, dirty images, CLEAN. With CLEAN
-  // and a common beam, the restoring waits for every channel's fitted beam (below);
-  // otherwise each channel is restored here with its own.
-  const bool restore_later = cubes.cleaned && config.image.common_beam;
-  std::vector<ChannelQa> qa(static_cast<std::size_t>(mine.size()));
-  std::vector<double> noise(static_cast<std::size_t>(mine.size()));  // polarised; < 0: blanked
-  std::vector<imaging::RestoringBeam> beams;
-  const std::optional<imaging::Beam> chosen = chosen_beam(config.image);
-  const double taper_rad = weighting_scheme(config).taper_fwhm_rad;
-  std::vector<int> todo;
-  for (int c = mine.begin; c < mine.end; ++c) {
-    if (!completed(c)) {
-      todo.push_back(c);
-      continue;
-    }
-    // Its planes are in the partial cubes; its numbers are in its marker.
-    const auto marker = nlohmann::ordered_json::parse(progress.record(plan.chan_begin + c)).get<ChannelMarker>();
-    qa[c - mine.begin] = marker.qa;
-    noise[c - mine.begin] = marker.polarised_noise;
-    if (marker.polarised_noise >= 0)
-      beams.push_back({marker.qa.beam, marker.qa.beam_theoretical ? imaging::BeamOrigin::theoretical
-                                       : chosen                   ? imaging::BeamOrigin::chosen
-                                                                  : imaging::BeamOrigin::fitted});
-  }
-  const Stopwatch imaging_watch;
-  std::string grid_summary = "no channel imaged here in this run";
-  std::optional<ChannelFeed> feed(std::in_place, source, imager, plan, coordinates, todo);  // reads ahead
-  ChannelWriter writer;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::size_t pixels = plan.geometry.pixels();
-  int imaged = 0, blanked = 0;
-  for (int c : todo) {
-    if (stop.requested()) break;
-    const ChannelStats data = feed->advance(c);
-    read_s += data.wait_s;
-    const Stopwatch channel_watch;
-    ChannelQa& channel_qa = qa[c - mine.begin];
-    if (!(imager.weight_sum(0) > 0)) {
-      // Nothing to image (fully flagged, or no baseline on the grid): its planes stay
-      // NaN in every cube and the Faraday stage gives it zero weight.
-      log.info("channel " + std::to_string(plan.chan_begin + c) + " has no unflagged data on the grid; blanked");
-      channel_qa = ChannelQa{};
-      channel_qa.channel = plan.chan_begin + c;
-      channel_qa.freq_hz = data.freq_hz;
-      channel_qa.rank = mpi.rank();
-      channel_qa.flagged_fraction = 1.0;
-      channel_qa.nonfinite_samples = data.nonfinite_samples;
-      channel_qa.search_noise_jy = channel_qa.clean_threshold_jy = nan;
-      noise[c - mine.begin] = -1.0;
-      const std::string record = nlohmann::ordered_json(ChannelMarker{channel_qa, -1.0}).dump();
-      writer.submit([&, c, record] { progress.mark_done(plan.chan_begin + c, record); });
-      ++blanked;
-      continue;
-    }
-    deconv::ChannelImages images = imager.image(config.clean);
-    grid_summary = imager.describe();
-    // The longest baseline the weighting keeps: image.uv_max drops the longer ones.
-    const double kept_uv = config.image.uv_max > 0 ? std::min(data.max_uv, config.image.uv_max) : data.max_uv;
-    const imaging::RestoringBeam own =
-        imaging::restoring_beam(images.fitted_beam, kept_uv, taper_rad, plan.geometry, chosen);
-    const bool theoretical = own.origin == imaging::BeamOrigin::theoretical;
-    if (theoretical) log.info(theoretical_beam_reason(plan.chan_begin + c, images.fitted_beam, own.beam));
-    beams.push_back(own);
-    std::vector<float> restored;
-    if (!restore_later)
-      restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan.geometry, own.beam);
-    const double peak_i = restored.empty() ? nan : *std::max_element(restored.begin(), restored.begin() + pixels);
-    // Without CLEAN, or without a threshold to reach, there is nothing to report.
-    const bool has_threshold = config.clean.niter > 0 && images.clean_threshold > 0;
-    channel_qa = ChannelQa{plan.chan_begin + c,
-                           data.freq_hz,
-                           mpi.rank(),
-                           data.visibilities,
-                           data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
-                           data.nonfinite_samples,
-                           data.weight_sum,
-                           data.max_uv,
-                           own.beam,
-                           theoretical,
-                           images.iterations,
-                           images.major_cycles,
-                           config.clean.auto_threshold > 0 ? images.search_noise : nan,
-                           has_threshold ? images.clean_threshold : nan,
-                           has_threshold ? std::optional<bool>(images.threshold_reached) : std::nullopt,
-                           images.residual_sigma,
-                           images.residual_peak,
-                           peak_i,
-                           dynamic_range(peak_i, images.residual_sigma),
-                           data.wait_s,
-                           channel_watch.seconds()};
-    if (has_threshold && !images.threshold_reached)
-      log.info("channel " + std::to_string(plan.chan_begin + c) + ": CLEAN stopped at " +
-               (images.iterations >= config.clean.niter ? "clean.niter = " + std::to_string(config.clean.niter)
-                                                        : "clean.max_major = " + std::to_string(config.clean.max_major)) +
-               " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
-    ++imaged;
-    if (mpi.is_root()) {
-      const int handled = imaged + blanked;
-      const double rate = handled / imaging_watch.seconds();
-      log.info("channel " + std::to_string(plan.chan_begin + c) + ": " + std::to_string(images.iterations) +
-               " iterations, " + std::to_string(images.major_cycles) + " major cycles, residual sigma " +
-               fixed(images.residual_sigma * 1e3, 3) + " mJy; rank 0 " + std::to_string(handled) + "/" +
-               std::to_string(todo.size()) + " (job: " + std::to_string(plan.chan_end - plan.chan_begin) +
-               " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - handled) / rate, 1) + " s");
-    }
-    writer.submit([&, c, channel_qa, images = std::move(images), restored = std::move(restored)] {
-      write_channel(cubes, c, images.dirty, images.psf, images.model, images.residual);
-      if (!restored.empty()) write_restored(cubes, c, restored);
-      const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
-                                      deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
-      noise[c - mine.begin] = pol_noise;
-      progress.mark_done(plan.chan_begin + c, nlohmann::ordered_json(ChannelMarker{channel_qa, pol_noise}).dump());
-    });
-  }
-  feed.reset();
-  writer.finish();
-  stop.leave_if_requested(std::to_string(mine.size() - todo.size() + imaged + blanked) + " of this rank's " +
-                          std::to_string(mine.size()) + " channels are imaged, each with its progress marker");
-  const double image_s = imaging_watch.seconds() - read_s;
-  log.info("waited " + fixed(read_s, 2) + " s for reads, imaging " + fixed(image_s, 2) + " s; " +
-           std::to_string(imager.staged_channels()) + " channel(s) staged; writer thread " + fixed(writer.busy_s(), 2) +
-           " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
-  if (const std::string transfers = imager.transfer_summary(); !transfers.empty()) log.info(transfers);
-  warn_nonfinite(qa, log);
-  // The GPU imager's buffers are freed before the Faraday stage sizes its own against
-  // the device's free memory.
-  imaging.reset();
-
-  const fits::Beam beam = common_beam(beams, mpi);
-  log.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
-           fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * 180 / std::numbers::pi, 1) +
-           " deg; grid " + std::to_string(plan.geometry.grid_size) + "^2, " + grid_summary +
-           " (last channel of rank 0)");
-  const Stopwatch restore_watch;
-  if (restore_later) restore_with_common_beam(cubes, plan, mine, beam, noise, progress, qa, stop, log);
-  const double restore_s = restore_watch.seconds();
-
-  const ms::MsInfo& info = plan.readers.front().info();
-  fits::ImageHeader faraday_base = cubes.base;
-  faraday_base.beam = beam;
-  // Without Q and U (an MS with only parallel hands) there is nothing to synthesise.
-  std::optional<FaradayStage> faraday;
-  if (plan.polarised())
-    faraday.emplace(config, faraday_base,
-                    std::vector<double>(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end),
-                    FaradayStage::ChannelCubes{
-                        {cubes.path("image", "I"), cubes.path("image", "Q"), cubes.path("image", "U"),
-                         cubes.path("image", "V")},
-                        cubes.cleaned ? std::array{cubes.path("residual", "Q"), cubes.path("residual", "U")}
-                                      : std::array<std::string, 2>{}},
-                    plan.memory.faraday_group, plan.gpu_device, plan.gpu_share_bytes);
-
-  const std::vector<ChannelQa> all_records = gather_records(qa, mpi);
-  const std::vector<RankQa> rank_times = gather_records(
-      std::vector<RankQa>{{mpi.rank(), plan.chan_begin + mine.begin, plan.chan_begin + mine.end, read_s, image_s,
-                           restore_s, static_cast<int>(todo.size())}},
-      mpi);
-  mpi.barrier();
+// Rank 0, once every rank is done: the beams into the cube headers, the cubes renamed
+// (they stay partial until here, so that a run killed in the Faraday stage resumes
+// from its channels), the markers removed, qa.json written.
+Products RankRun::commit() {
+  const std::vector<ChannelQa> channels = gather_records(qa_, mpi_);
+  const std::vector<RankQa> ranks = gather_records(
+      std::vector<RankQa>{{mpi_.rank(), plan_.chan_begin + mine_.begin, plan_.chan_begin + mine_.end, read_s_, image_s_,
+                           restore_s_, static_cast<int>(todo_.size())}},
+      mpi_);
   Products products;
-  std::vector<std::string> faraday_products;
-  if (faraday) {
-    const Stopwatch faraday_watch;
-    faraday_products = faraday->finish(noise, mpi, log, stop);
-    times.faraday_s = faraday_watch.seconds();
-    times.faraday_depths = faraday->depths();
-    log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times.faraday_s, 2) + " s");
-  }
-  // The channel cubes stay partial until the Faraday stage is done, so that a run
-  // killed there resumes from its channels instead of imaging them again.
-  if (mpi.is_root()) {
-    write_restoring_beam(cubes, beam);
-    if (!config.image.common_beam) write_channel_beams(cubes, channel_beams(all_records, plan));
-    commit_cubes(cubes);
-    progress.remove();
-    products.paths = cubes.paths();
-    products.paths.insert(products.paths.end(), faraday_products.begin(), faraday_products.end());
-    const std::string qa_path = (fs::path(config.output.dir) / (config.output.prefix + "-qa.json")).string();
-    times.ranks = static_cast<int>(plan.blocks.size());
-    times.channels = plan.chan_end - plan.chan_begin;
-    times.image_pixels = static_cast<long long>(plan.geometry.pixels());
-    times.grid_size = plan.geometry.grid_size;
-    times.total_s = total.seconds();
-    write_text_atomically(qa_path, qa_json_text(times, {beam.major_rad, beam.minor_rad, beam.pa_rad}, all_records,
-                                                rank_times));
+  if (mpi_.is_root()) {
+    write_restoring_beam(cubes_, beam_);
+    if (!config_.image.common_beam) write_channel_beams(cubes_, channel_beams(channels, plan_));
+    commit_cubes(cubes_);
+    progress_.remove();
+    products.paths = cubes_.paths();
+    products.paths.insert(products.paths.end(), faraday_products_.begin(), faraday_products_.end());
+    const std::string qa_path = (fs::path(config_.output.dir) / (config_.output.prefix + "-qa.json")).string();
+    times_.ranks = static_cast<int>(plan_.blocks.size());
+    times_.channels = plan_.chan_end - plan_.chan_begin;
+    times_.image_pixels = static_cast<long long>(plan_.geometry.pixels());
+    times_.grid_size = plan_.geometry.grid_size;
+    times_.total_s = total_.seconds();
+    write_text_atomically(qa_path, qa_json_text(times_, {beam_.major_rad, beam_.minor_rad, beam_.pa_rad}, channels,
+                                                ranks));
     products.paths.push_back(qa_path);
   }
-  log.root("done in " + fixed(total.seconds(), 3) + " s");
+  log_.root("done in " + fixed(total_.seconds(), 3) + " s");
   return products;
 }
 
@@ -574,7 +479,7 @@ Products run(const Config& config, const parallel::MpiContext& mpi, const Log& l
   StopRequest stop(mpi, log);
   Plan plan = make_plan(config, mpi, log, break_claim);
   try {
-    return run_planned(config, plan, mpi, log, stop);
+    return RankRun(config, plan, mpi, log, stop).run();
   } catch (const Interrupted&) {
     throw;  // every rank throws it together
   } catch (const Error& e) {

@@ -1,0 +1,202 @@
+#include "cost_rates.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "channel_imaging.hpp"
+#include "products.hpp"
+#include "qa.hpp"
+#include "spip/common/constants.hpp"
+#include "spip/cuda/device.hpp"
+#include "spip/error.hpp"
+#include "spip/faraday/rm_synthesis.hpp"
+#include "spip/fits/fits_image.hpp"
+#include "spip/parallel/mpi_context.hpp"
+#include "spip/pipeline/log.hpp"
+#include "spip/version.hpp"
+
+namespace spip::pipeline {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// A previous run's QA as this version's typed records.
+struct PreviousQa {
+  RunQa run;
+  std::vector<ChannelQa> channels;
+  std::vector<RankQa> ranks;
+};
+
+PreviousQa read_qa(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) SPIP_THROW(InputError, path + ": cannot open the previous run's qa.json");
+  nlohmann::ordered_json qa;
+  try {
+    qa = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    SPIP_THROW(InputError, path + ": not a spip qa.json: " + e.what());
+  }
+  if (!qa.is_object() || qa.value("spip_qa_version", 0) != qa_version)
+    SPIP_THROW(InputError, path + ": not the qa.json of this spip (spip_qa_version " + std::to_string(qa_version) +
+                               "); run the few channels again to time them");
+  try {
+    return PreviousQa{qa.at("run").get<RunQa>(), qa.at("channels").get<std::vector<ChannelQa>>(),
+                      qa.at("ranks").get<std::vector<RankQa>>()};
+  } catch (const nlohmann::json::exception& e) {
+    SPIP_THROW(InputError, path + ": a record of this qa.json is incomplete: " + e.what());
+  }
+}
+
+// A channel at `freq_hz` with a 1 Jy point source at the phase centre and unit
+// weights before the configured weighting, written into `out`.
+void write_synthetic_channel(const Config& config, const Plan& plan, const std::vector<double>& uvw_m, double freq_hz,
+                             const cuda::ChannelView& out) {
+  std::fill_n(out.vis, ms::num_stokes * out.rows, std::complex<float>{0.0f, 0.0f});
+  for (std::size_t r = 0; r < out.rows; ++r) out.vis[ms::num_stokes * r + ms::stokes_i] = {1.0f, 0.0f};
+  std::fill_n(out.weights, ms::num_stokes * out.rows, 1.0f);
+  imaging::apply_weighting(plan.geometry, weighting_scheme(config), uvw_m.data(), freq_hz / speed_of_light, out.rows,
+                           ms::num_stokes, out.weights);
+}
+
+// RM synthesis and RM-CLEAN of noise spectra (most pixels of a real field hold only
+// noise) on the run's Faraday depth axis, per pixel.
+double faraday_seconds_per_pixel(const Config& config, const std::vector<double>& freq_hz) {
+  constexpr int pixels = 4096;
+  const std::vector<double> weight(freq_hz.size(), 1.0);
+  const faraday::SynthesisSetup setup = faraday::make_setup(freq_hz, weight, config.faraday);
+  const int num_chan = static_cast<int>(freq_hz.size());
+  const double sigma = 1.0 / std::sqrt(static_cast<double>(num_chan));  // of the FDF, unit channel noise
+  const FaradayConfig& f = config.faraday;
+  const faraday::SpectrumSettings settings = faraday::spectrum_settings(
+      setup, sigma, {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
+  std::mt19937 random(1);
+  std::normal_distribution<float> noise(0.0f, 1.0f);
+  std::vector<std::complex<float>> p(static_cast<std::size_t>(num_chan) * pixels);
+  for (auto& value : p) value = {noise(random), noise(random)};
+  const std::vector<std::complex<float>> a = faraday::synthesis_matrix(setup, setup.axis);
+  const std::vector<std::complex<float>> rmsf = faraday::rmsf_for_clean(setup);
+  const Stopwatch watch;
+  faraday::synthesise_slab(a, num_chan, p.data(), pixels, rmsf, settings);
+  return watch.seconds() / pixels;
+}
+
+// Bytes per second with which this process writes products to the file system of
+// `dir`, timed on a 64 MiB scratch cube written as the depth cubes are: created filled,
+// then written in row groups over all planes. The cube is removed.
+double write_rate(const std::string& dir) {
+  const fs::path existing = nearest_existing(dir);
+  const std::string scratch = (existing / (".spip-plan-write-rate-" + std::to_string(getpid()) + ".fits")).string();
+  fits::ImageHeader header;
+  header.nx = header.ny = 256;
+  header.cell_rad = 1e-5;
+  header.spectral = fits::LinearAxis{"FDEP", "rad/m^2", 0, 1, 1, 256};
+  const std::vector<float> rows(static_cast<std::size_t>(header.nx) * 64 * 256, 1.0f);
+  const Stopwatch watch;
+  fits::CubeFile::create(scratch, header);
+  for (int row = 0; row < header.ny; row += 64) fits::CubeFile::write_rows(scratch, row, rows);
+  const double seconds = watch.seconds();
+  std::error_code error;
+  fs::remove(fits::CubeFile::partial_path(scratch), error);
+  return 2 * 4.0 * header.nx * header.ny * 256 / seconds;
+}
+
+}  // namespace
+
+CostRates measure_rates(const Config& config, const Plan& plan) {
+  CostRates rates;
+  const std::vector<double> uvw_m = inputs_uvw_m(plan);
+  const double freq_hz = plan.freq_hz[plan.freq_hz.size() / 2];
+  const Stopwatch setup;
+  ChannelImaging imaging(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3);
+  rates.setup_s = setup.seconds();
+  imaging.set_uvw(uvw_m);
+  write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area());
+  imaging.stage(freq_hz);
+  imaging.next();
+
+  // A dirty image (and PSF), then one with a single major cycle: their difference is a
+  // major cycle's cost (predict, re-grid, the minor cycles). How many a channel takes
+  // depends on the sky, not on this noiseless point source.
+  CleanConfig clean = config.clean;
+  clean.niter = 0;
+  imaging.image(clean);  // first touch of the grids and tables
+  const Stopwatch dirty;
+  imaging.image(clean);
+  const double dirty_s = dirty.seconds();
+  double major_s = 0;
+  if (config.clean.niter > 0) {
+    clean = config.clean;
+    clean.max_major = 1;
+    const Stopwatch major;
+    imaging.image(clean);
+    major_s = std::max(0.0, major.seconds() - dirty_s);
+  }
+  const double cycles = config.clean.niter > 0 ? std::min<double>(default_major_cycles, config.clean.max_major) : 0;
+  rates.image_channel_s = dirty_s + cycles * major_s;
+  rates.from = "timed here on the CPU (a synthetic channel with the inputs' UVW; " + fixed(cycles, 0) +
+               " major cycles per channel assumed)";
+
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  const double pixels = static_cast<double>(plan.geometry.pixels());
+  const double fdf_planes = static_cast<double>(config.faraday.cubes.size()) * plan.num_phi;
+  const double rate = write_rate(config.output.dir);
+  const double channel_cubes = static_cast<double>(
+      make_cube_set(config, plan).paths().size());
+  // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
+  // of every channel (from the page cache: counted as cheaply as written) and writes 20
+  // moments, the depth cubes and the pixel maps per pixel.
+  const double images = plan.polarised() ? 20 + faraday::pixel_map_count : 0;
+  rates.create_s = 4 * pixels * (channel_cubes * num_chan + images + fdf_planes) / rate;
+  // Restoring with a common beam reads a channel's model and residual planes back and
+  // writes its restored ones: 12 planes, read as cheaply as written.
+  if (config.clean.niter > 0 && config.image.common_beam) rates.restore_channel_s = 4 * pixels * 12 / rate;
+  rates.faraday_pixel_s = plan.polarised() ? 4 * (4.0 * num_chan + images + fdf_planes) / rate : 0.0;
+  if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
+  return rates;
+}
+
+CostRates rates_from_qa(const std::string& path, const Config& config, const Plan& plan) {
+  const PreviousQa qa = read_qa(path);
+  CostRates rates;
+  rates.setup_s = qa.run.setup_s;
+  rates.create_s = qa.run.create_s;
+  double restore_s = 0, owned = 0, image_s = 0;
+  int channels = 0;
+  for (const RankQa& rank : qa.ranks) {
+    restore_s += rank.restore_s;
+    owned += rank.channel_end - rank.channel_begin;
+  }
+  for (const ChannelQa& channel : qa.channels)
+    if (channel.image_s > 0) {
+      image_s += channel.image_s;
+      ++channels;
+    }
+  if (owned == 0 || channels == 0) SPIP_THROW(InputError, path + ": no imaged channel to take rates from");
+  rates.restore_channel_s = restore_s / owned;
+  rates.image_channel_s = image_s / channels;
+  const int previous_channels = qa.run.channels;
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  rates.create_s *= static_cast<double>(num_chan) / previous_channels;
+  rates.faraday_pixel_s = qa.run.faraday_s * qa.run.ranks / static_cast<double>(qa.run.image_pixels);
+  if (num_chan > previous_channels && previous_channels >= 2)
+    rates.faraday_pixel_s +=
+        faraday_seconds_per_pixel(config, plan.freq_hz) -
+        faraday_seconds_per_pixel(config, std::vector<double>(plan.freq_hz.begin(), plan.freq_hz.begin() + previous_channels));
+  rates.from = "measured by the run of " + path + " (" + std::to_string(previous_channels) + " channels)";
+  return rates;
+}
+
+double rank_seconds(const CostRates& rates, int channels, double pixels) {
+  return rates.setup_s + rates.create_s + channels * (rates.image_channel_s + rates.restore_channel_s) +
+         pixels * rates.faraday_pixel_s;
+}
+
+}  // namespace spip::pipeline

@@ -1,0 +1,138 @@
+// spip --plan: the job's figures per rank and what to ask sbatch for.
+#include "cost_rates.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "faraday_stage.hpp"
+#include "products.hpp"
+#include "spip/common/constants.hpp"
+#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device.hpp"
+#include "spip/cuda/rm_synthesis.hpp"
+#include "spip/error.hpp"
+#include "spip/parallel/mpi_context.hpp"
+#include "spip/pipeline/log.hpp"
+#include "spip/pipeline/pipeline.hpp"
+#include "spip/version.hpp"
+
+namespace spip::pipeline {
+
+namespace {
+
+std::string clock_time(double seconds) {
+  const long total = static_cast<long>(std::ceil(seconds));
+  char text[32];
+  std::snprintf(text, sizeof text, "%ld:%02ld:%02ld", total / 3600, total / 60 % 60, total % 60);
+  return text;
+}
+
+std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }
+
+// How the GPU columns apply, and how many ranks one of this machine's GPUs would take
+// (a run splits each GPU's free memory evenly between the ranks of its node on it).
+std::string device_plan(const cuda::DeviceProbe& probe, double rank_bytes) {
+  std::string text =
+      "GPU columns: a rank's device memory while imaging and for its largest Faraday row group (a run shrinks the\n"
+      "groups to the rank's share of its GPU); the times are the CPU backend's\n";
+  if (probe.devices.empty()) return text + "no GPU here (" + probe.reason + ") to fit ranks to\n";
+  const cuda::DeviceInfo& device = probe.devices.front();
+  const double total = static_cast<double>(device.memory_bytes);
+  constexpr double context_bytes = 512.0 * (1 << 20);  // a CUDA context on a current GPU, about
+  return text + "GPU " + std::to_string(device.index) + " here (" + device.name + ", " + gb(total) +
+         ") holds up to " + std::to_string(static_cast<long>(total / (rank_bytes + context_bytes))) +
+         " such ranks, with 0.5 GiB for each one's CUDA context\n";
+}
+
+}  // namespace
+
+void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out) {
+  const int ranks = request.ranks > 0 ? request.ranks : mpi_ranks;
+  // Without parallel.threads, the ranks share this machine's cores, as they would in a
+  // run here; for other nodes, set parallel.threads to the intended --cpus-per-task.
+  omp_set_num_threads(config.parallel.threads > 0 ? config.parallel.threads : std::max(1, omp_get_num_procs() / ranks));
+  const int threads = omp_get_max_threads();
+  Plan plan = open_plan(config);
+  const int num_chan = plan.chan_end - plan.chan_begin;
+  const int num_phi = plan.num_phi;
+  // From the metadata alone every row counts in every channel; a run balances the
+  // unflagged visibilities, which it counts from FLAG.
+  const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
+  plan.blocks = channel_blocks(config, uniform, ranks);
+
+  out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["
+      << plan.chan_begin << ", " << plan.chan_end << ") of " << plan.readers.size() << " Measurement Set(s), "
+      << plan.max_visibilities << " rows per channel; " << plan.geometry.size << "^2 pixels on a "
+      << plan.geometry.grid_size << "^2 grid; " << num_phi << " Faraday depths\n";
+  const CostRates rates =
+      request.previous_qa.empty() ? measure_rates(config, plan) : rates_from_qa(request.previous_qa, config, plan);
+  out << "rates " << rates.from << ":\n  set-up " << fixed(rates.setup_s, 2) << " s; per channel: image and CLEAN "
+      << fixed(rates.image_channel_s, 3) << " s, restore " << fixed(rates.restore_channel_s, 3)
+      << " s; Faraday stage " << fixed(rates.faraday_pixel_s * 1e6, 2) << " us per pixel; products created by rank 0 in "
+      << fixed(rates.create_s, 2) << " s\n\n";
+
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
+  const double gpu_imaging =
+      gpu ? static_cast<double>(
+                cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config)))
+          : 0;
+  char line[256];
+  std::snprintf(line, sizeof line, "%5s %15s %14s %12s %12s %12s %12s %12s\n", "rank", "channels", "visibilities",
+                "host memory", "Faraday mem", gpu ? "GPU imaging" : "", gpu ? "GPU Faraday" : "", "est. time");
+  out << line;
+  double peak_bytes = 0, slowest_s = 0, gpu_peak = gpu_imaging;
+  for (int r = 0; r < ranks; ++r) {
+    const parallel::ChannelBlock& block = plan.blocks[static_cast<std::size_t>(r)];
+    MemoryNeeds needs;
+    needs.budget = memory_budget_bytes(config.parallel, ranks);
+    needs.geometry = plan.geometry;
+    needs.rows_per_channel = static_cast<double>(plan.max_visibilities);
+    needs.my_channels = block.size();
+    needs.block_channels = config.input.block_channels;
+    needs.faraday_row_bytes = faraday_row_bytes(plan);
+    const MemoryPlan memory = plan_memory(needs);
+    const double host = memory.imaging + memory.channel_data + 2 * memory.block;
+    const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
+    const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, plan.geometry.size);
+    const int group_rows =
+        FaradayStage::group_rows(memory.faraday_group, num_chan, num_phi, plan.geometry.size, y1 - y0, 0);
+    const double gpu_faraday =
+        gpu && num_phi > 0 ? static_cast<double>(cuda::slab_bytes(num_phi, num_chan, group_rows * plan.geometry.size))
+                           : 0;
+    gpu_peak = std::max(gpu_peak, gpu_faraday);
+    peak_bytes = std::max(peak_bytes, host + memory.faraday_group);
+    slowest_s = std::max(slowest_s, seconds);
+    char channels[48];
+    std::snprintf(channels, sizeof channels, "[%d, %d)", plan.chan_begin + block.begin, plan.chan_begin + block.end);
+    std::snprintf(line, sizeof line, "%5d %15s %14.0f %12s %12s %12s %12s %12s\n", r, channels,
+                  static_cast<double>(block.size()) * static_cast<double>(plan.max_visibilities), gb(host).c_str(),
+                  gb(memory.faraday_group).c_str(), gpu ? gb(gpu_imaging).c_str() : "",
+                  gpu ? gb(gpu_faraday).c_str() : "", clock_time(seconds).c_str());
+    out << line;
+  }
+  const double disk =
+      product_bytes(make_cube_set(config, plan).paths(), num_chan,
+                    static_cast<double>(plan.geometry.pixels()), num_phi, config.faraday);
+  out << "\nproducts: " << gb(disk) << " in " << config.output.dir << "\n";
+  if (gpu) out << device_plan(probe, gpu_peak);
+  out << "wall time at other rank counts:";
+  for (int n = 1; n <= num_chan; n *= 2) {
+    const SlowestRank slowest = slowest_rank(parallel::balance_channels(uniform, n), plan.geometry);
+    out << " " << n << ": " << clock_time(rank_seconds(rates, slowest.channels, slowest.slab_pixels)) << ";";
+  }
+  // Slurm counts memory in MiB. A quarter more memory than planned; for the time, ten
+  // minutes for the warning before the limit and the margins that docs/benchmarks.md
+  // measured: rates timed here came to 0.6-0.7 of a run, a short run's to 0.7-1.0.
+  const long mem_per_cpu_mb = static_cast<long>(std::ceil(1.25 * peak_bytes / threads / (1 << 20)));
+  const double margin = request.previous_qa.empty() ? 2.0 : 1.5;
+  out << "\n\nsuggested: sbatch --ntasks=" << ranks << " --cpus-per-task=" << threads << " --mem-per-cpu="
+      << mem_per_cpu_mb << "M --time=" << clock_time(margin * slowest_s + 600) << " slurm/one-node.sbatch "
+      << (config.config_file.empty() ? std::string("CONFIG") : config.config_file) << " " << config.output.dir << "\n";
+}
+
+}  // namespace spip::pipeline
