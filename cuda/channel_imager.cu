@@ -234,7 +234,8 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
       + detail::PointPreparation::bytes_per_row(imaging::max_support, geometry.grid_size);  // prepared points
   const std::size_t per_cell = 2 * sizeof(cufftComplex);  // two lanes
   const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
-                                2 * sizeof(double) + detail::MinorCycle::bytes_per_pixel();
+                                2 * sizeof(double) + sizeof(std::uint8_t) /* the mask */ +
+                                detail::MinorCycle::bytes_per_pixel();
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
   return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size) +
          per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size) +

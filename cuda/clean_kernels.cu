@@ -149,10 +149,17 @@ cudaError_t reduce_to_best(void* scratch, std::size_t& scratch_bytes, const deco
                                    deconv::StrongerPeak{}, no_peak, stream);
 }
 
-cudaError_t sort_pixels(void* scratch, std::size_t& scratch_bytes, const long long* in, long long* out, long long count,
-                        cudaStream_t stream) {
-  return cub::DeviceRadixSort::SortKeys(scratch, scratch_bytes, in, out, static_cast<int>(count), 0,
-                                        static_cast<int>(8 * sizeof(long long)), stream);
+// Pixel indices below 2^bits: only those bits are sorted. The double buffer spares CUB a
+// copy of the keys in its scratch; the sorted keys are in keys.Current().
+cudaError_t sort_pixels(void* scratch, std::size_t& scratch_bytes, cub::DoubleBuffer<long long>& keys, long long count,
+                        int bits, cudaStream_t stream) {
+  return cub::DeviceRadixSort::SortKeys(scratch, scratch_bytes, keys, static_cast<int>(count), 0, bits, stream);
+}
+
+int bits_for(long long pixels) {
+  int bits = 1;
+  while (bits < 63 && (1LL << bits) < pixels) ++bits;
+  return bits;
 }
 
 // The CPU's limit on the sub-minor loop's pixels (deconv's max_active_pixels).
@@ -161,8 +168,10 @@ long long active_capacity(long long pixels) { return std::min(pixels, std::max(p
 }  // namespace
 
 std::size_t MinorCycle::bytes_per_pixel() {
-  // Candidates; the mask; per pixel of capacity (1/16): two pixel lists, four values, a component.
-  return sizeof(deconv::PeakCandidate) + 1 + (2 * sizeof(long long) + 4 * sizeof(float) + sizeof(DeviceComponent)) / 16 + 1;
+  // A candidate per pixel; per pixel of capacity (at most 1/16 of them, or 1024):
+  // two pixel lists, four values, a component; rounded up.
+  constexpr std::size_t per_active = 2 * sizeof(long long) + 4 * sizeof(float) + sizeof(DeviceComponent);
+  return sizeof(deconv::PeakCandidate) + (per_active + 15) / 16;
 }
 
 MinorCycle::MinorCycle(long long pixels)
@@ -172,7 +181,8 @@ MinorCycle::MinorCycle(long long pixels)
       host_state_(sizeof(MinorCycleState) + sizeof(deconv::PeakCandidate) + sizeof(unsigned long long)) {
   std::size_t reduce_bytes = 0, sort_bytes = 0;
   SPIP_CUDA_CHECK(reduce_to_best(nullptr, reduce_bytes, candidates_.get(), best_.get(), pixels_, nullptr));
-  SPIP_CUDA_CHECK(sort_pixels(nullptr, sort_bytes, active_.get(), sorted_.get(), capacity_, nullptr));
+  cub::DoubleBuffer<long long> keys(active_.get(), sorted_.get());
+  SPIP_CUDA_CHECK(sort_pixels(nullptr, sort_bytes, keys, capacity_, bits_for(pixels_), nullptr));
   scratch_ = DeviceArray<char>(std::max({reduce_bytes, sort_bytes, std::size_t{1}}));  // null means "size query"
 }
 
@@ -232,8 +242,8 @@ void MinorCycle::mask_model_pixels(const float* model, std::uint8_t* mask, cudaS
   SPIP_CUDA_CHECK(cudaGetLastError());
 }
 
-// The pixels above the stop, sorted into sorted_; returns how many there are (more
-// than capacity_: not kept).
+// The pixels above the stop, sorted into pixel order (at active_list_); returns how
+// many there are (more than capacity_: not kept).
 long long MinorCycle::select_active(PeakSearch search, const float* residual, const std::uint8_t* mask,
                                     double stop_level, cudaStream_t stream) {
   SPIP_CUDA_CHECK(cudaMemsetAsync(count_.get(), 0, sizeof(unsigned long long), stream));
@@ -246,8 +256,10 @@ long long MinorCycle::select_active(PeakSearch search, const float* residual, co
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
   const auto count = static_cast<long long>(host_count());
   if (count > 0 && count <= capacity_) {
+    cub::DoubleBuffer<long long> keys(active_.get(), sorted_.get());
     std::size_t scratch_bytes = scratch_.bytes();
-    SPIP_CUDA_CHECK(sort_pixels(scratch_.get(), scratch_bytes, active_.get(), sorted_.get(), count, stream));
+    SPIP_CUDA_CHECK(sort_pixels(scratch_.get(), scratch_bytes, keys, count, bits_for(pixels_), stream));
+    active_list_ = keys.Current();
   }
   return count;
 }
@@ -258,12 +270,15 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* ps
   int done = 0;
   while (done < max_iterations && peak(search, residual, mask, stream) > stop_level) {
     const long long count = select_active(search, residual, mask, stop_level, stream);
-    if (count > capacity_) {
+    // The peak test rounds in double, the selection in float: a peak just above the stop
+    // may select nothing, and there is then nothing left to clean.
+    if (count == 0) break;
+    if (count > capacity_) {  // the rest of the call as plain Hogbom over the whole image
       done += run(search, residual, psf, size, gain, stop_level, max_iterations - done, model, mask, stream);
-      continue;
+      break;
     }
     const unsigned blocks = blocks_for(count, threads_per_block);
-    gather_active_kernel<<<blocks, threads_per_block, 0, stream>>>(residual, pixels_, sorted_.get(), count,
+    gather_active_kernel<<<blocks, threads_per_block, 0, stream>>>(residual, pixels_, active_list_, count,
                                                                      values_.get());
     SPIP_CUDA_CHECK(cudaGetLastError());
     start(static_cast<int>(std::min<long long>(max_iterations - done, capacity_)), stream);
@@ -272,8 +287,8 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* ps
         search_active_kernel<<<blocks, threads_per_block, 0, stream>>>(search, values_.get(), count, candidates_.get());
         enqueue_reduction(count, stream);
         take_active_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, values_.get(), count,
-                                                           sorted_.get(), components_.get(), state_.get());
-        subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf, size, sorted_.get(), count,
+                                                           active_list_, components_.get(), state_.get());
+        subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf, size, active_list_, count,
                                                                          values_.get());
         SPIP_CUDA_CHECK(cudaGetLastError());
       }

@@ -62,7 +62,9 @@ void ChannelImager::upload(double) {}
 void ChannelImager::next() {}
 double ChannelImager::weight_sum(int) const { return 0; }
 int ChannelImager::num_w_planes() const { return 0; }
-std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() { return nullptr; }
+std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {
+  SPIP_THROW(Error, "spip was built without the CUDA backend");
+}
 TransferStats ChannelImager::transfer_stats() const { return {}; }
 KernelTimes ChannelImager::time_kernels() { return {}; }
 

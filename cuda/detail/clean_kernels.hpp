@@ -16,7 +16,8 @@
 namespace spip::cuda::detail {
 
 struct MinorCycleState {
-  long long pixel;     // where the last component was taken
+  long long pixel;     // where the last component was taken: the image pixel, or in the
+                       // sub-minor loop its place in the active list
   float flux[4];       // its flux per Stokes parameter
   int iterations;
   int max_iterations;
@@ -44,7 +45,8 @@ class MinorCycle {
   // The sub-minor loop as deconv::subminor_hogbom(): the pixels above the stop are taken
   // out (by pixel order), cleaned among themselves, and the components found are then
   // subtracted from the whole image in one pass. Where more pixels than the CPU's
-  // limit (N^2/16) are above the stop, that round runs as run().
+  // limit (max(N^2/16, 1024)) are above the stop, the rest of the call runs as run():
+  // the CPU instead cleans the brightest of them first.
   int run_subminor(PeakSearch search, float* residual, const float* psf, int size, double gain, double stop_level,
                    int max_iterations, float* model, const std::uint8_t* mask, cudaStream_t stream);
   // clean.auto_mask: mask = the pixels where any Stokes plane of the model is non-zero.
@@ -63,7 +65,8 @@ class MinorCycle {
   DeviceArray<deconv::PeakCandidate> best_;
   DeviceArray<char> scratch_;        // CUB temporary storage, for the reduction and the sort
   DeviceArray<MinorCycleState> state_;
-  DeviceArray<long long> active_, sorted_;  // the sub-minor loop's pixels
+  DeviceArray<long long> active_, sorted_;  // the sub-minor loop's pixels: the sort's two buffers
+  const long long* active_list_ = nullptr;   // whichever of them holds the sorted list
   DeviceArray<float> values_;                // their residuals [4][count]
   DeviceArray<DeviceComponent> components_;
   DeviceArray<unsigned long long> count_;

@@ -14,13 +14,10 @@
 #include "products.hpp"
 #include "qa.hpp"
 #include "spip/common/constants.hpp"
-#include "spip/cuda/device.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
-#include "spip/parallel/mpi_context.hpp"
 #include "spip/pipeline/log.hpp"
-#include "spip/version.hpp"
 
 namespace spip::pipeline {
 
@@ -39,12 +36,14 @@ PreviousQa read_qa(const std::string& path) {
   std::ifstream in(path);
   if (!in) SPIP_THROW(InputError, path + ": cannot open the previous run's qa.json");
   nlohmann::ordered_json qa;
+  int version = 0;
   try {
     qa = nlohmann::ordered_json::parse(in);
+    version = qa.is_object() ? qa.value("spip_qa_version", 0) : 0;
   } catch (const nlohmann::json::exception& e) {
     SPIP_THROW(InputError, path + ": not a spip qa.json: " + e.what());
   }
-  if (!qa.is_object() || qa.value("spip_qa_version", 0) != qa_version)
+  if (version != qa_version)
     SPIP_THROW(InputError, path + ": not the qa.json of this spip (spip_qa_version " + std::to_string(qa_version) +
                                "); run the few channels again to time them");
   try {

@@ -123,7 +123,7 @@ double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigm
 // to the next. Steps that meet other ranks are collective, in this order on every rank.
 class RankRun {
  public:
-  RankRun(const Config& config, Plan& plan, const parallel::MpiContext& mpi, const Log& log, StopRequest& stop)
+  RankRun(const Config& config, const Plan& plan, const parallel::MpiContext& mpi, const Log& log, StopRequest& stop)
       : config_(config), plan_(plan), mpi_(mpi), log_(log), stop_(stop),
         mine_(plan.blocks[static_cast<std::size_t>(mpi.rank())]), source_(plan, mine_),
         // Rank 0 decides whether to resume for all (start_or_resume): only it needs the inputs' fingerprint.
@@ -161,7 +161,7 @@ class RankRun {
   bool restore_later() const { return cubes_.cleaned && config_.image.common_beam; }
 
   const Config& config_;
-  Plan& plan_;
+  const Plan& plan_;
   const parallel::MpiContext& mpi_;
   const Log& log_;
   StopRequest& stop_;

@@ -15,7 +15,6 @@
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
-#include "spip/parallel/mpi_context.hpp"
 #include "spip/pipeline/log.hpp"
 #include "spip/pipeline/pipeline.hpp"
 #include "spip/version.hpp"

@@ -10,10 +10,11 @@ namespace {
 
 using json = nlohmann::ordered_json;
 
-// null (how JSON writes NaN) back to NaN.
-double number(const json& in, const char* key) {
+// null (how JSON writes NaN and Inf) back to NaN.
+template <typename Key>
+double number(const json& in, Key key) {
   const json& value = in.at(key);
-  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.get<double>();
+  return value.is_null() ? std::numeric_limits<double>::quiet_NaN() : value.template get<double>();
 }
 
 // {"key": value, ...} on one line, the keys in their order: a record per line of qa.json.
@@ -89,7 +90,7 @@ void from_json(const json& in, ChannelMarker& marker) {
   marker.qa = in.at("qa").get<ChannelQa>();
   marker.polarised_noise = number(in, "polarised_noise");
   const json& beam = in.at("beam_rad");
-  marker.qa.beam = {beam.at(0).get<double>(), beam.at(1).get<double>(), beam.at(2).get<double>()};
+  marker.qa.beam = {number(beam, 0), number(beam, 1), number(beam, 2)};
 }
 
 void to_json(json& out, const RankQa& qa) {

@@ -1,7 +1,8 @@
 #pragma once
 // What a run records of each channel, each rank and itself, as typed records that
 // qa.json, the progress markers and the gather to rank 0 all serialise through
-// nlohmann-json. NaN (a number that does not apply) is null in JSON.
+// nlohmann-json. NaN (a number that does not apply) is null in JSON, and so is Inf,
+// which comes back as NaN.
 #include <optional>
 #include <string>
 #include <vector>

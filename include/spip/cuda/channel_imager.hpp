@@ -72,7 +72,7 @@ class ChannelImager {
   // caller writes the channel there (the host's only pass over its rows), and
   // upload() starts its upload; everything else is done on the device. One channel is
   // staged at a time (another replaces it): both may be called from another thread
-  // while image_channel() runs, not while next() does.
+  // while the current channel is cleaned, not while next() does.
   ChannelView staging_area();
   void upload(double freq_hz);
   // Makes the channel last staged current (waits for its upload) and prepares its
@@ -82,7 +82,8 @@ class ChannelImager {
   double weight_sum(int stokes) const;
   int num_w_planes() const;
   // The CLEAN backend on the current channel, for deconv::clean_channel(): its images
-  // stay on the device until fetch(); only the noise estimate reads them back.
+  // stay on the device until fetch(); before, only the PSF, the peaks and (for the
+  // noise estimate) the residual are read back.
   std::unique_ptr<deconv::CleanBackend> clean_backend();
 
   TransferStats transfer_stats() const;

@@ -40,7 +40,7 @@ class CleanBackend {
   virtual void subtract_model() = 0;
   // clean.auto_mask: from now on search only the pixels that hold a component.
   virtual void mask_model_pixels() = 0;
-  // The dirty, model and residual images, to the host.
+  // The dirty, model and residual images, to the host: the last call on a backend.
   virtual void fetch(ChannelImages& out) = 0;
 };
 
