@@ -72,7 +72,7 @@ int main(int argc, char** argv) {
   const std::size_t bytes = (used + 4095) / 4096 * 4096;  // aligned_alloc takes whole alignments
   std::unique_ptr<char, decltype(&std::free)> staging(static_cast<char*>(std::aligned_alloc(4096, bytes)), &std::free);
   std::memset(staging.get(), 0, bytes);  // touched once, as the pinned buffer is when allocated
-  spip::cuda::ChannelView area;
+  spip::imaging::ChannelView area;
   area.rows = rows;
   area.weights = reinterpret_cast<float*>(staging.get());
 

@@ -58,7 +58,7 @@ double RowCoordinates::max_uv_m(const float* weights) const {
 
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
                             const RowCoordinates& coordinates, const imaging::ImageGeometry& geometry,
-                            const imaging::WeightingScheme& scheme, const cuda::ChannelView& out, int threads) {
+                            const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads) {
   constexpr int stokes = ms::num_stokes;
   std::size_t rows = 0;
   for (const ms::VisBlock& block : blocks) rows += block.num_rows();

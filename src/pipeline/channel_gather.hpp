@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/imaging/channel_view.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
 #include "spip/ms/ms_reader.hpp"
@@ -45,6 +45,6 @@ class RowCoordinates {
 // together.
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
                             const RowCoordinates& coordinates, const imaging::ImageGeometry& geometry,
-                            const imaging::WeightingScheme& scheme, const cuda::ChannelView& out, int threads);
+                            const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads);
 
 }  // namespace spip::pipeline

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <random>
 
 #include <nlohmann/json.hpp>
@@ -57,7 +58,7 @@ PreviousQa read_qa(const std::string& path) {
 // A channel at `freq_hz` with a 1 Jy point source at the phase centre and unit
 // weights before the configured weighting, written into `out`.
 void write_synthetic_channel(const Config& config, const Plan& plan, const std::vector<double>& uvw_m, double freq_hz,
-                             const cuda::ChannelView& out) {
+                             const imaging::ChannelView& out) {
   std::fill_n(out.vis, ms::num_stokes * out.rows, std::complex<float>{0.0f, 0.0f});
   for (std::size_t r = 0; r < out.rows; ++r) out.vis[ms::num_stokes * r + ms::stokes_i] = {1.0f, 0.0f};
   std::fill_n(out.weights, ms::num_stokes * out.rows, 1.0f);
@@ -114,7 +115,9 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   const std::vector<double> uvw_m = inputs_uvw_m(plan);
   const double freq_hz = plan.freq_hz[plan.freq_hz.size() / 2];
   const Stopwatch setup;
-  ChannelImaging imaging(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3);
+  const std::unique_ptr<ChannelImaging> cpu =
+      ChannelImaging::make(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3);
+  ChannelImaging& imaging = *cpu;
   rates.setup_s = setup.seconds();
   imaging.set_uvw(uvw_m);
   write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area());

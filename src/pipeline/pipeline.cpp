@@ -173,7 +173,7 @@ class RankRun {
   // fitted first): rank 0 writes it into the headers at the end.
   const CubeSet cubes_;
   const std::optional<imaging::Beam> chosen_;  // image.beam
-  std::optional<ChannelImaging> imaging_;
+  std::unique_ptr<ChannelImaging> imaging_;
   std::optional<RowCoordinates> coordinates_;
   bool resume_ = false;
   std::vector<int> todo_;                     // channels to image in this run
@@ -202,7 +202,8 @@ void RankRun::announce() const {
 void RankRun::set_up_imaging() {
   const Stopwatch watch;
   if (!mpi_.is_root()) mpi_.barrier();
-  imaging_.emplace(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device, plan_.max_visibilities);
+  imaging_ = ChannelImaging::make(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device,
+                                  plan_.max_visibilities);
   if (config_.clean.niter > 0) imaging::plan_restoring(plan_.geometry);
   if (mpi_.is_root()) mpi_.barrier();
   coordinates_.emplace(inputs_uvw_m(plan_));

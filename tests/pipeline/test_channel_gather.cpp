@@ -61,7 +61,7 @@ Gathered gather(const std::vector<ms::VisBlock>& blocks, const RowCoordinates& c
   Gathered out;
   out.weights.assign(4 * coordinates.rows(), -1.0f);
   out.vis.assign(4 * coordinates.rows(), {-1.0f, -1.0f});
-  const cuda::ChannelView view{coordinates.rows(), out.weights.data(), out.vis.data()};
+  const imaging::ChannelView view{coordinates.rows(), out.weights.data(), out.vis.data()};
   out.stats = gather_channel(blocks, channel, coordinates, geometry, scheme, view, threads);
   return out;
 }

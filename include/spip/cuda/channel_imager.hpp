@@ -15,18 +15,13 @@
 
 #include "spip/config/config.hpp"
 #include "spip/deconv/major_cycle.hpp"
+#include "spip/imaging/channel_view.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
 
 namespace spip::cuda {
 
-// Where a channel is to be written, for the rows of the imager's coordinates: weights
-// [k][4] and Stokes visibilities [k][4].
-struct ChannelView {
-  std::size_t rows = 0;
-  float* weights = nullptr;
-  std::complex<float>* vis = nullptr;
-};
+using imaging::ChannelView;
 
 // Upload time on the upload stream, and how much of it ran while the compute stream
 // was busy with the previous channel (event timings).
