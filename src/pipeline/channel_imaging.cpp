@@ -16,8 +16,11 @@ namespace {
 
 using ms::num_stokes;
 
-std::string kernel_and_planes(const imaging::ImageGeometry& geometry, const ImageConfig& image, int planes) {
-  const int support = imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel.support;
+int kernel_support(const imaging::ImageGeometry& geometry, const ImageConfig& image) {
+  return imaging::make_w_stacking(geometry, image.accuracy, image.wstacking).kernel.support;
+}
+
+std::string kernel_and_planes(int support, int planes) {
   return "kernel W = " + std::to_string(support) + ", " + std::to_string(planes) + " w-planes";
 }
 
@@ -27,7 +30,8 @@ class CpuChannelImaging final : public ChannelImaging {
  public:
   CpuChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                     const imaging::WeightingScheme& scheme)
-      : geometry_(geometry), image_(image), scheme_(scheme), imager_(geometry, image.accuracy, image.wstacking) {}
+      : geometry_(geometry), support_(kernel_support(geometry, image)), scheme_(scheme),
+        imager_(geometry, image.accuracy, image.wstacking) {}
 
   const imaging::WeightingScheme& host_weighting() const override { return scheme_; }
   void set_uvw(const std::vector<double>& uvw_m) override { uvw_m_ = &uvw_m; }
@@ -56,7 +60,7 @@ class CpuChannelImaging final : public ChannelImaging {
   }
 
   std::string describe() const override {
-    return kernel_and_planes(geometry_, image_, imager_.gridder().num_w_planes());
+    return kernel_and_planes(support_, imager_.gridder().num_w_planes());
   }
 
  private:
@@ -68,7 +72,7 @@ class CpuChannelImaging final : public ChannelImaging {
   }
 
   imaging::ImageGeometry geometry_;
-  ImageConfig image_;
+  int support_;  // of the gridding kernel
   imaging::WeightingScheme scheme_;
   imaging::ChannelImager imager_;
   // The coordinates, the channel being written and the current channel's visibilities.
@@ -84,7 +88,7 @@ class GpuChannelImaging final : public ChannelImaging {
  public:
   GpuChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                     const imaging::WeightingScheme& scheme, int device, std::size_t max_visibilities)
-      : geometry_(geometry), image_(image),
+      : geometry_(geometry), support_(kernel_support(geometry, image)),
         imager_(device, geometry, image.accuracy, image.wstacking, max_visibilities, scheme) {}
 
   const imaging::WeightingScheme& host_weighting() const override { return natural_; }
@@ -97,7 +101,7 @@ class GpuChannelImaging final : public ChannelImaging {
     return deconv::clean_channel(*imager_.clean_backend(), clean, geometry_);
   }
 
-  std::string describe() const override { return kernel_and_planes(geometry_, image_, imager_.num_w_planes()); }
+  std::string describe() const override { return kernel_and_planes(support_, imager_.num_w_planes()); }
 
   std::string transfer_summary() const override {
     const cuda::TransferStats t = imager_.transfer_stats();
@@ -111,7 +115,7 @@ class GpuChannelImaging final : public ChannelImaging {
   void hand_over(double freq_hz) override { imager_.upload(freq_hz); }
 
   imaging::ImageGeometry geometry_;
-  ImageConfig image_;
+  int support_;  // of the gridding kernel
   imaging::WeightingScheme natural_;
   cuda::ChannelImager imager_;
 };

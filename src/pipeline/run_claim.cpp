@@ -1,7 +1,6 @@
 #include "run_claim.hpp"
 
 #include <fcntl.h>
-#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -108,16 +107,15 @@ bool unnamed_for_long(const std::string& path) {
 
 // Whether the holder is gone: an earlier start of this Slurm job (a requeued job's
 // restart count grows; steps of one allocation share it, so they hold), or on this host
-// a process that has ended, is a zombie (a killed rank not yet reaped answers
-// kill(pid, 0)), or has another start time (its pid reused). Another host's process
-// cannot be checked from here.
+// a process that has ended (no /proc entry), is a zombie (a killed rank not yet
+// reaped), or has another start time (its pid reused). Another host's process cannot
+// be checked from here.
 bool gone(const Holder& holder, const std::string& path) {
   if (holder.host.empty()) return unnamed_for_long(path);
   if (!holder.slurm_job.empty() && holder.slurm_job == environment("SLURM_JOB_ID") &&
       holder.slurm_restart < slurm_restart())
     return true;
   if (holder.host != host_name() || holder.pid <= 0) return false;
-  if (kill(static_cast<pid_t>(holder.pid), 0) != 0 && errno == ESRCH) return true;
   const Process now = process(holder.pid);
   return now.state == 0 || now.state == 'Z' || now.start != holder.process_start;
 }

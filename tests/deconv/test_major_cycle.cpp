@@ -79,12 +79,15 @@ struct Channel {
   }
 };
 
-// The driver over a new spy, which stays for the test to read until the next call.
-deconv::ChannelImages clean(Channel& channel, const CleanConfig& config, Spy*& spy_out) {
-  static std::unique_ptr<Spy> spy;
-  spy = std::make_unique<Spy>(channel.imager, channel.vis);
-  spy_out = spy.get();
-  return deconv::clean_channel(*spy, config, geometry);
+// The driver over a new spy, which the test then reads.
+struct Run {
+  std::unique_ptr<Spy> spy;
+  deconv::ChannelImages images;
+};
+Run clean(Channel& channel, const CleanConfig& config) {
+  auto spy = std::make_unique<Spy>(channel.imager, channel.vis);
+  deconv::ChannelImages images = deconv::clean_channel(*spy, config, geometry);
+  return {std::move(spy), std::move(images)};
 }
 
 std::set<std::size_t> model_pixels(const deconv::ChannelImages& images) {
@@ -106,8 +109,7 @@ CleanConfig deep(double threshold) {
 
 TEST(MajorCycle, WithoutIterationsGivesTheDirtyImagesOnly) {
   Channel channel(0.0);
-  Spy* spy = nullptr;
-  const deconv::ChannelImages images = clean(channel, CleanConfig{}, spy);
+  const auto [spy, images] = clean(channel, CleanConfig{});
   EXPECT_TRUE(spy->steps.empty());
   EXPECT_EQ(spy->subtractions, 0);
   EXPECT_EQ(images.residual, images.dirty);
@@ -119,8 +121,7 @@ TEST(MajorCycle, WithoutIterationsGivesTheDirtyImagesOnly) {
 // residual is imaged once more, and the threshold counts as reached.
 TEST(MajorCycle, StopsAfterTheCycleThatReachesTheThreshold) {
   Channel channel(0.0);
-  Spy* spy = nullptr;
-  const deconv::ChannelImages images = clean(channel, deep(0.01), spy);
+  const auto [spy, images] = clean(channel, deep(0.01));
   ASSERT_FALSE(spy->steps.empty());
   EXPECT_TRUE(images.threshold_reached);
   EXPECT_EQ(images.major_cycles, static_cast<int>(spy->steps.size()));
@@ -137,21 +138,19 @@ TEST(MajorCycle, StopsAfterTheCycleThatReachesTheThreshold) {
 
 TEST(MajorCycle, StopsAtTheIterationLimitWithoutReachingTheThreshold) {
   Channel channel(0.0);
-  Spy* spy = nullptr;
   CleanConfig config = deep(0.001);
   config.niter = 7;
-  const deconv::ChannelImages images = clean(channel, config, spy);
+  const auto [spy, images] = clean(channel, config);
   EXPECT_EQ(images.iterations, 7);
   EXPECT_FALSE(images.threshold_reached);
 }
 
 TEST(MajorCycle, StopsAtTheMajorCycleLimitWithoutReachingTheThreshold) {
   Channel channel(0.0);
-  Spy* spy = nullptr;
   CleanConfig config = deep(0.001);
   config.max_major = 2;
   config.subminor = false;
-  const deconv::ChannelImages images = clean(channel, config, spy);
+  const auto [spy, images] = clean(channel, config);
   EXPECT_EQ(images.major_cycles, 2);
   EXPECT_EQ(spy->steps.size(), 2u);
   EXPECT_FALSE(spy->steps.front().subminor);
@@ -160,8 +159,7 @@ TEST(MajorCycle, StopsAtTheMajorCycleLimitWithoutReachingTheThreshold) {
 
 TEST(MajorCycle, RunsNoCycleWhenNothingIsAboveTheThreshold) {
   Channel channel(0.0);
-  Spy* spy = nullptr;
-  const deconv::ChannelImages images = clean(channel, deep(5.0), spy);
+  const auto [spy, images] = clean(channel, deep(5.0));
   EXPECT_TRUE(spy->steps.empty());
   EXPECT_EQ(images.major_cycles, 0);
   EXPECT_TRUE(images.threshold_reached);
@@ -171,10 +169,9 @@ TEST(MajorCycle, RunsNoCycleWhenNothingIsAboveTheThreshold) {
 // and CLEAN stops after that cycle instead of looping.
 TEST(MajorCycle, StopsWhenACycleFindsNothing) {
   Channel channel(0.0);
-  Spy* spy = nullptr;
   CleanConfig config = deep(0.001);
   config.mgain = 0.0;
-  const deconv::ChannelImages images = clean(channel, config, spy);
+  const auto [spy, images] = clean(channel, config);
   EXPECT_EQ(images.major_cycles, 1);
   EXPECT_EQ(images.iterations, 0);
   EXPECT_FALSE(images.threshold_reached);
@@ -182,10 +179,9 @@ TEST(MajorCycle, StopsWhenACycleFindsNothing) {
 
 TEST(MajorCycle, AutoThresholdFollowsTheNoiseOfEachResidual) {
   Channel channel(1.0);
-  Spy* spy = nullptr;
   CleanConfig config = deep(0.0);
   config.auto_threshold = 5;
-  const deconv::ChannelImages images = clean(channel, config, spy);
+  const auto [spy, images] = clean(channel, config);
   EXPECT_TRUE(images.threshold_reached);
   EXPECT_GT(images.search_noise, 0);
   EXPECT_NEAR(images.clean_threshold, 5 * images.search_noise, 1e-12);
@@ -195,16 +191,15 @@ TEST(MajorCycle, AutoThresholdFollowsTheNoiseOfEachResidual) {
 // that then hold components are the mask, and the second stage goes deeper only there.
 TEST(MajorCycle, AutoMaskCleansDeeperOnlyWhereTheFirstStageFoundComponents) {
   Channel channel(1.0);
-  Spy* spy = nullptr;
   CleanConfig first = deep(0.0);
   first.auto_threshold = 6;  // the first stage alone
-  const std::set<std::size_t> found = model_pixels(clean(channel, first, spy));
+  const std::set<std::size_t> found = model_pixels(clean(channel, first).images);
   ASSERT_FALSE(found.empty());
 
   CleanConfig masked = deep(0.0);
   masked.auto_mask = 6;
   masked.auto_threshold = 1;
-  const deconv::ChannelImages images = clean(channel, masked, spy);
+  const auto [spy, images] = clean(channel, masked);
   ASSERT_GE(spy->mask_after_cycle, 1) << "the mask is made from the first stage's components";
   EXPECT_GT(static_cast<int>(spy->steps.size()), spy->mask_after_cycle) << "and cleaned in";
   EXPECT_EQ(model_pixels(images), found) << "the second stage adds components only inside the mask";
@@ -213,6 +208,6 @@ TEST(MajorCycle, AutoMaskCleansDeeperOnlyWhereTheFirstStageFoundComponents) {
 
   CleanConfig unmasked = deep(0.0);
   unmasked.auto_threshold = 1;
-  EXPECT_GT(model_pixels(clean(channel, unmasked, spy)).size(), 2 * found.size())
+  EXPECT_GT(model_pixels(clean(channel, unmasked).images).size(), 2 * found.size())
       << "without the mask, the same depth takes components from the noise";
 }
