@@ -90,22 +90,6 @@ double fits_bytes(double pixels) {
   return 4 * record + std::ceil(4.0 * pixels / record) * record;
 }
 
-double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan, double pixels, int num_phi,
-                     const FaradayConfig& faraday_config) {
-  namespace fs = std::filesystem;
-  double bytes = 0;
-  for (const std::string& cube : channel_cubes) {
-    std::error_code error;
-    const auto present = fs::file_size(cube + ".partial", error);
-    bytes += std::max(0.0, fits_bytes(pixels * num_chan) - (error ? 0.0 : static_cast<double>(present)));
-  }
-  bytes += 20 * fits_bytes(pixels);
-  const double maps = faraday::pixel_map_count + 1 + (faraday_config.fractional ? 1 : 0);  // + RMSF_FWHM
-  const double fdf_cubes = static_cast<double>(faraday_config.cubes.size());
-  if (num_phi > 0) bytes += maps * fits_bytes(pixels) + fdf_cubes * fits_bytes(pixels * num_phi);
-  return bytes;
-}
-
 std::filesystem::path nearest_existing(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path existing = fs::absolute(dir);

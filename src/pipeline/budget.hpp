@@ -44,12 +44,6 @@ double memory_budget_bytes(const ParallelConfig& config, int local_ranks);
 // Bytes of a FITS file holding `pixels` float32 values (header and padding included).
 double fits_bytes(double pixels);
 
-// Bytes the products will add on disk: the channel cubes (except partial ones that a
-// resumed run finds already written), the 20 moment images and, with `num_phi` > 0,
-// the pixel maps and the Faraday depth cubes `faraday` asks for.
-double product_bytes(const std::vector<std::string>& channel_cubes, int num_chan, double pixels, int num_phi,
-                     const FaradayConfig& faraday_config);
-
 // `dir`, or its nearest parent that exists: where a run that has not started yet will write.
 std::filesystem::path nearest_existing(const std::string& dir);
 

@@ -146,21 +146,24 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   rates.from = "timed here on the CPU (a synthetic channel with the inputs' UVW; " + fixed(cycles, 0) +
                " major cycles per channel assumed)";
 
+  // Rank 0 creates the channel cubes and the Faraday stage's images filled; the stage
+  // reads the restored I, Q, U, V of every channel (from the page cache: counted as
+  // cheaply as written) and writes its images a pixel at a time.
   const int num_chan = plan.chan_end - plan.chan_begin;
   const double pixels = static_cast<double>(plan.geometry.pixels());
-  const double fdf_planes = static_cast<double>(config.faraday.cubes.size()) * plan.num_phi;
+  double channel_bytes = 0, faraday_bytes = 0;
+  for (const Product& product : plan.products.all()) {
+    if (product.kind == ProductKind::channel_cube) channel_bytes += product.bytes;
+    if (product.kind == ProductKind::moment_image || product.kind == ProductKind::fdf_cube ||
+        product.kind == ProductKind::pixel_map)
+      faraday_bytes += product.bytes;
+  }
   const double rate = write_rate(config.output.dir);
-  const double channel_cubes = static_cast<double>(
-      make_cube_set(config, plan).paths().size());
-  // Rank 0 creates every product filled; the Faraday stage reads the restored I, Q, U, V
-  // of every channel (from the page cache: counted as cheaply as written) and writes 20
-  // moments, the depth cubes and the pixel maps per pixel.
-  const double images = plan.polarised() ? 20 + faraday::pixel_map_count : 0;
-  rates.create_s = 4 * pixels * (channel_cubes * num_chan + images + fdf_planes) / rate;
+  rates.create_s = (channel_bytes + faraday_bytes) / rate;
   // Restoring with a common beam reads a channel's model and residual planes back and
   // writes its restored ones: 12 planes, read as cheaply as written.
   if (config.clean.niter > 0 && config.image.common_beam) rates.restore_channel_s = 4 * pixels * 12 / rate;
-  rates.faraday_pixel_s = plan.polarised() ? 4 * (4.0 * num_chan + images + fdf_planes) / rate : 0.0;
+  rates.faraday_pixel_s = plan.polarised() ? (4 * 4.0 * num_chan + faraday_bytes / pixels) / rate : 0.0;
   if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
   return rates;
 }

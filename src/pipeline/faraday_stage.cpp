@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
-#include <filesystem>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -23,12 +22,8 @@ namespace {
 
 using cfloat = std::complex<float>;
 constexpr int stokes_i = 0, stokes_q = 1, stokes_u = 2, stokes_v = 3, quantity_p = 4;
-constexpr const char* quantity_names[] = {"I", "Q", "U", "V", "P"};
-constexpr const char* moment_names[] = {"mean", "std", "skew", "kurt"};
-constexpr const char* map_names[] = {"peak-phi",    "peak-pi",       "peak-chi0", "peak-phi-err",
-                                     "peak-pi-err", "peak-chi0-err", "fdf-m2",    "rmclean-iterations"};
 constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2", ""};
-static_assert(std::size(map_names) == faraday::pixel_map_count);
+static_assert(std::size(map_units) == faraday::pixel_map_count);
 
 fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit) {
   header.spectral.reset();
@@ -44,22 +39,15 @@ fits::ImageHeader faraday_map(const fits::ImageHeader& base, const std::string& 
   return header;
 }
 
-// One FDF cube of faraday.cubes ("real-dirty"): which spectra, which part of them, and
-// the file name RM-Tools gives it. RM-Tools' readers find a cube's partners by swapping
-// _real, _im and _tot in its name, and its RMSF_FWHM map by swapping FDF_tot_dirty or
-// FDF_clean_tot, so spip's cubes open in rmtools_peakfitcube under these names as they are.
+// One FDF cube of faraday.cubes ("real-dirty"): which spectra, and which part of them.
 struct CubeChoice {
   bool clean = false;
   int part = 0;  // 0 real, 1 imaginary, 2 amplitude
-  std::string file;
 };
 
 CubeChoice cube_choice(const std::string& name) {
   const std::string part = name.substr(0, name.find('-'));
-  CubeChoice choice{name.ends_with("-clean"), part == "real" ? 0 : part == "imag" ? 1 : 2, ""};
-  const char* rmtools_part = choice.part == 0 ? "real" : choice.part == 1 ? "im" : "tot";
-  choice.file = choice.clean ? std::string("FDF_clean_") + rmtools_part : std::string("FDF_") + rmtools_part + "_dirty";
-  return choice;
+  return {name.ends_with("-clean"), part == "real" ? 0 : part == "imag" ? 1 : 2};
 }
 
 // The header of the Faraday depth cubes and the RMSF: the image's WCS with an FDEP axis.
@@ -88,12 +76,12 @@ struct FaradayStage::Synthesis {
   std::string fracpol_path;          // with faraday.fractional
 };
 
-FaradayStage::FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz,
-                           ChannelCubes cubes, double group_bytes, int gpu_device, std::size_t gpu_bytes)
+FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
+                           std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes)
     : config_(config),
+      products_(products),
       base_(base),
       freq_hz_(std::move(freq_hz)),
-      cubes_(std::move(cubes)),
       group_bytes_(group_bytes),
       gpu_device_(gpu_device),
       gpu_bytes_(gpu_bytes) {}
@@ -130,12 +118,8 @@ double FaradayStage::channel_weight(double noise) const {
   return noise > 0 ? 1.0 / (noise * noise) : 0.0;
 }
 
-std::string FaradayStage::path(const std::string& name, const char* extension) const {
-  return (std::filesystem::path(config_.output.dir) / (config_.output.prefix + "-" + name + extension)).string();
-}
-
-std::string FaradayStage::moment_path(int quantity, int moment) const {
-  return path(std::string("moment-") + moment_names[moment] + "-" + quantity_names[quantity]);
+std::vector<float> FaradayStage::read_restored(int stokes, int first_row, int rows) const {
+  return fits::CubeFile::read_rows(products_.channel_cube(ChannelProduct::image, stokes), first_row, rows);
 }
 
 // The four moment images of one quantity over the channels of `planes` [channel][pixel],
@@ -148,7 +132,7 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
     if (weight[c] > 0) sums.add(planes.data() + c * pixels, weight[c]);
   const faraday::MomentImages m = faraday::moments(sums);
   const std::vector<float>* images[] = {&m.mean, &m.std, &m.skew, &m.kurt};
-  for (int k = 0; k < 4; ++k) fits::CubeFile::write_rows(moment_path(quantity, k), first_row, *images[k]);
+  for (int k = 0; k < moment_orders; ++k) fits::CubeFile::write_rows(products_.moment(quantity, k), first_row, *images[k]);
   return m.mean;
 }
 
@@ -156,13 +140,14 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
 // (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
 // deconvolution errors alike. Empty without residual cubes.
 std::vector<float> FaradayStage::pixel_noise(int first_row, int rows, const std::vector<double>& weight) const {
-  if (cubes_.residual_qu[0].empty()) return {};
+  if (!products_.written(ChannelProduct::residual)) return {};
   const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
   double weight_sum = 0;
   for (double w : weight) weight_sum += w;
   std::vector<double> power(pixels, 0.0);
-  for (const std::string& cube : cubes_.residual_qu) {
-    const std::vector<float> residual = fits::CubeFile::read_rows(cube, first_row, rows);
+  for (int stokes : {stokes_q, stokes_u}) {
+    const std::vector<float> residual =
+        fits::CubeFile::read_rows(products_.channel_cube(ChannelProduct::residual, stokes), first_row, rows);
     for (std::size_t c = 0; c < weight.size(); ++c)
       if (weight[c] > 0)
         for (std::size_t i = 0; i < pixels; ++i) {
@@ -178,12 +163,12 @@ std::vector<float> FaradayStage::pixel_noise(int first_row, int rows, const std:
 void FaradayStage::process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
                                 long long& iterations) const {
   const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
-  const std::vector<float> stokes_i_rows = fits::CubeFile::read_rows(cubes_.restored[stokes_i], first_row, rows);
+  const std::vector<float> stokes_i_rows = read_restored(stokes_i, first_row, rows);
   const std::vector<float> mean_i = write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
-  write_moment_rows(stokes_v, first_row, fits::CubeFile::read_rows(cubes_.restored[stokes_v], first_row, rows), weight);
+  write_moment_rows(stokes_v, first_row, read_restored(stokes_v, first_row, rows), weight);
   const std::vector<float> sigmas = synthesis ? pixel_noise(first_row, rows, weight) : std::vector<float>();
-  const std::vector<float> q = fits::CubeFile::read_rows(cubes_.restored[stokes_q], first_row, rows);
-  const std::vector<float> u = fits::CubeFile::read_rows(cubes_.restored[stokes_u], first_row, rows);
+  const std::vector<float> q = read_restored(stokes_q, first_row, rows);
+  const std::vector<float> u = read_restored(stokes_u, first_row, rows);
   write_moment_rows(stokes_q, first_row, q, weight);
   write_moment_rows(stokes_u, first_row, u, weight);
   {
@@ -257,33 +242,24 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   std::vector<double> weight;
   for (double sigma : noise) weight.push_back(channel_weight(sigma));
   const std::optional<Synthesis> synthesis = plan_synthesis(weight, noise, log);
-  const std::vector<std::string> moments = moment_paths();
-  if (mpi.is_root()) create_products(moments, synthesis ? &*synthesis : nullptr);
+  if (mpi.is_root()) create_products(synthesis ? &*synthesis : nullptr);
   mpi.barrier();
   synthesise_slab(weight, synthesis ? &*synthesis : nullptr, mpi, log, stop, watch);
   // Also the barrier before rank 0 commits what every rank wrote.
   stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
                           "makes them again");
   if (!mpi.is_root()) return {};
-  std::vector<std::string> written = commit_products(moments, synthesis ? &*synthesis : nullptr);
+  std::vector<std::string> written = commit_products(synthesis ? &*synthesis : nullptr);
   if (!synthesis) return written;
   for (const std::string& file : write_rmsf(*synthesis)) written.push_back(file);
   if (config_.catalogue.threshold > 0) {
-    const CatalogueInputs inputs{synthesis->map_paths, moment_path(stokes_i, 0), synthesis->fracpol_path,
+    const CatalogueInputs inputs{synthesis->map_paths, products_.moment(stokes_i, 0), synthesis->fracpol_path,
                                  synthesis->settings.fwhm};
     for (const std::string& file :
-         write_catalogue(config_, base_, inputs, path("catalogue"), path("catalogue", ".csv"), log))
+         write_catalogue(config_, base_, inputs, products_.catalogue_table(), products_.catalogue_csv(), log))
       written.push_back(file);
   }
   return written;
-}
-
-std::vector<std::string> FaradayStage::moment_paths() const {
-  std::vector<std::string> paths;
-  for (int quantity = 0; quantity < static_cast<int>(std::size(quantity_names)); ++quantity)
-    for (int moment = 0; moment < static_cast<int>(std::size(moment_names)); ++moment)
-      paths.push_back(moment_path(quantity, moment));
-  return paths;
 }
 
 // The Faraday depth axis, the RMSF and RM-CLEAN's settings from the channels' weights
@@ -311,13 +287,13 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
   s.rmsf_double = faraday::rmsf_for_clean(s.setup);
   for (const std::string& name : config_.faraday.cubes) {
     s.cubes.push_back(cube_choice(name));
-    s.cube_paths.push_back(path(s.cubes.back().file));
+    s.cube_paths.push_back(products_.fdf_cube(name));
   }
-  for (const char* name : map_names) s.map_paths.push_back(path(name));
+  for (int map = 0; map < faraday::pixel_map_count; ++map) s.map_paths.push_back(products_.pixel_map(map));
   if (config_.faraday.fractional) {
     const double nu0 = speed_of_light / std::sqrt(s.setup.lambda0_sq);
     for (double nu : freq_hz_) s.log_nu_ratio.push_back(std::log(nu / nu0));
-    s.fracpol_path = path("peak-fracpol");
+    s.fracpol_path = products_.fracpol_map();
     log.root("faraday.fractional: Q and U divided by each pixel's Stokes I power law, PI at nu0 = " +
              fixed(nu0 / 1e6, 3) + " MHz");
   }
@@ -334,9 +310,10 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
 }
 
 // Rank 0 creates every product as a partial file; each rank then writes its rows.
-void FaradayStage::create_products(const std::vector<std::string>& moments, const Synthesis* synthesis) const {
-  for (std::size_t k = 0; k < moments.size(); ++k)  // mean and std in Jy/beam; skew, kurt dimensionless
-    fits::CubeFile::create(moments[k], plain_image(base_, k % std::size(moment_names) < 2 ? "Jy/beam" : ""));
+void FaradayStage::create_products(const Synthesis* synthesis) const {
+  for (int quantity = 0; quantity < moment_quantities; ++quantity)
+    for (int order = 0; order < moment_orders; ++order)  // mean and std in Jy/beam; skew, kurt dimensionless
+      fits::CubeFile::create(products_.moment(quantity, order), plain_image(base_, order < 2 ? "Jy/beam" : ""));
   if (!synthesis) return;
   const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
   for (const std::string& cube : synthesis->cube_paths) fits::CubeFile::create(cube, fdf);
@@ -366,16 +343,16 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
            " MB): " + std::to_string(iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s");
 }
 
-// Rank 0, once every rank has written its rows: the partial products renamed.
-std::vector<std::string> FaradayStage::commit_products(const std::vector<std::string>& moments,
-                                                       const Synthesis* synthesis) const {
-  std::vector<std::string> written = moments;
-  if (synthesis) {
-    written.insert(written.end(), synthesis->cube_paths.begin(), synthesis->cube_paths.end());
-    written.insert(written.end(), synthesis->map_paths.begin(), synthesis->map_paths.end());
-    if (!synthesis->fracpol_path.empty()) written.push_back(synthesis->fracpol_path);
-  }
-  for (const std::string& file : written) fits::CubeFile::commit(file);
+// Rank 0, once every rank has written its rows: the partial products renamed, those
+// of RM synthesis only where it ran.
+std::vector<std::string> FaradayStage::commit_products(const Synthesis* synthesis) const {
+  std::vector<std::string> written;
+  for (const Product& product : products_.all())
+    if (product.kind == ProductKind::moment_image ||
+        (synthesis && (product.kind == ProductKind::fdf_cube || product.kind == ProductKind::pixel_map))) {
+      fits::CubeFile::commit(product.path);
+      written.push_back(product.path);
+    }
   return written;
 }
 
@@ -393,7 +370,7 @@ std::vector<std::string> FaradayStage::write_rmsf(const Synthesis& synthesis) co
   rmsf_header.extra_keys["RMSFFWHM"] = synthesis.settings.fwhm;
   std::vector<float> amplitude;
   for (const auto& v : r) amplitude.push_back(static_cast<float>(std::abs(v)));
-  fits::write_image(path("rmsf"), rmsf_header, amplitude);
+  fits::write_image(products_.rmsf_cube(), rmsf_header, amplitude);
   std::ostringstream text;
   text << "# RMSF of spip's RM synthesis; FWHM " << synthesis.settings.fwhm << " rad/m^2, lambda0^2 "
        << setup.lambda0_sq << " m^2\n";
@@ -401,11 +378,11 @@ std::vector<std::string> FaradayStage::write_rmsf(const Synthesis& synthesis) co
   text.precision(10);
   for (int k = 0; k < axis.count; ++k)
     text << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
-  write_text_atomically(path("rmsf", ".txt"), text.str());
-  fits::write_image(path("RMSF_FWHM"), faraday_map(base_, "rad/m^2", setup.lambda0_sq),
+  write_text_atomically(products_.rmsf_text(), text.str());
+  fits::write_image(products_.rmsf_fwhm_map(), faraday_map(base_, "rad/m^2", setup.lambda0_sq),
                     std::vector<float>(static_cast<std::size_t>(base_.nx) * base_.ny,
                                        static_cast<float>(synthesis.settings.fwhm)));
-  return {path("rmsf"), path("rmsf", ".txt"), path("RMSF_FWHM")};
+  return {products_.rmsf_cube(), products_.rmsf_text(), products_.rmsf_fwhm_map()};
 }
 
 }  // namespace spip::pipeline

@@ -4,7 +4,6 @@
 // cubes a group of rows at a time. For each group it computes the moment images, runs
 // RM synthesis, RM-CLEAN and the peak fit, and writes the rows straight into the
 // products. Memory is bounded by the row group, not by the channels or the depths.
-#include <array>
 #include <complex>
 #include <optional>
 #include <string>
@@ -13,6 +12,7 @@
 
 #include "spip/config/config.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
+#include "product_registry.hpp"
 #include "spip/fits/fits_image.hpp"
 
 namespace spip::parallel {
@@ -27,18 +27,14 @@ class Stopwatch;
 
 class FaradayStage {
  public:
-  // The channel cubes the stage reads (partial files): the restored I, Q, U, V and, with
-  // CLEAN, the residual Q and U, from which each pixel's own FDF noise comes.
-  struct ChannelCubes {
-    std::array<std::string, 4> restored;
-    std::array<std::string, 2> residual_qu;  // empty without CLEAN
-  };
-
-  // `base` is the image header of the channel cubes (WCS, beam, date), `group_bytes` what
-  // one row group may hold; `gpu_device` >= 0 runs RM synthesis and RM-CLEAN on that GPU,
-  // of whose memory a row group takes at most `gpu_bytes` (this rank's share).
-  FaradayStage(const Config& config, const fits::ImageHeader& base, std::vector<double> freq_hz, ChannelCubes cubes,
-               double group_bytes, int gpu_device, std::size_t gpu_bytes);
+  // The stage reads the restored I, Q, U, V cubes of `products` (partial files) and, with
+  // CLEAN, the residual Q and U, from which each pixel's own FDF noise comes; it writes
+  // the products the registry names. `base` is the image header of the channel cubes
+  // (WCS, beam, date), `group_bytes` what one row group may hold; `gpu_device` >= 0 runs
+  // RM synthesis and RM-CLEAN on that GPU, of whose memory a row group takes at most
+  // `gpu_bytes` (this rank's share).
+  FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
+               std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes);
 
   // Collective: every rank calls it once after its last channel's planes are in the
   // cubes, with `channel_noise` of its channels in increasing order: each channel's
@@ -69,15 +65,13 @@ class FaradayStage {
   struct Synthesis;
   std::optional<Synthesis> plan_synthesis(const std::vector<double>& weight, const std::vector<double>& noise,
                                           const Log& log) const;
-  std::vector<std::string> moment_paths() const;
-  void create_products(const std::vector<std::string>& moments, const Synthesis* synthesis) const;
+  void create_products(const Synthesis* synthesis) const;
   void synthesise_slab(const std::vector<double>& weight, const Synthesis* synthesis, const parallel::MpiContext& mpi,
                        const Log& log, StopRequest& stop, const Stopwatch& watch);
-  std::vector<std::string> commit_products(const std::vector<std::string>& moments, const Synthesis* synthesis) const;
+  std::vector<std::string> commit_products(const Synthesis* synthesis) const;
   std::vector<std::string> write_rmsf(const Synthesis& synthesis) const;
-  std::string path(const std::string& name, const char* extension = ".fits") const;
-  std::string moment_path(int quantity, int moment) const;
   double channel_weight(double noise) const;
+  std::vector<float> read_restored(int stokes, int first_row, int rows) const;
   void process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
   std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
@@ -88,9 +82,9 @@ class FaradayStage {
                                      const std::vector<float>& sigmas, std::vector<std::complex<float>>& p) const;
 
   const Config& config_;
+  const ProductRegistry& products_;
   fits::ImageHeader base_;
   std::vector<double> freq_hz_;
-  ChannelCubes cubes_;
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
   std::size_t gpu_bytes_;

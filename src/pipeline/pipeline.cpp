@@ -27,7 +27,6 @@
 namespace spip::pipeline {
 namespace {
 
-namespace fs = std::filesystem;
 
 // What the progress markers must match besides the settings: every input as it is now.
 std::string fingerprint_of(const Plan& plan) {
@@ -127,7 +126,7 @@ class RankRun {
       : config_(config), plan_(plan), mpi_(mpi), log_(log), stop_(stop),
         mine_(plan.blocks[static_cast<std::size_t>(mpi.rank())]), source_(plan, mine_),
         // Rank 0 decides whether to resume for all (start_or_resume): only it needs the inputs' fingerprint.
-        progress_(config.output.dir, config.output.prefix, to_ini(config), mpi.is_root() ? fingerprint_of(plan) : ""),
+        progress_(plan.products.progress_dir(), to_ini(config), mpi.is_root() ? fingerprint_of(plan) : ""),
         cubes_(make_cube_set(config, plan)), chosen_(chosen_beam(config.image)),
         qa_(static_cast<std::size_t>(mine_.size())), noise_(static_cast<std::size_t>(mine_.size())) {}
 
@@ -158,7 +157,7 @@ class RankRun {
   ChannelQa& qa_of(int c) { return qa_[static_cast<std::size_t>(c - mine_.begin)]; }
   double& noise_of(int c) { return noise_[static_cast<std::size_t>(c - mine_.begin)]; }
   // With CLEAN and a common beam, the restoring waits for every channel's fitted beam.
-  bool restore_later() const { return cubes_.cleaned && config_.image.common_beam; }
+  bool restore_later() const { return config_.clean.niter > 0 && config_.image.common_beam; }
 
   const Config& config_;
   const Plan& plan_;
@@ -217,7 +216,7 @@ void RankRun::set_up_imaging() {
 // a shared file system's attributes differently. A fresh run's cubes are made here.
 void RankRun::start_or_resume() {
   std::vector<std::string> partials;
-  for (const std::string& path : cubes_.paths()) partials.push_back(fits::CubeFile::partial_path(path));
+  for (const ChannelCube& cube : plan_.products.channel_cubes()) partials.push_back(fits::CubeFile::partial_path(cube.path));
   const ResumeDecision decision = mpi_.is_root() ? progress_.decide(partials) : ResumeDecision{};
   resume_ = mpi_.max(decision.resume ? 1.0 : 0.0) > 0;
   if (resume_)
@@ -232,7 +231,7 @@ void RankRun::start_or_resume() {
     progress_.start_fresh();
     create_cubes(cubes_);
     times_.create_s = watch.seconds();
-    log_.info("created " + std::to_string(cubes_.paths().size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
+    log_.info("created " + std::to_string(plan_.products.channel_cubes().size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
   }
   mpi_.barrier();
 }
@@ -401,8 +400,8 @@ void RankRun::restore_with_common_beam() {
       peak = progress_.restored_peak(absolute);
     } else {
       if (stop_.requested()) break;
-      const std::vector<float> model = read_stokes_planes(cubes_, "model", c);
-      const std::vector<float> residual = read_stokes_planes(cubes_, "residual", c);
+      const std::vector<float> model = read_stokes_planes(cubes_, ChannelProduct::model, c);
+      const std::vector<float> residual = read_stokes_planes(cubes_, ChannelProduct::residual, c);
       const std::vector<float> restored =
           deconv::restore_channel(model.data(), residual.data(), plan_.geometry, restoring);
       peak = *std::max_element(restored.begin(), restored.begin() + pixels);
@@ -427,13 +426,8 @@ void RankRun::run_faraday_stage() {
   if (!plan_.polarised()) return;
   fits::ImageHeader base = cubes_.base;
   base.beam = beam_;
-  FaradayStage faraday(config_, base, plan_.freq_hz,
-                       FaradayStage::ChannelCubes{{cubes_.path("image", "I"), cubes_.path("image", "Q"),
-                                                   cubes_.path("image", "U"), cubes_.path("image", "V")},
-                                                  cubes_.cleaned ? std::array{cubes_.path("residual", "Q"),
-                                                                              cubes_.path("residual", "U")}
-                                                                 : std::array<std::string, 2>{}},
-                       plan_.memory.faraday_group, plan_.gpu_device, plan_.gpu_share_bytes);
+  FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
+                       plan_.gpu_share_bytes);
   const Stopwatch watch;
   faraday_products_ = faraday.finish(noise_, mpi_, log_, stop_);
   times_.faraday_s = watch.seconds();
@@ -456,9 +450,9 @@ Products RankRun::commit() {
     if (!config_.image.common_beam) write_channel_beams(cubes_, channel_beams(channels, plan_));
     commit_cubes(cubes_);
     progress_.remove();
-    products.paths = cubes_.paths();
+    for (const ChannelCube& cube : plan_.products.channel_cubes()) products.paths.push_back(cube.path);
     products.paths.insert(products.paths.end(), faraday_products_.begin(), faraday_products_.end());
-    const std::string qa_path = (fs::path(config_.output.dir) / (config_.output.prefix + "-qa.json")).string();
+    const std::string qa_path = plan_.products.qa();
     times_.ranks = static_cast<int>(plan_.blocks.size());
     times_.channels = plan_.chan_end - plan_.chan_begin;
     times_.image_pixels = static_cast<long long>(plan_.geometry.pixels());

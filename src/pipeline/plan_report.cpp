@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 
 #include "faraday_stage.hpp"
 #include "products.hpp"
@@ -31,6 +32,25 @@ std::string clock_time(double seconds) {
 }
 
 std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }
+
+std::string size_text(double bytes) {
+  return bytes >= 1e8 ? gb(bytes) : bytes >= 1e5 ? fixed(bytes / 1e6, 1) + " MB" : fixed(bytes / 1e3, 0) + " kB";
+}
+
+// "0.38 GB in DIR: 17 channel cubes 0.18 GB, 20 moment images 5.3 MB, ...", by kind.
+std::string product_summary(const ProductRegistry& products) {
+  std::map<ProductKind, std::pair<int, double>> kinds;
+  for (const Product& product : products.all()) {
+    auto& [count, bytes] = kinds[product.kind];
+    ++count;
+    bytes += product.bytes;
+  }
+  std::string by_kind;
+  for (const auto& [kind, totals] : kinds)
+    by_kind += (by_kind.empty() ? ": " : ", ") + std::to_string(totals.first) + " " + to_string(kind) +
+               (totals.first > 1 ? "s " : " ") + size_text(totals.second);
+  return gb(products.bytes_to_write()) + " in " + products.dir() + by_kind;
+}
 
 // How the GPU columns apply, and how many ranks one of this machine's GPUs would take
 // (a run splits each GPU's free memory evenly between the ranks of its node on it).
@@ -114,10 +134,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
                   gpu ? gb(gpu_faraday).c_str() : "", clock_time(seconds).c_str());
     out << line;
   }
-  const double disk =
-      product_bytes(make_cube_set(config, plan).paths(), num_chan,
-                    static_cast<double>(plan.geometry.pixels()), num_phi, config.faraday);
-  out << "\nproducts: " << gb(disk) << " in " << config.output.dir << "\n";
+  out << "\nproducts: " << product_summary(plan.products) << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";
   for (int n = 1; n <= num_chan; n *= 2) {

@@ -152,7 +152,6 @@ void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiConte
 // Everything this rank will hold, and everything the run will write, against what
 // the rank may hold and what the output file system has; before any visibility is read.
 void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
-  const int num_chan = plan.chan_end - plan.chan_begin;
   std::exception_ptr failure;
   try {
     MemoryNeeds needs;
@@ -165,10 +164,7 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = faraday_row_bytes(plan);
     plan.memory = plan_memory(needs);
-    if (mpi.is_root())
-      require_disk_space(config.output.dir,
-                         product_bytes(make_cube_set(config, plan).paths(), num_chan,
-                                       static_cast<double>(plan.geometry.pixels()), plan.num_phi, config.faraday));
+    if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {
     failure = std::current_exception();
   }
@@ -237,13 +233,13 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
 }
 
 // Rank 0's claim on the output folder and prefix.
-std::unique_ptr<RunClaim> claim_run(const Config& config, bool break_claim, const parallel::MpiContext& mpi,
-                                    const Log& log) {
+std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,
+                                    const parallel::MpiContext& mpi, const Log& log) {
   std::unique_ptr<RunClaim> claim;
   std::exception_ptr failure;
   std::string cleared;
   if (mpi.is_root()) try {
-      claim = std::make_unique<RunClaim>(config.output.dir, config.output.prefix, break_claim, cleared);
+      claim = std::make_unique<RunClaim>(products.claim(), config.output.prefix, break_claim, cleared);
     } catch (...) {
       failure = std::current_exception();
     }
@@ -253,9 +249,10 @@ std::unique_ptr<RunClaim> claim_run(const Config& config, bool break_claim, cons
 }
 
 // The effective configuration next to the products, once the run is known to start.
-void write_effective_config(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+void write_effective_config(const Config& config, const ProductRegistry& products, const parallel::MpiContext& mpi,
+                            const Log& log) {
   std::exception_ptr failure;
-  const std::string path = (fs::path(config.output.dir) / (config.output.prefix + "-config.ini")).string();
+  const std::string path = products.effective_config();
   try {
     if (mpi.is_root()) {
       fs::create_directories(config.output.dir);
@@ -292,6 +289,7 @@ Plan open_plan(const Config& config) {
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
   for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
+  plan.products = ProductRegistry(config, {plan.stokes, plan.chan_end - plan.chan_begin, config.image.size, plan.num_phi});
   return plan;
 }
 
@@ -344,7 +342,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
                              : ", and no Faraday products (moments, RM synthesis, RM-CLEAN, peak maps, catalogue), "
                                "which need Q and U"));
   // Before the FLAG column is read for the channel costs, or anything is written.
-  plan.claim = claim_run(config, break_claim, mpi, log);
+  plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
   std::optional<cuda::DeviceInfo> device;
   std::exception_ptr failure;
   try {
@@ -372,7 +370,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   plan.blocks = channel_blocks(config, cost, mpi.size());
   check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
-  write_effective_config(config, mpi, log);
+  write_effective_config(config, plan.products, mpi, log);
   return plan;
 }
 

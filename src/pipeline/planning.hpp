@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "budget.hpp"
+#include "product_registry.hpp"
 #include "run_claim.hpp"
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
@@ -40,6 +41,7 @@ struct Plan {
   imaging::ImageGeometry geometry;
   std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
   std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
+  ProductRegistry products;                      // every file the run writes, with its size
   MemoryPlan memory;                             // this rank's
   std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives
 

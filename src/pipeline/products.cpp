@@ -14,59 +14,32 @@
 namespace spip::pipeline {
 namespace {
 
-constexpr const char* stokes_names[] = {"I", "Q", "U", "V"};
-constexpr const char* per_stokes_products[] = {"dirty", "model", "residual", "image"};
-
-// Without CLEAN the model is zero and the residual is the dirty image: not written.
-bool written(const CubeSet& cubes, const std::string& product) {
-  return cubes.cleaned || (product != "model" && product != "residual");
-}
-
-// The Stokes parameters the set's cubes hold: those the correlations determine.
-std::vector<int> stokes_written(const CubeSet& cubes) {
-  std::vector<int> held;
-  for (int s = 0; s < ms::num_stokes; ++s)
-    if (cubes.stokes[s]) held.push_back(s);
-  return held;
-}
-
-fits::ImageHeader header_for(const CubeSet& cubes, const std::string& product, int stokes) {
+fits::ImageHeader header_for(const CubeSet& cubes, const ChannelCube& cube) {
   fits::ImageHeader header = cubes.base;
-  if (stokes >= 0) header.stokes = static_cast<fits::Stokes>(stokes + 1);
-  if (product == "model") {
+  if (cube.stokes >= 0) header.stokes = static_cast<fits::Stokes>(cube.stokes + 1);
+  if (cube.product == ChannelProduct::model) {
     header.bunit = "Jy/pixel";
     header.beam.reset();
   }
-  if (product == "psf") header.bunit = "";
-  header.beam_per_plane = cubes.beam_per_channel && product == "image";
+  if (cube.product == ChannelProduct::psf) header.bunit = "";
+  header.beam_per_plane = cubes.beam_per_channel && cube.product == ChannelProduct::image;
   return header;
+}
+
+void write_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane, const std::vector<float>& planes) {
+  const std::size_t pixels = planes.size() / ms::num_stokes;
+  for (const ChannelCube& cube : cubes.products.channel_cubes())
+    if (cube.product == product)
+      fits::CubeFile::write_planes(cube.path, plane,
+                                   std::span<const float>(planes.data() + cube.stokes * pixels, pixels));
 }
 
 }  // namespace
 
-std::string CubeSet::path(const std::string& product, const char* stokes) const {
-  const std::string name = prefix + "-" + product + (stokes ? std::string("-") + stokes : std::string()) + ".fits";
-  return (std::filesystem::path(dir) / name).string();
-}
-
-std::vector<std::string> CubeSet::paths() const {
-  std::vector<std::string> all;
-  for (const char* product : per_stokes_products)
-    if (written(*this, product))
-      for (int s : stokes_written(*this)) all.push_back(path(product, stokes_names[s]));
-  all.push_back(path("psf", nullptr));
-  return all;
-}
-
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
   const int chan_begin = plan.chan_begin, chan_end = plan.chan_end;
-  CubeSet cubes;
-  cubes.dir = config.output.dir;
-  cubes.prefix = config.output.prefix;
-  cubes.cleaned = config.clean.niter > 0;
-  cubes.beam_per_channel = !config.image.common_beam;
-  cubes.stokes = plan.stokes;
+  CubeSet cubes{plan.products, !config.image.common_beam, {}};
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -88,56 +61,48 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
 }
 
 void create_cubes(const CubeSet& cubes) {
-  std::filesystem::create_directories(cubes.dir);
-  for (int s : stokes_written(cubes))
-    for (const char* product : per_stokes_products)
-      if (written(cubes, product))
-        fits::CubeFile::create(cubes.path(product, stokes_names[s]), header_for(cubes, product, s));
-  fits::CubeFile::create(cubes.path("psf", nullptr), header_for(cubes, "psf", -1));
+  std::filesystem::create_directories(cubes.products.dir());
+  for (const ChannelCube& cube : cubes.products.channel_cubes())
+    fits::CubeFile::create(cube.path, header_for(cubes, cube));
 }
 
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
                    const std::vector<float>& model, const std::vector<float>& residual) {
-  const std::size_t pixels = psf.size();
-  const std::vector<float>* images[] = {&dirty, &model, &residual};
-  for (int k = 0; k < 3; ++k)
-    if (written(cubes, per_stokes_products[k]))
-      for (int s : stokes_written(cubes))
-        fits::CubeFile::write_planes(cubes.path(per_stokes_products[k], stokes_names[s]), plane,
-                                     std::span<const float>(images[k]->data() + s * pixels, pixels));
-  fits::CubeFile::write_planes(cubes.path("psf", nullptr), plane, psf);
+  write_stokes_planes(cubes, ChannelProduct::dirty, plane, dirty);
+  if (cubes.products.written(ChannelProduct::model)) {
+    write_stokes_planes(cubes, ChannelProduct::model, plane, model);
+    write_stokes_planes(cubes, ChannelProduct::residual, plane, residual);
+  }
+  fits::CubeFile::write_planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
 }
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
-  const std::size_t pixels = restored.size() / 4;
-  for (int s : stokes_written(cubes))
-    fits::CubeFile::write_planes(cubes.path("image", stokes_names[s]), plane,
-                                 std::span<const float>(restored.data() + s * pixels, pixels));
+  write_stokes_planes(cubes, ChannelProduct::image, plane, restored);
 }
 
-std::vector<float> read_stokes_planes(const CubeSet& cubes, const std::string& product, int plane) {
+std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane) {
   const std::size_t pixels = static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny;
-  std::vector<float> planes(4 * pixels, 0.0f);  // a Stokes parameter not determined is zero, as imaged
-  for (int s : stokes_written(cubes)) {
-    const std::vector<float> one = fits::CubeFile::read_planes(cubes.path(product, stokes_names[s]), plane, 1);
-    std::copy(one.begin(), one.end(), planes.begin() + s * pixels);
-  }
+  std::vector<float> planes(ms::num_stokes * pixels, 0.0f);  // a Stokes parameter not determined is zero, as imaged
+  for (const ChannelCube& cube : cubes.products.channel_cubes())
+    if (cube.product == product) {
+      const std::vector<float> one = fits::CubeFile::read_planes(cube.path, plane, 1);
+      std::copy(one.begin(), one.end(), planes.begin() + cube.stokes * pixels);
+    }
   return planes;
 }
 
 void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam) {
-  for (const char* product : per_stokes_products)
-    if (written(cubes, product) && header_for(cubes, product, 0).beam)
-      for (int s : stokes_written(cubes)) fits::CubeFile::write_beam(cubes.path(product, stokes_names[s]), beam);
-  fits::CubeFile::write_beam(cubes.path("psf", nullptr), beam);
+  for (const ChannelCube& cube : cubes.products.channel_cubes())
+    if (header_for(cubes, cube).beam) fits::CubeFile::write_beam(cube.path, beam);
 }
 
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {
-  for (int s : stokes_written(cubes)) fits::CubeFile::write_beams(cubes.path("image", stokes_names[s]), per_channel);
+  for (const ChannelCube& cube : cubes.products.channel_cubes())
+    if (cube.product == ChannelProduct::image) fits::CubeFile::write_beams(cube.path, per_channel);
 }
 
 void commit_cubes(const CubeSet& cubes) {
-  for (const std::string& path : cubes.paths()) fits::CubeFile::commit(path);
+  for (const ChannelCube& cube : cubes.products.channel_cubes()) fits::CubeFile::commit(cube.path);
 }
 
 std::string read_text(const std::string& path) {

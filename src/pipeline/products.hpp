@@ -1,5 +1,6 @@
 #pragma once
-// The FITS cubes of a run: names, headers, creation by rank 0, planes by every rank.
+// The channel cubes of a run: headers, creation by rank 0, planes by every rank. Their
+// names and which of them are written come from the ProductRegistry.
 #include <array>
 #include <string>
 #include <vector>
@@ -7,22 +8,17 @@
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "planning.hpp"
-#include "spip/ms/ms_reader.hpp"
+#include "product_registry.hpp"
 
 namespace spip::pipeline {
 
 struct CubeSet {
-  std::string dir, prefix;
-  bool cleaned = true;     // false (niter = 0): no model and residual cubes, as WSClean
+  const ProductRegistry& products;
   bool beam_per_channel = false;  // image.common_beam = false: the restored cubes carry a BEAMS table
   fits::ImageHeader base;  // shared WCS, FREQ axis over the imaged channels
-  // Which of I, Q, U, V the correlations determine: only their cubes are written.
-  std::array<bool, ms::num_stokes> stokes{true, true, true, true};
-  std::vector<std::string> paths() const;
-  std::string path(const std::string& product, const char* stokes) const;  // stokes nullptr: no suffix
 };
 
-// The cubes of a run, their headers from the first input and the imaged channels.
+// The cubes of a run (plan.products), their headers from the first input and the imaged channels.
 CubeSet make_cube_set(const Config& config, const Plan& plan);
 
 // Rank 0, before any rank writes.
@@ -33,8 +29,8 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
                    const std::vector<float>& model, const std::vector<float>& residual);
 // Channel `plane` of the restored ("image") cubes, from its Stokes planes [4][N*N].
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored);
-// Channel `plane` of a per-Stokes product ("model", "residual", ...) as written, [4][N*N].
-std::vector<float> read_stokes_planes(const CubeSet& cubes, const std::string& product, int plane);
+// Channel `plane` of a per-Stokes product (model, residual, ...) as written, [4][N*N].
+std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane);
 // Rank 0, before commit_cubes: the job's restoring beam in every product that carries
 // one (the cubes are created before it is known).
 void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam);

@@ -106,9 +106,8 @@ std::string input_fingerprint(const std::vector<std::string>& ms_paths, const st
   return out.str();
 }
 
-ChannelProgress::ChannelProgress(const std::string& output_dir, const std::string& prefix, std::string config_text,
-                                 std::string inputs)
-    : dir_((fs::path(output_dir) / ("." + prefix + ".progress")).string()),
+ChannelProgress::ChannelProgress(std::string dir, std::string config_text, std::string inputs)
+    : dir_(std::move(dir)),
       config_text_(std::move(config_text)),
       inputs_(std::move(inputs)) {}
 

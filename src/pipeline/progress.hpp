@@ -21,9 +21,9 @@ struct ResumeDecision {
 
 class ChannelProgress {
  public:
-  // `config_text`: the run's to_ini(); `inputs`: input_fingerprint() of its inputs.
-  ChannelProgress(const std::string& output_dir, const std::string& prefix, std::string config_text,
-                  std::string inputs);
+  // Markers in `dir` (ProductRegistry::progress_dir); `config_text`: the run's to_ini();
+  // `inputs`: input_fingerprint() of its inputs.
+  ChannelProgress(std::string dir, std::string config_text, std::string inputs);
 
   // Resume when the markers were made from the same inputs and from settings that
   // differ at most in ones that do not change the products (parallel.threads and

@@ -170,15 +170,11 @@ bool clear(const std::string& path, const Holder& stale) {
 
 }  // namespace
 
-std::string RunClaim::path_for(const std::string& dir, const std::string& prefix) {
-  return (fs::path(dir) / ("." + prefix + ".claim")).string();
-}
-
-RunClaim::RunClaim(const std::string& dir, const std::string& prefix, bool break_claim, std::string& cleared)
-    : dir_(dir), path_(path_for(dir, prefix)), text_(claim_text()) {
+RunClaim::RunClaim(const std::string& path, const std::string& prefix, bool break_claim, std::string& cleared)
+    : dir_(fs::path(path).parent_path().string()), path_(path), text_(claim_text()) {
   std::error_code error;
-  made_dir_ = fs::create_directories(dir, error);
-  if (error) SPIP_THROW(InputError, dir + ": cannot create the output folder: " + error.message());
+  made_dir_ = fs::create_directories(dir_, error);
+  if (error) SPIP_THROW(InputError, dir_ + ": cannot create the output folder: " + error.message());
   cleared.clear();
   // Two rounds: a stale claim cleared in the first is replaced in the second.
   for (int round = 0; round < 2; ++round) {
@@ -187,7 +183,7 @@ RunClaim::RunClaim(const std::string& dir, const std::string& prefix, bool break
     if (!(break_claim || gone(holder, path_)) || !clear(path_, holder)) break;
     cleared = describe_cleared(holder, break_claim);
   }
-  SPIP_THROW(InputError, dir + " is in use by another run with prefix " + prefix + ": " +
+  SPIP_THROW(InputError, dir_ + " is in use by another run with prefix " + prefix + ": " +
                              describe(read_holder(path_)) + " holds " + path_ +
                              "; if that run is gone, start again with --break-claim");
 }

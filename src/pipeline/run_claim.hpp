@@ -11,13 +11,13 @@ namespace spip::pipeline {
 
 class RunClaim {
  public:
-  // Takes the claim on `dir` (created if missing) for `prefix`, or throws an InputError
-  // naming the folder and the holder. Cleared first: a claim of a process of this host
+  // Takes the claim `path` (ProductRegistry::claim) for `prefix`, creating its folder
+  // if missing, or throws an InputError naming the folder and the holder. Cleared first: a claim of a process of this host
   // that is gone, one of an earlier start of this Slurm job (requeued), one that names
   // no holder ten minutes after it was made, and any claim when `break_claim` (the
   // user knows its holder is gone: a killed job of another node). `cleared` says what
   // was cleared ("" if nothing).
-  RunClaim(const std::string& dir, const std::string& prefix, bool break_claim, std::string& cleared);
+  RunClaim(const std::string& path, const std::string& prefix, bool break_claim, std::string& cleared);
   // Releases the claim if it is still this run's, and removes the folder if the claim
   // made it and nothing else was written there.
   ~RunClaim();
@@ -25,7 +25,6 @@ class RunClaim {
   RunClaim& operator=(const RunClaim&) = delete;
 
   const std::string& path() const { return path_; }
-  static std::string path_for(const std::string& dir, const std::string& prefix);
 
  private:
   std::string dir_, path_;

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 
+#include "product_registry.hpp"
 #include "products.hpp"
 #include "run_claim.hpp"
 #include "scratch.hpp"
@@ -44,15 +45,23 @@ std::string claim_of(const std::string& host, long pid, const std::string& start
          "\nstarted 2026-01-01T00:00:00Z\n" + more;
 }
 
+// Where a run with output.dir `dir` and output.prefix `prefix` claims its folder.
+std::string claim_path(const std::string& dir, const std::string& prefix = "p") {
+  spip::Config config;
+  config.output.dir = dir;
+  config.output.prefix = prefix;
+  return spip::pipeline::ProductRegistry(config, {}).claim();
+}
+
 void write_claim(const std::string& dir, const std::string& text) {
   fs::create_directories(dir);
-  std::ofstream(RunClaim::path_for(dir, "p")) << text;
+  std::ofstream(claim_path(dir)) << text;
 }
 
 // The error a claim gets, or "" when it was granted (and released again).
 std::string refusal(const std::string& dir, bool break_claim, std::string& cleared) {
   try {
-    const RunClaim claim(dir, "p", break_claim, cleared);
+    const RunClaim claim(claim_path(dir), "p", break_claim, cleared);
     return "";
   } catch (const spip::InputError& e) {
     return e.what();
@@ -64,26 +73,26 @@ std::string refusal(const std::string& dir, bool break_claim, std::string& clear
 TEST(RunClaim, SecondClaimIsRefusedNamingTheFolderAndTheHolder) {
   const std::string dir = spip::test::scratch_path("out").string();
   std::string cleared;
-  std::optional<RunClaim> first(std::in_place, dir, "p", false, cleared);
+  std::optional<RunClaim> first(std::in_place, claim_path(dir), "p", false, cleared);
   EXPECT_TRUE(fs::exists(first->path()));
   const std::string refused = refusal(dir, false, cleared);
   EXPECT_NE(refused.find(dir + " is in use by another run with prefix p"), std::string::npos) << refused;
   EXPECT_NE(refused.find("process " + std::to_string(getpid()) + " on " + host_name()), std::string::npos) << refused;
   EXPECT_NE(refused.find("--break-claim"), std::string::npos) << refused;
   // Another prefix is another run's.
-  EXPECT_NO_THROW(RunClaim(dir, "q", false, cleared));
+  EXPECT_NO_THROW(RunClaim(claim_path(dir, "q"), "q", false, cleared));
   first.reset();
-  EXPECT_FALSE(fs::exists(RunClaim::path_for(dir, "p"))) << "a released claim is removed";
+  EXPECT_FALSE(fs::exists(claim_path(dir))) << "a released claim is removed";
   EXPECT_EQ(refusal(dir, false, cleared), "");
 }
 
 TEST(RunClaim, AFolderTheClaimMadeGoesWithItIfNothingWasWritten) {
   const std::string dir = (spip::test::scratch_dir() / "new").string();
   std::string cleared;
-  { const RunClaim claim(dir, "p", false, cleared); }
+  { const RunClaim claim(claim_path(dir), "p", false, cleared); }
   EXPECT_FALSE(fs::exists(dir));
   {
-    const RunClaim claim(dir, "p", false, cleared);
+    const RunClaim claim(claim_path(dir), "p", false, cleared);
     std::ofstream(dir + "/product") << "x";
   }
   EXPECT_TRUE(fs::exists(dir + "/product"));
@@ -120,7 +129,7 @@ TEST(RunClaim, ClaimOfALiveProcessOnThisHostHolds) {
   write_claim(dir, claim_of(host_name(), getpid(), process_start(getpid())));
   std::string cleared;
   EXPECT_NE(refusal(dir, false, cleared), "");
-  EXPECT_TRUE(fs::exists(RunClaim::path_for(dir, "p")));
+  EXPECT_TRUE(fs::exists(claim_path(dir)));
 }
 
 // A run killed between creating its claim and writing its name leaves an empty file:
@@ -131,7 +140,7 @@ TEST(RunClaim, AnEmptyClaimIsStaleAfterTenMinutes) {
   std::string cleared;
   const std::string refused = refusal(dir, false, cleared);
   EXPECT_NE(refused.find("a run that is starting"), std::string::npos) << refused;
-  fs::last_write_time(RunClaim::path_for(dir, "p"), fs::file_time_type::clock::now() - std::chrono::minutes(11));
+  fs::last_write_time(claim_path(dir), fs::file_time_type::clock::now() - std::chrono::minutes(11));
   EXPECT_EQ(refusal(dir, false, cleared), "");
   EXPECT_NE(cleared.find("killed while making it"), std::string::npos) << cleared;
 }

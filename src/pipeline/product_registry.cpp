@@ -1,0 +1,138 @@
+#include "product_registry.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <iterator>
+
+#include "budget.hpp"
+#include "spip/faraday/spectrum_math.hpp"
+#include "spip/fits/fits_image.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+constexpr const char* stokes_names[] = {"I", "Q", "U", "V"};
+constexpr const char* channel_names[] = {"dirty", "model", "residual", "image", "psf"};
+constexpr const char* quantity_names[] = {"I", "Q", "U", "V", "P"};
+constexpr const char* order_names[] = {"mean", "std", "skew", "kurt"};
+constexpr const char* map_names[] = {"peak-phi",    "peak-pi",       "peak-chi0", "peak-phi-err",
+                                     "peak-pi-err", "peak-chi0-err", "fdf-m2",    "rmclean-iterations"};
+static_assert(std::size(map_names) == faraday::pixel_map_count);
+static_assert(std::size(quantity_names) == moment_quantities && std::size(order_names) == moment_orders);
+
+// RM-Tools' readers find an FDF cube's partners by swapping _real, _im and _tot in its
+// name, and its RMSF_FWHM map by swapping FDF_tot_dirty or FDF_clean_tot, so spip's
+// cubes open in rmtools_peakfitcube under these names as they are.
+std::string rmtools_fdf_name(const std::string& cube) {
+  const std::string part = cube.substr(0, cube.find('-'));
+  const std::string rmtools_part = part == "real" ? "real" : part == "imag" ? "im" : "tot";
+  return cube.ends_with("-clean") ? "FDF_clean_" + rmtools_part : "FDF_" + rmtools_part + "_dirty";
+}
+
+// A catalogue row and a qa.json channel entry are a few hundred bytes; these bound them.
+constexpr double catalogue_bytes = 64e3, record_bytes_per_channel = 2e3;
+
+}  // namespace
+
+const char* to_string(ProductKind kind) {
+  constexpr const char* names[] = {"channel cube", "moment image",   "FDF cube", "pixel map",
+                                   "RMSF file",    "catalogue file", "record"};
+  return names[static_cast<int>(kind)];
+}
+
+ProductRegistry::ProductRegistry(const Config& config, const ProductShape& shape)
+    : dir_(config.output.dir),
+      prefix_(config.output.prefix),
+      shape_(shape),
+      cleaned_(config.clean.niter > 0),
+      fractional_(config.faraday.fractional),
+      catalogue_(config.catalogue.threshold > 0),
+      fdf_cubes_(config.faraday.cubes) {}
+
+std::string ProductRegistry::path(const std::string& name) const {
+  return (std::filesystem::path(dir_) / (prefix_ + "-" + name)).string();
+}
+
+std::string ProductRegistry::channel_cube(ChannelProduct product, int stokes) const {
+  const std::string name = channel_names[static_cast<int>(product)];
+  return path(stokes < 0 ? name + ".fits" : name + "-" + stokes_names[stokes] + ".fits");
+}
+
+std::string ProductRegistry::moment(int quantity, int order) const {
+  return path(std::string("moment-") + order_names[order] + "-" + quantity_names[quantity] + ".fits");
+}
+
+std::string ProductRegistry::fdf_cube(const std::string& cube) const { return path(rmtools_fdf_name(cube) + ".fits"); }
+std::string ProductRegistry::pixel_map(int map) const { return path(std::string(map_names[map]) + ".fits"); }
+std::string ProductRegistry::fracpol_map() const { return path("peak-fracpol.fits"); }
+std::string ProductRegistry::rmsf_fwhm_map() const { return path("RMSF_FWHM.fits"); }
+std::string ProductRegistry::rmsf_cube() const { return path("rmsf.fits"); }
+std::string ProductRegistry::rmsf_text() const { return path("rmsf.txt"); }
+std::string ProductRegistry::catalogue_table() const { return path("catalogue.fits"); }
+std::string ProductRegistry::catalogue_csv() const { return path("catalogue.csv"); }
+std::string ProductRegistry::qa() const { return path("qa.json"); }
+std::string ProductRegistry::effective_config() const { return path("config.ini"); }
+std::string ProductRegistry::claim() const { return (std::filesystem::path(dir_) / ("." + prefix_ + ".claim")).string(); }
+std::string ProductRegistry::progress_dir() const {
+  return (std::filesystem::path(dir_) / ("." + prefix_ + ".progress")).string();
+}
+
+bool ProductRegistry::written(ChannelProduct product) const {
+  return cleaned_ || (product != ChannelProduct::model && product != ChannelProduct::residual);
+}
+
+bool ProductRegistry::polarised() const { return shape_.stokes[ms::stokes_q] && shape_.stokes[ms::stokes_u]; }
+
+std::vector<ChannelCube> ProductRegistry::channel_cubes() const {
+  std::vector<ChannelCube> cubes;
+  for (ChannelProduct product : {ChannelProduct::dirty, ChannelProduct::model, ChannelProduct::residual,
+                                 ChannelProduct::image})
+    if (written(product))
+      for (int s = 0; s < ms::num_stokes; ++s)
+        if (shape_.stokes[s]) cubes.push_back({product, s, channel_cube(product, s)});
+  cubes.push_back({ChannelProduct::psf, -1, channel_cube(ChannelProduct::psf)});
+  return cubes;
+}
+
+std::vector<Product> ProductRegistry::all() const {
+  const double pixels = static_cast<double>(shape_.image_size) * shape_.image_size;
+  const double image = fits_bytes(pixels);
+  std::vector<Product> products;
+  for (const ChannelCube& cube : channel_cubes())
+    products.push_back({cube.path, ProductKind::channel_cube, fits_bytes(pixels * shape_.channels)});
+  products.push_back({qa(), ProductKind::record, record_bytes_per_channel * shape_.channels});
+  products.push_back({effective_config(), ProductKind::record, record_bytes_per_channel});
+  // The Faraday stage needs Q and U; RM synthesis two channels or more.
+  if (!polarised()) return products;
+  for (int quantity = 0; quantity < moment_quantities; ++quantity)
+    for (int order = 0; order < moment_orders; ++order)
+      products.push_back({moment(quantity, order), ProductKind::moment_image, image});
+  if (shape_.depths == 0) return products;
+  for (const std::string& cube : fdf_cubes_)
+    products.push_back({fdf_cube(cube), ProductKind::fdf_cube, fits_bytes(pixels * shape_.depths)});
+  for (int map = 0; map < faraday::pixel_map_count; ++map)
+    products.push_back({pixel_map(map), ProductKind::pixel_map, image});
+  if (fractional_) products.push_back({fracpol_map(), ProductKind::pixel_map, image});
+  products.push_back({rmsf_fwhm_map(), ProductKind::rmsf, image});
+  products.push_back({rmsf_cube(), ProductKind::rmsf, fits_bytes(shape_.depths)});
+  products.push_back({rmsf_text(), ProductKind::rmsf, 100.0 * shape_.depths});  // four numbers a line
+  if (catalogue_) {
+    products.push_back({catalogue_table(), ProductKind::catalogue, catalogue_bytes});
+    products.push_back({catalogue_csv(), ProductKind::catalogue, catalogue_bytes});
+  }
+  return products;
+}
+
+double ProductRegistry::bytes_to_write() const {
+  double bytes = 0;
+  for (const Product& product : all()) {
+    std::error_code error;
+    const auto present = product.kind == ProductKind::channel_cube
+                             ? std::filesystem::file_size(fits::CubeFile::partial_path(product.path), error)
+                             : 0;
+    bytes += std::max(0.0, product.bytes - (error ? 0.0 : static_cast<double>(present)));
+  }
+  return bytes;
+}
+
+}  // namespace spip::pipeline

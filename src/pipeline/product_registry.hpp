@@ -1,0 +1,97 @@
+#pragma once
+// Every file a run writes into output.dir, named in one place with its kind and its
+// size: the stages ask it for the names they write, the disk check and `--plan` for the
+// bytes, resume for the partial cubes it looks for, and the final rename for what to
+// commit. (WSClean keeps its output names together the same way, in io/imagefilename.)
+#include <array>
+#include <string>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/ms/ms_reader.hpp"
+
+namespace spip::pipeline {
+
+// The first four kinds are created whole by rank 0 under a partial name, filled by every
+// rank, and renamed at the end; the others are written whole, by rank 0, at the end.
+enum class ProductKind {
+  channel_cube,  // [x, y, channel]: dirty, model, residual, restored per Stokes, and the PSF
+  moment_image,  // a moment of I, Q, U, V or P over the channels
+  fdf_cube,      // [x, y, phi]: a part of the Faraday dispersion function
+  pixel_map,     // per pixel of the Faraday stage: the peak fit, m2, RM-CLEAN iterations, fractional PI
+  rmsf,          // the RMSF as a cube and as text, and RM-Tools' map of its width
+  catalogue,     // the polarised-source catalogue, FITS table and CSV
+  record,        // the effective configuration and qa.json
+};
+const char* to_string(ProductKind kind);
+
+// Products of a channel cube; per Stokes parameter except the PSF.
+enum class ChannelProduct { dirty, model, residual, image, psf };
+
+// Quantities of the moment images: the Stokes parameters and P = |Q + iU|.
+inline constexpr int moment_quantities = 5, moment_orders = 4;  // mean, std, skew, kurt
+
+struct Product {
+  std::string path;
+  ProductKind kind;
+  double bytes = 0;  // when complete; an estimate for the catalogue and the records
+};
+
+// What the channels and the image are: all the registry needs besides the settings.
+struct ProductShape {
+  std::array<bool, ms::num_stokes> stokes{};  // which of I, Q, U, V the correlations determine
+  int channels = 0;
+  int image_size = 0;  // pixels per side
+  int depths = 0;      // Faraday depths planned; 0: no RM synthesis
+};
+
+struct ChannelCube {
+  ChannelProduct product;
+  int stokes;  // -1 for the PSF
+  std::string path;
+};
+
+class ProductRegistry {
+ public:
+  ProductRegistry() = default;
+  ProductRegistry(const Config& config, const ProductShape& shape);
+
+  const std::string& dir() const { return dir_; }
+  // Names, each a path in dir().
+  std::string channel_cube(ChannelProduct product, int stokes = -1) const;
+  std::string moment(int quantity, int order) const;
+  std::string fdf_cube(const std::string& cube) const;  // a faraday.cubes name, "real-dirty"
+  std::string pixel_map(int map) const;                 // a faraday::PixelMap
+  std::string fracpol_map() const;                      // faraday.fractional's peak PI / I0
+  std::string rmsf_fwhm_map() const;                    // RM-Tools' per-pixel RMSF width
+  std::string rmsf_cube() const;
+  std::string rmsf_text() const;
+  std::string catalogue_table() const;
+  std::string catalogue_csv() const;
+  std::string qa() const;
+  std::string effective_config() const;
+  // Not products, but a run's: its claim on the folder and prefix, and its resume markers.
+  std::string claim() const;
+  std::string progress_dir() const;
+
+  // Without CLEAN the model is zero and the residual the dirty image: not written.
+  bool written(ChannelProduct product) const;
+  bool polarised() const;
+  // The channel cubes this run writes, in the order the stages create them.
+  std::vector<ChannelCube> channel_cubes() const;
+  // Every product of a complete run, with its kind and size.
+  std::vector<Product> all() const;
+  // Bytes the products will add: all() less what partial channel cubes already hold.
+  double bytes_to_write() const;
+
+ private:
+  std::string path(const std::string& name) const;
+  std::string dir_, prefix_;
+  ProductShape shape_;
+  bool cleaned_ = false;
+  bool fractional_ = false;
+  bool catalogue_ = false;
+  std::vector<std::string> fdf_cubes_;
+};
+
+}  // namespace spip::pipeline

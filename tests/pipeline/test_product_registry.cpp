@@ -1,0 +1,157 @@
+// The product registry: the names readers look for (RM-Tools finds an FDF cube's
+// partners and its RMSF_FWHM map by name), which products the settings choose, and a
+// run of the demo that writes exactly the registered files at the registered sizes.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "planning.hpp"
+#include "product_registry.hpp"
+#include "scratch.hpp"
+#include "spip/faraday/spectrum_math.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+namespace fs = std::filesystem;
+
+Config demo_names() {
+  Config config;
+  config.output.dir = "out";
+  config.output.prefix = "demo";
+  config.clean.niter = 100;
+  config.faraday.fractional = true;
+  return config;
+}
+
+constexpr std::array<bool, ms::num_stokes> full_stokes{true, true, true, true};
+
+std::map<ProductKind, int> count_by_kind(const ProductRegistry& products) {
+  std::map<ProductKind, int> counts;
+  for (const Product& product : products.all()) ++counts[product.kind];
+  return counts;
+}
+
+TEST(ProductRegistry, NamesAreTheOnesReadersLookFor) {
+  const ProductRegistry products(demo_names(), {full_stokes, 40, 128, 121});
+  EXPECT_EQ(products.channel_cube(ChannelProduct::image, ms::stokes_q), "out/demo-image-Q.fits");
+  EXPECT_EQ(products.channel_cube(ChannelProduct::psf), "out/demo-psf.fits");
+  EXPECT_EQ(products.moment(4, 0), "out/demo-moment-mean-P.fits");
+  EXPECT_EQ(products.moment(0, 3), "out/demo-moment-kurt-I.fits");
+  EXPECT_EQ(products.fdf_cube("real-dirty"), "out/demo-FDF_real_dirty.fits");
+  EXPECT_EQ(products.fdf_cube("imag-dirty"), "out/demo-FDF_im_dirty.fits");
+  EXPECT_EQ(products.fdf_cube("amp-clean"), "out/demo-FDF_clean_tot.fits");
+  EXPECT_EQ(products.rmsf_fwhm_map(), "out/demo-RMSF_FWHM.fits");
+  EXPECT_EQ(products.pixel_map(faraday::map_phi), "out/demo-peak-phi.fits");
+  EXPECT_EQ(products.pixel_map(faraday::map_iterations), "out/demo-rmclean-iterations.fits");
+  EXPECT_EQ(products.fracpol_map(), "out/demo-peak-fracpol.fits");
+  EXPECT_EQ(products.catalogue_csv(), "out/demo-catalogue.csv");
+  EXPECT_EQ(products.qa(), "out/demo-qa.json");
+  EXPECT_EQ(products.claim(), "out/.demo.claim");
+  EXPECT_EQ(products.progress_dir(), "out/.demo.progress");
+}
+
+TEST(ProductRegistry, TheSettingsAndTheDataChooseTheProducts) {
+  Config config = demo_names();
+  const std::map<ProductKind, int> full = count_by_kind(ProductRegistry(config, {full_stokes, 40, 128, 121}));
+  // dirty, model, residual, restored of I, Q, U, V and the PSF; 5 quantities x 4 moments;
+  // 8 maps of the peak fit and RM-CLEAN and peak-fracpol; the RMSF cube, text, FWHM map.
+  EXPECT_EQ(full, (std::map<ProductKind, int>{{ProductKind::channel_cube, 17},
+                                               {ProductKind::moment_image, 20},
+                                               {ProductKind::fdf_cube, 6},
+                                               {ProductKind::pixel_map, 9},
+                                               {ProductKind::rmsf, 3},
+                                               {ProductKind::catalogue, 2},
+                                               {ProductKind::record, 2}}));
+
+  config.clean.niter = 0;  // no model or residual cubes
+  config.faraday.fractional = false;
+  config.catalogue.threshold = 0;
+  config.faraday.cubes = {"amp-clean"};
+  EXPECT_EQ(count_by_kind(ProductRegistry(config, {full_stokes, 40, 128, 121})),
+            (std::map<ProductKind, int>{{ProductKind::channel_cube, 9},
+                                        {ProductKind::moment_image, 20},
+                                        {ProductKind::fdf_cube, 1},
+                                        {ProductKind::pixel_map, 8},
+                                        {ProductKind::rmsf, 3},
+                                        {ProductKind::record, 2}}));
+  // One channel: moments, but no RM synthesis.
+  EXPECT_EQ(count_by_kind(ProductRegistry(config, {full_stokes, 1, 128, 0})),
+            (std::map<ProductKind, int>{
+                {ProductKind::channel_cube, 9}, {ProductKind::moment_image, 20}, {ProductKind::record, 2}}));
+  // Parallel hands only: Stokes I and Q cubes, nothing of the Faraday stage.
+  EXPECT_EQ(count_by_kind(ProductRegistry(config, {{true, true, false, false}, 40, 128, 0})),
+            (std::map<ProductKind, int>{{ProductKind::channel_cube, 5}, {ProductKind::record, 2}}));
+}
+
+TEST(ProductRegistry, SizesAreThoseOfTheFitsFiles) {
+  const ProductRegistry products(demo_names(), {full_stokes, 40, 128, 121});
+  for (const Product& product : products.all()) {
+    if (product.kind == ProductKind::channel_cube && product.path != products.channel_cube(ChannelProduct::psf)) {
+      EXPECT_DOUBLE_EQ(product.bytes, fits_bytes(128.0 * 128 * 40));
+    } else if (product.kind == ProductKind::fdf_cube) {
+      EXPECT_DOUBLE_EQ(product.bytes, fits_bytes(128.0 * 128 * 121));
+    } else if (product.kind == ProductKind::moment_image || product.kind == ProductKind::pixel_map) {
+      EXPECT_DOUBLE_EQ(product.bytes, fits_bytes(128.0 * 128));
+    }
+  }
+}
+
+// Partial channel cubes that a resumed run finds are already on disk.
+TEST(ProductRegistry, BytesToWriteLeaveOutWhatPartialCubesHold) {
+  Config config = demo_names();
+  config.output.dir = spip::test::scratch_path("out").string();
+  const ProductRegistry products(config, {full_stokes, 40, 128, 121});
+  const double before = products.bytes_to_write();
+  const std::string partial = products.channel_cube(ChannelProduct::image, ms::stokes_u) + ".partial";
+  fs::create_directories(config.output.dir);
+  std::ofstream(partial).close();
+  fs::resize_file(partial, 1000000);
+  EXPECT_DOUBLE_EQ(products.bytes_to_write(), before - 1000000);
+}
+
+// The demo's configuration at 128^2 on one rank: every file it leaves is registered,
+// every registered file is there, and each FITS product's size is the registered one
+// give or take its header (a few 2880-byte records); the records and the catalogue are
+// no larger than registered.
+TEST(ProductRegistry, ARunWritesExactlyTheRegisteredProducts) {
+  const fs::path out = spip::test::scratch_path("run");
+  const std::vector<std::string> args{"spip",           "--config",           SPIP_DEMO_CONFIG,
+                                      "--output.dir",   out.string(),         "--image.size",
+                                      "128",            "--image.scale",      "40",
+                                      "--faraday.dphi", "1",                  "--parallel.threads",
+                                      "1",              "--input.ms",         std::string(SPIP_TEST_DATA) + "/oskar_small.ms"};
+  std::vector<const char*> argv;
+  for (const std::string& arg : args) argv.push_back(arg.c_str());
+  const Config config = parse_command_line(static_cast<int>(argv.size()), argv.data()).config;
+  const Plan plan = open_plan(config);
+
+  // Under mpiexec, which waits for its helpers: a singleton's may outlive the test.
+  std::string command = "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " 1 " + SPIP_BIN;
+  for (std::size_t k = 1; k < args.size(); ++k) command += " " + args[k];
+  ASSERT_EQ(std::system((command + " > " + (out.string() + ".log") + " 2>&1").c_str()), 0)
+      << "see " << out.string() << ".log";
+
+  std::set<std::string> written, registered;
+  for (const auto& entry : fs::directory_iterator(out)) written.insert(entry.path().string());
+  for (const Product& product : plan.products.all()) {
+    registered.insert(product.path);
+    if (!fs::exists(product.path)) continue;
+    const double bytes = static_cast<double>(fs::file_size(product.path));
+    if (product.path.ends_with(".fits") && product.kind != ProductKind::catalogue)
+      EXPECT_NEAR(bytes, product.bytes, 4 * 2880.0) << product.path;
+    else
+      EXPECT_LE(bytes, product.bytes) << product.path;
+  }
+  EXPECT_EQ(written, registered);
+}
+
+}  // namespace
+}  // namespace spip::pipeline
