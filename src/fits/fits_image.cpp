@@ -12,6 +12,7 @@
 #include <fitsio.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
@@ -410,6 +411,10 @@ void CubeFile::write_rows(const std::string& path, int first_row, std::span<cons
   file.close();
 }
 
+namespace {
+std::atomic<double> data_bytes_read{0.0};
+}  // namespace
+
 std::vector<float> CubeFile::read_rows(const std::string& path, int first_row, int rows) {
   const std::string partial = partial_path(path);
   const CubeLayout layout = read_layout(partial);
@@ -427,6 +432,7 @@ std::vector<float> CubeFile::read_rows(const std::string& path, int first_row, i
                   nullptr, data.data() + plane * slab_pixels, &any_null, &status);
   check(status, "read rows of", partial);
   file.close();
+  data_bytes_read += 4.0 * static_cast<double>(data.size());
   return data;
 }
 
@@ -446,8 +452,11 @@ std::vector<float> CubeFile::read_planes(const std::string& path, int first_plan
                 nullptr, data.data(), &any_null, &status);
   check(status, "read planes of", partial);
   file.close();
+  data_bytes_read += 4.0 * static_cast<double>(data.size());
   return data;
 }
+
+double CubeFile::bytes_read() { return data_bytes_read; }
 
 void CubeFile::write_beam(const std::string& path, const Beam& beam) {
   const std::string partial = partial_path(path);

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <limits>
+#include <stdexcept>
 
 namespace spip::parallel {
 
@@ -78,6 +80,33 @@ std::vector<double> MpiContext::gather_to_all(const std::vector<double>& local) 
 
 void MpiContext::sum_all(std::vector<std::int64_t>& values) const {
   MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+}
+
+std::vector<float> MpiContext::all_to_all(const std::vector<float>& send, const std::vector<std::size_t>& send_units,
+                                          const std::vector<std::size_t>& receive_units, std::size_t unit) const {
+  const auto to_int = [](std::size_t units) {
+    if (units > static_cast<std::size_t>(std::numeric_limits<int>::max()))
+      throw std::length_error("all_to_all: more units than MPI counts hold");
+    return static_cast<int>(units);
+  };
+  std::vector<int> send_counts(size_), send_offsets(size_, 0), receive_counts(size_), receive_offsets(size_, 0);
+  for (int r = 0; r < size_; ++r) {
+    send_counts[r] = to_int(send_units[r]);
+    receive_counts[r] = to_int(receive_units[r]);
+    if (r > 0) {
+      send_offsets[r] = to_int(static_cast<std::size_t>(send_offsets[r - 1]) + send_units[r - 1]);
+      receive_offsets[r] = to_int(static_cast<std::size_t>(receive_offsets[r - 1]) + receive_units[r - 1]);
+    }
+  }
+  std::vector<float> received(
+      (static_cast<std::size_t>(receive_offsets.back()) + receive_units.back()) * unit);
+  MPI_Datatype block;
+  MPI_Type_contiguous(to_int(std::max<std::size_t>(unit, 1)), MPI_FLOAT, &block);
+  MPI_Type_commit(&block);
+  MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), block, received.data(), receive_counts.data(),
+                receive_offsets.data(), block, MPI_COMM_WORLD);
+  MPI_Type_free(&block);
+  return received;
 }
 
 MpiContext::NodeShare MpiContext::share_on_node(int resource, const std::function<std::uint64_t()>& measure) const {

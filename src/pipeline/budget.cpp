@@ -43,7 +43,8 @@ std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb 
 std::string MemoryPlan::describe() const {
   return "memory plan of " + gigabytes(budget) + " per rank: imaging " + gigabytes(imaging) + ", channel data " +
          gigabytes(channel_data) + ", read blocks 2 x " + gigabytes(block) + " (" + std::to_string(block_channels) +
-         " channels), Faraday row groups " + gigabytes(faraday_group);
+         " channels), Faraday row groups " + gigabytes(faraday_group) + ", kept planes " + gigabytes(kept) +
+         (kept_spilled ? " in parallel.scratch" : " in memory");
 }
 
 MemoryPlan plan_memory(const MemoryNeeds& needs) {
@@ -74,6 +75,11 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
                             : std::clamp(static_cast<int>(std::min(block_cap, 0.25 * left) / block_per_channel), 1, channels);
   plan.block = plan.block_channels * block_per_channel;
   left -= 2 * plan.block;
+  // Kept planes in memory save a pass through the scratch disk; the Faraday stage's
+  // smallest row group must still fit beside them.
+  plan.kept = needs.kept_bytes;
+  plan.kept_spilled = needs.kept_bytes + needs.faraday_row_bytes > left;
+  if (!plan.kept_spilled) left -= needs.kept_bytes;
   plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));
   return plan;
 }

@@ -22,6 +22,8 @@ struct MemoryPlan {
   double block = 0;          // one block; two are held
   int block_channels = 1;
   double faraday_group = 0;  // one row group of the Faraday stage
+  double kept = 0;           // the planes a rank keeps of its channels (PlaneStore)
+  bool kept_spilled = false; // kept in parallel.scratch: they do not fit beside the rest
   std::string describe() const;
 };
 
@@ -32,6 +34,7 @@ struct MemoryNeeds {
   int my_channels = 0;
   int block_channels = 0;          // input.block_channels; 0: from the budget
   double faraday_row_bytes = 0;    // one image row of the Faraday stage, the least it needs
+  double kept_bytes = 0;           // the planes this rank keeps of its channels for restoring and the Faraday stage
 };
 
 // Throws ConfigError naming the bytes needed and allowed when imaging one channel, or

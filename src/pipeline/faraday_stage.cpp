@@ -6,8 +6,10 @@
 #include <optional>
 #include <span>
 #include <sstream>
+#include <tuple>
 
 #include "catalogue_stage.hpp"
+#include "plane_store.hpp"
 #include "products.hpp"
 #include "stop_request.hpp"
 #include "spip/common/constants.hpp"
@@ -76,15 +78,32 @@ struct FaradayStage::Synthesis {
   std::string fracpol_path;          // with faraday.fractional
 };
 
+// One row group of this rank's slab after the exchange: planes[k] holds kept slot
+// slots_[k] of every channel, [channel][pixel of the group].
+struct FaradayStage::RowGroup {
+  int first_row = 0, rows = 0;
+  std::vector<std::vector<float>> planes;
+  const std::vector<float>& of(const std::vector<int>& slots, int slot) const {
+    return planes[static_cast<std::size_t>(std::find(slots.begin(), slots.end(), slot) - slots.begin())];
+  }
+};
+
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
-                           std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes)
+                           std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
+                           const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks)
     : config_(config),
       products_(products),
       base_(base),
       freq_hz_(std::move(freq_hz)),
       group_bytes_(group_bytes),
       gpu_device_(gpu_device),
-      gpu_bytes_(gpu_bytes) {}
+      gpu_bytes_(gpu_bytes),
+      kept_(kept),
+      blocks_(std::move(blocks)),
+      slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v} {
+  if (products_.written(ChannelProduct::residual))
+    for (int stokes : {stokes_q, stokes_u}) slots_.push_back(kept_residual + stokes);
+}
 
 int FaradayStage::group_rows(double group_bytes, int num_chan, int num_phi, int nx, int slab_rows,
                              std::size_t gpu_bytes) {
@@ -102,10 +121,11 @@ std::pair<int, int> FaradayStage::slab_rows(int rank, int ranks, int ny) {
 }
 
 double FaradayStage::bytes_per_pixel(int num_chan, int num_phi) {
-  // Read back: I (kept for faraday.fractional), Q and U floats and P complex per channel
-  // (V and the residual Q and U pass through the same buffers first); the dirty and clean spectra and one part of
-  // them for writing; the power sums, moments, pixel noise and pixel maps.
-  return 20.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count);
+  // Per channel: the six kept planes received (restored I, Q, U, V, residual Q, U), as
+  // many sent to the other slab owners, and P complex; per depth the dirty and clean
+  // spectra and one part of them for writing; the power sums, moments, pixel noise and
+  // pixel maps.
+  return 56.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count);
 }
 
 faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config) {
@@ -116,10 +136,6 @@ double FaradayStage::channel_weight(double noise) const {
   if (noise < 0) return 0.0;  // blanked channel
   if (!config_.faraday.variance_weights) return 1.0;
   return noise > 0 ? 1.0 / (noise * noise) : 0.0;
-}
-
-std::vector<float> FaradayStage::read_restored(int stokes, int first_row, int rows) const {
-  return fits::CubeFile::read_rows(products_.channel_cube(ChannelProduct::image, stokes), first_row, rows);
 }
 
 // The four moment images of one quantity over the channels of `planes` [channel][pixel],
@@ -139,15 +155,14 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
 // Each pixel's FDF noise from its residual Q and U over the channels, K sqrt(sum_c w_c^2
 // (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
 // deconvolution errors alike. Empty without residual cubes.
-std::vector<float> FaradayStage::pixel_noise(int first_row, int rows, const std::vector<double>& weight) const {
+std::vector<float> FaradayStage::pixel_noise(const RowGroup& group, const std::vector<double>& weight) const {
   if (!products_.written(ChannelProduct::residual)) return {};
-  const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
+  const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   double weight_sum = 0;
   for (double w : weight) weight_sum += w;
   std::vector<double> power(pixels, 0.0);
   for (int stokes : {stokes_q, stokes_u}) {
-    const std::vector<float> residual =
-        fits::CubeFile::read_rows(products_.channel_cube(ChannelProduct::residual, stokes), first_row, rows);
+    const std::vector<float>& residual = group.of(slots_, kept_residual + stokes);
     for (std::size_t c = 0; c < weight.size(); ++c)
       if (weight[c] > 0)
         for (std::size_t i = 0; i < pixels; ++i) {
@@ -160,15 +175,16 @@ std::vector<float> FaradayStage::pixel_noise(int first_row, int rows, const std:
   return sigma;
 }
 
-void FaradayStage::process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
+void FaradayStage::process_rows(const RowGroup& group, const std::vector<double>& weight, const Synthesis* synthesis,
                                 long long& iterations) const {
-  const std::size_t pixels = static_cast<std::size_t>(rows) * base_.nx;
-  const std::vector<float> stokes_i_rows = read_restored(stokes_i, first_row, rows);
+  const int first_row = group.first_row;
+  const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
+  const std::vector<float>& stokes_i_rows = group.of(slots_, kept_image + stokes_i);
   const std::vector<float> mean_i = write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
-  write_moment_rows(stokes_v, first_row, read_restored(stokes_v, first_row, rows), weight);
-  const std::vector<float> sigmas = synthesis ? pixel_noise(first_row, rows, weight) : std::vector<float>();
-  const std::vector<float> q = read_restored(stokes_q, first_row, rows);
-  const std::vector<float> u = read_restored(stokes_u, first_row, rows);
+  write_moment_rows(stokes_v, first_row, group.of(slots_, kept_image + stokes_v), weight);
+  const std::vector<float> sigmas = synthesis ? pixel_noise(group, weight) : std::vector<float>();
+  const std::vector<float>& q = group.of(slots_, kept_image + stokes_q);
+  const std::vector<float>& u = group.of(slots_, kept_image + stokes_u);
   write_moment_rows(stokes_q, first_row, q, weight);
   write_moment_rows(stokes_u, first_row, u, weight);
   {
@@ -324,23 +340,81 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
     fits::CubeFile::create(synthesis->fracpol_path, faraday_map(base_, "", lambda0_sq));
 }
 
-// This rank's slab of image rows, a row group at a time, until done or asked to stop.
+// Round `round` of the exchange: every rank sends each slab owner that owner's
+// group-`round` rows of its kept planes, for each of its channels, and receives its own
+// group's rows of every other rank's channels. A rank past its slab's end receives
+// nothing but still sends.
+FaradayStage::RowGroup FaradayStage::exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi) {
+  const int ranks = mpi.size(), me = mpi.rank(), nx = base_.nx;
+  const auto group_of = [&](int rank) {
+    const auto [y0, y1] = slab_rows(rank, ranks, base_.ny);
+    const int first = std::min(y1, y0 + round * group_rows);
+    return std::pair{first, std::min(y1, first + group_rows) - first};
+  };
+  const std::size_t quantities = slots_.size();
+  const parallel::ChannelBlock& mine = blocks_[static_cast<std::size_t>(me)];
+  std::vector<float> send;
+  std::vector<std::size_t> send_rows(static_cast<std::size_t>(ranks)), receive_rows(static_cast<std::size_t>(ranks));
+  for (int d = 0; d < ranks; ++d) {
+    const auto [first, rows] = group_of(d);
+    send_rows[static_cast<std::size_t>(d)] = static_cast<std::size_t>(mine.size()) * quantities * rows;
+    const std::size_t count = static_cast<std::size_t>(rows) * nx;
+    for (int c = 0; c < mine.size(); ++c)
+      for (int slot : slots_) {
+        send.resize(send.size() + count);
+        kept_.read(c, slot, static_cast<std::size_t>(first) * nx, count, send.data() + send.size() - count);
+      }
+    if (d != me) mpi_bytes_ += 4.0 * static_cast<double>(count * quantities) * mine.size();
+  }
+  RowGroup group;
+  std::tie(group.first_row, group.rows) = group_of(me);
+  for (int s = 0; s < ranks; ++s)
+    receive_rows[static_cast<std::size_t>(s)] =
+        static_cast<std::size_t>(blocks_[static_cast<std::size_t>(s)].size()) * quantities * group.rows;
+  const std::vector<float> received = mpi.all_to_all(send, send_rows, receive_rows, static_cast<std::size_t>(nx));
+  const std::size_t pixels = static_cast<std::size_t>(group.rows) * nx, channels = freq_hz_.size();
+  group.planes.assign(quantities, std::vector<float>(channels * pixels));
+  const float* from = received.data();
+  for (const parallel::ChannelBlock& block : blocks_)
+    for (int c = block.begin; c < block.end; ++c)
+      for (std::size_t k = 0; k < quantities; ++k, from += pixels)
+        std::copy_n(from, pixels, group.planes[k].data() + static_cast<std::size_t>(c) * pixels);
+  return group;
+}
+
+// This rank's slab of image rows, a row group at a time. Every rank takes part in every
+// round of the exchange (the slabs differ by at most a row, so in at most one round),
+// and all stop together at a round's start when any is asked to.
 void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synthesis* synthesis,
                                    const parallel::MpiContext& mpi, const Log& log, StopRequest& stop,
                                    const Stopwatch& watch) {
   const auto [y0, y1] = slab_rows(mpi.rank(), mpi.size(), base_.ny);
   const int num_phi = synthesis ? synthesis->setup.axis.count : 0;
   depths_ = num_phi;
-  const double row_bytes = bytes_per_pixel(static_cast<int>(freq_hz_.size()), num_phi) * base_.nx;
-  const int group_rows = FaradayStage::group_rows(group_bytes_, static_cast<int>(freq_hz_.size()), num_phi, base_.nx,
-                                                  y1 - y0, gpu_device_ >= 0 ? gpu_bytes_ : 0);
+  const int num_chan = static_cast<int>(freq_hz_.size());
+  const double row_bytes = bytes_per_pixel(num_chan, num_phi) * base_.nx;
+  const double read_before = fits::CubeFile::bytes_read();
+  const int widest = (base_.ny + mpi.size() - 1) / mpi.size();
+  const int own_rows = FaradayStage::group_rows(group_bytes_, num_chan, num_phi, base_.nx, widest,
+                                                gpu_device_ >= 0 ? gpu_bytes_ : 0);
+  const int group_rows = static_cast<int>(-mpi.max(-static_cast<double>(own_rows)));  // the same on every rank
+  const int rounds = (widest + group_rows - 1) / group_rows;
   long long iterations = 0;
   int groups = 0;
-  for (int row = y0; row < y1 && !stop.requested(); row += group_rows, ++groups)
-    process_rows(row, std::min(group_rows, y1 - row), weight, synthesis, iterations);
+  for (int round = 0; round < rounds; ++round) {
+    stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
+                            "makes them again");
+    const RowGroup group = exchange_rows(round, group_rows, mpi);
+    if (group.rows == 0) continue;
+    process_rows(group, weight, synthesis, iterations);
+    ++groups;
+  }
+  product_bytes_read_ = fits::CubeFile::bytes_read() - read_before;
   log.info("Faraday slab rows [" + std::to_string(y0) + ", " + std::to_string(y1) + ") in " + std::to_string(groups) +
            " group(s) of up to " + std::to_string(group_rows) + " rows (" + fixed(group_rows * row_bytes / 1e6, 1) +
-           " MB): " + std::to_string(iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s");
+           " MB): " + std::to_string(iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s; " +
+           fixed(mpi_bytes_ / 1e6, 1) + " MB sent over MPI, " + fixed(product_bytes_read_ / 1e6, 1) +
+           " MB of products read");
 }
 
 // Rank 0, once every rank has written its rows: the partial products renamed, those

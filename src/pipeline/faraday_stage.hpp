@@ -1,9 +1,11 @@
 #pragma once
-// The Faraday products of a run, made after every rank has written its channel planes:
-// each rank takes a slab of image rows and reads it back from the restored I, Q, U, V
-// cubes a group of rows at a time. For each group it computes the moment images, runs
-// RM synthesis, RM-CLEAN and the peak fit, and writes the rows straight into the
-// products. Memory is bounded by the row group, not by the channels or the depths.
+// The Faraday products of a run, made after every rank has imaged its channels: each
+// rank takes a slab of image rows, a group of rows at a time. For each group the ranks
+// exchange their kept planes with one MPI all-to-all (every channel owner sends each
+// slab owner those rows of its restored I, Q, U, V and residual Q, U), so that no
+// product is read back; each rank then computes the moment images, runs RM synthesis,
+// RM-CLEAN and the peak fit, and writes the rows straight into the products. Memory is
+// bounded by the row group, not by the channels or the depths.
 #include <complex>
 #include <optional>
 #include <string>
@@ -14,6 +16,7 @@
 #include "spip/faraday/rm_synthesis.hpp"
 #include "product_registry.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/parallel/decomposition.hpp"
 
 namespace spip::parallel {
 class MpiContext;
@@ -25,16 +28,20 @@ class Log;
 class StopRequest;
 class Stopwatch;
 
+class PlaneStore;
+
 class FaradayStage {
  public:
-  // The stage reads the restored I, Q, U, V cubes of `products` (partial files) and, with
-  // CLEAN, the residual Q and U, from which each pixel's own FDF noise comes; it writes
-  // the products the registry names. `base` is the image header of the channel cubes
-  // (WCS, beam, date), `group_bytes` what one row group may hold; `gpu_device` >= 0 runs
-  // RM synthesis and RM-CLEAN on that GPU, of whose memory a row group takes at most
-  // `gpu_bytes` (this rank's share).
+  // The stage takes the restored I, Q, U, V planes and, with CLEAN, the residual Q and U
+  // (from which each pixel's own FDF noise comes) from each rank's `kept` planes of its
+  // channel block (`blocks`, every rank's, in rank order); it writes the products the
+  // registry names. `base` is the image header of the channel cubes (WCS, beam, date),
+  // `group_bytes` what one row group may hold; `gpu_device` >= 0 runs RM synthesis and
+  // RM-CLEAN on that GPU, of whose memory a row group takes at most `gpu_bytes` (this
+  // rank's share).
   FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
-               std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes);
+               std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
+               const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks);
 
   // Collective: every rank calls it once after its last channel's planes are in the
   // cubes, with `channel_noise` of its channels in increasing order: each channel's
@@ -47,6 +54,10 @@ class FaradayStage {
 
   // Faraday depths of the products finish() made; 0 before, or without RM synthesis.
   int depths() const { return depths_; }
+  // What this rank's finish() moved while it made the products: bytes sent to other
+  // ranks over MPI, and bytes of product files read back (measured by the fits room).
+  double mpi_bytes() const { return mpi_bytes_; }
+  double product_bytes_read() const { return product_bytes_read_; }
 
   // Rows [first, last) of an image of `ny` rows that `rank` of `ranks` takes in this stage.
   static std::pair<int, int> slab_rows(int rank, int ranks, int ny);
@@ -71,12 +82,13 @@ class FaradayStage {
   std::vector<std::string> commit_products(const Synthesis* synthesis) const;
   std::vector<std::string> write_rmsf(const Synthesis& synthesis) const;
   double channel_weight(double noise) const;
-  std::vector<float> read_restored(int stokes, int first_row, int rows) const;
-  void process_rows(int first_row, int rows, const std::vector<double>& weight, const Synthesis* synthesis,
+  struct RowGroup;
+  RowGroup exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi);
+  void process_rows(const RowGroup& group, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
   std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                                        const std::vector<double>& weight) const;
-  std::vector<float> pixel_noise(int first_row, int rows, const std::vector<double>& weight) const;
+  std::vector<float> pixel_noise(const RowGroup& group, const std::vector<double>& weight) const;
   std::vector<float> flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
                                      const std::vector<float>& mean_i, const std::vector<double>& weight,
                                      const std::vector<float>& sigmas, std::vector<std::complex<float>>& p) const;
@@ -88,7 +100,11 @@ class FaradayStage {
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
   std::size_t gpu_bytes_;
+  const PlaneStore& kept_;
+  std::vector<parallel::ChannelBlock> blocks_;
+  std::vector<int> slots_;    // the kept planes exchanged, in the order of RowGroup::planes
   int depths_ = 0;
+  double mpi_bytes_ = 0, product_bytes_read_ = 0;
 };
 
 }  // namespace spip::pipeline

@@ -11,6 +11,7 @@
 #include "channel_stream.hpp"
 #include "faraday_stage.hpp"
 #include "planning.hpp"
+#include "plane_store.hpp"
 #include "products.hpp"
 #include "progress.hpp"
 #include "qa.hpp"
@@ -149,6 +150,8 @@ class RankRun {
   void recall_finished_channels();
   void image_channels();
   void blank_channel(int c, const ChannelStats& data, ChannelWriter& writer);
+  void keep_planes(int c, const std::vector<float>& image, const std::vector<float>* residual);
+  void recall_planes(int c);
   void image_channel(int c, const ChannelStats& data, ChannelWriter& writer);
   void agree_on_common_beam();
   void restore_with_common_beam();
@@ -156,8 +159,7 @@ class RankRun {
   Products commit();
   ChannelQa& qa_of(int c) { return qa_[static_cast<std::size_t>(c - mine_.begin)]; }
   double& noise_of(int c) { return noise_[static_cast<std::size_t>(c - mine_.begin)]; }
-  // With CLEAN and a common beam, the restoring waits for every channel's fitted beam.
-  bool restore_later() const { return config_.clean.niter > 0 && config_.image.common_beam; }
+  bool restore_later() const { return restores_later(config_); }
 
   const Config& config_;
   const Plan& plan_;
@@ -173,6 +175,9 @@ class RankRun {
   const CubeSet cubes_;
   const std::optional<imaging::Beam> chosen_;  // image.beam
   std::unique_ptr<ChannelImaging> imaging_;
+  // The planes the later steps take instead of reading the products back: each
+  // channel's model and residual until restoring, then its restored image.
+  std::unique_ptr<PlaneStore> kept_;
   std::optional<RowCoordinates> coordinates_;
   bool resume_ = false;
   std::vector<int> todo_;                     // channels to image in this run
@@ -182,6 +187,7 @@ class RankRun {
   std::string grid_summary_ = "no channel imaged here in this run";
   RunQa times_;
   double read_s_ = 0, image_s_ = 0, restore_s_ = 0;
+  double resume_bytes_ = 0, faraday_mpi_bytes_ = 0, faraday_product_bytes_ = 0;
   fits::Beam beam_;  // the common restoring beam
   std::vector<std::string> faraday_products_;
 };
@@ -205,6 +211,11 @@ void RankRun::set_up_imaging() {
                                   plan_.max_visibilities);
   if (config_.clean.niter > 0) imaging::plan_restoring(plan_.geometry);
   if (mpi_.is_root()) mpi_.barrier();
+  const std::string scratch = plan_.memory.kept_spilled ? scratch_folder(config_.parallel) : "";
+  kept_ = std::make_unique<PlaneStore>(mine_.size(), 2 * ms::num_stokes, plan_.geometry.pixels(), scratch);
+  if (kept_->spilled())
+    log_.info("the planes this rank keeps for restoring and the Faraday stage (" + fixed(plan_.memory.kept / 1e9, 2) +
+              " GB) exceed parallel.memory_gb: they go to a file in " + scratch);
   coordinates_.emplace(inputs_uvw_m(plan_));
   imaging_->set_uvw(coordinates_->uvw_m());
   times_.setup_s = watch.seconds();
@@ -247,6 +258,7 @@ void RankRun::recall_finished_channels() {
     const auto marker = nlohmann::ordered_json::parse(progress_.record(plan_.chan_begin + c)).get<ChannelMarker>();
     qa_of(c) = marker.qa;
     noise_of(c) = marker.polarised_noise;
+    if (marker.polarised_noise >= 0) recall_planes(c);
     if (marker.polarised_noise >= 0)
       beams_.push_back({marker.qa.beam, marker.qa.beam_theoretical ? imaging::BeamOrigin::theoretical
                                         : chosen_                  ? imaging::BeamOrigin::chosen
@@ -254,7 +266,34 @@ void RankRun::recall_finished_channels() {
   }
   if (resume_)
     log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(todo_.size())) + " of this rank's " +
-              std::to_string(mine_.size()) + " channels are complete");
+              std::to_string(mine_.size()) + " channels are complete; their kept planes (" +
+              fixed(resume_bytes_ / 1e6, 1) + " MB) read from the partial cubes");
+}
+
+// The planes the later steps take from channel c: its model and residual until
+// restoring; then its restored image and, with CLEAN, its residual (the Faraday stage's
+// per-pixel noise).
+void RankRun::keep_planes(int c, const std::vector<float>& image, const std::vector<float>* residual) {
+  const std::size_t pixels = plan_.geometry.pixels();
+  for (int s = 0; s < ms::num_stokes; ++s) {
+    kept_->put(c - mine_.begin, kept_image + s, image.data() + s * pixels);
+    if (residual) kept_->put(c - mine_.begin, kept_residual + s, residual->data() + s * pixels);
+  }
+}
+
+// A channel an earlier run finished: its kept planes from the partial cubes it wrote.
+void RankRun::recall_planes(int c) {
+  const bool restored = !restore_later() || progress_.restored(plan_.chan_begin + c);
+  if (restored && !plan_.polarised()) return;
+  const double before = fits::CubeFile::bytes_read();
+  const std::vector<float> image = read_stokes_planes(cubes_, restored ? ChannelProduct::image : ChannelProduct::model, c);
+  if (!restored || plan_.products.written(ChannelProduct::residual)) {
+    const std::vector<float> residual = read_stokes_planes(cubes_, ChannelProduct::residual, c);
+    keep_planes(c, image, &residual);
+  } else {
+    keep_planes(c, image, nullptr);
+  }
+  resume_bytes_ += fits::CubeFile::bytes_read() - before;
 }
 
 // Each channel is read, staged and imaged once: PSF, dirty images, CLEAN; restored here
@@ -368,6 +407,11 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored)] {
     write_channel(cubes_, c, images.dirty, images.psf, images.model, images.residual);
     if (!restored.empty()) write_restored(cubes_, c, restored);
+    const bool cleaned = plan_.products.written(ChannelProduct::residual);
+    if (restore_later())
+      keep_planes(c, images.model, &images.residual);
+    else if (plan_.polarised())
+      keep_planes(c, restored, cleaned ? &images.residual : nullptr);
     const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                     deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
     noise_of(c) = pol_noise;
@@ -383,8 +427,7 @@ void RankRun::agree_on_common_beam() {
 }
 
 // With CLEAN and a common beam: each of the rank's channels restored with the job's
-// beam from the model and residual planes the imaging wrote, instead of imaging it
-// again. A channel a killed run already restored keeps its planes and its peak. One
+// beam from the model and residual planes it kept, instead of imaging it again. A channel a killed run already restored keeps its planes and its peak. One
 // thread reads and writes, so that CFITSIO need not be built thread-safe.
 void RankRun::restore_with_common_beam() {
   if (!restore_later()) return;
@@ -400,12 +443,16 @@ void RankRun::restore_with_common_beam() {
       peak = progress_.restored_peak(absolute);
     } else {
       if (stop_.requested()) break;
-      const std::vector<float> model = read_stokes_planes(cubes_, ChannelProduct::model, c);
-      const std::vector<float> residual = read_stokes_planes(cubes_, ChannelProduct::residual, c);
+      std::vector<float> model(ms::num_stokes * pixels), residual(ms::num_stokes * pixels);
+      for (int s = 0; s < ms::num_stokes; ++s) {
+        kept_->read(c - mine_.begin, kept_image + s, 0, pixels, model.data() + s * pixels);
+        kept_->read(c - mine_.begin, kept_residual + s, 0, pixels, residual.data() + s * pixels);
+      }
       const std::vector<float> restored =
           deconv::restore_channel(model.data(), residual.data(), plan_.geometry, restoring);
       peak = *std::max_element(restored.begin(), restored.begin() + pixels);
       write_restored(cubes_, c, restored);
+      keep_planes(c, restored, nullptr);
       progress_.mark_restored(absolute, peak);
       ++restored_here;
     }
@@ -415,21 +462,23 @@ void RankRun::restore_with_common_beam() {
   stop_.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine_.size()) +
                            " channels are restored with the common beam, each with its marker");
   restore_s_ = watch.seconds();
-  log_.info("restored " + std::to_string(restored_here) + " channels with the common beam from their model and " +
+  log_.info("restored " + std::to_string(restored_here) + " channels with the common beam from their kept model and " +
             "residual planes in " + fixed(restore_s_, 2) + " s");
 }
 
 // Without Q and U (an MS with only parallel hands) there is nothing to synthesise. It
-// reads every rank's restored planes: all must be written first.
+// exchanges every rank's kept restored planes: all must be restored first.
 void RankRun::run_faraday_stage() {
   mpi_.barrier();
   if (!plan_.polarised()) return;
   fits::ImageHeader base = cubes_.base;
   base.beam = beam_;
   FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
-                       plan_.gpu_share_bytes);
+                       plan_.gpu_share_bytes, *kept_, plan_.blocks);
   const Stopwatch watch;
   faraday_products_ = faraday.finish(noise_, mpi_, log_, stop_);
+  faraday_mpi_bytes_ = faraday.mpi_bytes();
+  faraday_product_bytes_ = faraday.product_bytes_read();
   times_.faraday_s = watch.seconds();
   times_.faraday_depths = faraday.depths();
   log_.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times_.faraday_s, 2) + " s");
@@ -442,7 +491,8 @@ Products RankRun::commit() {
   const std::vector<ChannelQa> channels = gather_records(qa_, mpi_);
   const std::vector<RankQa> ranks = gather_records(
       std::vector<RankQa>{{mpi_.rank(), plan_.chan_begin + mine_.begin, plan_.chan_begin + mine_.end, read_s_, image_s_,
-                           restore_s_, static_cast<int>(todo_.size())}},
+                           restore_s_, static_cast<int>(todo_.size()), faraday_mpi_bytes_, faraday_product_bytes_,
+                           kept_->scratch_bytes_read(), resume_bytes_}},
       mpi_);
   Products products;
   if (mpi_.is_root()) {

@@ -11,6 +11,7 @@
 
 #include "faraday_stage.hpp"
 #include "products.hpp"
+#include "plane_store.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/cuda/device.hpp"
@@ -114,6 +115,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     needs.my_channels = block.size();
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = faraday_row_bytes(plan);
+    needs.kept_bytes = PlaneStore::bytes(block.size(), kept_planes(config, plan), plan.geometry.pixels());
     const MemoryPlan memory = plan_memory(needs);
     const double host = memory.imaging + memory.channel_data + 2 * memory.block;
     const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));

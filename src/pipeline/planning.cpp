@@ -11,6 +11,7 @@
 
 #include "cost_rates.hpp"
 #include "faraday_stage.hpp"
+#include "plane_store.hpp"
 #include "products.hpp"
 #include "run_claim.hpp"
 #include "spip/common/constants.hpp"
@@ -29,6 +30,20 @@ namespace spip::pipeline {
 double faraday_row_bytes(const Plan& plan) {
   const int num_chan = plan.chan_end - plan.chan_begin;
   return plan.polarised() ? FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size : 0.0;
+}
+
+bool restores_later(const Config& config) { return config.clean.niter > 0 && config.image.common_beam; }
+
+int kept_planes(const Config& config, const Plan& plan) {
+  if (restores_later(config)) return 2 * ms::num_stokes;
+  if (!plan.polarised()) return 0;
+  return config.clean.niter > 0 ? 2 * ms::num_stokes : ms::num_stokes;
+}
+
+std::string scratch_folder(const ParallelConfig& config) {
+  if (!config.scratch.empty()) return config.scratch;
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && *tmpdir ? tmpdir : "/tmp";
 }
 
 namespace {
@@ -163,6 +178,7 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = faraday_row_bytes(plan);
+    needs.kept_bytes = PlaneStore::bytes(needs.my_channels, kept_planes(config, plan), plan.geometry.pixels());
     plan.memory = plan_memory(needs);
     if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {

@@ -74,6 +74,15 @@ std::vector<parallel::ChannelBlock> channel_blocks(const Config& config, const s
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan);
 
+// With CLEAN and a common beam, restoring waits for every channel's fitted beam.
+bool restores_later(const Config& config);
+// Planes a rank keeps of each of its channels (PlaneStore): the model and the residual
+// until restoring, then the restored image and the residual for the Faraday stage.
+int kept_planes(const Config& config, const Plan& plan);
+// Where kept planes go that the memory budget cannot hold: parallel.scratch, else
+// $TMPDIR, else /tmp.
+std::string scratch_folder(const ParallelConfig& config);
+
 // Rows of one rank's Faraday slab, as pixels.
 double slab_pixels(int rank, int ranks, const imaging::ImageGeometry& geometry);
 

@@ -96,7 +96,9 @@ void from_json(const json& in, ChannelMarker& marker) {
 void to_json(json& out, const RankQa& qa) {
   out = json{{"rank", qa.rank},       {"channel_begin", qa.channel_begin}, {"channel_end", qa.channel_end},
              {"read_s", qa.read_s},   {"image_s", qa.image_s},             {"restore_s", qa.restore_s},
-             {"channels_imaged", qa.channels_imaged}};
+             {"channels_imaged", qa.channels_imaged}, {"faraday_mpi_bytes", qa.faraday_mpi_bytes},
+             {"faraday_product_bytes_read", qa.faraday_product_bytes_read},
+             {"scratch_bytes_read", qa.scratch_bytes_read}, {"resume_bytes_read", qa.resume_bytes_read}};
 }
 
 void from_json(const json& in, RankQa& qa) {
@@ -107,6 +109,10 @@ void from_json(const json& in, RankQa& qa) {
   qa.image_s = number(in, "image_s");
   qa.restore_s = number(in, "restore_s");
   qa.channels_imaged = in.at("channels_imaged").get<int>();
+  qa.faraday_mpi_bytes = number(in, "faraday_mpi_bytes");
+  qa.faraday_product_bytes_read = number(in, "faraday_product_bytes_read");
+  qa.scratch_bytes_read = number(in, "scratch_bytes_read");
+  qa.resume_bytes_read = number(in, "resume_bytes_read");
 }
 
 void to_json(json& out, const RunQa& qa) {

@@ -47,6 +47,10 @@ struct RankQa {
   int rank = 0, channel_begin = 0, channel_end = 0;
   double read_s = 0, image_s = 0, restore_s = 0;
   int channels_imaged = 0;  // in this run: a resumed run skips finished ones
+  // Bytes: the Faraday stage's sent to other ranks over MPI and read back from product
+  // files (none), kept planes read back from parallel.scratch, and planes a resumed run
+  // read from the partial cubes for the channels an earlier run finished.
+  double faraday_mpi_bytes = 0, faraday_product_bytes_read = 0, scratch_bytes_read = 0, resume_bytes_read = 0;
 };
 void to_json(nlohmann::ordered_json& out, const RankQa& qa);
 void from_json(const nlohmann::ordered_json& in, RankQa& qa);

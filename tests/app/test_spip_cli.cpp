@@ -4,6 +4,7 @@
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
 #include "scratch.hpp"
+#include <nlohmann/json.hpp>
 #include <sys/mount.h>
 #include <sys/wait.h>
 
@@ -272,10 +273,14 @@ TEST(SpipCli, ProductsDoNotDependOnTheNumberOfRanks) {
 }
 
 // Every Faraday product (moments, depth cubes, peak maps) of one rank working in many
-// small row groups matches that of three ranks with one group each.
+// small row groups, its kept planes spilled to parallel.scratch, matches that of three
+// ranks with one group each, their planes in memory and exchanged over MPI. Neither run
+// reads a product back, and the ranks send each other exactly the rows the slabs need.
 TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
   const std::string mpiexec = SPIP_MPIEXEC;
-  const Outcome groups = run_spip(base_args("groups") + " --parallel.memory_gb 0.02");
+  const fs::path kept = scratch("kept");
+  const Outcome groups =
+      run_spip(base_args("groups") + " --parallel.memory_gb 0.02 --parallel.scratch " + kept.string());
   ASSERT_EQ(groups.exit_code, 0) << groups.err;
   const std::smatch count = [&] {
     std::smatch m;
@@ -284,9 +289,30 @@ TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
   }();
   ASSERT_FALSE(count.empty()) << groups.out;
   EXPECT_GE(std::stoi(count[1]), 4) << "the small budget must split the slab";
+  EXPECT_NE(groups.out.find("they go to a file in " + kept.string()), std::string::npos) << groups.out;
+  EXPECT_TRUE(fs::is_empty(kept)) << "the kept planes' file has no name and is gone with the run";
   const Outcome ranks = run(mpiexec + " 3 " + SPIP_BIN + " " + base_args("ranks"));
   ASSERT_EQ(ranks.exit_code, 0) << ranks.err;
   EXPECT_NE(ranks.out.find("in 1 group(s)"), std::string::npos) << ranks.out;
+
+  const auto rank_records = [](const std::string& dir) {
+    return nlohmann::json::parse(read_file(scratch(dir) / "spip-qa.json")).at("ranks");
+  };
+  const nlohmann::json one = rank_records("groups").at(0);
+  EXPECT_EQ(one.at("faraday_product_bytes_read").get<double>(), 0.0);
+  EXPECT_EQ(one.at("faraday_mpi_bytes").get<double>(), 0.0);
+  // Read back once each: every channel's model and residual for restoring (8 planes),
+  // then its restored I, Q, U, V and residual Q, U for the Faraday stage (6).
+  EXPECT_EQ(one.at("scratch_bytes_read").get<double>(), 40.0 * (8 + 6) * 64 * 64 * 4);
+  for (const nlohmann::json& rank : rank_records("ranks")) {
+    // Each rank sends its channels' six kept planes over every row outside its own slab.
+    const int r = rank.at("rank").get<int>();
+    const int channels = rank.at("channel_end").get<int>() - rank.at("channel_begin").get<int>();
+    const int slab = 64 * (r + 1) / 3 - 64 * r / 3;
+    EXPECT_EQ(rank.at("faraday_mpi_bytes").get<double>(), channels * 6.0 * (64 - slab) * 64 * 4) << r;
+    EXPECT_EQ(rank.at("faraday_product_bytes_read").get<double>(), 0.0) << r;
+    EXPECT_EQ(rank.at("scratch_bytes_read").get<double>(), 0.0) << r;
+  }
 
   int compared = 0;
   double worst = 0;

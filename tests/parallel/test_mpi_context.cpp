@@ -46,6 +46,27 @@ TEST(MpiContext, SumAllAddsElementWiseOnEveryRank) {
   EXPECT_EQ(values, (std::vector<std::int64_t>{n, n * (n - 1) / 2}));
 }
 
+// Rank r sends rank d (r + d) % 3 units of 4 floats, each float naming sender,
+// receiver and position; an empty share (a rank with no channels) is allowed.
+TEST(MpiContext, AllToAllDeliversEachRanksShareInRankOrder) {
+  constexpr std::size_t unit = 4;
+  const int n = mpi->size(), me = mpi->rank();
+  const auto units = [](int from, int to) { return static_cast<std::size_t>((from + to) % 3); };
+  const auto value = [](int from, int to, std::size_t k) { return static_cast<float>(from * 10000 + to * 100) + k; };
+  std::vector<float> send;
+  std::vector<std::size_t> send_units, receive_units;
+  for (int d = 0; d < n; ++d) {
+    send_units.push_back(units(me, d));
+    receive_units.push_back(units(d, me));
+    for (std::size_t k = 0; k < units(me, d) * unit; ++k) send.push_back(value(me, d, k));
+  }
+  const std::vector<float> received = mpi->all_to_all(send, send_units, receive_units, unit);
+  std::vector<float> expected;
+  for (int s = 0; s < n; ++s)
+    for (std::size_t k = 0; k < units(s, me) * unit; ++k) expected.push_back(value(s, me, k));
+  EXPECT_EQ(received, expected);
+}
+
 TEST(MpiContext, LocalRanksCoverTheNode) {
   // All ranks of a CTest run share one node.
   EXPECT_EQ(mpi->local_size(), mpi->size());

@@ -74,6 +74,9 @@ class CubeFile {
   static std::vector<float> read_rows(const std::string& path, int first_row, int rows);
   // Reads planes [first_plane, first_plane + planes) of the partial file.
   static std::vector<float> read_planes(const std::string& path, int first_plane, int planes);
+  // Data bytes this process has read back from partial files with read_rows and
+  // read_planes: how a stage shows what it reads of the products.
+  static double bytes_read();
   // Sets BMAJ, BMIN and BPA of a partial file created with a beam (placeholder values
   // until the job's restoring beam is known). Like commit(), only while no process writes.
   static void write_beam(const std::string& path, const Beam& beam);

@@ -32,6 +32,12 @@ class MpiContext {
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
   // Element-wise sum of every rank's values, on every rank.
   void sum_all(std::vector<std::int64_t>& values) const;
+  // Collective personalised exchange (MPI_Alltoallv) in units of `unit` floats (an image
+  // row, say), so that counts stay far below MPI's int limit: `send` holds
+  // send_units[d] units for each rank d in rank order, and the result receive_units[s]
+  // units from each rank s in rank order.
+  std::vector<float> all_to_all(const std::vector<float>& send, const std::vector<std::size_t>& send_units,
+                                const std::vector<std::size_t>& receive_units, std::size_t unit) const;
   // Collective. The ranks of this node that name the same non-negative `resource` (a
   // GPU, by its PCI address) wait for each other; then the lowest-ranked of them calls
   // `measure` (its free memory, say) and each learns that amount and how many share it,
