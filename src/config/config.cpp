@@ -155,25 +155,58 @@ std::string_view trimmed(std::string_view item) {
   return item;
 }
 
-// faraday.cubes: "all", "none" or names from faraday_cube_names(), each at most once,
-// kept in that canonical order so that to_ini() writes one text per selection.
-bool set_faraday_cubes(Config& config, std::string_view value) {
-  const std::vector<std::string> names = faraday_cube_names();
-  if (value == "all") return config.faraday.cubes = names, true;
-  if (value == "none") return config.faraday.cubes.clear(), true;
+// A selection from `names`: "all", "none", or comma-separated items, each choosing the
+// names `chooses(item, name)` accepts, kept in the order of `names` so that to_ini()
+// writes one text per selection. False for an item that chooses nothing, or, unless
+// `overlap`, a name chosen twice.
+bool set_selection(std::vector<std::string>& chosen_names, std::string_view value, const std::vector<std::string>& names,
+                   bool (*chooses)(std::string_view item, const std::string& name), bool overlap) {
+  if (value == "all") return chosen_names = names, true;
+  if (value == "none") return chosen_names.clear(), true;
   std::vector<bool> chosen(names.size(), false);
   for (std::size_t begin = 0; begin <= value.size();) {
     const std::size_t end = std::min(value.find(',', begin), value.size());
-    const std::string_view word = trimmed(value.substr(begin, end - begin));
-    const auto it = std::ranges::find(names, word);
-    if (it == names.end() || chosen[it - names.begin()]) return false;
-    chosen[it - names.begin()] = true;
+    const std::string_view item = trimmed(value.substr(begin, end - begin));
+    bool any = false;
+    for (std::size_t k = 0; k < names.size(); ++k)
+      if (chooses(item, names[k])) {
+        if (chosen[k] && !overlap) return false;
+        chosen[k] = any = true;
+      }
+    if (!any) return false;
     begin = end + 1;
   }
-  config.faraday.cubes.clear();
+  chosen_names.clear();
   for (std::size_t k = 0; k < names.size(); ++k)
-    if (chosen[k]) config.faraday.cubes.push_back(names[k]);
+    if (chosen[k]) chosen_names.push_back(names[k]);
   return true;
+}
+
+std::string selection_text(const std::vector<std::string>& chosen, const std::vector<std::string>& names) {
+  if (chosen.empty()) return "none";
+  if (chosen == names) return "all";
+  std::string joined;
+  for (const std::string& name : chosen) joined += (joined.empty() ? "" : ",") + name;
+  return joined;
+}
+
+// faraday.cubes: names from faraday_cube_names(), each at most once.
+bool set_faraday_cubes(Config& config, std::string_view value) {
+  return set_selection(config.faraday.cubes, value, faraday_cube_names(),
+                       [](std::string_view item, const std::string& name) { return item == name; }, false);
+}
+
+// output.channel_cubes: names from channel_cube_names(), or a product standing for each
+// of its Stokes parameters ("residual"); "restored" is "image".
+bool set_channel_cubes(Config& config, std::string_view value) {
+  return set_selection(
+      config.output.channel_cubes, value, channel_cube_names(),
+      [](std::string_view item, const std::string& name) {
+        std::string word(item);
+        if (word.starts_with("restored")) word.replace(0, 8, "image");
+        return name == word || name.starts_with(word + "-");
+      },
+      true);
 }
 
 // image.beam: "MAJOR,MINOR,PA" with MAJOR >= MINOR > 0, or nothing (each channel's fit).
@@ -197,13 +230,6 @@ std::string restoring_beam_text(const ImageConfig& image) {
   return text(image.beam_major_arcsec) + "," + text(image.beam_minor_arcsec) + "," + text(image.beam_pa_deg);
 }
 
-std::string cube_list_text(const std::vector<std::string>& cubes) {
-  if (cubes.empty()) return "none";
-  if (cubes == faraday_cube_names()) return "all";
-  std::string joined;
-  for (const std::string& name : cubes) joined += (joined.empty() ? "" : ",") + name;
-  return joined;
-}
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
@@ -333,7 +359,7 @@ const std::vector<Key>& keys() {
        "amp-dirty, real-clean, imag-clean, amp-clean; all; or none",
        "all, none, or a comma-separated list of real-dirty, imag-dirty, amp-dirty, real-clean, imag-clean, amp-clean",
        false, set_faraday_cubes,
-       [](const Config& c) { return std::vector<std::string>{cube_list_text(c.faraday.cubes)}; }},
+       [](const Config& c) { return std::vector<std::string>{selection_text(c.faraday.cubes, faraday_cube_names())}; }},
 
       scalar("catalogue.threshold", &Config::catalogue, &CatalogueConfig::threshold,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
@@ -349,6 +375,13 @@ const std::vector<Key>& keys() {
       scalar("output.prefix", &Config::output, &OutputConfig::prefix,
              non_empty, "a non-empty file name prefix", "",
              "file name prefix of the output images"),
+      {"output.channel_cubes", "words", "", "per-channel cubes to write, comma-separated: dirty, model, residual, "
+       "image (or restored), each for all Stokes or one (image-Q), and psf; all; or none. The Faraday products "
+       "need none of them",
+       "all, none, or a comma-separated list of dirty, model, residual, image, restored (each alone or with -I, -Q, "
+       "-U, -V) and psf",
+       false, set_channel_cubes,
+       [](const Config& c) { return std::vector<std::string>{selection_text(c.output.channel_cubes, channel_cube_names())}; }},
 
       scalar("parallel.device", &Config::parallel, &ParallelConfig::device, any<Device>,
              "one of auto, cpu, gpu", "", "auto (GPU when present), cpu or gpu"),

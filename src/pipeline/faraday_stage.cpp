@@ -101,7 +101,7 @@ FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products
       kept_(kept),
       blocks_(std::move(blocks)),
       slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v} {
-  if (products_.written(ChannelProduct::residual))
+  if (products_.made(ChannelProduct::residual))
     for (int stokes : {stokes_q, stokes_u}) slots_.push_back(kept_residual + stokes);
 }
 
@@ -156,7 +156,7 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
 // (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
 // deconvolution errors alike. Empty without residual cubes.
 std::vector<float> FaradayStage::pixel_noise(const RowGroup& group, const std::vector<double>& weight) const {
-  if (!products_.written(ChannelProduct::residual)) return {};
+  if (!products_.made(ChannelProduct::residual)) return {};
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   double weight_sum = 0;
   for (double w : weight) weight_sum += w;

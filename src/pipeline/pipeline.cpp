@@ -151,7 +151,7 @@ class RankRun {
   void image_channels();
   void blank_channel(int c, const ChannelStats& data, ChannelWriter& writer);
   void keep_planes(int c, const std::vector<float>& image, const std::vector<float>* residual);
-  void recall_planes(int c);
+  bool recall_planes(int c);
   void image_channel(int c, const ChannelStats& data, ChannelWriter& writer);
   void agree_on_common_beam();
   void restore_with_common_beam();
@@ -181,6 +181,8 @@ class RankRun {
   std::optional<RowCoordinates> coordinates_;
   bool resume_ = false;
   std::vector<int> todo_;                     // channels to image in this run
+  std::vector<bool> recalled_;                // per channel of the rank: finished by an earlier run, planes read back
+  int imaged_again_ = 0;                      // finished by an earlier run, but its planes were not written
   std::vector<ChannelQa> qa_;                 // per channel of the rank
   std::vector<double> noise_;                 // polarised noise per channel; < 0: blanked
   std::vector<imaging::RestoringBeam> beams_; // of the channels not blanked
@@ -250,24 +252,33 @@ void RankRun::start_or_resume() {
 // Channels a killed run completed keep their planes in the partial cubes and their
 // numbers in their markers; the others are to be imaged.
 void RankRun::recall_finished_channels() {
+  recalled_.assign(static_cast<std::size_t>(mine_.size()), false);
   for (int c = mine_.begin; c < mine_.end; ++c) {
     if (!resume_ || !progress_.done(plan_.chan_begin + c)) {
       todo_.push_back(c);
       continue;
     }
     const auto marker = nlohmann::ordered_json::parse(progress_.record(plan_.chan_begin + c)).get<ChannelMarker>();
+    if (marker.polarised_noise >= 0 && !recall_planes(c)) {
+      todo_.push_back(c);
+      ++imaged_again_;
+      continue;
+    }
+    recalled_[static_cast<std::size_t>(c - mine_.begin)] = true;
     qa_of(c) = marker.qa;
     noise_of(c) = marker.polarised_noise;
-    if (marker.polarised_noise >= 0) recall_planes(c);
     if (marker.polarised_noise >= 0)
       beams_.push_back({marker.qa.beam, marker.qa.beam_theoretical ? imaging::BeamOrigin::theoretical
                                         : chosen_                  ? imaging::BeamOrigin::chosen
                                                                    : imaging::BeamOrigin::fitted});
   }
-  if (resume_)
-    log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(todo_.size())) + " of this rank's " +
-              std::to_string(mine_.size()) + " channels are complete; their kept planes (" +
-              fixed(resume_bytes_ / 1e6, 1) + " MB) read from the partial cubes");
+  if (!resume_) return;
+  log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(todo_.size())) + " of this rank's " +
+            std::to_string(mine_.size()) + " channels are complete; their kept planes (" +
+            fixed(resume_bytes_ / 1e6, 1) + " MB) read from the partial cubes");
+  if (imaged_again_ > 0)
+    log_.info("resuming: " + std::to_string(imaged_again_) + " channel(s) an earlier run finished are imaged again, "
+              "because output.channel_cubes did not write the planes the later steps need");
 }
 
 // The planes the later steps take from channel c: its model and residual until
@@ -281,19 +292,25 @@ void RankRun::keep_planes(int c, const std::vector<float>& image, const std::vec
   }
 }
 
-// A channel an earlier run finished: its kept planes from the partial cubes it wrote.
-void RankRun::recall_planes(int c) {
+// A channel an earlier run finished: its kept planes from the partial cubes it wrote;
+// false where output.channel_cubes left out a cube they would come from.
+bool RankRun::recall_planes(int c) {
   const bool restored = !restore_later() || progress_.restored(plan_.chan_begin + c);
-  if (restored && !plan_.polarised()) return;
+  if (restored && !plan_.polarised()) return true;
+  const ChannelProduct first = restored ? ChannelProduct::image : ChannelProduct::model;
+  const bool with_residual = !restored || plan_.products.made(ChannelProduct::residual);
+  const ProductRegistry& products = plan_.products;
+  if (!products.on_disk(first) || (with_residual && !products.on_disk(ChannelProduct::residual))) return false;
   const double before = fits::CubeFile::bytes_read();
-  const std::vector<float> image = read_stokes_planes(cubes_, restored ? ChannelProduct::image : ChannelProduct::model, c);
-  if (!restored || plan_.products.written(ChannelProduct::residual)) {
+  const std::vector<float> image = read_stokes_planes(cubes_, first, c);
+  if (with_residual) {
     const std::vector<float> residual = read_stokes_planes(cubes_, ChannelProduct::residual, c);
     keep_planes(c, image, &residual);
   } else {
     keep_planes(c, image, nullptr);
   }
   resume_bytes_ += fits::CubeFile::bytes_read() - before;
+  return true;
 }
 
 // Each channel is read, staged and imaged once: PSF, dirty images, CLEAN; restored here
@@ -407,7 +424,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored)] {
     write_channel(cubes_, c, images.dirty, images.psf, images.model, images.residual);
     if (!restored.empty()) write_restored(cubes_, c, restored);
-    const bool cleaned = plan_.products.written(ChannelProduct::residual);
+    const bool cleaned = plan_.products.made(ChannelProduct::residual);
     if (restore_later())
       keep_planes(c, images.model, &images.residual);
     else if (plan_.polarised())
@@ -439,7 +456,7 @@ void RankRun::restore_with_common_beam() {
     const int absolute = plan_.chan_begin + c;
     if (noise_of(c) < 0) continue;  // blanked: NaN planes
     double peak = 0;
-    if (progress_.restored(absolute)) {
+    if (progress_.restored(absolute) && recalled_[static_cast<std::size_t>(c - mine_.begin)]) {
       peak = progress_.restored_peak(absolute);
     } else {
       if (stop_.requested()) break;

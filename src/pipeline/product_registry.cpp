@@ -47,7 +47,8 @@ ProductRegistry::ProductRegistry(const Config& config, const ProductShape& shape
       cleaned_(config.clean.niter > 0),
       fractional_(config.faraday.fractional),
       catalogue_(config.catalogue.threshold > 0),
-      fdf_cubes_(config.faraday.cubes) {}
+      fdf_cubes_(config.faraday.cubes),
+      selected_(config.output.channel_cubes) {}
 
 std::string ProductRegistry::path(const std::string& name) const {
   return (std::filesystem::path(dir_) / (prefix_ + "-" + name)).string();
@@ -77,8 +78,23 @@ std::string ProductRegistry::progress_dir() const {
   return (std::filesystem::path(dir_) / ("." + prefix_ + ".progress")).string();
 }
 
-bool ProductRegistry::written(ChannelProduct product) const {
+bool ProductRegistry::made(ChannelProduct product) const {
   return cleaned_ || (product != ChannelProduct::model && product != ChannelProduct::residual);
+}
+
+bool ProductRegistry::written(ChannelProduct product, int stokes) const {
+  if (!made(product) || (stokes >= 0 && !shape_.stokes[stokes])) return false;
+  const std::string name =
+      stokes < 0 ? channel_names[static_cast<int>(product)]
+                 : std::string(channel_names[static_cast<int>(product)]) + "-" + stokes_names[stokes];
+  return std::ranges::find(selected_, name) != selected_.end();
+}
+
+bool ProductRegistry::on_disk(ChannelProduct product) const {
+  if (!made(product)) return false;
+  for (int s = 0; s < ms::num_stokes; ++s)
+    if (shape_.stokes[s] && !written(product, s)) return false;
+  return true;
 }
 
 bool ProductRegistry::polarised() const { return shape_.stokes[ms::stokes_q] && shape_.stokes[ms::stokes_u]; }
@@ -87,10 +103,9 @@ std::vector<ChannelCube> ProductRegistry::channel_cubes() const {
   std::vector<ChannelCube> cubes;
   for (ChannelProduct product : {ChannelProduct::dirty, ChannelProduct::model, ChannelProduct::residual,
                                  ChannelProduct::image})
-    if (written(product))
-      for (int s = 0; s < ms::num_stokes; ++s)
-        if (shape_.stokes[s]) cubes.push_back({product, s, channel_cube(product, s)});
-  cubes.push_back({ChannelProduct::psf, -1, channel_cube(ChannelProduct::psf)});
+    for (int s = 0; s < ms::num_stokes; ++s)
+      if (written(product, s)) cubes.push_back({product, s, channel_cube(product, s)});
+  if (written(ChannelProduct::psf)) cubes.push_back({ChannelProduct::psf, -1, channel_cube(ChannelProduct::psf)});
   return cubes;
 }
 

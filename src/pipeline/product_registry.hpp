@@ -74,8 +74,15 @@ class ProductRegistry {
   std::string claim() const;
   std::string progress_dir() const;
 
-  // Without CLEAN the model is zero and the residual the dirty image: not written.
-  bool written(ChannelProduct product) const;
+  // Whether the run makes the product: without CLEAN the model is zero and the residual
+  // the dirty image, and neither is made.
+  bool made(ChannelProduct product) const;
+  // Whether its cube of Stokes `stokes` (-1 for the PSF) is written: made, determined by
+  // the correlations and chosen by output.channel_cubes.
+  bool written(ChannelProduct product, int stokes = -1) const;
+  // Whether the cubes of every Stokes parameter the correlations determine are written:
+  // what a resumed run can read a finished channel's planes back from.
+  bool on_disk(ChannelProduct product) const;
   bool polarised() const;
   // The channel cubes this run writes, in the order the stages create them.
   std::vector<ChannelCube> channel_cubes() const;
@@ -92,6 +99,7 @@ class ProductRegistry {
   bool fractional_ = false;
   bool catalogue_ = false;
   std::vector<std::string> fdf_cubes_;
+  std::vector<std::string> selected_;  // output.channel_cubes
 };
 
 }  // namespace spip::pipeline

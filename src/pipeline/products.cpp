@@ -69,11 +69,10 @@ void create_cubes(const CubeSet& cubes) {
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
                    const std::vector<float>& model, const std::vector<float>& residual) {
   write_stokes_planes(cubes, ChannelProduct::dirty, plane, dirty);
-  if (cubes.products.written(ChannelProduct::model)) {
-    write_stokes_planes(cubes, ChannelProduct::model, plane, model);
-    write_stokes_planes(cubes, ChannelProduct::residual, plane, residual);
-  }
-  fits::CubeFile::write_planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
+  write_stokes_planes(cubes, ChannelProduct::model, plane, model);
+  write_stokes_planes(cubes, ChannelProduct::residual, plane, residual);
+  if (cubes.products.written(ChannelProduct::psf))
+    fits::CubeFile::write_planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
 }
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {

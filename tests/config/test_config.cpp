@@ -380,6 +380,10 @@ INSTANTIATE_TEST_SUITE_P(
                                "imag-dirty, amp-dirty, real-clean, imag-clean, amp-clean"},
                     OutOfRange{"faraday.cubes", "amp-clean,amp-clean", "all, none, or a comma-separated list of "
                                "real-dirty, imag-dirty, amp-dirty, real-clean, imag-clean, amp-clean"},
+                    OutOfRange{"output.channel_cubes", "weights", "all, none, or a comma-separated list of dirty, "
+                               "model, residual, image, restored (each alone or with -I, -Q, -U, -V) and psf"},
+                    OutOfRange{"output.channel_cubes", "image-X", "all, none, or a comma-separated list of dirty, "
+                               "model, residual, image, restored (each alone or with -I, -Q, -U, -V) and psf"},
                     OutOfRange{"image.common_beam", "maybe", "true or false"},
                     OutOfRange{"parallel.device", "tpu", "one of auto, cpu, gpu"},
                     OutOfRange{"input.row_chunk", "0", "an integer >= 1"},
@@ -425,6 +429,24 @@ TEST(Config, FaradayCubeSelection) {
   const Config chosen = parse({"--input.ms", "a.ms", "--faraday.cubes", "amp-clean,amp-dirty"}).config;
   EXPECT_NE(to_ini(chosen).find("cubes = amp-dirty,amp-clean\n"), std::string::npos);
   EXPECT_NE(to_ini(Config{}).find("cubes = all\n"), std::string::npos);
+}
+
+TEST(Config, ChannelCubeSelection) {
+  EXPECT_EQ(Config{}.output.channel_cubes, channel_cube_names());
+  EXPECT_EQ(channel_cube_names().size(), 17u);
+  const auto cubes = [](const std::string& value) {
+    return parse({"--input.ms", "a.ms", "--output.channel_cubes", value}).config.output.channel_cubes;
+  };
+  EXPECT_TRUE(cubes("none").empty());
+  EXPECT_EQ(cubes("all"), channel_cube_names());
+  // A product stands for each of its Stokes parameters, "restored" for "image"; the
+  // canonical order comes out, so that to_ini() writes one text per selection.
+  EXPECT_EQ(cubes("psf, restored-Q, residual"),
+            (std::vector<std::string>{"residual-I", "residual-Q", "residual-U", "residual-V", "image-Q", "psf"}));
+  EXPECT_EQ(cubes("image-Q,image"), (std::vector<std::string>{"image-I", "image-Q", "image-U", "image-V"}));
+  const Config chosen = parse({"--input.ms", "a.ms", "--output.channel_cubes", "restored-I,psf"}).config;
+  EXPECT_NE(to_ini(chosen).find("channel_cubes = image-I,psf\n"), std::string::npos);
+  EXPECT_NE(to_ini(Config{}).find("channel_cubes = all\n"), std::string::npos);
 }
 
 TEST(Config, ChannelEndNotAfterChannelBegin) {

@@ -350,6 +350,38 @@ TEST(Resume, SignalledRankStopsEveryRankWithTheResumableExitCode) {
   fs::remove_all(base);
 }
 
+// With output.channel_cubes = none a stopped run leaves no planes on shared storage
+// (a requeued job may land on other nodes, whose scratch it cannot see): the resumed
+// run images the channels the stopped one finished again, says so, and makes the same
+// Faraday products as an uninterrupted run that wrote every cube.
+TEST(Resume, WithoutChannelCubesTheFinishedChannelsAreImagedAgain) {
+  const std::string base = fresh_dir("spip_resume_no_cubes");
+  const std::string reference = reference_products(), stopped = base + "/stopped";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
+  const std::string command = command_for(stopped) + " --output.channel_cubes none";
+  ASSERT_EQ(stop_after_markers(command, stopped, 4, base + "/stopped.log"), 75) << read_file(base + "/stopped.log");
+  const int done_when_stopped = count_markers(stopped);
+  ASSERT_GE(done_when_stopped, 4);
+  ASSERT_LT(done_when_stopped, 40) << "the run finished before it could be stopped";
+
+  ASSERT_EQ(std::system((command + " > " + base + "/resumed.log 2>&1").c_str()), 0);
+  const std::string log = read_file(base + "/resumed.log");
+  int imaged_again = 0;
+  const std::string phrase = "resuming: ";
+  for (std::size_t at = log.find(phrase); at != std::string::npos; at = log.find(phrase, at + 1))
+    if (log.compare(log.find(' ', at + phrase.size()), 44, " channel(s) an earlier run finished are imag") == 0)
+      imaged_again += std::stoi(log.substr(at + phrase.size()));
+  EXPECT_EQ(imaged_again, done_when_stopped) << log;
+  EXPECT_EQ(channels_staged(log), 40) << log;
+  // Every product of this run (none is a channel cube) equals the reference's.
+  const int compared = expect_identical_products(stopped, reference);
+  EXPECT_GE(compared, 35);
+  std::cout << "[ measured ] without channel cubes, stopped after " << done_when_stopped
+            << " of 40 channels; the resumed run imaged them again, and its " << compared
+            << " FITS products equal the uninterrupted run's\n";
+  fs::remove_all(base);
+}
+
 // Recalibrated data (DATA times 2) between a stop and the next start: the markers no
 // longer describe the inputs, so every channel is imaged again, and the log says why.
 TEST(Resume, ChangedInputImagesEveryChannelAgain) {

@@ -84,9 +84,21 @@ struct CatalogueConfig {
   double complexity = 0.5;            // Faraday-complex when m2 > complexity * RMSF FWHM
 };
 
+// The per-channel cubes spip can write, as output.channel_cubes names them: each
+// Stokes parameter of the dirty, model, residual and restored ("image") cubes, and the
+// PSF; the files are PREFIX-NAME.fits.
+inline std::vector<std::string> channel_cube_names() {
+  std::vector<std::string> names;
+  for (const char* product : {"dirty", "model", "residual", "image"})
+    for (const char* stokes : {"I", "Q", "U", "V"}) names.push_back(std::string(product) + "-" + stokes);
+  names.push_back("psf");
+  return names;
+}
+
 struct OutputConfig {
   std::string dir = "spip-out";
   std::string prefix = "spip";
+  std::vector<std::string> channel_cubes = channel_cube_names();  // of channel_cube_names(), in its order
 };
 
 struct ParallelConfig {
