@@ -147,9 +147,8 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
                " major cycles per channel assumed)";
 
   // Rank 0 creates the channel cubes and the Faraday stage's images filled; the stage
-  // reads the restored I, Q, U, V of every channel (from the page cache: counted as
-  // cheaply as written) and writes its images a pixel at a time.
-  const int num_chan = plan.chan_end - plan.chan_begin;
+  // takes the kept planes over MPI (memory copies on one node, not timed here) and
+  // writes its images a pixel at a time.
   const double pixels = static_cast<double>(plan.geometry.pixels());
   double channel_bytes = 0, faraday_bytes = 0;
   for (const Product& product : plan.products.all()) {
@@ -160,10 +159,15 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   }
   const double rate = write_rate(config.output.dir);
   rates.create_s = (channel_bytes + faraday_bytes) / rate;
-  // Restoring with a common beam reads a channel's model and residual planes back and
-  // writes its restored ones: 12 planes, read as cheaply as written.
-  if (config.clean.niter > 0 && config.image.common_beam) rates.restore_channel_s = 4 * pixels * 12 / rate;
-  rates.faraday_pixel_s = plan.polarised() ? (4 * 4.0 * num_chan + faraday_bytes / pixels) / rate : 0.0;
+  // Restoring with a common beam takes a channel's kept model and residual and writes
+  // the restored planes output.channel_cubes chose.
+  if (config.clean.niter > 0 && config.image.common_beam) {
+    const auto restored = std::ranges::count_if(plan.products.channel_cubes(), [](const ChannelCube& cube) {
+      return cube.product == ChannelProduct::image;
+    });
+    rates.restore_channel_s = 4 * pixels * static_cast<double>(restored) / rate;
+  }
+  rates.faraday_pixel_s = plan.polarised() ? faraday_bytes / pixels / rate : 0.0;
   if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
   return rates;
 }

@@ -57,6 +57,9 @@ class FaradayStage {
   // What this rank's finish() moved while it made the products: bytes sent to other
   // ranks over MPI, and bytes of product files read back (measured by the fits room).
   double mpi_bytes() const { return mpi_bytes_; }
+  // Seconds this rank spent in the exchange: gathering its kept rows, the all-to-all
+  // (waiting for the slowest rank included) and unpacking.
+  double exchange_seconds() const { return exchange_s_; }
   double product_bytes_read() const { return product_bytes_read_; }
 
   // Rows [first, last) of an image of `ny` rows that `rank` of `ranks` takes in this stage.
@@ -104,7 +107,7 @@ class FaradayStage {
   std::vector<parallel::ChannelBlock> blocks_;
   std::vector<int> slots_;    // the kept planes exchanged, in the order of RowGroup::planes
   int depths_ = 0;
-  double mpi_bytes_ = 0, product_bytes_read_ = 0;
+  double mpi_bytes_ = 0, product_bytes_read_ = 0, exchange_s_ = 0;
 };
 
 }  // namespace spip::pipeline

@@ -189,7 +189,7 @@ class RankRun {
   std::string grid_summary_ = "no channel imaged here in this run";
   RunQa times_;
   double read_s_ = 0, image_s_ = 0, restore_s_ = 0;
-  double resume_bytes_ = 0, faraday_mpi_bytes_ = 0, faraday_product_bytes_ = 0;
+  double resume_bytes_ = 0, faraday_mpi_bytes_ = 0, faraday_product_bytes_ = 0, faraday_exchange_s_ = 0;
   fits::Beam beam_;  // the common restoring beam
   std::vector<std::string> faraday_products_;
 };
@@ -496,6 +496,7 @@ void RankRun::run_faraday_stage() {
   faraday_products_ = faraday.finish(noise_, mpi_, log_, stop_);
   faraday_mpi_bytes_ = faraday.mpi_bytes();
   faraday_product_bytes_ = faraday.product_bytes_read();
+  faraday_exchange_s_ = faraday.exchange_seconds();
   times_.faraday_s = watch.seconds();
   times_.faraday_depths = faraday.depths();
   log_.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times_.faraday_s, 2) + " s");
@@ -509,7 +510,7 @@ Products RankRun::commit() {
   const std::vector<RankQa> ranks = gather_records(
       std::vector<RankQa>{{mpi_.rank(), plan_.chan_begin + mine_.begin, plan_.chan_begin + mine_.end, read_s_, image_s_,
                            restore_s_, static_cast<int>(todo_.size()), faraday_mpi_bytes_, faraday_product_bytes_,
-                           kept_->scratch_bytes_read(), resume_bytes_}},
+                           kept_->scratch_bytes_read(), resume_bytes_, faraday_exchange_s_}},
       mpi_);
   Products products;
   if (mpi_.is_root()) {

@@ -7,7 +7,6 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <numbers>
 
 #include "spip/error.hpp"
 
@@ -28,7 +27,7 @@ fits::ImageHeader header_for(const CubeSet& cubes, const ChannelCube& cube) {
 
 void write_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane, const std::vector<float>& planes) {
   const std::size_t pixels = planes.size() / ms::num_stokes;
-  for (const ChannelCube& cube : cubes.products.channel_cubes())
+  for (const ChannelCube& cube : cubes.cubes)
     if (cube.product == product)
       fits::CubeFile::write_planes(cube.path, plane,
                                    std::span<const float>(planes.data() + cube.stokes * pixels, pixels));
@@ -39,7 +38,7 @@ void write_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
   const int chan_begin = plan.chan_begin, chan_end = plan.chan_end;
-  CubeSet cubes{plan.products, !config.image.common_beam, {}};
+  CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}};
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -62,7 +61,7 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
 
 void create_cubes(const CubeSet& cubes) {
   std::filesystem::create_directories(cubes.products.dir());
-  for (const ChannelCube& cube : cubes.products.channel_cubes())
+  for (const ChannelCube& cube : cubes.cubes)
     fits::CubeFile::create(cube.path, header_for(cubes, cube));
 }
 
@@ -82,7 +81,7 @@ void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& r
 std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane) {
   const std::size_t pixels = static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny;
   std::vector<float> planes(ms::num_stokes * pixels, 0.0f);  // a Stokes parameter not determined is zero, as imaged
-  for (const ChannelCube& cube : cubes.products.channel_cubes())
+  for (const ChannelCube& cube : cubes.cubes)
     if (cube.product == product) {
       const std::vector<float> one = fits::CubeFile::read_planes(cube.path, plane, 1);
       std::copy(one.begin(), one.end(), planes.begin() + cube.stokes * pixels);
@@ -91,17 +90,17 @@ std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelProduct produ
 }
 
 void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam) {
-  for (const ChannelCube& cube : cubes.products.channel_cubes())
+  for (const ChannelCube& cube : cubes.cubes)
     if (header_for(cubes, cube).beam) fits::CubeFile::write_beam(cube.path, beam);
 }
 
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {
-  for (const ChannelCube& cube : cubes.products.channel_cubes())
+  for (const ChannelCube& cube : cubes.cubes)
     if (cube.product == ChannelProduct::image) fits::CubeFile::write_beams(cube.path, per_channel);
 }
 
 void commit_cubes(const CubeSet& cubes) {
-  for (const ChannelCube& cube : cubes.products.channel_cubes()) fits::CubeFile::commit(cube.path);
+  for (const ChannelCube& cube : cubes.cubes) fits::CubeFile::commit(cube.path);
 }
 
 std::string read_text(const std::string& path) {

@@ -14,8 +14,9 @@ namespace spip::pipeline {
 
 struct CubeSet {
   const ProductRegistry& products;
-  bool beam_per_channel = false;  // image.common_beam = false: the restored cubes carry a BEAMS table
-  fits::ImageHeader base;  // shared WCS, FREQ axis over the imaged channels
+  std::vector<ChannelCube> cubes;  // products.channel_cubes(), listed once: each plane written looks them up
+  bool beam_per_channel = false;   // image.common_beam = false: the restored cubes carry a BEAMS table
+  fits::ImageHeader base;          // shared WCS, FREQ axis over the imaged channels
 };
 
 // The cubes of a run (plan.products), their headers from the first input and the imaged channels.

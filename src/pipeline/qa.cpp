@@ -98,7 +98,8 @@ void to_json(json& out, const RankQa& qa) {
              {"read_s", qa.read_s},   {"image_s", qa.image_s},             {"restore_s", qa.restore_s},
              {"channels_imaged", qa.channels_imaged}, {"faraday_mpi_bytes", qa.faraday_mpi_bytes},
              {"faraday_product_bytes_read", qa.faraday_product_bytes_read},
-             {"scratch_bytes_read", qa.scratch_bytes_read}, {"resume_bytes_read", qa.resume_bytes_read}};
+             {"scratch_bytes_read", qa.scratch_bytes_read}, {"resume_bytes_read", qa.resume_bytes_read},
+             {"faraday_exchange_s", qa.faraday_exchange_s}};
 }
 
 void from_json(const json& in, RankQa& qa) {
@@ -113,6 +114,7 @@ void from_json(const json& in, RankQa& qa) {
   qa.faraday_product_bytes_read = number(in, "faraday_product_bytes_read");
   qa.scratch_bytes_read = number(in, "scratch_bytes_read");
   qa.resume_bytes_read = number(in, "resume_bytes_read");
+  qa.faraday_exchange_s = number(in, "faraday_exchange_s");
 }
 
 void to_json(json& out, const RunQa& qa) {

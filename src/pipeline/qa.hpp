@@ -51,6 +51,7 @@ struct RankQa {
   // files (none), kept planes read back from parallel.scratch, and planes a resumed run
   // read from the partial cubes for the channels an earlier run finished.
   double faraday_mpi_bytes = 0, faraday_product_bytes_read = 0, scratch_bytes_read = 0, resume_bytes_read = 0;
+  double faraday_exchange_s = 0;  // the Faraday stage's time in the exchange
 };
 void to_json(nlohmann::ordered_json& out, const RankQa& qa);
 void from_json(const nlohmann::ordered_json& in, RankQa& qa);

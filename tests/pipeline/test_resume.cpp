@@ -350,6 +350,45 @@ TEST(Resume, SignalledRankStopsEveryRankWithTheResumableExitCode) {
   fs::remove_all(base);
 }
 
+// Stopped inside the Faraday stage (SIGTERM to one rank once the stage has begun; small
+// row groups and kept planes spilled to scratch make it long enough to catch): every
+// rank leaves at the next row group with the resumable exit code and nothing of the
+// stage final; the resumed run images nothing again, makes the stage again from the
+// kept planes it reads back, and its products equal the uninterrupted run's.
+TEST(Resume, StoppedInTheFaradayStageResumesToIdenticalProducts) {
+  const std::string base = fresh_dir("spip_resume_faraday");
+  const std::string reference = reference_products(), stopped = base + "/stopped";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
+  const std::string command = command_for(stopped) + " --parallel.memory_gb 0.05 --parallel.scratch " + base + "/kept";
+  const std::string log_path = base + "/stopped.log";
+  const pid_t child = start_in_own_session(command, log_path);
+  ASSERT_GE(child, 0);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (read_file(log_path).find("RM synthesis:") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  const std::vector<pid_t> ranks = spip_ranks(child);
+  ASSERT_EQ(ranks.size(), 2u);
+  kill(ranks.back(), SIGTERM);
+  int status = 0;
+  waitpid(child, &status, 0);
+  const std::string log = read_file(log_path);
+  ASSERT_TRUE(WIFEXITED(status)) << log;
+  ASSERT_EQ(WEXITSTATUS(status), 75) << "the stage ended before the stop reached it:\n" << log;
+  EXPECT_NE(log.find("the Faraday products are left partial"), std::string::npos) << log;
+  EXPECT_EQ(count_markers(stopped), 40);
+  EXPECT_FALSE(fs::exists(stopped + "/demo-peak-phi.fits")) << "nothing of the stage may look complete";
+
+  ASSERT_EQ(std::system((command + " > " + base + "/resumed.log 2>&1").c_str()), 0);
+  const std::string resumed = read_file(base + "/resumed.log");
+  EXPECT_NE(resumed.find("resuming: 20 of this rank's 20 channels are complete"), std::string::npos) << resumed;
+  EXPECT_EQ(channels_staged(resumed), 0) << resumed;
+  const int compared = expect_identical_products(reference, stopped);
+  EXPECT_GE(compared, 50);
+  std::cout << "[ measured ] stopped in the Faraday stage; the resumed run's " << compared
+            << " FITS products equal the uninterrupted run's\n";
+  fs::remove_all(base);
+}
+
 // With output.channel_cubes = none a stopped run leaves no planes on shared storage
 // (a requeued job may land on other nodes, whose scratch it cannot see): the resumed
 // run images the channels the stopped one finished again, says so, and makes the same
