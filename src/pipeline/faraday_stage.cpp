@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <numeric>
 #include <optional>
 #include <span>
 #include <sstream>
@@ -43,13 +44,14 @@ fits::ImageHeader faraday_map(const fits::ImageHeader& base, const std::string& 
 
 // One FDF cube of faraday.cubes ("real-dirty"): which spectra, and which part of them.
 struct CubeChoice {
+  std::string name;
   bool clean = false;
   int part = 0;  // 0 real, 1 imaginary, 2 amplitude
 };
 
 CubeChoice cube_choice(const std::string& name) {
   const std::string part = name.substr(0, name.find('-'));
-  return {name.ends_with("-clean"), part == "real" ? 0 : part == "imag" ? 1 : 2};
+  return {name, name.ends_with("-clean"), part == "real" ? 0 : part == "imag" ? 1 : 2};
 }
 
 // The header of the Faraday depth cubes and the RMSF: the image's WCS with an FDEP axis.
@@ -73,9 +75,7 @@ struct FaradayStage::Synthesis {
   faraday::SpectrumSettings settings;
   std::vector<cfloat> a, rmsf_double;
   std::vector<CubeChoice> cubes;
-  std::vector<std::string> cube_paths, map_paths;
   std::vector<double> log_nu_ratio;  // ln(nu_c / nu0), nu0 = c / lambda0: with faraday.fractional
-  std::string fracpol_path;          // with faraday.fractional
 };
 
 // One row group of this rank's slab after the exchange: planes[k] holds kept slot
@@ -211,20 +211,19 @@ void FaradayStage::process_rows(const RowGroup& group, const std::vector<double>
   // A blanked pixel (NaN i0) has a zero spectrum; its products say it was not measured.
   auto measured = [&](std::size_t i, float value) { return i0.empty() || !std::isnan(i0[i % pixels]) ? value : NAN; };
   std::vector<float> values(slab.dirty.size());
-  for (std::size_t k = 0; k < synthesis->cubes.size(); ++k) {
-    const CubeChoice& cube = synthesis->cubes[k];
+  for (const CubeChoice& cube : synthesis->cubes) {
     const std::vector<cfloat>& source = cube.clean ? slab.clean : slab.dirty;
     for (std::size_t i = 0; i < source.size(); ++i) values[i] = measured(i, part_of(source[i], cube.part));
-    fits::CubeFile::write_rows(synthesis->cube_paths[k], first_row, values);
+    fits::CubeFile::write_rows(products_.fdf_cube(cube.name), first_row, values);
   }
   std::vector<float> maps(slab.maps.size());
   for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    fits::CubeFile::write_rows(synthesis->map_paths[m], first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
+    fits::CubeFile::write_rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
   if (i0.empty()) return;
   std::vector<float> fracpol(pixels);
   for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[faraday::map_pi * pixels + x] / i0[x];
-  fits::CubeFile::write_rows(synthesis->fracpol_path, first_row, fracpol);
+  fits::CubeFile::write_rows(products_.fracpol_map(), first_row, fracpol);
 }
 
 // faraday.fractional: each pixel's Q + iU divided by its Stokes I power law and scaled
@@ -269,7 +268,10 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   if (!synthesis) return written;
   for (const std::string& file : write_rmsf(*synthesis)) written.push_back(file);
   if (config_.catalogue.threshold > 0) {
-    const CatalogueInputs inputs{synthesis->map_paths, products_.moment(stokes_i, 0), synthesis->fracpol_path,
+    std::vector<std::string> maps;
+    for (int map = 0; map < faraday::pixel_map_count; ++map) maps.push_back(products_.pixel_map(map));
+    const CatalogueInputs inputs{maps, products_.moment(stokes_i, 0),
+                                 synthesis->log_nu_ratio.empty() ? "" : products_.fracpol_map(),
                                  synthesis->settings.fwhm};
     for (const std::string& file :
          write_catalogue(config_, base_, inputs, products_.catalogue_table(), products_.catalogue_csv(), log))
@@ -301,15 +303,10 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
                                           {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
   s.a = faraday::synthesis_matrix(s.setup, s.setup.axis);
   s.rmsf_double = faraday::rmsf_for_clean(s.setup);
-  for (const std::string& name : config_.faraday.cubes) {
-    s.cubes.push_back(cube_choice(name));
-    s.cube_paths.push_back(products_.fdf_cube(name));
-  }
-  for (int map = 0; map < faraday::pixel_map_count; ++map) s.map_paths.push_back(products_.pixel_map(map));
+  for (const std::string& name : config_.faraday.cubes) s.cubes.push_back(cube_choice(name));
   if (config_.faraday.fractional) {
     const double nu0 = speed_of_light / std::sqrt(s.setup.lambda0_sq);
     for (double nu : freq_hz_) s.log_nu_ratio.push_back(std::log(nu / nu0));
-    s.fracpol_path = products_.fracpol_map();
     log.root("faraday.fractional: Q and U divided by each pixel's Stokes I power law, PI at nu0 = " +
              fixed(nu0 / 1e6, 3) + " MHz");
   }
@@ -332,12 +329,12 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
       fits::CubeFile::create(products_.moment(quantity, order), plain_image(base_, order < 2 ? "Jy/beam" : ""));
   if (!synthesis) return;
   const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
-  for (const std::string& cube : synthesis->cube_paths) fits::CubeFile::create(cube, fdf);
+  for (const CubeChoice& cube : synthesis->cubes) fits::CubeFile::create(products_.fdf_cube(cube.name), fdf);
   const double lambda0_sq = synthesis->setup.lambda0_sq;
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    fits::CubeFile::create(synthesis->map_paths[m], faraday_map(base_, map_units[m], lambda0_sq));
-  if (!synthesis->fracpol_path.empty())
-    fits::CubeFile::create(synthesis->fracpol_path, faraday_map(base_, "", lambda0_sq));
+    fits::CubeFile::create(products_.pixel_map(m), faraday_map(base_, map_units[m], lambda0_sq));
+  if (!synthesis->log_nu_ratio.empty())
+    fits::CubeFile::create(products_.fracpol_map(), faraday_map(base_, "", lambda0_sq));
 }
 
 // Round `round` of the exchange: every rank sends each other slab owner that owner's
@@ -356,17 +353,19 @@ FaradayStage::RowGroup FaradayStage::exchange_rows(int round, int group_rows, co
   const parallel::ChannelBlock& mine = blocks_[static_cast<std::size_t>(me)];
   // Rows for the other ranks go through MPI; this rank's own rows go straight from its
   // kept planes into the group.
-  std::vector<float> send;
   std::vector<std::size_t> send_rows(static_cast<std::size_t>(ranks)), receive_rows(static_cast<std::size_t>(ranks));
+  for (int d = 0; d < ranks; ++d)
+    if (d != me) send_rows[static_cast<std::size_t>(d)] = static_cast<std::size_t>(mine.size()) * quantities * group_of(d).second;
+  std::vector<float> send(std::accumulate(send_rows.begin(), send_rows.end(), std::size_t{0}) * nx);
+  float* to_send = send.data();
   for (int d = 0; d < ranks; ++d) {
     if (d == me) continue;
     const auto [first, rows] = group_of(d);
-    send_rows[static_cast<std::size_t>(d)] = static_cast<std::size_t>(mine.size()) * quantities * rows;
     const std::size_t count = static_cast<std::size_t>(rows) * nx;
     for (int c = 0; c < mine.size(); ++c)
       for (int slot : slots_) {
-        send.resize(send.size() + count);
-        kept_.read(c, slot, static_cast<std::size_t>(first) * nx, count, send.data() + send.size() - count);
+        kept_.read(c, slot, static_cast<std::size_t>(first) * nx, count, to_send);
+        to_send += count;
       }
   }
   RowGroup group;

@@ -28,7 +28,6 @@
 namespace spip::pipeline {
 namespace {
 
-
 // What the progress markers must match besides the settings: every input as it is now.
 std::string fingerprint_of(const Plan& plan) {
   std::vector<std::string> paths;
@@ -229,7 +228,7 @@ void RankRun::set_up_imaging() {
 // a shared file system's attributes differently. A fresh run's cubes are made here.
 void RankRun::start_or_resume() {
   std::vector<std::string> partials;
-  for (const ChannelCube& cube : plan_.products.channel_cubes()) partials.push_back(fits::CubeFile::partial_path(cube.path));
+  for (const ChannelCube& cube : cubes_.cubes) partials.push_back(fits::CubeFile::partial_path(cube.path));
   const ResumeDecision decision = mpi_.is_root() ? progress_.decide(partials) : ResumeDecision{};
   resume_ = mpi_.max(decision.resume ? 1.0 : 0.0) > 0;
   if (resume_)
@@ -244,7 +243,7 @@ void RankRun::start_or_resume() {
     progress_.start_fresh();
     create_cubes(cubes_);
     times_.create_s = watch.seconds();
-    log_.info("created " + std::to_string(plan_.products.channel_cubes().size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
+    log_.info("created " + std::to_string(cubes_.cubes.size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
   }
   mpi_.barrier();
 }
@@ -444,8 +443,9 @@ void RankRun::agree_on_common_beam() {
 }
 
 // With CLEAN and a common beam: each of the rank's channels restored with the job's
-// beam from the model and residual planes it kept, instead of imaging it again. A channel a killed run already restored keeps its planes and its peak. One
-// thread reads and writes, so that CFITSIO need not be built thread-safe.
+// beam from the model and residual planes it kept, instead of imaging it again. A
+// channel a killed run already restored keeps its planes and its peak. One thread
+// reads and writes, so that CFITSIO need not be built thread-safe.
 void RankRun::restore_with_common_beam() {
   if (!restore_later()) return;
   const Stopwatch watch;
@@ -518,7 +518,7 @@ Products RankRun::commit() {
     if (!config_.image.common_beam) write_channel_beams(cubes_, channel_beams(channels, plan_));
     commit_cubes(cubes_);
     progress_.remove();
-    for (const ChannelCube& cube : plan_.products.channel_cubes()) products.paths.push_back(cube.path);
+    for (const ChannelCube& cube : cubes_.cubes) products.paths.push_back(cube.path);
     products.paths.insert(products.paths.end(), faraday_products_.begin(), faraday_products_.end());
     const std::string qa_path = plan_.products.qa();
     times_.ranks = static_cast<int>(plan_.blocks.size());

@@ -117,7 +117,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     needs.faraday_row_bytes = faraday_row_bytes(plan);
     needs.kept_bytes = PlaneStore::bytes(block.size(), kept_planes(config, plan), plan.geometry.pixels());
     const MemoryPlan memory = plan_memory(needs);
-    const double host = memory.imaging + memory.channel_data + 2 * memory.block;
+    const double host =
+        memory.imaging + memory.channel_data + 2 * memory.block + (memory.kept_spilled ? 0.0 : memory.kept);
     const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
     const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, plan.geometry.size);
     const int group_rows =
