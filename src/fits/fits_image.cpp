@@ -13,9 +13,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <bit>
 #include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <limits>
@@ -33,7 +36,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace detail;
 
-// CFITSIO reads and writes the file in whole FITS records of this many bytes.
+// FITS files are made of records of this many bytes.
 constexpr long long fits_record_bytes = 2880;
 
 // ---------------------------------------------------------------- header
@@ -150,15 +153,10 @@ void write_extra_key(fitsfile* fptr, const std::string& key, double value, const
   check(cards.status(), "write keyword " + key + " to", path);
 }
 
-void write_header(const FitsFile& file, const ImageHeader& h) {
+// Every card after the image's NAXISn, in the HDU just created.
+void write_cards(fitsfile* fptr, const ImageHeader& h, const std::string& path) {
   const std::vector<AxisSpec> axes = axes_of(h);
-  std::vector<LONGLONG> naxes;
-  for (const AxisSpec& axis : axes) naxes.push_back(axis.size);
-  int status = 0;
-  fits_create_imgll(file.get(), FLOAT_IMG, static_cast<int>(naxes.size()), naxes.data(), &status);
-  check(status, "create image in", file.path());
-
-  CardWriter cards(file.get());
+  CardWriter cards(fptr);
   cards.text("BUNIT", h.bunit, "brightness unit");
   cards.text("BTYPE", "Intensity", "");
   if (h.beam) {
@@ -185,13 +183,107 @@ void write_header(const FitsFile& file, const ImageHeader& h) {
   cards.text("TELESCOP", h.telescope, "");
   cards.text("OBJECT", h.object, "");
   cards.text("ORIGIN", std::string("spip ") + spip::version, "");
-  check(cards.status(), "write header of", file.path());
+  check(cards.status(), "write header of", path);
 
-  for (const auto& [key, value] : h.extra_keys) write_extra_key(file.get(), key, value, file.path());
+  for (const auto& [key, value] : h.extra_keys) write_extra_key(fptr, key, value, path);
 
-  CardWriter history(file.get());
+  CardWriter history(fptr);
   for (const std::string& line : h.history) history.history(line);
-  check(history.status(), "write HISTORY to", file.path());
+  check(history.status(), "write HISTORY to", path);
+}
+
+std::vector<LONGLONG> axis_lengths(const ImageHeader& h) {
+  std::vector<LONGLONG> lengths;
+  for (const AxisSpec& axis : axes_of(h)) lengths.push_back(axis.size);
+  return lengths;
+}
+
+void write_header(const FitsFile& file, const ImageHeader& h) {
+  std::vector<LONGLONG> naxes = axis_lengths(h);
+  int status = 0;
+  fits_create_imgll(file.get(), FLOAT_IMG, static_cast<int>(naxes.size()), naxes.data(), &status);
+  check(status, "create image in", file.path());
+  write_cards(file.get(), h, file.path());
+}
+
+long long padded_to_records(long long bytes) {
+  return (bytes + fits_record_bytes - 1) / fits_record_bytes * fits_record_bytes;
+}
+
+// The header records CFITSIO writes for this image, as bytes. Made in memory with
+// every axis of length 1 and then given the real lengths, because CFITSIO writes the
+// whole data area (zeros) when it closes an image it created: a cube's pixels would
+// go to disk twice, and a large cube would be built in memory.
+std::string header_records(const ImageHeader& h, const std::string& path) {
+  const std::vector<LONGLONG> lengths = axis_lengths(h);
+  std::vector<LONGLONG> ones(lengths.size(), 1);
+  void* memory = nullptr;
+  std::size_t memory_size = 0;
+  fitsfile* fptr = nullptr;
+  int status = 0;
+  fits_create_memfile(&fptr, &memory, &memory_size, fits_record_bytes, std::realloc, &status);
+  check(status, "lay out the header of", path);
+  std::string records;
+  try {
+    fits_create_imgll(fptr, FLOAT_IMG, static_cast<int>(ones.size()), ones.data(), &status);
+    check(status, "lay out the header of", path);
+    write_cards(fptr, h, path);
+    const auto set_lengths = [&](const std::vector<LONGLONG>& values) {
+      for (std::size_t i = 0; i < values.size(); ++i)
+        fits_modify_key_lng(fptr, ("NAXIS" + std::to_string(i + 1)).c_str(), values[i], "&", &status);
+    };
+    set_lengths(lengths);
+    char* text = nullptr;
+    int keys = 0;
+    fits_hdr2str(fptr, 0, nullptr, 0, &text, &keys, &status);  // every card, END last
+    if (status == 0) records = text;
+    if (text != nullptr) fits_free_memory(text, &status);
+    set_lengths(ones);
+    check(status, "lay out the header of", path);
+  } catch (...) {
+    int ignored = 0;
+    fits_close_file(fptr, &ignored);
+    fits_clear_errmsg();
+    std::free(memory);
+    throw;
+  }
+  fits_close_file(fptr, &status);
+  std::free(memory);
+  check(status, "lay out the header of", path);
+  records.resize(static_cast<std::size_t>(padded_to_records(static_cast<long long>(records.size()))), ' ');
+  return records;
+}
+
+[[noreturn]] void system_fail(const std::string& what, const std::string& path, int error) {
+  std::string message = "FITS: cannot " + what + " '" + path + "': " + std::strerror(error);
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !fs::is_directory(parent, ec)) message += "; directory '" + parent.string() + "' does not exist";
+  SPIP_THROW(spip::Error, message);
+}
+
+// A new file holding `head` and then `size - head.size()` bytes never written: the
+// file system keeps them as a hole, read as zeros, until the writers fill them.
+void create_sized(const std::string& path, const std::string& head, long long size) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (fd < 0) system_fail("create", path, errno);
+  std::size_t done = 0;
+  while (done < head.size()) {
+    const ssize_t n = ::write(fd, head.data() + done, head.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
+      ::close(fd);
+      system_fail("write the header of", path, error);
+    }
+    done += static_cast<std::size_t>(n);
+  }
+  if (::ftruncate(fd, static_cast<off_t>(size)) != 0) {
+    const int error = errno;
+    ::close(fd);
+    system_fail("size", path, error);
+  }
+  if (::close(fd) != 0) system_fail("write", path, errno);
 }
 
 // ---------------------------------------------------------------- pixels
@@ -204,12 +296,6 @@ void write_pixels(const FitsFile& file, long long first_pixel, std::span<const f
   fits_write_img(file.get(), TFLOAT, first_pixel + 1, static_cast<LONGLONG>(pixels.size()),
                  const_cast<float*>(pixels.data()), &status);
   check(status, "write pixels to", file.path());
-}
-
-void fill_with_nan(const FitsFile& file, long long plane_pixels, long long planes) {
-  const std::vector<float> nan_plane(static_cast<std::size_t>(plane_pixels),
-                                     std::numeric_limits<float>::quiet_NaN());
-  for (long long k = 0; k < planes; ++k) write_pixels(file, k * plane_pixels, nan_plane);
 }
 
 FitsFile create_with_header(const std::string& path, const ImageHeader& h) {
@@ -244,45 +330,6 @@ CubeLayout read_layout(const std::string& path) {
   file.close();
   return layout;
 }
-
-// Exclusive lock on the FITS records that a write touches. CFITSIO rewrites
-// whole 2880-byte records, so two writers of adjacent planes that share a
-// record would otherwise each write back a stale copy of the other's pixels.
-// Open-file-description locks belong to this descriptor alone: CFITSIO opening
-// and closing its own descriptors cannot release them, and they also separate
-// threads. Where the file system cannot lock, writers must take turns.
-class RecordLock {
- public:
-  RecordLock(const std::string& path, long long first_byte, long long end_byte) {
-#ifdef F_OFD_SETLKW
-    fd_ = ::open(path.c_str(), O_RDWR | O_CLOEXEC);
-    if (fd_ < 0) SPIP_THROW(spip::Error, "FITS: cannot open '" + path + "' for writing: " + std::strerror(errno));
-    struct flock lock {};
-    lock.l_type = F_WRLCK;
-    lock.l_whence = SEEK_SET;
-    lock.l_start = first_byte / fits_record_bytes * fits_record_bytes;
-    lock.l_len = (end_byte + fits_record_bytes - 1) / fits_record_bytes * fits_record_bytes - lock.l_start;
-    int rc = 0;
-    do rc = ::fcntl(fd_, F_OFD_SETLKW, &lock);
-    while (rc == -1 && errno == EINTR);
-    if (rc == -1 && errno != ENOLCK && errno != ENOSYS && errno != EOPNOTSUPP && errno != EINVAL) {
-      const int error = errno;
-      ::close(fd_);
-      SPIP_THROW(spip::Error, "FITS: cannot lock '" + path + "': " + std::strerror(error));
-    }
-#else
-    (void)path, (void)first_byte, (void)end_byte;
-#endif
-  }
-  RecordLock(const RecordLock&) = delete;
-  RecordLock& operator=(const RecordLock&) = delete;
-  ~RecordLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  int fd_ = -1;
-};
 
 // ---------------------------------------------------------------- reading
 
@@ -341,27 +388,35 @@ std::string CubeFile::partial_path(const std::string& path) { return path + ".pa
 void CubeFile::create(const std::string& path, const ImageHeader& header) {
   validate(header, path);
   const std::string partial = partial_path(path);
+  const std::string head = header_records(header, partial);
+  const long long data_bytes = static_cast<long long>(header.nx) * header.ny * header.planes() *
+                               static_cast<long long>(sizeof(float));
+  remove_stale(partial);
   PartialFileGuard guard(partial);
-  FitsFile file = create_with_header(partial, header);
-  fill_with_nan(file, static_cast<long long>(header.nx) * header.ny, header.planes());
-  file.close();
+  create_sized(partial, head, static_cast<long long>(head.size()) + padded_to_records(data_bytes));
   guard.release();
 }
 
-// Concurrency: the header is written once by create() and touched again only by
-// write_beam(), which like commit() runs with no writer active (no CHECKSUM/DATASUM,
-// no keyword added), and each call here writes only the
-// pixels of its planes through fits_write_img on the existing HDU, then closes,
-// which flushes CFITSIO's buffers before returning. Hence:
-//  - processes (or threads) taking turns are always safe;
-//  - processes writing disjoint planes at the same time are safe on a local
-//    POSIX file system, because the record lock below serialises writers whose
-//    planes share a 2880-byte FITS record (CFITSIO writes records back whole)
-//    and lets the others proceed; on a file system without fcntl locks they
-//    must take turns;
-//  - writing the same plane twice at once, or create()/commit() while a writer
-//    is active, is not safe.
-void CubeFile::write_planes(const std::string& path, int first_plane, std::span<const float> data) {
+namespace {
+
+// FITS keeps IEEE float32 big-endian.
+std::vector<std::byte> disk_bytes(std::span<const float> pixels) {
+  std::vector<std::byte> bytes(pixels.size() * sizeof(float));
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    const auto bits = std::bit_cast<std::uint32_t>(pixels[i]);
+    for (int b = 0; b < 4; ++b) bytes[4 * i + static_cast<std::size_t>(b)] = static_cast<std::byte>(bits >> (24 - 8 * b));
+  }
+  return bytes;
+}
+
+}  // namespace
+
+// The header is written once by create() and touched again only by write_beam(),
+// which like commit() runs with no writer active, without changing its size. The
+// writes these describe touch only their own pixels' bytes (no CFITSIO record is read
+// and written back), so processes may write disjoint planes or row slabs at once on
+// any file system; writing the same pixels twice at once is not safe.
+FileWrite CubeFile::plane_write(const std::string& path, int first_plane, std::span<const float> data) {
   const std::string partial = partial_path(path);
   const CubeLayout layout = read_layout(partial);
   if (data.size() % static_cast<std::size_t>(layout.plane_pixels) != 0)
@@ -373,23 +428,14 @@ void CubeFile::write_planes(const std::string& path, int first_plane, std::span<
     SPIP_THROW(spip::Error, "FITS: cannot write planes [" + std::to_string(first_plane) + ", " +
                                 std::to_string(first_plane + count) + ") to '" + partial + "': it has " +
                                 std::to_string(layout.planes) + " planes");
-  if (count == 0) return;
-
-  const long long first_pixel = first_plane * layout.plane_pixels;
-  const long long first_byte = layout.data_start + first_pixel * static_cast<long long>(sizeof(float));
-  const RecordLock lock(partial, first_byte,
-                        first_byte + static_cast<long long>(data.size() * sizeof(float)));
-  // Opened after locking, so every record CFITSIO reads is current; closed
-  // (flushed) before the lock goes, also when a write throws.
-  FitsFile file = FitsFile::open(partial, READWRITE);
-  write_pixels(file, first_pixel, data);
-  file.close();
+  FileWrite write{partial, {}};
+  if (count > 0)
+    write.extents.push_back({layout.data_start + first_plane * layout.plane_pixels * static_cast<long long>(sizeof(float)),
+                             disk_bytes(data)});
+  return write;
 }
 
-// A slab of rows spans every plane, so the lock covers the first plane's rows to the
-// last plane's: writers of different slabs take turns (they write once, at the end of
-// a run), and each writes all its rows with one open.
-void CubeFile::write_rows(const std::string& path, int first_row, std::span<const float> data) {
+FileWrite CubeFile::row_write(const std::string& path, int first_row, std::span<const float> data) {
   const std::string partial = partial_path(path);
   const CubeLayout layout = read_layout(partial);
   const long long slab_pixels = static_cast<long long>(data.size()) / layout.planes;
@@ -399,16 +445,14 @@ void CubeFile::write_rows(const std::string& path, int first_row, std::span<cons
       first_row < 0 || first_row + rows > ny)
     SPIP_THROW(spip::Error, "FITS: cannot write " + std::to_string(data.size()) + " pixels as rows from " +
                                 std::to_string(first_row) + " of every plane of '" + partial + "'");
-  if (rows == 0) return;
-  const long long first_pixel = first_row * layout.row_pixels;
-  const long long last_end = (layout.planes - 1) * layout.plane_pixels + first_pixel + slab_pixels;
+  FileWrite write{partial, {}};
+  if (rows == 0) return write;
   const auto bytes = static_cast<long long>(sizeof(float));
-  const RecordLock lock(partial, layout.data_start + first_pixel * bytes, layout.data_start + last_end * bytes);
-  FitsFile file = FitsFile::open(partial, READWRITE);
   for (long long plane = 0; plane < layout.planes; ++plane)
-    write_pixels(file, plane * layout.plane_pixels + first_pixel,
-                 data.subspan(static_cast<std::size_t>(plane * slab_pixels), static_cast<std::size_t>(slab_pixels)));
-  file.close();
+    write.extents.push_back(
+        {layout.data_start + (plane * layout.plane_pixels + first_row * layout.row_pixels) * bytes,
+         disk_bytes(data.subspan(static_cast<std::size_t>(plane * slab_pixels), static_cast<std::size_t>(slab_pixels)))});
+  return write;
 }
 
 namespace {

@@ -7,12 +7,20 @@
 #include <limits>
 #include <stdexcept>
 
+#include "spip/error.hpp"
+
 namespace spip::parallel {
 
 MpiContext::MpiContext(int& argc, char**& argv) {
   int provided = 0;
-  // Reader threads never call MPI; only the main thread does.
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // The channel writer thread writes products with MPI-IO (write_extents) while the
+  // main thread communicates; reader threads never call MPI.
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  if (provided < MPI_THREAD_MULTIPLE) {
+    MPI_Finalize();
+    SPIP_THROW(spip::Error, "this MPI library does not support MPI_THREAD_MULTIPLE, which spip needs to write its "
+                            "products on a second thread (Open MPI 3 or later and MPICH 3 or later support it)");
+  }
   MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &size_);
   MPI_Comm node;
@@ -65,6 +73,14 @@ std::vector<std::string> MpiContext::gather_text_to_root(const std::string& loca
   std::vector<std::string> texts;
   for (std::size_t r = 0; r < counts.size(); ++r) texts.push_back(all.substr(offsets[r], counts[r]));
   return texts;
+}
+
+std::string MpiContext::broadcast_text(const std::string& from_root) const {
+  std::uint64_t length = is_root() ? from_root.size() : 0;
+  MPI_Bcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  std::string text = is_root() ? from_root : std::string(length, '\0');
+  MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD);
+  return text;
 }
 
 std::vector<double> MpiContext::gather_to_all(const std::vector<double>& local) const {

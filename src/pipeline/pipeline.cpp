@@ -356,7 +356,7 @@ void RankRun::image_channels() {
   imaging_.reset();
 }
 
-// Nothing to image (fully flagged, or no baseline on the grid): its planes stay NaN in
+// Nothing to image (fully flagged, or no baseline on the grid): its planes are NaN in
 // every cube and the Faraday stage gives it zero weight.
 void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writer) {
   log_.info("channel " + std::to_string(plan_.chan_begin + c) + " has no unflagged data on the grid; blanked");
@@ -371,7 +371,10 @@ void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writ
   qa.search_noise_jy = qa.clean_threshold_jy = nan;
   noise_of(c) = -1.0;
   const std::string record = nlohmann::ordered_json(ChannelMarker{qa, -1.0}).dump();
-  writer.submit([this, c, record] { progress_.mark_done(plan_.chan_begin + c, record); });
+  writer.submit([this, c, record] {
+    write_blank_channel(cubes_, c);
+    progress_.mark_done(plan_.chan_begin + c, record);
+  });
 }
 
 void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writer) {

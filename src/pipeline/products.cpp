@@ -6,9 +6,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include "spip/error.hpp"
+#include "spip/parallel/file_io.hpp"
 
 namespace spip::pipeline {
 namespace {
@@ -29,8 +31,8 @@ void write_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane
   const std::size_t pixels = planes.size() / ms::num_stokes;
   for (const ChannelCube& cube : cubes.cubes)
     if (cube.product == product)
-      fits::CubeFile::write_planes(cube.path, plane,
-                                   std::span<const float>(planes.data() + cube.stokes * pixels, pixels));
+      parallel::write_extents(fits::CubeFile::plane_write(
+          cube.path, plane, std::span<const float>(planes.data() + cube.stokes * pixels, pixels)));
 }
 
 }  // namespace
@@ -71,7 +73,13 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
   write_stokes_planes(cubes, ChannelProduct::model, plane, model);
   write_stokes_planes(cubes, ChannelProduct::residual, plane, residual);
   if (cubes.products.written(ChannelProduct::psf))
-    fits::CubeFile::write_planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
+    parallel::write_extents(fits::CubeFile::plane_write(cubes.products.channel_cube(ChannelProduct::psf), plane, psf));
+}
+
+void write_blank_channel(const CubeSet& cubes, int plane) {
+  const std::vector<float> nan(static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny,
+                               std::numeric_limits<float>::quiet_NaN());
+  for (const ChannelCube& cube : cubes.cubes) parallel::write_extents(fits::CubeFile::plane_write(cube.path, plane, nan));
 }
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {

@@ -28,6 +28,9 @@ void create_cubes(const CubeSet& cubes);
 // the restored image, which may wait for the job's restoring beam.
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
                    const std::vector<float>& model, const std::vector<float>& residual);
+// Channel `plane` of every cube as NaN: a blanked channel. The cubes are created
+// without pixels, so a blank plane is written like any other.
+void write_blank_channel(const CubeSet& cubes, int plane);
 // Channel `plane` of the restored ("image") cubes, from its Stokes planes [4][N*N].
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored);
 // Channel `plane` of a per-Stokes product (model, residual, ...) as written, [4][N*N].

@@ -1,5 +1,5 @@
 // Writes sample FITS products for the astropy check (scripts/check_fits_astropy.py):
-//   <dir>/sample_cube.fits   FREQ + STOKES cube filled plane by plane via CubeFile
+//   <dir>/sample_cube.fits   FREQ + STOKES cube filled plane by plane via CubeFile and MPI-IO
 //   <dir>/sample_image.fits  2-D image with a restoring beam via write_image
 //   <dir>/sample_beams.fits  FREQ + STOKES cube with one beam per plane (CASA's BEAMS table)
 //   <dir>/sample_fdf.fits    Faraday depth cube: FDEP axis from -10 rad/m^2 by 0.5, LAMSQ0
@@ -12,6 +12,8 @@
 
 #include "spip/error.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/parallel/file_io.hpp"
+#include "spip/parallel/mpi_context.hpp"
 
 namespace {
 
@@ -47,6 +49,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
+    // The cubes' pixels go through MPI-IO, as the pipeline writes them.
+    const spip::parallel::MpiContext mpi(argc, argv);
     const std::filesystem::path dir = argv[1];
     std::filesystem::remove_all(dir);  // the readers' tests must see this run's files only
     std::filesystem::create_directories(dir);
@@ -56,7 +60,7 @@ int main(int argc, char** argv) {
     cube.stokes = Stokes::I;
     const std::string cube_path = (dir / "sample_cube.fits").string();
     CubeFile::create(cube_path, cube);
-    for (int k : {2, 0, 3, 1}) CubeFile::write_planes(cube_path, k, plane_values(cube, k));
+    for (int k : {2, 0, 3, 1}) spip::parallel::write_extents(CubeFile::plane_write(cube_path, k, plane_values(cube, k)));
     CubeFile::commit(cube_path);
 
     ImageHeader beams = cube;
@@ -67,7 +71,7 @@ int main(int argc, char** argv) {
     CubeFile::create(beams_path, beams);
     std::vector<Beam> per_plane;
     for (int k = 0; k < 4; ++k) {
-      CubeFile::write_planes(beams_path, k, plane_values(beams, k));
+      spip::parallel::write_extents(CubeFile::plane_write(beams_path, k, plane_values(beams, k)));
       per_plane.push_back(Beam{(10.0 + k) / 3600 * deg, (6.0 + 0.5 * k) / 3600 * deg, (30.0 + 10 * k) * deg});
     }
     CubeFile::write_beams(beams_path, per_plane);
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
     fdf.extra_keys["LAMSQ0"] = 4.458;
     const std::string fdf_path = (dir / "sample_fdf.fits").string();
     CubeFile::create(fdf_path, fdf);
-    for (int k = 0; k < 5; ++k) CubeFile::write_planes(fdf_path, k, plane_values(fdf, k));
+    for (int k = 0; k < 5; ++k) spip::parallel::write_extents(CubeFile::plane_write(fdf_path, k, plane_values(fdf, k)));
     CubeFile::commit(fdf_path);
 
     ImageHeader image = sample_header();

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "spip/common/file_extent.hpp"
+
 namespace spip::fits {
 
 enum class Stokes : int { I = 1, Q = 2, U = 3, V = 4 };
@@ -56,19 +58,25 @@ void write_image(const std::string& path, const ImageHeader& header, std::span<c
 // several processes, each writing its own planes. The file lives under
 // partial_path(path) until commit() renames it, so a crash never leaves a
 // product that looks complete.
+//
+// The pixels are not written through CFITSIO: plane_write() and row_write() say which
+// bytes go where (FITS keeps float32 big-endian and contiguous after the header), and
+// the caller puts them there (the parallel room, with MPI-IO). A writer then touches
+// only its own bytes, so writers of neighbouring planes need no lock, even where two
+// planes share a 2880-byte FITS record.
 class CubeFile {
  public:
   static std::string partial_path(const std::string& path);
 
-  // Creates the partial file with every pixel NaN (no other writer may be active).
+  // Creates the partial file: the header through CFITSIO and the data area sized but
+  // not written, so that each pixel goes to disk once, by the writer of its plane.
+  // Every plane must be written before commit(); an unwritten one reads as zeros.
   static void create(const std::string& path, const ImageHeader& header);
-  // Writes planes [first_plane, first_plane + data.size() / (nx*ny)) into the partial file,
-  // leaving the header untouched. Processes may write disjoint planes at the same time
-  // on a local POSIX file system (see fits_image.cpp for the exact guarantees).
-  static void write_planes(const std::string& path, int first_plane, std::span<const float> data);
-  // Writes rows [first_row, first_row + rows) of every plane; data are [plane][row][x].
-  // For products held as pixel slabs (Faraday depth cubes).
-  static void write_rows(const std::string& path, int first_row, std::span<const float> data);
+  // Planes [first_plane, first_plane + data.size() / (nx*ny)) of the partial file.
+  static FileWrite plane_write(const std::string& path, int first_plane, std::span<const float> data);
+  // Rows [first_row, first_row + rows) of every plane, from data as [plane][row][x]:
+  // for products held as pixel slabs (Faraday depth cubes). One extent per plane.
+  static FileWrite row_write(const std::string& path, int first_row, std::span<const float> data);
   // Reads rows [first_row, first_row + rows) of every plane of the partial file, as
   // [plane][row][x]: a pixel slab's spectra, written plane by plane by other processes.
   static std::vector<float> read_rows(const std::string& path, int first_row, int rows);

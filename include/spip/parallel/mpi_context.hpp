@@ -28,6 +28,8 @@ class MpiContext {
   std::vector<double> gather_to_root(const std::vector<double>& local) const;
   // Every rank's text on rank 0, in rank order (other ranks get {}).
   std::vector<std::string> gather_text_to_root(const std::string& local) const;
+  // Rank 0's text on every rank (a path that rank 0 chose, say).
+  std::string broadcast_text(const std::string& from_root) const;
   // Concatenates every rank's values on every rank, in rank order.
   std::vector<double> gather_to_all(const std::vector<double>& local) const;
   // Element-wise sum of every rank's values, on every rank.
