@@ -227,18 +227,20 @@ MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imagin
   return subminor_cycles(residual, psf, geometry, search, gain, stop_level, max_iterations, model, mask, convolution);
 }
 
-HostCleanBackend::HostCleanBackend(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis)
-    : imager_(imager), vis_(vis) {}
+HostCleanBackend::HostCleanBackend(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
+                                   const imaging::RowGroup* group)
+    : imager_(imager), vis_(vis), group_(group) {}
 
 HostCleanBackend::~HostCleanBackend() = default;
 
 std::vector<float> HostCleanBackend::invert() {
   const std::size_t pixels = imager_.geometry().pixels();
-  dirty_.resize(num_stokes * pixels);
-  imager_.dirty(vis_.data(), dirty_.data());
+  residual_.resize(num_stokes * pixels);
+  image_residual(vis_.data());
+  dirty_ = residual_;
   psf_.resize(pixels);
   imager_.psf(psf_.data());
-  residual_ = dirty_;
+  if (group_) group_->sum(psf_);
   model_.assign(num_stokes * pixels, 0.0f);
   return psf_;
 }
@@ -250,6 +252,10 @@ double HostCleanBackend::peak(PeakSearch search) {
 double HostCleanBackend::noise(PeakSearch search) { return search_noise(search, residual_.data(), psf_.size()); }
 
 int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
+  if (group_ && !group_->leads()) {
+    group_->from_leader(model_);
+    return group_->from_leader(0);
+  }
   const std::uint8_t* mask = mask_.empty() ? nullptr : mask_.data();
   const imaging::ImageGeometry& g = imager_.geometry();
   const MinorCycleResult result =
@@ -257,7 +263,9 @@ int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
                                       step.max_iterations, model_.data(), mask, convolution_)
                     : hogbom(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level,
                              step.max_iterations, model_.data(), mask);
-  return result.iterations;
+  if (!group_) return result.iterations;
+  group_->from_leader(model_);
+  return group_->from_leader(result.iterations);
 }
 
 // Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.
@@ -265,7 +273,12 @@ void HostCleanBackend::subtract_model() {
   residual_vis_.resize(vis_.size());
   imager_.predict(model_.data(), residual_vis_.data());
   for (std::size_t k = 0; k < vis_.size(); ++k) residual_vis_[k] = vis_[k] - residual_vis_[k];
-  imager_.dirty(residual_vis_.data(), residual_.data());
+  image_residual(residual_vis_.data());
+}
+
+void HostCleanBackend::image_residual(const std::complex<float>* vis) {
+  imager_.dirty(vis, residual_.data());
+  if (group_) group_->sum(residual_);
 }
 
 void HostCleanBackend::mask_model_pixels() { mask_ = auto_mask_of(model_, psf_.size()); }

@@ -1,14 +1,17 @@
 #include "spip/imaging/channel_imager.hpp"
 
+#include "spip/imaging/w_layout.hpp"
+
 namespace spip::imaging {
 
 ChannelImager::ChannelImager(const ImageGeometry& geometry, double accuracy, bool wstacking)
     : gridder_(geometry, accuracy, wstacking) {}
 
-void ChannelImager::set_data(std::vector<double> uvw_lambda, std::vector<float> weights) {
+void ChannelImager::set_data(std::vector<double> uvw_lambda, std::vector<float> weights, const RowGroup* group) {
   uvw_ = std::move(uvw_lambda);
   weights_ = std::move(weights);
-  gridder_.set_uvw(uvw_.data(), num_visibilities());
+  const double reach = group ? group->max(w_reach(uvw_.data(), num_visibilities(), geometry())) : 0.0;
+  gridder_.set_uvw(uvw_.data(), num_visibilities(), reach);
   weight_sum_.fill(0.0);
   // Baselines beyond the grid's reach are not imaged and must not count in the
   // normalisation, or the PSF would not peak at 1.
@@ -18,6 +21,7 @@ void ChannelImager::set_data(std::vector<double> uvw_lambda, std::vector<float> 
       if (!gridder_.inside(k)) w = 0;
       weight_sum_[s] += w;
     }
+  if (group) group->sum(weight_sum_);
 }
 
 void ChannelImager::dirty(const std::complex<float>* vis, float* images) const {

@@ -415,9 +415,9 @@ Gridder::Gridder(const ImageGeometry& geometry, double accuracy, bool wstacking)
 
 Gridder::~Gridder() = default;
 
-void Gridder::set_uvw(const double* uvw_lambda, std::size_t count) {
+void Gridder::set_uvw(const double* uvw_lambda, std::size_t count, double w_reach) {
   Impl& m = *impl_;
-  m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking);
+  m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking, w_reach);
   m.direct = m.make_groups(m.layout.direct);
   m.hermitian = m.make_groups(m.layout.hermitian);
   m.layout.direct = {};

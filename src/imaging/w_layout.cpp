@@ -63,13 +63,21 @@ GridCorrection make_grid_correction(const ImageGeometry& geometry, const WStacki
   return g;
 }
 
+double w_reach(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry) {
+  double reach = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    const double* c = uvw_lambda + 3 * k;
+    if (on_grid(c[0], c[1], geometry.uv_cell(), geometry.grid_size)) reach = std::max(reach, std::abs(c[2]));
+  }
+  return reach;
+}
+
 PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry,
-                              const WStacking& stacking) {
+                              const WStacking& stacking, double w_reach) {
   PointLayout layout;
   layout.inside.assign(count, 1);
   layout.direct.reserve(count);
   layout.hermitian.reserve(2 * count);
-  double w_reach = 0;
   for (std::size_t k = 0; k < count; ++k) {
     const double* c = uvw_lambda + 3 * k;
     if (!on_grid(c[0], c[1], geometry.uv_cell(), geometry.grid_size)) {

@@ -21,7 +21,7 @@ UvTerms uv_terms(const WeightingScheme& scheme) {
 }
 
 void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& scheme, const double* uvw,
-                     double uv_scale, std::size_t count, int num_stokes, float* weight) {
+                     double uv_scale, std::size_t count, int num_stokes, float* weight, const RowGroup* group) {
   // No pass over the channel, which on the GPU path would be the host's largest cost per row.
   if (weights_unchanged(scheme)) return;
   const UvTerms terms = uv_terms(scheme);
@@ -41,6 +41,7 @@ void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& schem
       for (long long c : {cells[k], density_cell(size, cell, -u, -v)})
         if (c >= 0) density[c] += w;
     }
+    if (group) group->sum(density);
     double sum_w = 0, sum_w2 = 0;
     for (double d : density) {
       sum_w += d;

@@ -315,7 +315,7 @@ MsReader& MsReader::operator=(MsReader&&) noexcept = default;
 
 const MsInfo& MsReader::info() const { return impl_->info; }
 
-VisBlock MsReader::read(int chan_begin, int chan_end) const {
+VisBlock MsReader::read(int chan_begin, int chan_end, const std::vector<char>& share) const {
   const Impl& m = *impl_;
   const int band = m.info.num_channels();
   if (chan_begin < 0 || chan_end > band || chan_begin >= chan_end)
@@ -336,11 +336,21 @@ VisBlock MsReader::read(int chan_begin, int chan_end) const {
     // The rows kept first (from scalar columns only), so that the channel planes are
     // allocated once at their size.
     std::vector<Impl::RowChunk> chunks;
-    std::size_t kept = 0;
+    std::size_t kept = 0, selected = 0;
     for (cc::rownr_t first = 0; first < total; first += step) {
       chunks.push_back(m.keep_rows(first, std::min(step, total - first)));
-      kept += chunks.back().kept;
+      Impl::RowChunk& chunk = chunks.back();
+      if (!share.empty())
+        for (std::size_t r = 0; r < chunk.keep.size(); ++r)
+          if (chunk.keep[r] && !share.at(selected++)) {
+            chunk.keep[r] = false;
+            --chunk.kept;
+          }
+      kept += chunk.kept;
     }
+    if (!share.empty() && selected != share.size())
+      SPIP_THROW(Error, m.info.path + ": a share of " + std::to_string(share.size()) + " rows for " +
+                            std::to_string(selected) + " selected rows");
     block.uvw_m.resize(kept * 3);
     block.time_mjd_s.reserve(kept);
     block.vis.resize(kept * num_chan * num_stokes);

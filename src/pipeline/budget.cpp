@@ -47,6 +47,13 @@ std::string MemoryPlan::describe() const {
          (kept_spilled ? " in parallel.scratch" : " in memory");
 }
 
+double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel) {
+  const double pixels = static_cast<double>(geometry.size) * geometry.size;
+  const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
+  return imaging_bytes_per_pixel * pixels + imaging_bytes_per_cell * cells + channel_bytes_per_row * rows_per_channel +
+         2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
+}
+
 MemoryPlan plan_memory(const MemoryNeeds& needs) {
   MemoryPlan plan;
   plan.budget = needs.budget;
@@ -55,7 +62,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   plan.imaging = imaging_bytes_per_pixel * pixels + imaging_bytes_per_cell * cells;
   plan.channel_data = channel_bytes_per_row * needs.rows_per_channel;
   const double block_per_channel = std::max(1.0, block_bytes_per_row * needs.rows_per_channel);
-  const double needed = plan.imaging + plan.channel_data + 2 * block_per_channel;
+  const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel);
   if (needed > plan.budget)
     SPIP_THROW(ConfigError, "imaging " + std::to_string(needs.geometry.size) + "^2 pixels (a " +
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +

@@ -37,6 +37,10 @@ struct MemoryNeeds {
   double kept_bytes = 0;           // the planes this rank keeps of its channels for restoring and the Faraday stage
 };
 
+// What imaging one channel of `rows_per_channel` visibilities holds: the images and
+// grids, the channel's data, and two read blocks of one channel.
+double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel);
+
 // Throws ConfigError naming the bytes needed and allowed when imaging one channel, or
 // the Faraday stage's smallest row group, cannot fit the budget.
 MemoryPlan plan_memory(const MemoryNeeds& needs);

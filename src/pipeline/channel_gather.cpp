@@ -7,6 +7,7 @@
 #include <complex>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 #include <string>
 
 #include "spip/common/constants.hpp"
@@ -58,7 +59,8 @@ double RowCoordinates::max_uv_m(const float* weights) const {
 
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
                             const RowCoordinates& coordinates, const imaging::ImageGeometry& geometry,
-                            const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads) {
+                            const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads,
+                            const imaging::RowGroup* group) {
   constexpr int stokes = ms::num_stokes;
   std::size_t rows = 0;
   for (const ms::VisBlock& block : blocks) rows += block.num_rows();
@@ -95,7 +97,14 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
   stats.samples = static_cast<double>(rows);
   const double inv_lambda = stats.freq_hz / speed_of_light;
   stats.max_uv = coordinates.max_uv_m(out.weights) * inv_lambda;
-  imaging::apply_weighting(geometry, scheme, coordinates.uvw_m().data(), inv_lambda, rows, stokes, out.weights);
+  imaging::apply_weighting(geometry, scheme, coordinates.uvw_m().data(), inv_lambda, rows, stokes, out.weights, group);
+  if (group) {
+    std::array<double, 4> sums{stats.visibilities, stats.samples, stats.weight_sum, stats.nonfinite_samples};
+    group->sum(sums);
+    std::tie(stats.visibilities, stats.samples, stats.weight_sum, stats.nonfinite_samples) =
+        std::tuple(sums[0], sums[1], sums[2], sums[3]);
+    stats.max_uv = group->max(stats.max_uv);
+  }
   return stats;
 }
 

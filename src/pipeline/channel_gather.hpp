@@ -42,9 +42,11 @@ class RowCoordinates {
 // coordinates.rows() rows, and applies `scheme` to the weights (on a GPU rank natural
 // weighting: none; its imager weights on the device). One thread copies at a fraction
 // of the memory's bandwidth; where the cores are free (a GPU rank's), `threads` copy
-// together.
+// together. With a group, the blocks hold this rank's share of the rows; the weighting
+// counts its densities over the group, and the numbers returned are the channel's.
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
                             const RowCoordinates& coordinates, const imaging::ImageGeometry& geometry,
-                            const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads);
+                            const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads,
+                            const imaging::RowGroup* group = nullptr);
 
 }  // namespace spip::pipeline

@@ -29,9 +29,9 @@ std::string kernel_and_planes(int support, int planes) {
 class CpuChannelImaging final : public ChannelImaging {
  public:
   CpuChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
-                    const imaging::WeightingScheme& scheme)
+                    const imaging::WeightingScheme& scheme, const imaging::RowGroup* group)
       : geometry_(geometry), support_(kernel_support(geometry, image)), scheme_(scheme),
-        imager_(geometry, image.accuracy, image.wstacking) {}
+        imager_(geometry, image.accuracy, image.wstacking), group_(group) {}
 
   const imaging::WeightingScheme& host_weighting() const override { return scheme_; }
   void set_uvw(const std::vector<double>& uvw_m) override { uvw_m_ = &uvw_m; }
@@ -45,7 +45,7 @@ class CpuChannelImaging final : public ChannelImaging {
   }
 
   void next() override {
-    imager_.set_data(std::move(staged_uvw_lambda_), std::move(staged_weights_));
+    imager_.set_data(std::move(staged_uvw_lambda_), std::move(staged_weights_), group_);
     staged_uvw_lambda_ = {};
     vis_ = std::move(staged_vis_);
     staged_weights_ = {};
@@ -55,7 +55,7 @@ class CpuChannelImaging final : public ChannelImaging {
   double weight_sum(int stokes) const override { return imager_.weight_sum(stokes); }
 
   deconv::ChannelImages image(const CleanConfig& clean) override {
-    deconv::HostCleanBackend backend(imager_, vis_);
+    deconv::HostCleanBackend backend(imager_, vis_, group_);
     return deconv::clean_channel(backend, clean, geometry_);
   }
 
@@ -75,6 +75,7 @@ class CpuChannelImaging final : public ChannelImaging {
   int support_;  // of the gridding kernel
   imaging::WeightingScheme scheme_;
   imaging::ChannelImager imager_;
+  const imaging::RowGroup* group_;
   // The coordinates, the channel being written and the current channel's visibilities.
   const std::vector<double>* uvw_m_ = nullptr;
   std::vector<double> staged_uvw_lambda_;
@@ -124,10 +125,12 @@ class GpuChannelImaging final : public ChannelImaging {
 
 std::unique_ptr<ChannelImaging> ChannelImaging::make(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                                                      const imaging::WeightingScheme& scheme, int gpu_device,
-                                                     std::size_t max_visibilities) {
-  if (gpu_device >= 0)
+                                                     std::size_t max_visibilities, const imaging::RowGroup* group) {
+  if (gpu_device >= 0) {
+    if (group) SPIP_THROW(Error, "channel imaging: a group of ranks sharing channels on a GPU");
     return std::make_unique<GpuChannelImaging>(geometry, image, scheme, gpu_device, max_visibilities);
-  return std::make_unique<CpuChannelImaging>(geometry, image, scheme);
+  }
+  return std::make_unique<CpuChannelImaging>(geometry, image, scheme, group);
 }
 
 }  // namespace spip::pipeline

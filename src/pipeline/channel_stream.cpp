@@ -32,16 +32,17 @@ const std::vector<ms::VisBlock>& ChannelSource::blocks_for(int channel, double& 
 std::vector<ms::VisBlock> ChannelSource::read_block(int absolute) const {
   const int end = std::min(plan_.chan_begin + mine_.end, absolute + block_channels_);
   std::vector<ms::VisBlock> blocks;
-  for (const ms::MsReader& reader : plan_.readers) {
-    blocks.push_back(reader.read(absolute, end));
+  for (std::size_t i = 0; i < plan_.readers.size(); ++i) {
+    blocks.push_back(plan_.readers[i].read(absolute, end, shares_.empty() ? std::vector<char>{} : shares_[i]));
     if (plan_.ionosphere) ms::derotate(blocks.back(), *plan_.ionosphere);
   }
   return blocks;
 }
 
 ChannelFeed::ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
-                         std::vector<int> channels)
+                         std::vector<int> channels, const imaging::RowGroup* group)
     : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), channels_(std::move(channels)),
+      group_(group),
       // The CPU backend's cores image the current channel meanwhile; a GPU rank's are
       // free. Asked here: the helper thread does not see the run's OpenMP setting.
       copy_threads_(plan.gpu_device >= 0 ? omp_get_max_threads() : 1) {
@@ -66,7 +67,7 @@ ChannelStats ChannelFeed::prepare(int c) {
   double read_wait = 0;
   const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
   const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry,
-                                            imaging_.host_weighting(), imaging_.stage_area(), copy_threads_);
+                                            imaging_.host_weighting(), imaging_.stage_area(), copy_threads_, group_);
   imaging_.stage(stats.freq_hz);
   return stats;
 }

@@ -17,11 +17,12 @@ namespace spip::pipeline {
 
 // The rank's channels, read in blocks of channels that fit the memory budget. While a
 // block is imaged, the next one is read on a reader thread (double buffering: at most
-// two blocks in memory). Only one thread at a time uses the readers.
+// two blocks in memory). Only one thread at a time uses the readers. `shares` (per
+// input; empty: every row) are the rows a member of a group reads (rank_rows()).
 class ChannelSource {
  public:
-  ChannelSource(const Plan& plan, parallel::ChannelBlock mine)
-      : plan_(plan), mine_(mine), block_channels_(plan.memory.block_channels) {}
+  ChannelSource(const Plan& plan, parallel::ChannelBlock mine, std::vector<std::vector<char>> shares)
+      : plan_(plan), mine_(mine), shares_(std::move(shares)), block_channels_(plan.memory.block_channels) {}
   ~ChannelSource() {
     if (next_.valid()) next_.wait();
   }
@@ -34,6 +35,7 @@ class ChannelSource {
 
   const Plan& plan_;
   parallel::ChannelBlock mine_;
+  std::vector<std::vector<char>> shares_;
   int block_channels_ = 1;
   std::vector<ms::VisBlock> blocks_;
   std::future<std::vector<ms::VisBlock>> next_;
@@ -46,8 +48,10 @@ class ChannelSource {
 // weights, from which the device makes the imaging weights). Only that thread uses the ChannelSource.
 class ChannelFeed {
  public:
+  // `group`: a group's collectives for this thread (the weighting's densities and the
+  // channel's numbers are the whole channel's); null without a group.
   ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
-              std::vector<int> channels);
+              std::vector<int> channels, const imaging::RowGroup* group);
   ~ChannelFeed() {
     if (pending_.valid()) pending_.wait();
   }
@@ -63,6 +67,7 @@ class ChannelFeed {
   const Plan& plan_;
   const RowCoordinates& coordinates_;
   std::vector<int> channels_;
+  const imaging::RowGroup* group_;
   int copy_threads_;
   std::size_t next_ = 0;
   std::future<ChannelStats> pending_;

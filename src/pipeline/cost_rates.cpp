@@ -118,7 +118,7 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   const double freq_hz = plan.freq_hz[plan.freq_hz.size() / 2];
   const Stopwatch setup;
   const std::unique_ptr<ChannelImaging> cpu =
-      ChannelImaging::make(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3);
+      ChannelImaging::make(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3, nullptr);
   ChannelImaging& imaging = *cpu;
   rates.setup_s = setup.seconds();
   imaging.set_uvw(uvw_m);

@@ -15,6 +15,7 @@
 #include "products.hpp"
 #include "progress.hpp"
 #include "qa.hpp"
+#include "row_share.hpp"
 #include "stop_request.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/deconv/clean.hpp"
@@ -23,6 +24,7 @@
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/parallel/mpi_context.hpp"
+#include "spip/parallel/rank_group.hpp"
 #include "spip/pipeline/log.hpp"
 
 namespace spip::pipeline {
@@ -124,7 +126,11 @@ class RankRun {
  public:
   RankRun(const Config& config, const Plan& plan, const parallel::MpiContext& mpi, const Log& log, StopRequest& stop)
       : config_(config), plan_(plan), mpi_(mpi), log_(log), stop_(stop),
-        mine_(plan.blocks[static_cast<std::size_t>(mpi.rank())]), source_(plan, mine_),
+        imaged_(plan.imaged[static_cast<std::size_t>(mpi.rank())]),
+        mine_(plan.blocks[static_cast<std::size_t>(mpi.rank())]),
+        group_(plan.ranks_per_channel > 1 ? std::make_unique<parallel::RankGroup>(mpi, plan.ranks_per_channel) : nullptr),
+        imaging_group_(group_ ? std::make_unique<MpiRowGroup>(group_->imaging()) : nullptr),
+        staging_group_(group_ ? std::make_unique<MpiRowGroup>(group_->staging()) : nullptr),
         // Rank 0 decides whether to resume for all (start_or_resume): only it needs the inputs' fingerprint.
         progress_(plan.products.progress_dir(), to_ini(config), mpi.is_root() ? fingerprint_of(plan) : ""),
         cubes_(make_cube_set(config, plan)), chosen_(chosen_beam(config.image)),
@@ -159,6 +165,10 @@ class RankRun {
   ChannelQa& qa_of(int c) { return qa_[static_cast<std::size_t>(c - mine_.begin)]; }
   double& noise_of(int c) { return noise_[static_cast<std::size_t>(c - mine_.begin)]; }
   bool restore_later() const { return restores_later(config_); }
+  // This rank keeps and writes the channels it images: it has no group, or leads it.
+  bool leads() const { return !group_ || group_->leads(); }
+  // A stop asked of any member stops the whole group at the same channel.
+  bool stop_now() const { return group_ ? group_->imaging().any(stop_.requested()) : stop_.requested(); }
 
   const Config& config_;
   const Plan& plan_;
@@ -166,8 +176,13 @@ class RankRun {
   const Log& log_;
   StopRequest& stop_;
   const Stopwatch total_;
-  const parallel::ChannelBlock mine_;
-  ChannelSource source_;
+  const parallel::ChannelBlock imaged_;  // the channels this rank (with its group) images
+  const parallel::ChannelBlock mine_;    // those it keeps and writes: imaged_, or none past a group's first rank
+  // parallel.ranks_per_channel > 1: the ranks sharing imaged_'s rows, and their
+  // collectives for the imaging thread and for the thread that stages the next channel.
+  const std::unique_ptr<parallel::RankGroup> group_;
+  const std::unique_ptr<MpiRowGroup> imaging_group_, staging_group_;
+  std::optional<ChannelSource> source_;
   const ChannelProgress progress_;
   // Created before the job's restoring beam is known (every channel's PSF must be
   // fitted first): rank 0 writes it into the headers at the end.
@@ -194,12 +209,15 @@ class RankRun {
 };
 
 void RankRun::announce() const {
-  if (mine_.size() == 0)
+  if (imaged_.size() == 0)
     log_.info("more ranks than channels: this rank has no channels and idles");
   else
-    log_.info("channels [" + std::to_string(plan_.chan_begin + mine_.begin) + ", " +
-              std::to_string(plan_.chan_begin + mine_.end) + ") on " + plan_.backend + " with " +
-              std::to_string(omp_get_max_threads()) + " OpenMP thread(s)");
+    log_.info("channels [" + std::to_string(plan_.chan_begin + imaged_.begin) + ", " +
+              std::to_string(plan_.chan_begin + imaged_.end) + ") on " + plan_.backend + " with " +
+              std::to_string(omp_get_max_threads()) + " OpenMP thread(s)" +
+              (group_ ? std::string(leads() ? ", leading a group of " : " in a group of ") +
+                            std::to_string(group_->size()) + " ranks"
+                      : std::string()));
 }
 
 // FFTW_MEASURE picks plans by timing them, and different plans round differently.
@@ -209,7 +227,7 @@ void RankRun::set_up_imaging() {
   const Stopwatch watch;
   if (!mpi_.is_root()) mpi_.barrier();
   imaging_ = ChannelImaging::make(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device,
-                                  plan_.max_visibilities);
+                                  plan_.max_visibilities, imaging_group_.get());
   if (config_.clean.niter > 0) imaging::plan_restoring(plan_.geometry);
   if (mpi_.is_root()) mpi_.barrier();
   const std::string scratch = plan_.memory.kept_spilled ? scratch_folder(config_.parallel) : "";
@@ -217,7 +235,10 @@ void RankRun::set_up_imaging() {
   if (kept_->spilled())
     log_.info("the planes this rank keeps for restoring and the Faraday stage (" + fixed(plan_.memory.kept / 1e9, 2) +
               " GB) exceed parallel.memory_gb: they go to a file in " + scratch);
-  coordinates_.emplace(inputs_uvw_m(plan_));
+  RankRows rows = rank_rows(plan_, config_.image, group_ ? group_->size() : 1, group_ ? group_->member() : 0);
+  if (!rows.summary.empty()) log_.info(rows.summary);
+  source_.emplace(plan_, imaged_, std::move(rows.shares));
+  coordinates_.emplace(std::move(rows.uvw_m));
   imaging_->set_uvw(coordinates_->uvw_m());
   times_.setup_s = watch.seconds();
   log_.info("FFT plans and grid corrections for " + std::to_string(plan_.geometry.grid_size) + "^2 grids in " +
@@ -271,7 +292,9 @@ void RankRun::recall_finished_channels() {
                                         : chosen_                  ? imaging::BeamOrigin::chosen
                                                                    : imaging::BeamOrigin::fitted});
   }
-  if (!resume_) return;
+  // The other members image what their leader does not hold yet.
+  if (group_) todo_ = group_->imaging().from_leader(todo_);
+  if (!resume_ || !leads()) return;
   log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(todo_.size())) + " of this rank's " +
             std::to_string(mine_.size()) + " channels are complete; their kept planes (" +
             fixed(resume_bytes_ / 1e6, 1) + " MB) read from the partial cubes");
@@ -317,11 +340,12 @@ bool RankRun::recall_planes(int c) {
 // the planes and then the marker one channel behind.
 void RankRun::image_channels() {
   const Stopwatch watch;
-  std::optional<ChannelFeed> feed(std::in_place, source_, *imaging_, plan_, *coordinates_, todo_);
+  std::optional<ChannelFeed> feed(std::in_place, *source_, *imaging_, plan_, *coordinates_, todo_,
+                                  staging_group_.get());
   ChannelWriter writer;
   int handled = 0;
   for (int c : todo_) {
-    if (stop_.requested()) break;
+    if (stop_now()) break;
     const ChannelStats data = feed->advance(c);
     read_s_ += data.wait_s;
     const bool blank = !(imaging_->weight_sum(0) > 0);
@@ -359,6 +383,7 @@ void RankRun::image_channels() {
 // Nothing to image (fully flagged, or no baseline on the grid): its planes are NaN in
 // every cube and the Faraday stage gives it zero weight.
 void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writer) {
+  if (!leads()) return;
   log_.info("channel " + std::to_string(plan_.chan_begin + c) + " has no unflagged data on the grid; blanked");
   const double nan = std::numeric_limits<double>::quiet_NaN();
   ChannelQa& qa = qa_of(c);
@@ -383,6 +408,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   const std::size_t pixels = plan_.geometry.pixels();
   deconv::ChannelImages images = imaging_->image(config_.clean);
   grid_summary_ = imaging_->describe();
+  if (!leads()) return;  // the leader holds the same images, and writes them
   // The longest baseline the weighting keeps: image.uv_max drops the longer ones.
   const double kept_uv = config_.image.uv_max > 0 ? std::min(data.max_uv, config_.image.uv_max) : data.max_uv;
   const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, kept_uv,

@@ -82,7 +82,9 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // From the metadata alone every row counts in every channel; a run balances the
   // unflagged visibilities, which it counts from FLAG.
   const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
-  plan.blocks = channel_blocks(config, uniform, ranks);
+  decompose(config, uniform, ranks, static_cast<double>(plan.max_visibilities), memory_budget_bytes(config.parallel, ranks),
+            plan);
+  const int group = plan.ranks_per_channel;
 
   out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["
       << plan.chan_begin << ", " << plan.chan_end << ") of " << plan.readers.size() << " Measurement Set(s), "
@@ -93,7 +95,12 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   out << "rates " << rates.from << ":\n  set-up " << fixed(rates.setup_s, 2) << " s; per channel: image and CLEAN "
       << fixed(rates.image_channel_s, 3) << " s, restore " << fixed(rates.restore_channel_s, 3)
       << " s; Faraday stage " << fixed(rates.faraday_pixel_s * 1e6, 2) << " us per pixel; products created by rank 0 in "
-      << fixed(rates.create_s, 2) << " s\n\n";
+      << fixed(rates.create_s, 2) << " s\n";
+  out << "groups: " << (group > 1 ? std::to_string(ranks / group) + " of " + std::to_string(group) +
+                                        " ranks, each member gridding its share of every channel's rows, the first "
+                                        "keeping and writing the channels (" + plan.grouping +
+                                        "); a member's time is counted as that of whole channels"
+                                  : plan.grouping) << "\n\n";
 
   const cuda::DeviceProbe probe = cuda::probe_devices();
   const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
@@ -107,15 +114,16 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   out << line;
   double peak_bytes = 0, slowest_s = 0, gpu_peak = gpu_imaging;
   for (int r = 0; r < ranks; ++r) {
-    const parallel::ChannelBlock& block = plan.blocks[static_cast<std::size_t>(r)];
+    const parallel::ChannelBlock& block = plan.imaged[static_cast<std::size_t>(r)];
     MemoryNeeds needs;
     needs.budget = memory_budget_bytes(config.parallel, ranks);
     needs.geometry = plan.geometry;
-    needs.rows_per_channel = static_cast<double>(plan.max_visibilities);
+    needs.rows_per_channel = static_cast<double>(plan.max_visibilities) * largest_row_share(group);
     needs.my_channels = block.size();
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = faraday_row_bytes(plan);
-    needs.kept_bytes = PlaneStore::bytes(block.size(), kept_planes(config, plan), plan.geometry.pixels());
+    needs.kept_bytes = PlaneStore::bytes(plan.blocks[static_cast<std::size_t>(r)].size(), kept_planes(config, plan),
+                                         plan.geometry.pixels());
     const MemoryPlan memory = plan_memory(needs);
     const double host =
         memory.imaging + memory.channel_data + 2 * memory.block + (memory.kept_spilled ? 0.0 : memory.kept);
@@ -132,7 +140,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     char channels[48];
     std::snprintf(channels, sizeof channels, "[%d, %d)", plan.chan_begin + block.begin, plan.chan_begin + block.end);
     std::snprintf(line, sizeof line, "%5d %15s %14.0f %12s %12s %12s %12s %12s\n", r, channels,
-                  static_cast<double>(block.size()) * static_cast<double>(plan.max_visibilities), gb(host).c_str(),
+                  static_cast<double>(block.size()) * needs.rows_per_channel, gb(host).c_str(),
                   gb(memory.faraday_group).c_str(), gpu ? gb(gpu_imaging).c_str() : "",
                   gpu ? gb(gpu_faraday).c_str() : "", clock_time(seconds).c_str());
     out << line;

@@ -174,11 +174,13 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     needs.geometry = plan.geometry;
     // What the reader keeps of a channel (the selected field and window, unflagged),
     // not every row of the main table.
-    needs.rows_per_channel = static_cast<double>(plan.busiest_channel);
-    needs.my_channels = plan.blocks[static_cast<std::size_t>(mpi.rank())].size();
+    // With a group, a rank holds its share of the rows.
+    needs.rows_per_channel = static_cast<double>(plan.busiest_channel) * largest_row_share(plan.ranks_per_channel);
+    needs.my_channels = plan.imaged[static_cast<std::size_t>(mpi.rank())].size();
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = faraday_row_bytes(plan);
-    needs.kept_bytes = PlaneStore::bytes(needs.my_channels, kept_planes(config, plan), plan.geometry.pixels());
+    needs.kept_bytes = PlaneStore::bytes(plan.blocks[static_cast<std::size_t>(mpi.rank())].size(),
+                                         kept_planes(config, plan), plan.geometry.pixels());
     plan.memory = plan_memory(needs);
     if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {
@@ -309,19 +311,72 @@ Plan open_plan(const Config& config) {
   return plan;
 }
 
-// Contiguous channel blocks for `ranks` ranks: parallel.channels_per_rank each, or
-// balanced by `cost` per channel.
-std::vector<parallel::ChannelBlock> channel_blocks(const Config& config, const std::vector<std::int64_t>& cost,
-                                                   int ranks) {
-  const int per_rank = config.parallel.channels_per_rank;
-  if (per_rank <= 0) return parallel::balance_channels(cost, ranks);
+namespace {
+
+// The group size and why: see decompose().
+int group_size(const Config& config, int channels, int ranks, double rows_per_channel, double budget, bool gpu,
+               const imaging::ImageGeometry& geometry, std::string& why) {
+  const int asked = config.parallel.ranks_per_channel;
+  if (asked > 0) {
+    if (ranks % asked != 0)
+      SPIP_THROW(ConfigError, "parallel.ranks_per_channel = " + std::to_string(asked) + " does not divide the " +
+                                  std::to_string(ranks) + " ranks; expected a divisor of " + std::to_string(ranks));
+    if (gpu && asked > 1)
+      SPIP_THROW(ConfigError, "parallel.ranks_per_channel = " + std::to_string(asked) +
+                                  " on GPU ranks: groups share channels on CPU ranks only so far; expected 1, or "
+                                  "parallel.device = cpu");
+    why = "parallel.ranks_per_channel = " + std::to_string(asked);
+    return asked;
+  }
+  if (gpu) {
+    why = "GPU ranks image whole channels";
+    return 1;
+  }
+  // Every group busy: as large as the ranks allow without leaving a group idle.
+  int size = 1;
+  for (int d = 1; d <= ranks; ++d)
+    if (ranks % d == 0 && static_cast<long long>(d) * channels <= ranks) size = d;
+  why = size > 1 ? std::to_string(ranks) + " ranks for " + std::to_string(channels) + " channel(s): groups of " +
+                       std::to_string(size) + " keep every rank busy"
+                 : "one rank per channel";
+  const auto fits = [&](int d) {
+    return channel_imaging_bytes(geometry, rows_per_channel * largest_row_share(d)) <= budget;
+  };
+  if (fits(size)) return size;
+  int shared = size;
+  for (int d = size + 1; d <= ranks && !fits(shared); ++d)
+    if (ranks % d == 0) shared = d;
+  why = "a channel of " + fixed(rows_per_channel, 0) + " visibilities needs " +
+        fixed(channel_imaging_bytes(geometry, rows_per_channel) / 1e9, 2) + " GB to image, more than the " +
+        fixed(budget / 1e9, 2) + " GB a rank may hold: groups of " + std::to_string(shared) + " share its rows";
+  return shared;
+}
+
+}  // namespace
+
+void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks, double rows_per_channel,
+               double budget, Plan& plan) {
   const int channels = static_cast<int>(cost.size());
-  std::vector<parallel::ChannelBlock> blocks = parallel::fixed_channel_blocks(channels, per_rank, ranks);
-  if (blocks.empty())
-    SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(per_rank) + " on " +
-                                std::to_string(ranks) + " ranks cannot hold " + std::to_string(channels) +
-                                " channels; expected at least " + std::to_string((channels + ranks - 1) / ranks));
-  return blocks;
+  const int size = group_size(config, channels, ranks, rows_per_channel, budget, plan.gpu_device >= 0,
+                              plan.geometry, plan.grouping);
+  const int groups = ranks / size;
+  const int per_group = config.parallel.channels_per_rank;
+  std::vector<parallel::ChannelBlock> group_blocks = per_group <= 0
+                                                          ? parallel::balance_channels(cost, groups)
+                                                          : parallel::fixed_channel_blocks(channels, per_group, groups);
+  if (group_blocks.empty())
+    SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(per_group) + " on " +
+                                std::to_string(groups) + (size > 1 ? " groups of ranks" : " ranks") +
+                                " cannot hold " + std::to_string(channels) + " channels; expected at least " +
+                                std::to_string((channels + groups - 1) / groups));
+  plan.ranks_per_channel = size;
+  plan.imaged.clear();
+  plan.blocks.clear();
+  for (int r = 0; r < ranks; ++r) {
+    const parallel::ChannelBlock& block = group_blocks[static_cast<std::size_t>(r / size)];
+    plan.imaged.push_back(block);
+    plan.blocks.push_back(r % size == 0 ? block : parallel::ChannelBlock{block.begin, block.begin});
+  }
 }
 
 namespace {
@@ -383,7 +438,15 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   plan.gpu_share_bytes = device ? share.each() : 0;
   const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
   plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
-  plan.blocks = channel_blocks(config, cost, mpi.size());
+  std::exception_ptr grouping_failure;
+  try {
+    decompose(config, cost, mpi.size(), static_cast<double>(plan.busiest_channel),
+              memory_budget_bytes(config.parallel, mpi.local_size()), plan);
+  } catch (...) {
+    grouping_failure = std::current_exception();
+  }
+  agree_on_failure(mpi, grouping_failure);
+  if (plan.ranks_per_channel > 1) log.root("channels shared by groups of ranks: " + plan.grouping);
   check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
   write_effective_config(config, plan.products, mpi, log);
@@ -400,11 +463,12 @@ imaging::WeightingScheme weighting_scheme(const Config& config) {
   return scheme;
 }
 
-std::vector<double> inputs_uvw_m(const Plan& plan) {
+std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input) {
   std::vector<double> uvw;
   for (const ms::MsReader& reader : plan.readers) {
     const std::vector<double> rows = reader.uvw_m();
     uvw.insert(uvw.end(), rows.begin(), rows.end());
+    if (rows_per_input) rows_per_input->push_back(rows.size() / 3);
   }
   return uvw;
 }

@@ -2,6 +2,7 @@
 // Everything decided before a visibility is read: the inputs, the channel blocks of
 // the ranks, the backend, and what the run will hold, write and take, checked against
 // what it may use. `spip --plan` prints the same figures for sizing a job.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -34,7 +35,13 @@ struct Plan {
   std::vector<double> freq_hz;                   // of the imaged channels
   std::array<bool, ms::num_stokes> stokes{};     // which of I, Q, U, V some input's correlations determine
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels, or not polarised)
-  std::vector<parallel::ChannelBlock> blocks;    // per rank, relative to chan_begin
+  // Channel blocks, relative to chan_begin. Groups of ranks_per_channel consecutive
+  // ranks each image one block, every member with its share of each channel's rows;
+  // the group's first rank keeps and writes the block's channels.
+  int ranks_per_channel = 1;
+  std::string grouping;                          // why that many, for the log and --plan
+  std::vector<parallel::ChannelBlock> imaged;    // per rank: the block its group images
+  std::vector<parallel::ChannelBlock> blocks;    // per rank: the block it keeps and writes (none past a group's first)
   std::string backend;                           // "cpu" or "gpu <index>"
   int gpu_device = -1;                           // -1: CPU
   std::size_t gpu_share_bytes = 0;               // of the GPU's free memory, this rank's
@@ -59,17 +66,25 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
 imaging::WeightingScheme weighting_scheme(const Config& config);
 
 // UVW (metres, [k][3]) of the rows every input's reads keep, input after input: the
-// rows of every channel.
-std::vector<double> inputs_uvw_m(const Plan& plan);
+// rows of every channel; with `rows_per_input`, how many of them each input holds.
+std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input = nullptr);
 
 // What the metadata says, the same for a run and for --plan: the inputs, the imaged
 // channels and their Faraday depths, the image and grid.
 Plan open_plan(const Config& config);
 
-// Contiguous channel blocks for `ranks` ranks: parallel.channels_per_rank each, or
-// balanced by `cost` per channel.
-std::vector<parallel::ChannelBlock> channel_blocks(const Config& config, const std::vector<std::int64_t>& cost,
-                                                   int ranks);
+// The largest share of a channel's rows that a member of a group of `members` holds:
+// rank_rows() balances the members' costs within it, and planning sizes memory by it.
+inline double largest_row_share(int members) { return members <= 1 ? 1.0 : std::min(1.0, 1.5 / members); }
+
+// Groups of ranks and their contiguous channel blocks (plan.ranks_per_channel,
+// grouping, imaged, blocks): parallel.ranks_per_channel, or chosen. A chosen group is
+// one rank, unless the ranks outnumber the channels (then as many as keep every group
+// busy) or a channel of `rows_per_channel` visibilities does not fit `budget` bytes
+// (then enough to share it); GPU ranks image whole channels. The blocks are
+// parallel.channels_per_rank per group, or balanced by `cost` per channel.
+void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks, double rows_per_channel,
+               double budget, Plan& plan);
 
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan);

@@ -208,6 +208,18 @@ TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
   ASSERT_EQ(two.exit_code, 0) << two.err;
   EXPECT_NE(two.out.find("plan: 2 rank(s)"), std::string::npos) << two.out;
   EXPECT_EQ(two.out.find("plan:"), two.out.rfind("plan:")) << "printed more than once:\n" << two.out;
+
+  // Four ranks for two channels: two groups of two, each member with 0.75 of the rows at most.
+  const Outcome groups =
+      run_spip(sample_args("plan4") + " --image.size 128 --input.channel_end 2 --plan --plan-ranks 4");
+  ASSERT_EQ(groups.exit_code, 0) << groups.err;
+  EXPECT_NE(groups.out.find("groups: 2 of 2 ranks, each member gridding its share of every channel's rows, the first "
+                            "keeping and writing the channels (4 ranks for 2 channel(s): groups of 2 keep every rank "
+                            "busy); a member's time is counted as that of whole channels"),
+            std::string::npos)
+      << groups.out;
+  for (const char* row : {"1          [0, 1)           7452", "2          [1, 2)           7452"})
+    EXPECT_NE(groups.out.find(row), std::string::npos) << row << " not in:\n" << groups.out;
 }
 
 TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {
@@ -383,9 +395,11 @@ TEST(SpipCli, FixedChannelBlocksMustHoldEveryChannel) {
   EXPECT_FALSE(fs::exists(scratch("fixed_ok") / "spip-dirty-I.fits.partial"));
 }
 
+// Three ranks cannot form equal groups for two channels (tests/pipeline/test_rank_groups
+// has ranks that can): one of them idles.
 TEST(SpipCli, MoreRanksThanChannelsIdleAndSaySo) {
   const std::string mpiexec = SPIP_MPIEXEC;
-  const Outcome outcome = run(mpiexec + " 4 " + SPIP_BIN + " " + base_args("idle") +
+  const Outcome outcome = run(mpiexec + " 3 " + SPIP_BIN + " " + base_args("idle") +
                               " --input.channel_begin 10 --input.channel_end 12");
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   EXPECT_NE(outcome.out.find("no channels and idles"), std::string::npos) << outcome.out;

@@ -1,10 +1,15 @@
 // Collectives under mpiexec: results must not depend on the number of ranks.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <vector>
 #include <thread>
 
 #include "spip/parallel/mpi_context.hpp"
+#include "spip/parallel/rank_group.hpp"
 
 namespace {
 spip::parallel::MpiContext* mpi = nullptr;
@@ -121,6 +126,49 @@ TEST(StopNotice, OneRanksAnnouncementReachesEveryRankWithoutACollective) {
 TEST(StopNotice, AgreementAlsoStopsOnALocalReasonOfOneRank) {
   spip::parallel::StopNotice notice(*mpi);
   EXPECT_TRUE(notice.agree(mpi->rank() == 0));
+}
+
+// Groups of two consecutive ranks (of all of them where their number is odd): sums
+// within each group, the same bits on every member, while a second thread uses the
+// group's other communicator at the same time.
+TEST(RankGroup, SumsStayInTheGroupAndGiveEveryMemberTheSameBits) {
+  const int size = mpi->size() % 2 == 0 ? 2 : mpi->size();
+  const spip::parallel::RankGroup group(*mpi, size);
+  const int first = mpi->rank() / size * size;
+  EXPECT_EQ(group.member(), mpi->rank() - first);
+  EXPECT_EQ(group.leads(), group.member() == 0);
+
+  std::vector<float> staged(1000);
+  std::thread staging([&] {
+    for (std::size_t i = 0; i < staged.size(); ++i) staged[i] = static_cast<float>(mpi->rank() + 1);
+    group.staging().sum(staged);
+  });
+  // Values whose float sum depends on the order of the additions.
+  std::vector<float> values(100000);
+  for (std::size_t i = 0; i < values.size(); ++i)
+    values[i] = static_cast<float>(std::sin(0.001 * static_cast<double>(i) * (mpi->rank() + 1)) * 1e3 + 1e-3 * i);
+  std::vector<double> exact(values.size(), 0.0);
+  for (int r = first; r < first + size; ++r)
+    for (std::size_t i = 0; i < values.size(); ++i)
+      exact[i] += static_cast<float>(std::sin(0.001 * static_cast<double>(i) * (r + 1)) * 1e3 + 1e-3 * i);
+  group.imaging().sum(values);
+  staging.join();
+  for (std::size_t i = 0; i < values.size(); i += 997) EXPECT_NEAR(values[i], exact[i], 1e-3) << i;
+  std::vector<float> leaders = values;
+  group.imaging().from_leader(leaders);
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < values.size(); ++i)
+    differ += std::bit_cast<std::uint32_t>(values[i]) != std::bit_cast<std::uint32_t>(leaders[i]);
+  EXPECT_EQ(differ, 0u);
+  const float expected_staged = static_cast<float>(size * (2 * first + size + 1) / 2);
+  EXPECT_EQ(staged.front(), expected_staged);
+
+  EXPECT_EQ(group.imaging().max(static_cast<double>(mpi->rank())), static_cast<double>(first + size - 1));
+  EXPECT_EQ(group.imaging().any(mpi->rank() == first + size - 1), true);
+  EXPECT_EQ(group.imaging().any(false), false);
+  EXPECT_EQ(group.imaging().from_leader(mpi->rank()), first);
+  const std::vector<int> todo = group.imaging().from_leader(group.leads() ? std::vector<int>{3, 5, 8} : std::vector<int>{});
+  EXPECT_EQ(todo, (std::vector<int>{3, 5, 8}));
 }
 
 int main(int argc, char** argv) {

@@ -105,6 +105,7 @@ struct ParallelConfig {
   Device device = Device::automatic;
   int threads = 0;                    // OpenMP threads per rank; 0: all available cores
   int channels_per_rank = 0;          // fixed channel block per rank; 0: balance unflagged visibilities
+  int ranks_per_channel = 0;          // ranks sharing each channel's rows; 0: chosen by planning
   double memory_gb = 0;               // what a rank may hold (GB = 1e9 B); 0: the node's memory over its ranks
   std::string scratch;                // node-local folder for kept planes beyond memory_gb; "": $TMPDIR or /tmp
   double time_limit = 0;              // seconds the run may take (the job's time left); 0: no limit

@@ -11,6 +11,7 @@
 #include "spip/config/config.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/imaging/geometry.hpp"
+#include "spip/imaging/row_group.hpp"
 
 namespace spip::deconv {
 
@@ -47,10 +48,14 @@ class CleanBackend {
 class PsfConvolution;
 
 // The CPU backend: imaging::ChannelImager and the host's minor cycles (hogbom(),
-// subminor_hogbom()) on one channel's visibilities, which must outlive it.
+// subminor_hogbom()) on one channel's visibilities, which must outlive it. With a
+// group (parallel.ranks_per_channel), the visibilities are this rank's share of the
+// channel's rows: each invert ends in a sum of the members' images, the leader alone
+// runs the minor cycles, and its model reaches every member for the prediction.
 class HostCleanBackend final : public CleanBackend {
  public:
-  HostCleanBackend(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis);
+  HostCleanBackend(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
+                   const imaging::RowGroup* group = nullptr);
   ~HostCleanBackend() override;
   std::vector<float> invert() override;
   double peak(PeakSearch search) override;
@@ -61,8 +66,11 @@ class HostCleanBackend final : public CleanBackend {
   void fetch(ChannelImages& out) override;
 
  private:
+  void image_residual(const std::complex<float>* vis);
+
   const imaging::ChannelImager& imager_;
   const std::vector<std::complex<float>>& vis_;
+  const imaging::RowGroup* group_;
   std::vector<float> dirty_, psf_, model_, residual_;
   std::vector<std::uint8_t> mask_;  // empty: no mask
   std::vector<std::complex<float>> residual_vis_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "spip/imaging/gridder.hpp"
+#include "spip/imaging/row_group.hpp"
 
 namespace spip::imaging {
 
@@ -17,8 +18,11 @@ class ChannelImager {
   ChannelImager(const ImageGeometry& geometry, double accuracy, bool wstacking);
 
   // Coordinates in wavelengths [k][3] and imaging weights [k][4] of the channel.
-  // Visibilities beyond the grid (gridder().num_outside()) get zero weight.
-  void set_data(std::vector<double> uvw_lambda, std::vector<float> weights);
+  // Visibilities beyond the grid (gridder().num_outside()) get zero weight. With a
+  // group, these are this rank's share of the rows: the w-planes and the weight sums
+  // (the images' normalisation) are the whole channel's, so that the members' images
+  // add up to the channel's.
+  void set_data(std::vector<double> uvw_lambda, std::vector<float> weights, const RowGroup* group = nullptr);
 
   // Dirty images in Jy/beam: each Stokes parameter normalised by its weight sum, so a
   // point source of S Jy peaks at S. Parameters with no weight give zero images.

@@ -25,9 +25,10 @@ class Gridder {
   Gridder(const Gridder&) = delete;
   Gridder& operator=(const Gridder&) = delete;
 
-  // Lays out w-planes for these coordinates (wavelengths, [k][3]); call before
-  // grid()/degrid() whenever the coordinates change (e.g. per channel).
-  void set_uvw(const double* uvw_lambda, std::size_t count);
+  // Lays out w-planes for these coordinates (wavelengths, [k][3]), spanning at least
+  // +-w_reach (make_point_layout); call before grid()/degrid() whenever the
+  // coordinates change (e.g. per channel).
+  void set_uvw(const double* uvw_lambda, std::size_t count, double w_reach = 0);
 
   // images[s * N*N + pixel] = Re sum_k weight[k][s] vis[k][s] exp(-2 pi i ...), for
   // num_stokes parameters stored interleaved per visibility. Not normalised.

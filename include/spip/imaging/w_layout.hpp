@@ -52,8 +52,12 @@ struct PointLayout {
 };
 
 // uvw_lambda is [count][3]; the lists keep the visibilities' order. Planes span
-// +-max|w| so that mirror points fit.
+// +-max|w| of the visibilities on the grid, or +-w_reach where that is larger: a
+// group of ranks sharing a channel's rows lays out the planes of all of them.
 PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry,
-                              const WStacking& stacking);
+                              const WStacking& stacking, double w_reach = 0);
+
+// max|w| of the visibilities on the grid (uvw_lambda [count][3]).
+double w_reach(const double* uvw_lambda, std::size_t count, const ImageGeometry& geometry);
 
 }  // namespace spip::imaging

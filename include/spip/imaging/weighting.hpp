@@ -4,6 +4,7 @@
 
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
+#include "spip/imaging/row_group.hpp"
 #include "spip/imaging/weighting_math.hpp"
 
 namespace spip::imaging {
@@ -27,8 +28,10 @@ inline double density_cell_size(const ImageGeometry& geometry) { return 1.0 / (g
 // visibility together with its Hermitian conjugate, from the Stokes I weights (slot 0);
 // the same factor then applies to every Stokes parameter of a visibility.
 // The coordinates are uvw [k][3] times `uv_scale` wavelengths: 1 for uvw in
-// wavelengths, frequency / c for uvw in metres.
+// wavelengths, frequency / c for uvw in metres. With a group, these are this rank's
+// share of the channel's rows, and the densities are counted over the whole group.
 void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& scheme, const double* uvw,
-                     double uv_scale, std::size_t count, int num_stokes, float* weight);
+                     double uv_scale, std::size_t count, int num_stokes, float* weight,
+                     const RowGroup* group = nullptr);
 
 }  // namespace spip::imaging

@@ -77,8 +77,10 @@ class MsReader {
 
   const MsInfo& info() const;
 
-  // Reads channels [chan_begin, chan_end) of all rows, row_chunk rows per call.
-  VisBlock read(int chan_begin, int chan_end) const;
+  // Reads channels [chan_begin, chan_end) of all rows, row_chunk rows per call; with
+  // `share` (one entry per row that uvw_m() returns), only the rows it marks: a rank's
+  // share of the rows of channels that a group of ranks images together.
+  VisBlock read(int chan_begin, int chan_end, const std::vector<char>& share = {}) const;
 
   // UVW (metres, [row][3]) of the rows read() keeps, without their data: the
   // coordinates of every channel of a run, read once.
