@@ -64,6 +64,7 @@ struct ChannelImager::Impl {
   std::unique_ptr<detail::DensityWeighting> weighting;
   std::unique_ptr<detail::PointPreparation> preparation;  // of the current channel
   detail::ChannelSummary summary{};
+  const imaging::RowGroup* group = nullptr;  // ranks sharing the channels' rows; null: none
   DeviceArray<double> uvw_m;  // every channel's rows, metres
   std::size_t rows = 0;
   bool has_uvw = false;
@@ -243,8 +244,11 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
 }
 
 ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
-                             std::size_t max_visibilities, const imaging::WeightingScheme& weighting)
-    : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities, weighting)) {}
+                             std::size_t max_visibilities, const imaging::WeightingScheme& weighting,
+                             const imaging::RowGroup* group)
+    : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities, weighting)) {
+  impl_->group = group;
+}
 
 ChannelImager::~ChannelImager() = default;
 
@@ -324,8 +328,8 @@ void ChannelImager::next() {
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const double scale = slot.freq_hz / speed_of_light;
   const auto rows = static_cast<long long>(m.rows);
-  m.weighting->apply(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute);
-  m.summary = m.preparation->prepare(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute);
+  m.weighting->apply(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
+  m.summary = m.preparation->prepare(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
 }
 
 double ChannelImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }
@@ -356,6 +360,12 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     m_.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale_, m_.psf.get());
     std::vector<float> psf(pixels);
     m_.download(psf.data(), m_.psf.get(), pixels);
+    if (m_.group) {
+      sum_over_group(m_.dirty.get(), num_stokes * pixels);
+      SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+      m_.group->sum(psf);
+      upload(m_.psf.get(), psf);
+    }
     SPIP_CUDA_CHECK(cudaMemcpyAsync(m_.residual.get(), m_.dirty.get(), num_stokes * pixels * sizeof(float),
                                     cudaMemcpyDeviceToDevice, m_.compute));
     SPIP_CUDA_CHECK(cudaMemsetAsync(m_.model.get(), 0, num_stokes * pixels * sizeof(float), m_.compute));
@@ -372,11 +382,22 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     return deconv::search_noise(search, residual_.data(), m_.pixels());
   }
 
+  // With a group, the leader's; its model then reaches every member, for the prediction.
   int minor_cycles(const deconv::MinorCycleStep& step) override {
-    auto& minor = *m_.minor;
-    const auto cycles = step.subminor ? &detail::MinorCycle::run_subminor : &detail::MinorCycle::run;
-    return (minor.*cycles)(step.search, m_.residual.get(), m_.psf.get(), m_.geometry.size, step.gain, step.stop_level,
-                           step.max_iterations, m_.model.get(), mask(), m_.compute);
+    int iterations = 0;
+    if (!m_.group || m_.group->leads()) {
+      auto& minor = *m_.minor;
+      const auto cycles = step.subminor ? &detail::MinorCycle::run_subminor : &detail::MinorCycle::run;
+      iterations = (minor.*cycles)(step.search, m_.residual.get(), m_.psf.get(), m_.geometry.size, step.gain,
+                                   step.stop_level, step.max_iterations, m_.model.get(), mask(), m_.compute);
+    }
+    if (!m_.group) return iterations;
+    host_.resize(num_stokes * m_.pixels());
+    m_.download(host_.data(), m_.model.get(), num_stokes * m_.pixels());
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    m_.group->from_leader(host_);
+    upload(m_.model.get(), host_);
+    return m_.group->from_leader(iterations);
   }
 
   // Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.
@@ -384,6 +405,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     m_.predict_residual();
     m_.grid_images(detail::LaneSource{m_.residual_vis.get(), m_.active().weights.get(), num_stokes, true}, scale_,
                    m_.residual.get());
+    if (m_.group) sum_over_group(m_.residual.get(), num_stokes * m_.pixels());
   }
 
   void mask_model_pixels() override {
@@ -406,10 +428,25 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
 
  private:
   const std::uint8_t* mask() const { return masked_ ? m_.mask.get() : nullptr; }
+  // A group's images are summed through the host: each member's partial image down, the
+  // group's sum (the same bits on every member) up again.
+  void sum_over_group(float* images, long long count) {
+    host_.resize(static_cast<std::size_t>(count));
+    m_.download(host_.data(), images, count);
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    m_.group->sum(host_);
+    upload(images, host_);
+  }
+  void upload(float* device_images, const std::vector<float>& host) {
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(device_images, host.data(), host.size() * sizeof(float), cudaMemcpyHostToDevice,
+                                    m_.compute));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+  }
   Impl& m_;
   detail::StokesScale scale_;
   bool masked_ = false;
   std::vector<float> residual_;  // the host's copy for the noise estimate
+  std::vector<float> host_;      // a group's images on their way through the host
 };
 
 std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {

@@ -94,13 +94,25 @@ std::size_t DensityWeighting::device_bytes(const imaging::WeightingScheme& schem
   return scheme.mode == Weighting::natural ? 0 : (geometry.pixels() + 2 * sum_blocks + 1) * sizeof(double);
 }
 
-void DensityWeighting::apply(const double* uvw_m, double scale, float* weights, long long rows, cudaStream_t stream) {
-  if (unchanged_ || rows == 0) return;
-  const unsigned blocks = blocks_for(rows, threads_per_block);
+void DensityWeighting::apply(const double* uvw_m, double scale, float* weights, long long rows, cudaStream_t stream,
+                             const imaging::RowGroup* group) {
+  // A member without rows still takes its part in the group's sum.
+  if (unchanged_ || (rows == 0 && !(group && densities_))) return;
+  const unsigned blocks = std::max(1u, blocks_for(rows, threads_per_block));
   if (densities_) {
     SPIP_CUDA_CHECK(cudaMemsetAsync(density_.get(), 0, density_.bytes(), stream));
     density_kernel<<<blocks, threads_per_block, 0, stream>>>(uvw_m, scale, weights, rows, terms_, size_, cell_,
                                                              density_.get());
+  }
+  if (densities_ && group) {
+    group_density_.resize(density_.size());
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(group_density_.data(), density_.get(), density_.bytes(), cudaMemcpyDeviceToHost,
+                                    stream));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    group->sum(group_density_);
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(density_.get(), group_density_.data(), density_.bytes(), cudaMemcpyHostToDevice,
+                                    stream));
+    // From pageable memory, the copy has read group_density_ when it returns.
   }
   if (densities_ && !uniform_) {  // Briggs's f^2
     density_sums_kernel<<<sum_blocks, threads_per_block, 0, stream>>>(

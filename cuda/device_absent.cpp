@@ -52,7 +52,7 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry&, std::size
   return 0;
 }
 ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, std::size_t,
-                             const imaging::WeightingScheme&) {
+                             const imaging::WeightingScheme&, const imaging::RowGroup*) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 ChannelImager::~ChannelImager() = default;

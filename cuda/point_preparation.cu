@@ -59,6 +59,7 @@ __global__ void summary_kernel(const double* partials, int blocks, GridShape sha
   reduce_block(mine, values);
   if (threadIdx.x != 0) return;
   for (int s = 0; s < 4; ++s) summary->weight_sum[s] = values[s][0];
+  summary->w_reach = values[4][0];
   const imaging::WPlanes planes =
       shape.wstacking ? imaging::w_planes(values[4][0], shape.w_kernel.support, shape.dw) : imaging::WPlanes{0.0, 1};
   summary->w_first = planes.w_first;
@@ -209,13 +210,25 @@ std::size_t PointPreparation::fixed_bytes(int grid_size) {
 }
 
 const ChannelSummary& PointPreparation::prepare(const double* uvw_m, double scale, float* weights, long long rows,
-                                                cudaStream_t stream) {
+                                                cudaStream_t stream, const imaging::RowGroup* group) {
   const long long points = 2 * rows;
   const unsigned row_blocks = std::max(1u, blocks_for(rows, threads_per_block));
   survey_kernel<<<row_blocks, threads_per_block, 0, stream>>>(uvw_m, scale, weights, rows, shape_.uv_cell,
                                                               shape_.grid_size, inside_.get(), partials_.get());
   summary_kernel<<<1, threads_per_block, 0, stream>>>(partials_.get(), static_cast<int>(row_blocks), shape_,
                                                       summary_.get());
+  ChannelSummary& host = *reinterpret_cast<ChannelSummary*>(host_summary_.get());
+  if (group) {
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(&host, summary_.get(), sizeof host, cudaMemcpyDeviceToHost, stream));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    group->sum(host.weight_sum, 4);
+    host.w_reach = group->max(host.w_reach);
+    const imaging::WPlanes planes = shape_.wstacking ? imaging::w_planes(host.w_reach, shape_.w_kernel.support, shape_.dw)
+                                                     : imaging::WPlanes{0.0, 1};
+    host.w_first = planes.w_first;
+    host.planes = planes.planes;
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(summary_.get(), &host, sizeof host, cudaMemcpyHostToDevice, stream));
+  }
   if (points > 0) {
     points_kernel<<<blocks_for(points, threads_per_block), threads_per_block, 0, stream>>>(
         uvw_m, scale, inside_.get(), rows, shape_, summary_.get(), first_u_.get(), first_v_.get(),
@@ -226,8 +239,7 @@ const ChannelSummary& PointPreparation::prepare(const double* uvw_m, double scal
   }
   entry_total_kernel<<<1, 1, 0, stream>>>(counts_.get(), offsets_.get(), points, summary_.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
-  // The one wait: the sort and the scans below are sized by the entry count.
-  ChannelSummary& host = *reinterpret_cast<ChannelSummary*>(host_summary_.get());
+  // The one wait (two with a group): the sort and the scans below are sized by the entry count.
   SPIP_CUDA_CHECK(cudaMemcpyAsync(&host, summary_.get(), sizeof host, cudaMemcpyDeviceToHost, stream));
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
   const long long entries = host.entries;

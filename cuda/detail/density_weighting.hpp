@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include "cuda_check.hpp"
+#include "spip/imaging/row_group.hpp"
 #include "spip/imaging/weighting.hpp"
 
 namespace spip::cuda::detail {
@@ -22,7 +23,10 @@ class DensityWeighting {
 
   // Rewrites weights [k][4] of rows [0, rows) of uvw_m [k][3] (metres; times `scale`,
   // wavelengths) on `stream`; nothing to do for natural weights without limits or taper.
-  void apply(const double* uvw_m, double scale, float* weights, long long rows, cudaStream_t stream);
+  // With a group, the rows are this rank's share and the densities are summed over the
+  // group (through the host).
+  void apply(const double* uvw_m, double scale, float* weights, long long rows, cudaStream_t stream,
+             const imaging::RowGroup* group);
 
  private:
   bool unchanged_;
@@ -35,6 +39,7 @@ class DensityWeighting {
   DeviceArray<double> density_;
   DeviceArray<double> partials_;  // per block: sum of densities, sum of their squares
   DeviceArray<double> f2_;
+  std::vector<double> group_density_;  // the host's copy for a group's sum
 };
 
 }  // namespace spip::cuda::detail

@@ -12,12 +12,14 @@
 
 #include "cuda_check.hpp"
 #include "gridding_kernels.hpp"
+#include "spip/imaging/row_group.hpp"
 
 namespace spip::cuda::detail {
 
 // What the host needs of a prepared channel (kept in pinned memory).
 struct ChannelSummary {
   double weight_sum[4];
+  double w_reach;  // max |w| on the grid, wavelengths
   double w_first;
   int planes;
   long long entries;
@@ -35,9 +37,10 @@ class PointPreparation {
 
   // Prepares rows [0, rows) of uvw_m [k][3] (metres; times `scale`, wavelengths) and
   // weights [k][4], zeroing the weights of rows off the grid in place, on `stream`;
-  // returns when the summary is in.
+  // returns when the summary is in. With a group, the rows are this rank's share: the
+  // weight sums and the w-planes are the whole group's (one more wait for them).
   const ChannelSummary& prepare(const double* uvw_m, double scale, float* weights, long long rows,
-                                cudaStream_t stream);
+                                cudaStream_t stream, const imaging::RowGroup* group);
 
   // Builds plane p's work items (device count at item_count()) on `stream`.
   void build_plane_items(int p, cudaStream_t stream);

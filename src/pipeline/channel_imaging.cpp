@@ -88,9 +88,10 @@ class CpuChannelImaging final : public ChannelImaging {
 class GpuChannelImaging final : public ChannelImaging {
  public:
   GpuChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
-                    const imaging::WeightingScheme& scheme, int device, std::size_t max_visibilities)
+                    const imaging::WeightingScheme& scheme, int device, std::size_t max_visibilities,
+                    const imaging::RowGroup* group)
       : geometry_(geometry), support_(kernel_support(geometry, image)),
-        imager_(device, geometry, image.accuracy, image.wstacking, max_visibilities, scheme) {}
+        imager_(device, geometry, image.accuracy, image.wstacking, max_visibilities, scheme, group) {}
 
   const imaging::WeightingScheme& host_weighting() const override { return natural_; }
   void set_uvw(const std::vector<double>& uvw_m) override { imager_.set_uvw(uvw_m); }
@@ -126,10 +127,7 @@ class GpuChannelImaging final : public ChannelImaging {
 std::unique_ptr<ChannelImaging> ChannelImaging::make(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                                                      const imaging::WeightingScheme& scheme, int gpu_device,
                                                      std::size_t max_visibilities, const imaging::RowGroup* group) {
-  if (gpu_device >= 0) {
-    if (group) SPIP_THROW(Error, "channel imaging: a group of ranks sharing channels on a GPU");
-    return std::make_unique<GpuChannelImaging>(geometry, image, scheme, gpu_device, max_visibilities);
-  }
+  if (gpu_device >= 0) return std::make_unique<GpuChannelImaging>(geometry, image, scheme, gpu_device, max_visibilities, group);
   return std::make_unique<CpuChannelImaging>(geometry, image, scheme, group);
 }
 

@@ -22,7 +22,7 @@ class ChannelImaging {
  public:
   // gpu_device < 0: CPU. max_visibilities bounds a channel (the GPU memory plan).
   // `group`: the collectives of a group sharing the channels' rows, for the imaging
-  // thread (CPU only); null without a group.
+  // thread; null without a group.
   static std::unique_ptr<ChannelImaging> make(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                                               const imaging::WeightingScheme& scheme, int gpu_device,
                                               std::size_t max_visibilities, const imaging::RowGroup* group);

@@ -227,7 +227,7 @@ void RankRun::set_up_imaging() {
   const Stopwatch watch;
   if (!mpi_.is_root()) mpi_.barrier();
   imaging_ = ChannelImaging::make(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device,
-                                  plan_.max_visibilities, imaging_group_.get());
+                                  plan_.rank_visibilities(), imaging_group_.get());
   if (config_.clean.niter > 0) imaging::plan_restoring(plan_.geometry);
   if (mpi_.is_root()) mpi_.barrier();
   const std::string scratch = plan_.memory.kept_spilled ? scratch_folder(config_.parallel) : "";

@@ -82,8 +82,13 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // From the metadata alone every row counts in every channel; a run balances the
   // unflagged visibilities, which it counts from FLAG.
   const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
-  decompose(config, uniform, ranks, static_cast<double>(plan.max_visibilities), memory_budget_bytes(config.parallel, ranks),
-            plan);
+  const double budget = memory_budget_bytes(config.parallel, ranks);
+  decompose(
+      config, uniform, ranks,
+      [&](double share) {
+        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities)) <= budget;
+      },
+      plan);
   const int group = plan.ranks_per_channel;
 
   out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["

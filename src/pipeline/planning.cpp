@@ -314,23 +314,15 @@ Plan open_plan(const Config& config) {
 namespace {
 
 // The group size and why: see decompose().
-int group_size(const Config& config, int channels, int ranks, double rows_per_channel, double budget, bool gpu,
-               const imaging::ImageGeometry& geometry, std::string& why) {
+int group_size(const Config& config, int channels, int ranks, const std::function<bool(double)>& fits,
+               std::string& why) {
   const int asked = config.parallel.ranks_per_channel;
   if (asked > 0) {
     if (ranks % asked != 0)
       SPIP_THROW(ConfigError, "parallel.ranks_per_channel = " + std::to_string(asked) + " does not divide the " +
                                   std::to_string(ranks) + " ranks; expected a divisor of " + std::to_string(ranks));
-    if (gpu && asked > 1)
-      SPIP_THROW(ConfigError, "parallel.ranks_per_channel = " + std::to_string(asked) +
-                                  " on GPU ranks: groups share channels on CPU ranks only so far; expected 1, or "
-                                  "parallel.device = cpu");
     why = "parallel.ranks_per_channel = " + std::to_string(asked);
     return asked;
-  }
-  if (gpu) {
-    why = "GPU ranks image whole channels";
-    return 1;
   }
   // Every group busy: as large as the ranks allow without leaving a group idle.
   int size = 1;
@@ -339,26 +331,22 @@ int group_size(const Config& config, int channels, int ranks, double rows_per_ch
   why = size > 1 ? std::to_string(ranks) + " ranks for " + std::to_string(channels) + " channel(s): groups of " +
                        std::to_string(size) + " keep every rank busy"
                  : "one rank per channel";
-  const auto fits = [&](int d) {
-    return channel_imaging_bytes(geometry, rows_per_channel * largest_row_share(d)) <= budget;
-  };
-  if (fits(size)) return size;
+  const auto member_fits = [&](int d) { return fits(largest_row_share(d)); };
+  if (member_fits(size)) return size;
   int shared = size;
-  for (int d = size + 1; d <= ranks && !fits(shared); ++d)
+  for (int d = size + 1; d <= ranks && !member_fits(shared); ++d)
     if (ranks % d == 0) shared = d;
-  why = "a channel of " + fixed(rows_per_channel, 0) + " visibilities needs " +
-        fixed(channel_imaging_bytes(geometry, rows_per_channel) / 1e9, 2) + " GB to image, more than the " +
-        fixed(budget / 1e9, 2) + " GB a rank may hold: groups of " + std::to_string(shared) + " share its rows";
+  why = "a channel does not fit a rank's memory (parallel.memory_gb) or its share of a GPU: groups of " +
+        std::to_string(shared) + " share its rows";
   return shared;
 }
 
 }  // namespace
 
-void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks, double rows_per_channel,
-               double budget, Plan& plan) {
+void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks,
+               const std::function<bool(double share)>& fits, Plan& plan) {
   const int channels = static_cast<int>(cost.size());
-  const int size = group_size(config, channels, ranks, rows_per_channel, budget, plan.gpu_device >= 0,
-                              plan.geometry, plan.grouping);
+  const int size = group_size(config, channels, ranks, fits, plan.grouping);
   const int groups = ranks / size;
   const int per_group = config.parallel.channels_per_rank;
   std::vector<parallel::ChannelBlock> group_blocks = per_group <= 0
@@ -426,27 +414,35 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   agree_on_failure(mpi, failure);
   const parallel::MpiContext::NodeShare share = mpi.share_on_node(
       device ? device->pci_address : -1, [&] { return device ? cuda::free_memory_bytes(device->index) : 0; });
-  try {
-    if (device)
-      check_device_share(*device, share, plan.geometry, plan.max_visibilities, weighting_scheme(config), log);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  agree_on_failure(mpi, failure);
   plan.backend = device ? "gpu " + std::to_string(device->index) : "cpu";
   plan.gpu_device = device ? device->index : -1;
   plan.gpu_share_bytes = device ? share.each() : 0;
   const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
   plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
-  std::exception_ptr grouping_failure;
+  // A share of a channel fits a rank when the host memory and, on a GPU, the rank's part
+  // of the device hold it: the least of any rank, so that every rank decides alike.
+  const double budget = -mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size()));
+  const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
+  const auto fits = [&](double part) {
+    const double rows = part * static_cast<double>(plan.max_visibilities);
+    return channel_imaging_bytes(plan.geometry, part * static_cast<double>(plan.busiest_channel)) <= budget &&
+           (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
+                           plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) <= gpu_share);
+  };
   try {
-    decompose(config, cost, mpi.size(), static_cast<double>(plan.busiest_channel),
-              memory_budget_bytes(config.parallel, mpi.local_size()), plan);
+    decompose(config, cost, mpi.size(), fits, plan);
   } catch (...) {
-    grouping_failure = std::current_exception();
+    failure = std::current_exception();
   }
-  agree_on_failure(mpi, grouping_failure);
+  agree_on_failure(mpi, failure);
   if (plan.ranks_per_channel > 1) log.root("channels shared by groups of ranks: " + plan.grouping);
+  try {
+    if (device)
+      check_device_share(*device, share, plan.geometry, plan.rank_visibilities(), weighting_scheme(config), log);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
   check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
   write_effective_config(config, plan.products, mpi, log);

@@ -4,6 +4,8 @@
 // what it may use. `spip --plan` prints the same figures for sizing a job.
 #include <algorithm>
 #include <array>
+#include <cmath>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -27,6 +29,10 @@ class MpiContext;
 namespace spip::pipeline {
 
 class Log;
+
+// The largest share of a channel's rows that a member of a group of `members` holds:
+// rank_rows() balances the members' costs within it, and planning sizes memory by it.
+inline double largest_row_share(int members) { return members <= 1 ? 1.0 : std::min(1.0, 1.5 / members); }
 
 struct Plan {
   std::vector<ms::MsReader> readers;
@@ -52,6 +58,10 @@ struct Plan {
   MemoryPlan memory;                             // this rank's
   std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives
 
+  // The most rows one rank images of a channel: all of them, or its share in a group.
+  std::size_t rank_visibilities() const {
+    return static_cast<std::size_t>(std::ceil(largest_row_share(ranks_per_channel) * static_cast<double>(max_visibilities)));
+  }
   // Q and U determined: the Faraday stage runs.
   bool polarised() const { return stokes[ms::stokes_q] && stokes[ms::stokes_u]; }
 };
@@ -73,18 +83,14 @@ std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* row
 // channels and their Faraday depths, the image and grid.
 Plan open_plan(const Config& config);
 
-// The largest share of a channel's rows that a member of a group of `members` holds:
-// rank_rows() balances the members' costs within it, and planning sizes memory by it.
-inline double largest_row_share(int members) { return members <= 1 ? 1.0 : std::min(1.0, 1.5 / members); }
-
 // Groups of ranks and their contiguous channel blocks (plan.ranks_per_channel,
 // grouping, imaged, blocks): parallel.ranks_per_channel, or chosen. A chosen group is
 // one rank, unless the ranks outnumber the channels (then as many as keep every group
-// busy) or a channel of `rows_per_channel` visibilities does not fit `budget` bytes
-// (then enough to share it); GPU ranks image whole channels. The blocks are
+// busy) or a channel does not fit a rank (`fits`: whether a rank can image the given
+// share of a channel's rows; then enough ranks to share it). The blocks are
 // parallel.channels_per_rank per group, or balanced by `cost` per channel.
-void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks, double rows_per_channel,
-               double budget, Plan& plan);
+void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks,
+               const std::function<bool(double share)>& fits, Plan& plan);
 
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan);

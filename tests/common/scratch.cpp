@@ -5,6 +5,8 @@
 
 #include <cctype>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -60,6 +62,13 @@ fs::path scratch_dir() {
   const fs::path dir = made_dir / name;
   fs::create_directories(dir);
   return dir;
+}
+
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
 }
 
 fs::path scratch_path(const std::string& name) {

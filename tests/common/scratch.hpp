@@ -16,4 +16,7 @@ std::filesystem::path scratch_dir();
 // scratch_dir() / name, its parent folders made.
 std::filesystem::path scratch_path(const std::string& name);
 
+// The whole file (a run's log, say), or "" where it cannot be read.
+std::string file_text(const std::filesystem::path& path);
+
 }  // namespace spip::test

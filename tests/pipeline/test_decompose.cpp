@@ -5,7 +5,6 @@
 #include <string>
 #include <vector>
 
-#include "budget.hpp"
 #include "planning.hpp"
 #include "spip/error.hpp"
 
@@ -22,11 +21,12 @@ Plan cpu_plan() {
 
 bool same(const ChannelBlock& a, const ChannelBlock& b) { return a.begin == b.begin && a.end == b.end; }
 
-constexpr double plenty = 1e12;  // bytes: every channel fits a rank
+// A rank can image any share of a channel.
+bool always(double) { return true; }
 
 TEST(Decompose, OneRankPerChannelWhileTheChannelsSuffice) {
   Plan plan = cpu_plan();
-  decompose(Config{}, std::vector<std::int64_t>(8, 1), 4, 1e4, plenty, plan);
+  decompose(Config{}, std::vector<std::int64_t>(8, 1), 4, always, plan);
   EXPECT_EQ(plan.ranks_per_channel, 1);
   EXPECT_EQ(plan.grouping, "one rank per channel");
   for (int r = 0; r < 4; ++r) {
@@ -37,7 +37,7 @@ TEST(Decompose, OneRankPerChannelWhileTheChannelsSuffice) {
 
 TEST(Decompose, RanksBeyondTheChannelsFormGroupsThatKeepEveryRankBusy) {
   Plan plan = cpu_plan();
-  decompose(Config{}, {5}, 2, 1e4, plenty, plan);
+  decompose(Config{}, {5}, 2, always, plan);
   EXPECT_EQ(plan.ranks_per_channel, 2);
   EXPECT_EQ(plan.grouping, "2 ranks for 1 channel(s): groups of 2 keep every rank busy");
   EXPECT_TRUE(same(plan.imaged[0], ChannelBlock{0, 1}));
@@ -45,53 +45,49 @@ TEST(Decompose, RanksBeyondTheChannelsFormGroupsThatKeepEveryRankBusy) {
   EXPECT_TRUE(same(plan.blocks[0], ChannelBlock{0, 1}));
   EXPECT_EQ(plan.blocks[1].size(), 0);  // the group's first rank keeps and writes
 
-  decompose(Config{}, {1, 1}, 4, 1e4, plenty, plan);
+  decompose(Config{}, {1, 1}, 4, always, plan);
   EXPECT_EQ(plan.ranks_per_channel, 2);
   EXPECT_TRUE(same(plan.imaged[2], ChannelBlock{1, 2}));
   EXPECT_TRUE(same(plan.imaged[3], ChannelBlock{1, 2}));
   EXPECT_TRUE(same(plan.blocks[2], ChannelBlock{1, 2}));
 
   // Three ranks cannot form equal groups for two channels: one rank idles instead.
-  decompose(Config{}, {1, 1}, 3, 1e4, plenty, plan);
+  decompose(Config{}, {1, 1}, 3, always, plan);
   EXPECT_EQ(plan.ranks_per_channel, 1);
   EXPECT_EQ(plan.imaged[2].size(), 0);
 }
 
 TEST(Decompose, AChannelTooLargeForARankIsShared) {
   Plan plan = cpu_plan();
-  const double rows = 1e8;
-  // A member holds at most largest_row_share(2) = 0.75 of the rows; this budget allows that, not all.
-  const double budget = channel_imaging_bytes(plan.geometry, rows * largest_row_share(2)) * 1.01;
-  ASSERT_GT(channel_imaging_bytes(plan.geometry, rows), budget);
-  decompose(Config{}, std::vector<std::int64_t>(8, 1), 4, rows, budget, plan);
+  // A member holds at most largest_row_share(2) = 0.75 of the rows: enough here, not all.
+  decompose(Config{}, std::vector<std::int64_t>(8, 1), 4, [](double share) { return share <= 0.8; }, plan);
   EXPECT_EQ(plan.ranks_per_channel, 2);
-  EXPECT_NE(plan.grouping.find("more than the"), std::string::npos) << plan.grouping;
+  EXPECT_NE(plan.grouping.find("does not fit a rank's memory"), std::string::npos) << plan.grouping;
   EXPECT_TRUE(same(plan.imaged[1], ChannelBlock{0, 4}));
   EXPECT_TRUE(same(plan.imaged[2], ChannelBlock{4, 8}));
+  plan.max_visibilities = 1000;
+  EXPECT_EQ(plan.rank_visibilities(), 750u);
+  // Where even the largest group cannot hold a channel, it is the largest there is.
+  decompose(Config{}, std::vector<std::int64_t>(8, 1), 4, [](double) { return false; }, plan);
+  EXPECT_EQ(plan.ranks_per_channel, 4);
 }
 
-TEST(Decompose, AGroupSizeAskedForMustDivideTheRanksAndRunOnCpuRanks) {
+TEST(Decompose, AGroupSizeAskedForMustDivideTheRanks) {
   Config config;
   config.parallel.ranks_per_channel = 4;
   Plan plan = cpu_plan();
-  decompose(config, std::vector<std::int64_t>(8, 1), 4, 1e4, plenty, plan);
+  decompose(config, std::vector<std::int64_t>(8, 1), 4, always, plan);
   EXPECT_EQ(plan.ranks_per_channel, 4);
   EXPECT_EQ(plan.grouping, "parallel.ranks_per_channel = 4");
   EXPECT_TRUE(same(plan.imaged[3], ChannelBlock{0, 8}));
 
   config.parallel.ranks_per_channel = 3;
   try {
-    decompose(config, std::vector<std::int64_t>(8, 1), 4, 1e4, plenty, plan);
+    decompose(config, std::vector<std::int64_t>(8, 1), 4, always, plan);
     FAIL() << "no exception";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("does not divide the 4 ranks"), std::string::npos) << e.what();
   }
-  config.parallel.ranks_per_channel = 2;
-  plan.gpu_device = 0;
-  EXPECT_THROW(decompose(config, std::vector<std::int64_t>(8, 1), 4, 1e4, plenty, plan), ConfigError);
-  config.parallel.ranks_per_channel = 0;  // chosen: GPU ranks image whole channels
-  decompose(config, {1}, 2, 1e4, plenty, plan);
-  EXPECT_EQ(plan.ranks_per_channel, 1);
 }
 
 TEST(Decompose, LargestRowShare) {

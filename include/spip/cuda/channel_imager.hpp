@@ -17,6 +17,7 @@
 #include "spip/deconv/major_cycle.hpp"
 #include "spip/imaging/channel_view.hpp"
 #include "spip/imaging/geometry.hpp"
+#include "spip/imaging/row_group.hpp"
 #include "spip/imaging/weighting.hpp"
 
 namespace spip::cuda {
@@ -52,9 +53,13 @@ class ChannelImager {
 
   // Throws spip::Error naming the memory needed and free if the plan does not fit.
   // Channels are staged with their natural weights: the imager makes the imaging
-  // weights of `weighting` on the device.
+  // weights of `weighting` on the device. With a group (parallel.ranks_per_channel),
+  // the rows are this rank's share: the weighting's densities, the weight sums, the
+  // w-planes and every image are the group's (summed through the host), and the
+  // leader alone runs the minor cycles.
   ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
-                std::size_t max_visibilities, const imaging::WeightingScheme& weighting);
+                std::size_t max_visibilities, const imaging::WeightingScheme& weighting,
+                const imaging::RowGroup* group = nullptr);
   ~ChannelImager();
   ChannelImager(const ChannelImager&) = delete;
   ChannelImager& operator=(const ChannelImager&) = delete;

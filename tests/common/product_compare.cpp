@@ -1,0 +1,107 @@
+#include "product_compare.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <vector>
+
+#include "spip/fits/fits_image.hpp"
+
+namespace spip::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+double peak_of(const std::vector<float>& values) {
+  double peak = 0;
+  for (float v : values)
+    if (std::isfinite(v)) peak = std::max(peak, static_cast<double>(std::abs(v)));
+  return peak;
+}
+
+double median_of(std::vector<float> values) {
+  std::erase_if(values, [](float v) { return !std::isfinite(v); });
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+}  // namespace
+
+// Every product of `grouped` against `reference`, to `tolerance` of a peak: the channel images
+// (dirty, PSF, model, residual, restored) of the restored Stokes I peak, as residuals
+// are judged; the Faraday depth cubes, the moments' means and spreads and the peak
+// polarised intensity of their own peak, everywhere. The rest are non-linear in the
+// data, so a change in the last bits of a faint pixel's spectrum moves them freely:
+// they are compared where a source is, of their own peak: the maps from the Faraday
+// depth of peak (depth, angle, their errors, fractional polarisation, m2, RM-CLEAN
+// iterations) where the polarised intensity is 20 times its median, and skewness and
+// kurtosis (ratios of moments, as large for noise as for a source) where the Stokes
+// parameter's spread over the channels is 3 % of Stokes I's largest or more: nowhere
+// in V, which holds only noise in the sample. The Faraday products are blanked where a
+// pixel's Stokes I fit is, and a faint pixel at the fit's threshold may be blanked in one
+// run only (the GPU's atomic sums change last bits): never a bright one, nor more than
+// one value in a thousand; a channel image is never blanked in one run only. Returns the
+// products compared.
+int expect_equal_products(const fs::path& reference, const fs::path& grouped, const std::string& what,
+                          double tolerance) {
+  const bool faraday = fs::exists(reference / "demo-peak-pi.fits");
+  const std::vector<float> pi =
+      faraday ? spip::fits::read_image((reference / "demo-peak-pi.fits").string()).data : std::vector<float>{};
+  const double bright = faraday ? 20 * median_of(pi) : 0;
+  const double restored_peak = peak_of(spip::fits::read_image((reference / "demo-image-I.fits").string()).data);
+  int compared = 0;
+  double worst_all = 0;
+  for (const auto& entry : fs::directory_iterator(reference)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.path().extension() != ".fits" || name.find("catalogue") != std::string::npos) continue;
+    const std::vector<float> a = spip::fits::read_image(entry.path().string()).data;
+    const std::vector<float> b = spip::fits::read_image((grouped / name).string()).data;
+    EXPECT_EQ(a.size(), b.size()) << name;
+    if (a.size() != b.size()) continue;
+    const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
+    const bool image = has("-dirty-") || has("-psf") || has("-model-") || has("-residual-") || has("-image-");
+    const bool shape = has("-moment-skew-") || has("-moment-kurt-");
+    const bool from_peak = (has("-peak-") && !has("-peak-pi")) || has("-fdf-m2") || has("-rmclean-iterations");
+    std::vector<float> spread;
+    double signal = 0;
+    if (shape) {
+      spread = spip::fits::read_image((reference / ("demo-moment-std-" + name.substr(name.size() - 6, 1) + ".fits"))
+                                          .string())
+                   .data;
+      signal = 0.03 * peak_of(spip::fits::read_image((reference / "demo-moment-std-I.fits").string()).data);
+    }
+    const double scale = image ? restored_peak : peak_of(a);
+    double worst = 0;
+    std::size_t values = 0, one_sided_nan = 0, one_sided_bright = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (std::isfinite(a[i]) != std::isfinite(b[i])) {
+        ++one_sided_nan;
+        one_sided_bright += image || (faraday && pi[i % pi.size()] > bright);
+      }
+      if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
+      if ((from_peak && !(pi[i % pi.size()] > bright)) || (shape && !(spread[i] >= signal))) continue;
+      worst = std::max(worst, std::abs(static_cast<double>(a[i]) - b[i]));
+      ++values;
+    }
+    const double relative = scale > 0 ? worst / scale : worst;
+    std::cout << "[ measured ] " << what << " " << name << ": max difference " << relative << " of the peak over "
+              << values << " values; " << one_sided_nan << " blanked in one run only\n";
+    EXPECT_EQ(one_sided_bright, 0u) << what << " " << name;
+    EXPECT_LE(one_sided_nan, a.size() / 1000) << what << " " << name;
+    // One channel has no spread, and V no source.
+    if (!shape || (faraday && !has("-V."))) {
+      EXPECT_GT(values, 0u) << what << " " << name;
+    }
+    EXPECT_LE(relative, tolerance) << what << " " << name;
+    worst_all = std::max(worst_all, relative);
+    ++compared;
+  }
+  std::cout << "[ measured ] " << what << ": largest difference of " << compared << " products " << worst_all
+            << " of their peaks\n";
+  return compared;
+}
+
+
+}  // namespace spip::test
