@@ -148,19 +148,18 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   rates.from = "timed here on the CPU (a synthetic channel with the inputs' UVW; " + fixed(cycles, 0) +
                " major cycles per channel assumed)";
 
-  // Rank 0 creates the channel cubes and the Faraday stage's images filled; the stage
-  // takes the kept planes over MPI (memory copies on one node, not timed here) and
-  // writes its images a pixel at a time.
+  // Rank 0 creates the products with their headers only, which costs nothing worth
+  // counting; each rank writes its channels' planes on the writer thread, behind the
+  // imaging. The Faraday stage takes the kept planes over MPI (memory copies on one
+  // node, not timed here) and writes its images a pixel at a time.
   const double pixels = static_cast<double>(plan.geometry.pixels());
-  double channel_bytes = 0, faraday_bytes = 0;
-  for (const Product& product : plan.products.all()) {
-    if (product.kind == ProductKind::channel_cube) channel_bytes += product.bytes;
+  double faraday_bytes = 0;
+  for (const Product& product : plan.products.all())
     if (product.kind == ProductKind::moment_image || product.kind == ProductKind::fdf_cube ||
         product.kind == ProductKind::pixel_map)
       faraday_bytes += product.bytes;
-  }
   const double rate = write_rate(config.output.dir);
-  rates.create_s = (channel_bytes + faraday_bytes) / rate;
+  rates.create_s = 0;
   // Restoring with a common beam takes a channel's kept model and residual and writes
   // the restored planes output.channel_cubes chose.
   if (config.clean.niter > 0 && config.image.common_beam) {
