@@ -212,13 +212,14 @@ namespace {
 
 // With parallel.time_limit (what is left of the job's time before its warning), a run
 // that could never finish would only be requeued for ever: one whose slowest rank
-// cannot image a channel in one start (after set-up and the PSFs of all its channels),
+// cannot image a channel in one start (after the set-up),
 // or cannot do its share of the Faraday stage, which starts again from its beginning
 // when stopped. Such a run stops here; one that needs several starts says how many.
 // Rank 0 times the rates for every rank on its CPU, so a GPU run is only told.
 void check_time(const Config& config, const parallel::MpiContext& mpi, const Log& log, const Plan& plan) {
   const double limit = config.parallel.time_limit;
   if (!(limit > 0)) return;
+  const auto seconds = [](double s) { return fixed(s, s < 10 ? 2 : 0) + " s"; };
   std::exception_ptr failure;
   try {
     if (mpi.is_root()) {
@@ -229,16 +230,16 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
       const double total = rank_seconds(rates, slowest.channels, slowest.slab_pixels);
       const std::string problem =
           first > limit ? "a rank with " + std::to_string(slowest.channels) + " channels needs about " +
-                              fixed(first, 0) + " s to finish its first channel (set-up " + fixed(rates.setup_s, 1) +
+                              seconds(first) + " to finish its first channel (set-up " + fixed(rates.setup_s, 1) +
                               " s, imaging " + fixed(rates.image_channel_s, 2) + " s per channel)"
           : faraday > limit ? "a rank's share of the Faraday stage (" + fixed(slowest.slab_pixels, 0) +
-                                  " pixels) needs about " + fixed(faraday, 0) + " s in one start"
+                                  " pixels) needs about " + seconds(faraday) + " in one start"
                             : std::string();
       if (!problem.empty() && plan.gpu_device < 0)
-        SPIP_THROW(ConfigError, problem + ", but parallel.time_limit is " + fixed(limit, 0) +
-                                    " s; ask for more time or more ranks");
-      log.root("estimated " + fixed(total, 0) + " s on the slowest rank (CPU rates) against parallel.time_limit " +
-               fixed(limit, 0) + " s" +
+        SPIP_THROW(ConfigError, problem + ", but parallel.time_limit is " + seconds(limit) +
+                                    "; ask for more time or more ranks");
+      log.root("estimated " + seconds(total) + " on the slowest rank (CPU rates) against parallel.time_limit " +
+               seconds(limit) +
                (!problem.empty() ? "; on the CPU " + problem
                 : total > limit  ? "; the run will stop before the limit and resume, in about " +
                                       std::to_string(static_cast<int>(std::ceil(total / limit))) + " starts"
