@@ -7,7 +7,6 @@
 #include <complex>
 #include <cmath>
 #include <numeric>
-#include <tuple>
 #include <string>
 
 #include "spip/common/constants.hpp"
@@ -101,8 +100,10 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolut
   if (group) {
     std::array<double, 4> sums{stats.visibilities, stats.samples, stats.weight_sum, stats.nonfinite_samples};
     group->sum(sums);
-    std::tie(stats.visibilities, stats.samples, stats.weight_sum, stats.nonfinite_samples) =
-        std::tuple(sums[0], sums[1], sums[2], sums[3]);
+    stats.visibilities = sums[0];
+    stats.samples = sums[1];
+    stats.weight_sum = sums[2];
+    stats.nonfinite_samples = sums[3];
     stats.max_uv = group->max(stats.max_uv);
   }
   return stats;

@@ -18,7 +18,6 @@
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
-#include "spip/parallel/file_io.hpp"
 #include "spip/pipeline/log.hpp"
 
 namespace spip::pipeline {
@@ -103,7 +102,7 @@ double write_rate(const std::string& dir) {
   const std::vector<float> rows(static_cast<std::size_t>(header.nx) * 64 * 256, 1.0f);
   const Stopwatch watch;
   fits::CubeFile::create(scratch, header);
-  for (int row = 0; row < header.ny; row += 64) parallel::write_extents(fits::CubeFile::row_write(scratch, row, rows));
+  for (int row = 0; row < header.ny; row += 64) write_cube_rows(scratch, row, rows);
   const double seconds = watch.seconds();
   std::error_code error;
   fs::remove(fits::CubeFile::partial_path(scratch), error);

@@ -17,7 +17,6 @@
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/moments.hpp"
 #include "spip/faraday/spectral_model.hpp"
-#include "spip/parallel/file_io.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/pipeline/log.hpp"
 
@@ -149,7 +148,7 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
     if (weight[c] > 0) sums.add(planes.data() + c * pixels, weight[c]);
   const faraday::MomentImages m = faraday::moments(sums);
   const std::vector<float>* images[] = {&m.mean, &m.std, &m.skew, &m.kurt};
-  for (int k = 0; k < moment_orders; ++k) parallel::write_extents(fits::CubeFile::row_write(products_.moment(quantity, k), first_row, *images[k]));
+  for (int k = 0; k < moment_orders; ++k) write_cube_rows(products_.moment(quantity, k), first_row, *images[k]);
   return m.mean;
 }
 
@@ -215,16 +214,16 @@ void FaradayStage::process_rows(const RowGroup& group, const std::vector<double>
   for (const CubeChoice& cube : synthesis->cubes) {
     const std::vector<cfloat>& source = cube.clean ? slab.clean : slab.dirty;
     for (std::size_t i = 0; i < source.size(); ++i) values[i] = measured(i, part_of(source[i], cube.part));
-    parallel::write_extents(fits::CubeFile::row_write(products_.fdf_cube(cube.name), first_row, values));
+    write_cube_rows(products_.fdf_cube(cube.name), first_row, values);
   }
   std::vector<float> maps(slab.maps.size());
   for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    parallel::write_extents(fits::CubeFile::row_write(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels)));
+    write_cube_rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
   if (i0.empty()) return;
   std::vector<float> fracpol(pixels);
   for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[faraday::map_pi * pixels + x] / i0[x];
-  parallel::write_extents(fits::CubeFile::row_write(products_.fracpol_map(), first_row, fracpol));
+  write_cube_rows(products_.fracpol_map(), first_row, fracpol);
 }
 
 // faraday.fractional: each pixel's Q + iU divided by its Stokes I power law and scaled

@@ -31,11 +31,18 @@ void write_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane
   const std::size_t pixels = planes.size() / ms::num_stokes;
   for (const ChannelCube& cube : cubes.cubes)
     if (cube.product == product)
-      parallel::write_extents(fits::CubeFile::plane_write(
-          cube.path, plane, std::span<const float>(planes.data() + cube.stokes * pixels, pixels)));
+      write_cube_planes(cube.path, plane, std::span<const float>(planes.data() + cube.stokes * pixels, pixels));
 }
 
 }  // namespace
+
+void write_cube_planes(const std::string& path, int first_plane, std::span<const float> data) {
+  parallel::write_extents(fits::CubeFile::plane_write(path, first_plane, data));
+}
+
+void write_cube_rows(const std::string& path, int first_row, std::span<const float> data) {
+  parallel::write_extents(fits::CubeFile::row_write(path, first_row, data));
+}
 
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
@@ -73,13 +80,13 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
   write_stokes_planes(cubes, ChannelProduct::model, plane, model);
   write_stokes_planes(cubes, ChannelProduct::residual, plane, residual);
   if (cubes.products.written(ChannelProduct::psf))
-    parallel::write_extents(fits::CubeFile::plane_write(cubes.products.channel_cube(ChannelProduct::psf), plane, psf));
+    write_cube_planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
 }
 
 void write_blank_channel(const CubeSet& cubes, int plane) {
   const std::vector<float> nan(static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny,
                                std::numeric_limits<float>::quiet_NaN());
-  for (const ChannelCube& cube : cubes.cubes) parallel::write_extents(fits::CubeFile::plane_write(cube.path, plane, nan));
+  for (const ChannelCube& cube : cubes.cubes) write_cube_planes(cube.path, plane, nan);
 }
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {

@@ -2,6 +2,7 @@
 // The channel cubes of a run: headers, creation by rank 0, planes by every rank. Their
 // names and which of them are written come from the ProductRegistry.
 #include <array>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,13 @@ struct CubeSet {
 
 // The cubes of a run (plan.products), their headers from the first input and the imaged channels.
 CubeSet make_cube_set(const Config& config, const Plan& plan);
+
+// Planes [first_plane, ...) of a cube created with fits::CubeFile::create, or rows
+// [first_row, ...) of each of its planes (data [plane][row][x]): the fits room lays the
+// bytes out and the parallel room writes them with MPI-IO, so that ranks writing
+// neighbouring planes or slabs at once need no lock.
+void write_cube_planes(const std::string& path, int first_plane, std::span<const float> data);
+void write_cube_rows(const std::string& path, int first_row, std::span<const float> data);
 
 // Rank 0, before any rank writes.
 void create_cubes(const CubeSet& cubes);

@@ -37,6 +37,20 @@ spip::fits::ImageHeader cube_header(int nx, int ny, int planes) {
   return h;
 }
 
+// A cube that rank 0 creates in its scratch folder, its path on every rank.
+std::string shared_cube(const std::string& name, int nx, int ny, int planes) {
+  const std::string path = mpi->broadcast_text(mpi->is_root() ? spip::test::scratch_path(name).string() : "");
+  if (mpi->is_root()) spip::fits::CubeFile::create(path, cube_header(nx, ny, planes));
+  mpi->barrier();
+  return path;
+}
+
+// Rank 0 reads the committed cube back: its pixels, bit for bit.
+std::vector<float> committed(const std::string& path) {
+  spip::fits::CubeFile::commit(path);
+  return spip::fits::read_image(path).data;
+}
+
 }  // namespace
 
 // Every rank writes every size-th plane from a second thread while its main thread
@@ -46,9 +60,7 @@ spip::fits::ImageHeader cube_header(int nx, int ny, int planes) {
 TEST(SharedWrites, InterleavedPlanesOfEveryRankArriveWhole) {
   constexpr int nx = 15, ny = 15, planes = 384;
   const std::size_t plane = std::size_t{nx} * ny;
-  const std::string path = mpi->broadcast_text(mpi->is_root() ? spip::test::scratch_path("shared.fits").string() : "");
-  if (mpi->is_root()) spip::fits::CubeFile::create(path, cube_header(nx, ny, planes));
-  mpi->barrier();
+  const std::string path = shared_cube("shared.fits", nx, ny, planes);
 
   const std::vector<float> cube = random_bits(plane * planes, 17);
   std::exception_ptr failure;
@@ -67,8 +79,7 @@ TEST(SharedWrites, InterleavedPlanesOfEveryRankArriveWhole) {
   mpi->barrier();
   if (!mpi->is_root()) return;
 
-  spip::fits::CubeFile::commit(path);
-  const std::vector<float> read = spip::fits::read_image(path).data;
+  const std::vector<float> read = committed(path);
   ASSERT_EQ(read.size(), cube.size());
   std::size_t lost = 0;
   for (std::size_t i = 0; i < cube.size(); ++i)
@@ -82,9 +93,7 @@ TEST(SharedWrites, InterleavedPlanesOfEveryRankArriveWhole) {
 TEST(SharedWrites, RowSlabsOfEveryRankAssembleTheCube) {
   constexpr int nx = 10, ny = 23, planes = 7;
   const std::size_t plane = std::size_t{nx} * ny;
-  const std::string path = mpi->broadcast_text(mpi->is_root() ? spip::test::scratch_path("slabs.fits").string() : "");
-  if (mpi->is_root()) spip::fits::CubeFile::create(path, cube_header(nx, ny, planes));
-  mpi->barrier();
+  const std::string path = shared_cube("slabs.fits", nx, ny, planes);
   const std::vector<float> cube = random_bits(plane * planes, 5);
   const int first = ny * mpi->rank() / mpi->size(), last = ny * (mpi->rank() + 1) / mpi->size();
   std::vector<float> slab;
@@ -93,8 +102,7 @@ TEST(SharedWrites, RowSlabsOfEveryRankAssembleTheCube) {
   spip::parallel::write_extents(spip::fits::CubeFile::row_write(path, first, slab));
   mpi->barrier();
   if (!mpi->is_root()) return;
-  spip::fits::CubeFile::commit(path);
-  const std::vector<float> read = spip::fits::read_image(path).data;
+  const std::vector<float> read = committed(path);
   ASSERT_EQ(read.size(), cube.size());
   for (std::size_t i = 0; i < cube.size(); ++i)
     ASSERT_EQ(std::bit_cast<std::uint32_t>(read[i]), std::bit_cast<std::uint32_t>(cube[i])) << "pixel " << i;
