@@ -94,10 +94,11 @@ int main(int argc, char** argv) {
     // gather_channel and the bare memcpy alternately, so that both see the same machine.
     std::vector<double> gather_s, memcpy_s;
     const spip::ms::VisBlock& block = blocks.front();
+    const spip::ms::BandChannel channel{block.freq_hz[static_cast<std::size_t>(channels / 2)], 0, {{0, channels / 2}}};
     const std::size_t plane = block.index(0, channels / 2, 0), n = num_stokes * rows;
     for (int r = 0; r < repeats; ++r) {
       auto start = std::chrono::steady_clock::now();
-      spip::pipeline::gather_channel(blocks, channels / 2, coordinates, geometry, scheme, area, c.threads);
+      spip::pipeline::gather_channel(blocks, channel, coordinates, geometry, scheme, area, c.threads);
       gather_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       start = std::chrono::steady_clock::now();
       std::memcpy(area.weights, &block.weight[plane], n * sizeof(float));

@@ -20,7 +20,7 @@ po::options_description options() {
   po::options_description all("spip-simulate options");
   all.add_options()
     ("help", "show this help")
-    ("sky", po::value<std::string>()->required(), "sky model, OSKAR named-column text format")
+    ("sky", po::value<std::string>(), "sky model, OSKAR named-column text format")
     ("out", po::value<std::string>()->required(), "Measurement Set to write")
     ("template", po::value<std::string>(), "keep this MS's UVW, times, baselines and frequencies")
     ("telescope", po::value<std::string>(), "OSKAR telescope model folder (layout.txt, position.txt)")
@@ -37,12 +37,48 @@ po::options_description options() {
     ("flag-fraction", po::value<double>()->default_value(0.0), "fraction of visibilities flagged")
     ("seed", po::value<std::uint64_t>()->default_value(1), "random seed for noise and flags")
     ("flag-channels", po::value<std::vector<int>>()->multitoken(), "channels to flag entirely")
+    ("split", po::value<std::string>(),
+     "instead of simulating, rearrange this MS's channels into the spectral windows of --windows")
+    ("windows", po::value<std::vector<std::string>>()->multitoken(),
+     "with --split: one FIRST-LAST channel range per window (LAST < FIRST: stored high to low)")
     ("ionosphere", po::value<std::string>(),
      "table of time (MJD s) and ionospheric RM (rad/m^2): rotate each row's Q and U by RM(t) lambda^2");
   return all;
 }
 
+// "FIRST-LAST", inclusive; descending when LAST < FIRST.
+std::vector<int> channel_range(const std::string& text) {
+  std::size_t dash = text.find('-');
+  std::size_t used = 0;
+  int first = 0, last = 0;
+  try {
+    first = std::stoi(text.substr(0, dash));
+    last = std::stoi(text.substr(dash + 1), &used);
+  } catch (const std::exception&) {
+    dash = std::string::npos;
+  }
+  if (dash == std::string::npos || used != text.size() - dash - 1)
+    SPIP_THROW(spip::ConfigError, "--windows " + text + ": expected FIRST-LAST channel numbers");
+  std::vector<int> channels;
+  for (int c = first;; c += last >= first ? 1 : -1) {
+    channels.push_back(c);
+    if (c == last) break;
+  }
+  return channels;
+}
+
+int split(const po::variables_map& vm) {
+  if (!vm.count("windows")) SPIP_THROW(spip::ConfigError, "--split needs --windows");
+  std::vector<std::vector<int>> windows;
+  for (const std::string& text : vm["windows"].as<std::vector<std::string>>()) windows.push_back(channel_range(text));
+  spip::sim::split_windows(vm["split"].as<std::string>(), vm["out"].as<std::string>(), windows);
+  std::cout << "spip-simulate: wrote " << vm["out"].as<std::string>() << " (" << windows.size() << " window(s))\n";
+  return 0;
+}
+
 int run(const po::variables_map& vm) {
+  if (vm.count("split")) return split(vm);
+  if (!vm.count("sky")) SPIP_THROW(spip::ConfigError, "give --sky FILE (or --split MS)");
   const auto started = std::chrono::steady_clock::now();
   const spip::sim::SkyModel sky = spip::sim::read_sky_model(vm["sky"].as<std::string>());
   spip::sim::Corruption corruption;

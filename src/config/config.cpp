@@ -230,6 +230,30 @@ std::string restoring_beam_text(const ImageConfig& image) {
   return text(image.beam_major_arcsec) + "," + text(image.beam_minor_arcsec) + "," + text(image.beam_pa_deg);
 }
 
+// input.spw: -1 (each MS's only window), all, or "0,2,3".
+bool set_windows(Config& config, std::string_view value) {
+  InputConfig& input = config.input;
+  input.spw.clear();
+  input.all_windows = trimmed(value) == "all";
+  if (input.all_windows || trimmed(value) == "-1") return true;
+  for (std::size_t begin = 0; begin <= value.size();) {
+    const std::size_t end = std::min(value.find(',', begin), value.size());
+    int id = -1;
+    if (!parse(trimmed(value.substr(begin, end - begin)), id) || id < 0) return false;
+    if (std::find(input.spw.begin(), input.spw.end(), id) != input.spw.end()) return false;
+    input.spw.push_back(id);
+    begin = end + 1;
+  }
+  return true;
+}
+
+std::string windows_text(const InputConfig& input) {
+  if (input.all_windows) return "all";
+  if (input.spw.empty()) return "-1";
+  std::string list;
+  for (int id : input.spw) list += (list.empty() ? "" : ",") + std::to_string(id);
+  return list;
+}
 
 const std::vector<Key>& keys() {
   static const std::vector<Key> table = {
@@ -245,15 +269,25 @@ const std::vector<Key>& keys() {
                                "visibility column: DATA, CORRECTED_DATA or MODEL_DATA")),
       scalar("input.field", &Config::input, &InputConfig::field, [](int v) { return v >= -1; },
              "an integer >= -1", "", "FIELD_ID to image; -1: the MS must have one field"),
-      scalar("input.spw", &Config::input, &InputConfig::spw, [](int v) { return v >= -1; },
-             "an integer >= -1", "", "spectral window; -1: the MS must have one window"),
+      {"input.spw", "list", "",
+       "spectral windows to image, as SPECTRAL_WINDOW ids (0,2,3), or all; their channels join one frequency "
+       "axis; -1: each MS must have one window",
+       "-1, all, or spectral window ids >= 0 separated by commas", false, set_windows,
+       [](const Config& c) { return std::vector<std::string>{windows_text(c.input)}; }},
       scalar("input.channel_begin", &Config::input, &InputConfig::channel_begin,
-             [](int v) { return v >= 0; }, "an integer >= 0", "", "first channel to image"),
+             [](int v) { return v >= 0; }, "an integer >= 0", "",
+             "first channel to image, of the one window of one input; with several, input.freq_min"),
       // Checked against channel_begin once both are known.
       scalar("input.channel_end", &Config::input, &InputConfig::channel_end,
              any<int>,
              "-1 or an integer > input.channel_begin", "",
              "one past the last channel; -1: to the end of the band"),
+      scalar("input.freq_min", &Config::input, &InputConfig::freq_min_hz,
+             [](double v) { return v >= 0; }, "a number >= 0", "Hz",
+             "image the channels centred at or above this frequency, of every input"),
+      scalar("input.freq_max", &Config::input, &InputConfig::freq_max_hz,
+             [](double v) { return v >= 0; }, "a number >= 0", "Hz",
+             "image the channels centred at or below this frequency, of every input; 0: no limit"),
       scalar("input.row_chunk", &Config::input, &InputConfig::row_chunk,
              [](int v) { return v >= 1; }, "an integer >= 1", "rows",
              "rows read per casacore call (bounds reader memory)"),
@@ -575,6 +609,9 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                                 channel_end_where + ": expected -1 or an integer > " +
                                 "input.channel_begin (" + std::to_string(input.channel_begin) +
                                 ")");
+  if (input.freq_max_hz > 0 && input.freq_max_hz < input.freq_min_hz)
+    SPIP_THROW(ConfigError, "input.freq_max = " + text(input.freq_max_hz) + " Hz is below input.freq_min = " +
+                                text(input.freq_min_hz) + " Hz: expected 0 (no limit) or a number >= freq_min");
   const CleanConfig& clean = config.clean;
   if (clean.auto_mask > 0 && !(clean.auto_threshold > 0 && clean.auto_threshold < clean.auto_mask))
     SPIP_THROW(ConfigError, "clean.auto_mask = " + text(clean.auto_mask) +

@@ -144,6 +144,7 @@ void MsReader::Impl::open(const std::string& path) {
 void MsReader::Impl::read_windows() {
   const cc::Table windows = open_subtable(info.path, "SPECTRAL_WINDOW");
   info.spw = select_row(selection.spw, windows.nrow(), info.path, "spectral window", "input.spw");
+  info.num_windows = static_cast<int>(windows.nrow());
   const cc::Vector<double> freq = cc::ArrayColumn<double>(windows, "CHAN_FREQ")(info.spw);
   const cc::Vector<double> width = cc::ArrayColumn<double>(windows, "CHAN_WIDTH")(info.spw);
   info.freq_hz.assign(freq.begin(), freq.end());
@@ -479,22 +480,16 @@ std::string MsInfo::stokes_summary() const {
   return out.str();
 }
 
-void require_same_channels(const std::vector<MsInfo>& sets) {
-  for (std::size_t k = 1; k < sets.size(); ++k) {
-    const MsInfo& a = sets[0];
-    const MsInfo& b = sets[k];
-    if (a.num_channels() != b.num_channels())
-      bad_input(b.path + " has " + std::to_string(b.num_channels()) + " channels but " + a.path +
-                " has " + std::to_string(a.num_channels()) + "; input.ms must share channels");
-    for (int c = 0; c < a.num_channels(); ++c)
-      if (std::abs(a.freq_hz[c] - b.freq_hz[c]) > 1.0) {
-        std::ostringstream msg;
-        msg.precision(12);
-        msg << b.path << " channel " << c << " is at " << b.freq_hz[c] << " Hz but " << a.path
-            << " has " << a.freq_hz[c] << " Hz; input.ms must share channel frequencies";
-        bad_input(msg.str());
-      }
-  }
+std::vector<int> spectral_windows(const std::string& path) {
+  if (!std::filesystem::exists(path)) bad_input(path + ": no such file or directory");
+  if (!cc::Table::isReadable(path)) bad_input(path + ": not a casacore table; expected a MeasurementSet directory");
+  const cc::Table descriptions = open_subtable(path, "DATA_DESCRIPTION");
+  const cc::Vector<int> windows = cc::ScalarColumn<int>(descriptions, "SPECTRAL_WINDOW_ID").getColumn();
+  std::vector<int> ids(windows.begin(), windows.end());
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  if (ids.empty()) bad_input(path + ": the DATA_DESCRIPTION table is empty");
+  return ids;
 }
 
 }  // namespace spip::ms

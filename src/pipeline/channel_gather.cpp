@@ -43,7 +43,11 @@ PieceSums copy_weights(const float* in, std::size_t begin, std::size_t end, floa
 
 }  // namespace
 
-RowCoordinates::RowCoordinates(std::vector<double> uvw_m) : uvw_m_(std::move(uvw_m)), by_uv_(rows()) {
+RowCoordinates::RowCoordinates(std::vector<double> uvw_m, std::vector<std::size_t> input_rows)
+    : uvw_m_(std::move(uvw_m)), input_rows_(std::move(input_rows)), by_uv_(rows()) {
+  if (input_rows_.empty()) input_rows_.push_back(rows());
+  if (std::accumulate(input_rows_.begin(), input_rows_.end(), std::size_t{0}) != rows())
+    SPIP_THROW(Error, "row coordinates: the inputs' rows do not add up to the " + std::to_string(rows()) + " given");
   std::vector<double> uv_sq(rows());
   for (std::size_t k = 0; k < rows(); ++k) uv_sq[k] = uvw_m_[3 * k] * uvw_m_[3 * k] + uvw_m_[3 * k + 1] * uvw_m_[3 * k + 1];
   std::iota(by_uv_.begin(), by_uv_.end(), std::size_t{0});
@@ -56,44 +60,68 @@ double RowCoordinates::max_uv_m(const float* weights) const {
   return 0.0;
 }
 
-ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, int absolute_channel,
+namespace {
+
+// Copies rows [0, n) of a channel plane into `weights` and `vis` with `threads`,
+// adding up their Stokes I weights piece by piece in order.
+void copy_plane(const float* plane_weights, const std::complex<float>* plane_vis, std::size_t n, int threads,
+                float* weights, std::complex<float>* vis, ChannelStats& stats) {
+  constexpr int stokes = ms::num_stokes;
+  std::array<PieceSums, pieces> sums;
+#pragma omp parallel num_threads(threads)
+  {
+    // Each thread a run of pieces; its visibilities in one copy, the fastest there is.
+    const std::size_t team = omp_get_num_threads(), t = omp_get_thread_num();
+    const std::size_t p_begin = pieces * t / team, p_end = pieces * (t + 1) / team;
+    for (std::size_t p = p_begin; p < p_end; ++p)
+      sums[p] = copy_weights(plane_weights, n * p / pieces, n * (p + 1) / pieces, weights);
+    const std::size_t begin = stokes * (n * p_begin / pieces), end = stokes * (n * p_end / pieces);
+    std::copy(plane_vis + begin, plane_vis + end, vis + begin);
+  }
+  for (const PieceSums& piece : sums) {
+    stats.visibilities += piece.visibilities;
+    stats.weight_sum += piece.weight_sum;
+  }
+}
+
+}  // namespace
+
+ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::BandChannel& channel,
                             const RowCoordinates& coordinates, const imaging::ImageGeometry& geometry,
                             const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads,
                             const imaging::RowGroup* group) {
   constexpr int stokes = ms::num_stokes;
-  std::size_t rows = 0;
-  for (const ms::VisBlock& block : blocks) rows += block.num_rows();
-  if (rows != coordinates.rows() || out.rows != rows)
-    SPIP_THROW(Error, "channel " + std::to_string(absolute_channel) + " has " + std::to_string(rows) +
-                          " rows, but the inputs' coordinates " + std::to_string(coordinates.rows()) +
-                          " and the room made for it " + std::to_string(out.rows));
+  const std::size_t rows = coordinates.rows();
+  if (blocks.size() != coordinates.input_rows().size() || out.rows != rows)
+    SPIP_THROW(Error, "the channel at " + std::to_string(channel.freq_hz) + " Hz comes from " +
+                          std::to_string(blocks.size()) + " inputs, but the coordinates are of " +
+                          std::to_string(coordinates.input_rows().size()) + " and the room made for it holds " +
+                          std::to_string(out.rows) + " of their " + std::to_string(rows) + " rows");
   ChannelStats stats;
-  std::size_t first = 0;  // of the block, in the channel
-  for (const ms::VisBlock& block : blocks) {
-    const std::size_t plane = block.index(0, absolute_channel - block.chan_begin, 0), n = block.num_rows();
+  stats.freq_hz = channel.freq_hz;
+  std::size_t first = 0;  // of the input, in the channel
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const ms::VisBlock& block = blocks[i];
+    const std::size_t n = coordinates.input_rows()[i];
     float* weights = out.weights + stokes * first;
     std::complex<float>* vis = out.vis + stokes * first;
-    std::array<PieceSums, pieces> sums;
-#pragma omp parallel num_threads(threads)
-    {
-      // Each thread a run of pieces; its visibilities in one copy, the fastest there is.
-      const std::size_t team = omp_get_num_threads(), t = omp_get_thread_num();
-      const std::size_t p_begin = pieces * t / team, p_end = pieces * (t + 1) / team;
-      for (std::size_t p = p_begin; p < p_end; ++p)
-        sums[p] = copy_weights(block.weight.data() + plane, n * p / pieces, n * (p + 1) / pieces, weights);
-      const std::size_t begin = stokes * (n * p_begin / pieces), end = stokes * (n * p_end / pieces);
-      std::copy(block.vis.begin() + plane + begin, block.vis.begin() + plane + end, vis + begin);
+    const auto part = std::find_if(channel.parts.begin(), channel.parts.end(),
+                                   [&](const ms::ChannelPart& p) { return p.input == static_cast<int>(i); });
+    if (part == channel.parts.end()) {
+      std::fill(weights, weights + stokes * n, 0.0f);
+      std::fill(vis, vis + stokes * n, std::complex<float>{});
+    } else {
+      if (block.num_rows() != n)
+        SPIP_THROW(Error, "input " + std::to_string(i) + " has " + std::to_string(block.num_rows()) +
+                              " rows, but its coordinates " + std::to_string(n));
+      const int stored = part->channel - block.chan_begin;
+      const std::size_t plane = block.index(0, stored, 0);
+      copy_plane(block.weight.data() + plane, block.vis.data() + plane, n, threads, weights, vis, stats);
+      stats.nonfinite_samples += static_cast<double>(block.nonfinite_samples.at(static_cast<std::size_t>(stored)));
+      stats.samples += static_cast<double>(n);
     }
-    for (const PieceSums& piece : sums) {
-      stats.visibilities += piece.visibilities;
-      stats.weight_sum += piece.weight_sum;
-    }
-    stats.nonfinite_samples += static_cast<double>(block.nonfinite_samples.at(absolute_channel - block.chan_begin));
     first += n;
   }
-  // The first input's frequency: the inputs' channels agree to 1 Hz (require_same_channels).
-  stats.freq_hz = blocks.front().freq_hz[absolute_channel - blocks.front().chan_begin];
-  stats.samples = static_cast<double>(rows);
   const double inv_lambda = stats.freq_hz / speed_of_light;
   stats.max_uv = coordinates.max_uv_m(out.weights) * inv_lambda;
   imaging::apply_weighting(geometry, scheme, coordinates.uvw_m().data(), inv_lambda, rows, stokes, out.weights, group);

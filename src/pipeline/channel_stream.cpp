@@ -10,18 +10,18 @@
 namespace spip::pipeline {
 
 const std::vector<ms::VisBlock>& ChannelSource::blocks_for(int channel, double& wait_s) {
-  const int absolute = plan_.chan_begin + channel;
-  if (blocks_.empty() || absolute < blocks_.front().chan_begin || absolute >= blocks_.front().chan_end) {
+  if (blocks_begin_ < 0 || channel < blocks_begin_ || channel >= block_end(blocks_begin_)) {
     const Stopwatch watch;
-    if (next_.valid() && next_begin_ == absolute) {
+    if (next_.valid() && next_begin_ == channel) {
       blocks_ = next_.get();
     } else {
       if (next_.valid()) next_.wait();
-      blocks_ = read_block(absolute);
+      blocks_ = read_block(channel);
     }
+    blocks_begin_ = channel;
     wait_s += watch.seconds();
-    const int following = blocks_.front().chan_end;
-    if (following < plan_.chan_begin + mine_.end) {
+    const int following = block_end(channel);
+    if (following < mine_.end) {
       next_begin_ = following;
       next_ = std::async(std::launch::async, [this, following] { return read_block(following); });
     }
@@ -29,11 +29,16 @@ const std::vector<ms::VisBlock>& ChannelSource::blocks_for(int channel, double& 
   return blocks_;
 }
 
-std::vector<ms::VisBlock> ChannelSource::read_block(int absolute) const {
-  const int end = std::min(plan_.chan_begin + mine_.end, absolute + block_channels_);
+std::vector<ms::VisBlock> ChannelSource::read_block(int first) const {
   std::vector<ms::VisBlock> blocks;
   for (std::size_t i = 0; i < plan_.readers.size(); ++i) {
-    blocks.push_back(plan_.readers[i].read(absolute, end, shares_.empty() ? std::vector<char>{} : shares_[i]));
+    const auto [begin, end] = plan_.band.stored_range(static_cast<int>(i), first, block_end(first));
+    // An input without channels in the block contributes rows of weight 0.
+    if (begin == end) {
+      blocks.emplace_back();
+      continue;
+    }
+    blocks.push_back(plan_.readers[i].read(begin, end, shares_.empty() ? std::vector<char>{} : shares_[i]));
     if (plan_.ionosphere) ms::derotate(blocks.back(), *plan_.ionosphere);
   }
   return blocks;
@@ -66,7 +71,7 @@ ChannelStats ChannelFeed::advance(int c) {
 ChannelStats ChannelFeed::prepare(int c) {
   double read_wait = 0;
   const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
-  const ChannelStats stats = gather_channel(blocks, plan_.chan_begin + c, coordinates_, plan_.geometry,
+  const ChannelStats stats = gather_channel(blocks, plan_.band.channels.at(static_cast<std::size_t>(c)), coordinates_, plan_.geometry,
                                             imaging_.host_weighting(), imaging_.stage_area(), copy_threads_, group_);
   imaging_.stage(stats.freq_hz);
   return stats;

@@ -27,17 +27,20 @@ class ChannelSource {
     if (next_.valid()) next_.wait();
   }
 
-  // Visibilities of one channel (index into the imaged range) from every MS.
+  // Visibilities of one image channel (index into plan.band) from every input: per
+  // input, its stored channels of the block of image channels that holds it.
   const std::vector<ms::VisBlock>& blocks_for(int channel, double& wait_s);
 
  private:
-  std::vector<ms::VisBlock> read_block(int absolute) const;
+  std::vector<ms::VisBlock> read_block(int first) const;
+  int block_end(int first) const { return std::min(mine_.end, first + block_channels_); }
 
   const Plan& plan_;
   parallel::ChannelBlock mine_;
   std::vector<std::vector<char>> shares_;
   int block_channels_ = 1;
   std::vector<ms::VisBlock> blocks_;
+  int blocks_begin_ = -1;  // the image channels blocks_ holds: [blocks_begin_, block_end(blocks_begin_))
   std::future<std::vector<ms::VisBlock>> next_;
   int next_begin_ = -1;
 };

@@ -238,7 +238,7 @@ void RankRun::set_up_imaging() {
   RankRows rows = rank_rows(plan_, config_.image, group_ ? group_->size() : 1, group_ ? group_->member() : 0);
   if (!rows.summary.empty()) log_.info(rows.summary);
   source_.emplace(plan_, imaged_, std::move(rows.shares));
-  coordinates_.emplace(std::move(rows.uvw_m));
+  coordinates_.emplace(std::move(rows.uvw_m), std::move(rows.input_rows));
   imaging_->set_uvw(coordinates_->uvw_m());
   times_.setup_s = watch.seconds();
   log_.info("FFT plans and grid corrections for " + std::to_string(plan_.geometry.grid_size) + "^2 grids in " +
@@ -384,13 +384,18 @@ void RankRun::image_channels() {
 // every cube and the Faraday stage gives it zero weight.
 void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writer) {
   if (!leads()) return;
-  log_.info("channel " + std::to_string(plan_.chan_begin + c) + " has no unflagged data on the grid; blanked");
   const double nan = std::numeric_limits<double>::quiet_NaN();
   ChannelQa& qa = qa_of(c);
   qa = ChannelQa{};
   qa.channel = plan_.chan_begin + c;
   qa.freq_hz = data.freq_hz;
   qa.rank = mpi_.rank();
+  qa.blank = plan_.band.channels.at(static_cast<std::size_t>(c)).parts.empty()
+                 ? "gap: no input has this frequency"
+             : data.samples == 0    ? "no rows in the selected field"
+             : data.visibilities == 0 ? "every visibility flagged"
+                                      : "no unflagged visibility on the grid (image.uv_min, uv_max, size)";
+  log_.info("channel " + std::to_string(plan_.chan_begin + c) + " is blank: " + qa.blank);
   qa.flagged_fraction = 1.0;
   qa.nonfinite_samples = data.nonfinite_samples;
   qa.search_noise_jy = qa.clean_threshold_jy = nan;
@@ -426,6 +431,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   qa = ChannelQa{plan_.chan_begin + c,
                  data.freq_hz,
                  mpi_.rank(),
+                 {},
                  data.visibilities,
                  data.samples > 0 ? 1.0 - data.visibilities / data.samples : 1.0,
                  data.nonfinite_samples,

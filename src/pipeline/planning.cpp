@@ -50,24 +50,66 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Phase centres closer than this (0.2 mas) are the same field.
+constexpr double same_direction_rad = 1e-9;
+
+// One reader per Measurement Set and spectral window (input.spw: the listed ones, all,
+// or the MS's only one), each MS named once.
 std::vector<ms::MsReader> open_inputs(const Config& config) {
   ms::Selection selection;
   selection.column = config.input.column;
   selection.field = config.input.field;
-  selection.spw = config.input.spw;
   selection.row_chunk = static_cast<std::size_t>(config.input.row_chunk);
   std::vector<ms::MsReader> readers;
-  std::vector<ms::MsInfo> infos;
-  for (const std::string& path : config.input.ms) {
-    readers.emplace_back(path, selection);
-    for (const ms::MsInfo& earlier : infos)
-      if (fs::equivalent(earlier.path, path))
-        SPIP_THROW(ConfigError, "input.ms names " + earlier.path + " twice (also as " + path +
+  for (std::size_t k = 0; k < config.input.ms.size(); ++k) {
+    const std::string& path = config.input.ms[k];
+    for (std::size_t earlier = 0; earlier < k; ++earlier)
+      if (fs::exists(path) && fs::equivalent(config.input.ms[earlier], path))
+        SPIP_THROW(ConfigError, "input.ms names " + config.input.ms[earlier] + " twice (also as " + path +
                                     "); each Measurement Set once, or its visibilities would count twice");
-    infos.push_back(readers.back().info());
+    const std::vector<int> windows = config.input.all_windows ? ms::spectral_windows(path)
+                                     : config.input.spw.empty() ? std::vector<int>{-1}
+                                                                : config.input.spw;
+    for (int window : windows) {
+      selection.spw = window;
+      readers.emplace_back(path, selection);
+    }
   }
-  ms::require_same_channels(infos);
   return readers;
+}
+
+// The stored channels of each input that the run images: input.channel_begin/end of a
+// lone window, then input.freq_min/freq_max of every one.
+std::vector<std::vector<int>> selected_channels(const Config& config, const std::vector<ms::MsReader>& readers) {
+  const InputConfig& input = config.input;
+  const bool range = input.channel_begin != 0 || input.channel_end != -1;
+  if (range && readers.size() > 1)
+    SPIP_THROW(ConfigError, "input.channel_begin/channel_end number the channels of one window, but the run has " +
+                                std::to_string(readers.size()) +
+                                " inputs (Measurement Sets and spectral windows); select with input.freq_min and "
+                                "input.freq_max in Hz instead");
+  std::vector<std::vector<int>> selected;
+  for (const ms::MsReader& reader : readers) {
+    const ms::MsInfo& info = reader.info();
+    const int stored = info.num_channels();
+    const int begin = input.channel_begin, end = input.channel_end < 0 ? stored : input.channel_end;
+    if (end > stored || begin >= end)
+      SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(begin) + ", " +
+                                 std::to_string(end) + ") is outside the band of " + std::to_string(stored) +
+                                 " channels");
+    std::vector<int>& mine = selected.emplace_back();
+    for (int c = begin; c < end; ++c) {
+      const double nu = info.freq_hz[static_cast<std::size_t>(c)];
+      if (nu >= input.freq_min_hz && (input.freq_max_hz <= 0 || nu <= input.freq_max_hz)) mine.push_back(c);
+    }
+  }
+  if (std::all_of(selected.begin(), selected.end(), [](const std::vector<int>& s) { return s.empty(); }))
+    SPIP_THROW(InputError, "no channel of the " + std::to_string(readers.size()) +
+                               " input(s) is centred within input.freq_min/freq_max = [" +
+                               fixed(input.freq_min_hz, 0) + ", " +
+                               (input.freq_max_hz > 0 ? fixed(input.freq_max_hz, 0) : std::string("no limit")) +
+                               "] Hz");
+  return selected;
 }
 
 // A planning step may fail on some ranks only (a node without a GPU, a read error in
@@ -107,13 +149,14 @@ void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr&
   throw JobFailure(report, __FILE__, __LINE__, static_cast<ExitCode>(static_cast<int>(*first)));
 }
 
-// Unflagged visibilities per imaged channel over every input MS: the cost that the
-// channel blocks balance. Each rank counts a share of the rows and one all-reduce adds
-// them, so the FLAG column is read once per job, not once per rank.
-std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers, int begin, int end,
-                                       const parallel::MpiContext& mpi) {
-  std::vector<std::int64_t> cost(static_cast<std::size_t>(end - begin), 0);
-  for (const ms::MsReader& reader : readers) {
+// Unflagged visibilities per image channel over every input: the cost that the channel
+// blocks balance (0 for a gap or a wholly flagged channel). Each rank counts a share of
+// the rows and one all-reduce adds them, so the FLAG column is read once per job, not
+// once per rank. Throws an InputError only if nothing at all is unflagged.
+std::vector<std::int64_t> channel_cost(const Plan& plan, const parallel::MpiContext& mpi, const Log& log) {
+  std::vector<std::int64_t> cost(static_cast<std::size_t>(plan.band.size()), 0);
+  for (std::size_t i = 0; i < plan.readers.size(); ++i) {
+    const ms::MsReader& reader = plan.readers[i];
     const std::int64_t rows = reader.info().num_rows;
     std::vector<std::int64_t> counts;
     std::exception_ptr failure;
@@ -124,8 +167,21 @@ std::vector<std::int64_t> channel_cost(const std::vector<ms::MsReader>& readers,
     }
     agree_on_failure(mpi, failure);
     mpi.sum_all(counts);
-    ms::require_unflagged(reader.info(), counts);
-    for (int c = begin; c < end; ++c) cost[c - begin] += counts[c];
+    std::int64_t used = 0;
+    for (std::size_t c = 0; c < cost.size(); ++c)
+      for (const ms::ChannelPart& part : plan.band.channels[c].parts)
+        if (part.input == static_cast<int>(i)) {
+          cost[c] += counts[static_cast<std::size_t>(part.channel)];
+          used += counts[static_cast<std::size_t>(part.channel)];
+        }
+    if (used == 0 && plan.readers.size() > 1)
+      log.root("input " + ms::input_name(reader.info()) +
+               ": no unflagged cross-correlation data in the selected channels; its channels are blank");
+  }
+  if (std::all_of(cost.begin(), cost.end(), [](std::int64_t n) { return n == 0; })) {
+    if (plan.readers.size() == 1) ms::require_unflagged(plan.readers.front().info(), cost);
+    SPIP_THROW(InputError, "no unflagged cross-correlation data in the selected channels of any of the " +
+                               std::to_string(plan.readers.size()) + " inputs");
   }
   return cost;
 }
@@ -292,15 +348,18 @@ Plan open_plan(const Config& config) {
   Plan plan;
   plan.readers = open_inputs(config);
   if (!config.faraday.ionosphere.empty()) plan.ionosphere = ms::IonosphereTable::read(config.faraday.ionosphere);
-  const ms::MsInfo& info = plan.readers.front().info();
-  const int band = info.num_channels();
-  plan.chan_begin = config.input.channel_begin;
-  plan.chan_end = config.input.channel_end < 0 ? band : config.input.channel_end;
-  if (plan.chan_end > band || plan.chan_begin >= plan.chan_end)
-    SPIP_THROW(InputError, info.path + ": input.channel_begin/channel_end = [" + std::to_string(plan.chan_begin) +
-                               ", " + std::to_string(plan.chan_end) + ") is outside the band of " +
-                               std::to_string(band) + " channels");
-  plan.freq_hz.assign(info.freq_hz.begin() + plan.chan_begin, info.freq_hz.begin() + plan.chan_end);
+  std::vector<ms::MsInfo> infos;
+  for (const ms::MsReader& reader : plan.readers) infos.push_back(reader.info());
+  for (const ms::MsInfo& info : infos)
+    if (std::abs(info.ra_rad - infos.front().ra_rad) > same_direction_rad ||
+        std::abs(info.dec_rad - infos.front().dec_rad) > same_direction_rad)
+      SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
+                                 ms::input_name(infos.front()) + "; the inputs of a run must share one field");
+  plan.band = ms::merge_band(infos, selected_channels(config, plan.readers));
+  // A lone window's channels keep their numbers in the logs and records.
+  plan.chan_begin = plan.readers.size() == 1 ? config.input.channel_begin : 0;
+  plan.chan_end = plan.chan_begin + plan.band.size();
+  plan.freq_hz = plan.band.freq_hz();
   for (const ms::MsReader& reader : plan.readers)
     for (int s = 0; s < ms::num_stokes; ++s) plan.stokes[s] = plan.stokes[s] || reader.info().stokes_determined[s];
   if (plan.freq_hz.size() >= 2 && plan.polarised())
@@ -382,8 +441,6 @@ std::string stokes_list(const std::array<bool, ms::num_stokes>& stokes, bool det
 
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
   Plan plan = open_plan(config);
-  const ms::MsInfo& info = plan.readers.front().info();
-  const int band = info.num_channels();
   log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): channels [" +
            std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
            std::to_string(plan.readers.size()) + " Measurement Set(s) into " + std::to_string(config.image.size) +
@@ -391,8 +448,15 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
            (plan.polarised() ? ", then the Faraday stage" : "") + "; products in " + config.output.dir + " (prefix " +
            config.output.prefix + ")");
   for (const ms::MsReader& reader : plan.readers)
-    log.root("input " + reader.info().path + ": " + std::to_string(reader.info().num_rows) + " rows, " +
-             std::to_string(band) + " channels, correlations [" + reader.info().stokes_summary() + "]");
+    log.root("input " + ms::input_name(reader.info()) + ": " + std::to_string(reader.info().num_rows) + " rows, " +
+             std::to_string(reader.info().num_channels()) + " channels from " +
+             fixed(reader.info().freq_hz.front() / 1e6, 4) + " to " + fixed(reader.info().freq_hz.back() / 1e6, 4) +
+             " MHz, correlations [" + reader.info().stokes_summary() + "]");
+  log.root("frequency axis: " + std::to_string(plan.band.size()) + " channels from " +
+           fixed(plan.freq_hz.front() / 1e6, 4) + " MHz in steps of " + fixed(plan.band.step_hz / 1e3, 3) + " kHz" +
+           (plan.band.gaps() > 0 ? ", " + std::to_string(plan.band.gaps()) +
+                                       " of them in gaps between the inputs' channels (blank planes)"
+                                 : std::string()));
   std::string correlations;
   for (const ms::MsReader& reader : plan.readers)
     correlations += (correlations.empty() ? "" : "; ") + reader.info().stokes_summary();
@@ -418,7 +482,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   plan.backend = device ? "gpu " + std::to_string(device->index) : "cpu";
   plan.gpu_device = device ? device->index : -1;
   plan.gpu_share_bytes = device ? share.each() : 0;
-  const std::vector<std::int64_t> cost = channel_cost(plan.readers, plan.chan_begin, plan.chan_end, mpi);
+  const std::vector<std::int64_t> cost = channel_cost(plan, mpi, log);
   plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
   // A share of a channel fits a rank when the host memory and, on a GPU, the rank's part
   // of the device hold it: the least of any rank, so that every rank decides alike.

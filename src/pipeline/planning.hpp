@@ -18,6 +18,7 @@
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
+#include "spip/ms/band.hpp"
 #include "spip/ms/ionosphere.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
@@ -37,8 +38,11 @@ inline double largest_row_share(int members) { return members <= 1 ? 1.0 : std::
 struct Plan {
   std::vector<ms::MsReader> readers;
   std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
-  int chan_begin = 0, chan_end = 0;              // imaged range of the band
-  std::vector<double> freq_hz;                   // of the imaged channels
+  ms::Band band;                                 // the image channels: every input's on one axis
+  // The image channels' numbers in logs and records: [chan_begin, chan_end); a lone
+  // window's keep their stored numbers (input.channel_begin), merged ones count from 0.
+  int chan_begin = 0, chan_end = 0;
+  std::vector<double> freq_hz;                   // of the image channels
   std::array<bool, ms::num_stokes> stokes{};     // which of I, Q, U, V some input's correlations determine
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels, or not polarised)
   // Channel blocks, relative to chan_begin. Groups of ranks_per_channel consecutive

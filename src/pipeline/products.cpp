@@ -46,22 +46,21 @@ void write_cube_rows(const std::string& path, int first_row, std::span<const flo
 
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
-  const int chan_begin = plan.chan_begin, chan_end = plan.chan_end;
   CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}};
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
   h.dec_rad = info.dec_rad;
   h.cell_rad = config.pixel_scale_rad();
-  const double cdelt = chan_end - chan_begin > 1 ? info.freq_hz[chan_begin + 1] - info.freq_hz[chan_begin]
-                                                : info.chan_width_hz[chan_begin];
-  h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", info.freq_hz[chan_begin], cdelt, 1.0, chan_end - chan_begin});
+  // The merged axis is regular: gaps between the inputs' channels are blank planes.
+  h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", plan.freq_hz.front(), plan.band.step_hz, 1.0, plan.band.size()});
   h.bunit = "Jy/beam";
   h.beam = fits::Beam{};  // placeholder values until write_restoring_beam
   h.date_obs = info.date_obs();
   h.telescope = info.telescope;
   h.object = info.field_name;
-  h.history.push_back("spip: " + std::to_string(config.input.ms.size()) + " MS, " + config.input.column +
+  h.history.push_back("spip: " + std::to_string(config.input.ms.size()) + " MS, " +
+                      std::to_string(plan.readers.size()) + " spectral window(s), " + config.input.column +
                       ", weighting " + to_string(config.image.weighting));
   if (!config.image.common_beam)
     h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: the largest");

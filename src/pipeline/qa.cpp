@@ -31,6 +31,7 @@ void to_json(json& out, const ChannelQa& qa) {
   out = json{{"channel", qa.channel},
              {"freq_hz", qa.freq_hz},
              {"rank", qa.rank},
+             {"blank", qa.blank.empty() ? json() : json(qa.blank)},
              {"visibilities", qa.visibilities},
              {"flagged_fraction", qa.flagged_fraction},
              {"nonfinite_samples", qa.nonfinite_samples},
@@ -57,6 +58,7 @@ void from_json(const json& in, ChannelQa& qa) {
   qa.channel = in.at("channel").get<int>();
   qa.freq_hz = number(in, "freq_hz");
   qa.rank = in.at("rank").get<int>();
+  qa.blank = in.at("blank").is_null() ? std::string() : in.at("blank").get<std::string>();
   qa.visibilities = number(in, "visibilities");
   qa.flagged_fraction = number(in, "flagged_fraction");
   qa.nonfinite_samples = number(in, "nonfinite_samples");

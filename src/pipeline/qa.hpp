@@ -14,12 +14,13 @@
 namespace spip::pipeline {
 
 // The records' layout; progress markers of another version are not resumed from.
-inline constexpr int qa_version = 2;
+inline constexpr int qa_version = 3;
 
 struct ChannelQa {
   int channel = 0;
   double freq_hz = 0;
   int rank = 0;
+  std::string blank;             // why the channel's planes are blank (NaN); empty: imaged
   double visibilities = 0, flagged_fraction = 0;
   double nonfinite_samples = 0;  // NaN or Inf correlation samples, treated as flagged
   double weight_sum = 0, max_uv_wavelengths = 0;

@@ -98,6 +98,7 @@ RankRows rank_rows(const Plan& plan, const ImageConfig& image, int members, int 
   std::vector<std::size_t> input_rows;
   rows.uvw_m = inputs_uvw_m(plan, &input_rows);
   const std::size_t total = rows.uvw_m.size() / 3;
+  rows.input_rows = input_rows;
   if (members <= 1 || total == 0) return rows;
   std::vector<std::size_t> by_w(total);
   std::iota(by_w.begin(), by_w.end(), std::size_t{0});
@@ -118,6 +119,8 @@ RankRows rank_rows(const Plan& plan, const ImageConfig& image, int members, int 
   for (std::size_t input_total : input_rows) {
     rows.shares.emplace_back(mine.begin() + static_cast<std::ptrdiff_t>(k),
                              mine.begin() + static_cast<std::ptrdiff_t>(k + input_total));
+    rows.input_rows[rows.shares.size() - 1] =
+        static_cast<std::size_t>(std::count(rows.shares.back().begin(), rows.shares.back().end(), 1));
     for (std::size_t end = k + input_total; k < end; ++k)
       if (mine[k]) own.insert(own.end(), rows.uvw_m.begin() + 3 * k, rows.uvw_m.begin() + 3 * k + 3);
   }

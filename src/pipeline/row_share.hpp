@@ -14,6 +14,7 @@ namespace spip::pipeline {
 struct RankRows {
   std::vector<double> uvw_m;              // this rank's rows of every input, input after input, [k][3]
   std::vector<std::vector<char>> shares;  // per input, per row its reads keep: whether this rank reads it; empty: all
+  std::vector<std::size_t> input_rows;    // per input, the rows this rank reads
   std::string summary;                    // for the log; empty without a group
 };
 

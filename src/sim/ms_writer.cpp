@@ -21,6 +21,7 @@
 #include <casacore/tables/Tables/ArrColDesc.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/SetupNewTab.h>
+#include <casacore/tables/Tables/TableCopy.h>
 #include <casacore/tables/Tables/TableLock.h>
 
 #include <cmath>
@@ -389,6 +390,108 @@ void simulate_from_array(const ArrayDescription& array, const std::string& out_m
     fill_subtables(ms, array, stations);
     fill_main(ms, array, stations);
     fill_data(ms, sky, corruption);
+  } catch (const cc::AipsError& e) {
+    fs::remove_all(partial_name(out_ms));
+    SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));
+  }
+  publish(out_ms);
+}
+
+namespace {
+
+// The input's rows of a main-table column, repeated once per window.
+template <typename T>
+void repeat_scalar(const cc::Table& in, cc::Table& out, const char* column, std::size_t windows) {
+  const cc::Vector<T> values = cc::ScalarColumn<T>(in, column).getColumn();
+  cc::ScalarColumn<T> target(out, column);
+  for (std::size_t w = 0; w < windows; ++w) target.putColumnRange(cc::Slicer(cc::IPosition(1, w * in.nrow()), cc::IPosition(1, in.nrow())), values);
+}
+
+template <typename T>
+void repeat_cells(const cc::Table& in, cc::Table& out, const char* column, std::size_t windows) {
+  const cc::Array<T> values = cc::ArrayColumn<T>(in, column).getColumn();
+  cc::ArrayColumn<T> target(out, column);
+  for (std::size_t w = 0; w < windows; ++w)
+    target.putColumnRange(cc::Slicer(cc::IPosition(1, w * in.nrow()), cc::IPosition(1, in.nrow())), values);
+}
+
+// DATA or FLAG: window w's rows take the input's channels windows[w].
+template <typename T>
+void split_channels(const cc::Table& in, cc::Table& out, const char* column, const std::vector<std::vector<int>>& windows) {
+  const cc::Array<T> values = cc::ArrayColumn<T>(in, column).getColumn();  // [corr][chan][row]
+  const cc::IPosition shape = values.shape();
+  cc::ArrayColumn<T> target(out, column);
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    const auto n = static_cast<long>(windows[w].size());
+    cc::Array<T> part(cc::IPosition(3, shape(0), n, shape(2)));
+    for (long r = 0; r < shape(2); ++r)
+      for (long c = 0; c < n; ++c)
+        for (long k = 0; k < shape(0); ++k) part(cc::IPosition(3, k, c, r)) = values(cc::IPosition(3, k, windows[w][c], r));
+    target.putColumnRange(cc::Slicer(cc::IPosition(1, w * in.nrow()), cc::IPosition(1, in.nrow())), part);
+  }
+}
+
+void copy_subtable(const cc::MeasurementSet& in, cc::MeasurementSet& out, const char* name) {
+  const cc::Table from = in.keywordSet().asTable(name);
+  cc::Table to = out.keywordSet().asTable(name);
+  to.addRow(from.nrow());
+  cc::TableCopy::copyRows(to, from);
+}
+
+}  // namespace
+
+void split_windows(const std::string& in_ms, const std::string& out_ms, const std::vector<std::vector<int>>& windows) {
+  if (!cc::Table::isReadable(in_ms)) SPIP_THROW(InputError, in_ms + ": not a readable MeasurementSet (--split)");
+  if (windows.empty()) SPIP_THROW(InputError, "--windows: no window given");
+  fs::remove_all(partial_name(out_ms));
+  try {
+    const cc::MeasurementSet in(in_ms, cc::TableLock(cc::TableLock::NoLocking));
+    const cc::MSColumns columns(in);
+    const cc::Vector<double> freq = columns.spectralWindow().chanFreq()(0);
+    const cc::Vector<double> width = columns.spectralWindow().chanWidth()(0);
+    ArrayDescription layout;
+    layout.num_channels = static_cast<int>(windows.front().size());
+    for (const std::vector<int>& window : windows)
+      for (int c : window)
+        if (static_cast<int>(window.size()) != layout.num_channels || c < 0 || c >= static_cast<int>(freq.size()))
+          SPIP_THROW(InputError, "--windows: each window needs " + std::to_string(layout.num_channels) +
+                                     " channels of the " + std::to_string(freq.size()) + " in " + in_ms);
+    cc::MeasurementSet out = create_ms(partial_name(out_ms), layout, in.nrow() * windows.size());
+    for (const char* name : {"ANTENNA", "FEED", "FIELD", "POLARIZATION", "OBSERVATION"}) copy_subtable(in, out, name);
+    cc::MSColumns target(out);
+    for (std::size_t w = 0; w < windows.size(); ++w) {
+      out.spectralWindow().addRow();
+      out.dataDescription().addRow();
+      cc::Vector<double> f(windows[w].size()), b(windows[w].size());
+      double total = 0;
+      for (std::size_t c = 0; c < windows[w].size(); ++c) {
+        f(c) = freq(windows[w][c]);
+        b(c) = width(windows[w][c]);
+        total += std::abs(b(c));
+      }
+      auto& spw = target.spectralWindow();
+      spw.chanFreq().put(w, f);
+      spw.chanWidth().put(w, b);
+      spw.effectiveBW().put(w, b);
+      spw.resolution().put(w, b);
+      spw.numChan().put(w, static_cast<int>(f.size()));
+      spw.refFrequency().put(w, f(0));
+      spw.totalBandwidth().put(w, total);
+      spw.measFreqRef().put(w, columns.spectralWindow().measFreqRef()(0));
+      spw.netSideband().put(w, 1);
+      target.dataDescription().spectralWindowId().put(w, static_cast<int>(w));
+      target.dataDescription().polarizationId().put(w, 0);
+    }
+    for (const char* column : {"ANTENNA1", "ANTENNA2", "FIELD_ID", "SCAN_NUMBER"}) repeat_scalar<int>(in, out, column, windows.size());
+    for (const char* column : {"TIME", "TIME_CENTROID", "INTERVAL", "EXPOSURE"}) repeat_scalar<double>(in, out, column, windows.size());
+    repeat_scalar<bool>(in, out, "FLAG_ROW", windows.size());
+    repeat_cells<double>(in, out, "UVW", windows.size());
+    for (const char* column : {"WEIGHT", "SIGMA"}) repeat_cells<float>(in, out, column, windows.size());
+    split_channels<cc::Complex>(in, out, "DATA", windows);
+    split_channels<bool>(in, out, "FLAG", windows);
+    cc::ScalarColumn<int> ddid(out, "DATA_DESC_ID");
+    for (std::size_t w = 0; w < windows.size(); ++w)
+      for (cc::rownr_t r = 0; r < in.nrow(); ++r) ddid.put(w * in.nrow() + r, static_cast<int>(w));
   } catch (const cc::AipsError& e) {
     fs::remove_all(partial_name(out_ms));
     SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));

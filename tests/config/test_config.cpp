@@ -22,6 +22,7 @@ namespace {
 const std::vector<std::string> all_keys = {
     "input.ms",           "input.column",        "input.field",
     "input.spw",          "input.channel_begin", "input.channel_end",
+    "input.freq_min",     "input.freq_max",
     "input.row_chunk",    "output.dir",          "output.prefix",
     "image.size",         "image.scale",         "image.weighting",
     "image.robust",       "image.accuracy",      "image.padding",
@@ -75,6 +76,9 @@ void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.input.column, b.input.column);
   EXPECT_EQ(a.input.field, b.input.field);
   EXPECT_EQ(a.input.spw, b.input.spw);
+  EXPECT_EQ(a.input.all_windows, b.input.all_windows);
+  EXPECT_EQ(a.input.freq_min_hz, b.input.freq_min_hz);
+  EXPECT_EQ(a.input.freq_max_hz, b.input.freq_max_hz);
   EXPECT_EQ(a.input.channel_begin, b.input.channel_begin);
   EXPECT_EQ(a.input.channel_end, b.input.channel_end);
   EXPECT_EQ(a.input.row_chunk, b.input.row_chunk);
@@ -168,6 +172,22 @@ TEST(Config, DefaultsFromTheHeader) {
   EXPECT_EQ(parsed.config.parallel.device, Device::automatic);
 }
 
+// input.spw takes a list or all; -1 is the old default (each MS's only window).
+TEST(Config, SpectralWindowsAndFrequencyRange) {
+  const Config listed = parse({"--input.ms", "a.ms", "--input.spw", "0, 2,3", "--input.freq_min", "1.2e8"}).config;
+  EXPECT_EQ(listed.input.spw, (std::vector<int>{0, 2, 3}));
+  EXPECT_FALSE(listed.input.all_windows);
+  EXPECT_EQ(listed.input.freq_min_hz, 1.2e8);
+  const Config all = parse({"--input.ms", "a.ms", "--input.spw", "all"}).config;
+  EXPECT_TRUE(all.input.all_windows);
+  EXPECT_TRUE(all.input.spw.empty());
+  const Config one = parse({"--input.ms", "a.ms", "--input.spw", "-1"}).config;
+  EXPECT_TRUE(one.input.spw.empty());
+  EXPECT_FALSE(one.input.all_windows);
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--input.freq_min", "2e8", "--input.freq_max", "1e8"}); },
+                      {"input.freq_max", "input.freq_min"});
+}
+
 TEST(Config, FileWithEverySection) {
   const std::string path = write_config(full_file);
   const ParsedCommand parsed = parse({"--config", path});
@@ -180,7 +200,7 @@ TEST(Config, FileWithEverySection) {
   EXPECT_EQ(c.image.beam_major_arcsec, 45.5);
   EXPECT_EQ(c.image.beam_minor_arcsec, 30.0);
   EXPECT_EQ(c.image.beam_pa_deg, -12.25);
-  EXPECT_EQ(c.input.spw, 1);
+  EXPECT_EQ(c.input.spw, std::vector<int>{1});
   EXPECT_EQ(c.input.channel_begin, 4);
   EXPECT_EQ(c.input.channel_end, 36);
   EXPECT_EQ(c.input.row_chunk, 1000);
@@ -392,7 +412,10 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"input.channel_end", "0", "-1 or an integer > input.channel_begin"},
                     OutOfRange{"input.channel_end", "-2", "-1 or an integer > input.channel_begin"},
                     OutOfRange{"input.field", "-2", "an integer >= -1"},
-                    OutOfRange{"input.spw", "-2", "an integer >= -1"},
+                    OutOfRange{"input.spw", "-2", "-1, all, or spectral window ids >= 0 separated by commas"},
+                    OutOfRange{"input.spw", "1,1", "-1, all, or spectral window ids >= 0 separated by commas"},
+                    OutOfRange{"input.spw", "1,x", "-1, all, or spectral window ids >= 0 separated by commas"},
+                    OutOfRange{"input.freq_min", "-1", "a number >= 0"},
                     OutOfRange{"input.column", "FLAG", "one of DATA, CORRECTED_DATA, MODEL_DATA"},
                     OutOfRange{"input.ms", "", "a Measurement Set path"},
                     OutOfRange{"output.dir", "", "a non-empty path"},

@@ -1,4 +1,5 @@
 // MsReader on real casacore tables: the OSKAR sample and simulator-made variants.
+#include <numeric>
 #include <casacore/casa/Arrays/Array.h>
 #include <casacore/casa/Arrays/Matrix.h>
 #include <casacore/tables/Tables/ArrayColumn.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 
 #include "spip/error.hpp"
+#include "spip/ms/band.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
@@ -231,7 +233,7 @@ TEST(MsReaderErrors, NoUnflaggedData) {
   expect_input_error([&] { reader.unflagged_per_channel(); }, {"all_flagged.ms", "no unflagged"});
 }
 
-TEST(MsReaderErrors, SetsWithDifferentChannels) {
+TEST(MsReaderErrors, SetsWithOverlappingChannels) {
   spip::sim::ArrayDescription array;
   spip::sim::read_oskar_telescope(data_dir + "/oskar_small.tm", array);
   array.dec_rad = M_PI / 3;
@@ -245,6 +247,12 @@ TEST(MsReaderErrors, SetsWithDifferentChannels) {
   spip::sim::simulate_from_array(array, other, spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt"), {});
   const std::vector<spip::ms::MsInfo> sets = {MsReader(oskar_ms, Selection{}).info(),
                                               MsReader(other, Selection{}).info()};
-  expect_input_error([&] { spip::ms::require_same_channels(sets); }, {"other_band.ms", "channel 1", "oskar_small.ms"});
-  EXPECT_NO_THROW(spip::ms::require_same_channels({sets[0], sets[0]}));
+  // Channel 0 has the same centre in both but another width: an overlap.
+  const std::vector<std::vector<int>> every = {std::vector<int>(40), std::vector<int>(40)};
+  std::vector<std::vector<int>> selected = every;
+  for (auto& s : selected) std::iota(s.begin(), s.end(), 0);
+  expect_input_error([&] { spip::ms::merge_band(sets, selected); }, {"other_band.ms", "channel 0", "oskar_small.ms", "overlaps"});
+  const spip::ms::Band same = spip::ms::merge_band({sets[0], sets[0]}, selected);
+  EXPECT_EQ(same.size(), 40);
+  EXPECT_EQ(same.channels[7].parts.size(), 2u);
 }

@@ -39,10 +39,14 @@ class ChannelGather : public testing::Test {
     if (two) out.push_back(ms::MsReader(data_dir + "/oskar_small.ms", ms::Selection{}).read(8, 12));
     return out;
   }
-  static std::vector<double> uvw_m(const std::vector<ms::VisBlock>& blocks) {
+  static RowCoordinates coordinates_of(const std::vector<ms::VisBlock>& blocks) {
     std::vector<double> uvw;
-    for (const ms::VisBlock& b : blocks) uvw.insert(uvw.end(), b.uvw_m.begin(), b.uvw_m.end());
-    return uvw;
+    std::vector<std::size_t> rows;
+    for (const ms::VisBlock& b : blocks) {
+      uvw.insert(uvw.end(), b.uvw_m.begin(), b.uvw_m.end());
+      rows.push_back(b.num_rows());
+    }
+    return RowCoordinates(uvw, rows);
   }
 
   static std::string path_;
@@ -62,7 +66,10 @@ Gathered gather(const std::vector<ms::VisBlock>& blocks, const RowCoordinates& c
   out.weights.assign(4 * coordinates.rows(), -1.0f);
   out.vis.assign(4 * coordinates.rows(), {-1.0f, -1.0f});
   const imaging::ChannelView view{coordinates.rows(), out.weights.data(), out.vis.data()};
-  out.stats = gather_channel(blocks, channel, coordinates, geometry, scheme, view, threads);
+  // The channel of every input, as the band merges inputs that share their channels.
+  ms::BandChannel merged{blocks.front().freq_hz[static_cast<std::size_t>(channel - blocks.front().chan_begin)], 0, {}};
+  for (std::size_t i = 0; i < blocks.size(); ++i) merged.parts.push_back({static_cast<int>(i), channel});
+  out.stats = gather_channel(blocks, merged, coordinates, geometry, scheme, view, threads);
   return out;
 }
 
@@ -72,7 +79,7 @@ TEST_F(ChannelGather, CopiesTheChannelAndCountsItAsADirectLoopDoes) {
   int longest_flagged = 0;  // channels whose longest baseline is flagged
   for (bool two : {false, true}) {
     const std::vector<ms::VisBlock> in = blocks(two);
-    const RowCoordinates coordinates(uvw_m(in));
+    const RowCoordinates coordinates = coordinates_of(in);
     for (int channel = 8; channel < 12; ++channel) {
       const Gathered out = gather(in, coordinates, channel, {}, 1);
       double visibilities = 0, weight_sum = 0, max_uv_sq = 0;
@@ -106,7 +113,7 @@ TEST_F(ChannelGather, CopiesTheChannelAndCountsItAsADirectLoopDoes) {
 // More threads copy the same bytes and add the same sums in the same order.
 TEST_F(ChannelGather, ThreadsDoNotChangeABit) {
   const std::vector<ms::VisBlock> in = blocks();
-  const RowCoordinates coordinates(uvw_m(in));
+  const RowCoordinates coordinates = coordinates_of(in);
   imaging::WeightingScheme briggs;
   briggs.mode = Weighting::briggs;
   const Gathered one = gather(in, coordinates, 10, briggs, 1);
@@ -123,7 +130,7 @@ TEST_F(ChannelGather, ThreadsDoNotChangeABit) {
 // and the QA numbers are of the natural weights.
 TEST_F(ChannelGather, WeightsAsApplyWeighting) {
   const std::vector<ms::VisBlock> in = blocks();
-  const RowCoordinates coordinates(uvw_m(in));
+  const RowCoordinates coordinates = coordinates_of(in);
   imaging::WeightingScheme briggs;
   briggs.mode = Weighting::briggs;
   const Gathered natural = gather(in, coordinates, 9, {}, 1);

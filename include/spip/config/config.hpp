@@ -17,9 +17,12 @@ struct InputConfig {
   std::vector<std::string> ms;        // one or more Measurement Set paths
   std::string column = "DATA";        // DATA | CORRECTED_DATA | MODEL_DATA
   int field = -1;                     // FIELD_ID to select; -1: the MS must have one field
-  int spw = -1;                       // SPECTRAL_WINDOW id; -1: the MS must have one window
-  int channel_begin = 0;              // first channel to image
+  std::vector<int> spw;               // SPECTRAL_WINDOW ids; empty: each MS must have one window
+  bool all_windows = false;           // input.spw = all: every window of every MS
+  int channel_begin = 0;              // first channel to image (one input, one window)
   int channel_end = -1;               // one past the last channel; -1: to the end of the band
+  double freq_min_hz = 0;             // channels centred in [freq_min, freq_max] (several inputs)
+  double freq_max_hz = 0;             // 0: no upper limit
   int row_chunk = 65536;              // rows read per casacore call (bounds reader memory)
   int block_channels = 0;             // channels read per block; 0: from parallel.memory_gb, at most 1 GiB
 };

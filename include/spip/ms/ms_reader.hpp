@@ -24,6 +24,7 @@ struct MsInfo {
   std::int64_t num_rows = 0;          // rows in the main table
   int field = 0;
   int spw = 0;
+  int num_windows = 1;                // spectral windows in the MS
   std::vector<double> freq_hz;        // channel centres of the selected window
   std::vector<double> chan_width_hz;
   std::vector<int> corr_types;        // CORR_TYPE codes, MS order
@@ -101,8 +102,8 @@ class MsReader {
 // Throws an InputError naming the MS if every count is zero.
 void require_unflagged(const MsInfo& info, const std::vector<std::int64_t>& counts);
 
-// Checks that several Measurement Sets share their channel frequencies (to 1 Hz)
-// and throws an InputError naming the first pair and channel that differ.
-void require_same_channels(const std::vector<MsInfo>& sets);
+// The spectral windows that the MS's DATA_DESCRIPTION table refers to, in order:
+// input.spw = all.
+std::vector<int> spectral_windows(const std::string& path);
 
 }  // namespace spip::ms

@@ -26,6 +26,14 @@ struct Corruption {
 void simulate_from_template(const std::string& template_ms, const std::string& out_ms,
                             const SkyModel& sky, const Corruption& corruption);
 
+// Writes `out_ms` with the visibilities of `in_ms` (one spectral window) rearranged
+// into spectral windows: window w holds the input's channels windows[w] in that order
+// (a reversed list stores them high to low), and each input row appears once per
+// window with DATA_DESC_ID w. Copies DATA, FLAG, WEIGHT, SIGMA and the row columns; for
+// tests of inputs that arrive split (sub-bands, windows) without another tool's copy.
+// Every window has the same number of channels.
+void split_windows(const std::string& in_ms, const std::string& out_ms, const std::vector<std::vector<int>>& windows);
+
 struct ArrayDescription {
   std::vector<std::array<double, 2>> station_en_m;  // horizontal East, North offsets
   double lon_rad = 0, lat_rad = 0, alt_m = 0;       // site (WGS84)

@@ -1,0 +1,49 @@
+#pragma once
+// One frequency axis from every input: the selected channels of several Measurement
+// Sets and spectral windows, sorted by frequency on the regular axis that FITS cubes
+// need. No casacore here: the pipeline plans with it.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "spip/ms/ms_reader.hpp"
+
+namespace spip::ms {
+
+// A channel of one input (an MsReader: one MS and one spectral window), as stored.
+struct ChannelPart {
+  int input = 0;
+  int channel = 0;
+};
+
+// One image channel. Several parts: inputs holding the same channel (the same band
+// observed more than once), gridded together. No parts: a gap between windows or
+// sub-bands, kept as a blank plane so that the axis stays regular.
+struct BandChannel {
+  double freq_hz = 0;
+  double width_hz = 0;
+  std::vector<ChannelPart> parts;
+};
+
+struct Band {
+  std::vector<BandChannel> channels;  // low to high frequency, whatever the storage order
+  double step_hz = 0;                 // of the regular axis (a lone channel: its width)
+
+  int size() const { return static_cast<int>(channels.size()); }
+  std::vector<double> freq_hz() const;
+  int gaps() const;
+  // The stored channels [first, last) of `input` that image channels [begin, end)
+  // take (first == last: none), so that a block of image channels is one read per input.
+  std::pair<int, int> stored_range(int input, int begin, int end) const;
+};
+
+// Merges the channels `selected[i]` of input `inputs[i]`. Channels within 1 Hz of each
+// other and of the same width are one image channel; channels that overlap otherwise,
+// or that do not lie on one regular axis, are refused with an InputError naming both
+// inputs and channels.
+Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector<int>>& selected);
+
+// "path" or "path (spectral window N)" where the MS has several: for messages.
+std::string input_name(const MsInfo& info);
+
+}  // namespace spip::ms

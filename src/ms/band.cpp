@@ -1,0 +1,119 @@
+#include "spip/ms/band.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <sstream>
+
+#include "spip/error.hpp"
+
+namespace spip::ms {
+namespace {
+
+// Channel centres closer than this are the same channel: the inputs' frequencies are
+// written in double precision by different tools.
+constexpr double same_hz = 1.0;
+
+struct Stored {
+  double freq_hz, width_hz;
+  ChannelPart part;
+};
+
+std::string describe(const std::vector<MsInfo>& inputs, const Stored& c) {
+  std::ostringstream text;
+  text.precision(12);
+  text << input_name(inputs[static_cast<std::size_t>(c.part.input)]) << " channel " << c.part.channel << " ("
+       << c.freq_hz << " Hz, width " << c.width_hz << " Hz)";
+  return text.str();
+}
+
+std::vector<Stored> sorted_channels(const std::vector<MsInfo>& inputs, const std::vector<std::vector<int>>& selected) {
+  std::vector<Stored> all;
+  for (std::size_t i = 0; i < inputs.size(); ++i)
+    for (int c : selected[i])
+      all.push_back({inputs[i].freq_hz.at(static_cast<std::size_t>(c)),
+                     std::abs(inputs[i].chan_width_hz.at(static_cast<std::size_t>(c))),
+                     {static_cast<int>(i), c}});
+  if (all.empty()) SPIP_THROW(InputError, "no channel of any input is selected");
+  std::stable_sort(all.begin(), all.end(), [](const Stored& a, const Stored& b) { return a.freq_hz < b.freq_hz; });
+  return all;
+}
+
+// Consecutive channels (sorted) that are one image channel, or refused where they overlap.
+std::vector<std::vector<Stored>> same_channels(const std::vector<MsInfo>& inputs, const std::vector<Stored>& all) {
+  std::vector<std::vector<Stored>> merged;
+  for (const Stored& c : all) {
+    if (!merged.empty()) {
+      const Stored& last = merged.back().front();
+      const bool same = c.freq_hz - last.freq_hz <= same_hz;
+      if (same && std::abs(c.width_hz - last.width_hz) <= same_hz && c.part.input != last.part.input) {
+        merged.back().push_back(c);
+        continue;
+      }
+      if (same || c.freq_hz - last.freq_hz < 0.5 * (c.width_hz + last.width_hz) - same_hz)
+        SPIP_THROW(InputError, describe(inputs, c) + " overlaps " + describe(inputs, last) +
+                                   "; channels of several inputs must be the same (centre and width within 1 Hz) "
+                                   "or apart");
+    }
+    merged.push_back({c});
+  }
+  return merged;
+}
+
+}  // namespace
+
+std::string input_name(const MsInfo& info) {
+  return info.num_windows > 1 ? info.path + " (spectral window " + std::to_string(info.spw) + ")" : info.path;
+}
+
+std::vector<double> Band::freq_hz() const {
+  std::vector<double> freq;
+  for (const BandChannel& c : channels) freq.push_back(c.freq_hz);
+  return freq;
+}
+
+int Band::gaps() const {
+  return static_cast<int>(std::count_if(channels.begin(), channels.end(),
+                                        [](const BandChannel& c) { return c.parts.empty(); }));
+}
+
+std::pair<int, int> Band::stored_range(int input, int begin, int end) const {
+  int first = 0, last = 0;
+  bool any = false;
+  for (int k = begin; k < end; ++k)
+    for (const ChannelPart& part : channels.at(static_cast<std::size_t>(k)).parts)
+      if (part.input == input) {
+        first = any ? std::min(first, part.channel) : part.channel;
+        last = any ? std::max(last, part.channel + 1) : part.channel + 1;
+        any = true;
+      }
+  return {first, last};
+}
+
+Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector<int>>& selected) {
+  const std::vector<std::vector<Stored>> merged = same_channels(inputs, sorted_channels(inputs, selected));
+  Band band;
+  const Stored& lowest = merged.front().front();
+  band.step_hz = merged.size() > 1 ? std::numeric_limits<double>::infinity() : lowest.width_hz;
+  for (std::size_t k = 1; k < merged.size(); ++k)
+    band.step_hz = std::min(band.step_hz, merged[k].front().freq_hz - merged[k - 1].front().freq_hz);
+  for (const std::vector<Stored>& same : merged) {
+    const Stored& c = same.front();
+    const double offset = (c.freq_hz - lowest.freq_hz) / band.step_hz;
+    const auto position = static_cast<std::size_t>(std::llround(offset));
+    if (std::abs(offset - static_cast<double>(position)) * band.step_hz > same_hz)
+      SPIP_THROW(InputError, describe(inputs, c) + " is not on the regular frequency axis of " +
+                                 describe(inputs, lowest) + " with the smallest spacing of the inputs' channels (" +
+                                 std::to_string(band.step_hz) + " Hz) that FITS cubes need");
+    // Gaps in between: blank planes at their place on the axis.
+    while (band.channels.size() < position)
+      band.channels.push_back(
+          {lowest.freq_hz + static_cast<double>(band.channels.size()) * band.step_hz, band.step_hz, {}});
+    BandChannel channel{c.freq_hz, c.width_hz, {}};
+    for (const Stored& s : same) channel.parts.push_back(s.part);
+    band.channels.push_back(channel);
+  }
+  return band;
+}
+
+}  // namespace spip::ms

@@ -1,0 +1,112 @@
+// ms::merge_band: the channels of several inputs on one regular axis, against the
+// frequencies written out by hand.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "spip/error.hpp"
+#include "spip/ms/band.hpp"
+
+namespace spip::ms {
+namespace {
+
+// The metadata of one input: `n` channels from `first` in steps of `step` (negative:
+// stored high to low), each `width` wide.
+MsInfo window(const std::string& path, double first, double step, int n, double width, int spw = 0) {
+  MsInfo info;
+  info.path = path;
+  info.spw = spw;
+  info.num_windows = spw + 1;
+  for (int c = 0; c < n; ++c) {
+    info.freq_hz.push_back(first + c * step);
+    info.chan_width_hz.push_back(step < 0 ? -width : width);
+  }
+  return info;
+}
+
+std::vector<int> all_of(const MsInfo& info) {
+  std::vector<int> channels(info.freq_hz.size());
+  std::iota(channels.begin(), channels.end(), 0);
+  return channels;
+}
+
+Band merge(const std::vector<MsInfo>& inputs) {
+  std::vector<std::vector<int>> selected;
+  for (const MsInfo& info : inputs) selected.push_back(all_of(info));
+  return merge_band(inputs, selected);
+}
+
+std::string error_of(const std::vector<MsInfo>& inputs) {
+  try {
+    merge(inputs);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "no InputError";
+}
+
+// Sub-bands given in any order, one missing, one stored high to low: sorted low to
+// high, the missing one blank at its place, every channel named by its input.
+TEST(Band, SubBandsSortedWithAGap) {
+  const double step = 195312.5;
+  std::vector<MsInfo> inputs;
+  for (int sb : {5, 0, 3, 1, 4, 7, 2})  // 6 missing
+    inputs.push_back(window("sb" + std::to_string(sb) + ".ms", 120e6 + 2 * sb * step, step, 2, step));
+  inputs[2] = window("sb3.ms", 120e6 + 7 * step, -step, 2, step);  // high to low
+  const Band band = merge(inputs);
+  ASSERT_EQ(band.size(), 16);
+  EXPECT_EQ(band.step_hz, step);
+  EXPECT_EQ(band.gaps(), 2);
+  for (int k = 0; k < 16; ++k) {
+    const BandChannel& c = band.channels[static_cast<std::size_t>(k)];
+    EXPECT_NEAR(c.freq_hz, 120e6 + k * step, 1e-6) << k;
+    const int sb = k / 2;
+    if (sb == 6) {
+      EXPECT_TRUE(c.parts.empty()) << k;
+      continue;
+    }
+    ASSERT_EQ(c.parts.size(), 1u) << k;
+    const MsInfo& from = inputs[static_cast<std::size_t>(c.parts[0].input)];
+    EXPECT_EQ(from.path, "sb" + std::to_string(sb) + ".ms");
+    EXPECT_EQ(from.freq_hz[static_cast<std::size_t>(c.parts[0].channel)], c.freq_hz);
+  }
+  // Image channels 6 and 7 come from sb3.ms, stored channels 1 and 0: one read of [0, 2).
+  EXPECT_EQ(band.stored_range(2, 6, 8), (std::pair<int, int>{0, 2}));
+  EXPECT_EQ(band.stored_range(2, 0, 6), (std::pair<int, int>{0, 0}));
+}
+
+// The same band observed twice: one image channel per frequency, with both parts.
+TEST(Band, SameChannelsMerge) {
+  const Band band = merge({window("a.ms", 1e9, 1e6, 4, 1e6), window("b.ms", 1e9 + 0.4, 1e6, 4, 1e6)});
+  ASSERT_EQ(band.size(), 4);
+  for (const BandChannel& c : band.channels) EXPECT_EQ(c.parts.size(), 2u);
+}
+
+// Overlapping channels and channels off the axis are refused, naming both.
+TEST(Band, OverlapsAndIrregularChannelsAreRefused) {
+  std::string message = error_of({window("a.ms", 1e9, 1e6, 4, 1e6), window("b.ms", 1e9 + 2.5e6, 1e6, 4, 1e6)});
+  for (const char* part : {"a.ms", "b.ms", "overlaps"}) EXPECT_NE(message.find(part), std::string::npos) << message;
+  message = error_of({window("a.ms", 1e9, 1e6, 4, 1e6), window("b.ms", 1e9, 1e6, 4, 0.5e6)});
+  EXPECT_NE(message.find("overlaps"), std::string::npos) << message;
+  message = error_of({window("a.ms", 1e9, 1e6, 4, 1e6), window("b.ms", 1e9 + 10.5e6, 1e6, 4, 1e6, 3)});
+  for (const char* part : {"b.ms (spectral window 3)", "regular"})
+    EXPECT_NE(message.find(part), std::string::npos) << message;
+}
+
+// A selection keeps its channels only, and one channel's axis step is its width.
+TEST(Band, SelectionAndALoneChannel) {
+  const MsInfo info = window("a.ms", 1e9, 1e6, 10, 0.9e6);
+  const Band band = merge_band({info}, {{7, 3, 4}});
+  ASSERT_EQ(band.size(), 5);  // 3, 4, gap 5, gap 6, 7
+  EXPECT_EQ(band.gaps(), 2);
+  EXPECT_EQ(band.channels[0].parts[0].channel, 3);
+  const Band lone = merge_band({info}, {{2}});
+  ASSERT_EQ(lone.size(), 1);
+  EXPECT_EQ(lone.step_hz, 0.9e6);
+  EXPECT_THROW(merge_band({info}, {{}}), InputError);
+}
+
+}  // namespace
+}  // namespace spip::ms

@@ -1,0 +1,230 @@
+// One frequency axis from several Measurement Sets and spectral windows: the sample
+// split by `spip-simulate --split` into MSs, windows and sub-bands, given in any order,
+// must give the products of the single MS; gaps and flagged channels are blank planes
+// that RM synthesis leaves out.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cmath>
+#include <complex>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <numbers>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "product_compare.hpp"
+#include "scratch.hpp"
+#include "spip/fits/fits_image.hpp"
+#include "spip/sim/sky_model.hpp"
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string sample = std::string(SPIP_TEST_DATA) + "/oskar_small.ms";
+constexpr int size = 256;
+constexpr double cell = 40.0 / 206264.80624709636;
+constexpr double speed_of_light = 299792458.0;
+
+void shell(const std::string& command, const fs::path& log) {
+  const int status = std::system((command + " > " + log.string() + " 2>&1").c_str());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << "\n" << spip::test::file_text(log);
+}
+
+// `ms` split into one MS per entry of `windows` (each "FIRST-LAST", or several such
+// separated by spaces for spectral windows of one MS).
+std::vector<std::string> split(const std::string& ms, const std::vector<std::string>& windows, const std::string& name) {
+  std::vector<std::string> paths;
+  for (std::size_t k = 0; k < windows.size(); ++k) {
+    const fs::path out = spip::test::scratch_path(name + std::to_string(k) + ".ms");
+    shell(std::string(SPIP_SIMULATE_BIN) + " --split " + ms + " --out " + out.string() + " --windows " + windows[k],
+          out.string() + ".log");
+    paths.push_back(out.string());
+  }
+  return paths;
+}
+
+// The demo's configuration on 256^2 images of 40", one thread per rank.
+fs::path run(int ranks, const std::vector<std::string>& inputs, const std::string& extra, const std::string& name) {
+  const fs::path out = spip::test::scratch_path(name);
+  std::string command = "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " " +
+                        std::to_string(ranks) + " " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG + " --output.dir " +
+                        out.string() + " --image.size 256 --image.scale 40 --parallel.threads 1 " + extra;
+  for (const std::string& ms : inputs) command += " --input.ms " + ms;
+  shell(command, out.string() + ".log");
+  return out;
+}
+
+std::string log_of(const fs::path& out) { return spip::test::file_text(out.string() + ".log"); }
+
+nlohmann::json channel_records(const fs::path& out) {
+  return nlohmann::json::parse(spip::test::file_text(out / "demo-qa.json")).at("channels");
+}
+
+// Planes of a cube whose every pixel is NaN.
+std::vector<int> blank_planes(const fs::path& cube) {
+  const spip::fits::FitsImage image = spip::fits::read_image(cube.string());
+  const std::size_t plane = static_cast<std::size_t>(size) * size;
+  std::vector<int> blank;
+  for (std::size_t p = 0; p * plane < image.data.size(); ++p) {
+    std::size_t nan = 0;
+    for (std::size_t i = 0; i < plane; ++i) nan += std::isnan(image.data[p * plane + i]);
+    if (nan == plane) blank.push_back(static_cast<int>(p));
+    else EXPECT_EQ(nan, 0u) << cube << " plane " << p;
+  }
+  return blank;
+}
+
+class MergedBand : public testing::Test {
+ protected:
+  // The single MS's products, once for the suite.
+  static void SetUpTestSuite() { reference_ = run(1, {sample}, "", "reference"); }
+  static fs::path reference_;
+};
+fs::path MergedBand::reference_;
+
+// The sample as 4 MSs of 10 channels, given in shuffled order, on 2 ranks: a rank's
+// channels come from two of them.
+TEST_F(MergedBand, FourMeasurementSetsInShuffledOrder) {
+  const std::vector<std::string> parts = split(sample, {"20-29", "0-9", "30-39", "10-19"}, "part");
+  const fs::path out = run(2, parts, "", "four_ms");
+  EXPECT_NE(log_of(out).find("frequency axis: 40 channels from 120.6000 MHz in steps of 1200.000 kHz"),
+            std::string::npos) << log_of(out);
+  EXPECT_GE(spip::test::expect_equal_products(reference_, out, "4 MSs in shuffled order", 1e-6), 50);
+}
+
+// One MS with 4 spectral windows stored in shuffled order, input.spw = all.
+TEST_F(MergedBand, FourSpectralWindows) {
+  const std::vector<std::string> ms = split(sample, {"20-29 0-9 30-39 10-19"}, "windows");
+  const fs::path out = run(2, ms, "--input.spw all", "four_spw");
+  EXPECT_NE(log_of(out).find("(spectral window 3): "), std::string::npos) << log_of(out);
+  EXPECT_GE(spip::test::expect_equal_products(reference_, out, "4 spectral windows", 1e-6), 50);
+  // A listed subset: windows 1 and 3 are channels 0-19, the first half of the band.
+  const fs::path half = run(1, ms, "--input.spw 3,1", "two_spw");
+  EXPECT_NE(log_of(half).find("frequency axis: 20 channels from 120.6000 MHz"), std::string::npos) << log_of(half);
+}
+
+// Channels stored high to low: the axis runs low to high all the same.
+TEST_F(MergedBand, ChannelsStoredHighToLow) {
+  const fs::path out = run(1, split(sample, {"39-0"}, "reversed"), "", "reversed");
+  EXPECT_GE(spip::test::expect_equal_products(reference_, out, "channels stored high to low", 1e-6), 50);
+}
+
+
+std::size_t pixel_of(const spip::sim::Component& c) {
+  const auto lmn = spip::sim::direction_cosines(c.ra_rad, c.dec_rad, 0.0, std::numbers::pi / 3);
+  const long x = std::lround(size / 2 - lmn.l / cell), y = std::lround(size / 2 + lmn.m / cell);
+  return static_cast<std::size_t>(y) * size + static_cast<std::size_t>(x);
+}
+
+// rmsf.txt's rows: phi, real, imaginary; and lambda0^2 from its header.
+struct Rmsf {
+  double lambda0_sq = 0;
+  std::vector<double> phi;
+  std::vector<std::complex<double>> value;
+};
+
+Rmsf read_rmsf(const fs::path& path) {
+  Rmsf rmsf;
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind('#', 0) == 0) {
+      if (const std::size_t at = line.find("lambda0^2 "); at != std::string::npos)
+        rmsf.lambda0_sq = std::stod(line.substr(at + 10));
+      continue;
+    }
+    std::istringstream fields(line);
+    double phi = 0, re = 0, im = 0;
+    fields >> phi >> re >> im;
+    rmsf.phi.push_back(phi);
+    rmsf.value.emplace_back(re, im);
+  }
+  return rmsf;
+}
+
+// LOFAR delivers one MS per sub-band: the sample's first 16 channels as 8 sub-bands of 2,
+// sub-band 5 (channels 10 and 11) missing. The RMSF is that of the 14 channels present,
+// and the sources' RMs are found as with the whole band.
+TEST_F(MergedBand, SubBandsWithOneMissing) {
+  std::vector<std::string> bands;
+  for (int sb : {7, 0, 3, 1, 6, 2, 4}) bands.push_back(std::to_string(2 * sb) + "-" + std::to_string(2 * sb + 1));
+  const fs::path out = run(2, split(sample, bands, "sb"), "", "sub_bands");
+  EXPECT_NE(log_of(out).find("16 channels from 120.6000 MHz in steps of 1200.000 kHz, 2 of them in gaps"),
+            std::string::npos) << log_of(out);
+  EXPECT_EQ(blank_planes(out / "demo-image-Q.fits"), (std::vector<int>{10, 11}));
+  for (const auto& record : channel_records(out)) {
+    const int channel = record.at("channel").get<int>();
+    if (channel == 10 || channel == 11)
+      EXPECT_EQ(record.at("blank"), "gap: no input has this frequency") << record;
+    else
+      EXPECT_TRUE(record.at("blank").is_null()) << record;
+  }
+
+  // Uniform weights over the channels present: R(phi) = mean_k exp(-2i phi (lambda_k^2 - lambda_0^2)).
+  std::vector<double> lambda_sq;
+  for (int k = 0; k < 16; ++k)
+    if (k != 10 && k != 11) lambda_sq.push_back(std::pow(speed_of_light / (120.6e6 + 1.2e6 * k), 2));
+  double lambda0_sq = 0;
+  for (double l : lambda_sq) lambda0_sq += l / static_cast<double>(lambda_sq.size());
+  const Rmsf rmsf = read_rmsf(out / "demo-rmsf.txt");
+  ASSERT_GT(rmsf.phi.size(), 100u);
+  EXPECT_NEAR(rmsf.lambda0_sq, lambda0_sq, 1e-5);
+  double worst = 0;
+  for (std::size_t j = 0; j < rmsf.phi.size(); ++j) {
+    std::complex<double> want = 0;
+    for (double l : lambda_sq)
+      want += std::exp(std::complex<double>(0, -2 * rmsf.phi[j] * (l - lambda0_sq))) / static_cast<double>(lambda_sq.size());
+    worst = std::max(worst, std::abs(rmsf.value[j] - want));
+  }
+  EXPECT_LT(worst, 1e-6);
+  std::cout << "[ measured ] RMSF of 14 of 16 channels against the analytic one: largest |difference| " << worst
+            << "\n";
+
+  const auto sky = spip::sim::read_sky_model(std::string(SPIP_TEST_DATA) + "/oskar_small.sky.txt");
+  const auto phi = spip::fits::read_image((out / "demo-peak-phi.fits").string());
+  double worst_phi = 0;
+  for (const auto& c : sky.components) {
+    if (c.pol_frac == 0) continue;
+    EXPECT_NEAR(phi.data[pixel_of(c)], c.rm_rad_m2, 0.05) << c.name;
+    worst_phi = std::max(worst_phi, std::abs(phi.data[pixel_of(c)] - c.rm_rad_m2));
+  }
+  std::cout << "[ measured ] sub-bands with one missing: max |peak phi - RM| = " << worst_phi << " rad/m^2\n";
+}
+
+// Three channels wholly flagged and one missing (a gap between two MSs) against the same
+// data without those four channels at all: the same products, blank planes in both, and
+// qa.json says why each is blank.
+TEST_F(MergedBand, FlaggedAndEmptyChannelsAreLeftOut) {
+  const fs::path flagged = spip::test::scratch_path("flagged.ms");
+  shell(std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt --template " + sample +
+            " --out " + flagged.string() + " --flag-channels 5 12 30",
+        flagged.string() + ".log");
+  const fs::path with = run(2, split(flagged.string(), {"0-19", "21-39"}, "with"), "", "with_flags");
+  const fs::path without =
+      run(2, split(flagged.string(), {"0-4", "6-11", "13-19", "21-29", "31-39"}, "without"), "", "without");
+  EXPECT_EQ(blank_planes(with / "demo-image-I.fits"), (std::vector<int>{5, 12, 20, 30}));
+  EXPECT_EQ(blank_planes(without / "demo-dirty-U.fits"), (std::vector<int>{5, 12, 20, 30}));
+  for (const auto& record : channel_records(with)) {
+    const int channel = record.at("channel").get<int>();
+    if (channel == 5 || channel == 12 || channel == 30)
+      EXPECT_EQ(record.at("blank"), "every visibility flagged") << record;
+    else if (channel == 20)
+      EXPECT_EQ(record.at("blank"), "gap: no input has this frequency") << record;
+    else
+      EXPECT_TRUE(record.at("blank").is_null()) << record;
+  }
+  // The restoring beam, the moments and the Faraday products do not see them.
+  EXPECT_GE(spip::test::expect_equal_products(without, with, "flagged against absent channels", 1e-6), 50);
+  const auto beam = [](const fs::path& out) {
+    const spip::fits::FitsImage image = spip::fits::read_image((out / "demo-image-I.fits").string());
+    return std::vector<double>{image.number("BMAJ"), image.number("BMIN"), image.number("BPA")};
+  };
+  EXPECT_EQ(beam(with), beam(without));
+}
+
+}  // namespace
