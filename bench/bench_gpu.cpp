@@ -112,13 +112,13 @@ int main(int argc, char** argv) {
   // while the current one is imaged, as the pipeline does; Briggs-weighted on the device.
   spip::cuda::ChannelImager gpu(device.index, geometry, accuracy, true, count, briggs);
   auto stage = [&](int c) {
-    const spip::cuda::ChannelView area = gpu.staging_area();
+    const spip::cuda::ChannelView area = gpu.staging_area(count);
+    std::copy(input.uvw_m.begin(), input.uvw_m.end(), area.uvw_m);
     std::copy(input.weights[c].begin(), input.weights[c].end(), area.weights);
     std::copy(input.vis[c].begin(), input.vis[c].end(), area.vis);
     gpu.upload(freq[c]);
   };
   start = Clock::now();
-  gpu.set_uvw(input.uvw_m);
   stage(0);
   for (int c = 0; c < channels; ++c) {
     gpu.next();

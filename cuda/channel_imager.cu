@@ -25,14 +25,21 @@ constexpr int num_stokes = 4;
 // Bytes per visibility of one buffer set: its Stokes visibilities and weights as the
 // host has them; everything else is derived on the device from them and the
 // coordinates, which all channels share.
-constexpr std::size_t raw_bytes_per_visibility = num_stokes * (sizeof(float2) + sizeof(float));
+constexpr std::size_t raw_bytes_per_visibility = 3 * sizeof(double) + num_stokes * (sizeof(float2) + sizeof(float));
+
+// Where the staging buffer of a channel of up to `max_rows` rows holds its weights and
+// visibilities, after its coordinates.
+std::size_t weights_offset(std::size_t max_rows) { return 3 * max_rows * sizeof(double); }
+std::size_t vis_offset(std::size_t max_rows) { return weights_offset(max_rows) + num_stokes * max_rows * sizeof(float); }
 
 // One buffer set: a channel as uploaded, and what the host knows of it.
 struct Slot {
   double freq_hz = 0;
+  std::size_t rows = 0;
+  DeviceArray<double> uvw_m;  // each channel brings its rows (a merged or binned one, several inputs' or copies)
   DeviceArray<float2> vis;
   DeviceArray<float> weights;
-  PinnedBuffer staging;  // weights, then visibilities, at fixed offsets
+  PinnedBuffer staging;  // coordinates, weights, then visibilities, at fixed offsets
   cudaEvent_t upload_start = nullptr, upload_end = nullptr;
 };
 
@@ -65,9 +72,7 @@ struct ChannelImager::Impl {
   std::unique_ptr<detail::PointPreparation> preparation;  // of the current channel
   detail::ChannelSummary summary{};
   const imaging::RowGroup* group = nullptr;  // ranks sharing the channels' rows; null: none
-  DeviceArray<double> uvw_m;  // every channel's rows, metres
-  std::size_t rows = 0;
-  bool has_uvw = false;
+  std::size_t rows = 0;  // of the current channel
   std::array<Slot, 2> slots;
   int current = -1, staged = -1, filling = -1;  // buffer sets
   TransferStats stats;
@@ -133,8 +138,8 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   minor = std::make_unique<detail::MinorCycle>(pixels());
   weighting = std::make_unique<detail::DensityWeighting>(scheme, geometry);
   preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape());
-  uvw_m = DeviceArray<double>(3 * max_visibilities);
   for (Slot& slot : slots) {
+    slot.uvw_m = DeviceArray<double>(3 * max_visibilities);
     slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);
     slot.weights = DeviceArray<float>(num_stokes * max_visibilities);
     slot.staging = PinnedBuffer(raw_bytes_per_visibility * max_visibilities);
@@ -229,7 +234,7 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
   const std::size_t pixels = geometry.pixels();
   const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
   const std::size_t per_visibility =
-      3 * sizeof(double) + 2 * raw_bytes_per_visibility                             // coordinates, two buffer sets
+      2 * raw_bytes_per_visibility                                                  // two buffer sets
       + num_stokes * sizeof(float2)                                                 // residual visibilities
       + 4 * sizeof(dcomplex)                                                        // degridded lanes and mirrors
       + detail::PointPreparation::bytes_per_row(imaging::max_support, geometry.grid_size);  // prepared points
@@ -252,40 +257,25 @@ ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry,
 
 ChannelImager::~ChannelImager() = default;
 
-void ChannelImager::set_uvw(const std::vector<double>& uvw_m) {
+ChannelView ChannelImager::staging_area(std::size_t rows) {
   Impl& m = *impl_;
-  const std::size_t rows = uvw_m.size() / 3;
   if (rows > m.max_visibilities)
-    SPIP_THROW(Error, "GPU imager: " + std::to_string(rows) + " rows exceed the planned " +
+    SPIP_THROW(Error, "GPU imager: a channel of " + std::to_string(rows) + " rows exceeds the planned " +
                           std::to_string(m.max_visibilities));
-  if (m.current >= 0 || m.staged >= 0 || m.filling >= 0)
-    SPIP_THROW(Error, "GPU imager: set_uvw() after a channel was staged");
-  if (uvw_m.size() % 3 != 0) SPIP_THROW(Error, "GPU imager: uvw_m holds no whole rows of three");
-  SPIP_CUDA_CHECK(cudaSetDevice(m.device));
-  // On the compute stream, which does not wait for the default one, and finished
-  // before the first next() can read it.
-  SPIP_CUDA_CHECK(cudaMemcpyAsync(m.uvw_m.get(), uvw_m.data(), uvw_m.size() * sizeof(double), cudaMemcpyHostToDevice,
-                                  m.compute));
-  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
-  m.rows = rows;
-  m.has_uvw = true;
-}
-
-ChannelView ChannelImager::staging_area() {
-  Impl& m = *impl_;
-  if (!m.has_uvw) SPIP_THROW(Error, "GPU imager: staging_area() before set_uvw()");
   m.staged = -1;  // a channel staged and never made current (a stopped pass) is replaced
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));  // the current device is per host thread
   const int s = m.current == 0 ? 1 : 0;
   Slot& slot = m.slots[s];
   SPIP_CUDA_CHECK(cudaEventSynchronize(slot.upload_end));  // its staging buffer is free again
   m.filling = s;
-  // Fixed offsets for the largest channel, so that both arrays stay aligned.
+  slot.rows = rows;
+  // Fixed offsets for the largest channel, so that every array stays aligned.
   char* base = slot.staging.get();
   ChannelView view;
-  view.rows = m.rows;
-  view.weights = reinterpret_cast<float*>(base);
-  view.vis = reinterpret_cast<std::complex<float>*>(base + num_stokes * m.max_visibilities * sizeof(float));
+  view.rows = rows;
+  view.uvw_m = reinterpret_cast<double*>(base);
+  view.weights = reinterpret_cast<float*>(base + weights_offset(m.max_visibilities));
+  view.vis = reinterpret_cast<std::complex<float>*>(base + vis_offset(m.max_visibilities));
   return view;
 }
 
@@ -301,8 +291,9 @@ void ChannelImager::upload(double freq_hz) {
     SPIP_CUDA_CHECK(cudaMemcpyAsync(to, base + offset, bytes, cudaMemcpyHostToDevice, m.upload));
     m.stats.upload_bytes += static_cast<double>(bytes);
   };
-  copy(slot.weights.get(), 0, num_stokes * m.rows * sizeof(float));
-  copy(slot.vis.get(), num_stokes * m.max_visibilities * sizeof(float), num_stokes * m.rows * sizeof(float2));
+  copy(slot.uvw_m.get(), 0, 3 * slot.rows * sizeof(double));
+  copy(slot.weights.get(), weights_offset(m.max_visibilities), num_stokes * slot.rows * sizeof(float));
+  copy(slot.vis.get(), vis_offset(m.max_visibilities), num_stokes * slot.rows * sizeof(float2));
   SPIP_CUDA_CHECK(cudaEventRecord(slot.upload_end, m.upload));
   m.staged = m.filling;
   m.filling = -1;
@@ -327,9 +318,10 @@ void ChannelImager::next() {
   // laid out, on the device.
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const double scale = slot.freq_hz / speed_of_light;
+  m.rows = slot.rows;
   const auto rows = static_cast<long long>(m.rows);
-  m.weighting->apply(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
-  m.summary = m.preparation->prepare(m.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
+  m.weighting->apply(slot.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
+  m.summary = m.preparation->prepare(slot.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
 }
 
 double ChannelImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }

@@ -56,8 +56,7 @@ ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, s
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 ChannelImager::~ChannelImager() = default;
-void ChannelImager::set_uvw(const std::vector<double>&) {}
-ChannelView ChannelImager::staging_area() { return {}; }
+ChannelView ChannelImager::staging_area(std::size_t) { return {}; }
 void ChannelImager::upload(double) {}
 void ChannelImager::next() {}
 double ChannelImager::weight_sum(int) const { return 0; }

@@ -295,6 +295,12 @@ const std::vector<Key>& keys() {
              [](int v) { return v >= 0; }, "an integer >= 0", "channels",
              "channels read per block (the next block is read while one is imaged); 0: from parallel.memory_gb, at most 1 GiB"),
 
+      scalar("image.channels_out", &Config::image, &ImageConfig::channels_out, [](int v) { return v >= 0; },
+             "an integer >= 0", "channels",
+             "bin the channels of every input into this many image channels of equal width, each visibility "
+             "gridded at its own frequency (WSClean's -channels-out); 0: one image channel per channel"),
+      scalar("image.channel_width", &Config::image, &ImageConfig::channel_width_hz, [](double v) { return v >= 0; },
+             "a number >= 0", "Hz", "bin the channels into image channels this wide instead; 0: see image.channels_out"),
       scalar("image.size", &Config::image, &ImageConfig::size,
              [](int v) { return v >= 16 && v % 2 == 0; }, "an even integer >= 16", "pixels",
              "image width and height (even, at least 16)"),
@@ -609,6 +615,10 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                                 channel_end_where + ": expected -1 or an integer > " +
                                 "input.channel_begin (" + std::to_string(input.channel_begin) +
                                 ")");
+  if (config.image.channels_out > 0 && config.image.channel_width_hz > 0)
+    SPIP_THROW(ConfigError, "image.channels_out = " + std::to_string(config.image.channels_out) +
+                                " and image.channel_width = " + text(config.image.channel_width_hz) +
+                                " Hz both bin the channels: expected one of them, the other 0");
   if (input.freq_max_hz > 0 && input.freq_max_hz < input.freq_min_hz)
     SPIP_THROW(ConfigError, "input.freq_max = " + text(input.freq_max_hz) + " Hz is below input.freq_min = " +
                                 text(input.freq_min_hz) + " Hz: expected 0 (no limit) or a number >= freq_min");

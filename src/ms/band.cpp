@@ -116,4 +116,24 @@ Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector
   return band;
 }
 
+Band bin_band(const Band& band, int count, double width_hz) {
+  const BandChannel &first = band.channels.front(), &last = band.channels.back();
+  const double low = first.freq_hz - 0.5 * first.width_hz, high = last.freq_hz + 0.5 * last.width_hz;
+  if (count <= 0) count = static_cast<int>(std::ceil((high - low) / width_hz * (1 - 1e-12)));
+  else width_hz = (high - low) / count;
+  if (count > band.size())
+    SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + std::to_string(count) +
+                               " of " + std::to_string(width_hz) + " Hz would leave bins between channels; expected at "
+                               "most as many bins as channels (image.channels_out, image.channel_width)");
+  Band binned;
+  binned.step_hz = width_hz;
+  for (int k = 0; k < count; ++k) binned.channels.push_back({low + (k + 0.5) * width_hz, width_hz, {}});
+  for (const BandChannel& channel : band.channels) {
+    const auto k = std::clamp(static_cast<int>(std::floor((channel.freq_hz - low) / width_hz)), 0, count - 1);
+    std::vector<ChannelPart>& parts = binned.channels[static_cast<std::size_t>(k)].parts;
+    parts.insert(parts.end(), channel.parts.begin(), channel.parts.end());
+  }
+  return binned;
+}
+
 }  // namespace spip::ms

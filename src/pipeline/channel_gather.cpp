@@ -44,20 +44,34 @@ PieceSums copy_weights(const float* in, std::size_t begin, std::size_t end, floa
 }  // namespace
 
 RowCoordinates::RowCoordinates(std::vector<double> uvw_m, std::vector<std::size_t> input_rows)
-    : uvw_m_(std::move(uvw_m)), input_rows_(std::move(input_rows)), by_uv_(rows()) {
+    : uvw_m_(std::move(uvw_m)), input_rows_(std::move(input_rows)) {
   if (input_rows_.empty()) input_rows_.push_back(rows());
-  if (std::accumulate(input_rows_.begin(), input_rows_.end(), std::size_t{0}) != rows())
+  std::size_t first = 0;
+  for (std::size_t n : input_rows_) {
+    first_.push_back(first);
+    std::vector<std::size_t>& order = by_uv_.emplace_back(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
+    const double* uvw = uvw_m_.data() + 3 * first;
+    const auto uv_sq = [&](std::size_t k) { return uvw[3 * k] * uvw[3 * k] + uvw[3 * k + 1] * uvw[3 * k + 1]; };
+    if (first + n > rows()) break;
+    std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return uv_sq(a) > uv_sq(b); });
+    first += n;
+  }
+  if (first != rows())
     SPIP_THROW(Error, "row coordinates: the inputs' rows do not add up to the " + std::to_string(rows()) + " given");
-  std::vector<double> uv_sq(rows());
-  for (std::size_t k = 0; k < rows(); ++k) uv_sq[k] = uvw_m_[3 * k] * uvw_m_[3 * k] + uvw_m_[3 * k + 1] * uvw_m_[3 * k + 1];
-  std::iota(by_uv_.begin(), by_uv_.end(), std::size_t{0});
-  std::stable_sort(by_uv_.begin(), by_uv_.end(), [&](std::size_t a, std::size_t b) { return uv_sq[a] > uv_sq[b]; });
 }
 
-double RowCoordinates::max_uv_m(const float* weights) const {
-  for (std::size_t k : by_uv_)
-    if (weights[ms::num_stokes * k + ms::stokes_i] > 0) return std::hypot(uvw_m_[3 * k], uvw_m_[3 * k + 1]);
+double RowCoordinates::max_uv_m(int input, const float* weights) const {
+  const double* uvw = input_uvw_m(input);
+  for (std::size_t k : by_uv_.at(static_cast<std::size_t>(input)))
+    if (weights[ms::num_stokes * k + ms::stokes_i] > 0) return std::hypot(uvw[3 * k], uvw[3 * k + 1]);
   return 0.0;
+}
+
+std::size_t channel_rows(const ms::BandChannel& channel, const RowCoordinates& coordinates) {
+  std::size_t rows = 0;
+  for (const ms::ChannelPart& part : channel.parts) rows += coordinates.input_rows(part.input);
+  return std::max<std::size_t>(rows, 1);
 }
 
 namespace {
@@ -91,40 +105,44 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::B
                             const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads,
                             const imaging::RowGroup* group) {
   constexpr int stokes = ms::num_stokes;
-  const std::size_t rows = coordinates.rows();
-  if (blocks.size() != coordinates.input_rows().size() || out.rows != rows)
+  const std::size_t rows = blocks.size() == coordinates.inputs() ? channel_rows(channel, coordinates) : 0;
+  if (blocks.size() != coordinates.inputs() || out.rows != rows)
     SPIP_THROW(Error, "the channel at " + std::to_string(channel.freq_hz) + " Hz comes from " +
                           std::to_string(blocks.size()) + " inputs, but the coordinates are of " +
-                          std::to_string(coordinates.input_rows().size()) + " and the room made for it holds " +
-                          std::to_string(out.rows) + " of their " + std::to_string(rows) + " rows");
+                          std::to_string(coordinates.inputs()) + " and the room made for it holds " +
+                          std::to_string(out.rows) + " of its " + std::to_string(rows) + " rows");
   ChannelStats stats;
   stats.freq_hz = channel.freq_hz;
-  std::size_t first = 0;  // of the input, in the channel
-  for (std::size_t i = 0; i < blocks.size(); ++i) {
-    const ms::VisBlock& block = blocks[i];
-    const std::size_t n = coordinates.input_rows()[i];
+  double max_uv_m = 0;  // at the channel's frequency
+  if (channel.parts.empty()) {
+    std::fill(out.uvw_m, out.uvw_m + 3, 0.0);
+    std::fill(out.weights, out.weights + stokes, 0.0f);
+    std::fill(out.vis, out.vis + stokes, std::complex<float>{});
+  }
+  std::size_t first = 0;  // of the part, in the channel
+  for (const ms::ChannelPart& part : channel.parts) {
+    const ms::VisBlock& block = blocks.at(static_cast<std::size_t>(part.input));
+    const std::size_t n = coordinates.input_rows(part.input);
+    if (block.num_rows() != n)
+      SPIP_THROW(Error, "input " + std::to_string(part.input) + " has " + std::to_string(block.num_rows()) +
+                            " rows, but its coordinates " + std::to_string(n));
+    const int stored = part.channel - block.chan_begin;
+    // 1 exactly where the part is at the channel's frequency: the same coordinates then.
+    const double ratio = block.freq_hz.at(static_cast<std::size_t>(stored)) / channel.freq_hz;
+    const double* uvw = coordinates.input_uvw_m(part.input);
+    std::transform(uvw, uvw + 3 * n, out.uvw_m + 3 * first, [ratio](double x) { return x * ratio; });
+    const std::size_t plane = block.index(0, stored, 0);
     float* weights = out.weights + stokes * first;
-    std::complex<float>* vis = out.vis + stokes * first;
-    const auto part = std::find_if(channel.parts.begin(), channel.parts.end(),
-                                   [&](const ms::ChannelPart& p) { return p.input == static_cast<int>(i); });
-    if (part == channel.parts.end()) {
-      std::fill(weights, weights + stokes * n, 0.0f);
-      std::fill(vis, vis + stokes * n, std::complex<float>{});
-    } else {
-      if (block.num_rows() != n)
-        SPIP_THROW(Error, "input " + std::to_string(i) + " has " + std::to_string(block.num_rows()) +
-                              " rows, but its coordinates " + std::to_string(n));
-      const int stored = part->channel - block.chan_begin;
-      const std::size_t plane = block.index(0, stored, 0);
-      copy_plane(block.weight.data() + plane, block.vis.data() + plane, n, threads, weights, vis, stats);
-      stats.nonfinite_samples += static_cast<double>(block.nonfinite_samples.at(static_cast<std::size_t>(stored)));
-      stats.samples += static_cast<double>(n);
-    }
+    copy_plane(block.weight.data() + plane, block.vis.data() + plane, n, threads, weights, out.vis + stokes * first,
+               stats);
+    stats.nonfinite_samples += static_cast<double>(block.nonfinite_samples.at(static_cast<std::size_t>(stored)));
+    stats.samples += static_cast<double>(n);
+    max_uv_m = std::max(max_uv_m, coordinates.max_uv_m(part.input, weights) * ratio);
     first += n;
   }
   const double inv_lambda = stats.freq_hz / speed_of_light;
-  stats.max_uv = coordinates.max_uv_m(out.weights) * inv_lambda;
-  imaging::apply_weighting(geometry, scheme, coordinates.uvw_m().data(), inv_lambda, rows, stokes, out.weights, group);
+  stats.max_uv = max_uv_m * inv_lambda;
+  imaging::apply_weighting(geometry, scheme, out.uvw_m, inv_lambda, rows, stokes, out.weights, group);
   if (group) {
     std::array<double, 4> sums{stats.visibilities, stats.samples, stats.weight_sum, stats.nonfinite_samples};
     group->sum(sums);

@@ -21,33 +21,40 @@ struct ChannelStats {
   double wait_s = 0;  // time the imaging waited for this channel
 };
 
-// The rows of every input, which are the same for every channel: their coordinates
-// (metres, [k][3]; MsReader::uvw_m() of each input in turn) and the rows in order of
-// decreasing uv distance, so that a channel's longest unflagged baseline is found
-// without a pass over its rows.
+// The rows of every input, which are the same for every channel of that input: their
+// coordinates (metres, [k][3]; MsReader::uvw_m() of each input in turn) and, per input,
+// its rows in order of decreasing uv distance, so that a channel's longest unflagged
+// baseline is found without a pass over its rows.
 class RowCoordinates {
  public:
   // `input_rows`: how many of the rows each input holds, in order; empty: one input.
   explicit RowCoordinates(std::vector<double> uvw_m, std::vector<std::size_t> input_rows = {});
   std::size_t rows() const { return uvw_m_.size() / 3; }
   const std::vector<double>& uvw_m() const { return uvw_m_; }
-  const std::vector<std::size_t>& input_rows() const { return input_rows_; }
-  // The largest uv distance (metres) of a row whose Stokes I weight (weights[4k]) is
-  // positive; 0 if none.
-  double max_uv_m(const float* weights) const;
+  std::size_t input_rows(int input) const { return input_rows_.at(static_cast<std::size_t>(input)); }
+  std::size_t inputs() const { return input_rows_.size(); }
+  const double* input_uvw_m(int input) const { return uvw_m_.data() + 3 * first_.at(static_cast<std::size_t>(input)); }
+  // The largest uv distance (metres) of a row of `input` whose Stokes I weight
+  // (weights[4k], k counted within the input) is positive; 0 if none.
+  double max_uv_m(int input, const float* weights) const;
 
  private:
   std::vector<double> uvw_m_;
-  std::vector<std::size_t> input_rows_;
-  std::vector<std::size_t> by_uv_;
+  std::vector<std::size_t> input_rows_, first_;
+  std::vector<std::vector<std::size_t>> by_uv_;
 };
 
-// Writes the image channel's weights and visibilities into `out`, which holds
-// coordinates.rows() rows, and applies `scheme` to the weights. blocks[i] is input i's
-// (of the stored channels the channel's parts name, or none); the rows of an input
-// without a part in the channel get weight 0, as flagged data do (on a GPU rank natural
-// weighting: none; its imager weights on the device). One thread copies at a fraction
-// of the memory's bandwidth; where the cores are free (a GPU rank's), `threads` copy
+// The rows an image channel stages: those of each input it has a part of, part after
+// part (one for a gap, weight 0, so that both backends blank it as a flagged channel).
+std::size_t channel_rows(const ms::BandChannel& channel, const RowCoordinates& coordinates);
+
+// Writes the image channel into `out`, which holds channel_rows() rows: part after part,
+// the input's rows with their coordinates scaled from the part's frequency to the
+// channel's (a binned channel grids each visibility at its own frequency), weights and
+// visibilities; then applies `scheme` to the weights. blocks[i] is input i's (of the
+// stored channels that the parts name). On a GPU rank `scheme` is natural weighting:
+// none; its imager weights on the device. One thread copies at a fraction of the
+// memory's bandwidth; where the cores are free (a GPU rank's), `threads` copy
 // together. With a group, the blocks hold this rank's share of the rows; the weighting
 // counts its densities over the group, and the numbers returned are the channel's.
 ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::BandChannel& channel,

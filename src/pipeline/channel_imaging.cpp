@@ -34,19 +34,17 @@ class CpuChannelImaging final : public ChannelImaging {
         imager_(geometry, image.accuracy, image.wstacking), group_(group) {}
 
   const imaging::WeightingScheme& host_weighting() const override { return scheme_; }
-  void set_uvw(const std::vector<double>& uvw_m) override { uvw_m_ = &uvw_m; }
 
-  imaging::ChannelView stage_area() override {
-    if (!uvw_m_) SPIP_THROW(Error, "channel imaging: stage_area() before set_uvw()");
-    const std::size_t rows = uvw_m_->size() / 3;
+  imaging::ChannelView stage_area(std::size_t rows) override {
+    staged_uvw_.resize(3 * rows);
     staged_weights_.resize(num_stokes * rows);
     staged_vis_.resize(num_stokes * rows);
-    return imaging::ChannelView{rows, staged_weights_.data(), staged_vis_.data()};
+    return imaging::ChannelView{rows, staged_uvw_.data(), staged_weights_.data(), staged_vis_.data()};
   }
 
   void next() override {
-    imager_.set_data(std::move(staged_uvw_lambda_), std::move(staged_weights_), group_);
-    staged_uvw_lambda_ = {};
+    imager_.set_data(std::move(staged_uvw_), std::move(staged_weights_), group_);
+    staged_uvw_ = {};
     vis_ = std::move(staged_vis_);
     staged_weights_ = {};
     staged_vis_ = {};
@@ -64,11 +62,10 @@ class CpuChannelImaging final : public ChannelImaging {
   }
 
  private:
+  // The coordinates to wavelengths, in place.
   void hand_over(double freq_hz) override {
     const double inv_lambda = freq_hz / speed_of_light;
-    staged_uvw_lambda_.resize(uvw_m_->size());
-    std::transform(uvw_m_->begin(), uvw_m_->end(), staged_uvw_lambda_.begin(),
-                   [&](double metres) { return metres * inv_lambda; });
+    for (double& x : staged_uvw_) x *= inv_lambda;
   }
 
   imaging::ImageGeometry geometry_;
@@ -76,9 +73,9 @@ class CpuChannelImaging final : public ChannelImaging {
   imaging::WeightingScheme scheme_;
   imaging::ChannelImager imager_;
   const imaging::RowGroup* group_;
-  // The coordinates, the channel being written and the current channel's visibilities.
-  const std::vector<double>* uvw_m_ = nullptr;
-  std::vector<double> staged_uvw_lambda_;
+  // The channel being written (its coordinates in metres until handed over, then in
+  // wavelengths) and the current channel's visibilities.
+  std::vector<double> staged_uvw_;
   std::vector<float> staged_weights_;
   std::vector<std::complex<float>> staged_vis_, vis_;
 };
@@ -94,8 +91,7 @@ class GpuChannelImaging final : public ChannelImaging {
         imager_(device, geometry, image.accuracy, image.wstacking, max_visibilities, scheme, group) {}
 
   const imaging::WeightingScheme& host_weighting() const override { return natural_; }
-  void set_uvw(const std::vector<double>& uvw_m) override { imager_.set_uvw(uvw_m); }
-  imaging::ChannelView stage_area() override { return imager_.staging_area(); }
+  imaging::ChannelView stage_area(std::size_t rows) override { return imager_.staging_area(rows); }
   void next() override { imager_.next(); }
   double weight_sum(int stokes) const override { return imager_.weight_sum(stokes); }
 

@@ -31,12 +31,10 @@ class ChannelImaging {
   // The weighting the host applies as it writes a channel into stage_area(): the
   // scheme on the CPU; none on a GPU, which makes the imaging weights itself.
   virtual const imaging::WeightingScheme& host_weighting() const = 0;
-  // The rows' coordinates in metres [k][3], the same for every channel; once. The CPU
-  // backend reads them from `uvw_m`, which must outlive this object's channels.
-  virtual void set_uvw(const std::vector<double>& uvw_m) = 0;
-  // Where the next channel is to be written; stage() hands it over. These two may run
-  // on another thread than the calls below, while image() runs, never while next() does.
-  virtual imaging::ChannelView stage_area() = 0;
+  // Where the next channel, of `rows` rows, is to be written (its coordinates, weights
+  // and visibilities); stage() hands it over. These two may run on another thread than
+  // the calls below, while image() runs, never while next() does.
+  virtual imaging::ChannelView stage_area(std::size_t rows) = 0;
   void stage(double freq_hz) {
     ++staged_channels_;
     hand_over(freq_hz);

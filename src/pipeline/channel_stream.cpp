@@ -71,8 +71,10 @@ ChannelStats ChannelFeed::advance(int c) {
 ChannelStats ChannelFeed::prepare(int c) {
   double read_wait = 0;
   const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
-  const ChannelStats stats = gather_channel(blocks, plan_.band.channels.at(static_cast<std::size_t>(c)), coordinates_, plan_.geometry,
-                                            imaging_.host_weighting(), imaging_.stage_area(), copy_threads_, group_);
+  const ms::BandChannel& channel = plan_.band.channels.at(static_cast<std::size_t>(c));
+  const ChannelStats stats =
+      gather_channel(blocks, channel, coordinates_, plan_.geometry, imaging_.host_weighting(),
+                     imaging_.stage_area(channel_rows(channel, coordinates_)), copy_threads_, group_);
   imaging_.stage(stats.freq_hz);
   return stats;
 }

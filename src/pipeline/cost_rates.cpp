@@ -59,6 +59,7 @@ PreviousQa read_qa(const std::string& path) {
 // weights before the configured weighting, written into `out`.
 void write_synthetic_channel(const Config& config, const Plan& plan, const std::vector<double>& uvw_m, double freq_hz,
                              const imaging::ChannelView& out) {
+  std::copy(uvw_m.begin(), uvw_m.end(), out.uvw_m);
   std::fill_n(out.vis, ms::num_stokes * out.rows, std::complex<float>{0.0f, 0.0f});
   for (std::size_t r = 0; r < out.rows; ++r) out.vis[ms::num_stokes * r + ms::stokes_i] = {1.0f, 0.0f};
   std::fill_n(out.weights, ms::num_stokes * out.rows, 1.0f);
@@ -120,8 +121,7 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
       ChannelImaging::make(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3, nullptr);
   ChannelImaging& imaging = *cpu;
   rates.setup_s = setup.seconds();
-  imaging.set_uvw(uvw_m);
-  write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area());
+  write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area(uvw_m.size() / 3));
   imaging.stage(freq_hz);
   imaging.next();
 

@@ -239,7 +239,6 @@ void RankRun::set_up_imaging() {
   if (!rows.summary.empty()) log_.info(rows.summary);
   source_.emplace(plan_, imaged_, std::move(rows.shares));
   coordinates_.emplace(std::move(rows.uvw_m), std::move(rows.input_rows));
-  imaging_->set_uvw(coordinates_->uvw_m());
   times_.setup_s = watch.seconds();
   log_.info("FFT plans and grid corrections for " + std::to_string(plan_.geometry.grid_size) + "^2 grids in " +
             fixed(times_.setup_s, 2) + " s");

@@ -356,8 +356,10 @@ Plan open_plan(const Config& config) {
       SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
                                  ms::input_name(infos.front()) + "; the inputs of a run must share one field");
   plan.band = ms::merge_band(infos, selected_channels(config, plan.readers));
+  const bool binned = config.image.channels_out > 0 || config.image.channel_width_hz > 0;
+  if (binned) plan.band = ms::bin_band(plan.band, config.image.channels_out, config.image.channel_width_hz);
   // A lone window's channels keep their numbers in the logs and records.
-  plan.chan_begin = plan.readers.size() == 1 ? config.input.channel_begin : 0;
+  plan.chan_begin = plan.readers.size() == 1 && !binned ? config.input.channel_begin : 0;
   plan.chan_end = plan.chan_begin + plan.band.size();
   plan.freq_hz = plan.band.freq_hz();
   for (const ms::MsReader& reader : plan.readers)
@@ -366,7 +368,12 @@ Plan open_plan(const Config& config) {
     plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
-  for (const ms::MsReader& reader : plan.readers) plan.max_visibilities += static_cast<std::size_t>(reader.info().num_rows);
+  for (const ms::BandChannel& channel : plan.band.channels) {
+    std::size_t rows = 0;
+    for (const ms::ChannelPart& part : channel.parts)
+      rows += static_cast<std::size_t>(plan.readers[static_cast<std::size_t>(part.input)].info().num_rows);
+    plan.max_visibilities = std::max(plan.max_visibilities, rows);
+  }
   plan.products = ProductRegistry(config, {plan.stokes, plan.chan_end - plan.chan_begin, config.image.size, plan.num_phi});
   return plan;
 }

@@ -56,14 +56,18 @@ struct Plan {
   int gpu_device = -1;                           // -1: CPU
   std::size_t gpu_share_bytes = 0;               // of the GPU's free memory, this rank's
   imaging::ImageGeometry geometry;
-  std::size_t max_visibilities = 0;              // rows of all inputs: the most one channel holds
+  std::size_t max_visibilities = 0;              // the most rows one image channel holds, of all its inputs
   std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
   ProductRegistry products;                      // every file the run writes, with its size
   MemoryPlan memory;                             // this rank's
   std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives
 
   // The most rows one rank images of a channel: all of them, or its share in a group.
+  // A group shares the rows of every input together, so a channel of some of the
+  // inputs only may fall to one member whole.
   std::size_t rank_visibilities() const {
+    for (const ms::BandChannel& channel : band.channels)
+      if (!channel.parts.empty() && channel.parts.size() < readers.size()) return max_visibilities;
     return static_cast<std::size_t>(std::ceil(largest_row_share(ranks_per_channel) * static_cast<double>(max_visibilities)));
   }
   // Q and U determined: the Faraday stage runs.

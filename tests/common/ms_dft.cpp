@@ -57,54 +57,64 @@ int channel_count(const std::string& ms) {
 
 std::array<std::vector<double>, 4> direct_dft(const std::string& ms, int channel, const DftGrid& grid,
                                               const std::vector<DftPixel>& pixels) {
+  return direct_dft(ms, std::vector<int>{channel}, grid, pixels);
+}
+
+std::array<std::vector<double>, 4> direct_dft(const std::string& ms, const std::vector<int>& channels,
+                                              const DftGrid& grid, const std::vector<DftPixel>& pixels) {
   const cc::Table main(ms);
-  const double freq = cc::ArrayColumn<double>(cc::Table(ms + "/SPECTRAL_WINDOW"), "CHAN_FREQ")(0)(cc::IPosition(1, channel));
   const cc::Vector<int> corr = cc::ArrayColumn<int>(cc::Table(ms + "/POLARIZATION"), "CORR_TYPE")(0);
   const std::array<Rule, 4> rules = rules_for(corr);
-
   const cc::Matrix<double> uvw = cc::ArrayColumn<double>(main, "UVW").getColumn();
   const cc::Vector<int> ant1 = cc::ScalarColumn<int>(main, "ANTENNA1").getColumn();
   const cc::Vector<int> ant2 = cc::ScalarColumn<int>(main, "ANTENNA2").getColumn();
   const cc::Vector<bool> flag_row = cc::ScalarColumn<bool>(main, "FLAG_ROW").getColumn();
-  const cc::Slicer one_channel(cc::IPosition(2, 0, channel), cc::IPosition(2, corr.size(), 1));
-  const cc::Array<cc::Complex> data = cc::ArrayColumn<cc::Complex>(main, "DATA").getColumn(one_channel);
-  const cc::Array<bool> flags = cc::ArrayColumn<bool>(main, "FLAG").getColumn(one_channel);
   const bool spectrum = main.tableDesc().isColumn("WEIGHT_SPECTRUM") &&
                         cc::ArrayColumn<float>(main, "WEIGHT_SPECTRUM").isDefined(0);
-  const cc::Array<float> weight = spectrum ? cc::ArrayColumn<float>(main, "WEIGHT_SPECTRUM").getColumn(one_channel)
-                                           : cc::ArrayColumn<float>(main, "WEIGHT").getColumn();
-  const double per_metre = freq / speed_of_light;
+
+  std::array<std::vector<Sample>, 4> samples;
+  std::array<double, 4> weight_sum{};
+  for (int channel : channels) {
+    const double freq = cc::ArrayColumn<double>(cc::Table(ms + "/SPECTRAL_WINDOW"), "CHAN_FREQ")(0)(cc::IPosition(1, channel));
+    const cc::Slicer one_channel(cc::IPosition(2, 0, channel), cc::IPosition(2, corr.size(), 1));
+    const cc::Array<cc::Complex> data = cc::ArrayColumn<cc::Complex>(main, "DATA").getColumn(one_channel);
+    const cc::Array<bool> flags = cc::ArrayColumn<bool>(main, "FLAG").getColumn(one_channel);
+    const cc::Array<float> weight = spectrum ? cc::ArrayColumn<float>(main, "WEIGHT_SPECTRUM").getColumn(one_channel)
+                                             : cc::ArrayColumn<float>(main, "WEIGHT").getColumn();
+    const double per_metre = freq / speed_of_light;
+    for (int s = 0; s < 4; ++s) {
+      const Rule& rule = rules[s];
+      if (rule.a < 0 || rule.b < 0) continue;
+      for (std::size_t r = 0; r < ant1.size(); ++r) {
+        if (ant1[r] == ant2[r] || flag_row[r]) continue;
+        const auto at = [&](int c) { return spectrum ? cc::IPosition(3, c, 0, r) : cc::IPosition(2, c, r); };
+        if (flags(cc::IPosition(3, rule.a, 0, r)) || flags(cc::IPosition(3, rule.b, 0, r))) continue;
+        const double wa = weight(at(rule.a)), wb = weight(at(rule.b));
+        if (!(wa > 0) || !(wb > 0)) continue;
+        const cdouble va = data(cc::IPosition(3, rule.a, 0, r)), vb = data(cc::IPosition(3, rule.b, 0, r));
+        const double w = 4 * wa * wb / (wa + wb);
+        samples[s].push_back({uvw(0, r) * per_metre, uvw(1, r) * per_metre, uvw(2, r) * per_metre,
+                              rule.factor * (va + rule.sign * vb) / 2.0, w});
+        weight_sum[s] += w;
+      }
+    }
+  }
 
   std::array<std::vector<double>, 4> images;
   for (int s = 0; s < 4; ++s) {
-    const Rule& rule = rules[s];
-    if (rule.a < 0 || rule.b < 0) continue;
-    std::vector<Sample> samples;
-    double weight_sum = 0;
-    for (std::size_t r = 0; r < ant1.size(); ++r) {
-      if (ant1[r] == ant2[r] || flag_row[r]) continue;
-      const auto at = [&](int c) { return spectrum ? cc::IPosition(3, c, 0, r) : cc::IPosition(2, c, r); };
-      if (flags(cc::IPosition(3, rule.a, 0, r)) || flags(cc::IPosition(3, rule.b, 0, r))) continue;
-      const double wa = weight(at(rule.a)), wb = weight(at(rule.b));
-      if (!(wa > 0) || !(wb > 0)) continue;
-      const cdouble va = data(cc::IPosition(3, rule.a, 0, r)), vb = data(cc::IPosition(3, rule.b, 0, r));
-      const double w = 4 * wa * wb / (wa + wb);
-      samples.push_back({uvw(0, r) * per_metre, uvw(1, r) * per_metre, uvw(2, r) * per_metre,
-                         rule.factor * (va + rule.sign * vb) / 2.0, w});
-      weight_sum += w;
-    }
-    if (weight_sum == 0) throw std::runtime_error(ms + ": no unflagged samples in channel " + std::to_string(channel));
+    if (rules[s].a < 0 || rules[s].b < 0) continue;
+    if (weight_sum[s] == 0) throw std::runtime_error(ms + ": no unflagged samples in the channels asked for");
     images[s].reserve(pixels.size());
     for (const DftPixel& p : pixels) {
       const double l = (p.x + 1 - grid.crpix1) * grid.cdelt1_rad;
       const double m = (p.y + 1 - grid.crpix2) * grid.cdelt2_rad;
       const double n_minus_1 = -(l * l + m * m) / (1 + std::sqrt(1 - l * l - m * m));
       double sum = 0;
-      for (const Sample& k : samples) {
+      for (const Sample& k : samples[s]) {
         const double phase = two_pi * (k.u * l + k.v * m + k.w * n_minus_1);
         sum += k.weight * (k.value.real() * std::cos(phase) + k.value.imag() * std::sin(phase));
       }
-      images[s].push_back(sum / weight_sum);
+      images[s].push_back(sum / weight_sum[s]);
     }
   }
   return images;

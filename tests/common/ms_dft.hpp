@@ -28,6 +28,11 @@ struct DftPixel {
 std::array<std::vector<double>, 4> direct_dft(const std::string& ms, int channel, const DftGrid& grid,
                                               const std::vector<DftPixel>& pixels);
 
+// The same over several channels gridded together, each sample at its own frequency
+// (a binned image channel).
+std::array<std::vector<double>, 4> direct_dft(const std::string& ms, const std::vector<int>& channels,
+                                              const DftGrid& grid, const std::vector<DftPixel>& pixels);
+
 // The number of channels of the MS's first spectral window.
 int channel_count(const std::string& ms);
 

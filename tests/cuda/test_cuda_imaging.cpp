@@ -73,12 +73,12 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
   imaging::ChannelImager cpu_imager(geometry, accuracy, GetParam());
   cpu_imager.set_data(uvw_lambda, input.weights);
 
-  // Coordinates uploaded in metres and scaled on the device, the channel written into
-  // the pinned staging area, as the pipeline does.
+  // The channel written into the pinned staging area with its coordinates in metres,
+  // scaled on the device, as the pipeline does.
   cuda::ChannelImager gpu_imager(test::gpu_device, geometry, accuracy, GetParam(), rows, briggs);
-  gpu_imager.set_uvw(input.uvw_m);
-  const cuda::ChannelView area = gpu_imager.staging_area();
+  const cuda::ChannelView area = gpu_imager.staging_area(rows);
   ASSERT_EQ(area.rows, rows);
+  std::copy(input.uvw_m.begin(), input.uvw_m.end(), area.uvw_m);
   std::copy(natural.begin(), natural.end(), area.weights);
   std::copy(input.vis.begin(), input.vis.end(), area.vis);
   gpu_imager.upload(input.freq_hz);

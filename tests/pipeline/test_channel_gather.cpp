@@ -55,6 +55,7 @@ std::string ChannelGather::path_;
 
 struct Gathered {
   ChannelStats stats;
+  std::vector<double> uvw_m;
   std::vector<float> weights;
   std::vector<std::complex<float>> vis;
 };
@@ -65,7 +66,8 @@ Gathered gather(const std::vector<ms::VisBlock>& blocks, const RowCoordinates& c
   Gathered out;
   out.weights.assign(4 * coordinates.rows(), -1.0f);
   out.vis.assign(4 * coordinates.rows(), {-1.0f, -1.0f});
-  const imaging::ChannelView view{coordinates.rows(), out.weights.data(), out.vis.data()};
+  out.uvw_m.assign(3 * coordinates.rows(), -1.0);
+  const imaging::ChannelView view{coordinates.rows(), out.uvw_m.data(), out.weights.data(), out.vis.data()};
   // The channel of every input, as the band merges inputs that share their channels.
   ms::BandChannel merged{blocks.front().freq_hz[static_cast<std::size_t>(channel - blocks.front().chan_begin)], 0, {}};
   for (std::size_t i = 0; i < blocks.size(); ++i) merged.parts.push_back({static_cast<int>(i), channel});
@@ -97,6 +99,7 @@ TEST_F(ChannelGather, CopiesTheChannelAndCountsItAsADirectLoopDoes) {
             max_uv_sq = std::max(max_uv_sq, std::pow(block.uvw_m[3 * r], 2) + std::pow(block.uvw_m[3 * r + 1], 2));
           }
         }
+      EXPECT_EQ(out.uvw_m, coordinates.uvw_m());  // each part at the channel's own frequency
       EXPECT_EQ(out.stats.freq_hz, in.front().freq_hz[channel - 8]);
       EXPECT_EQ(out.stats.samples, static_cast<double>(k));
       EXPECT_EQ(out.stats.visibilities, visibilities);
@@ -104,7 +107,7 @@ TEST_F(ChannelGather, CopiesTheChannelAndCountsItAsADirectLoopDoes) {
       EXPECT_NEAR(out.stats.weight_sum, weight_sum, 1e-12 * weight_sum);
       EXPECT_NEAR(out.stats.max_uv, std::sqrt(max_uv_sq) * out.stats.freq_hz / speed_of_light, 1e-9);
       const std::vector<float> unflagged(out.weights.size(), 1.0f);
-      longest_flagged += coordinates.max_uv_m(out.weights.data()) < coordinates.max_uv_m(unflagged.data());
+      longest_flagged += coordinates.max_uv_m(0, out.weights.data()) < coordinates.max_uv_m(0, unflagged.data());
     }
   }
   EXPECT_GT(longest_flagged, 0);  // the flags decide max_uv somewhere
@@ -145,6 +148,35 @@ TEST_F(ChannelGather, WeightsAsApplyWeighting) {
   EXPECT_EQ(weighted.weights, expected);
   EXPECT_NE(weighted.weights, natural.weights);
   EXPECT_EQ(weighted.stats.weight_sum, natural.stats.weight_sum);
+}
+
+// A binned channel holds one part per stored channel: each part's rows with their
+// coordinates scaled from its own frequency to the channel's, so that the imager's
+// u = uvw_m nu / c puts every visibility where its own frequency does.
+TEST_F(ChannelGather, ABinnedChannelGridsEachPartAtItsOwnFrequency) {
+  const std::vector<ms::VisBlock> in = blocks(false);
+  const RowCoordinates coordinates = coordinates_of(in);
+  const ms::VisBlock& block = in.front();
+  const std::size_t n = block.num_rows();
+  const ms::BandChannel bin{0.5 * (block.freq_hz[1] + block.freq_hz[2]), 0, {{0, 9}, {0, 10}}};
+  ASSERT_EQ(channel_rows(bin, coordinates), 2 * n);
+  std::vector<float> weights(8 * n);
+  std::vector<std::complex<float>> vis(8 * n);
+  std::vector<double> uvw(6 * n);
+  const imaging::ChannelView view{2 * n, uvw.data(), weights.data(), vis.data()};
+  const auto geometry = imaging::ImageGeometry::make(256, 40.0 / 206264.806, 1.2);
+  const ChannelStats stats = gather_channel(in, bin, coordinates, geometry, {}, view, 2);
+  double visibilities = 0;
+  for (int part = 0; part < 2; ++part) {
+    const double ratio = block.freq_hz[static_cast<std::size_t>(1 + part)] / bin.freq_hz;
+    for (std::size_t r = 0; r < n; ++r) {
+      for (int k = 0; k < 3; ++k) ASSERT_EQ(uvw[3 * (part * n + r) + k], block.uvw_m[3 * r + k] * ratio);
+      for (int s = 0; s < 4; ++s) ASSERT_EQ(weights[4 * (part * n + r) + s], block.weight[block.index(r, 1 + part, s)]);
+      visibilities += block.weight[block.index(r, 1 + part, 0)] > 0;
+    }
+  }
+  EXPECT_EQ(stats.visibilities, visibilities);
+  EXPECT_EQ(stats.samples, static_cast<double>(2 * n));
 }
 
 TEST_F(ChannelGather, RowsOtherThanTheCoordinatesAreAnError) {

@@ -29,6 +29,8 @@ struct InputConfig {
 
 struct ImageConfig {
   int size = 512;                     // pixels per side
+  int channels_out = 0;               // bin the merged channels into this many; 0: one per channel
+  double channel_width_hz = 0;        // or into bins this wide; 0: see channels_out
   double scale_arcsec = 20.0;         // pixel size
   Weighting weighting = Weighting::briggs;
   double robust = 0.0;                // Briggs robustness, [-2, 2]

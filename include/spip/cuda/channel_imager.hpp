@@ -64,16 +64,13 @@ class ChannelImager {
   ChannelImager(const ChannelImager&) = delete;
   ChannelImager& operator=(const ChannelImager&) = delete;
 
-  // The rows' coordinates in metres [k][3]. Which rows are kept does not depend on the
-  // channel, so they are uploaded once, and each channel's are scaled to wavelengths
-  // on the device. Before the first staging_area().
-  void set_uvw(const std::vector<double>& uvw_m);
-  // The pinned memory of the buffer set not in use, once its last upload is done. The
-  // caller writes the channel there (the host's only pass over its rows), and
-  // upload() starts its upload; everything else is done on the device. One channel is
-  // staged at a time (another replaces it): both may be called from another thread
-  // while the current channel is cleaned, not while next() does.
-  ChannelView staging_area();
+  // The pinned memory of the buffer set not in use, once its last upload is done, for
+  // a channel of `rows` rows (at most max_visibilities). The caller writes the channel
+  // there, its coordinates included (the host's only pass over its rows), and upload()
+  // starts its upload; everything else is done on the device. One channel is staged at
+  // a time (another replaces it): both may be called from another thread while the
+  // current channel is cleaned, not while next() does.
+  ChannelView staging_area(std::size_t rows);
   void upload(double freq_hz);
   // Makes the channel last staged current (waits for its upload) and prepares its
   // points on the device: imaging weights, off-grid rows zeroed, footprints, tile entries.

@@ -43,6 +43,13 @@ struct Band {
 // inputs and channels.
 Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector<int>>& selected);
 
+// The band's channels binned into image channels of equal width, as WSClean's
+// -channels-out: `count` of them across the band (from the lowest channel's lower edge
+// to the highest's upper edge), or as many as `width_hz` takes. A bin holds the parts of
+// every channel centred in it, each to be gridded at its own frequency; its frequency
+// is its centre, its width the bin's, and a bin without channels is blank.
+Band bin_band(const Band& band, int count, double width_hz);
+
 // "path" or "path (spectral window N)" where the MS has several: for messages.
 std::string input_name(const MsInfo& info);
 
