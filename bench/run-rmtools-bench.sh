@@ -55,6 +55,9 @@ extra=()
 help=$("$work/bin/spip" --help 2>&1)
 if grep -q 'faraday\.fractional ' <<<"$help"; then extra+=(--faraday.fractional false); fi
 if grep -q 'catalogue\.threshold ' <<<"$help"; then extra+=(--catalogue.threshold 0); fi
+# RMTOOLS_BENCH_SPIP_ARGS: more spip options, such as other inputs (bench/run-band-rmtools.sh).
+read -r -a more <<< "${RMTOOLS_BENCH_SPIP_ARGS:-}"
+extra+=("${more[@]}")
 out=$work/spip-out
 /usr/bin/time -v -o "$work/spip.time" mpirun -np "$ranks" "${SPIP_MPIRUN_FLAGS[@]}" \
   bash -c 'exec /usr/bin/time -v -o "$0.rank$OMPI_COMM_WORLD_RANK" "$@"' "$work/spip.time" \
@@ -78,7 +81,7 @@ from astropy.io import fits
 out = sys.argv[1]
 h = fits.getheader(f"{out}/demo-FDF_real_dirty.fits")
 first = h["CRVAL3"] + (1 - h["CRPIX3"]) * h["CDELT3"]
-config = configparser.ConfigParser()
+config = configparser.ConfigParser(strict=False)  # input.ms repeats for several MSs
 config.read(f"{out}/demo-config.ini")
 f = config["faraday"]
 sigma = float(np.nanmin(fits.getdata(f"{out}/demo-peak-pi-err.fits")))

@@ -92,7 +92,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   const int group = plan.ranks_per_channel;
 
   out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["
-      << plan.chan_begin << ", " << plan.chan_end << ") of " << plan.readers.size() << " Measurement Set(s), "
+      << plan.chan_begin << ", " << plan.chan_end << ") of " << input_count(plan) << ", "
       << plan.max_visibilities << " rows per channel; " << plan.geometry.size << "^2 pixels on a "
       << plan.geometry.grid_size << "^2 grid; " << num_phi << " Faraday depths\n";
   const CostRates rates =

@@ -26,6 +26,14 @@
 
 namespace spip::pipeline {
 
+std::string input_count(const Plan& plan) {
+  std::set<std::string> paths;
+  for (const ms::MsReader& reader : plan.readers) paths.insert(reader.info().path);
+  std::string text = std::to_string(paths.size()) + " Measurement Set(s)";
+  if (plan.readers.size() > paths.size()) text += " (" + std::to_string(plan.readers.size()) + " spectral windows)";
+  return text;
+}
+
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan) {
   const int num_chan = plan.chan_end - plan.chan_begin;
@@ -450,7 +458,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   Plan plan = open_plan(config);
   log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): channels [" +
            std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
-           std::to_string(plan.readers.size()) + " Measurement Set(s) into " + std::to_string(config.image.size) +
+           input_count(plan) + " into " + std::to_string(config.image.size) +
            "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes " + stokes_list(plan.stokes, true) +
            (plan.polarised() ? ", then the Faraday stage" : "") + "; products in " + config.output.dir + " (prefix " +
            config.output.prefix + ")");

@@ -100,6 +100,9 @@ Plan open_plan(const Config& config);
 void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks,
                const std::function<bool(double share)>& fits, Plan& plan);
 
+// "N Measurement Set(s)", with the spectral windows where an MS gives several: for logs.
+std::string input_count(const Plan& plan);
+
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan);
 

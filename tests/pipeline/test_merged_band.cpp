@@ -63,6 +63,20 @@ fs::path run(int ranks, const std::vector<std::string>& inputs, const std::strin
 
 std::string log_of(const fs::path& out) { return spip::test::file_text(out.string() + ".log"); }
 
+// astropy reads every channel cube's frequency axis as qa.json records it, blank
+// planes included (scripts/check_band_axis.py).
+void expect_astropy_reads_the_axis(const fs::path& out) {
+  if (std::system("python3 -c 'import astropy' > /dev/null 2>&1") != 0)
+    GTEST_SKIP() << "python3 cannot import astropy (scripts/install-deps.sh installs it)";
+  const fs::path log = out.string() + "-astropy.log";
+  EXPECT_EQ(std::system(("python3 " + std::string(SPIP_CHECK_BAND_AXIS) + " " + out.string() + " demo > " +
+                         log.string() + " 2>&1")
+                            .c_str()),
+            0)
+      << spip::test::file_text(log);
+  std::cout << spip::test::file_text(log);
+}
+
 nlohmann::json channel_records(const fs::path& out) {
   return nlohmann::json::parse(spip::test::file_text(out / "demo-qa.json")).at("channels");
 }
@@ -195,6 +209,7 @@ TEST_F(MergedBand, SubBandsWithOneMissing) {
     worst_phi = std::max(worst_phi, std::abs(phi.data[pixel_of(c)] - c.rm_rad_m2));
   }
   std::cout << "[ measured ] sub-bands with one missing: max |peak phi - RM| = " << worst_phi << " rad/m^2\n";
+  expect_astropy_reads_the_axis(out);
 }
 
 // Three channels wholly flagged and one missing (a gap between two MSs) against the same
@@ -272,6 +287,7 @@ TEST(ChannelBinning, TenBinsOfFourChannelsEqualADirectDftOfTheirRows) {
   double lambda0_sq = 0;
   for (int k = 0; k < 10; ++k) lambda0_sq += std::pow(speed_of_light / (122.4e6 + 4.8e6 * k), 2) / 10;
   EXPECT_NEAR(rmsf.lambda0_sq, lambda0_sq, 1e-5);
+  expect_astropy_reads_the_axis(out);
 }
 
 }  // namespace

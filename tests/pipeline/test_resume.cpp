@@ -112,8 +112,9 @@ int channels_staged(const std::string& log) {
 
 // Starts the run writing to `out` (output to `log`) in a session of its own, waits for
 // `count` markers (of `extension`) and kills every process of it at once.
-void kill_after_markers(const std::string& out, int count, const std::string& extension, const std::string& log) {
-  const pid_t child = start_in_own_session(command_for(out), log);
+void kill_after_markers(const std::string& out, int count, const std::string& extension, const std::string& log,
+                        const std::string& command = "") {
+  const pid_t child = start_in_own_session(command.empty() ? command_for(out) : command, log);
   ASSERT_GE(child, 0);
   wait_for_markers(out, count, extension);
   kill_session(child);
@@ -279,6 +280,34 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] killed after " << done_when_killed << " of 40 channels; " << compared
             << " FITS products identical to the uninterrupted run\n";
+}
+
+// The sample as four MSs of 10 channels given in shuffled order (issue 29): a rank's
+// channels come from two of them, and a killed run resumes to the single MS's products,
+// bit for bit.
+TEST(Resume, KilledRunOfSeveralMeasurementSetsFinishesWithIdenticalProducts) {
+  const std::string base = fresh_dir("spip_resume_split");
+  const std::string reference = reference_products(), resumed = base + "/resumed";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
+  std::string inputs;
+  for (const char* window : {"30-39", "0-9", "20-29", "10-19"}) {
+    const std::string ms = base + "/part-" + window + ".ms";
+    ASSERT_EQ(std::system((std::string(SPIP_SIMULATE_BIN) + " --split " + SPIP_TEST_DATA + "/oskar_small.ms --out " +
+                           ms + " --windows " + window + " > " + ms + ".log 2>&1")
+                              .c_str()),
+              0);
+    inputs += (inputs.empty() ? "" : " --input.ms ") + ms;
+  }
+  const std::string command = command_for(resumed, inputs);
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log", command));
+  const int done_when_killed = count_markers(resumed);
+  ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";
+  ASSERT_EQ(std::system((command + " > " + base + "/resumed.log 2>&1").c_str()), 0);
+  EXPECT_NE(read_file(base + "/resumed.log").find("resuming:"), std::string::npos);
+  const int compared = expect_identical_products(reference, resumed);
+  EXPECT_GE(compared, 50);
+  std::cout << "[ measured ] 4 MSs killed after " << done_when_killed << " of 40 channels; " << compared
+            << " FITS products identical to the single MS's uninterrupted run\n";
 }
 
 // Killed after every channel is imaged, while (or after) the channels are restored with
