@@ -68,13 +68,15 @@ int main(int argc, char** argv) {
   const spip::pipeline::RowCoordinates coordinates(blocks.front().uvw_m);
   // A 4096^2 image of 3 arcsec: the density grid of uniform and Briggs weighting.
   const auto geometry = spip::imaging::ImageGeometry::make(4096, 3.0 / 206264.806, 1.2);
-  const std::size_t used = rows * num_stokes * (sizeof(float) + sizeof(std::complex<float>));
-  const std::size_t bytes = (used + 4095) / 4096 * 4096;  // aligned_alloc takes whole alignments
+  // The GPU staging buffer's layout: coordinates, weights, visibilities.
+  const std::size_t out_bytes = 3 * sizeof(double) + num_stokes * (sizeof(float) + sizeof(std::complex<float>));
+  const std::size_t bytes = (rows * out_bytes + 4095) / 4096 * 4096;  // aligned_alloc takes whole alignments
   std::unique_ptr<char, decltype(&std::free)> staging(static_cast<char*>(std::aligned_alloc(4096, bytes)), &std::free);
   std::memset(staging.get(), 0, bytes);  // touched once, as the pinned buffer is when allocated
   spip::imaging::ChannelView area;
   area.rows = rows;
-  area.weights = reinterpret_cast<float*>(staging.get());
+  area.uvw_m = reinterpret_cast<double*>(staging.get());
+  area.weights = reinterpret_cast<float*>(staging.get() + 3 * rows * sizeof(double));
 
   std::printf("one channel of a block of %d channels x %zu rows gathered into the staging area\n", channels, rows);
   std::printf("(reference: one std::memcpy of the same planes on one thread; natural weighting unless named;\n"
@@ -86,8 +88,7 @@ int main(int argc, char** argv) {
   const Case cases[] = {{"1 thread", spip::Weighting::natural, 1},
                         {"all threads", spip::Weighting::natural, threads},
                         {"Briggs, 1 thread", spip::Weighting::briggs, 1}};
-  area.vis = reinterpret_cast<std::complex<float>*>(staging.get() + num_stokes * rows * sizeof(float));
-  const std::size_t out_bytes = num_stokes * (sizeof(float) + sizeof(std::complex<float>));
+  area.vis = reinterpret_cast<std::complex<float>*>(reinterpret_cast<char*>(area.weights) + num_stokes * rows * sizeof(float));
   for (const Case& c : cases) {
     spip::imaging::WeightingScheme scheme;
     scheme.mode = c.weighting;
@@ -101,6 +102,7 @@ int main(int argc, char** argv) {
       spip::pipeline::gather_channel(blocks, channel, coordinates, geometry, scheme, area, c.threads);
       gather_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
       start = std::chrono::steady_clock::now();
+      std::memcpy(area.uvw_m, block.uvw_m.data(), 3 * rows * sizeof(double));
       std::memcpy(area.weights, &block.weight[plane], n * sizeof(float));
       std::memcpy(area.vis, &block.vis[plane], n * sizeof(std::complex<float>));
       memcpy_s.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -22,9 +22,9 @@ using detail::PinnedBuffer;
 using detail::dcomplex;
 constexpr int num_stokes = 4;
 
-// Bytes per visibility of one buffer set: its Stokes visibilities and weights as the
-// host has them; everything else is derived on the device from them and the
-// coordinates, which all channels share.
+// Bytes per visibility of one buffer set: its coordinates, Stokes visibilities and
+// weights as the host has them (each channel brings its own rows: a sub-band's, or
+// several parts of a bin); everything else is derived on the device from them.
 constexpr std::size_t raw_bytes_per_visibility = 3 * sizeof(double) + num_stokes * (sizeof(float2) + sizeof(float));
 
 // Where the staging buffer of a channel of up to `max_rows` rows holds its weights and
@@ -36,7 +36,7 @@ std::size_t vis_offset(std::size_t max_rows) { return weights_offset(max_rows) +
 struct Slot {
   double freq_hz = 0;
   std::size_t rows = 0;
-  DeviceArray<double> uvw_m;  // each channel brings its rows (a merged or binned one, several inputs' or copies)
+  DeviceArray<double> uvw_m;  // metres at the channel's frequency
   DeviceArray<float2> vis;
   DeviceArray<float> weights;
   PinnedBuffer staging;  // coordinates, weights, then visibilities, at fixed offsets

@@ -114,11 +114,6 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::B
   ChannelStats stats;
   stats.freq_hz = channel.freq_hz;
   double max_uv_m = 0;  // at the channel's frequency
-  if (channel.parts.empty()) {
-    std::fill(out.uvw_m, out.uvw_m + 3, 0.0);
-    std::fill(out.weights, out.weights + stokes, 0.0f);
-    std::fill(out.vis, out.vis + stokes, std::complex<float>{});
-  }
   std::size_t first = 0;  // of the part, in the channel
   for (const ms::ChannelPart& part : channel.parts) {
     const ms::VisBlock& block = blocks.at(static_cast<std::size_t>(part.input));
@@ -139,6 +134,13 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::B
     stats.samples += static_cast<double>(n);
     max_uv_m = std::max(max_uv_m, coordinates.max_uv_m(part.input, weights) * ratio);
     first += n;
+  }
+  // The one row of a channel without rows here (a gap, or none of this group member's
+  // share): weight 0, not what the staging area held from the channel before.
+  if (first == 0) {
+    std::fill(out.uvw_m, out.uvw_m + 3, 0.0);
+    std::fill(out.weights, out.weights + stokes, 0.0f);
+    std::fill(out.vis, out.vis + stokes, std::complex<float>{});
   }
   const double inv_lambda = stats.freq_hz / speed_of_light;
   stats.max_uv = max_uv_m * inv_lambda;

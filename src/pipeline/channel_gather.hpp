@@ -1,8 +1,9 @@
 #pragma once
-// One channel of the rank's visibility blocks, gathered where the imager takes it (on
-// the GPU: its pinned staging memory), with the imaging weights applied. With the
-// blocks' channel planes this is two contiguous copies, all the host does with a
-// channel's rows before imaging (with natural weights).
+// One image channel of the rank's visibility blocks, gathered where the imager takes it
+// (on the GPU: its pinned staging memory), with the imaging weights applied. With the
+// blocks' channel planes this is, per part, two contiguous copies and one scaled copy
+// of the coordinates: all the host does with a channel's rows before imaging (with
+// natural weights).
 #include <cstddef>
 #include <vector>
 
@@ -30,7 +31,6 @@ class RowCoordinates {
   // `input_rows`: how many of the rows each input holds, in order; empty: one input.
   explicit RowCoordinates(std::vector<double> uvw_m, std::vector<std::size_t> input_rows = {});
   std::size_t rows() const { return uvw_m_.size() / 3; }
-  const std::vector<double>& uvw_m() const { return uvw_m_; }
   std::size_t input_rows(int input) const { return input_rows_.at(static_cast<std::size_t>(input)); }
   std::size_t inputs() const { return input_rows_.size(); }
   const double* input_uvw_m(int input) const { return uvw_m_.data() + 3 * first_.at(static_cast<std::size_t>(input)); }

@@ -26,6 +26,15 @@
 
 namespace spip::pipeline {
 
+bool Plan::rows_shared_evenly() const {
+  for (const ms::BandChannel& channel : band.channels) {
+    std::set<int> inputs;
+    for (const ms::ChannelPart& part : channel.parts) inputs.insert(part.input);
+    if (!inputs.empty() && inputs.size() < readers.size()) return false;
+  }
+  return true;
+}
+
 std::string input_count(const Plan& plan) {
   std::set<std::string> paths;
   for (const ms::MsReader& reader : plan.readers) paths.insert(reader.info().path);
@@ -184,7 +193,7 @@ std::vector<std::int64_t> channel_cost(const Plan& plan, const parallel::MpiCont
         }
     if (used == 0 && plan.readers.size() > 1)
       log.root("input " + ms::input_name(reader.info()) +
-               ": no unflagged cross-correlation data in the selected channels; its channels are blank");
+               ": no unflagged cross-correlation data in the selected channels; it adds nothing to them");
   }
   if (std::all_of(cost.begin(), cost.end(), [](std::int64_t n) { return n == 0; })) {
     if (plan.readers.size() == 1) ms::require_unflagged(plan.readers.front().info(), cost);
@@ -239,7 +248,7 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     // What the reader keeps of a channel (the selected field and window, unflagged),
     // not every row of the main table.
     // With a group, a rank holds its share of the rows.
-    needs.rows_per_channel = static_cast<double>(plan.busiest_channel) * largest_row_share(plan.ranks_per_channel);
+    needs.rows_per_channel = static_cast<double>(plan.busiest_channel) * plan.member_share(plan.ranks_per_channel);
     needs.my_channels = plan.imaged[static_cast<std::size_t>(mpi.rank())].size();
     needs.block_channels = config.input.block_channels;
     needs.faraday_row_bytes = faraday_row_bytes(plan);
@@ -350,6 +359,22 @@ void write_effective_config(const Config& config, const ProductRegistry& product
 
 }  // namespace
 
+namespace {
+
+// Whether the image channels are one window's stored channels in storage order, so that
+// logs and records can number them as the MS does (input.channel_begin and after).
+bool stored_numbering(const Plan& plan, bool binned) {
+  if (plan.readers.size() != 1 || binned) return false;
+  const int first = plan.band.channels.front().parts.front().channel;
+  for (int k = 0; k < plan.band.size(); ++k) {
+    const std::vector<ms::ChannelPart>& parts = plan.band.channels[static_cast<std::size_t>(k)].parts;
+    if (parts.size() != 1 || parts.front().channel != first + k) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 // What the metadata says, the same for a run and for --plan: the inputs, the imaged
 // channels and their Faraday depths, the image and grid.
 Plan open_plan(const Config& config) {
@@ -366,8 +391,7 @@ Plan open_plan(const Config& config) {
   plan.band = ms::merge_band(infos, selected_channels(config, plan.readers));
   const bool binned = config.image.channels_out > 0 || config.image.channel_width_hz > 0;
   if (binned) plan.band = ms::bin_band(plan.band, config.image.channels_out, config.image.channel_width_hz);
-  // A lone window's channels keep their numbers in the logs and records.
-  plan.chan_begin = plan.readers.size() == 1 && !binned ? config.input.channel_begin : 0;
+  plan.chan_begin = stored_numbering(plan, binned) ? plan.band.channels.front().parts.front().channel : 0;
   plan.chan_end = plan.chan_begin + plan.band.size();
   plan.freq_hz = plan.band.freq_hz();
   for (const ms::MsReader& reader : plan.readers)
@@ -503,7 +527,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   // of the device hold it: the least of any rank, so that every rank decides alike.
   const double budget = -mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size()));
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
-  const auto fits = [&](double part) {
+  const auto fits = [&](double share) {
+    const double part = plan.rows_shared_evenly() ? share : 1.0;
     const double rows = part * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, part * static_cast<double>(plan.busiest_channel)) <= budget &&
            (!device || static_cast<double>(cuda::ChannelImager::device_bytes(

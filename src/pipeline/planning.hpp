@@ -39,8 +39,9 @@ struct Plan {
   std::vector<ms::MsReader> readers;
   std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
   ms::Band band;                                 // the image channels: every input's on one axis
-  // The image channels' numbers in logs and records: [chan_begin, chan_end); a lone
-  // window's keep their stored numbers (input.channel_begin), merged ones count from 0.
+  // The image channels' numbers in logs and records: [chan_begin, chan_end). One
+  // window's channels in storage order keep their stored numbers (input.channel_begin
+  // and after); otherwise (several inputs, high to low, gaps, bins) they count from 0.
   int chan_begin = 0, chan_end = 0;
   std::vector<double> freq_hz;                   // of the image channels
   std::array<bool, ms::num_stokes> stokes{};     // which of I, Q, U, V some input's correlations determine
@@ -62,13 +63,16 @@ struct Plan {
   MemoryPlan memory;                             // this rank's
   std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives
 
+  // Whether every image channel (but gaps) holds rows of every input. rank_rows() cuts
+  // the rows of all inputs together, so only then does largest_row_share() bound a group
+  // member's part of each channel; a channel of some inputs only (a sub-band) may fall
+  // to one member whole.
+  bool rows_shared_evenly() const;
+  // The largest part of a channel's rows a member of a group of `members` holds.
+  double member_share(int members) const { return rows_shared_evenly() ? largest_row_share(members) : 1.0; }
   // The most rows one rank images of a channel: all of them, or its share in a group.
-  // A group shares the rows of every input together, so a channel of some of the
-  // inputs only may fall to one member whole.
   std::size_t rank_visibilities() const {
-    for (const ms::BandChannel& channel : band.channels)
-      if (!channel.parts.empty() && channel.parts.size() < readers.size()) return max_visibilities;
-    return static_cast<std::size_t>(std::ceil(largest_row_share(ranks_per_channel) * static_cast<double>(max_visibilities)));
+    return static_cast<std::size_t>(std::ceil(member_share(ranks_per_channel) * static_cast<double>(max_visibilities)));
   }
   // Q and U determined: the Faraday stage runs.
   bool polarised() const { return stokes[ms::stokes_q] && stokes[ms::stokes_u]; }

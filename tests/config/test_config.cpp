@@ -79,6 +79,8 @@ void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.input.all_windows, b.input.all_windows);
   EXPECT_EQ(a.input.freq_min_hz, b.input.freq_min_hz);
   EXPECT_EQ(a.input.freq_max_hz, b.input.freq_max_hz);
+  EXPECT_EQ(a.image.channels_out, b.image.channels_out);
+  EXPECT_EQ(a.image.channel_width_hz, b.image.channel_width_hz);
   EXPECT_EQ(a.input.channel_begin, b.input.channel_begin);
   EXPECT_EQ(a.input.channel_end, b.input.channel_end);
   EXPECT_EQ(a.input.row_chunk, b.input.row_chunk);
@@ -186,6 +188,10 @@ TEST(Config, SpectralWindowsAndFrequencyRange) {
   EXPECT_FALSE(one.input.all_windows);
   expect_config_error([] { parse({"--input.ms", "a.ms", "--input.freq_min", "2e8", "--input.freq_max", "1e8"}); },
                       {"input.freq_max", "input.freq_min"});
+  EXPECT_EQ(parse({"--input.ms", "a.ms", "--image.channels_out", "10"}).config.image.channels_out, 10);
+  expect_config_error(
+      [] { parse({"--input.ms", "a.ms", "--image.channels_out", "10", "--image.channel_width", "4e6"}); },
+      {"image.channels_out", "image.channel_width"});
 }
 
 TEST(Config, FileWithEverySection) {

@@ -83,4 +83,13 @@ TEST(CudaBand, GapsAndBinsImageAsOnTheCpu) {
     worst = std::max(worst, difference);
   }
   std::cout << "[ measured ] binned sub-bands with gaps, GPU against CPU dirty cubes: " << worst << " of the peak\n";
+  // Bins 2, 5 and 6 (channels 4-5, 10-11, 12-13) hold no channel: NaN throughout, the others not at all.
+  const auto cube = spip::fits::read_image((gpu / "demo-dirty-I.fits").string()).data;
+  const std::size_t plane = 256 * 256;
+  ASSERT_EQ(cube.size(), 8 * plane);
+  for (std::size_t k = 0; k < 8; ++k) {
+    std::size_t nan = 0;
+    for (std::size_t i = 0; i < plane; ++i) nan += std::isnan(cube[k * plane + i]);
+    EXPECT_EQ(nan, k == 2 || k == 5 || k == 6 ? plane : 0u) << "bin " << k;
+  }
 }

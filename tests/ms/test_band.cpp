@@ -108,5 +108,39 @@ TEST(Band, SelectionAndALoneChannel) {
   EXPECT_THROW(merge_band({info}, {{}}), InputError);
 }
 
+// Bins as WSClean's -channels-out: equal widths from the lowest channel's lower edge to
+// the highest's upper edge, each bin's channels in it, its frequency its centre.
+TEST(Band, BinsOfEqualWidth) {
+  const Band band = merge({window("a.ms", 120.6e6, 1.2e6, 40, 1.2e6)});
+  const Band ten = bin_band(band, 10, 0);
+  ASSERT_EQ(ten.size(), 10);
+  EXPECT_DOUBLE_EQ(ten.step_hz, 4.8e6);
+  for (int k = 0; k < 10; ++k) {
+    const BandChannel& bin = ten.channels[static_cast<std::size_t>(k)];
+    EXPECT_NEAR(bin.freq_hz, 122.4e6 + 4.8e6 * k, 1e-3);
+    EXPECT_EQ(bin.width_hz, 4.8e6);
+    ASSERT_EQ(bin.parts.size(), 4u);
+    for (int j = 0; j < 4; ++j) EXPECT_EQ(bin.parts[static_cast<std::size_t>(j)].channel, 4 * k + j);
+  }
+  // By width: as many bins as cover the band, the last one running past it.
+  const Band wide = bin_band(band, 0, 5e6);
+  ASSERT_EQ(wide.size(), 10);
+  std::size_t parts = 0;
+  for (const BandChannel& bin : wide.channels) parts += bin.parts.size();
+  EXPECT_EQ(parts, 40u);
+  EXPECT_NEAR(wide.channels.front().freq_hz, 122.5e6, 1e-3);
+  // More bins than channels would leave bins between them.
+  EXPECT_THROW(bin_band(band, 41, 0), InputError);
+}
+
+// A bin over a gap between sub-bands holds no part: a blank image channel.
+TEST(Band, BinsOverAGapAreBlank) {
+  const Band band = merge({window("low.ms", 100e6, 1e6, 4, 1e6), window("high.ms", 108e6, 1e6, 4, 1e6)});
+  const Band bins = bin_band(band, 6, 0);  // 12 MHz in bins of 2 MHz
+  ASSERT_EQ(bins.size(), 6);
+  const std::vector<std::size_t> want = {2, 2, 0, 0, 2, 2};
+  for (std::size_t k = 0; k < want.size(); ++k) EXPECT_EQ(bins.channels[k].parts.size(), want[k]) << k;
+}
+
 }  // namespace
 }  // namespace spip::ms

@@ -102,8 +102,8 @@ class MsReader {
 // Throws an InputError naming the MS if every count is zero.
 void require_unflagged(const MsInfo& info, const std::vector<std::int64_t>& counts);
 
-// The spectral windows that the MS's DATA_DESCRIPTION table refers to, in order:
-// input.spw = all.
+// The spectral windows that the MS's DATA_DESCRIPTION table refers to, each once, by
+// increasing id: input.spw = all.
 std::vector<int> spectral_windows(const std::string& path);
 
 }  // namespace spip::ms
