@@ -152,6 +152,25 @@ TEST_F(MergedBand, FourSpectralWindows) {
       << log_of(refused);
 }
 
+// Two MSs of the same band (observations of one field, here the sample and a copy):
+// each channel is gridded from both. With uniform weights a visibility given twice
+// changes no cell's share, so the products are those of the one MS, and the channels
+// count twice the visibilities. The first 8 channels, as tests/pipeline/test_rank_groups.
+TEST_F(MergedBand, TheSameBandTwiceIsGriddedTogether) {
+  const fs::path copy = spip::test::scratch_path("copy.ms");
+  fs::copy(sample, copy, fs::copy_options::recursive);
+  const std::string uniform = "--image.weighting uniform --input.freq_max 130e6";
+  const fs::path one = run(1, {sample}, uniform, "one");
+  const fs::path both = run(1, {sample, copy.string()}, uniform, "both");
+  // Float sums over twice the rows, in another order: agreement to rounding, as groups of ranks.
+  EXPECT_GE(spip::test::expect_equal_products(one, both, "the same band twice"), 30);
+  const nlohmann::json a = channel_records(one), b = channel_records(both);
+  ASSERT_EQ(a.size(), 8u);
+  ASSERT_EQ(b.size(), 8u);
+  for (std::size_t k = 0; k < a.size(); ++k)
+    EXPECT_EQ(b[k].at("visibilities").get<double>(), 2 * a[k].at("visibilities").get<double>()) << k;
+}
+
 // Channels stored high to low: the axis runs low to high all the same.
 TEST_F(MergedBand, ChannelsStoredHighToLow) {
   const fs::path out = run(1, split(sample, {"39-0"}, "reversed"), "", "reversed");
