@@ -141,6 +141,13 @@ TEST_F(MergedBand, FourSpectralWindows) {
   // The same half by frequency, of every window (channel 19 is at 143.4 MHz).
   const fs::path below = run(1, ms, "--input.spw all --input.freq_max 143.5e6", "below_143_5_mhz");
   EXPECT_GE(spip::test::expect_equal_products(first_half, below, "input.freq_max", 1e-6), 50);
+  // --plan sizes the job on the merged and binned axis.
+  const fs::path plan = spip::test::scratch_path("plan");
+  shell(std::string(SPIP_BIN) + " --plan --input.ms " + ms.front() + " --input.spw all --image.channels_out 10" +
+            " --output.dir " + plan.string(),
+        plan.string() + ".log");
+  EXPECT_NE(log_of(plan).find("channels [0, 10) of 1 Measurement Set(s) (4 spectral windows)"), std::string::npos)
+      << log_of(plan);
   // Channel numbers are those of one window: with several inputs they are refused.
   const fs::path refused = spip::test::scratch_path("refused");
   const std::string command = std::string(SPIP_BIN) + " --input.ms " + ms.front() + " --input.spw all" +
