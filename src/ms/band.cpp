@@ -77,6 +77,23 @@ int Band::gaps() const {
                                         [](const BandChannel& c) { return c.parts.empty(); }));
 }
 
+bool Band::every_channel_has_all(int inputs) const {
+  std::vector<char> has(static_cast<std::size_t>(inputs));
+  for (const BandChannel& channel : channels) {
+    if (channel.parts.empty()) continue;
+    std::fill(has.begin(), has.end(), 0);
+    for (const ChannelPart& part : channel.parts) has.at(static_cast<std::size_t>(part.input)) = 1;
+    if (std::count(has.begin(), has.end(), 1) < inputs) return false;
+  }
+  return true;
+}
+
+std::size_t channel_rows(const BandChannel& channel, const std::vector<std::size_t>& input_rows) {
+  std::size_t rows = 0;
+  for (const ChannelPart& part : channel.parts) rows += input_rows.at(static_cast<std::size_t>(part.input));
+  return rows;
+}
+
 std::pair<int, int> Band::stored_range(int input, int begin, int end) const {
   int first = 0, last = 0;
   bool any = false;

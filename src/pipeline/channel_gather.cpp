@@ -46,19 +46,18 @@ PieceSums copy_weights(const float* in, std::size_t begin, std::size_t end, floa
 RowCoordinates::RowCoordinates(std::vector<double> uvw_m, std::vector<std::size_t> input_rows)
     : uvw_m_(std::move(uvw_m)), input_rows_(std::move(input_rows)) {
   if (input_rows_.empty()) input_rows_.push_back(rows());
+  if (std::accumulate(input_rows_.begin(), input_rows_.end(), std::size_t{0}) != rows())
+    SPIP_THROW(Error, "row coordinates: the inputs' rows do not add up to the " + std::to_string(rows()) + " given");
   std::size_t first = 0;
   for (std::size_t n : input_rows_) {
     first_.push_back(first);
-    std::vector<std::size_t>& order = by_uv_.emplace_back(n);
-    std::iota(order.begin(), order.end(), std::size_t{0});
     const double* uvw = uvw_m_.data() + 3 * first;
     const auto uv_sq = [&](std::size_t k) { return uvw[3 * k] * uvw[3 * k] + uvw[3 * k + 1] * uvw[3 * k + 1]; };
-    if (first + n > rows()) break;
+    std::vector<std::size_t>& order = by_uv_.emplace_back(n);
+    std::iota(order.begin(), order.end(), std::size_t{0});
     std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return uv_sq(a) > uv_sq(b); });
     first += n;
   }
-  if (first != rows())
-    SPIP_THROW(Error, "row coordinates: the inputs' rows do not add up to the " + std::to_string(rows()) + " given");
 }
 
 double RowCoordinates::max_uv_m(int input, const float* weights) const {
@@ -69,9 +68,7 @@ double RowCoordinates::max_uv_m(int input, const float* weights) const {
 }
 
 std::size_t channel_rows(const ms::BandChannel& channel, const RowCoordinates& coordinates) {
-  std::size_t rows = 0;
-  for (const ms::ChannelPart& part : channel.parts) rows += coordinates.input_rows(part.input);
-  return std::max<std::size_t>(rows, 1);
+  return std::max<std::size_t>(ms::channel_rows(channel, coordinates.rows_per_input()), 1);
 }
 
 namespace {
@@ -105,12 +102,14 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::B
                             const imaging::WeightingScheme& scheme, const imaging::ChannelView& out, int threads,
                             const imaging::RowGroup* group) {
   constexpr int stokes = ms::num_stokes;
-  const std::size_t rows = blocks.size() == coordinates.inputs() ? channel_rows(channel, coordinates) : 0;
-  if (blocks.size() != coordinates.inputs() || out.rows != rows)
+  if (blocks.size() != coordinates.inputs())
     SPIP_THROW(Error, "the channel at " + std::to_string(channel.freq_hz) + " Hz comes from " +
                           std::to_string(blocks.size()) + " inputs, but the coordinates are of " +
-                          std::to_string(coordinates.inputs()) + " and the room made for it holds " +
-                          std::to_string(out.rows) + " of its " + std::to_string(rows) + " rows");
+                          std::to_string(coordinates.inputs()));
+  const std::size_t rows = channel_rows(channel, coordinates);
+  if (out.rows != rows)
+    SPIP_THROW(Error, "the channel at " + std::to_string(channel.freq_hz) + " Hz has " + std::to_string(rows) +
+                          " rows, but the room made for it " + std::to_string(out.rows));
   ChannelStats stats;
   stats.freq_hz = channel.freq_hz;
   double max_uv_m = 0;  // at the channel's frequency

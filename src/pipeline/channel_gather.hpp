@@ -32,6 +32,7 @@ class RowCoordinates {
   explicit RowCoordinates(std::vector<double> uvw_m, std::vector<std::size_t> input_rows = {});
   std::size_t rows() const { return uvw_m_.size() / 3; }
   std::size_t input_rows(int input) const { return input_rows_.at(static_cast<std::size_t>(input)); }
+  const std::vector<std::size_t>& rows_per_input() const { return input_rows_; }
   std::size_t inputs() const { return input_rows_.size(); }
   const double* input_uvw_m(int input) const { return uvw_m_.data() + 3 * first_.at(static_cast<std::size_t>(input)); }
   // The largest uv distance (metres) of a row of `input` whose Stokes I weight

@@ -117,14 +117,10 @@ std::vector<double> largest_channel_uvw_m(const Plan& plan) {
   const std::vector<double> all = inputs_uvw_m(plan, &input_rows);
   std::vector<std::size_t> first(input_rows.size(), 0);
   for (std::size_t i = 1; i < first.size(); ++i) first[i] = first[i - 1] + input_rows[i - 1];
-  const auto rows_of = [&](const ms::BandChannel& channel) {
-    std::size_t rows = 0;
-    for (const ms::ChannelPart& part : channel.parts) rows += input_rows[static_cast<std::size_t>(part.input)];
-    return rows;
-  };
   const auto largest = std::max_element(
-      plan.band.channels.begin(), plan.band.channels.end(),
-      [&](const ms::BandChannel& a, const ms::BandChannel& b) { return rows_of(a) < rows_of(b); });
+      plan.band.channels.begin(), plan.band.channels.end(), [&](const ms::BandChannel& a, const ms::BandChannel& b) {
+        return ms::channel_rows(a, input_rows) < ms::channel_rows(b, input_rows);
+      });
   std::vector<double> uvw;
   for (const ms::ChannelPart& part : largest->parts) {
     const auto i = static_cast<std::size_t>(part.input);

@@ -86,8 +86,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   decompose(
       config, uniform, ranks,
       [&](double share) {
-        const double part = plan.rows_shared_evenly() ? share : 1.0;
-        return channel_imaging_bytes(plan.geometry, part * static_cast<double>(plan.max_visibilities)) <= budget;
+        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities)) <= budget;
       },
       plan);
   const int group = plan.ranks_per_channel;

@@ -26,15 +26,6 @@
 
 namespace spip::pipeline {
 
-bool Plan::rows_shared_evenly() const {
-  for (const ms::BandChannel& channel : band.channels) {
-    std::set<int> inputs;
-    for (const ms::ChannelPart& part : channel.parts) inputs.insert(part.input);
-    if (!inputs.empty() && inputs.size() < readers.size()) return false;
-  }
-  return true;
-}
-
 std::string input_count(const Plan& plan) {
   std::set<std::string> paths;
   for (const ms::MsReader& reader : plan.readers) paths.insert(reader.info().path);
@@ -171,30 +162,29 @@ void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr&
 // the rows and one all-reduce adds them, so the FLAG column is read once per job, not
 // once per rank. Throws an InputError only if nothing at all is unflagged.
 std::vector<std::int64_t> channel_cost(const Plan& plan, const parallel::MpiContext& mpi, const Log& log) {
-  std::vector<std::int64_t> cost(static_cast<std::size_t>(plan.band.size()), 0);
-  for (std::size_t i = 0; i < plan.readers.size(); ++i) {
-    const ms::MsReader& reader = plan.readers[i];
+  std::vector<std::vector<std::int64_t>> counts;  // per input, per stored channel
+  for (const ms::MsReader& reader : plan.readers) {
     const std::int64_t rows = reader.info().num_rows;
-    std::vector<std::int64_t> counts;
     std::exception_ptr failure;
     try {
-      counts = reader.unflagged_per_channel(rows * mpi.rank() / mpi.size(), rows * (mpi.rank() + 1) / mpi.size());
+      counts.push_back(reader.unflagged_per_channel(rows * mpi.rank() / mpi.size(), rows * (mpi.rank() + 1) / mpi.size()));
     } catch (...) {
       failure = std::current_exception();
     }
     agree_on_failure(mpi, failure);
-    mpi.sum_all(counts);
-    std::int64_t used = 0;
-    for (std::size_t c = 0; c < cost.size(); ++c)
-      for (const ms::ChannelPart& part : plan.band.channels[c].parts)
-        if (part.input == static_cast<int>(i)) {
-          cost[c] += counts[static_cast<std::size_t>(part.channel)];
-          used += counts[static_cast<std::size_t>(part.channel)];
-        }
-    if (used == 0 && plan.readers.size() > 1)
-      log.root("input " + ms::input_name(reader.info()) +
-               ": no unflagged cross-correlation data in the selected channels; it adds nothing to them");
+    mpi.sum_all(counts.back());
   }
+  std::vector<std::int64_t> cost(static_cast<std::size_t>(plan.band.size()), 0), used(plan.readers.size(), 0);
+  for (std::size_t c = 0; c < cost.size(); ++c)
+    for (const ms::ChannelPart& part : plan.band.channels[c].parts) {
+      const std::int64_t n = counts[static_cast<std::size_t>(part.input)][static_cast<std::size_t>(part.channel)];
+      cost[c] += n;
+      used[static_cast<std::size_t>(part.input)] += n;
+    }
+  for (std::size_t i = 0; i < used.size() && plan.readers.size() > 1; ++i)
+    if (used[i] == 0)
+      log.root("input " + ms::input_name(plan.readers[i].info()) +
+               ": no unflagged cross-correlation data in the selected channels; it adds nothing to them");
   if (std::all_of(cost.begin(), cost.end(), [](std::int64_t n) { return n == 0; })) {
     if (plan.readers.size() == 1) ms::require_unflagged(plan.readers.front().info(), cost);
     SPIP_THROW(InputError, "no unflagged cross-correlation data in the selected channels of any of the " +
@@ -400,12 +390,11 @@ Plan open_plan(const Config& config) {
     plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
-  for (const ms::BandChannel& channel : plan.band.channels) {
-    std::size_t rows = 0;
-    for (const ms::ChannelPart& part : channel.parts)
-      rows += static_cast<std::size_t>(plan.readers[static_cast<std::size_t>(part.input)].info().num_rows);
-    plan.max_visibilities = std::max(plan.max_visibilities, rows);
-  }
+  std::vector<std::size_t> input_rows;
+  for (const ms::MsReader& reader : plan.readers) input_rows.push_back(static_cast<std::size_t>(reader.info().num_rows));
+  for (const ms::BandChannel& channel : plan.band.channels)
+    plan.max_visibilities = std::max(plan.max_visibilities, ms::channel_rows(channel, input_rows));
+  plan.rows_shared_evenly = plan.band.every_channel_has_all(static_cast<int>(plan.readers.size()));
   plan.products = ProductRegistry(config, {plan.stokes, plan.chan_end - plan.chan_begin, config.image.size, plan.num_phi});
   return plan;
 }
@@ -413,7 +402,7 @@ Plan open_plan(const Config& config) {
 namespace {
 
 // The group size and why: see decompose().
-int group_size(const Config& config, int channels, int ranks, const std::function<bool(double)>& fits,
+int group_size(const Config& config, int channels, int ranks, const std::function<bool(int members)>& member_fits,
                std::string& why) {
   const int asked = config.parallel.ranks_per_channel;
   if (asked > 0) {
@@ -430,7 +419,6 @@ int group_size(const Config& config, int channels, int ranks, const std::functio
   why = size > 1 ? std::to_string(ranks) + " ranks for " + std::to_string(channels) + " channel(s): groups of " +
                        std::to_string(size) + " keep every rank busy"
                  : "one rank per channel";
-  const auto member_fits = [&](int d) { return fits(largest_row_share(d)); };
   if (member_fits(size)) return size;
   int shared = size;
   for (int d = size + 1; d <= ranks && !member_fits(shared); ++d)
@@ -445,7 +433,8 @@ int group_size(const Config& config, int channels, int ranks, const std::functio
 void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks,
                const std::function<bool(double share)>& fits, Plan& plan) {
   const int channels = static_cast<int>(cost.size());
-  const int size = group_size(config, channels, ranks, fits, plan.grouping);
+  const int size =
+      group_size(config, channels, ranks, [&](int members) { return fits(plan.member_share(members)); }, plan.grouping);
   const int groups = ranks / size;
   const int per_group = config.parallel.channels_per_rank;
   std::vector<parallel::ChannelBlock> group_blocks = per_group <= 0
@@ -528,9 +517,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   const double budget = -mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size()));
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
   const auto fits = [&](double share) {
-    const double part = plan.rows_shared_evenly() ? share : 1.0;
-    const double rows = part * static_cast<double>(plan.max_visibilities);
-    return channel_imaging_bytes(plan.geometry, part * static_cast<double>(plan.busiest_channel)) <= budget &&
+    const double rows = share * static_cast<double>(plan.max_visibilities);
+    return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel)) <= budget &&
            (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) <= gpu_share);
   };

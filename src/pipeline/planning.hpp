@@ -63,13 +63,13 @@ struct Plan {
   MemoryPlan memory;                             // this rank's
   std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives
 
-  // Whether every image channel (but gaps) holds rows of every input. rank_rows() cuts
-  // the rows of all inputs together, so only then does largest_row_share() bound a group
-  // member's part of each channel; a channel of some inputs only (a sub-band) may fall
-  // to one member whole.
-  bool rows_shared_evenly() const;
+  // Whether every image channel (but gaps) holds rows of every input, from the band.
+  // rank_rows() cuts the rows of all inputs together, so only then does
+  // largest_row_share() bound a group member's part of each channel; a channel of some
+  // inputs only (a sub-band) may fall to one member whole.
+  bool rows_shared_evenly = true;
   // The largest part of a channel's rows a member of a group of `members` holds.
-  double member_share(int members) const { return rows_shared_evenly() ? largest_row_share(members) : 1.0; }
+  double member_share(int members) const { return rows_shared_evenly ? largest_row_share(members) : 1.0; }
   // The most rows one rank images of a channel: all of them, or its share in a group.
   std::size_t rank_visibilities() const {
     return static_cast<std::size_t>(std::ceil(member_share(ranks_per_channel) * static_cast<double>(max_visibilities)));
@@ -99,7 +99,7 @@ Plan open_plan(const Config& config);
 // grouping, imaged, blocks): parallel.ranks_per_channel, or chosen. A chosen group is
 // one rank, unless the ranks outnumber the channels (then as many as keep every group
 // busy) or a channel does not fit a rank (`fits`: whether a rank can image the given
-// share of a channel's rows; then enough ranks to share it). The blocks are
+// share of a channel's rows, Plan::member_share; then enough ranks to share it). The blocks are
 // parallel.channels_per_rank per group, or balanced by `cost` per channel.
 void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks,
                const std::function<bool(double share)>& fits, Plan& plan);

@@ -12,6 +12,7 @@
 
 #include "product_compare.hpp"
 #include "scratch.hpp"
+#include "split_ms.hpp"
 #include "spip/fits/fits_image.hpp"
 
 namespace fs = std::filesystem;
@@ -25,14 +26,7 @@ void shell(const std::string& command, const fs::path& log) {
 }
 
 std::vector<std::string> split(const std::vector<std::string>& windows, const std::string& name) {
-  std::vector<std::string> paths;
-  for (std::size_t k = 0; k < windows.size(); ++k) {
-    const fs::path out = spip::test::scratch_path(name + std::to_string(k) + ".ms");
-    shell(std::string(SPIP_SIMULATE_BIN) + " --split " + sample + " --out " + out.string() + " --windows " + windows[k],
-          out.string() + ".log");
-    paths.push_back(out.string());
-  }
-  return paths;
+  return spip::test::split_ms(SPIP_SIMULATE_BIN, sample, windows, name);
 }
 
 fs::path run(const std::vector<std::string>& inputs, const std::string& extra, const std::string& name) {

@@ -21,6 +21,7 @@
 #include "ms_dft.hpp"
 #include "product_compare.hpp"
 #include "scratch.hpp"
+#include "split_ms.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/sim/sky_model.hpp"
 
@@ -38,17 +39,8 @@ void shell(const std::string& command, const fs::path& log) {
   ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << command << "\n" << spip::test::file_text(log);
 }
 
-// `ms` split into one MS per entry of `windows` (each "FIRST-LAST", or several such
-// separated by spaces for spectral windows of one MS).
 std::vector<std::string> split(const std::string& ms, const std::vector<std::string>& windows, const std::string& name) {
-  std::vector<std::string> paths;
-  for (std::size_t k = 0; k < windows.size(); ++k) {
-    const fs::path out = spip::test::scratch_path(name + std::to_string(k) + ".ms");
-    shell(std::string(SPIP_SIMULATE_BIN) + " --split " + ms + " --out " + out.string() + " --windows " + windows[k],
-          out.string() + ".log");
-    paths.push_back(out.string());
-  }
-  return paths;
+  return spip::test::split_ms(SPIP_SIMULATE_BIN, ms, windows, name);
 }
 
 // The demo's configuration on 256^2 images of 40", one thread per rank.

@@ -19,6 +19,7 @@
 #include "ms_edit.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "scratch.hpp"
+#include "split_ms.hpp"
 
 namespace fs = std::filesystem;
 
@@ -290,14 +291,9 @@ TEST(Resume, KilledRunOfSeveralMeasurementSetsFinishesWithIdenticalProducts) {
   const std::string reference = reference_products(), resumed = base + "/resumed";
   ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
   std::string inputs;
-  for (const char* window : {"30-39", "0-9", "20-29", "10-19"}) {
-    const std::string ms = base + "/part-" + window + ".ms";
-    ASSERT_EQ(std::system((std::string(SPIP_SIMULATE_BIN) + " --split " + SPIP_TEST_DATA + "/oskar_small.ms --out " +
-                           ms + " --windows " + window + " > " + ms + ".log 2>&1")
-                              .c_str()),
-              0);
+  for (const std::string& ms : spip::test::split_ms(SPIP_SIMULATE_BIN, std::string(SPIP_TEST_DATA) + "/oskar_small.ms",
+                                                    {"30-39", "0-9", "20-29", "10-19"}, "part"))
     inputs += (inputs.empty() ? "" : " --input.ms ") + ms;
-  }
   const std::string command = command_for(resumed, inputs);
   ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log", command));
   const int done_when_killed = count_markers(resumed);

@@ -32,10 +32,15 @@ struct Band {
   int size() const { return static_cast<int>(channels.size()); }
   std::vector<double> freq_hz() const;
   int gaps() const;
+  // Whether every channel but gaps holds parts of all `inputs` inputs.
+  bool every_channel_has_all(int inputs) const;
   // The stored channels [first, last) of `input` that image channels [begin, end)
   // take (first == last: none), so that a block of image channels is one read per input.
   std::pair<int, int> stored_range(int input, int begin, int end) const;
 };
+
+// The rows an image channel holds: each part's input's (input_rows[input]).
+std::size_t channel_rows(const BandChannel& channel, const std::vector<std::size_t>& input_rows);
 
 // Merges the channels `selected[i]` of input `inputs[i]`. Channels within 1 Hz of each
 // other and of the same width are one image channel; channels that overlap otherwise,
