@@ -7,6 +7,7 @@
 
 #include "detail/clean_kernels.hpp"
 #include "detail/cuda_check.hpp"
+#include "spip/cuda/scale_convolver.hpp"
 #include "detail/density_weighting.hpp"
 #include "detail/gridding_kernels.hpp"
 #include "detail/point_preparation.hpp"
@@ -377,7 +378,9 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   // With a group, the leader's; its model then reaches every member, for the prediction.
   int minor_cycles(const deconv::MinorCycleStep& step) override {
     int iterations = 0;
-    if (!m_.group || m_.group->leads()) {
+    if (step.multiscale && (!m_.group || m_.group->leads())) {
+      iterations = multiscale_cycles(step);
+    } else if (!m_.group || m_.group->leads()) {
       auto& minor = *m_.minor;
       const auto cycles = step.subminor ? &detail::MinorCycle::run_subminor : &detail::MinorCycle::run;
       iterations = (minor.*cycles)(step.search, m_.residual.get(), m_.psf.get(), m_.geometry.size, step.gain,
@@ -398,6 +401,35 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     m_.grid_images(detail::LaneSource{m_.residual_vis.get(), m_.active().weights.get(), num_stokes, true}, scale_,
                    m_.residual.get());
     if (m_.group) sum_over_group(m_.residual.get(), num_stokes * m_.pixels());
+  }
+
+  // The multiscale minor cycles are deconv's, on the host, with their convolutions on
+  // this device (cuFFT): the residual, model and mask go to the host for them and back.
+  int multiscale_cycles(const deconv::MinorCycleStep& step) {
+    const long long values = num_stokes * m_.pixels();
+    if (!multiscale_) {
+      std::vector<float> psf(m_.pixels());
+      m_.download(psf.data(), m_.psf.get(), m_.pixels());
+      SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+      multiscale_ = std::make_unique<deconv::MultiscaleClean>(
+          psf.data(), m_.geometry.size, step.multiscale->scales, step.multiscale->scale_bias,
+          make_scale_convolver(m_.device, m_.geometry.size));
+    }
+    residual_.resize(values);
+    host_.resize(values);
+    m_.download(residual_.data(), m_.residual.get(), values);
+    m_.download(host_.data(), m_.model.get(), values);
+    std::vector<std::uint8_t> mask_host(masked_ ? m_.pixels() : 0);
+    if (masked_)
+      SPIP_CUDA_CHECK(cudaMemcpyAsync(mask_host.data(), m_.mask.get(), mask_host.size(), cudaMemcpyDeviceToHost,
+                                      m_.compute));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    const deconv::MinorCycleResult result =
+        multiscale_->run(residual_.data(), host_.data(), masked_ ? mask_host.data() : nullptr, step.search, step.gain,
+                         step.stop_level, step.max_iterations);
+    upload(m_.residual.get(), residual_);
+    upload(m_.model.get(), host_);
+    return result.iterations;
   }
 
   void mask_model_pixels() override {
@@ -437,8 +469,9 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   Impl& m_;
   detail::StokesScale scale_;
   bool masked_ = false;
-  std::vector<float> residual_;  // the host's copy for the noise estimate
+  std::vector<float> residual_;  // the host's copy, for the noise estimate and multiscale CLEAN
   std::vector<float> host_;      // a group's images on their way through the host
+  std::unique_ptr<deconv::MultiscaleClean> multiscale_;  // made on first need
 };
 
 std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {

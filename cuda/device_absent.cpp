@@ -2,6 +2,7 @@
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/device_rates.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
+#include "spip/cuda/scale_convolver.hpp"
 #include "spip/error.hpp"
 
 namespace spip::cuda {
@@ -66,5 +67,9 @@ std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {
 }
 TransferStats ChannelImager::transfer_stats() const { return {}; }
 KernelTimes ChannelImager::time_kernels() { return {}; }
+
+std::unique_ptr<deconv::Convolver> make_scale_convolver(int, int) {
+  SPIP_THROW(Error, "spip was built without the CUDA backend");
+}
 
 }  // namespace spip::cuda

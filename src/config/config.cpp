@@ -247,6 +247,28 @@ bool set_windows(Config& config, std::string_view value) {
   return true;
 }
 
+// clean.scales: empty (automatic) or "0,8,16" (pixels, each >= 0, no repeats).
+bool set_scales(Config& config, std::string_view value) {
+  std::vector<double>& scales = config.clean.scales;
+  scales.clear();
+  if (trimmed(value).empty()) return true;
+  for (std::size_t begin = 0; begin <= value.size();) {
+    const std::size_t end = std::min(value.find(',', begin), value.size());
+    double scale = -1;
+    if (!parse(trimmed(value.substr(begin, end - begin)), scale) || !(scale >= 0)) return false;
+    if (std::find(scales.begin(), scales.end(), scale) != scales.end()) return false;
+    scales.push_back(scale);
+    begin = end + 1;
+  }
+  return true;
+}
+
+std::string scales_text(const CleanConfig& clean) {
+  std::string list;
+  for (double scale : clean.scales) list += (list.empty() ? "" : ",") + text(scale);
+  return list;
+}
+
 std::string windows_text(const InputConfig& input) {
   if (input.all_windows) return "all";
   if (input.spw.empty()) return "-1";
@@ -362,6 +384,18 @@ const std::vector<Key>& keys() {
              [](int v) { return v >= 1; }, "an integer >= 1", "", "major-cycle limit"),
       scalar("clean.subminor", &Config::clean, &CleanConfig::subminor, any<bool>, "true or false", "",
              "search and subtract among the pixels above the cycle's stop only"),
+      scalar("clean.multiscale", &Config::clean, &CleanConfig::multiscale, any<bool>, "true or false", "",
+             "multiscale CLEAN: components are tapered quadratic kernels of clean.scales, with the same joined "
+             "peak search"),
+      {"clean.scales", "list", "pixels",
+       "multiscale kernel sizes, e.g. 0,8,16,32; empty: 0, then twice the fitted beam's FWHM, doubling below "
+       "half the image (as WSClean)",
+       "nothing, or sizes >= 0 in pixels separated by commas", false, set_scales,
+       [](const Config& c) { return std::vector<std::string>{scales_text(c.clean)}; }},
+      scalar("clean.scale_bias", &Config::clean, &CleanConfig::scale_bias,
+             [](double v) { return v > 0 && v <= 1; }, "a number in (0, 1]", "",
+             "multiscale bias (WSClean's -multiscale-scale-bias): a peak counts bias^-log2(scale / first scale) "
+             "times; lower values favour larger scales"),
 
       scalar("faraday.phi_max", &Config::faraday, &FaradayConfig::phi_max,
              [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",
@@ -628,6 +662,12 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                                 " needs clean.auto_threshold between 0 and it, exclusive (the mask is found at "
                                 "auto_mask sigma, then CLEAN goes deeper inside it to auto_threshold sigma); "
                                 "clean.auto_threshold is " + text(clean.auto_threshold));
+  for (double scale : clean.scales)
+    if (2 * std::ceil(scale / 2) + 1 > config.image.size / 2)
+      SPIP_THROW(ConfigError, "clean.scales = " + scales_text(clean) + ": scale " + text(scale) +
+                                  " pixels is too large for image.size " + std::to_string(config.image.size) +
+                                  ": expected kernels of at most half the image (scales <= " +
+                                  std::to_string(config.image.size / 2 - 2) + ")");
   if ((parsed.action == CommandAction::run || parsed.action == CommandAction::plan) && input.ms.empty())
     SPIP_THROW(ConfigError,
                "input.ms is not set: expected one or more Measurement Set paths, as "

@@ -11,21 +11,17 @@
 #include <numeric>
 #include <unordered_map>
 
-#include "psf_convolution.hpp"
+#include "minor_loops.hpp"
+#include "spip/deconv/convolver.hpp"
 #include "spip/deconv/major_cycle.hpp"
+#include "spip/deconv/multiscale.hpp"
 #include "spip/deconv/clean_math.hpp"
 
 namespace spip::deconv {
-namespace {
+namespace detail {
 
 using imaging::num_stokes;
 
-struct Peak {
-  double value = -1;  // search value (Jy/beam)
-  std::size_t pixel = 0;
-};
-
-// A null mask searches every pixel; otherwise only those where mask[pixel] != 0.
 Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels, const std::uint8_t* mask) {
   PeakCandidate best{-1.0f, 0};
 #pragma omp parallel
@@ -42,9 +38,7 @@ Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels, con
   return Peak{std::sqrt(static_cast<double>(best.value)), static_cast<std::size_t>(best.pixel)};
 }
 
-// residual_s -= flux_s * psf shifted to `pixel`, over the part of the PSF inside the
-// image: rows and columns [lo, hi) where psf_pixel_under() is defined.
-void subtract_component(float* residual, const float* psf, int n, std::size_t pixel, const float flux[num_stokes]) {
+void subtract_component(float* residual, const float* psf, int n, std::size_t pixel, const float flux[4]) {
   const int px = static_cast<int>(pixel % n), py = static_cast<int>(pixel / n);
   const int dx = px - n / 2, dy = py - n / 2;
   const std::size_t plane = static_cast<std::size_t>(n) * n;
@@ -61,19 +55,11 @@ void subtract_component(float* residual, const float* psf, int n, std::size_t pi
   }
 }
 
-// The sub-minor loop's pixels: those whose search value exceeds `level`, with their
-// residual values in every Stokes plane ([4][count]).
-struct ActiveSet {
-  std::vector<std::size_t> pixel;
-  std::vector<int> x, y;
-  std::vector<float> values;
-  double level = 0;
-  std::size_t size() const { return pixel.size(); }
-};
-
+namespace {
 // At most this many pixels take part, so that a sub-minor iteration costs a small,
 // fixed fraction of a full-image one however much emission lies above the stop.
 std::size_t max_active_pixels(std::size_t pixels) { return std::max<std::size_t>(pixels / 16, 1024); }
+}  // namespace
 
 ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pixels, int n, double stop_level,
                         const std::uint8_t* mask) {
@@ -105,8 +91,6 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
   return set;
 }
 
-// Hogbom iterations among the active pixels only, down to the set's level; returns
-// the components found, one per pixel, and adds their iterations to `iterations`.
 std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n, PeakSearch search, double gain,
                                         int max_iterations, int& iterations) {
   const std::size_t count = set.size();
@@ -142,6 +126,27 @@ std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n,
   return components;
 }
 
+void subtract_components(const std::vector<Component>& components, Convolver* convolver,
+                         const std::vector<int>& product, const float* psf, int n, float* residual) {
+  if (psf && components.size() <= direct_subtraction_limit) {
+    for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
+    return;
+  }
+  const std::size_t pixels = static_cast<std::size_t>(n) * n;
+  std::vector<float> deltas(num_stokes * pixels, 0.0f), response(num_stokes * pixels);
+  for (const Component& c : components)
+    for (int s = 0; s < num_stokes; ++s) deltas[s * pixels + c.pixel] += c.flux[s];
+  convolver->convolve(deltas.data(), num_stokes, {product}, {response.data()});
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < response.size(); ++i) residual[i] -= response[i];
+}
+
+}  // namespace detail
+
+namespace {
+
+using namespace detail;
+
 // clean.auto_mask's mask: every pixel that holds a component in any Stokes plane.
 std::vector<std::uint8_t> auto_mask_of(const std::vector<float>& model, std::size_t pixels) {
   std::vector<std::uint8_t> mask(pixels, 0);
@@ -150,15 +155,11 @@ std::vector<std::uint8_t> auto_mask_of(const std::vector<float>& model, std::siz
   return mask;
 }
 
-// Below this many components, subtracting each PSF directly costs less than the
-// convolution's four FFTs of (3N/2)^2.
-constexpr std::size_t direct_subtraction_limit = 32;
-
 // subminor_hogbom() with the PSF's convolution kept by the caller: it is built on first
 // need and serves every major cycle of the channel.
 MinorCycleResult subminor_cycles(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
-                                 const std::uint8_t* mask, std::unique_ptr<PsfConvolution>& convolution) {
+                                 const std::uint8_t* mask, PsfConvolution& convolution) {
   const std::size_t pixels = geometry.pixels();
   const int n = geometry.size;
   MinorCycleResult result;
@@ -171,12 +172,11 @@ MinorCycleResult subminor_cycles(float* residual, const float* psf, const imagin
     if (components.empty()) break;
     for (const Component& c : components)
       for (int s = 0; s < num_stokes; ++s) model[s * pixels + c.pixel] += c.flux[s];
-    if (components.size() <= direct_subtraction_limit) {
-      for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
-    } else {
-      if (!convolution) convolution = std::make_unique<PsfConvolution>(psf, n);
-      convolution->subtract(components, residual);
+    if (!convolution.convolver && components.size() > direct_subtraction_limit) {
+      convolution.convolver = make_host_convolver(n);
+      convolution.psf = convolution.convolver->add_filter(psf);
     }
+    subtract_components(components, convolution.convolver.get(), {convolution.psf}, psf, n, residual);
   }
   return result;
 }
@@ -223,7 +223,7 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
                                  const std::uint8_t* mask) {
-  std::unique_ptr<PsfConvolution> convolution;
+  PsfConvolution convolution;
   return subminor_cycles(residual, psf, geometry, search, gain, stop_level, max_iterations, model, mask, convolution);
 }
 
@@ -258,11 +258,21 @@ int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
   }
   const std::uint8_t* mask = mask_.empty() ? nullptr : mask_.data();
   const imaging::ImageGeometry& g = imager_.geometry();
-  const MinorCycleResult result =
-      step.subminor ? subminor_cycles(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level,
-                                      step.max_iterations, model_.data(), mask, convolution_)
-                    : hogbom(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level,
-                             step.max_iterations, model_.data(), mask);
+  MinorCycleResult result;
+  if (step.multiscale) {
+    if (!multiscale_)
+      multiscale_ = std::make_unique<MultiscaleClean>(psf_.data(), g.size, step.multiscale->scales,
+                                                      step.multiscale->scale_bias, make_host_convolver(g.size));
+    result = multiscale_->run(residual_.data(), model_.data(), mask, step.search, step.gain, step.stop_level,
+                              step.max_iterations);
+  } else if (step.subminor) {
+    if (!convolution_) convolution_ = std::make_unique<PsfConvolution>();
+    result = subminor_cycles(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level,
+                             step.max_iterations, model_.data(), mask, *convolution_);
+  } else {
+    result = hogbom(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level, step.max_iterations,
+                    model_.data(), mask);
+  }
   if (!group_) return result.iterations;
   group_->from_leader(model_);
   return group_->from_leader(result.iterations);

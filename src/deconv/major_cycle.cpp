@@ -1,11 +1,27 @@
 #include "spip/deconv/major_cycle.hpp"
 
+#include <cmath>
+
 namespace spip::deconv {
+namespace {
+
+// clean.scales, or WSClean's automatic scales from the beam's FWHM in pixels (the
+// geometric mean of the fitted axes; 2 pixels where the PSF has no fitted lobe).
+MultiscaleSetup multiscale_setup(const CleanConfig& clean, const std::optional<imaging::Beam>& beam,
+                                 const imaging::ImageGeometry& geometry) {
+  if (!clean.multiscale) return {};
+  if (!clean.scales.empty()) return {clean.scales, clean.scale_bias};
+  const double fwhm = beam ? std::sqrt(beam->major_rad * beam->minor_rad) / geometry.cell_rad : 2.0;
+  return {auto_scales(fwhm, geometry.size), clean.scale_bias};
+}
+
+}  // namespace
 
 ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, const imaging::ImageGeometry& geometry) {
   ChannelImages out;
   out.psf = backend.invert();
   out.fitted_beam = imaging::fit_beam(out.psf.data(), geometry);
+  const MultiscaleSetup multiscale = multiscale_setup(clean, out.fitted_beam, geometry);
   bool masked = false;  // clean.auto_mask's second stage
   while (clean.niter > 0) {
     const bool finding_mask = clean.auto_mask > 0 && !masked;
@@ -23,7 +39,8 @@ ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, con
     }
     if (!limits.run || out.major_cycles == clean.max_major || out.iterations >= clean.niter) break;
     const int iterations = backend.minor_cycles(
-        MinorCycleStep{clean.peak, clean.gain, limits.stop, clean.niter - out.iterations, clean.subminor});
+        MinorCycleStep{clean.peak, clean.gain, limits.stop, clean.niter - out.iterations, clean.subminor,
+                       clean.multiscale ? &multiscale : nullptr});
     out.iterations += iterations;
     ++out.major_cycles;
     backend.subtract_model();

@@ -194,6 +194,26 @@ TEST(Config, SpectralWindowsAndFrequencyRange) {
       {"image.channels_out", "image.channel_width"});
 }
 
+TEST(Config, MultiscaleKeys) {
+  const Config defaults = parse({"--input.ms", "a.ms"}).config;
+  EXPECT_FALSE(defaults.clean.multiscale);
+  EXPECT_TRUE(defaults.clean.scales.empty());
+  EXPECT_EQ(defaults.clean.scale_bias, 0.6);
+  const Config set = parse({"--input.ms", "a.ms", "--clean.multiscale", "true", "--clean.scales", "0, 8,16.5",
+                            "--clean.scale_bias", "0.4"})
+                         .config;
+  EXPECT_TRUE(set.clean.multiscale);
+  EXPECT_EQ(set.clean.scales, (std::vector<double>{0, 8, 16.5}));
+  EXPECT_EQ(set.clean.scale_bias, 0.4);
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--clean.scales", "0,8,8"}); }, {"clean.scales"});
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--clean.scales", "-4"}); }, {"clean.scales"});
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--clean.scale_bias", "0"}); }, {"clean.scale_bias"});
+  // A kernel wider than half the image does not fit the scale PSFs.
+  EXPECT_NO_THROW(parse({"--input.ms", "a.ms", "--image.size", "256", "--clean.scales", "126"}));
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--image.size", "256", "--clean.scales", "0,130"}); },
+                      {"clean.scales", "image.size"});
+}
+
 TEST(Config, FileWithEverySection) {
   const std::string path = write_config(full_file);
   const ParsedCommand parsed = parse({"--config", path});

@@ -56,6 +56,9 @@ struct CleanConfig {
   PeakSearch peak = PeakSearch::full_stokes;
   int max_major = 20;                 // major-cycle limit
   bool subminor = true;               // sub-minor loop over the pixels above the cycle's stop
+  bool multiscale = false;            // multiscale CLEAN (deconv::MultiscaleClean)
+  std::vector<double> scales;         // pixels; empty: deconv::auto_scales of the fitted beam
+  double scale_bias = 0.6;            // WSClean's -multiscale-scale-bias
 };
 
 // The Faraday depth cubes spip can write, FDF {real, imag, amp} x {dirty, clean}, as

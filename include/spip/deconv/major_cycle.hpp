@@ -10,6 +10,7 @@
 
 #include "spip/config/config.hpp"
 #include "spip/deconv/clean.hpp"
+#include "spip/deconv/multiscale.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/row_group.hpp"
 
@@ -22,6 +23,7 @@ struct MinorCycleStep {
   double stop_level = 0;
   int max_iterations = 0;
   bool subminor = false;  // the sub-minor loop (subminor_hogbom) rather than plain Hogbom
+  const MultiscaleSetup* multiscale = nullptr;  // multiscale CLEAN (MultiscaleClean) instead
 };
 
 class CleanBackend {
@@ -45,10 +47,10 @@ class CleanBackend {
   virtual void fetch(ChannelImages& out) = 0;
 };
 
-class PsfConvolution;
+struct PsfConvolution;
 
 // The CPU backend: imaging::ChannelImager and the host's minor cycles (hogbom(),
-// subminor_hogbom()) on one channel's visibilities, which must outlive it. With a
+// subminor_hogbom(), MultiscaleClean) on one channel's visibilities, which must outlive it. With a
 // group (parallel.ranks_per_channel), the visibilities are this rank's share of the
 // channel's rows: each invert ends in a sum of the members' images, the leader alone
 // runs the minor cycles, and its model reaches every member for the prediction.
@@ -75,10 +77,11 @@ class HostCleanBackend final : public CleanBackend {
   std::vector<std::uint8_t> mask_;  // empty: no mask
   std::vector<std::complex<float>> residual_vis_;
   std::unique_ptr<PsfConvolution> convolution_;  // the sub-minor loop's, made on first need
+  std::unique_ptr<MultiscaleClean> multiscale_;  // made on first need
 };
 
 // Dirty images and PSF, then (clean.niter > 0) major cycles: minor cycles (sub-minor ones
-// when clean.subminor) down to max(threshold, auto_threshold * search noise,
+// when clean.subminor, multiscale ones when clean.multiscale) down to max(threshold, auto_threshold * search noise,
 // (1 - mgain) * the cycle's starting peak), the model predicted and subtracted, the
 // residual imaged again; the noise is estimated again on each cycle's residual, as
 // Radler does. With clean.auto_mask the cycles first clean everywhere down to

@@ -1,0 +1,47 @@
+#pragma once
+// Linear convolutions of N x N images with a few fixed N x N filters (the PSF, the
+// multiscale kernels), through FFTs of size M >= 3N/2: enough for the N x N window of a
+// linear convolution with an N x N filter centred at (N/2, N/2) to see no wrap-around.
+// The CPU's is FFTW (make_host_convolver); the GPU backend's is cuFFT, in cuda/.
+#include <complex>
+#include <cstddef>
+#include <memory>
+#include <vector>
+
+namespace spip::deconv {
+
+class Convolver {
+ public:
+  virtual ~Convolver() = default;
+  // Keeps the transform of `filter` (N x N, its centre at (N/2, N/2)); returns its index.
+  virtual int add_filter(const float* filter) = 0;
+  // For each product f: out[f] = in convolved with the filters products[f] (each index
+  // once or more), over `planes` N x N planes (two real planes per complex transform:
+  // the filters are real). Each input plane is transformed once for all products.
+  virtual void convolve(const float* in, int planes, const std::vector<std::vector<int>>& products,
+                        const std::vector<float*>& out) = 0;
+};
+
+std::unique_ptr<Convolver> make_host_convolver(int n);
+
+// The FFT size both convolvers use for N x N images.
+int convolution_size(int n);
+
+// Where filter pixel (sx, sy) of an N x N filter goes on the M x M grid: (sx - N/2,
+// sy - N/2) mod M, so that the grid's circular convolution leaves each input pixel's
+// response centred on it. Image pixel (x, y) sits at (x, y).
+inline std::size_t filter_cell(int sx, int sy, int n, int m) {
+  const int gx = (sx - n / 2 + m) % m, gy = (sy - n / 2 + m) % m;
+  return static_cast<std::size_t>(gy) * m + gx;
+}
+
+// The product of filter transforms t[0] ... t[k-1], each scaled by 1 / M^2 when it was
+// kept (so that one filter alone needs no further scaling): t[0] t[1] ... M^(2(k-1)).
+inline std::complex<float> filter_product(const std::vector<const std::complex<float>*>& transforms, std::size_t cell,
+                                          float grid_cells) {
+  std::complex<float> product = transforms[0][cell];
+  for (std::size_t k = 1; k < transforms.size(); ++k) product *= transforms[k][cell] * grid_cells;
+  return product;
+}
+
+}  // namespace spip::deconv

@@ -1,0 +1,89 @@
+#pragma once
+// Multiscale CLEAN (Cornwell 2008; WSClean's form, Offringa & Smirnov 2017) on joined
+// polarisations, for one channel's minor cycles. The model is a sum of scale kernels:
+// a component of scale s at a pixel adds flux times the kernel of s there, so the model
+// images stay Jy/pixel and restoring, prediction and the Faraday stage are unchanged.
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "spip/config/config.hpp"
+#include "spip/deconv/clean.hpp"
+#include "spip/deconv/convolver.hpp"
+
+namespace spip::deconv {
+
+// The tapered quadratic kernel of scale `scale` pixels: the paraboloid 1 - (r/scale)^2
+// under a Hann window that reaches zero at r = ceil(scale/2) + 1, sampled on
+// (2 ceil(scale/2) + 1)^2 pixels about its centre and normalised to unit sum. Scale 0
+// is a single pixel of 1 (a point).
+struct ScaleKernel {
+  int radius = 0;             // the kernel is (2 radius + 1)^2 pixels
+  std::vector<float> values;  // row by row
+  float at(int dx, int dy) const { return values[static_cast<std::size_t>(dy + radius) * (2 * radius + 1) + dx + radius]; }
+};
+ScaleKernel scale_kernel(double scale);
+
+// WSClean's automatic scales: 0, then twice the beam's FWHM (pixels), doubling while a
+// scale stays below half the image.
+std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size);
+
+// clean.scale_bias's factors: bias^-log2(scale / first non-zero scale); 1 for scale 0.
+std::vector<double> scale_bias_factors(const std::vector<double>& scales, double scale_bias);
+
+// The multiscale minor cycles of one channel, the scale PSFs made once per channel.
+// Each pass convolves the residual with every scale's kernel and picks the scale and
+// pixel whose joined search value, times the scale's bias factor, is largest; a
+// sub-minor loop then cleans that scale alone, among its pixels above
+// max(stop, (1 - subminor_gain) x that peak), with the scale's twice-convolved PSF; its
+// components are finally stamped into the model and subtracted from the residual with
+// the scale's PSF, through the convolver. Each component takes every Stokes parameter's
+// own value at its scale and pixel, so Q and U keep their signs.
+class MultiscaleClean {
+ public:
+  // WSClean's -multiscale-gain default: each sub-minor loop cleans its scale's peak down by 20 %.
+  static constexpr double subminor_gain = 0.2;
+
+  // `psf` is N x N with its peak (1) at (N/2, N/2); every scale's kernel must fit
+  // within N/2 pixels.
+  MultiscaleClean(const float* psf, int n, std::vector<double> scales, double scale_bias,
+                  std::unique_ptr<Convolver> convolver);
+
+  // Minor cycles on the residual planes [4][N^2] down to `stop_level` (a biased search
+  // value, Jy/beam) or `max_iterations`, within the mask (or everywhere: null).
+  MinorCycleResult run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search, double gain,
+                       double stop_level, int max_iterations);
+
+  int scale_count() const { return static_cast<int>(scales_.size()); }
+  double scale(int k) const { return scales_[k].size; }
+  // The PSF convolved with kernels j and k (N x N, centred at (N/2, N/2)), through the convolver.
+  std::vector<float> cross_term(int j, int k);
+  // Components found at each scale so far.
+  const std::vector<int>& components_per_scale() const { return components_; }
+
+ private:
+  struct Scale {
+    double size = 0;
+    double bias = 1;
+    ScaleKernel kernel;
+    int filter = -1;             // the kernel's index in the convolver
+    float psf_peak = 1;          // of the PSF convolved with the kernel
+    std::vector<float> twice;    // the PSF convolved twice with the kernel, over psf_peak
+  };
+
+  int n_;
+  std::vector<float> psf_;
+  std::unique_ptr<Convolver> convolver_;
+  int psf_filter_ = -1;
+  std::vector<Scale> scales_;
+  std::vector<int> components_;
+};
+
+// Scales and bias for one channel's multiscale CLEAN: clean.scales, or auto_scales() of
+// the fitted beam, made once per channel by the driver.
+struct MultiscaleSetup {
+  std::vector<double> scales;
+  double scale_bias = 0.6;
+};
+
+}  // namespace spip::deconv

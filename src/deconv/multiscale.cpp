@@ -1,0 +1,179 @@
+#include "spip/deconv/multiscale.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+
+#include "minor_loops.hpp"
+#include "spip/error.hpp"
+
+namespace spip::deconv {
+namespace {
+
+using detail::Component;
+constexpr int num_stokes = 4;
+
+// An N x N image holding `kernel` centred at (N/2, N/2).
+std::vector<float> centred(const ScaleKernel& kernel, int n) {
+  std::vector<float> image(static_cast<std::size_t>(n) * n, 0.0f);
+  for (int dy = -kernel.radius; dy <= kernel.radius; ++dy)
+    for (int dx = -kernel.radius; dx <= kernel.radius; ++dx)
+      image[static_cast<std::size_t>(n / 2 + dy) * n + n / 2 + dx] = kernel.at(dx, dy);
+  return image;
+}
+
+// model_s += flux_s times the kernel about each component, where it falls on the image:
+// the model stays exactly zero away from the components, as the auto-mask needs.
+void stamp(const ScaleKernel& kernel, const std::vector<Component>& components, int n, float* model) {
+  const std::size_t pixels = static_cast<std::size_t>(n) * n;
+  for (const Component& c : components) {
+    const int px = static_cast<int>(c.pixel % n), py = static_cast<int>(c.pixel / n);
+    for (int dy = -kernel.radius; dy <= kernel.radius; ++dy) {
+      const int y = py + dy;
+      if (y < 0 || y >= n) continue;
+      for (int dx = -kernel.radius; dx <= kernel.radius; ++dx) {
+        const int x = px + dx;
+        if (x < 0 || x >= n) continue;
+        const float k = kernel.at(dx, dy);
+        for (int s = 0; s < num_stokes; ++s) model[s * pixels + static_cast<std::size_t>(y) * n + x] += c.flux[s] * k;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+ScaleKernel scale_kernel(double scale) {
+  ScaleKernel kernel;
+  if (scale <= 0) {
+    kernel.values = {1.0f};
+    return kernel;
+  }
+  kernel.radius = static_cast<int>(std::ceil(scale / 2));
+  const int side = 2 * kernel.radius + 1;
+  const double window = kernel.radius + 1;  // the Hann window's zero
+  kernel.values.resize(static_cast<std::size_t>(side) * side);
+  double sum = 0;
+  for (int dy = -kernel.radius; dy <= kernel.radius; ++dy)
+    for (int dx = -kernel.radius; dx <= kernel.radius; ++dx) {
+      const double r = std::hypot(dx, dy);
+      const double hann = r < window ? std::pow(std::cos(std::numbers::pi * r / (2 * window)), 2) : 0.0;
+      const double paraboloid = r < scale ? 1 - (r / scale) * (r / scale) : 0.0;
+      const double value = hann * paraboloid;
+      kernel.values[static_cast<std::size_t>(dy + kernel.radius) * side + dx + kernel.radius] = static_cast<float>(value);
+      sum += value;
+    }
+  for (float& v : kernel.values) v = static_cast<float>(v / sum);
+  return kernel;
+}
+
+std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size) {
+  std::vector<double> scales{0.0};
+  for (double scale = 2 * beam_fwhm_pixels; scale < 0.5 * image_size; scale *= 2) scales.push_back(scale);
+  return scales;
+}
+
+std::vector<double> scale_bias_factors(const std::vector<double>& scales, double scale_bias) {
+  const auto first = std::find_if(scales.begin(), scales.end(), [](double s) { return s > 0; });
+  std::vector<double> factors;
+  for (double s : scales)
+    factors.push_back(s > 0 && first != scales.end() ? std::pow(scale_bias, -std::log2(s / *first)) : 1.0);
+  return factors;
+}
+
+MultiscaleClean::MultiscaleClean(const float* psf, int n, std::vector<double> scales, double scale_bias,
+                                 std::unique_ptr<Convolver> convolver)
+    : n_(n), psf_(psf, psf + static_cast<std::size_t>(n) * n), convolver_(std::move(convolver)) {
+  std::sort(scales.begin(), scales.end());
+  const std::vector<double> bias = scale_bias_factors(scales, scale_bias);
+  psf_filter_ = convolver_->add_filter(psf_.data());
+  for (std::size_t k = 0; k < scales.size(); ++k) {
+    Scale& scale = scales_.emplace_back();
+    scale.size = scales[k];
+    scale.bias = bias[k];
+    scale.kernel = scale_kernel(scale.size);
+    if (2 * scale.kernel.radius + 1 > n / 2)
+      SPIP_THROW(ConfigError, "clean.scales: scale " + std::to_string(scale.size) +
+                                  " pixels does not fit in half the image (" + std::to_string(n / 2) + " pixels)");
+    if (scale.size == 0) {
+      scale.twice = psf_;
+      continue;
+    }
+    scale.filter = convolver_->add_filter(centred(scale.kernel, n).data());
+    std::vector<float> once(psf_.size());
+    scale.twice.resize(psf_.size());
+    convolver_->convolve(psf_.data(), 1, {{scale.filter}, {scale.filter, scale.filter}}, {once.data(), scale.twice.data()});
+    scale.psf_peak = once[static_cast<std::size_t>(n / 2) * n + n / 2];
+    for (float& v : scale.twice) v /= scale.psf_peak;
+  }
+  components_.assign(scales_.size(), 0);
+}
+
+std::vector<float> MultiscaleClean::cross_term(int j, int k) {
+  std::vector<int> product;
+  for (int s : {j, k})
+    if (scales_[s].filter >= 0) product.push_back(scales_[s].filter);
+  std::vector<float> out = psf_;
+  if (!product.empty()) convolver_->convolve(psf_.data(), 1, {product}, {out.data()});
+  return out;
+}
+
+MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search,
+                                      double gain, double stop_level, int max_iterations) {
+  const std::size_t pixels = psf_.size();
+  const int count = scale_count();
+  // The residual convolved with each kernel; scale 0's is the residual itself.
+  std::vector<std::vector<float>> smoothed(count);
+  for (int k = 0; k < count; ++k)
+    if (scales_[k].filter >= 0) smoothed[k].resize(num_stokes * pixels);
+  auto image_of = [&](int k) { return scales_[k].filter < 0 ? residual : smoothed[k].data(); };
+  // WSClean's active scales: a scale whose last biased peak fell well below the best
+  // (by more than the loop gain) is not convolved again until the best comes near it.
+  std::vector<double> peak(count, 0.0);
+  std::vector<bool> active(count, true);
+  MinorCycleResult result;
+  while (result.iterations < max_iterations) {
+    std::vector<std::vector<int>> products;
+    std::vector<float*> outputs;
+    for (int k = 0; k < count; ++k)
+      if (active[k] && scales_[k].filter >= 0) {
+        products.push_back({scales_[k].filter});
+        outputs.push_back(smoothed[k].data());
+      }
+    if (!products.empty()) convolver_->convolve(residual, num_stokes, products, outputs);
+    int best = -1;
+    for (int k = 0; k < count; ++k) {
+      if (!active[k]) continue;
+      peak[k] = scales_[k].bias * detail::find_peak(search, image_of(k), pixels, mask).value;
+      if (best < 0 || peak[k] > peak[best]) best = k;
+    }
+    result.peak = peak[best];
+    if (!(peak[best] > stop_level)) {
+      // Done only once every scale has been looked at on this residual.
+      if (std::all_of(active.begin(), active.end(), [](bool a) { return a; })) break;
+      active.assign(count, true);
+      continue;
+    }
+    for (int k = 0; k < count; ++k) active[k] = k == best || peak[k] > (1 - gain) * peak[best];
+    const Scale& scale = scales_[best];
+    const double level = std::max(stop_level, (1 - subminor_gain) * peak[best]) / scale.bias;
+    detail::ActiveSet set = detail::select_active(search, image_of(best), pixels, n_, level, mask);
+    const int before = result.iterations;
+    std::vector<Component> found = detail::clean_active_set(set, scale.twice.data(), n_, search, gain,
+                                                             max_iterations - result.iterations, result.iterations);
+    if (found.empty()) break;
+    components_[best] += result.iterations - before;
+    // A component of flux F at this scale lifts the smoothed residual by F times the
+    // twice-convolved PSF, which the loop holds over psf_peak: F = its value / psf_peak.
+    for (Component& c : found)
+      for (float& f : c.flux) f /= scale.psf_peak;
+    stamp(scale.kernel, found, n_, model);
+    if (scale.filter < 0)
+      detail::subtract_components(found, convolver_.get(), {psf_filter_}, psf_.data(), n_, residual);
+    else
+      detail::subtract_components(found, convolver_.get(), {psf_filter_, scale.filter}, nullptr, n_, residual);
+  }
+  return result;
+}
+
+}  // namespace spip::deconv

@@ -1,0 +1,177 @@
+// Multiscale CLEAN's pieces against independent references: the scale kernels, the
+// scale PSFs and their cross-terms against a direct double-precision convolution, and
+// the minor cycles on a noiseless extended source against its known flux.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <numeric>
+#include <vector>
+
+#include "spip/deconv/clean.hpp"
+#include "spip/deconv/convolver.hpp"
+#include "spip/deconv/multiscale.hpp"
+#include "spip/imaging/geometry.hpp"
+
+namespace {
+
+using spip::deconv::MultiscaleClean;
+using spip::deconv::scale_kernel;
+using spip::deconv::ScaleKernel;
+
+// A PSF with a main lobe and sidelobes, not symmetric: a Gaussian of FWHM 4 pixels
+// times a cosine ripple along a tilted direction, peak 1 at (N/2, N/2).
+std::vector<float> lumpy_psf(int n) {
+  std::vector<float> psf(static_cast<std::size_t>(n) * n);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const double dx = x - n / 2, dy = y - n / 2;
+      const double r2 = dx * dx + dy * dy;
+      psf[static_cast<std::size_t>(y) * n + x] = static_cast<float>(
+          std::exp(-r2 / (2 * 1.7 * 1.7)) + 0.1 * std::exp(-r2 / 400.0) * std::cos(0.9 * dx + 0.4 * dy) *
+                                                (r2 > 0 ? 1.0 : 0.0));
+    }
+  return psf;
+}
+
+// The N x N window about (N/2, N/2) of image convolved with the kernel, in double precision.
+std::vector<double> direct(const std::vector<double>& image, int n, const ScaleKernel& kernel) {
+  std::vector<double> out(image.size(), 0.0);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      double sum = 0;
+      for (int dy = -kernel.radius; dy <= kernel.radius; ++dy)
+        for (int dx = -kernel.radius; dx <= kernel.radius; ++dx) {
+          const int sx = x - dx, sy = y - dy;
+          if (sx >= 0 && sx < n && sy >= 0 && sy < n) sum += kernel.at(dx, dy) * image[static_cast<std::size_t>(sy) * n + sx];
+        }
+      out[static_cast<std::size_t>(y) * n + x] = sum;
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST(ScaleKernel, TaperedQuadraticOfUnitSumAndItsSupport) {
+  EXPECT_EQ(scale_kernel(0).radius, 0);
+  EXPECT_EQ(scale_kernel(0).values, std::vector<float>{1.0f});
+  for (double scale : {3.0, 8.0, 21.0}) {
+    const ScaleKernel k = scale_kernel(scale);
+    EXPECT_EQ(k.radius, static_cast<int>(std::ceil(scale / 2)));
+    EXPECT_NEAR(std::accumulate(k.values.begin(), k.values.end(), 0.0), 1.0, 1e-6) << scale;
+    // The paraboloid under the Hann window, relative to the centre, at a few radii.
+    for (int dx = 0; dx <= k.radius; ++dx) {
+      const double window = k.radius + 1;
+      const double want = std::pow(std::cos(M_PI * dx / (2 * window)), 2) * (1 - (dx / scale) * (dx / scale));
+      EXPECT_NEAR(k.at(dx, 0) / k.at(0, 0), want, 1e-6) << scale << " " << dx;
+      EXPECT_EQ(k.at(dx, 0), k.at(0, dx));
+      EXPECT_EQ(k.at(dx, 0), k.at(-dx, 0));
+    }
+  }
+}
+
+TEST(ScaleKernel, AutomaticScalesAndBiasFollowWsclean) {
+  EXPECT_EQ(spip::deconv::auto_scales(3.0, 200), (std::vector<double>{0, 6, 12, 24, 48, 96}));
+  const std::vector<double> bias = spip::deconv::scale_bias_factors({0, 6, 12, 24}, 0.6);
+  EXPECT_DOUBLE_EQ(bias[0], 1.0);
+  EXPECT_DOUBLE_EQ(bias[1], 1.0);
+  EXPECT_NEAR(bias[2], 1 / 0.6, 1e-12);
+  EXPECT_NEAR(bias[3], 1 / 0.36, 1e-12);
+}
+
+// B_jk = PSF * kernel_j * kernel_k, made once per channel through FFTs of (3N/2)^2,
+// against the same convolutions done directly in double precision.
+TEST(MultiscaleClean, ScalePsfsAndCrossTermsEqualADirectConvolution) {
+  constexpr int n = 64;
+  const std::vector<float> psf = lumpy_psf(n);
+  const std::vector<double> scales{0, 4, 9};
+  MultiscaleClean clean(psf.data(), n, scales, 0.6, spip::deconv::make_host_convolver(n));
+  ASSERT_EQ(clean.scale_count(), 3);
+  const std::vector<double> psf_double(psf.begin(), psf.end());
+  double worst = 0;
+  for (int j = 0; j < 3; ++j)
+    for (int k = j; k < 3; ++k) {
+      const std::vector<double> want = direct(direct(psf_double, n, scale_kernel(scales[j])), n, scale_kernel(scales[k]));
+      const std::vector<float> got = clean.cross_term(j, k);
+      // Near the window's edge the direct double convolution of the truncated PSF is
+      // itself truncated: compare the central half, where the kernels see the whole PSF.
+      for (int y = n / 4; y < 3 * n / 4; ++y)
+        for (int x = n / 4; x < 3 * n / 4; ++x) {
+          const std::size_t p = static_cast<std::size_t>(y) * n + x;
+          worst = std::max(worst, std::abs(got[p] - want[p]));
+        }
+    }
+  std::cout << "[ measured ] scale PSFs and cross-terms against a direct convolution: " << worst << " of the PSF peak\n";
+  EXPECT_LT(worst, 1e-6);
+}
+
+// A noiseless elliptical Gaussian at 10 % linear polarisation, seen through a Gaussian
+// PSF: the dirty image is its exact (direct) convolution, so the minor cycles alone
+// must recover the source. Cleaned to 0.2 % of the peak, multiscale finds its
+// integrated I, Q and U within 1 % in fewer than half the components of the point
+// CLEAN (sub-minor Hogbom), whose model falls further short of the flux.
+TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsComponents) {
+  constexpr int n = 128;
+  constexpr std::size_t pixels = static_cast<std::size_t>(n) * n;
+  constexpr double sigma_psf = 4.0 / 2.3548;  // FWHM 4 pixels
+  std::vector<float> psf(pixels);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x)
+      psf[static_cast<std::size_t>(y) * n + x] =
+          static_cast<float>(std::exp(-((x - n / 2) * (x - n / 2) + (y - n / 2) * (y - n / 2)) / (2 * sigma_psf * sigma_psf)));
+  // Sky (Jy/pixel): 10 Jy in a Gaussian of FWHM 24 x 14 pixels at PA 30 deg; Q + iU = 0.1 I e^{2 i 0.4}.
+  const double total = 10.0, q_frac = 0.1 * std::cos(0.8), u_frac = 0.1 * std::sin(0.8);
+  std::vector<double> sky(pixels);
+  double sum = 0;
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const double dx = x - 60.0, dy = y - 66.0, c = std::cos(0.52), s = std::sin(0.52);
+      const double a = (c * dx + s * dy) / (24 / 2.3548), b = (-s * dx + c * dy) / (14 / 2.3548);
+      sum += sky[static_cast<std::size_t>(y) * n + x] = std::exp(-0.5 * (a * a + b * b));
+    }
+  for (double& v : sky) v *= total / sum;
+  std::vector<float> dirty(4 * pixels, 0.0f);
+  const int reach = 14;  // the PSF is below 1e-20 beyond
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      double value = 0;
+      for (int sy = std::max(0, y - reach); sy <= std::min(n - 1, y + reach); ++sy)
+        for (int sx = std::max(0, x - reach); sx <= std::min(n - 1, x + reach); ++sx)
+          value += sky[static_cast<std::size_t>(sy) * n + sx] * psf[static_cast<std::size_t>(y - sy + n / 2) * n + x - sx + n / 2];
+      const std::size_t p = static_cast<std::size_t>(y) * n + x;
+      dirty[p] = static_cast<float>(value);
+      dirty[pixels + p] = static_cast<float>(q_frac * value);
+      dirty[2 * pixels + p] = static_cast<float>(u_frac * value);
+    }
+  const double peak = *std::max_element(dirty.begin(), dirty.begin() + pixels);
+  const double stop = 2e-3 * peak;
+
+  std::vector<float> residual = dirty, model(4 * pixels, 0.0f);
+  MultiscaleClean multiscale(psf.data(), n, spip::deconv::auto_scales(4.0, n), 0.6,
+                             spip::deconv::make_host_convolver(n));
+  const int ms_components =
+      multiscale.run(residual.data(), model.data(), nullptr, spip::PeakSearch::full_stokes, 0.1, stop, 100000).iterations;
+  auto flux = [&](const std::vector<float>& m, int stokes) {
+    return std::accumulate(m.begin() + stokes * pixels, m.begin() + (stokes + 1) * pixels, 0.0);
+  };
+
+  std::vector<float> hogbom_residual = dirty, hogbom_model(4 * pixels, 0.0f);
+  const spip::imaging::ImageGeometry geometry = spip::imaging::ImageGeometry::make(n, 1e-4, 1.5);
+  const int hogbom_components =
+      spip::deconv::subminor_hogbom(hogbom_residual.data(), psf.data(), geometry, spip::PeakSearch::full_stokes, 0.1,
+                                    stop, 1000000, hogbom_model.data())
+          .iterations;
+
+  std::cout << "[ measured ] extended source: multiscale " << ms_components << " components (per scale";
+  for (int c : multiscale.components_per_scale()) std::cout << " " << c;
+  std::cout << "), I " << flux(model, 0) << " Q " << flux(model, 1) << " U " << flux(model, 2) << " of " << total
+            << ", " << total * q_frac << ", " << total * u_frac << "; Hogbom " << hogbom_components << " components, I "
+            << flux(hogbom_model, 0) << "\n";
+  EXPECT_NEAR(flux(model, 0), total, 0.01 * total);
+  EXPECT_NEAR(flux(model, 1), total * q_frac, 0.01 * std::abs(total * q_frac));
+  EXPECT_NEAR(flux(model, 2), total * u_frac, 0.01 * std::abs(total * u_frac));
+  EXPECT_LT(2 * ms_components, hogbom_components);
+  EXPECT_GT(std::abs(flux(hogbom_model, 0) - total), 2 * std::abs(flux(model, 0) - total));
+  EXPECT_GT(multiscale.components_per_scale()[1] + multiscale.components_per_scale()[2], 0);
+}
