@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -107,45 +108,58 @@ TEST(MultiscaleClean, ScalePsfsAndCrossTermsEqualADirectConvolution) {
 }
 
 // A noiseless elliptical Gaussian at 10 % linear polarisation, seen through a Gaussian
-// PSF: the dirty image is its exact (direct) convolution, so the minor cycles alone
-// must recover the source. Cleaned to 0.2 % of the peak, multiscale finds its
-// integrated I, Q and U within 1 % in fewer than half the components of the point
-// CLEAN (sub-minor Hogbom), whose model falls further short of the flux.
+// PSF of FWHM 4 pixels on a 128^2 image: the dirty image is its exact (direct)
+// convolution, so the minor cycles alone must recover the source.
+struct ExtendedSource {
+  static constexpr int n = 128;
+  static constexpr std::size_t pixels = static_cast<std::size_t>(n) * n;
+  static constexpr double total = 10.0;  // Jy, in a Gaussian of FWHM 24 x 14 pixels at PA 30 deg
+  const double q_frac = 0.1 * std::cos(0.8), u_frac = 0.1 * std::sin(0.8);  // Q + iU = 0.1 I e^{2 i 0.4}
+  std::vector<float> psf, dirty;
+
+  ExtendedSource() : psf(pixels), dirty(4 * pixels, 0.0f) {
+    constexpr double sigma_psf = 4.0 / 2.3548;
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x)
+        psf[static_cast<std::size_t>(y) * n + x] = static_cast<float>(
+            std::exp(-((x - n / 2) * (x - n / 2) + (y - n / 2) * (y - n / 2)) / (2 * sigma_psf * sigma_psf)));
+    std::vector<double> sky(pixels);
+    double sum = 0;
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const double dx = x - 60.0, dy = y - 66.0, c = std::cos(0.52), s = std::sin(0.52);
+        const double a = (c * dx + s * dy) / (24 / 2.3548), b = (-s * dx + c * dy) / (14 / 2.3548);
+        sum += sky[static_cast<std::size_t>(y) * n + x] = std::exp(-0.5 * (a * a + b * b));
+      }
+    for (double& v : sky) v *= total / sum;
+    const int reach = 14;  // the PSF is below 1e-20 beyond
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        double value = 0;
+        for (int sy = std::max(0, y - reach); sy <= std::min(n - 1, y + reach); ++sy)
+          for (int sx = std::max(0, x - reach); sx <= std::min(n - 1, x + reach); ++sx)
+            value += sky[static_cast<std::size_t>(sy) * n + sx] *
+                     psf[static_cast<std::size_t>(y - sy + n / 2) * n + x - sx + n / 2];
+        const std::size_t p = static_cast<std::size_t>(y) * n + x;
+        dirty[p] = static_cast<float>(value);
+        dirty[pixels + p] = static_cast<float>(q_frac * value);
+        dirty[2 * pixels + p] = static_cast<float>(u_frac * value);
+      }
+  }
+  double peak() const { return *std::max_element(dirty.begin(), dirty.begin() + pixels); }
+};
+
+// Cleaned to 0.2 % of the peak, multiscale finds the extended source's integrated I, Q
+// and U within 1 % in fewer than half the components of the point CLEAN (sub-minor
+// Hogbom), whose model falls further short of the flux.
 TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsComponents) {
-  constexpr int n = 128;
-  constexpr std::size_t pixels = static_cast<std::size_t>(n) * n;
-  constexpr double sigma_psf = 4.0 / 2.3548;  // FWHM 4 pixels
-  std::vector<float> psf(pixels);
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x)
-      psf[static_cast<std::size_t>(y) * n + x] =
-          static_cast<float>(std::exp(-((x - n / 2) * (x - n / 2) + (y - n / 2) * (y - n / 2)) / (2 * sigma_psf * sigma_psf)));
-  // Sky (Jy/pixel): 10 Jy in a Gaussian of FWHM 24 x 14 pixels at PA 30 deg; Q + iU = 0.1 I e^{2 i 0.4}.
-  const double total = 10.0, q_frac = 0.1 * std::cos(0.8), u_frac = 0.1 * std::sin(0.8);
-  std::vector<double> sky(pixels);
-  double sum = 0;
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x) {
-      const double dx = x - 60.0, dy = y - 66.0, c = std::cos(0.52), s = std::sin(0.52);
-      const double a = (c * dx + s * dy) / (24 / 2.3548), b = (-s * dx + c * dy) / (14 / 2.3548);
-      sum += sky[static_cast<std::size_t>(y) * n + x] = std::exp(-0.5 * (a * a + b * b));
-    }
-  for (double& v : sky) v *= total / sum;
-  std::vector<float> dirty(4 * pixels, 0.0f);
-  const int reach = 14;  // the PSF is below 1e-20 beyond
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x) {
-      double value = 0;
-      for (int sy = std::max(0, y - reach); sy <= std::min(n - 1, y + reach); ++sy)
-        for (int sx = std::max(0, x - reach); sx <= std::min(n - 1, x + reach); ++sx)
-          value += sky[static_cast<std::size_t>(sy) * n + sx] * psf[static_cast<std::size_t>(y - sy + n / 2) * n + x - sx + n / 2];
-      const std::size_t p = static_cast<std::size_t>(y) * n + x;
-      dirty[p] = static_cast<float>(value);
-      dirty[pixels + p] = static_cast<float>(q_frac * value);
-      dirty[2 * pixels + p] = static_cast<float>(u_frac * value);
-    }
-  const double peak = *std::max_element(dirty.begin(), dirty.begin() + pixels);
-  const double stop = 2e-3 * peak;
+  const ExtendedSource source;
+  constexpr int n = ExtendedSource::n;
+  constexpr std::size_t pixels = ExtendedSource::pixels;
+  const double total = source.total, q_frac = source.q_frac, u_frac = source.u_frac;
+  const std::vector<float>& psf = source.psf;
+  const std::vector<float>& dirty = source.dirty;
+  const double stop = 2e-3 * source.peak();
 
   std::vector<float> residual = dirty, model(4 * pixels, 0.0f);
   MultiscaleClean multiscale(psf.data(), n, spip::deconv::auto_scales(4.0, n), 0.6,
@@ -174,4 +188,29 @@ TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsCompone
   EXPECT_LT(2 * ms_components, hogbom_components);
   EXPECT_GT(std::abs(flux(hogbom_model, 0) - total), 2 * std::abs(flux(model, 0) - total));
   EXPECT_GT(multiscale.components_per_scale()[1] + multiscale.components_per_scale()[2], 0);
+}
+
+// With a mask (clean.auto_mask's second stage) components are found only inside it, and
+// each adds its kernel to the model: the model, and so the next mask, reaches past the
+// searched pixels by the kernel's radius at most.
+TEST(MultiscaleClean, ComponentsStayInTheMaskAndTheModelGrowsByTheirKernels) {
+  const ExtendedSource source;
+  constexpr int n = ExtendedSource::n;
+  std::vector<std::uint8_t> mask(ExtendedSource::pixels, 0);
+  for (int y = 61; y < 71; ++y)
+    for (int x = 55; x < 65; ++x) mask[static_cast<std::size_t>(y) * n + x] = 1;
+  std::vector<float> residual = source.dirty, model(4 * ExtendedSource::pixels, 0.0f);
+  MultiscaleClean clean(source.psf.data(), n, {0, 16}, 0.6, spip::deconv::make_host_convolver(n));
+  clean.run(residual.data(), model.data(), mask.data(), spip::PeakSearch::full_stokes, 0.1, 0.05 * source.peak(), 10000);
+  ASSERT_GT(clean.components_per_scale()[1], 0);
+  const int radius = scale_kernel(16).radius;
+  int outside_mask = 0, beyond_reach = 0;
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      if (model[static_cast<std::size_t>(y) * n + x] == 0) continue;
+      outside_mask += !mask[static_cast<std::size_t>(y) * n + x];
+      beyond_reach += x < 55 - radius || x >= 65 + radius || y < 61 - radius || y >= 71 + radius;
+    }
+  EXPECT_GT(outside_mask, 0);
+  EXPECT_EQ(beyond_reach, 0);
 }
