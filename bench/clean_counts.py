@@ -19,8 +19,11 @@ def main():
     else:
         # WSClean logs a running total per major iteration and a count per channel.
         log = open(path).read()
-        per_channel = log.split("major iterations were performed")[:-1]
-        components = [int(re.findall(r"Performed (\d+) iterations in total", block)[-1]) for block in per_channel]
+        # Multiscale runs close each channel with "Total: N components" instead.
+        components = [int(n) for n in re.findall(r"^Total: (\d+) components", log, re.M)]
+        if not components:
+            per_channel = log.split("major iterations were performed")[:-1]
+            components = [int(re.findall(r"Performed (\d+) iterations in total", block)[-1]) for block in per_channel]
         majors = [int(m) for m in re.findall(r"(\d+) major iterations were performed", log)]
     print(f"{np.mean(components):.0f} {np.mean(majors):.2f}")
 

@@ -47,15 +47,15 @@ for ((try = 1; try <= repeats; ++try)); do
     dir=$work/$run; rm -rf "$dir"; mkdir -p "$dir"
     case $run in
       wsclean) read -r s mb < <(cd "$dir" && measure "$dir.log" wsclean "${ws[@]}" -name ws "$ms"; echo)
-               counts=$(python3 bench/clean_counts.py wsclean "$dir.log")
-               metrics=$(python3 bench/diffuse_metrics.py $sky wsclean "$dir" ws) ;;
+               counts=$(python3 bench/clean_counts.py wsclean "$dir.log" || echo "? ?")
+               metrics=$(python3 bench/diffuse_metrics.py $sky wsclean "$dir" ws || echo "metrics failed") ;;
       spip-point) read -r s mb < <(measure "$dir.log" "$bin/spip" "${sp[@]}" --output.dir "$dir"; echo) ;;
       spip-multiscale) read -r s mb < <(measure "$dir.log" "$bin/spip" "${sp[@]}" --clean.multiscale true \
                          --clean.scales "$scales" --clean.scale_bias 0.6 --output.dir "$dir"; echo) ;;
     esac
     if [[ $run == spip-* ]]; then
-      counts=$(python3 bench/clean_counts.py spip "$dir/spip-qa.json")
-      metrics=$(python3 bench/diffuse_metrics.py $sky spip "$dir" spip)
+      counts=$(python3 bench/clean_counts.py spip "$dir/spip-qa.json" || echo "? ?")
+      metrics=$(python3 bench/diffuse_metrics.py $sky spip "$dir" spip || echo "metrics failed")
     fi
     printf '%-4s %-16s %9s %9s %11s %7s  %s\n' "$try" "$run" "$s" "$mb" $counts "$metrics"
     rm -rf "$dir"

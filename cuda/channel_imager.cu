@@ -413,7 +413,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
       SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
       multiscale_ = std::make_unique<deconv::MultiscaleClean>(
           psf.data(), m_.geometry.size, step.multiscale->scales, step.multiscale->scale_bias,
-          make_scale_convolver(m_.device, m_.geometry.size));
+          [this](int reach) { return make_scale_convolver(m_.device, m_.geometry.size, reach); });
     }
     residual_.resize(values);
     host_.resize(values);

@@ -68,7 +68,7 @@ std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {
 TransferStats ChannelImager::transfer_stats() const { return {}; }
 KernelTimes ChannelImager::time_kernels() { return {}; }
 
-std::unique_ptr<deconv::Convolver> make_scale_convolver(int, int) {
+std::unique_ptr<deconv::Convolver> make_scale_convolver(int, int, int) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 

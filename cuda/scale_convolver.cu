@@ -36,13 +36,17 @@ __global__ void scale_kernel(cufftComplex* data, float scale, long long cells) {
 
 class DeviceConvolver final : public deconv::Convolver {
  public:
-  DeviceConvolver(int device, int n)
-      : device_(device), n_(n), m_(deconv::convolution_size(n)), spectrum_(cells()), work_(cells()),
-        host_(static_cast<std::size_t>(n) * n) {
+  DeviceConvolver(int device, int n, int reach)
+      : device_(device), n_(n), m_(deconv::convolution_size(n, reach)), host_(static_cast<std::size_t>(n) * n) {
     SPIP_CUDA_CHECK(cudaSetDevice(device_));
+    spectrum_ = DeviceArray<cufftComplex>(cells());
+    work_ = DeviceArray<cufftComplex>(cells());
     SPIP_CUDA_CHECK(cufftPlan2d(&plan_, m_, m_, CUFFT_C2C));
   }
-  ~DeviceConvolver() override { cufftDestroy(plan_); }
+  ~DeviceConvolver() override {
+    cudaSetDevice(device_);
+    cufftDestroy(plan_);
+  }
 
   int add_filter(const float* filter) override {
     SPIP_CUDA_CHECK(cudaSetDevice(device_));
@@ -109,8 +113,8 @@ class DeviceConvolver final : public deconv::Convolver {
 
 }  // namespace
 
-std::unique_ptr<deconv::Convolver> make_scale_convolver(int device, int n) {
-  return std::make_unique<DeviceConvolver>(device, n);
+std::unique_ptr<deconv::Convolver> make_scale_convolver(int device, int n, int reach) {
+  return std::make_unique<DeviceConvolver>(device, n, reach);
 }
 
 }  // namespace spip::cuda

@@ -262,7 +262,8 @@ int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
   if (step.multiscale) {
     if (!multiscale_)
       multiscale_ = std::make_unique<MultiscaleClean>(psf_.data(), g.size, step.multiscale->scales,
-                                                      step.multiscale->scale_bias, make_host_convolver(g.size));
+                                                      step.multiscale->scale_bias,
+                                                      [&](int reach) { return make_host_convolver(g.size, reach); });
     result = multiscale_->run(residual_.data(), model_.data(), mask, step.search, step.gain, step.stop_level,
                               step.max_iterations);
   } else if (step.subminor) {

@@ -11,9 +11,9 @@ namespace {
 
 class FftConvolver final : public Convolver {
  public:
-  explicit FftConvolver(int n)
+  FftConvolver(int n, int reach)
       : n_(n),
-        m_(convolution_size(n)),
+        m_(convolution_size(n, reach)),
         fft_(imaging::Fft2d::shared(m_)),
         spectrum_(cells()),
         work_(cells()),
@@ -106,8 +106,8 @@ class FftConvolver final : public Convolver {
 
 }  // namespace
 
-int convolution_size(int n) { return imaging::good_fft_size((3 * n + 1) / 2); }
+int convolution_size(int n, int reach) { return imaging::good_fft_size((3 * n + 1) / 2 + reach); }
 
-std::unique_ptr<Convolver> make_host_convolver(int n) { return std::make_unique<FftConvolver>(n); }
+std::unique_ptr<Convolver> make_host_convolver(int n, int reach) { return std::make_unique<FftConvolver>(n, reach); }
 
 }  // namespace spip::deconv

@@ -56,7 +56,8 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
                         const std::uint8_t* mask);
 
 // Hogbom iterations among the active pixels only, down to the set's level, with a PSF
-// of peak 1: each takes gain times the pixel's values. Returns the components found,
+// of peak 1 (multiscale's twice-convolved PSFs peak below it): each takes gain times the
+// pixel's values. Returns the components found,
 // one per pixel, and adds their iterations to `iterations`.
 std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n, PeakSearch search, double gain,
                                         int max_iterations, int& iterations);

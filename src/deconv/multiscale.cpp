@@ -69,7 +69,8 @@ ScaleKernel scale_kernel(double scale) {
 
 std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size) {
   std::vector<double> scales{0.0};
-  for (double scale = 2 * beam_fwhm_pixels; scale < 0.5 * image_size; scale *= 2) scales.push_back(scale);
+  for (double scale = 2 * beam_fwhm_pixels; 2 * scale_kernel(scale).radius + 1 <= image_size / 2; scale *= 2)
+    scales.push_back(scale);
   return scales;
 }
 
@@ -82,21 +83,27 @@ std::vector<double> scale_bias_factors(const std::vector<double>& scales, double
 }
 
 MultiscaleClean::MultiscaleClean(const float* psf, int n, std::vector<double> scales, double scale_bias,
-                                 std::unique_ptr<Convolver> convolver)
-    : n_(n), psf_(psf, psf + static_cast<std::size_t>(n) * n), convolver_(std::move(convolver)) {
+                                 const ConvolverMaker& make_convolver)
+    : n_(n), psf_(psf, psf + static_cast<std::size_t>(n) * n) {
+  if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
   std::sort(scales.begin(), scales.end());
   const std::vector<double> bias = scale_bias_factors(scales, scale_bias);
+  const int widest = scale_kernel(scales.back()).radius;
+  if (2 * widest + 1 > n / 2)
+    SPIP_THROW(ConfigError, "clean.scales: scale " + std::to_string(scales.back()) +
+                                " pixels does not fit in half the image (" + std::to_string(n / 2) + " pixels)");
+  // The widest products are the PSF with one kernel (the residual's update) and a
+  // kernel with itself (the twice-convolved PSF, from the PSF as an image).
+  convolver_ = make_convolver(2 * widest);
   psf_filter_ = convolver_->add_filter(psf_.data());
   for (std::size_t k = 0; k < scales.size(); ++k) {
-    Scale& scale = scales_.emplace_back();
+    Scale scale;
     scale.size = scales[k];
     scale.bias = bias[k];
     scale.kernel = scale_kernel(scale.size);
-    if (2 * scale.kernel.radius + 1 > n / 2)
-      SPIP_THROW(ConfigError, "clean.scales: scale " + std::to_string(scale.size) +
-                                  " pixels does not fit in half the image (" + std::to_string(n / 2) + " pixels)");
     if (scale.size == 0) {
       scale.twice = psf_;
+      scales_.push_back(std::move(scale));
       continue;
     }
     scale.filter = convolver_->add_filter(centred(scale.kernel, n).data());
@@ -104,9 +111,11 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, std::vector<double> sc
     scale.twice.resize(psf_.size());
     convolver_->convolve(psf_.data(), 1, {{scale.filter}, {scale.filter, scale.filter}}, {once.data(), scale.twice.data()});
     scale.psf_peak = once[static_cast<std::size_t>(n / 2) * n + n / 2];
+    if (!(scale.psf_peak >= min_psf_response)) continue;
     for (float& v : scale.twice) v /= scale.psf_peak;
+    scales_.push_back(std::move(scale));
   }
-  components_.assign(scales_.size(), 0);
+  iterations_.assign(scales_.size(), 0);
 }
 
 std::vector<float> MultiscaleClean::cross_term(int j, int k) {
@@ -118,7 +127,7 @@ std::vector<float> MultiscaleClean::cross_term(int j, int k) {
   return out;
 }
 
-MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search,
+MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search_mode,
                                       double gain, double stop_level, int max_iterations) {
   const std::size_t pixels = psf_.size();
   const int count = scale_count();
@@ -127,6 +136,22 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
   for (int k = 0; k < count; ++k)
     if (scales_[k].filter >= 0) smoothed[k].resize(num_stokes * pixels);
   auto image_of = [&](int k) { return scales_[k].filter < 0 ? residual : smoothed[k].data(); };
+  // Each scale's search pixels: the mask's (or all), less a border of its kernel's radius.
+  std::vector<std::vector<std::uint8_t>> search(count);
+  auto search_mask = [&](int k) -> const std::uint8_t* {
+    if (scales_[k].kernel.radius == 0) return mask;
+    std::vector<std::uint8_t>& m = search[k];
+    if (m.empty()) {
+      const int r = scales_[k].kernel.radius;
+      m.assign(pixels, 0);
+      for (int y = r; y < n_ - r; ++y)
+        for (int x = r; x < n_ - r; ++x) {
+          const std::size_t p = static_cast<std::size_t>(y) * n_ + x;
+          m[p] = mask ? mask[p] : 1;
+        }
+    }
+    return m.data();
+  };
   // WSClean's active scales: a scale whose last biased peak fell well below the best
   // (by more than the loop gain) is not convolved again until the best comes near it.
   std::vector<double> peak(count, 0.0);
@@ -144,7 +169,7 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
     int best = -1;
     for (int k = 0; k < count; ++k) {
       if (!active[k]) continue;
-      peak[k] = scales_[k].bias * detail::find_peak(search, image_of(k), pixels, mask).value;
+      peak[k] = scales_[k].bias * detail::find_peak(search_mode, image_of(k), pixels, search_mask(k)).value;
       if (best < 0 || peak[k] > peak[best]) best = k;
     }
     result.peak = peak[best];
@@ -157,12 +182,12 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
     for (int k = 0; k < count; ++k) active[k] = k == best || peak[k] > (1 - gain) * peak[best];
     const Scale& scale = scales_[best];
     const double level = std::max(stop_level, (1 - subminor_gain) * peak[best]) / scale.bias;
-    detail::ActiveSet set = detail::select_active(search, image_of(best), pixels, n_, level, mask);
+    detail::ActiveSet set = detail::select_active(search_mode, image_of(best), pixels, n_, level, search_mask(best));
     const int before = result.iterations;
-    std::vector<Component> found = detail::clean_active_set(set, scale.twice.data(), n_, search, gain,
+    std::vector<Component> found = detail::clean_active_set(set, scale.twice.data(), n_, search_mode, gain,
                                                              max_iterations - result.iterations, result.iterations);
     if (found.empty()) break;
-    components_[best] += result.iterations - before;
+    iterations_[best] += result.iterations - before;
     // A component of flux F at this scale lifts the smoothed residual by F times the
     // twice-convolved PSF, which the loop holds over psf_peak: F = its value / psf_peak.
     for (Component& c : found)

@@ -52,6 +52,10 @@ std::vector<double> direct(const std::vector<double>& image, int n, const ScaleK
   return out;
 }
 
+MultiscaleClean::ConvolverMaker host(int n) {
+  return [n](int reach) { return spip::deconv::make_host_convolver(n, reach); };
+}
+
 }  // namespace
 
 TEST(ScaleKernel, TaperedQuadraticOfUnitSumAndItsSupport) {
@@ -74,6 +78,8 @@ TEST(ScaleKernel, TaperedQuadraticOfUnitSumAndItsSupport) {
 
 TEST(ScaleKernel, AutomaticScalesAndBiasFollowWsclean) {
   EXPECT_EQ(spip::deconv::auto_scales(3.0, 200), (std::vector<double>{0, 6, 12, 24, 48, 96}));
+  // Below half the image, but its 33-pixel kernel would not fit in 32: left out.
+  EXPECT_EQ(spip::deconv::auto_scales(3.9, 64), (std::vector<double>{0, 7.8, 15.6}));
   const std::vector<double> bias = spip::deconv::scale_bias_factors({0, 6, 12, 24}, 0.6);
   EXPECT_DOUBLE_EQ(bias[0], 1.0);
   EXPECT_DOUBLE_EQ(bias[1], 1.0);
@@ -87,7 +93,7 @@ TEST(MultiscaleClean, ScalePsfsAndCrossTermsEqualADirectConvolution) {
   constexpr int n = 64;
   const std::vector<float> psf = lumpy_psf(n);
   const std::vector<double> scales{0, 4, 9};
-  MultiscaleClean clean(psf.data(), n, scales, 0.6, spip::deconv::make_host_convolver(n));
+  MultiscaleClean clean(psf.data(), n, scales, 0.6, host(n));
   ASSERT_EQ(clean.scale_count(), 3);
   const std::vector<double> psf_double(psf.begin(), psf.end());
   double worst = 0;
@@ -105,6 +111,24 @@ TEST(MultiscaleClean, ScalePsfsAndCrossTermsEqualADirectConvolution) {
     }
   std::cout << "[ measured ] scale PSFs and cross-terms against a direct convolution: " << worst << " of the PSF peak\n";
   EXPECT_LT(worst, 1e-6);
+}
+
+// Scale 0 is always cleaned, as in WSClean; a scale the PSF hardly responds to (here a
+// PSF whose integral is zero, as without short spacings) is left out.
+TEST(MultiscaleClean, KeepsScaleZeroAndLeavesOutScalesThePsfDoesNotMeasure) {
+  constexpr int n = 128;
+  std::vector<float> psf(static_cast<std::size_t>(n) * n);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const double r2 = (x - n / 2) * (x - n / 2) + (y - n / 2) * (y - n / 2);
+      psf[static_cast<std::size_t>(y) * n + x] =
+          static_cast<float>(std::exp(-r2 / (2 * 2.0 * 2.0)) - 0.0625 * std::exp(-r2 / (2 * 8.0 * 8.0)));
+    }
+  psf[static_cast<std::size_t>(n / 2) * n + n / 2] = 1.0f;
+  MultiscaleClean clean(psf.data(), n, {4, 60}, 0.6, host(n));
+  ASSERT_EQ(clean.scale_count(), 2);
+  EXPECT_EQ(clean.scale(0), 0);
+  EXPECT_EQ(clean.scale(1), 4);
 }
 
 // A noiseless elliptical Gaussian at 10 % linear polarisation, seen through a Gaussian
@@ -163,7 +187,7 @@ TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsCompone
 
   std::vector<float> residual = dirty, model(4 * pixels, 0.0f);
   MultiscaleClean multiscale(psf.data(), n, spip::deconv::auto_scales(4.0, n), 0.6,
-                             spip::deconv::make_host_convolver(n));
+                             host(n));
   const int ms_components =
       multiscale.run(residual.data(), model.data(), nullptr, spip::PeakSearch::full_stokes, 0.1, stop, 100000).iterations;
   auto flux = [&](const std::vector<float>& m, int stokes) {
@@ -178,7 +202,7 @@ TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsCompone
           .iterations;
 
   std::cout << "[ measured ] extended source: multiscale " << ms_components << " components (per scale";
-  for (int c : multiscale.components_per_scale()) std::cout << " " << c;
+  for (int c : multiscale.iterations_per_scale()) std::cout << " " << c;
   std::cout << "), I " << flux(model, 0) << " Q " << flux(model, 1) << " U " << flux(model, 2) << " of " << total
             << ", " << total * q_frac << ", " << total * u_frac << "; Hogbom " << hogbom_components << " components, I "
             << flux(hogbom_model, 0) << "\n";
@@ -187,22 +211,22 @@ TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsCompone
   EXPECT_NEAR(flux(model, 2), total * u_frac, 0.01 * std::abs(total * u_frac));
   EXPECT_LT(2 * ms_components, hogbom_components);
   EXPECT_GT(std::abs(flux(hogbom_model, 0) - total), 2 * std::abs(flux(model, 0) - total));
-  EXPECT_GT(multiscale.components_per_scale()[1] + multiscale.components_per_scale()[2], 0);
+  EXPECT_GT(multiscale.iterations_per_scale()[1] + multiscale.iterations_per_scale()[2], 0);
 }
 
-// With a mask (clean.auto_mask's second stage) components are found only inside it, and
-// each adds its kernel to the model: the model, and so the next mask, reaches past the
-// searched pixels by the kernel's radius at most.
-TEST(MultiscaleClean, ComponentsStayInTheMaskAndTheModelGrowsByTheirKernels) {
+// With a mask (clean.auto_mask's second stage) the search stays inside it, and each
+// component adds its kernel to the model: the model, and so the next mask, reaches past
+// the masked pixels, by the kernel's radius at most.
+TEST(MultiscaleClean, TheSearchStaysInTheMaskAndTheModelGrowsByTheKernels) {
   const ExtendedSource source;
   constexpr int n = ExtendedSource::n;
   std::vector<std::uint8_t> mask(ExtendedSource::pixels, 0);
   for (int y = 61; y < 71; ++y)
     for (int x = 55; x < 65; ++x) mask[static_cast<std::size_t>(y) * n + x] = 1;
   std::vector<float> residual = source.dirty, model(4 * ExtendedSource::pixels, 0.0f);
-  MultiscaleClean clean(source.psf.data(), n, {0, 16}, 0.6, spip::deconv::make_host_convolver(n));
+  MultiscaleClean clean(source.psf.data(), n, {0, 16}, 0.6, host(n));
   clean.run(residual.data(), model.data(), mask.data(), spip::PeakSearch::full_stokes, 0.1, 0.05 * source.peak(), 10000);
-  ASSERT_GT(clean.components_per_scale()[1], 0);
+  ASSERT_GT(clean.iterations_per_scale()[1], 0);
   const int radius = scale_kernel(16).radius;
   int outside_mask = 0, beyond_reach = 0;
   for (int y = 0; y < n; ++y)

@@ -8,6 +8,6 @@
 
 namespace spip::cuda {
 
-std::unique_ptr<deconv::Convolver> make_scale_convolver(int device, int n);
+std::unique_ptr<deconv::Convolver> make_scale_convolver(int device, int n, int reach = 0);
 
 }  // namespace spip::cuda

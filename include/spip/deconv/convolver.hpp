@@ -1,7 +1,8 @@
 #pragma once
 // Linear convolutions of N x N images with a few fixed N x N filters (the PSF, the
-// multiscale kernels), through FFTs of size M >= 3N/2: enough for the N x N window of a
-// linear convolution with an N x N filter centred at (N/2, N/2) to see no wrap-around.
+// multiscale kernels), through FFTs of size M >= 3N/2 + reach: enough for the N x N
+// window of a linear convolution with an N x N filter centred at (N/2, N/2), or with a
+// product of filters that reaches `reach` pixels further, to see no wrap-around.
 // The CPU's is FFTW (make_host_convolver); the GPU backend's is cuFFT, in cuda/.
 #include <complex>
 #include <cstddef>
@@ -22,10 +23,10 @@ class Convolver {
                         const std::vector<float*>& out) = 0;
 };
 
-std::unique_ptr<Convolver> make_host_convolver(int n);
+std::unique_ptr<Convolver> make_host_convolver(int n, int reach = 0);
 
 // The FFT size both convolvers use for N x N images.
-int convolution_size(int n);
+int convolution_size(int n, int reach);
 
 // Where filter pixel (sx, sy) of an N x N filter goes on the M x M grid: (sx - N/2,
 // sy - N/2) mod M, so that the grid's circular convolution leaves each input pixel's

@@ -4,6 +4,7 @@
 // a component of scale s at a pixel adds flux times the kernel of s there, so the model
 // images stay Jy/pixel and restoring, prediction and the Faraday stage are unchanged.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -25,7 +26,7 @@ struct ScaleKernel {
 ScaleKernel scale_kernel(double scale);
 
 // WSClean's automatic scales: 0, then twice the beam's FWHM (pixels), doubling while a
-// scale stays below half the image.
+// scale's kernel fits in half the image.
 std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size);
 
 // clean.scale_bias's factors: bias^-log2(scale / first non-zero scale); 1 for scale 0.
@@ -33,33 +34,43 @@ std::vector<double> scale_bias_factors(const std::vector<double>& scales, double
 
 // The multiscale minor cycles of one channel, the scale PSFs made once per channel.
 // Each pass convolves the residual with every scale's kernel and picks the scale and
-// pixel whose joined search value, times the scale's bias factor, is largest; a
-// sub-minor loop then cleans that scale alone, among its pixels above
-// max(stop, (1 - subminor_gain) x that peak), with the scale's twice-convolved PSF; its
-// components are finally stamped into the model and subtracted from the residual with
-// the scale's PSF, through the convolver. Each component takes every Stokes parameter's
-// own value at its scale and pixel, so Q and U keep their signs.
+// pixel whose joined search value, times the scale's bias factor, is largest (a scale
+// searches no pixel nearer the image's edge than its kernel's radius, so its kernel
+// always lies wholly in the image); a sub-minor loop then cleans that scale alone, among
+// its pixels above max(stop, (1 - subminor_gain) x that peak), with the scale's
+// twice-convolved PSF; its components are finally stamped into the model and
+// subtracted from the residual with the scale's PSF, through the convolver. Each
+// component takes every Stokes parameter's own value at its scale and pixel, so Q and
+// U keep their signs.
 class MultiscaleClean {
  public:
   // WSClean's -multiscale-gain default: each sub-minor loop cleans its scale's peak down by 20 %.
   static constexpr double subminor_gain = 0.2;
 
+  // A scale whose PSF response at its centre (the PSF convolved with its kernel) is
+  // below this is left out: the array hardly measures emission of that size.
+  static constexpr float min_psf_response = 0.01f;
+
+  // Makes the convolver for products of filters that reach `reach` pixels beyond the PSF.
+  using ConvolverMaker = std::function<std::unique_ptr<Convolver>(int reach)>;
+
   // `psf` is N x N with its peak (1) at (N/2, N/2); every scale's kernel must fit
-  // within N/2 pixels.
+  // within N/2 pixels. Scale 0 is always among the scales.
   MultiscaleClean(const float* psf, int n, std::vector<double> scales, double scale_bias,
-                  std::unique_ptr<Convolver> convolver);
+                  const ConvolverMaker& make_convolver);
 
   // Minor cycles on the residual planes [4][N^2] down to `stop_level` (a biased search
   // value, Jy/beam) or `max_iterations`, within the mask (or everywhere: null).
-  MinorCycleResult run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search, double gain,
+  MinorCycleResult run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search_mode, double gain,
                        double stop_level, int max_iterations);
 
   int scale_count() const { return static_cast<int>(scales_.size()); }
   double scale(int k) const { return scales_[k].size; }
-  // The PSF convolved with kernels j and k (N x N, centred at (N/2, N/2)), through the convolver.
+  // The PSF convolved with kernels j and k (N x N, centred at (N/2, N/2)), through the
+  // convolver: for the tests (the passes use j = k only, made once per channel).
   std::vector<float> cross_term(int j, int k);
-  // Components found at each scale so far.
-  const std::vector<int>& components_per_scale() const { return components_; }
+  // Iterations done at each scale so far.
+  const std::vector<int>& iterations_per_scale() const { return iterations_; }
 
  private:
   struct Scale {
@@ -76,7 +87,7 @@ class MultiscaleClean {
   std::unique_ptr<Convolver> convolver_;
   int psf_filter_ = -1;
   std::vector<Scale> scales_;
-  std::vector<int> components_;
+  std::vector<int> iterations_;
 };
 
 // Scales and bias for one channel's multiscale CLEAN: clean.scales, or auto_scales() of
