@@ -38,7 +38,7 @@ ws=(-size 1024 1024 -scale 15asec -pol IQUV -channels-out "$channels" -use-wgrid
     -auto-threshold 1 -auto-mask 3 -multiscale -multiscale-scales "$scales" -multiscale-scale-bias 0.6)
 sp=(--input.ms "$ms" --image.size 1024 --image.scale 15 --image.weighting briggs --image.robust 0
     --parallel.threads "$threads" --clean.niter 1000000 --clean.mgain 0.8 --clean.gain 0.1 --clean.peak iquv
-    --clean.auto_threshold 1 --clean.auto_mask 3 --faraday.cubes none --output.prefix spip)
+    --clean.auto_threshold 1 --clean.auto_mask 3 --faraday.cubes none --faraday.phi_max 60 --output.prefix spip)
 "$bin/spip" --input.ms "$ms" --image.size 1024 --image.scale 15 --input.channel_end 1 --output.dir "$work/warm" > /dev/null
 echo "== diffuse: $channels channels, 1024^2 of 15\", $threads threads, scales $scales, auto-threshold 1, auto-mask 3"
 printf '%-4s %-16s %9s %9s %11s %7s  %s\n' try run "wall [s]" "RSS [MB]" components majors "diffuse sources (bench/diffuse_metrics.py)"
