@@ -22,17 +22,9 @@ import numpy as np
 from astropy.io import fits
 from astropy.wcs import WCS, FITSFixedWarning
 
+from truth_error import C, COLUMNS, number, planes
+
 warnings.simplefilter("ignore", FITSFixedWarning)
-
-C = 299792458.0
-COLUMNS = ["Name", "RaD", "DecD", "I", "Q", "U", "V", "ReferenceFrequency", "SpectralIndex", "RotationMeasure",
-           "PolarizedFraction", "PolarizationAngle", "MajorAxis", "MinorAxis", "Orientation"]
-
-
-def number(text):
-    text = text.strip()
-    return float(text) if text else 0.0
-
 
 def read_sky(path):
     rows = []
@@ -68,29 +60,13 @@ def profile(east, north, major_deg, minor_deg, pa_deg):
     return np.exp(-4 * math.log(2) * ((along / major_deg) ** 2 + (across / minor_deg) ** 2))
 
 
-def planes(kind, out, name, what, stokes_name):
-    """(header, freq, plane) per channel."""
-    if kind == "spip":
-        with fits.open(os.path.join(out, f"{name}-{what}-{stokes_name}.fits")) as hdul:
-            h, data = hdul[0].header, hdul[0].data[0]
-            for ch in range(data.shape[0]):
-                yield h, h["CRVAL3"] + ch * h["CDELT3"], data[ch]
-    else:
-        ch = 0
-        suffix = {"model": "model", "residual": "residual", "image": "image"}[what]
-        while os.path.exists(path := os.path.join(out, f"{name}-{ch:04d}-{stokes_name}-{suffix}.fits")):
-            with fits.open(path) as hdul:
-                yield hdul[0].header, hdul[0].header["CRVAL3"], hdul[0].data[0, 0]
-            ch += 1
-
-
 def main():
     sky_path, kind, out, name = sys.argv[1:5]
     sky = read_sky(sky_path)
     gaussians = [r for r in sky if r["MajorAxis"] > 0]
     points = [r for r in sky if r["MajorAxis"] == 0]
     diffuse = [r for r in gaussians if "diffuse" in r["Name"]]
-    models = {s: list(planes(kind, out, name, "model", s)) for s in "IQU"}
+    models = {s: list(planes(kind, out, name, s, "model")) for s in "IQU"}
     header = models["I"][0][0]
     wcs = WCS(header).celestial
     shape = models["I"][0][2].shape
@@ -120,7 +96,7 @@ def main():
     for r in points:
         east, north = offsets(wcs, shape, r)
         off &= np.hypot(east, north) > 20 * abs(wcs.wcs.cdelt[0])
-    rms = [float(np.sqrt(np.mean(p[off].astype(float) ** 2))) for _, _, p in planes(kind, out, name, "residual", "I")]
+    rms = [float(np.sqrt(np.mean(p[off].astype(float) ** 2))) for _, _, p in planes(kind, out, name, "I", "residual")]
     line.append(f"rms {1e3 * float(np.median(rms)):.2f} mJy")
     if kind == "spip":
         phi = fits.getdata(os.path.join(out, f"{name}-peak-phi.fits")).squeeze()

@@ -8,7 +8,7 @@
 # components and major cycles per channel, the diffuse sources' integrated I, Q, U
 # against the truth, the off-source residual rms, and spip's peak phi and PI at the
 # diffuse sources' centres (bench/diffuse_metrics.py). Run after scripts/build.sh.
-#   bench/run-multiscale-bench.sh [threads] [channels] [repeats]
+#   bench/run-multiscale-bench.sh [threads] [channels] [repeats] [size] [scale_arcsec] [scales]
 # SPIP_BENCH_BIN names another folder holding spip and spip-simulate (a frozen build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,7 +16,9 @@ bin=${SPIP_BENCH_BIN:-build/src/app}
 threads=${1:-2}
 channels=${2:-64}
 repeats=${3:-1}
-scales=0,16,32,64,128
+size=${4:-1024}
+scale=${5:-15}
+scales=${6:-0,16,32,64,128}
 command -v wsclean >/dev/null || apt-get install -y -qq wsclean >/dev/null
 [[ -x /usr/bin/time ]] || apt-get install -y -qq time >/dev/null
 work=$(mktemp -d /tmp/spip-multiscale.XXXXXX)
@@ -33,14 +35,14 @@ measure() {  # log, command...: prints "seconds rss_mb"
   awk '{printf "%.2f %.0f", $1, $2 / 1024}' "$log.time"
 }
 
-ws=(-size 1024 1024 -scale 15asec -pol IQUV -channels-out "$channels" -use-wgridder -j "$threads"
+ws=(-size "$size" "$size" -scale "${scale}asec" -pol IQUV -channels-out "$channels" -use-wgridder -j "$threads"
     -no-update-model-required -weight briggs 0 -join-polarizations -niter 1000000 -mgain 0.8 -gain 0.1
     -auto-threshold 1 -auto-mask 3 -multiscale -multiscale-scales "$scales" -multiscale-scale-bias 0.6)
-sp=(--input.ms "$ms" --image.size 1024 --image.scale 15 --image.weighting briggs --image.robust 0
+sp=(--input.ms "$ms" --image.size "$size" --image.scale "$scale" --image.weighting briggs --image.robust 0
     --parallel.threads "$threads" --clean.niter 1000000 --clean.mgain 0.8 --clean.gain 0.1 --clean.peak iquv
     --clean.auto_threshold 1 --clean.auto_mask 3 --faraday.cubes none --faraday.phi_max 60 --output.prefix spip)
-"$bin/spip" --input.ms "$ms" --image.size 1024 --image.scale 15 --input.channel_end 1 --output.dir "$work/warm" > /dev/null
-echo "== diffuse: $channels channels, 1024^2 of 15\", $threads threads, scales $scales, auto-threshold 1, auto-mask 3"
+"$bin/spip" --input.ms "$ms" --image.size "$size" --image.scale "$scale" --input.channel_end 1 --output.dir "$work/warm" > /dev/null
+echo "== diffuse: $channels channels, ${size}^2 of ${scale}\", $threads threads, scales $scales, auto-threshold 1, auto-mask 3"
 printf '%-4s %-16s %9s %9s %11s %7s  %s\n' try run "wall [s]" "RSS [MB]" components majors "diffuse sources (bench/diffuse_metrics.py)"
 for ((try = 1; try <= repeats; ++try)); do
   for run in wsclean spip-point spip-multiscale; do

@@ -63,15 +63,17 @@ def beam_at(header, wcs, x, y, xf, yf):
     return math.exp(-4 * math.log(2) * ((along / header["BMAJ"]) ** 2 + (across / header["BMIN"]) ** 2))
 
 
-def planes(kind, out, name, stokes):
+def planes(kind, out, name, stokes, product="image"):
+    """(header, freq, plane) per channel of a spip cube or WSClean's per-channel images
+    (product: image, model or residual)."""
     if kind == "spip":
-        with fits.open(os.path.join(out, f"{name}-image-{stokes}.fits")) as hdul:
+        with fits.open(os.path.join(out, f"{name}-{product}-{stokes}.fits")) as hdul:
             h, data = hdul[0].header, hdul[0].data[0]
             for ch in range(data.shape[0]):
                 yield h, h["CRVAL3"] + ch * h["CDELT3"], data[ch]
     else:
         ch = 0
-        while os.path.exists(path := os.path.join(out, f"{name}-{ch:04d}-{stokes}-image.fits")):
+        while os.path.exists(path := os.path.join(out, f"{name}-{ch:04d}-{stokes}-{product}.fits")):
             with fits.open(path) as hdul:
                 yield hdul[0].header, hdul[0].header["CRVAL3"], hdul[0].data[0, 0]
             ch += 1
