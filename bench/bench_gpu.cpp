@@ -124,7 +124,7 @@ int main(int argc, char** argv) {
     gpu.next();
     std::future<void> staging;
     if (c + 1 < channels) staging = std::async(std::launch::async, stage, c + 1);
-    spip::deconv::clean_channel(*gpu.clean_backend(), dirty_only, geometry);
+    spip::deconv::clean_channel(*gpu.clean_backend(), dirty_only, geometry, 0.0);
     if (staging.valid()) staging.get();
   }
   const double gpu_s = seconds_since(start);

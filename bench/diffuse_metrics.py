@@ -3,8 +3,13 @@
 name holds "diffuse"), for spip cubes or WSClean per-channel images:
   - each source's integrated I, Q and U: the model (Jy/pixel) summed over the pixels
     where the source is above 1 % of its peak, against the sky model's Gaussians summed
-    over the same pixels, as sum|model - truth| / sum|truth| over the channels (Q and U
-    over sum |P|, as they change sign with Faraday rotation);
+    over the same pixels, two ways over the channels (Q and U over sum |P|, as they
+    change sign with Faraday rotation):
+      "per channel": sum |model - truth| / sum |truth|, which holds each channel's noise
+        in the region (the figure of the noiseless limit is the CLEAN's own);
+      "band": |sum sign(truth) (model - truth)| / sum |truth| (each of Q and U over its
+        own sum), the flux scale the channels share, in which their independent noise
+        averages down;
   - the off-source residual rms of Stokes I (median over channels), away from every
     Gaussian's 1 % contour and 20 pixels from every point source;
   - spip only: peak phi and PI at each diffuse source's centre, against its RM and
@@ -82,14 +87,17 @@ def main():
     line = []
     for d in diffuse:
         brightness, region = shapes[d["Name"]]
-        error, scale = np.zeros(3), np.zeros(3)
+        error, bias, scale, size = np.zeros(3), np.zeros(3), np.zeros(3), np.zeros(3)
         for ch, freq in enumerate(freqs):
             truth = sum(stokes(r, freq) * float(np.sum(shapes[r["Name"]][0][region])) for r in gaussians)
             got = np.array([float(np.sum(models[s][ch][2][region])) for s in "IQU"])
             error += np.abs(got - truth)
+            bias += np.sign(truth) * (got - truth)
+            size += np.abs(truth)
             scale += np.array([abs(truth[0]), math.hypot(truth[1], truth[2]), math.hypot(truth[1], truth[2])])
-        line.append(f"{d['Name'].split('_')[0]} I {100 * error[0] / scale[0]:.1f}% Q {100 * error[1] / scale[1]:.1f}% "
-                    f"U {100 * error[2] / scale[2]:.1f}%")
+        per_channel, band = 100 * error / scale, 100 * np.abs(bias) / size
+        line.append(f"{d['Name'].split('_')[0]} per channel I {per_channel[0]:.1f}% Q {per_channel[1]:.1f}% "
+                    f"U {per_channel[2]:.1f}%, band I {band[0]:.1f}% Q {band[1]:.1f}% U {band[2]:.1f}%")
     off = np.ones(shape, dtype=bool)
     for r in gaussians:
         off &= ~shapes[r["Name"]][1]

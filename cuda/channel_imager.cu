@@ -412,7 +412,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
       m_.download(psf.data(), m_.psf.get(), m_.pixels());
       SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
       multiscale_ = std::make_unique<deconv::MultiscaleClean>(
-          psf.data(), m_.geometry.size, step.multiscale->scales, step.multiscale->scale_bias,
+          psf.data(), m_.geometry.size, *step.multiscale,
           [this](int reach) { return make_scale_convolver(m_.device, m_.geometry.size, reach); });
     }
     residual_.resize(values);

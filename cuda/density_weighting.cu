@@ -81,17 +81,18 @@ DensityWeighting::DensityWeighting(const imaging::WeightingScheme& scheme, const
       uniform_(scheme.mode == Weighting::uniform),
       robust_(scheme.robust),
       terms_(imaging::uv_terms(scheme)),
-      size_(geometry.size),
+      size_(imaging::density_grid_size(geometry)),
       cell_(imaging::density_cell_size(geometry)) {
   if (!densities_) return;
-  density_ = DeviceArray<double>(geometry.pixels());
+  density_ = DeviceArray<double>(static_cast<std::size_t>(size_) * size_);
   partials_ = DeviceArray<double>(2 * sum_blocks);
   f2_ = DeviceArray<double>(1);
 }
 
 std::size_t DensityWeighting::device_bytes(const imaging::WeightingScheme& scheme,
                                            const imaging::ImageGeometry& geometry) {
-  return scheme.mode == Weighting::natural ? 0 : (geometry.pixels() + 2 * sum_blocks + 1) * sizeof(double);
+  const std::size_t side = imaging::density_grid_size(geometry);
+  return scheme.mode == Weighting::natural ? 0 : (side * side + 2 * sum_blocks + 1) * sizeof(double);
 }
 
 void DensityWeighting::apply(const double* uvw_m, double scale, float* weights, long long rows, cudaStream_t stream,

@@ -388,14 +388,14 @@ const std::vector<Key>& keys() {
              "multiscale CLEAN: components are tapered quadratic kernels of clean.scales, with the same joined "
              "peak search"),
       {"clean.scales", "list", "pixels",
-       "multiscale kernel sizes, e.g. 0,8,16,32; empty: 0, then twice the fitted beam's FWHM, doubling below "
-       "half the image (as WSClean)",
+       "multiscale kernel sizes, e.g. 0,8,16,32; empty: 0, then twice the theoretical beam (1 / longest "
+       "baseline), doubling below half the image (as WSClean)",
        "nothing, or sizes >= 0 in pixels separated by commas", false, set_scales,
        [](const Config& c) { return std::vector<std::string>{scales_text(c.clean)}; }},
       scalar("clean.scale_bias", &Config::clean, &CleanConfig::scale_bias,
              [](double v) { return v > 0 && v <= 1; }, "a number in (0, 1]", "",
-             "multiscale bias (WSClean's -multiscale-scale-bias): a peak counts bias^-log2(scale / first scale) "
-             "times; lower values favour larger scales"),
+             "multiscale bias (WSClean's -multiscale-scale-bias): a peak counts bias^-log2(scale / twice the "
+             "theoretical beam) times; lower values favour larger scales"),
 
       scalar("faraday.phi_max", &Config::faraday, &FaradayConfig::phi_max,
              [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",

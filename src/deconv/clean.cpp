@@ -261,8 +261,7 @@ int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
   MinorCycleResult result;
   if (step.multiscale) {
     if (!multiscale_)
-      multiscale_ = std::make_unique<MultiscaleClean>(psf_.data(), g.size, step.multiscale->scales,
-                                                      step.multiscale->scale_bias,
+      multiscale_ = std::make_unique<MultiscaleClean>(psf_.data(), g.size, *step.multiscale,
                                                       [&](int reach) { return make_host_convolver(g.size, reach); });
     result = multiscale_->run(residual_.data(), model_.data(), mask, step.search, step.gain, step.stop_level,
                               step.max_iterations);
@@ -303,7 +302,7 @@ void HostCleanBackend::fetch(ChannelImages& out) {
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
                             const CleanConfig& clean) {
   HostCleanBackend backend(imager, vis);
-  return clean_channel(backend, clean, imager.geometry());
+  return clean_channel(backend, clean, imager.geometry(), 0.0);
 }
 
 MinorCycleLimits minor_cycle_limits(const CleanConfig& clean, double sigma, double start) {

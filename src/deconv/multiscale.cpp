@@ -74,20 +74,19 @@ std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size) {
   return scales;
 }
 
-std::vector<double> scale_bias_factors(const std::vector<double>& scales, double scale_bias) {
-  const auto first = std::find_if(scales.begin(), scales.end(), [](double s) { return s > 0; });
+std::vector<double> scale_bias_factors(const std::vector<double>& scales, double scale_bias, double reference) {
   std::vector<double> factors;
-  for (double s : scales)
-    factors.push_back(s > 0 && first != scales.end() ? std::pow(scale_bias, -std::log2(s / *first)) : 1.0);
+  for (double s : scales) factors.push_back(s > 0 ? std::pow(scale_bias, -std::log2(s / reference)) : 1.0);
   return factors;
 }
 
-MultiscaleClean::MultiscaleClean(const float* psf, int n, std::vector<double> scales, double scale_bias,
+MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup& setup,
                                  const ConvolverMaker& make_convolver)
     : n_(n), psf_(psf, psf + static_cast<std::size_t>(n) * n) {
+  std::vector<double> scales = setup.scales;
   if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
   std::sort(scales.begin(), scales.end());
-  const std::vector<double> bias = scale_bias_factors(scales, scale_bias);
+  const std::vector<double> bias = scale_bias_factors(scales, setup.scale_bias, setup.bias_reference);
   const int widest = scale_kernel(scales.back()).radius;
   if (2 * widest + 1 > n / 2)
     SPIP_THROW(ConfigError, "clean.scales: scale " + std::to_string(scales.back()) +

@@ -28,9 +28,9 @@ void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& schem
   std::vector<double> factor(count);
   for (std::size_t k = 0; k < count; ++k) factor[k] = uv_factor(terms, uvw[3 * k] * uv_scale, uvw[3 * k + 1] * uv_scale);
   if (scheme.mode != Weighting::natural) {
-    const int size = geometry.size;
+    const int size = density_grid_size(geometry);
     const double cell = density_cell_size(geometry);
-    std::vector<double> density(geometry.pixels(), 0.0);
+    std::vector<double> density(static_cast<std::size_t>(size) * size, 0.0);
     std::vector<long long> cells(count, -1);
     for (std::size_t k = 0; k < count; ++k) {
       const double w = weight[k * num_stokes] * factor[k];

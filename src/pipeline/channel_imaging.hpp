@@ -45,7 +45,7 @@ class ChannelImaging {
 
   virtual double weight_sum(int stokes) const = 0;
   // deconv::clean_channel on the current channel with the backend's primitives: not restored.
-  virtual deconv::ChannelImages image(const CleanConfig& clean) = 0;
+  virtual deconv::ChannelImages image(const CleanConfig& clean, double theoretical_beam_rad) = 0;
 
   // Kernel support and w-planes of the current channel, for the log.
   virtual std::string describe() const = 0;

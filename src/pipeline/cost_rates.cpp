@@ -150,16 +150,16 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   // depends on the sky, not on this noiseless point source.
   CleanConfig clean = config.clean;
   clean.niter = 0;
-  imaging.image(clean);  // first touch of the grids and tables
+  imaging.image(clean, 0.0);  // first touch of the grids and tables
   const Stopwatch dirty;
-  imaging.image(clean);
+  imaging.image(clean, 0.0);
   const double dirty_s = dirty.seconds();
   double major_s = 0;
   if (config.clean.niter > 0) {
     clean = config.clean;
     clean.max_major = 1;
     const Stopwatch major;
-    imaging.image(clean);
+    imaging.image(clean, 0.0);
     major_s = std::max(0.0, major.seconds() - dirty_s);
   }
   const double cycles = config.clean.niter > 0 ? std::min<double>(default_major_cycles, config.clean.max_major) : 0;

@@ -410,13 +410,13 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   const Stopwatch watch;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::size_t pixels = plan_.geometry.pixels();
-  deconv::ChannelImages images = imaging_->image(config_.clean);
-  grid_summary_ = imaging_->describe();
-  if (!leads()) return;  // the leader holds the same images, and writes them
   // The longest baseline the weighting keeps: image.uv_max drops the longer ones.
   const double kept_uv = config_.image.uv_max > 0 ? std::min(data.max_uv, config_.image.uv_max) : data.max_uv;
-  const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, kept_uv,
-                                                             weighting_scheme(config_).taper_fwhm_rad, plan_.geometry, chosen_);
+  const double taper = weighting_scheme(config_).taper_fwhm_rad;
+  deconv::ChannelImages images = imaging_->image(config_.clean, imaging::theoretical_beam(kept_uv, taper).major_rad);
+  grid_summary_ = imaging_->describe();
+  if (!leads()) return;  // the leader holds the same images, and writes them
+  const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, kept_uv, taper, plan_.geometry, chosen_);
   const bool theoretical = own.origin == imaging::BeamOrigin::theoretical;
   if (theoretical) log_.info(theoretical_beam_reason(plan_.chan_begin + c, images.fitted_beam, own.beam));
   beams_.push_back(own);

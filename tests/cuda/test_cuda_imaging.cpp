@@ -107,7 +107,7 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
   for (const auto& [mode, clean] : modes) {
     SCOPED_TRACE(mode);
     const deconv::ChannelImages cpu = deconv::image_channel(cpu_imager, input.vis, clean);
-    const deconv::ChannelImages gpu = deconv::clean_channel(*gpu_imager.clean_backend(), clean, geometry);
+    const deconv::ChannelImages gpu = deconv::clean_channel(*gpu_imager.clean_backend(), clean, geometry, 0.0);
     EXPECT_GT(cpu.iterations, 50);  // deep enough for near ties to arise
     EXPECT_LE(std::abs(gpu.iterations - cpu.iterations), std::max(2.0, 0.02 * cpu.iterations));
     EXPECT_LE(std::abs(gpu.major_cycles - cpu.major_cycles), 1);

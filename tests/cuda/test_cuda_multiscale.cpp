@@ -41,9 +41,9 @@ TEST(CudaMultiscale, ScalePsfsAndCrossTermsEqualTheCpus) {
       psf[y * n + x] = static_cast<float>(std::exp(-r2 / 6.0) + (r2 > 0 ? 0.1 * std::cos(0.7 * dx - 0.3 * dy) * std::exp(-r2 / 500) : 0));
     }
   const std::vector<double> scales{0, 5, 11, 22};
-  spip::deconv::MultiscaleClean cpu(psf.data(), n, scales, 0.6,
+  spip::deconv::MultiscaleClean cpu(psf.data(), n, {scales, 0.6, 5.0},
                                     [](int reach) { return spip::deconv::make_host_convolver(n, reach); });
-  spip::deconv::MultiscaleClean gpu(psf.data(), n, scales, 0.6, [](int reach) {
+  spip::deconv::MultiscaleClean gpu(psf.data(), n, {scales, 0.6, 5.0}, [](int reach) {
     return spip::cuda::make_scale_convolver(spip::test::gpu_device, n, reach);
   });
   ASSERT_EQ(cpu.scale_count(), 4);

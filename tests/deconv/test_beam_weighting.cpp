@@ -190,8 +190,12 @@ Coverage coverage(const ImageGeometry& g) {
   return c;
 }
 
+// The density cells of a 64-pixel image: WSClean's padded grid, ceil(64 x 1.2) = 77
+// pixels up to a multiple of 4.
+constexpr int density_cells = 80;
+
 std::map<long, double> cell_sums(const ImageGeometry& g, const Coverage& c) {
-  const double cell = 1.0 / (g.size * g.cell_rad);
+  const double cell = 1.0 / (density_cells * g.cell_rad);
   std::map<long, double> sums;
   for (std::size_t k = 0; k < c.weight.size() / 4; ++k)
     sums[std::lround(c.uvw[3 * k] / cell) * 100000 + std::lround(c.uvw[3 * k + 1] / cell)] += c.weight[4 * k];
@@ -236,6 +240,16 @@ TEST(Weighting, BriggsSpansUniformToNatural) {
   EXPECT_LT(middle, natural);
 }
 
+// WSClean 3.1 counts image-weight densities on its padded image (-padding 1.2, then up
+// to a multiple of 4): 616 cells for a 512-pixel image, whatever the pixel size.
+TEST(Weighting, CountsDensitiesOnWscleansPaddedGrid) {
+  for (const auto& [size, cells] : {std::pair{64, 80}, {100, 120}, {512, 616}, {1024, 1232}}) {
+    const ImageGeometry g = ImageGeometry::make(size, 2e-4, 1.2);
+    EXPECT_EQ(density_grid_size(g), cells) << size;
+    EXPECT_DOUBLE_EQ(density_cell_size(g), 1.0 / (cells * 2e-4)) << size;
+  }
+}
+
 TEST(Weighting, UvRangeAndTaper) {
   const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
   Coverage c = coverage(g);
@@ -257,14 +271,14 @@ TEST(Weighting, UvRangeAndTaper) {
 // arithmetic of weighting_math.hpp, which the GPU imager's kernels run too.
 TEST(Weighting, BriggsWithTaperEqualsItsDefinition) {
   const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
-  const double cell = 1.0 / (64 * 1e-3);
+  const double cell = 1.0 / (density_cells * 1e-3);
   Coverage c = coverage(g);
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> natural(0.5f, 2.0f);
   for (std::size_t k = 0; k < c.weight.size(); k += 4) std::fill_n(&c.weight[k], 4, natural(rng));
   const std::vector<float> before = c.weight;
   WeightingScheme scheme{Weighting::briggs, 0.5};
-  scheme.uv_max = 40 * cell;
+  scheme.uv_max = 50 * cell;
   scheme.taper_fwhm_rad = 4e-3;
   const double uv_scale = 1.5;  // coordinates in metres at 1.5 wavelengths per metre
   const std::size_t rows = c.weight.size() / 4;
@@ -275,7 +289,7 @@ TEST(Weighting, BriggsWithTaperEqualsItsDefinition) {
   std::map<std::pair<long, long>, double> density;
   auto cell_of = [&](double u, double v) { return std::pair{std::lround(u / cell), std::lround(v / cell)}; };
   auto on_image = [](std::pair<long, long> iuv) {
-    return iuv.first >= -32 && iuv.first < 32 && iuv.second >= -32 && iuv.second < 32;
+    return iuv.first >= -40 && iuv.first < 40 && iuv.second >= -40 && iuv.second < 40;
   };
   for (std::size_t k = 0; k < rows; ++k) {
     const double u = c.uvw[3 * k] * uv_scale, v = c.uvw[3 * k + 1] * uv_scale, r = std::hypot(u, v);

@@ -86,7 +86,7 @@ struct Run {
 };
 Run clean(Channel& channel, const CleanConfig& config) {
   auto spy = std::make_unique<Spy>(channel.imager, channel.vis);
-  deconv::ChannelImages images = deconv::clean_channel(*spy, config, geometry);
+  deconv::ChannelImages images = deconv::clean_channel(*spy, config, geometry, 0.0);
   return {std::move(spy), std::move(images)};
 }
 

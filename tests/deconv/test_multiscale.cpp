@@ -80,11 +80,17 @@ TEST(ScaleKernel, AutomaticScalesAndBiasFollowWsclean) {
   EXPECT_EQ(spip::deconv::auto_scales(3.0, 200), (std::vector<double>{0, 6, 12, 24, 48, 96}));
   // Below half the image, but its 33-pixel kernel would not fit in 32: left out.
   EXPECT_EQ(spip::deconv::auto_scales(3.9, 64), (std::vector<double>{0, 7.8, 15.6}));
-  const std::vector<double> bias = spip::deconv::scale_bias_factors({0, 6, 12, 24}, 0.6);
+  const std::vector<double> bias = spip::deconv::scale_bias_factors({0, 6, 12, 24}, 0.6, 6.0);
   EXPECT_DOUBLE_EQ(bias[0], 1.0);
   EXPECT_DOUBLE_EQ(bias[1], 1.0);
   EXPECT_NEAR(bias[2], 1 / 0.6, 1e-12);
   EXPECT_NEAR(bias[3], 1 / 0.36, 1e-12);
+  // The factors WSClean 3.1 logged for -multiscale-scales 0,8,16,32,64 at 30" pixels
+  // with a theoretical beam of 97.42" (bench/diffuse.sky.txt, 16 channels): 1, 1.2, 1.9,
+  // 3.2, 5.4 to its one decimal. Its reference is twice that beam, not the first scale.
+  const std::vector<double> wsclean = spip::deconv::scale_bias_factors({0, 8, 16, 32, 64}, 0.6, 2 * 97.42 / 30);
+  const std::vector<double> logged{1.0, 1.2, 1.9, 3.2, 5.4};
+  for (std::size_t k = 0; k < logged.size(); ++k) EXPECT_NEAR(wsclean[k], logged[k], 0.05) << k;
 }
 
 // B_jk = PSF * kernel_j * kernel_k, made once per channel through FFTs of (3N/2)^2,
@@ -93,7 +99,7 @@ TEST(MultiscaleClean, ScalePsfsAndCrossTermsEqualADirectConvolution) {
   constexpr int n = 64;
   const std::vector<float> psf = lumpy_psf(n);
   const std::vector<double> scales{0, 4, 9};
-  MultiscaleClean clean(psf.data(), n, scales, 0.6, host(n));
+  MultiscaleClean clean(psf.data(), n, {scales, 0.6, 4.0}, host(n));
   ASSERT_EQ(clean.scale_count(), 3);
   const std::vector<double> psf_double(psf.begin(), psf.end());
   double worst = 0;
@@ -125,7 +131,7 @@ TEST(MultiscaleClean, KeepsScaleZeroAndLeavesOutScalesThePsfDoesNotMeasure) {
           static_cast<float>(std::exp(-r2 / (2 * 2.0 * 2.0)) - 0.0625 * std::exp(-r2 / (2 * 8.0 * 8.0)));
     }
   psf[static_cast<std::size_t>(n / 2) * n + n / 2] = 1.0f;
-  MultiscaleClean clean(psf.data(), n, {4, 60}, 0.6, host(n));
+  MultiscaleClean clean(psf.data(), n, {{4, 60}, 0.6, 4.0}, host(n));
   ASSERT_EQ(clean.scale_count(), 2);
   EXPECT_EQ(clean.scale(0), 0);
   EXPECT_EQ(clean.scale(1), 4);
@@ -186,7 +192,7 @@ TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsCompone
   const double stop = 2e-3 * source.peak();
 
   std::vector<float> residual = dirty, model(4 * pixels, 0.0f);
-  MultiscaleClean multiscale(psf.data(), n, spip::deconv::auto_scales(4.0, n), 0.6,
+  MultiscaleClean multiscale(psf.data(), n, {spip::deconv::auto_scales(4.0, n), 0.6, 8.0},
                              host(n));
   const int ms_components =
       multiscale.run(residual.data(), model.data(), nullptr, spip::PeakSearch::full_stokes, 0.1, stop, 100000).iterations;
@@ -224,7 +230,7 @@ TEST(MultiscaleClean, TheSearchStaysInTheMaskAndTheModelGrowsByTheKernels) {
   for (int y = 61; y < 71; ++y)
     for (int x = 55; x < 65; ++x) mask[static_cast<std::size_t>(y) * n + x] = 1;
   std::vector<float> residual = source.dirty, model(4 * ExtendedSource::pixels, 0.0f);
-  MultiscaleClean clean(source.psf.data(), n, {0, 16}, 0.6, host(n));
+  MultiscaleClean clean(source.psf.data(), n, {{0, 16}, 0.6, 16.0}, host(n));
   clean.run(residual.data(), model.data(), mask.data(), spip::PeakSearch::full_stokes, 0.1, 0.05 * source.peak(), 10000);
   ASSERT_GT(clean.iterations_per_scale()[1], 0);
   const int radius = scale_kernel(16).radius;

@@ -57,7 +57,7 @@ struct CleanConfig {
   int max_major = 20;                 // major-cycle limit
   bool subminor = true;               // sub-minor loop over the pixels above the cycle's stop
   bool multiscale = false;            // multiscale CLEAN (deconv::MultiscaleClean)
-  std::vector<double> scales;         // pixels; empty: deconv::auto_scales of the fitted beam
+  std::vector<double> scales;         // pixels; empty: deconv::auto_scales of the theoretical beam
   double scale_bias = 0.6;            // WSClean's -multiscale-scale-bias
 };
 

@@ -57,7 +57,8 @@ struct ChannelImages {
   double residual_peak = 0;    // largest |residual| over the Stokes planes
 };
 
-// clean_channel() (major_cycle.hpp) with the CPU backend on a channel's visibilities.
+// clean_channel() (major_cycle.hpp) with the CPU backend on a channel's visibilities;
+// multiscale CLEAN's scales from the fitted beam.
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
                             const CleanConfig& clean);
 

@@ -29,8 +29,18 @@ ScaleKernel scale_kernel(double scale);
 // scale's kernel fits in half the image.
 std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size);
 
-// clean.scale_bias's factors: bias^-log2(scale / first non-zero scale); 1 for scale 0.
-std::vector<double> scale_bias_factors(const std::vector<double>& scales, double scale_bias);
+// clean.scale_bias's factors, as WSClean's -multiscale-scale-bias: bias^-log2(scale /
+// reference) with reference twice the beam's FWHM (pixels), the first automatic scale;
+// 1 for scale 0.
+std::vector<double> scale_bias_factors(const std::vector<double>& scales, double scale_bias, double reference);
+
+// Scales and bias for one channel's multiscale CLEAN: clean.scales, or auto_scales() of
+// the beam, made once per channel by the driver.
+struct MultiscaleSetup {
+  std::vector<double> scales;
+  double scale_bias = 0.6;
+  double bias_reference = 1;  // pixels: the scale whose bias factor is 1 (scale_bias_factors)
+};
 
 // The multiscale minor cycles of one channel, the scale PSFs made once per channel.
 // Each pass convolves the residual with every scale's kernel and picks the scale and
@@ -56,8 +66,7 @@ class MultiscaleClean {
 
   // `psf` is N x N with its peak (1) at (N/2, N/2); every scale's kernel must fit
   // within N/2 pixels. Scale 0 is always among the scales.
-  MultiscaleClean(const float* psf, int n, std::vector<double> scales, double scale_bias,
-                  const ConvolverMaker& make_convolver);
+  MultiscaleClean(const float* psf, int n, const MultiscaleSetup& setup, const ConvolverMaker& make_convolver);
 
   // Minor cycles on the residual planes [4][N^2] down to `stop_level` (a biased search
   // value, Jy/beam) or `max_iterations`, within the mask (or everywhere: null).
@@ -88,13 +97,6 @@ class MultiscaleClean {
   int psf_filter_ = -1;
   std::vector<Scale> scales_;
   std::vector<int> iterations_;
-};
-
-// Scales and bias for one channel's multiscale CLEAN: clean.scales, or auto_scales() of
-// the fitted beam, made once per channel by the driver.
-struct MultiscaleSetup {
-  std::vector<double> scales;
-  double scale_bias = 0.6;
 };
 
 }  // namespace spip::deconv
