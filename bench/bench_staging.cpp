@@ -66,7 +66,8 @@ int main(int argc, char** argv) {
   const int channels = argc > 2 ? std::atoi(argv[2]) : 8;
   const std::vector<spip::ms::VisBlock> blocks{make_block(rows, channels)};
   const spip::pipeline::RowCoordinates coordinates(blocks.front().uvw_m);
-  // A 4096^2 image of 3 arcsec: the density grid of uniform and Briggs weighting.
+  // A 4096^2 image of 3 arcsec, whose padded uv cells (4916^2) are the density grid of
+  // uniform and Briggs weighting.
   const auto geometry = spip::imaging::ImageGeometry::make(4096, 3.0 / 206264.806, 1.2);
   // The GPU staging buffer's layout: coordinates, weights, visibilities.
   const std::size_t out_bytes = 3 * sizeof(double) + num_stokes * (sizeof(float) + sizeof(std::complex<float>));

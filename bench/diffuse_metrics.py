@@ -105,7 +105,7 @@ def main():
         east, north = offsets(wcs, shape, r)
         off &= np.hypot(east, north) > 20 * abs(wcs.wcs.cdelt[0])
     rms = [float(np.sqrt(np.mean(p[off].astype(float) ** 2))) for _, _, p in planes(kind, out, name, "I", "residual")]
-    line.append(f"rms {1e3 * float(np.median(rms)):.2f} mJy")
+    line.append(f"rms {1e3 * float(np.median(rms)):.3f} mJy")
     if kind == "spip":
         phi = fits.getdata(os.path.join(out, f"{name}-peak-phi.fits")).squeeze()
         pi_header = fits.getheader(os.path.join(out, f"{name}-peak-pi.fits"))

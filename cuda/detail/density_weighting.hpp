@@ -2,8 +2,8 @@
 // A channel's imaging weights made on the device from its natural weights, as
 // imaging::apply_weighting makes them on the host, with the same per-visibility
 // arithmetic (imaging/weighting_math.hpp, compiled without FMA contraction): uv limits
-// and taper, and for uniform and Briggs weighting the densities of the image's uv
-// cells, counted with atomic adds, summed by a fixed tree for Briggs's f^2, and divided
+// and taper, and for uniform and Briggs weighting the densities of the padded image's
+// uv cells (imaging::density_grid_size), counted with atomic adds, summed by a fixed tree for Briggs's f^2, and divided
 // out. The host does nothing per row. The weights may differ from the host's in their
 // last bits: the order of the atomic adds, and the device's exp for the taper.
 #include <cuda_runtime.h>

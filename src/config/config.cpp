@@ -230,37 +230,33 @@ std::string restoring_beam_text(const ImageConfig& image) {
   return text(image.beam_major_arcsec) + "," + text(image.beam_minor_arcsec) + "," + text(image.beam_pa_deg);
 }
 
+// A comma-separated list of distinct values, each one `valid` accepts, into `list`.
+template <typename T, typename Valid>
+bool set_distinct_list(std::string_view value, std::vector<T>& list, Valid valid) {
+  for (std::size_t begin = 0; begin <= value.size();) {
+    const std::size_t end = std::min(value.find(',', begin), value.size());
+    T item{};
+    if (!parse(trimmed(value.substr(begin, end - begin)), item) || !valid(item)) return false;
+    if (std::find(list.begin(), list.end(), item) != list.end()) return false;
+    list.push_back(item);
+    begin = end + 1;
+  }
+  return true;
+}
+
 // input.spw: -1 (each MS's only window), all, or "0,2,3".
 bool set_windows(Config& config, std::string_view value) {
   InputConfig& input = config.input;
   input.spw.clear();
   input.all_windows = trimmed(value) == "all";
   if (input.all_windows || trimmed(value) == "-1") return true;
-  for (std::size_t begin = 0; begin <= value.size();) {
-    const std::size_t end = std::min(value.find(',', begin), value.size());
-    int id = -1;
-    if (!parse(trimmed(value.substr(begin, end - begin)), id) || id < 0) return false;
-    if (std::find(input.spw.begin(), input.spw.end(), id) != input.spw.end()) return false;
-    input.spw.push_back(id);
-    begin = end + 1;
-  }
-  return true;
+  return set_distinct_list(value, input.spw, [](int id) { return id >= 0; });
 }
 
 // clean.scales: empty (automatic) or "0,8,16" (pixels, each >= 0, no repeats).
 bool set_scales(Config& config, std::string_view value) {
-  std::vector<double>& scales = config.clean.scales;
-  scales.clear();
-  if (trimmed(value).empty()) return true;
-  for (std::size_t begin = 0; begin <= value.size();) {
-    const std::size_t end = std::min(value.find(',', begin), value.size());
-    double scale = -1;
-    if (!parse(trimmed(value.substr(begin, end - begin)), scale) || !(scale >= 0)) return false;
-    if (std::find(scales.begin(), scales.end(), scale) != scales.end()) return false;
-    scales.push_back(scale);
-    begin = end + 1;
-  }
-  return true;
+  config.clean.scales.clear();
+  return trimmed(value).empty() || set_distinct_list(value, config.clean.scales, [](double s) { return s >= 0; });
 }
 
 std::string scales_text(const CleanConfig& clean) {
@@ -388,14 +384,14 @@ const std::vector<Key>& keys() {
              "multiscale CLEAN: components are tapered quadratic kernels of clean.scales, with the same joined "
              "peak search"),
       {"clean.scales", "list", "pixels",
-       "multiscale kernel sizes, e.g. 0,8,16,32; empty: 0, then twice the theoretical beam (1 / longest "
-       "baseline), doubling below half the image (as WSClean)",
+       "multiscale kernel sizes, e.g. 0,8,16,32; empty: 0, then twice WSClean's beam (1 / longest baseline, "
+       "or the taper), doubling below half the image",
        "nothing, or sizes >= 0 in pixels separated by commas", false, set_scales,
        [](const Config& c) { return std::vector<std::string>{scales_text(c.clean)}; }},
       scalar("clean.scale_bias", &Config::clean, &CleanConfig::scale_bias,
              [](double v) { return v > 0 && v <= 1; }, "a number in (0, 1]", "",
              "multiscale bias (WSClean's -multiscale-scale-bias): a peak counts bias^-log2(scale / twice the "
-             "theoretical beam) times; lower values favour larger scales"),
+             "beam) times; lower values favour larger scales"),
 
       scalar("faraday.phi_max", &Config::faraday, &FaradayConfig::phi_max,
              [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",

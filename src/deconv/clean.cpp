@@ -127,13 +127,17 @@ std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n,
 }
 
 void subtract_components(const std::vector<Component>& components, Convolver* convolver,
-                         const std::vector<int>& product, const float* psf, int n, float* residual) {
+                         const std::vector<int>& product, const float* psf, int n, float* residual,
+                         SubtractionPlanes& planes) {
   if (psf && components.size() <= direct_subtraction_limit) {
     for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
     return;
   }
   const std::size_t pixels = static_cast<std::size_t>(n) * n;
-  std::vector<float> deltas(num_stokes * pixels, 0.0f), response(num_stokes * pixels);
+  std::vector<float>& deltas = planes.deltas;
+  std::vector<float>& response = planes.response;
+  deltas.assign(num_stokes * pixels, 0.0f);
+  response.resize(num_stokes * pixels);
   for (const Component& c : components)
     for (int s = 0; s < num_stokes; ++s) deltas[s * pixels + c.pixel] += c.flux[s];
   convolver->convolve(deltas.data(), num_stokes, {product}, {response.data()});
@@ -176,8 +180,10 @@ MinorCycleResult subminor_cycles(float* residual, const float* psf, const imagin
       convolution.convolver = make_host_convolver(n);
       convolution.psf = convolution.convolver->add_filter(psf);
     }
-    subtract_components(components, convolution.convolver.get(), {convolution.psf}, psf, n, residual);
+    subtract_components(components, convolution.convolver.get(), {convolution.psf}, psf, n, residual,
+                        convolution.planes);
   }
+  convolution.planes = {};  // not held through the prediction and imaging that follow
   return result;
 }
 

@@ -6,26 +6,29 @@ namespace spip::deconv {
 namespace {
 
 // clean.scales or WSClean's automatic scales, and the bias, from the beam's FWHM in
-// pixels: WSClean's theoretical beam, else the geometric mean of the fitted axes, else
-// (no fitted lobe) 2 pixels.
-MultiscaleSetup multiscale_setup(const CleanConfig& clean, double theoretical_beam_rad,
-                                 const std::optional<imaging::Beam>& fitted, const imaging::ImageGeometry& geometry) {
+// pixels: WSClean's (imaging::deconvolution_beam), else the geometric mean of the fitted
+// axes, else (no fitted lobe) 2 pixels; never below a pixel, as in WSClean, since
+// scales below one would all be points.
+MultiscaleSetup multiscale_setup(const CleanConfig& clean, double beam_rad, const std::optional<imaging::Beam>& fitted,
+                                 const imaging::ImageGeometry& geometry) {
   if (!clean.multiscale) return {};
-  const double fwhm = std::isfinite(theoretical_beam_rad) && theoretical_beam_rad > 0
-                          ? theoretical_beam_rad / geometry.cell_rad
-                      : fitted ? std::sqrt(fitted->major_rad * fitted->minor_rad) / geometry.cell_rad
-                               : 2.0;
+  double fwhm = 2.0;
+  if (std::isfinite(beam_rad) && beam_rad > 0)
+    fwhm = beam_rad / geometry.cell_rad;
+  else if (fitted)
+    fwhm = std::sqrt(fitted->major_rad * fitted->minor_rad) / geometry.cell_rad;
+  fwhm = std::max(fwhm, 1.0);
   return {clean.scales.empty() ? auto_scales(fwhm, geometry.size) : clean.scales, clean.scale_bias, 2 * fwhm};
 }
 
 }  // namespace
 
 ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, const imaging::ImageGeometry& geometry,
-                            double theoretical_beam_rad) {
+                            double beam_rad) {
   ChannelImages out;
   out.psf = backend.invert();
   out.fitted_beam = imaging::fit_beam(out.psf.data(), geometry);
-  const MultiscaleSetup multiscale = multiscale_setup(clean, theoretical_beam_rad, out.fitted_beam, geometry);
+  const MultiscaleSetup multiscale = multiscale_setup(clean, beam_rad, out.fitted_beam, geometry);
   bool masked = false;  // clean.auto_mask's second stage
   while (clean.niter > 0) {
     const bool finding_mask = clean.auto_mask > 0 && !masked;

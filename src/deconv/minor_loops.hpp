@@ -13,11 +13,18 @@
 
 namespace spip::deconv {
 
+// The planes a convolved subtraction works in ([4][N^2] each), kept between passes so
+// that a pass neither allocates them nor faults their pages in again.
+struct SubtractionPlanes {
+  std::vector<float> deltas, response;
+};
+
 // The sub-minor loop's convolution with the PSF, made on first need (a convolver and
-// the index of the PSF in it).
+// the index of the PSF in it), and its work planes.
 struct PsfConvolution {
   std::unique_ptr<Convolver> convolver;
   int psf = -1;
+  SubtractionPlanes planes;
 };
 
 namespace detail {
@@ -62,11 +69,12 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
 std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n, PeakSearch search, double gain,
                                         int max_iterations, int& iterations);
 
-// residual -= the components convolved with the filters `product` of `convolver`; with
-// a `psf` (the same response as an image) and few components, shifted copies of it are
-// subtracted directly instead, and `convolver` may be null.
+// residual -= the components convolved with the filters `product` of `convolver`, in
+// `planes`; with a `psf` (the same response as an image) and few components, shifted
+// copies of it are subtracted directly instead, and `convolver` may be null.
 void subtract_components(const std::vector<Component>& components, Convolver* convolver,
-                         const std::vector<int>& product, const float* psf, int n, float* residual);
+                         const std::vector<int>& product, const float* psf, int n, float* residual,
+                         SubtractionPlanes& planes);
 
 // Below this many components, subtracting each PSF directly costs less than the
 // convolution's four FFTs of (3N/2)^2.

@@ -82,7 +82,7 @@ std::vector<double> scale_bias_factors(const std::vector<double>& scales, double
 
 MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup& setup,
                                  const ConvolverMaker& make_convolver)
-    : n_(n), psf_(psf, psf + static_cast<std::size_t>(n) * n) {
+    : n_(n), psf_(psf, psf + static_cast<std::size_t>(n) * n), planes_(std::make_unique<SubtractionPlanes>()) {
   std::vector<double> scales = setup.scales;
   if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
   std::sort(scales.begin(), scales.end());
@@ -116,6 +116,8 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
   }
   iterations_.assign(scales_.size(), 0);
 }
+
+MultiscaleClean::~MultiscaleClean() = default;
 
 std::vector<float> MultiscaleClean::cross_term(int j, int k) {
   std::vector<int> product;
@@ -193,10 +195,12 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
       for (float& f : c.flux) f /= scale.psf_peak;
     stamp(scale.kernel, found, n_, model);
     if (scale.filter < 0)
-      detail::subtract_components(found, convolver_.get(), {psf_filter_}, psf_.data(), n_, residual);
+      detail::subtract_components(found, convolver_.get(), {psf_filter_}, psf_.data(), n_, residual, *planes_);
     else
-      detail::subtract_components(found, convolver_.get(), {psf_filter_, scale.filter}, nullptr, n_, residual);
+      detail::subtract_components(found, convolver_.get(), {psf_filter_, scale.filter}, nullptr, n_, residual,
+                                  *planes_);
   }
+  *planes_ = {};  // not held through the prediction and imaging that follow
   return result;
 }
 

@@ -52,9 +52,9 @@ class CpuChannelImaging final : public ChannelImaging {
 
   double weight_sum(int stokes) const override { return imager_.weight_sum(stokes); }
 
-  deconv::ChannelImages image(const CleanConfig& clean, double theoretical_beam_rad) override {
+  deconv::ChannelImages image(const CleanConfig& clean, double beam_rad) override {
     deconv::HostCleanBackend backend(imager_, vis_, group_);
-    return deconv::clean_channel(backend, clean, geometry_, theoretical_beam_rad);
+    return deconv::clean_channel(backend, clean, geometry_, beam_rad);
   }
 
   std::string describe() const override {
@@ -95,8 +95,8 @@ class GpuChannelImaging final : public ChannelImaging {
   void next() override { imager_.next(); }
   double weight_sum(int stokes) const override { return imager_.weight_sum(stokes); }
 
-  deconv::ChannelImages image(const CleanConfig& clean, double theoretical_beam_rad) override {
-    return deconv::clean_channel(*imager_.clean_backend(), clean, geometry_, theoretical_beam_rad);
+  deconv::ChannelImages image(const CleanConfig& clean, double beam_rad) override {
+    return deconv::clean_channel(*imager_.clean_backend(), clean, geometry_, beam_rad);
   }
 
   std::string describe() const override { return kernel_and_planes(support_, imager_.num_w_planes()); }

@@ -44,8 +44,10 @@ class ChannelImaging {
   int staged_channels() const { return staged_channels_; }
 
   virtual double weight_sum(int stokes) const = 0;
-  // deconv::clean_channel on the current channel with the backend's primitives: not restored.
-  virtual deconv::ChannelImages image(const CleanConfig& clean, double theoretical_beam_rad) = 0;
+  // deconv::clean_channel on the current channel with the backend's primitives, with the
+  // channel's imaging::deconvolution_beam for multiscale's scales (0: the fitted beam):
+  // not restored.
+  virtual deconv::ChannelImages image(const CleanConfig& clean, double beam_rad) = 0;
 
   // Kernel support and w-planes of the current channel, for the log.
   virtual std::string describe() const = 0;

@@ -18,6 +18,7 @@
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/imaging/beam.hpp"
 #include "spip/pipeline/log.hpp"
 
 namespace spip::pipeline {
@@ -150,16 +151,21 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   // depends on the sky, not on this noiseless point source.
   CleanConfig clean = config.clean;
   clean.niter = 0;
-  imaging.image(clean, 0.0);  // first touch of the grids and tables
+  double max_uv_m = 0;
+  for (std::size_t k = 0; k + 2 < uvw_m.size(); k += 3) max_uv_m = std::max(max_uv_m, std::hypot(uvw_m[k], uvw_m[k + 1]));
+  double max_uv = max_uv_m * freq_hz / speed_of_light;
+  if (config.image.uv_max > 0) max_uv = std::min(max_uv, config.image.uv_max);
+  const double beam_rad = imaging::deconvolution_beam(max_uv, weighting_scheme(config).taper_fwhm_rad);
+  imaging.image(clean, beam_rad);  // first touch of the grids and tables
   const Stopwatch dirty;
-  imaging.image(clean, 0.0);
+  imaging.image(clean, beam_rad);
   const double dirty_s = dirty.seconds();
   double major_s = 0;
   if (config.clean.niter > 0) {
     clean = config.clean;
     clean.max_major = 1;
     const Stopwatch major;
-    imaging.image(clean, 0.0);
+    imaging.image(clean, beam_rad);
     major_s = std::max(0.0, major.seconds() - dirty_s);
   }
   const double cycles = config.clean.niter > 0 ? std::min<double>(default_major_cycles, config.clean.max_major) : 0;

@@ -413,7 +413,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   // The longest baseline the weighting keeps: image.uv_max drops the longer ones.
   const double kept_uv = config_.image.uv_max > 0 ? std::min(data.max_uv, config_.image.uv_max) : data.max_uv;
   const double taper = weighting_scheme(config_).taper_fwhm_rad;
-  deconv::ChannelImages images = imaging_->image(config_.clean, imaging::theoretical_beam(kept_uv, taper).major_rad);
+  deconv::ChannelImages images = imaging_->image(config_.clean, imaging::deconvolution_beam(kept_uv, taper));
   grid_summary_ = imaging_->describe();
   if (!leads()) return;  // the leader holds the same images, and writes them
   const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, kept_uv, taper, plan_.geometry, chosen_);

@@ -89,10 +89,10 @@ class HostCleanBackend final : public CleanBackend {
 // go on inside it down to auto_threshold sigma. CLEAN stops when the peak is at the
 // threshold (threshold_reached), at clean.niter or clean.max_major (not reached), or
 // when a cycle finds nothing to clean. Not restored (restore_channel).
-// `theoretical_beam_rad` (1 / the longest kept baseline, imaging::theoretical_beam) sets
-// multiscale CLEAN's automatic scales and bias as WSClean's beam does; 0 where it is not
-// known: the fitted beam then stands in.
+// `beam_rad` (imaging::deconvolution_beam: 1 / the longest kept baseline, or the taper)
+// sets multiscale CLEAN's automatic scales and bias as WSClean's beam does; 0 where it
+// is not known: the fitted beam then stands in.
 ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, const imaging::ImageGeometry& geometry,
-                            double theoretical_beam_rad);
+                            double beam_rad);
 
 }  // namespace spip::deconv

@@ -14,6 +14,8 @@
 
 namespace spip::deconv {
 
+struct SubtractionPlanes;
+
 // The tapered quadratic kernel of scale `scale` pixels: the paraboloid 1 - (r/scale)^2
 // under a Hann window that reaches zero at r = ceil(scale/2) + 1, sampled on
 // (2 ceil(scale/2) + 1)^2 pixels about its centre and normalised to unit sum. Scale 0
@@ -39,7 +41,7 @@ std::vector<double> scale_bias_factors(const std::vector<double>& scales, double
 struct MultiscaleSetup {
   std::vector<double> scales;
   double scale_bias = 0.6;
-  double bias_reference = 1;  // pixels: the scale whose bias factor is 1 (scale_bias_factors)
+  double bias_reference = 0;  // pixels: the scale whose bias factor is 1 (scale_bias_factors), > 0
 };
 
 // The multiscale minor cycles of one channel, the scale PSFs made once per channel.
@@ -67,6 +69,7 @@ class MultiscaleClean {
   // `psf` is N x N with its peak (1) at (N/2, N/2); every scale's kernel must fit
   // within N/2 pixels. Scale 0 is always among the scales.
   MultiscaleClean(const float* psf, int n, const MultiscaleSetup& setup, const ConvolverMaker& make_convolver);
+  ~MultiscaleClean();
 
   // Minor cycles on the residual planes [4][N^2] down to `stop_level` (a biased search
   // value, Jy/beam) or `max_iterations`, within the mask (or everywhere: null).
@@ -97,6 +100,7 @@ class MultiscaleClean {
   int psf_filter_ = -1;
   std::vector<Scale> scales_;
   std::vector<int> iterations_;
+  std::unique_ptr<SubtractionPlanes> planes_;  // the passes' work planes, kept between them
 };
 
 }  // namespace spip::deconv

@@ -1,6 +1,7 @@
 #pragma once
 // The restoring beam: an elliptical Gaussian fitted to the PSF's main lobe, or, where
 // the fit is not a beam, the diffraction limit of the longest baseline.
+#include <algorithm>
 #include <optional>
 
 #include "spip/imaging/geometry.hpp"
@@ -23,6 +24,13 @@ std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& geometry);
 // baseline the weighting keeps), as WSClean's theoretical beam, widened in quadrature by
 // a Gaussian uv taper of image-plane FWHM `taper_fwhm_rad`.
 Beam theoretical_beam(double max_uv_wavelengths, double taper_fwhm_rad);
+
+// The beam size (FWHM, radians) WSClean gives its deconvolution, from which multiscale
+// CLEAN takes its automatic scales and its bias reference: 1 / |uv|max, or the taper's
+// FWHM where that is larger.
+inline double deconvolution_beam(double max_uv_wavelengths, double taper_fwhm_rad) {
+  return std::max(1.0 / max_uv_wavelengths, taper_fwhm_rad);
+}
 
 // A fit is taken as a beam when its major axis is at most this many times the
 // theoretical FWHM and no wider than the image. Real PSFs stay well inside it (an
