@@ -153,9 +153,8 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   clean.niter = 0;
   double max_uv_m = 0;
   for (std::size_t k = 0; k + 2 < uvw_m.size(); k += 3) max_uv_m = std::max(max_uv_m, std::hypot(uvw_m[k], uvw_m[k + 1]));
-  double max_uv = max_uv_m * freq_hz / speed_of_light;
-  if (config.image.uv_max > 0) max_uv = std::min(max_uv, config.image.uv_max);
-  const double beam_rad = imaging::deconvolution_beam(max_uv, weighting_scheme(config).taper_fwhm_rad);
+  const double beam_rad = imaging::deconvolution_beam(kept_max_uv(config, max_uv_m * freq_hz / speed_of_light),
+                                                      weighting_scheme(config).taper_fwhm_rad);
   imaging.image(clean, beam_rad);  // first touch of the grids and tables
   const Stopwatch dirty;
   imaging.image(clean, beam_rad);

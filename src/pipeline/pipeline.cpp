@@ -410,8 +410,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   const Stopwatch watch;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::size_t pixels = plan_.geometry.pixels();
-  // The longest baseline the weighting keeps: image.uv_max drops the longer ones.
-  const double kept_uv = config_.image.uv_max > 0 ? std::min(data.max_uv, config_.image.uv_max) : data.max_uv;
+  const double kept_uv = kept_max_uv(config_, data.max_uv);
   const double taper = weighting_scheme(config_).taper_fwhm_rad;
   deconv::ChannelImages images = imaging_->image(config_.clean, imaging::deconvolution_beam(kept_uv, taper));
   grid_summary_ = imaging_->describe();

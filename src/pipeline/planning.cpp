@@ -552,6 +552,10 @@ imaging::WeightingScheme weighting_scheme(const Config& config) {
   return scheme;
 }
 
+double kept_max_uv(const Config& config, double max_uv) {
+  return config.image.uv_max > 0 ? std::min(max_uv, config.image.uv_max) : max_uv;
+}
+
 std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input) {
   std::vector<double> uvw;
   for (const ms::MsReader& reader : plan.readers) {

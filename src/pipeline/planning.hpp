@@ -86,6 +86,9 @@ struct Plan {
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
 
 imaging::WeightingScheme weighting_scheme(const Config& config);
+// The longest baseline (wavelengths) of `max_uv` that the weighting keeps: image.uv_max
+// drops the longer ones.
+double kept_max_uv(const Config& config, double max_uv);
 
 // UVW (metres, [k][3]) of the rows every input's reads keep, input after input: the
 // rows of every channel; with `rows_per_input`, how many of them each input holds.

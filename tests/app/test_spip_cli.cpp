@@ -450,6 +450,18 @@ std::vector<double> qa_values(const fs::path& qa, const std::string& key) {
   return values;
 }
 
+// The sample's layout and channels with an empty sky and 0.1 Jy of noise per
+// correlation, in the test's scratch folder; empty if spip-simulate failed.
+fs::path noise_only_ms() {
+  const fs::path sky = scratch("zero.sky.txt");
+  std::ofstream(sky) << "Format = Name, RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex\n"
+                        "\"nothing\", 0.0, 60.0, 0.0, , , 0.0, 144000000.0, 0.0\n";
+  const fs::path ms = scratch("noise.ms");
+  const Outcome sim = run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky.string() + " --template " + oskar_ms +
+                          " --out " + ms.string() + " --noise 0.1");
+  return sim.exit_code == 0 ? ms : fs::path();
+}
+
 // On a noise-only MS the automatic threshold compares each search value with the noise
 // of that same quantity, so CLEAN finds almost nothing. At 3 sigma a pixel of pure
 // noise passes with probability 2.9e-7 for iquv (chi^2, 4 degrees of freedom, above 36)
@@ -457,14 +469,8 @@ std::vector<double> qa_values(const fs::path& qa, const std::string& key) {
 // pixels has ~1,800 independent samples, so iquv expects 5e-4 false peaks per channel
 // and pol 0.2, each cleaned in a few iterations.
 TEST(SpipCli, AutoThresholdOnNoiseAloneTakesAlmostNoComponents) {
-  const fs::path sky = scratch("zero.sky.txt");
-  std::ofstream(sky) << "Format = Name, RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex\n"
-                        "\"nothing\", 0.0, 60.0, 0.0, , , 0.0, 144000000.0, 0.0\n";
-  const fs::path ms = scratch("noise.ms");
-  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky.string() + " --template " + oskar_ms + " --out " +
-                ms.string() + " --noise 0.1")
-                .exit_code,
-            0);
+  const fs::path ms = noise_only_ms();
+  ASSERT_FALSE(ms.empty());
   const auto clean = [&](const std::string& peak) {
     const Outcome outcome =
         run_spip("--input.ms " + ms.string() + " --output.dir " + scratch(peak).string() +
@@ -607,18 +613,12 @@ std::vector<double> plane_sigmas(const std::vector<float>& data) {
 
 // A robustness means what it means in WSClean: on a noise-only MS, spip's Briggs 0 dirty
 // images have WSClean's noise, averaged over the 40 channels. Counting densities on the
-// image's own uv cells instead of WSClean's padded ones gave 3 % more here.
+// image's own uv cells instead of WSClean's padded ones gave 3 % more here (5e7376f).
 TEST(SpipCli, BriggsWeightingGivesWscleansNoise) {
   if (std::system("command -v wsclean > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "wsclean is not installed (scripts/install-deps.sh installs it)";
-  const fs::path sky = scratch("faint.sky.txt");
-  std::ofstream(sky) << "Format = Name, RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex\n"
-                        "\"faint\", 0.0, 60.0, 0.000001, 0, 0, 0, 144000000.0, 0\n";
-  const fs::path ms = scratch("noise.ms");
-  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky.string() + " --template " + oskar_ms + " --out " +
-                ms.string() + " --noise 0.1")
-                .exit_code,
-            0);
+  const fs::path ms = noise_only_ms();
+  ASSERT_FALSE(ms.empty());
   const Outcome wsclean =
       run("(cd " + scratch("").string() + " && OPENBLAS_NUM_THREADS=1 wsclean -size 64 64 -scale 120asec -pol I " +
           "-channels-out 40 -use-wgridder -j 1 -no-update-model-required -weight briggs 0 -niter 0 -name ws " +
