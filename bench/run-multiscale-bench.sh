@@ -8,7 +8,7 @@
 # components and major cycles per channel, the diffuse sources' integrated I, Q, U
 # against the truth, the off-source residual rms, and spip's peak phi and PI at the
 # diffuse sources' centres (bench/diffuse_metrics.py). Run after scripts/build.sh.
-#   bench/run-multiscale-bench.sh [threads] [channels] [repeats] [size] [scale_arcsec] [scales]
+#   bench/run-multiscale-bench.sh [threads] [channels] [repeats] [size] [scale_arcsec] [scales] [auto_threshold] [noise_jy]
 # SPIP_BENCH_BIN names another folder holding spip and spip-simulate (a frozen build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +19,8 @@ repeats=${3:-1}
 size=${4:-1024}
 scale=${5:-15}
 scales=${6:-0,16,32,64,128}
+sigma=${7:-1}
+noise=${8:-0.3}  # per visibility: spip-simulate --noise
 command -v wsclean >/dev/null || apt-get install -y -qq wsclean >/dev/null
 [[ -x /usr/bin/time ]] || apt-get install -y -qq time >/dev/null
 work=$(mktemp -d /tmp/spip-multiscale.XXXXXX)
@@ -27,7 +29,7 @@ export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=$threads
 sky=bench/diffuse.sky.txt
 ms=$work/diffuse.ms
 "$bin/spip-simulate" --sky $sky --telescope data/stations64.tm --out "$ms" --channels "$channels" \
-  --freq-inc "$(python3 -c "print(1.2e6 * 64 / $channels)")" --times 44 --dump 400 --noise 0.3 --seed 7 > "$work/simulate.log"
+  --freq-inc "$(python3 -c "print(1.2e6 * 64 / $channels)")" --times 44 --dump 400 --noise "$noise" --seed 7 > "$work/simulate.log"
 
 measure() {  # log, command...: prints "seconds rss_mb"
   local log=$1; shift
@@ -37,12 +39,12 @@ measure() {  # log, command...: prints "seconds rss_mb"
 
 ws=(-size "$size" "$size" -scale "${scale}asec" -pol IQUV -channels-out "$channels" -use-wgridder -j "$threads"
     -no-update-model-required -weight briggs 0 -join-polarizations -niter 1000000 -mgain 0.8 -gain 0.1
-    -auto-threshold 1 -auto-mask 3 -multiscale -multiscale-scales "$scales" -multiscale-scale-bias 0.6)
+    -auto-threshold "$sigma" -auto-mask 3 -multiscale -multiscale-scales "$scales" -multiscale-scale-bias 0.6)
 sp=(--input.ms "$ms" --image.size "$size" --image.scale "$scale" --image.weighting briggs --image.robust 0
     --parallel.threads "$threads" --clean.niter 1000000 --clean.mgain 0.8 --clean.gain 0.1 --clean.peak iquv
-    --clean.auto_threshold 1 --clean.auto_mask 3 --faraday.cubes none --faraday.phi_max 60 --output.prefix spip)
+    --clean.auto_threshold "$sigma" --clean.auto_mask 3 --faraday.cubes none --faraday.phi_max 60 --output.prefix spip)
 "$bin/spip" --input.ms "$ms" --image.size "$size" --image.scale "$scale" --input.channel_end 1 --output.dir "$work/warm" > /dev/null
-echo "== diffuse: $channels channels, ${size}^2 of ${scale}\", $threads threads, scales $scales, auto-threshold 1, auto-mask 3"
+echo "== diffuse: $channels channels, ${size}^2 of ${scale}\", $threads threads, scales $scales, auto-threshold $sigma, auto-mask 3, noise $noise Jy"
 printf '%-4s %-16s %9s %9s %11s %7s  %s\n' try run "wall [s]" "RSS [MB]" components majors "diffuse sources (bench/diffuse_metrics.py)"
 for ((try = 1; try <= repeats; ++try)); do
   for run in wsclean spip-point spip-multiscale; do

@@ -448,6 +448,10 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
     m_.computed = true;
     m_.stats.compute_ms += event_ms(m_.compute_start, m_.compute_end);
+    if (multiscale_) {
+      out.scales = multiscale_->scales();
+      out.scale_iterations = multiscale_->iterations_per_scale();
+    }
   }
 
  private:

@@ -303,6 +303,10 @@ void HostCleanBackend::fetch(ChannelImages& out) {
   out.dirty = std::move(dirty_);
   out.model = std::move(model_);
   out.residual = std::move(residual_);
+  if (multiscale_) {
+    out.scales = multiscale_->scales();
+    out.scale_iterations = multiscale_->iterations_per_scale();
+  }
 }
 
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,

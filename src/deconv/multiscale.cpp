@@ -119,6 +119,12 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
 
 MultiscaleClean::~MultiscaleClean() = default;
 
+std::vector<double> MultiscaleClean::scales() const {
+  std::vector<double> sizes;
+  for (const Scale& s : scales_) sizes.push_back(s.size);
+  return sizes;
+}
+
 std::vector<float> MultiscaleClean::cross_term(int j, int k) {
   std::vector<int> product;
   for (int s : {j, k})

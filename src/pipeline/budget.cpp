@@ -6,6 +6,8 @@
 #include <cmath>
 #include <filesystem>
 
+#include "spip/deconv/convolver.hpp"
+#include "spip/deconv/multiscale.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/spectrum_math.hpp"
 #include "spip/pipeline/log.hpp"
@@ -47,11 +49,36 @@ std::string MemoryPlan::describe() const {
          (kept_spilled ? " in parallel.scratch" : " in memory");
 }
 
-double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel) {
+double clean_bytes_per_pixel(const CleanConfig& clean, int image_size) {
+  if (clean.niter <= 0 || (!clean.subminor && !clean.multiscale)) return 0;
+  const double pixels = static_cast<double>(image_size) * image_size;
+  // A convolver's complex M x M transforms (deconv::Convolver: two work planes and one
+  // per filter), per image pixel.
+  const auto transforms = [&](int count, int reach) {
+    const double m = deconv::convolution_size(image_size, reach);
+    return count * 8.0 * m * m / pixels;
+  };
+  constexpr double subtraction_planes = 2 * 4 * 4.0;  // the components' deltas and response, 4 Stokes
+  // The sub-minor loop's active set: 32 B for each of at most N^2/16 pixels, twice for
+  // its vectors' growth.
+  constexpr double active_set = 2 * 32 / 16.0;
+  if (!clean.multiscale) return transforms(3, 0) + subtraction_planes + active_set;
+  std::vector<double> scales = clean.scales.empty() ? deconv::auto_scales(1.0, image_size) : clean.scales;
+  if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
+  const double count = static_cast<double>(scales.size());
+  const int widest = deconv::scale_kernel(*std::max_element(scales.begin(), scales.end())).radius;
+  // The PSF, each scale's twice-convolved PSF and search mask, and each wider scale's
+  // smoothed residual (4 Stokes); the transforms of the PSF and every wider kernel.
+  return 4 + 5 * count + 16 * (count - 1) + transforms(static_cast<int>(count) + 2, 2 * widest) + subtraction_planes +
+         active_set;
+}
+
+double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
+                             double clean_bytes_per_pixel) {
   const double pixels = static_cast<double>(geometry.size) * geometry.size;
   const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
-  return imaging_bytes_per_pixel * pixels + imaging_bytes_per_cell * cells + channel_bytes_per_row * rows_per_channel +
-         2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
+  return (imaging_bytes_per_pixel + clean_bytes_per_pixel) * pixels + imaging_bytes_per_cell * cells +
+         channel_bytes_per_row * rows_per_channel + 2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
 }
 
 MemoryPlan plan_memory(const MemoryNeeds& needs) {
@@ -59,10 +86,10 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   plan.budget = needs.budget;
   const double pixels = static_cast<double>(needs.geometry.size) * needs.geometry.size;
   const double cells = static_cast<double>(needs.geometry.grid_size) * needs.geometry.grid_size;
-  plan.imaging = imaging_bytes_per_pixel * pixels + imaging_bytes_per_cell * cells;
+  plan.imaging = (imaging_bytes_per_pixel + needs.clean_bytes_per_pixel) * pixels + imaging_bytes_per_cell * cells;
   plan.channel_data = channel_bytes_per_row * needs.rows_per_channel;
   const double block_per_channel = std::max(1.0, block_bytes_per_row * needs.rows_per_channel);
-  const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel);
+  const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel, needs.clean_bytes_per_pixel);
   if (needed > plan.budget)
     SPIP_THROW(ConfigError, "imaging " + std::to_string(needs.geometry.size) + "^2 pixels (a " +
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +

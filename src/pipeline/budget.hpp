@@ -31,15 +31,23 @@ struct MemoryNeeds {
   double budget = 0;               // bytes
   imaging::ImageGeometry geometry;
   double rows_per_channel = 0;     // visibilities of one channel over every input MS
+  double clean_bytes_per_pixel = 0;  // clean_bytes_per_pixel() of the run's CLEAN
   int my_channels = 0;
   int block_channels = 0;          // input.block_channels; 0: from the budget
   double faraday_row_bytes = 0;    // one image row of the Faraday stage, the least it needs
   double kept_bytes = 0;           // the planes this rank keeps of its channels for restoring and the Faraday stage
 };
 
+// What the configured CLEAN's minor cycles hold per image pixel beside the images: the
+// sub-minor loop's FFT convolver and work planes, or multiscale's smoothed residuals,
+// scale PSFs, search masks and kernel transforms (for automatic scales, as many as the
+// narrowest beam allows). The GPU backend holds the same on the host.
+double clean_bytes_per_pixel(const CleanConfig& clean, int image_size);
+
 // What imaging one channel of `rows_per_channel` visibilities holds: the images and
-// grids, the channel's data, and two read blocks of one channel.
-double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel);
+// grids, CLEAN's buffers, the channel's data, and two read blocks of one channel.
+double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
+                             double clean_bytes_per_pixel);
 
 // Throws ConfigError naming the bytes needed and allowed when imaging one channel, or
 // the Faraday stage's smallest row group, cannot fit the budget.

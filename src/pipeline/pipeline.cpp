@@ -120,6 +120,14 @@ void warn_nonfinite(const std::vector<ChannelQa>& qa, const Log& log) {
 
 double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigma : 0.0; }
 
+// " (scale 0: 812, scale 8: 344, ...)" for multiscale CLEAN, where the iterations went.
+std::string per_scale(const ChannelQa& qa) {
+  std::string text;
+  for (std::size_t k = 0; k < qa.scales_px.size(); ++k)
+    text += (k == 0 ? " (scale " : ", scale ") + fixed(qa.scales_px[k], 0) + ": " + std::to_string(qa.scale_iterations[k]);
+  return text.empty() ? text : text + ")";
+}
+
 // One rank's run as its data flow: each step a member, the members what a step hands
 // to the next. Steps that meet other ranks are collective, in this order on every rank.
 class RankRun {
@@ -357,7 +365,7 @@ void RankRun::image_channels() {
       const double rate = handled / watch.seconds();
       const ChannelQa& qa = qa_of(c);
       log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": " + std::to_string(qa.iterations) +
-                " iterations, " + std::to_string(qa.major_cycles) + " major cycles, residual sigma " +
+                " iterations" + per_scale(qa) + ", " + std::to_string(qa.major_cycles) + " major cycles, residual sigma " +
                 fixed(qa.residual_sigma_jy * 1e3, 3) + " mJy; rank 0 " + std::to_string(handled) + "/" +
                 std::to_string(todo_.size()) + " (job: " + std::to_string(plan_.chan_end - plan_.chan_begin) +
                 " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo_.size() - handled) / rate, 1) + " s");
@@ -439,6 +447,8 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
                  theoretical,
                  images.iterations,
                  images.major_cycles,
+                 images.scales,
+                 images.scale_iterations,
                  config_.clean.auto_threshold > 0 ? images.search_noise : nan,
                  has_threshold ? images.clean_threshold : nan,
                  has_threshold ? std::optional<bool>(images.threshold_reached) : std::nullopt,

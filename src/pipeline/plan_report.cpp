@@ -86,7 +86,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   decompose(
       config, uniform, ranks,
       [&](double share) {
-        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities)) <= budget;
+        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities),
+                                     clean_bytes_per_pixel(config.clean, plan.geometry.size)) <= budget;
       },
       plan);
   const int group = plan.ranks_per_channel;
@@ -123,6 +124,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     MemoryNeeds needs;
     needs.budget = memory_budget_bytes(config.parallel, ranks);
     needs.geometry = plan.geometry;
+    needs.clean_bytes_per_pixel = clean_bytes_per_pixel(config.clean, plan.geometry.size);
     needs.rows_per_channel = static_cast<double>(plan.max_visibilities) * plan.member_share(group);
     needs.my_channels = block.size();
     needs.block_channels = config.input.block_channels;

@@ -43,6 +43,8 @@ void to_json(json& out, const ChannelQa& qa) {
              {"beam_theoretical", qa.beam_theoretical ? 1 : 0},
              {"iterations", qa.iterations},
              {"major_cycles", qa.major_cycles},
+             {"scales_px", qa.scales_px},
+             {"scale_iterations", qa.scale_iterations},
              {"search_noise_jy", qa.search_noise_jy},
              {"clean_threshold_jy", qa.clean_threshold_jy},
              {"threshold_reached", qa.threshold_reached ? json(*qa.threshold_reached ? 1 : 0) : json()},
@@ -69,6 +71,8 @@ void from_json(const json& in, ChannelQa& qa) {
   qa.beam_theoretical = in.at("beam_theoretical").get<int>() != 0;
   qa.iterations = in.at("iterations").get<int>();
   qa.major_cycles = in.at("major_cycles").get<int>();
+  qa.scales_px = in.at("scales_px").get<std::vector<double>>();
+  qa.scale_iterations = in.at("scale_iterations").get<std::vector<int>>();
   qa.search_noise_jy = number(in, "search_noise_jy");
   qa.clean_threshold_jy = number(in, "clean_threshold_jy");
   const json& reached = in.at("threshold_reached");

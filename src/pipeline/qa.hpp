@@ -14,7 +14,7 @@
 namespace spip::pipeline {
 
 // The records' layout; progress markers of another version are not resumed from.
-inline constexpr int qa_version = 3;
+inline constexpr int qa_version = 4;
 
 struct ChannelQa {
   int channel = 0;
@@ -27,6 +27,8 @@ struct ChannelQa {
   imaging::Beam beam;            // the channel's own restoring beam
   bool beam_theoretical = false; // the theoretical beam stood in for a fit that was not a beam
   int iterations = 0, major_cycles = 0;
+  std::vector<double> scales_px;      // multiscale CLEAN's scales; empty for point CLEAN
+  std::vector<int> scale_iterations;  // the iterations at each of them
   double search_noise_jy = 0, clean_threshold_jy = 0;  // NaN where they do not apply
   std::optional<bool> threshold_reached;               // none without CLEAN or a threshold
   double residual_sigma_jy = 0, residual_peak_jy = 0, restored_peak_i_jy = 0, dynamic_range = 0;

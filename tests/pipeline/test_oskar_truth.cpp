@@ -11,6 +11,10 @@
 #include <fstream>
 #include <iostream>
 #include <numbers>
+#include <numeric>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
 
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
@@ -66,6 +70,29 @@ double truth(const spip::sim::Component& c, int stokes, double freq) {
 }  // namespace
 
 TEST_F(OskarTruth, RunSucceeds) { ASSERT_EQ(status_, 0) << "see " << out_ << ".log"; }
+
+// qa.json says where each channel's iterations went: over multiscale's scales, 0 first,
+// when multiscale CLEAN ran, and nowhere otherwise; so this build is known to test the
+// CLEAN it names.
+TEST_F(OskarTruth, QaRecordsTheIterationsPerScale) {
+  ASSERT_EQ(status_, 0);
+  const bool multiscale = std::string_view(SPIP_TRUTH_ARGS).find("--clean.multiscale true") != std::string_view::npos;
+  std::ifstream in(out_ + "/demo-qa.json");
+  const nlohmann::json qa = nlohmann::json::parse(in);
+  ASSERT_EQ(qa.at("channels").size(), 40u);
+  for (const nlohmann::json& channel : qa.at("channels")) {
+    const auto scales = channel.at("scales_px").get<std::vector<double>>();
+    const auto counts = channel.at("scale_iterations").get<std::vector<int>>();
+    ASSERT_EQ(scales.size(), counts.size());
+    if (!multiscale) {
+      EXPECT_TRUE(scales.empty());
+      continue;
+    }
+    ASSERT_GE(scales.size(), 2u) << "channel " << channel.at("channel");
+    EXPECT_EQ(scales.front(), 0.0);
+    EXPECT_EQ(std::accumulate(counts.begin(), counts.end(), 0), channel.at("iterations").get<int>());
+  }
+}
 
 TEST_F(OskarTruth, RestoredStokesMatchTheTruthInEveryChannel) {
   ASSERT_EQ(status_, 0);

@@ -50,6 +50,8 @@ struct ChannelImages {
   std::optional<imaging::Beam> fitted_beam;  // fitted to this channel's PSF; empty where its lobe is not a peak
   int iterations = 0;
   int major_cycles = 0;
+  std::vector<double> scales;        // multiscale CLEAN's scales (pixels); empty for point CLEAN
+  std::vector<int> scale_iterations; // the iterations spent at each of them
   double search_noise = 0;     // of the final residual, when clean.auto_threshold is set
   double clean_threshold = 0;  // max(clean.threshold, auto_threshold * search_noise) at the end
   bool threshold_reached = true;  // false: clean.niter or clean.max_major stopped CLEAN first

@@ -78,6 +78,9 @@ class MultiscaleClean {
 
   int scale_count() const { return static_cast<int>(scales_.size()); }
   double scale(int k) const { return scales_[k].size; }
+  // The scales (pixels) cleaned with: clean.scales and 0, less those the array hardly
+  // measures (min_psf_response).
+  std::vector<double> scales() const;
   // The PSF convolved with kernels j and k (N x N, centred at (N/2, N/2)), through the
   // convolver: for the tests (the passes use j = k only, made once per channel).
   std::vector<float> cross_term(int j, int k);
