@@ -96,8 +96,8 @@ def main():
             size += np.abs(truth)
             scale += np.array([abs(truth[0]), math.hypot(truth[1], truth[2]), math.hypot(truth[1], truth[2])])
         per_channel, band = 100 * error / scale, 100 * np.abs(bias) / size
-        line.append(f"{d['Name'].split('_')[0]} per channel I {per_channel[0]:.1f}% Q {per_channel[1]:.1f}% "
-                    f"U {per_channel[2]:.1f}%, band I {band[0]:.1f}% Q {band[1]:.1f}% U {band[2]:.1f}%")
+        line.append(f"{d['Name'].split('_')[0]} per channel I {per_channel[0]:.2f}% Q {per_channel[1]:.2f}% "
+                    f"U {per_channel[2]:.2f}%, band I {band[0]:.2f}% Q {band[1]:.2f}% U {band[2]:.2f}%")
     off = np.ones(shape, dtype=bool)
     for r in gaussians:
         off &= ~shapes[r["Name"]][1]

@@ -10,6 +10,7 @@
 # diffuse sources' centres (bench/diffuse_metrics.py). Run after scripts/build.sh.
 #   bench/run-multiscale-bench.sh [threads] [channels] [repeats] [size] [scale_arcsec] [scales] [auto_threshold] [noise_jy]
 # SPIP_BENCH_BIN names another folder holding spip and spip-simulate (a frozen build).
+# SPIP_BENCH_RUNS picks some of the runs (default "wsclean spip-point spip-multiscale").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bin=${SPIP_BENCH_BIN:-build/src/app}
@@ -47,7 +48,7 @@ sp=(--input.ms "$ms" --image.size "$size" --image.scale "$scale" --image.weighti
 echo "== diffuse: $channels channels, ${size}^2 of ${scale}\", $threads threads, scales $scales, auto-threshold $sigma, auto-mask 3, noise $noise Jy"
 printf '%-4s %-16s %9s %9s %11s %7s  %s\n' try run "wall [s]" "RSS [MB]" components majors "diffuse sources (bench/diffuse_metrics.py)"
 for ((try = 1; try <= repeats; ++try)); do
-  for run in wsclean spip-point spip-multiscale; do
+  for run in ${SPIP_BENCH_RUNS:-wsclean spip-point spip-multiscale}; do
     dir=$work/$run; rm -rf "$dir"; mkdir -p "$dir"
     case $run in
       wsclean) read -r s mb < <(cd "$dir" && measure "$dir.log" wsclean "${ws[@]}" -name ws "$ms"; echo)
