@@ -20,9 +20,13 @@ repeats=${3:-1}
 size=${4:-1024}
 scale=${5:-15}
 scales=${6:-0,16,32,64,128}
-sigma=${7:-1}
+auto_threshold=${7:-1}
 noise=${8:-0.3}  # per visibility: spip-simulate --noise
-command -v wsclean >/dev/null || apt-get install -y -qq wsclean >/dev/null
+runs=${SPIP_BENCH_RUNS:-wsclean spip-point spip-multiscale}
+for run in $runs; do
+  case $run in wsclean | spip-point | spip-multiscale) ;; *) echo "unknown run $run in SPIP_BENCH_RUNS" >&2; exit 2 ;; esac
+done
+[[ " $runs " != *" wsclean "* ]] || command -v wsclean >/dev/null || apt-get install -y -qq wsclean >/dev/null
 [[ -x /usr/bin/time ]] || apt-get install -y -qq time >/dev/null
 work=$(mktemp -d /tmp/spip-multiscale.XXXXXX)
 trap 'rm -rf "$work"' EXIT
@@ -40,15 +44,15 @@ measure() {  # log, command...: prints "seconds rss_mb"
 
 ws=(-size "$size" "$size" -scale "${scale}asec" -pol IQUV -channels-out "$channels" -use-wgridder -j "$threads"
     -no-update-model-required -weight briggs 0 -join-polarizations -niter 1000000 -mgain 0.8 -gain 0.1
-    -auto-threshold "$sigma" -auto-mask 3 -multiscale -multiscale-scales "$scales" -multiscale-scale-bias 0.6)
+    -auto-threshold "$auto_threshold" -auto-mask 3 -multiscale -multiscale-scales "$scales" -multiscale-scale-bias 0.6)
 sp=(--input.ms "$ms" --image.size "$size" --image.scale "$scale" --image.weighting briggs --image.robust 0
     --parallel.threads "$threads" --clean.niter 1000000 --clean.mgain 0.8 --clean.gain 0.1 --clean.peak iquv
-    --clean.auto_threshold "$sigma" --clean.auto_mask 3 --faraday.cubes none --faraday.phi_max 60 --output.prefix spip)
+    --clean.auto_threshold "$auto_threshold" --clean.auto_mask 3 --faraday.cubes none --faraday.phi_max 60 --output.prefix spip)
 "$bin/spip" --input.ms "$ms" --image.size "$size" --image.scale "$scale" --input.channel_end 1 --output.dir "$work/warm" > /dev/null
-echo "== diffuse: $channels channels, ${size}^2 of ${scale}\", $threads threads, scales $scales, auto-threshold $sigma, auto-mask 3, noise $noise Jy"
+echo "== diffuse: $channels channels, ${size}^2 of ${scale}\", $threads threads, scales $scales, auto-threshold $auto_threshold, auto-mask 3, noise $noise Jy"
 printf '%-4s %-16s %9s %9s %11s %7s  %s\n' try run "wall [s]" "RSS [MB]" components majors "diffuse sources (bench/diffuse_metrics.py)"
 for ((try = 1; try <= repeats; ++try)); do
-  for run in ${SPIP_BENCH_RUNS:-wsclean spip-point spip-multiscale}; do
+  for run in $runs; do
     dir=$work/$run; rm -rf "$dir"; mkdir -p "$dir"
     case $run in
       wsclean) read -r s mb < <(cd "$dir" && measure "$dir.log" wsclean "${ws[@]}" -name ws "$ms"; echo)

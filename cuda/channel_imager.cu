@@ -448,11 +448,9 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
     m_.computed = true;
     m_.stats.compute_ms += event_ms(m_.compute_start, m_.compute_end);
-    if (multiscale_) {
-      out.scales = multiscale_->scales();
-      out.scale_iterations = multiscale_->iterations_per_scale();
-    }
   }
+
+  const deconv::MultiscaleClean* multiscale() const override { return multiscale_.get(); }
 
  private:
   const std::uint8_t* mask() const { return masked_ ? m_.mask.get() : nullptr; }

@@ -64,12 +64,17 @@ std::size_t max_active_pixels(std::size_t pixels) { return std::max<std::size_t>
 ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pixels, int n, double stop_level,
                         const std::uint8_t* mask) {
   const float stop_squared = static_cast<float>(stop_level * stop_level);
+  const auto is_above = [&](std::size_t p) {
+    return (!mask || mask[p]) && squared_search_value(search, residual, p, pixels) > stop_squared;
+  };
+  // Counted first, so that the list holds exactly its pixels: growing it could hold
+  // three times as many bytes at once (active_set_bytes_per_pixel).
+  std::size_t above_count = 0;
+  for (std::size_t p = 0; p < pixels; ++p) above_count += is_above(p) ? 1 : 0;
   std::vector<std::pair<float, std::size_t>> above;
-  for (std::size_t p = 0; p < pixels; ++p) {
-    if (mask && !mask[p]) continue;
-    const float value = squared_search_value(search, residual, p, pixels);
-    if (value > stop_squared) above.emplace_back(value, p);
-  }
+  above.reserve(above_count);
+  for (std::size_t p = 0; p < pixels; ++p)
+    if (is_above(p)) above.emplace_back(squared_search_value(search, residual, p, pixels), p);
   ActiveSet set;
   set.level = stop_level;
   const std::size_t cap = max_active_pixels(pixels);
@@ -81,6 +86,9 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
   }
   const std::size_t count = above.size();
   set.values.resize(num_stokes * count);
+  set.pixel.reserve(count);
+  set.x.reserve(count);
+  set.y.reserve(count);
   for (const auto& [value, p] : above) {
     const std::size_t i = set.pixel.size();
     set.pixel.push_back(p);
@@ -195,6 +203,11 @@ double residual_peak(const std::vector<float>& residual) {
 
 }  // namespace
 
+double subminor_bytes_per_pixel(int n) {
+  return host_convolver_bytes_per_pixel(n, 0, 1) + subtraction_planes_bytes_per_pixel +
+         detail::active_set_bytes_per_pixel;
+}
+
 double mad_sigma(const float* image, std::size_t count) {
   if (count == 0) return 0;
   std::vector<float> values(image, image + count);
@@ -303,10 +316,6 @@ void HostCleanBackend::fetch(ChannelImages& out) {
   out.dirty = std::move(dirty_);
   out.model = std::move(model_);
   out.residual = std::move(residual_);
-  if (multiscale_) {
-    out.scales = multiscale_->scales();
-    out.scale_iterations = multiscale_->iterations_per_scale();
-  }
 }
 
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,

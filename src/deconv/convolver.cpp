@@ -110,4 +110,9 @@ int convolution_size(int n, int reach) { return imaging::good_fft_size((3 * n + 
 
 std::unique_ptr<Convolver> make_host_convolver(int n, int reach) { return std::make_unique<FftConvolver>(n, reach); }
 
+double host_convolver_bytes_per_pixel(int n, int reach, int filters) {
+  const double m = convolution_size(n, reach);
+  return (2 + filters) * sizeof(std::complex<float>) * m * m / (static_cast<double>(n) * n);
+}
+
 }  // namespace spip::deconv

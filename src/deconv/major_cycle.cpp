@@ -63,6 +63,10 @@ ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, con
     }
   }
   backend.fetch(out);
+  if (const MultiscaleClean* ran = backend.multiscale()) {
+    out.scales = ran->scales();
+    out.scale_iterations = ran->iterations_per_scale();
+  }
   set_residual_statistics(out);
   return out;
 }

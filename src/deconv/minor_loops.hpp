@@ -18,6 +18,7 @@ namespace spip::deconv {
 struct SubtractionPlanes {
   std::vector<float> deltas, response;
 };
+constexpr double subtraction_planes_bytes_per_pixel = 2 * 4 * sizeof(float);  // 4 Stokes each
 
 // The sub-minor loop's convolution with the PSF, made on first need (a convolver and
 // the index of the PSF in it), and its work planes.
@@ -56,6 +57,13 @@ struct ActiveSet {
   double level = 0;
   std::size_t size() const { return pixel.size(); }
 };
+
+// The most the sub-minor loop's pixels hold per image pixel, for the memory plan: every
+// pixel above the stop as a (value, pixel) pair (16 B; at worst every pixel), the
+// active set drawn from them (32 B for each of at most N^2/16 pixels), and its
+// components (24 B, three times over while their list grows) with their index (about
+// 48 B each).
+constexpr double active_set_bytes_per_pixel = 16 + (32 + 3 * 24 + 48) / 16.0;
 
 // The pixels of residual planes [4][pixels] above `stop_level` (the brightest N^2/16 of
 // them at most: the set's level is then raised to the brightest one left out).

@@ -49,7 +49,7 @@ ScaleKernel scale_kernel(double scale) {
     kernel.values = {1.0f};
     return kernel;
   }
-  kernel.radius = static_cast<int>(std::ceil(scale / 2));
+  kernel.radius = scale_radius(scale);
   const int side = 2 * kernel.radius + 1;
   const double window = kernel.radius + 1;  // the Hann window's zero
   kernel.values.resize(static_cast<std::size_t>(side) * side);
@@ -67,9 +67,11 @@ ScaleKernel scale_kernel(double scale) {
   return kernel;
 }
 
+int scale_radius(double scale) { return scale > 0 ? static_cast<int>(std::ceil(scale / 2)) : 0; }
+
 std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size) {
   std::vector<double> scales{0.0};
-  for (double scale = 2 * beam_fwhm_pixels; 2 * scale_kernel(scale).radius + 1 <= image_size / 2; scale *= 2)
+  for (double scale = 2 * beam_fwhm_pixels; 2 * scale_radius(scale) + 1 <= image_size / 2; scale *= 2)
     scales.push_back(scale);
   return scales;
 }
@@ -118,6 +120,20 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
 }
 
 MultiscaleClean::~MultiscaleClean() = default;
+
+double MultiscaleClean::bytes_per_pixel(std::vector<double> scales, int n, bool host_convolver) {
+  int widest = (n / 2 - 1) / 2;  // the widest kernel that fits in half the image
+  if (scales.empty()) {
+    scales = auto_scales(1.0, n);
+  } else {
+    if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
+    widest = scale_radius(*std::max_element(scales.begin(), scales.end()));
+  }
+  const double count = static_cast<double>(scales.size());
+  const double images = sizeof(float) * (1 + count + num_stokes * (count - 1)) + count;
+  const double convolver = host_convolver ? host_convolver_bytes_per_pixel(n, 2 * widest, static_cast<int>(count)) : 0;
+  return images + convolver + subtraction_planes_bytes_per_pixel + detail::active_set_bytes_per_pixel;
+}
 
 std::vector<double> MultiscaleClean::scales() const {
   std::vector<double> sizes;

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
-#include "spip/deconv/convolver.hpp"
+#include "spip/deconv/clean.hpp"
 #include "spip/deconv/multiscale.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/spectrum_math.hpp"
@@ -49,28 +49,17 @@ std::string MemoryPlan::describe() const {
          (kept_spilled ? " in parallel.scratch" : " in memory");
 }
 
-double clean_bytes_per_pixel(const CleanConfig& clean, int image_size) {
-  if (clean.niter <= 0 || (!clean.subminor && !clean.multiscale)) return 0;
-  const double pixels = static_cast<double>(image_size) * image_size;
-  // A convolver's complex M x M transforms (deconv::Convolver: two work planes and one
-  // per filter), per image pixel.
-  const auto transforms = [&](int count, int reach) {
-    const double m = deconv::convolution_size(image_size, reach);
-    return count * 8.0 * m * m / pixels;
-  };
-  constexpr double subtraction_planes = 2 * 4 * 4.0;  // the components' deltas and response, 4 Stokes
-  // The sub-minor loop's active set: 32 B for each of at most N^2/16 pixels, twice for
-  // its vectors' growth.
-  constexpr double active_set = 2 * 32 / 16.0;
-  if (!clean.multiscale) return transforms(3, 0) + subtraction_planes + active_set;
-  std::vector<double> scales = clean.scales.empty() ? deconv::auto_scales(1.0, image_size) : clean.scales;
-  if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
-  const double count = static_cast<double>(scales.size());
-  const int widest = deconv::scale_kernel(*std::max_element(scales.begin(), scales.end())).radius;
-  // The PSF, each scale's twice-convolved PSF and search mask, and each wider scale's
-  // smoothed residual (4 Stokes); the transforms of the PSF and every wider kernel.
-  return 4 + 5 * count + 16 * (count - 1) + transforms(static_cast<int>(count) + 2, 2 * widest) + subtraction_planes +
-         active_set;
+double clean_bytes_per_pixel(const CleanConfig& clean, int image_size, bool gpu) {
+  if (clean.niter <= 0) return 0;
+  using deconv::MultiscaleClean;
+  // The GPU backend keeps a host copy of the residual for the noise estimate, and runs
+  // multiscale's minor cycles on the host with the model and mask copied there too.
+  constexpr double gpu_residual = 4 * 4.0, gpu_model_and_mask = 4 * 4.0 + 1;
+  if (gpu)
+    return gpu_residual +
+           (clean.multiscale ? gpu_model_and_mask + MultiscaleClean::bytes_per_pixel(clean.scales, image_size, false) : 0);
+  if (clean.multiscale) return MultiscaleClean::bytes_per_pixel(clean.scales, image_size, true);
+  return clean.subminor ? deconv::subminor_bytes_per_pixel(image_size) : 0;
 }
 
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
@@ -95,6 +84,10 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +
                                 fixed(needs.rows_per_channel, 0) + " visibilities needs " + gigabytes(needed) +
                                 " per rank, but parallel.memory_gb allows " + gigabytes(plan.budget) +
+                                (needs.clean_bytes_per_pixel > 0
+                                     ? " (CLEAN's buffers are " + gigabytes(needs.clean_bytes_per_pixel * pixels) +
+                                           " of it: fewer or narrower clean.scales shrink multiscale's)"
+                                     : "") +
                                 "; use a smaller image.size or image.padding, fewer ranks per node, or more memory");
   if (needed + needs.faraday_row_bytes > plan.budget)
     SPIP_THROW(ConfigError, "the Faraday stage needs " + gigabytes(needs.faraday_row_bytes) +

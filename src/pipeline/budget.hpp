@@ -38,11 +38,11 @@ struct MemoryNeeds {
   double kept_bytes = 0;           // the planes this rank keeps of its channels for restoring and the Faraday stage
 };
 
-// What the configured CLEAN's minor cycles hold per image pixel beside the images: the
-// sub-minor loop's FFT convolver and work planes, or multiscale's smoothed residuals,
-// scale PSFs, search masks and kernel transforms (for automatic scales, as many as the
-// narrowest beam allows). The GPU backend holds the same on the host.
-double clean_bytes_per_pixel(const CleanConfig& clean, int image_size);
+// What the configured CLEAN holds in host memory per image pixel beside the images:
+// the sub-minor loop's (deconv::subminor_bytes_per_pixel) or multiscale's
+// (deconv::MultiscaleClean::bytes_per_pixel), or on a GPU the host copies its minor
+// cycles need (its multiscale transforms are on the device).
+double clean_bytes_per_pixel(const CleanConfig& clean, int image_size, bool gpu);
 
 // What imaging one channel of `rows_per_channel` visibilities holds: the images and
 // grids, CLEAN's buffers, the channel's data, and two read blocks of one channel.

@@ -120,11 +120,11 @@ void warn_nonfinite(const std::vector<ChannelQa>& qa, const Log& log) {
 
 double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigma : 0.0; }
 
-// " (scale 0: 812, scale 8: 344, ...)" for multiscale CLEAN, where the iterations went.
+// " (scale 0.0: 812, scale 8.0: 344, ...)" for multiscale CLEAN: where the iterations went.
 std::string per_scale(const ChannelQa& qa) {
   std::string text;
   for (std::size_t k = 0; k < qa.scales_px.size(); ++k)
-    text += (k == 0 ? " (scale " : ", scale ") + fixed(qa.scales_px[k], 0) + ": " + std::to_string(qa.scale_iterations[k]);
+    text += (k == 0 ? " (scale " : ", scale ") + fixed(qa.scales_px[k], 1) + ": " + std::to_string(qa.scale_iterations[k]);
   return text.empty() ? text : text + ")";
 }
 

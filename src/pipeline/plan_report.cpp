@@ -83,11 +83,16 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // unflagged visibilities, which it counts from FLAG.
   const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
   const double budget = memory_budget_bytes(config.parallel, ranks);
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
+  // The nodes' ranks may image on either backend: the larger of their CLEAN buffers.
+  const double clean_bytes = std::max(clean_bytes_per_pixel(config.clean, plan.geometry.size, false),
+                                      gpu ? clean_bytes_per_pixel(config.clean, plan.geometry.size, true) : 0.0);
   decompose(
       config, uniform, ranks,
       [&](double share) {
-        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities),
-                                     clean_bytes_per_pixel(config.clean, plan.geometry.size)) <= budget;
+        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities), clean_bytes) <=
+               budget;
       },
       plan);
   const int group = plan.ranks_per_channel;
@@ -108,8 +113,6 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
                                         "); a member's time is counted as that of whole channels"
                                   : plan.grouping) << "\n\n";
 
-  const cuda::DeviceProbe probe = cuda::probe_devices();
-  const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
   const double gpu_imaging =
       gpu ? static_cast<double>(
                 cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config)))
@@ -124,7 +127,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     MemoryNeeds needs;
     needs.budget = memory_budget_bytes(config.parallel, ranks);
     needs.geometry = plan.geometry;
-    needs.clean_bytes_per_pixel = clean_bytes_per_pixel(config.clean, plan.geometry.size);
+    needs.clean_bytes_per_pixel = clean_bytes;
     needs.rows_per_channel = static_cast<double>(plan.max_visibilities) * plan.member_share(group);
     needs.my_channels = block.size();
     needs.block_channels = config.input.block_channels;

@@ -235,7 +235,7 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     MemoryNeeds needs;
     needs.budget = memory_budget_bytes(config.parallel, mpi.local_size());
     needs.geometry = plan.geometry;
-    needs.clean_bytes_per_pixel = clean_bytes_per_pixel(config.clean, plan.geometry.size);
+    needs.clean_bytes_per_pixel = clean_bytes_per_pixel(config.clean, plan.geometry.size, plan.gpu_device >= 0);
     // What the reader keeps of a channel (the selected field and window, unflagged),
     // not every row of the main table.
     // With a group, a rank holds its share of the rows.
@@ -517,10 +517,11 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   // of the device hold it: the least of any rank, so that every rank decides alike.
   const double budget = -mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size()));
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
+  const double clean_bytes = clean_bytes_per_pixel(config.clean, plan.geometry.size, device.has_value());
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
-    return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
-                                 clean_bytes_per_pixel(config.clean, plan.geometry.size)) <= budget &&
+    return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel), clean_bytes) <=
+               budget &&
            (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) <= gpu_share);
   };

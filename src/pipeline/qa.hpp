@@ -27,7 +27,7 @@ struct ChannelQa {
   imaging::Beam beam;            // the channel's own restoring beam
   bool beam_theoretical = false; // the theoretical beam stood in for a fit that was not a beam
   int iterations = 0, major_cycles = 0;
-  std::vector<double> scales_px;      // multiscale CLEAN's scales; empty for point CLEAN
+  std::vector<double> scales_px;      // multiscale CLEAN's scales; empty for point CLEAN or none run
   std::vector<int> scale_iterations;  // the iterations at each of them
   double search_noise_jy = 0, clean_threshold_jy = 0;  // NaN where they do not apply
   std::optional<bool> threshold_reached;               // none without CLEAN or a threshold

@@ -12,7 +12,6 @@
 #include <iostream>
 #include <numbers>
 #include <numeric>
-#include <string_view>
 
 #include <nlohmann/json.hpp>
 
@@ -76,7 +75,11 @@ TEST_F(OskarTruth, RunSucceeds) { ASSERT_EQ(status_, 0) << "see " << out_ << ".l
 // CLEAN it names.
 TEST_F(OskarTruth, QaRecordsTheIterationsPerScale) {
   ASSERT_EQ(status_, 0);
-  const bool multiscale = std::string_view(SPIP_TRUTH_ARGS).find("--clean.multiscale true") != std::string_view::npos;
+#ifdef SPIP_TRUTH_MULTISCALE
+  constexpr bool multiscale = true;
+#else
+  constexpr bool multiscale = false;
+#endif
   std::ifstream in(out_ + "/demo-qa.json");
   const nlohmann::json qa = nlohmann::json::parse(in);
   ASSERT_EQ(qa.at("channels").size(), 40u);

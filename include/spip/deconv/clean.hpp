@@ -36,6 +36,11 @@ MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imagin
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
                                  const std::uint8_t* mask = nullptr);
 
+// The most subminor_hogbom() holds per image pixel of an N x N image beside the images,
+// for the memory plan: its FFT convolver (with the PSF's transform), its subtraction
+// planes and its pixels above the stop.
+double subminor_bytes_per_pixel(int n);
+
 // Robust sigma of an image: 1.4826 * the median absolute deviation from the median.
 double mad_sigma(const float* image, std::size_t count);
 
@@ -50,7 +55,7 @@ struct ChannelImages {
   std::optional<imaging::Beam> fitted_beam;  // fitted to this channel's PSF; empty where its lobe is not a peak
   int iterations = 0;
   int major_cycles = 0;
-  std::vector<double> scales;        // multiscale CLEAN's scales (pixels); empty for point CLEAN
+  std::vector<double> scales;        // multiscale CLEAN's scales (pixels); empty for point CLEAN or none run
   std::vector<int> scale_iterations; // the iterations spent at each of them
   double search_noise = 0;     // of the final residual, when clean.auto_threshold is set
   double clean_threshold = 0;  // max(clean.threshold, auto_threshold * search_noise) at the end

@@ -28,6 +28,10 @@ std::unique_ptr<Convolver> make_host_convolver(int n, int reach = 0);
 // The FFT size both convolvers use for N x N images.
 int convolution_size(int n, int reach);
 
+// What make_host_convolver(n, reach) holds with `filters` filters, per image pixel:
+// its two complex work planes and each filter's transform, all M x M.
+double host_convolver_bytes_per_pixel(int n, int reach, int filters);
+
 // Where filter pixel (sx, sy) of an N x N filter goes on the M x M grid: (sx - N/2,
 // sy - N/2) mod M, so that the grid's circular convolution leaves each input pixel's
 // response centred on it. Image pixel (x, y) sits at (x, y).

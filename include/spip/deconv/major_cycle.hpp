@@ -45,6 +45,9 @@ class CleanBackend {
   virtual void mask_model_pixels() = 0;
   // The dirty, model and residual images, to the host: the last call on a backend.
   virtual void fetch(ChannelImages& out) = 0;
+  // The multiscale CLEAN that ran (its scales and iterations go to the channel's QA);
+  // none before a multiscale minor cycle.
+  virtual const MultiscaleClean* multiscale() const { return nullptr; }
 };
 
 struct PsfConvolution;
@@ -66,6 +69,7 @@ class HostCleanBackend final : public CleanBackend {
   void subtract_model() override;
   void mask_model_pixels() override;
   void fetch(ChannelImages& out) override;
+  const MultiscaleClean* multiscale() const override { return multiscale_.get(); }
 
  private:
   void image_residual(const std::complex<float>* vis);

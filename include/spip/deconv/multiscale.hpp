@@ -26,6 +26,8 @@ struct ScaleKernel {
   float at(int dx, int dy) const { return values[static_cast<std::size_t>(dy + radius) * (2 * radius + 1) + dx + radius]; }
 };
 ScaleKernel scale_kernel(double scale);
+// scale_kernel(scale).radius, without making the kernel.
+int scale_radius(double scale);
 
 // WSClean's automatic scales: 0, then twice the beam's FWHM (pixels), doubling while a
 // scale's kernel fits in half the image.
@@ -69,6 +71,14 @@ class MultiscaleClean {
   // `psf` is N x N with its peak (1) at (N/2, N/2); every scale's kernel must fit
   // within N/2 pixels. Scale 0 is always among the scales.
   MultiscaleClean(const float* psf, int n, const MultiscaleSetup& setup, const ConvolverMaker& make_convolver);
+
+  // The most an N x N channel's multiscale CLEAN holds per image pixel, for the memory
+  // plan: the PSF, each scale's twice-convolved PSF and search mask, each wider scale's
+  // smoothed residual (4 Stokes), the subtraction planes and the sub-minor loop's
+  // pixels, and with `host_convolver` the FFT convolver's transforms (the GPU backend's
+  // are on its device). No `scales`: automatic ones, as many as a one-pixel beam gives,
+  // reaching as far as any kernel may.
+  static double bytes_per_pixel(std::vector<double> scales, int n, bool host_convolver);
   ~MultiscaleClean();
 
   // Minor cycles on the residual planes [4][N^2] down to `stop_level` (a biased search
