@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <utility>
 
 #include "minor_loops.hpp"
 #include "spip/error.hpp"
@@ -121,17 +122,17 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
 
 MultiscaleClean::~MultiscaleClean() = default;
 
+MultiscaleClean::ConvolverShape MultiscaleClean::convolver_shape(std::vector<double> scales, int n) {
+  if (scales.empty()) return {static_cast<int>(auto_scales(1.0, n).size()), 2 * ((n / 2 - 1) / 2)};
+  if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
+  return {static_cast<int>(scales.size()), 2 * scale_radius(*std::max_element(scales.begin(), scales.end()))};
+}
+
 double MultiscaleClean::bytes_per_pixel(std::vector<double> scales, int n, bool host_convolver) {
-  int widest = (n / 2 - 1) / 2;  // the widest kernel that fits in half the image
-  if (scales.empty()) {
-    scales = auto_scales(1.0, n);
-  } else {
-    if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
-    widest = scale_radius(*std::max_element(scales.begin(), scales.end()));
-  }
-  const double count = static_cast<double>(scales.size());
+  const ConvolverShape shape = convolver_shape(std::move(scales), n);
+  const double count = shape.filters;  // one scale per filter: 0 (the PSF's) and each wider one
   const double images = sizeof(float) * (1 + count + num_stokes * (count - 1)) + count;
-  const double convolver = host_convolver ? host_convolver_bytes_per_pixel(n, 2 * widest, static_cast<int>(count)) : 0;
+  const double convolver = host_convolver ? host_convolver_bytes_per_pixel(n, shape.reach, shape.filters) : 0;
   return images + convolver + subtraction_planes_bytes_per_pixel + detail::active_set_bytes_per_pixel;
 }
 

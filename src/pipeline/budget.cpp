@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "spip/cuda/scale_convolver.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/deconv/multiscale.hpp"
 #include "spip/error.hpp"
@@ -52,14 +53,21 @@ std::string MemoryPlan::describe() const {
 double clean_bytes_per_pixel(const CleanConfig& clean, int image_size, bool gpu) {
   if (clean.niter <= 0) return 0;
   using deconv::MultiscaleClean;
-  // The GPU backend keeps a host copy of the residual for the noise estimate, and runs
-  // multiscale's minor cycles on the host with the model and mask copied there too.
-  constexpr double gpu_residual = 4 * 4.0, gpu_model_and_mask = 4 * 4.0 + 1;
+  // The GPU backend keeps host copies of the residual (the noise estimate) and of a
+  // second image set (a group's sums, multiscale's model), and runs multiscale's minor
+  // cycles on the host with the mask and its convolver's complex input plane there too.
+  constexpr double gpu_images = 2 * 4 * 4.0, gpu_multiscale = 1 + 8;
   if (gpu)
-    return gpu_residual +
-           (clean.multiscale ? gpu_model_and_mask + MultiscaleClean::bytes_per_pixel(clean.scales, image_size, false) : 0);
+    return gpu_images +
+           (clean.multiscale ? gpu_multiscale + MultiscaleClean::bytes_per_pixel(clean.scales, image_size, false) : 0);
   if (clean.multiscale) return MultiscaleClean::bytes_per_pixel(clean.scales, image_size, true);
   return clean.subminor ? deconv::subminor_bytes_per_pixel(image_size) : 0;
+}
+
+double clean_device_bytes(const CleanConfig& clean, int image_size) {
+  if (clean.niter <= 0 || !clean.multiscale) return 0;
+  const auto shape = deconv::MultiscaleClean::convolver_shape(clean.scales, image_size);
+  return static_cast<double>(cuda::scale_convolver_device_bytes(image_size, shape.reach, shape.filters));
 }
 
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
@@ -85,10 +93,10 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
                                 fixed(needs.rows_per_channel, 0) + " visibilities needs " + gigabytes(needed) +
                                 " per rank, but parallel.memory_gb allows " + gigabytes(plan.budget) +
                                 (needs.clean_bytes_per_pixel > 0
-                                     ? " (CLEAN's buffers are " + gigabytes(needs.clean_bytes_per_pixel * pixels) +
-                                           " of it: fewer or narrower clean.scales shrink multiscale's)"
+                                     ? " (CLEAN's buffers are " + gigabytes(needs.clean_bytes_per_pixel * pixels) + " of it)"
                                      : "") +
-                                "; use a smaller image.size or image.padding, fewer ranks per node, or more memory");
+                                "; use a smaller image.size or image.padding, fewer or narrower clean.scales with "
+                                "multiscale CLEAN, fewer ranks per node, or more memory");
   if (needed + needs.faraday_row_bytes > plan.budget)
     SPIP_THROW(ConfigError, "the Faraday stage needs " + gigabytes(needs.faraday_row_bytes) +
                                 " per rank for one image row of its spectra besides imaging's " + gigabytes(needed) +

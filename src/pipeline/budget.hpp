@@ -44,6 +44,10 @@ struct MemoryNeeds {
 // cycles need (its multiscale transforms are on the device).
 double clean_bytes_per_pixel(const CleanConfig& clean, int image_size, bool gpu);
 
+// What the configured CLEAN holds on a GPU beside cuda::ChannelImager::device_bytes:
+// multiscale's cuFFT convolver (cuda::scale_convolver_device_bytes).
+double clean_device_bytes(const CleanConfig& clean, int image_size);
+
 // What imaging one channel of `rows_per_channel` visibilities holds: the images and
 // grids, CLEAN's buffers, the channel's data, and two read blocks of one channel.
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,

@@ -115,7 +115,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
 
   const double gpu_imaging =
       gpu ? static_cast<double>(
-                cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config)))
+                cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config))) +
+                clean_device_bytes(config.clean, plan.geometry.size)
           : 0;
   char line[256];
   std::snprintf(line, sizeof line, "%5s %15s %14s %12s %12s %12s %12s %12s\n", "rank", "channels", "visibilities",

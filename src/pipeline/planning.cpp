@@ -208,11 +208,12 @@ std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_ra
   return probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
 }
 
-// Checks that this rank's share of its GPU holds the imaging plan.
+// Checks that this rank's share of its GPU holds the imaging plan and CLEAN's device buffers.
 void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiContext::NodeShare& share,
                         const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
-                        const imaging::WeightingScheme& scheme, const Log& log) {
-  const std::size_t needed = cuda::ChannelImager::device_bytes(geometry, max_visibilities, scheme);
+                        const imaging::WeightingScheme& scheme, double clean_bytes, const Log& log) {
+  const std::size_t needed =
+      cuda::ChannelImager::device_bytes(geometry, max_visibilities, scheme) + static_cast<std::size_t>(clean_bytes);
   const std::string sharing = std::to_string(share.amount >> 20) + " MiB free, shared by " +
                               std::to_string(share.ranks) + " rank(s) of this node";
   if (needed > share.each())
@@ -517,13 +518,16 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   // of the device hold it: the least of any rank, so that every rank decides alike.
   const double budget = -mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size()));
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
-  const double clean_bytes = clean_bytes_per_pixel(config.clean, plan.geometry.size, device.has_value());
+  // The most any rank's backend holds, so that every rank decides alike.
+  const double clean_bytes = mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry.size, device.has_value()));
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel), clean_bytes) <=
                budget &&
            (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
-                           plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) <= gpu_share);
+                           plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +
+                               clean_device_bytes(config.clean, plan.geometry.size) <=
+                           gpu_share);
   };
   try {
     decompose(config, cost, mpi.size(), fits, plan);
@@ -534,7 +538,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   if (plan.ranks_per_channel > 1) log.root("channels shared by groups of ranks: " + plan.grouping);
   try {
     if (device)
-      check_device_share(*device, share, plan.geometry, plan.rank_visibilities(), weighting_scheme(config), log);
+      check_device_share(*device, share, plan.geometry, plan.rank_visibilities(), weighting_scheme(config),
+                         clean_device_bytes(config.clean, plan.geometry.size), log);
   } catch (...) {
     failure = std::current_exception();
   }

@@ -79,6 +79,14 @@ class MultiscaleClean {
   // are on its device). No `scales`: automatic ones, as many as a one-pixel beam gives,
   // reaching as far as any kernel may.
   static double bytes_per_pixel(std::vector<double> scales, int n, bool host_convolver);
+
+  // The convolver such a CLEAN makes: its filters (the PSF and every wider kernel) and
+  // how far beyond the PSF their products reach, for the same `scales`.
+  struct ConvolverShape {
+    int filters = 0;
+    int reach = 0;
+  };
+  static ConvolverShape convolver_shape(std::vector<double> scales, int n);
   ~MultiscaleClean();
 
   // Minor cycles on the residual planes [4][N^2] down to `stop_level` (a biased search
