@@ -41,6 +41,13 @@ constexpr double faraday_group_cap = 256.0 * (1u << 20);
 
 std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb ? 3 : 2) + " GB"; }
 
+// The images, grids and CLEAN's buffers of one channel, whatever its visibilities.
+double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_per_pixel) {
+  const double pixels = static_cast<double>(geometry.size) * geometry.size;
+  const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
+  return (imaging_bytes_per_pixel + clean_bytes_per_pixel) * pixels + imaging_bytes_per_cell * cells;
+}
+
 }  // namespace
 
 std::string MemoryPlan::describe() const {
@@ -72,18 +79,15 @@ double clean_device_bytes(const CleanConfig& clean, int image_size) {
 
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
                              double clean_bytes_per_pixel) {
-  const double pixels = static_cast<double>(geometry.size) * geometry.size;
-  const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
-  return (imaging_bytes_per_pixel + clean_bytes_per_pixel) * pixels + imaging_bytes_per_cell * cells +
-         channel_bytes_per_row * rows_per_channel + 2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
+  return image_bytes(geometry, clean_bytes_per_pixel) + channel_bytes_per_row * rows_per_channel +
+         2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
 }
 
 MemoryPlan plan_memory(const MemoryNeeds& needs) {
   MemoryPlan plan;
   plan.budget = needs.budget;
   const double pixels = static_cast<double>(needs.geometry.size) * needs.geometry.size;
-  const double cells = static_cast<double>(needs.geometry.grid_size) * needs.geometry.grid_size;
-  plan.imaging = (imaging_bytes_per_pixel + needs.clean_bytes_per_pixel) * pixels + imaging_bytes_per_cell * cells;
+  plan.imaging = image_bytes(needs.geometry, needs.clean_bytes_per_pixel);
   plan.channel_data = channel_bytes_per_row * needs.rows_per_channel;
   const double block_per_channel = std::max(1.0, block_bytes_per_row * needs.rows_per_channel);
   const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel, needs.clean_bytes_per_pixel);

@@ -520,13 +520,14 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
   // The most any rank's backend holds, so that every rank decides alike.
   const double clean_bytes = mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry.size, device.has_value()));
+  const double clean_device = clean_device_bytes(config.clean, plan.geometry.size);
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel), clean_bytes) <=
                budget &&
            (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +
-                               clean_device_bytes(config.clean, plan.geometry.size) <=
+                               clean_device <=
                            gpu_share);
   };
   try {
@@ -539,7 +540,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   try {
     if (device)
       check_device_share(*device, share, plan.geometry, plan.rank_visibilities(), weighting_scheme(config),
-                         clean_device_bytes(config.clean, plan.geometry.size), log);
+                         clean_device, log);
   } catch (...) {
     failure = std::current_exception();
   }
