@@ -27,22 +27,33 @@ double median_of(std::vector<float> values) {
   return values[values.size() / 2];
 }
 
+// The angle is derotated to lambda^2 = 0 by phi lambda0^2, so that it carries the
+// depth's differences times lambda0^2: it is judged on the largest derotation, as the
+// depth on the largest depth.
+double derotation(const fs::path& reference) {
+  const auto phi = spip::fits::read_image((reference / "demo-peak-phi.fits").string());
+  return phi.number("LAMSQ0") * peak_of(phi.data);
+}
+
 }  // namespace
 
-// Every product of `grouped` against `reference`, to `tolerance` of a peak: the channel images
-// (dirty, PSF, model, residual, restored) of the restored Stokes I peak, as residuals
-// are judged; the Faraday depth cubes, the moments' means and spreads and the peak
-// polarised intensity of their own peak, everywhere. The rest are non-linear in the
-// data, so a change in the last bits of a faint pixel's spectrum moves them freely:
-// they are compared where a source is, of their own peak: the maps from the Faraday
-// depth of peak (depth, angle, their errors, fractional polarisation, m2, RM-CLEAN
-// iterations) where the polarised intensity is 20 times its median, and skewness and
-// kurtosis (ratios of moments, as large for noise as for a source) where the Stokes
-// parameter's spread over the channels is 3 % of Stokes I's largest or more: nowhere
-// in V, which holds only noise in the sample. The Faraday products are blanked where a
-// pixel's Stokes I fit is, and a faint pixel at the fit's threshold may be blanked in one
-// run only (the GPU's atomic sums change last bits): never a bright one, nor more than
-// one value in a thousand; a channel image is never blanked in one run only. Returns the
+// Every product of `grouped` against `reference`, to `tolerance` of a peak: the channel
+// images (dirty, PSF, model, residual, restored) and the moments' means and spreads over
+// them of the restored Stokes I peak, as residuals are judged; the Faraday depth cubes
+// and the peak polarised intensity of their own peak, everywhere, and the PI error map
+// (each pixel's noise from its residual images, which Hogbom's choices between
+// near-equal peaks move) of the PI peak, the scale of what it qualifies. The rest are non-linear in the data,
+// so a change in the last bits of a faint pixel's spectrum moves them freely: they are
+// compared where a source is, of their own peak: the maps from the Faraday depth of
+// peak (depth, angle, their errors, fractional polarisation, m2, RM-CLEAN iterations)
+// where the polarised intensity is 20 times its median (the angle of its largest
+// derotation), and skewness and kurtosis
+// (ratios of moments, as large for noise as for a source) where the Stokes parameter's
+// spread over the channels is 3 % of Stokes I's largest or more: nowhere in V, which
+// holds only noise in the sample. The Faraday products are blanked where a pixel's
+// Stokes I fit is, and a faint pixel at the fit's threshold may be blanked in one run
+// only (the GPU's atomic sums change last bits): never a bright one, nor more than one
+// value in a thousand; a channel image is never blanked in one run only. Returns the
 // products compared.
 int expect_equal_products(const fs::path& reference, const fs::path& grouped, const std::string& what,
                           double tolerance) {
@@ -61,7 +72,8 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
     EXPECT_EQ(a.size(), b.size()) << name;
     if (a.size() != b.size()) continue;
     const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
-    const bool image = has("-dirty-") || has("-psf") || has("-model-") || has("-residual-") || has("-image-");
+    const bool image = has("-dirty-") || has("-psf") || has("-model-") || has("-residual-") || has("-image-") ||
+                       has("-moment-mean-") || has("-moment-std-");
     const bool shape = has("-moment-skew-") || has("-moment-kurt-");
     const bool from_peak = (has("-peak-") && !has("-peak-pi")) || has("-fdf-m2") || has("-rmclean-iterations");
     std::vector<float> spread;
@@ -72,7 +84,10 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
                    .data;
       signal = 0.03 * peak_of(spip::fits::read_image((reference / "demo-moment-std-I.fits").string()).data);
     }
-    const double scale = image ? restored_peak : peak_of(a);
+    const double scale = image                      ? restored_peak
+                         : has("-peak-pi-err")      ? peak_of(pi)
+                         : has("-peak-chi0.fits")   ? derotation(reference)
+                                                    : peak_of(a);
     double worst = 0;
     std::size_t values = 0, one_sided_nan = 0, one_sided_bright = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {

@@ -17,14 +17,18 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// The demo's configuration (Briggs weighting, Hogbom CLEAN, RM synthesis and RM-CLEAN)
-// on the sample's first eight channels, one thread per rank.
+// The demo's configuration (Briggs weighting, Hogbom CLEAN, RM synthesis) on the
+// sample's first eight channels, one thread per rank, without RM-CLEAN: a group sums its
+// members' images in another order, and RM-CLEAN's choices are not continuous in the
+// last bits (between a noisy spectrum's near-equal peaks, and at its cutoff), so that one
+// FFTW plan in four moved a bright pixel's iterations by one. RM-CLEAN sees only the
+// images the groups make, which are compared.
 fs::path run(int ranks, const std::string& extra, const std::string& name, int channels = 8) {
   const fs::path out = spip::test::scratch_path(name);
   const std::string command = "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " " +
                               std::to_string(ranks) + " " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG +
                               " --input.ms " + SPIP_TEST_DATA + "/oskar_small.ms --output.dir " + out.string() +
-                              " --image.size 256 --image.scale 40 --faraday.dphi 1 --parallel.threads 1" +
+                              " --image.size 256 --image.scale 40 --faraday.dphi 1 --faraday.rmclean_niter 0 --parallel.threads 1" +
                               " --input.channel_end " + std::to_string(channels) + " " + extra + " > " +
                               out.string() + ".log 2>&1";
   const int status = std::system(command.c_str());
