@@ -37,17 +37,17 @@ double derotation(const fs::path& reference) {
 
 }  // namespace
 
-// Every product of `grouped` against `reference`, to `tolerance` of a peak: the channel
-// images (dirty, PSF, model, residual, restored) and the moments' means and spreads over
-// them of the restored Stokes I peak, as residuals are judged; the Faraday depth cubes
-// and the peak polarised intensity of their own peak, everywhere, and the PI error map
+// Every product of `grouped` against `reference`, to `tolerance` of a scale. Everywhere:
+// the channel images (dirty, PSF, model, residual, restored) and the moments' means and
+// spreads over them, of the restored Stokes I peak, as residuals are judged; the Faraday
+// depth cubes and the peak polarised intensity, of their own peak; the PI error map
 // (each pixel's noise from its residual images, which Hogbom's choices between
-// near-equal peaks move) of the PI peak, the scale of what it qualifies. The rest are non-linear in the data,
-// so a change in the last bits of a faint pixel's spectrum moves them freely: they are
-// compared where a source is, of their own peak: the maps from the Faraday depth of
-// peak (depth, angle, their errors, fractional polarisation, m2, RM-CLEAN iterations)
-// where the polarised intensity is 20 times its median (the angle of its largest
-// derotation), and skewness and kurtosis
+// near-equal peaks move), of the PI peak, the scale of what it qualifies. The rest are
+// non-linear in the data, so a change in the last bits of a faint pixel's spectrum
+// moves them freely: they are compared where a source is, of their own peak: the maps
+// from the Faraday depth of peak (depth, angle, their errors, fractional polarisation,
+// m2, RM-CLEAN iterations) where the polarised intensity is 20 times its median, the
+// angle of its largest derotation instead (see derotation); and skewness and kurtosis
 // (ratios of moments, as large for noise as for a source) where the Stokes parameter's
 // spread over the channels is 3 % of Stokes I's largest or more: nowhere in V, which
 // holds only noise in the sample. The Faraday products are blanked where a pixel's
@@ -84,10 +84,10 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
                    .data;
       signal = 0.03 * peak_of(spip::fits::read_image((reference / "demo-moment-std-I.fits").string()).data);
     }
-    const double scale = image                      ? restored_peak
-                         : has("-peak-pi-err")      ? peak_of(pi)
-                         : has("-peak-chi0.fits")   ? derotation(reference)
-                                                    : peak_of(a);
+    const double scale = image                    ? restored_peak
+                         : has("-peak-pi-err")    ? peak_of(pi)
+                         : has("-peak-chi0.fits") ? derotation(reference)
+                                                  : peak_of(a);
     double worst = 0;
     std::size_t values = 0, one_sided_nan = 0, one_sided_bright = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {
