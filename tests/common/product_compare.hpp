@@ -1,15 +1,15 @@
 #pragma once
-// Products of two runs of the same job compared as a radio astronomer would: the images
-// to a fraction of the restored Stokes I peak, the Faraday products to a fraction of
-// their own peaks, and the maps that are non-linear in the data only where a source is
-// (see expect_equal_products).
+// Products of two runs of the same job compared as a radio astronomer would, each to a
+// fraction of the scale of what it measures: the images and their moments of the
+// restored Stokes I peak, the Faraday products mostly of their own peaks, and the maps
+// that are non-linear in the data only where a source is (see expect_equal_products).
 #include <filesystem>
 #include <string>
 
 namespace spip::test {
 
-// Every product of `other` against `reference` (the demo's prefix), to `tolerance` of a
-// peak, with gtest expectations and a "[ measured ]" line per product; returns the
+// Every product of `other` against `reference` (the demo's prefix), to `tolerance` of
+// its scale, with gtest expectations and a "[ measured ]" line per product; returns the
 // products compared.
 int expect_equal_products(const std::filesystem::path& reference, const std::filesystem::path& other,
                           const std::string& what, double tolerance = 1e-5);
