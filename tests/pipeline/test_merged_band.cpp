@@ -30,6 +30,9 @@ namespace fs = std::filesystem;
 namespace {
 
 const std::string sample = std::string(SPIP_TEST_DATA) + "/oskar_small.ms";
+// For runs whose images agree only to rounding: RM-CLEAN's choices between near-equal
+// peaks are not continuous in the last bits (see tests/pipeline/test_rank_groups).
+const std::string no_rmclean = " --faraday.rmclean_niter 0";
 constexpr int size = 256;
 constexpr double cell = 40.0 / 206264.80624709636;
 constexpr double speed_of_light = 299792458.0;
@@ -115,13 +118,13 @@ TEST_F(MergedBand, FourMeasurementSetsInShuffledOrder) {
 // (images equal to 3e-8 of the peak moved m2 there from 0.012 to 0.46), and RM-CLEAN
 // sees only the products the groups make, which the rest compare.
 TEST_F(MergedBand, FourMeasurementSetsOnGroupsOfRanks) {
-  const std::string no_rmclean = " --faraday.rmclean_niter 0";
   const fs::path reference = run(1, {sample}, "--input.channel_end 8" + no_rmclean, "eight_channels");
   const fs::path grouped = run(4, split(sample, {"4-5", "0-1", "6-7", "2-3"}, "quarter"),
                                "--parallel.ranks_per_channel 2" + no_rmclean, "groups");
   EXPECT_NE(log_of(grouped).find("member 1 of a group of 2"), std::string::npos) << log_of(grouped);
   // Skewness and kurtosis are ratios of moments: they enlarge the images' rounding (3e-8
-  // of I's peak) by the inverse of a spread, and skewness of I reached 4.3e-6 of its peak.
+  // of I's peak) by the inverse of a spread, and skewness of I reached 4.3e-6 of its peak;
+  // 2e-5 leaves room for other machines' FFTW plans.
   EXPECT_GE(spip::test::expect_equal_products(reference, grouped, "4 MSs on groups of 2 ranks", 2e-5), 50);
 }
 
@@ -165,11 +168,12 @@ TEST_F(MergedBand, FourSpectralWindows) {
 TEST_F(MergedBand, TheSameBandTwiceIsGriddedTogether) {
   const fs::path copy = spip::test::scratch_path("copy.ms");
   fs::copy(sample, copy, fs::copy_options::recursive);
-  const std::string uniform = "--image.weighting uniform --input.freq_max 130e6 --faraday.rmclean_niter 0";
+  const std::string uniform = "--image.weighting uniform --input.freq_max 130e6" + no_rmclean;
   const fs::path one = run(1, {sample}, uniform, "one");
   const fs::path both = run(1, {sample, copy.string()}, uniform, "both");
   // Float sums over twice the rows, in another order: agreement to rounding, as groups of
-  // ranks (kurtosis of I, a ratio of moments, reached 7.5e-6 of its peak).
+  // ranks (kurtosis of I, a ratio of moments, reached 7.5e-6 of its peak; 2e-5 leaves room
+  // for other machines' FFTW plans).
   EXPECT_GE(spip::test::expect_equal_products(one, both, "the same band twice", 2e-5), 30);
   const nlohmann::json a = channel_records(one), b = channel_records(both);
   ASSERT_EQ(a.size(), 8u);

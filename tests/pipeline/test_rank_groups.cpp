@@ -20,10 +20,10 @@ namespace {
 // The demo's configuration (Briggs weighting, Hogbom CLEAN, RM synthesis) on the
 // sample's first eight channels, one thread per rank, without RM-CLEAN: a group sums its
 // members' images in another order, and RM-CLEAN's choices are not continuous in the
-// last bits (between a noisy spectrum's near-equal peaks, and at its cutoff), so that one
-// run in three with new FFTW plans moved a bright pixel's iterations by one. RM-CLEAN
-// sees only the images the groups make, which are compared. Without it the cleaned
-// cubes are the dirty ones and m2 and the iterations are zero.
+// last bits (between a noisy spectrum's near-equal peaks, and at its cutoff): with other
+// FFTW plans a pixel's iterations, and so its cleaned spectrum, m2 and the maps read off
+// it, can change. RM-CLEAN sees only the images the groups make, which are compared.
+// Without it the cleaned cubes are the dirty ones and m2 and the iterations are zero.
 fs::path run(int ranks, const std::string& extra, const std::string& name, int channels = 8) {
   const fs::path out = spip::test::scratch_path(name);
   const std::string command = "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " " +
