@@ -4,16 +4,24 @@
 // per second (cuFFT alone), Faraday samples per second (spip's RM synthesis vs a bare
 // cublasCgemm of the same shape), the share of upload time hidden by the second
 // stream, and pixels per second through RM synthesis, RM-CLEAN and the peak fit (GPU
-// slab vs the CPU slab). Without a usable GPU it says so and exits 0.
-//   bench_gpu MS [channels] [image_size] [scale_arcsec]
+// slab vs the CPU slab). Without a usable GPU it says so and exits 0. With DUMP, the
+// last channel's rows are written there for bench/gpu_baselines.py (ducc0 on the same
+// points): rows and frequency (int64, float64), then uvw in metres [rows][3] (float64),
+// natural weights [rows][4] (float32) and visibilities [rows][4] (complex64); "-" for
+// none. The accuracy is 1e-4 unless given.
+//   bench_gpu MS [channels] [image_size] [scale_arcsec] [DUMP] [accuracy]
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <complex>
+#include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <stdexcept>
 #include <future>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spip/cuda/channel_imager.hpp"
@@ -60,6 +68,20 @@ Channels read_channels(const std::string& path, int channels) {
   return out;
 }
 
+void dump_channel(const std::string& path, const Channels& input, int c) {
+  std::ofstream out(path, std::ios::binary);
+  const auto rows = static_cast<std::int64_t>(input.rows());
+  auto write = [&](const auto* data, std::size_t count) {
+    out.write(reinterpret_cast<const char*>(data), static_cast<std::streamsize>(count * sizeof(*data)));
+  };
+  write(&rows, 1);
+  write(&input.freq_hz[c], 1);
+  write(input.uvw_m.data(), input.uvw_m.size());
+  write(input.weights[c].data(), input.weights[c].size());
+  write(input.vis[c].data(), input.vis[c].size());
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
 void row(const char* what, double seconds, double rate, const char* unit, const char* reference) {
   std::printf("%-34s %10.4f %14.4g %-22s %s\n", what, seconds, rate, unit, reference);
 }
@@ -68,7 +90,7 @@ void row(const char* what, double seconds, double rate, const char* unit, const 
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: %s MS [channels] [image_size] [scale_arcsec]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s MS [channels] [image_size] [scale_arcsec] [DUMP] [accuracy]\n", argv[0]);
     return 2;
   }
   const int channels = argc > 2 ? std::stoi(argv[2]) : 8;
@@ -80,7 +102,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const spip::cuda::DeviceInfo& device = probe.devices.front();
-  const double accuracy = 1e-4;
+  const double accuracy = argc > 6 ? std::stod(argv[6]) : 1e-4;
   const auto geometry = spip::imaging::ImageGeometry::make(size, scale_rad, spip::imaging::oversampling_for(accuracy, 1.2));
   const Channels input = read_channels(argv[1], channels);
   spip::imaging::WeightingScheme briggs;
@@ -90,8 +112,8 @@ int main(int argc, char** argv) {
   // Dirty images in four Stokes parameters and the PSF: five gridded values per visibility.
   const double gridded = 5.0 * static_cast<double>(count) * channels;
   spip::CleanConfig dirty_only;
-  std::printf("GPU %d: %s; %d channels x %zu visibilities, %d^2 image on a %d^2 grid\n", device.index,
-              device.name.c_str(), channels, count, size, geometry.grid_size);
+  std::printf("GPU %d: %s; %d channels x %zu visibilities, %d^2 image on a %d^2 grid, accuracy %g\n", device.index,
+              device.name.c_str(), channels, count, size, geometry.grid_size, accuracy);
   std::printf("%-34s %10s %14s %-22s %s\n", "stage", "time [s]", "rate", "unit", "reference (same run)");
 
   // CPU reference: the same channels through the CPU imager, Briggs-weighted on the host.
@@ -128,23 +150,48 @@ int main(int argc, char** argv) {
     if (staging.valid()) staging.get();
   }
   const double gpu_s = seconds_since(start);
+  if (argc > 5 && std::string(argv[5]) != "-") dump_channel(argv[5], input, channels - 1);
   char reference[96];
   std::snprintf(reference, sizeof reference, "CPU backend %.4g /s (%.3f s)", gridded / cpu_s, cpu_s);
   row("dirty IQUV + PSF, gridded", gpu_s, gridded / gpu_s, "Stokes visibilities/s", reference);
-
-  // The kernels alone on the last channel, every w-plane.
-  const spip::cuda::KernelTimes kernels = gpu.time_kernels();
-  const double kernel_vis = static_cast<double>(kernels.visibilities);
-  std::snprintf(reference, sizeof reference, "%d w-planes; end to end above", kernels.planes);
-  row("gridding kernel alone", 1e-3 * kernels.grid_ms, kernel_vis / (1e-3 * kernels.grid_ms), "Stokes visibilities/s",
-      reference);
-  row("degridding kernel alone", 1e-3 * kernels.degrid_ms, kernel_vis / (1e-3 * kernels.degrid_ms),
-      "Stokes visibilities/s", reference);
 
   const spip::cuda::TransferStats t = gpu.transfer_stats();
   std::snprintf(reference, sizeof reference, "%.1f of %.1f ms uploads hidden", t.hidden_ms, t.upload_ms);
   row("upload hidden by the second stream", 1e-3 * t.upload_ms, t.upload_ms > 0 ? t.hidden_ms / t.upload_ms : 0.0,
       "fraction", reference);
+  // Where an end-to-end channel's time goes: device events for the upload, weighting
+  // and preparation, host wall time for the backend's steps that wait on the device.
+  const double channel_s = gpu_s / channels;
+  for (const auto& [name, ms] :
+       {std::pair{"  per channel: upload", t.upload_ms}, std::pair{"  per channel: weighting", t.weighting_ms},
+        std::pair{"  per channel: preparation", t.preparation_ms},
+        std::pair{"  per channel: first images (host)", t.invert_ms},
+        std::pair{"  per channel: noise (host)", t.noise_ms}, std::pair{"  per channel: download (host)", t.fetch_ms}})
+    row(name, 1e-3 * ms / t.channels, 1e-3 * ms / t.channels / channel_s, "of an end-to-end channel", "");
+
+  // The stages on the last channel, each waited for (device events).
+  const spip::cuda::KernelTimes k = gpu.time_kernels();
+  const double kernel_vis = static_cast<double>(k.visibilities);
+  const double cell_updates = static_cast<double>(k.point_planes) * k.support * k.support * k.lanes;
+  // A complex cell update is two multiply-adds (the value's parts times the kernel
+  // product) and the kernel product one multiply: 6 flops.
+  const double peak = spip::cuda::fp32_peak_flops(device.index);
+  std::snprintf(reference, sizeof reference, "%d w-planes in %d batch(es), W %d, %d lanes, %.3g point-planes",
+                k.planes, k.batches, k.support, k.lanes, static_cast<double>(k.point_planes));
+  row("gridding kernel (IQUV + PSF)", 1e-3 * k.grid_ms, kernel_vis / (1e-3 * k.grid_ms), "Stokes visibilities/s",
+      reference);
+  std::snprintf(reference, sizeof reference, "%.2f%% of the FP32 peak, %.3g flop/s",
+                100.0 * 6.0 * cell_updates / (1e-3 * k.grid_ms) / peak, peak);
+  row("  complex cell updates", 1e-3 * k.grid_ms, cell_updates / (1e-3 * k.grid_ms), "updates/s", reference);
+  const double stages_ms = k.prepare_ms + k.values_ms + k.items_ms + k.grid_ms + k.fft_ms + k.finish_ms;
+  row("one channel's stages on the device", 1e-3 * stages_ms, kernel_vis / (1e-3 * stages_ms), "Stokes visibilities/s",
+      "each stage waited for; shares below");
+  for (const auto& [name, ms] : {std::pair{"  point preparation", k.prepare_ms}, std::pair{"  lane values", k.values_ms},
+                                 std::pair{"  work items", k.items_ms}, std::pair{"  gridding", k.grid_ms},
+                                 std::pair{"  batched FFTs", k.fft_ms}, std::pair{"  screens, correction", k.finish_ms}})
+    row(name, 1e-3 * ms, ms / stages_ms, "share", "");
+  row("model prediction (fill, FFT, degrid)", 1e-3 * k.degrid_ms, kernel_vis / (1e-3 * k.degrid_ms),
+      "Stokes visibilities/s", "");
 
   const double fft_s = spip::cuda::seconds_per_fft(device.index, geometry.grid_size, 2, 50);
   std::snprintf(reference, sizeof reference, "cuFFT C2C %d^2, batches of 2", geometry.grid_size);

@@ -1,7 +1,10 @@
 #include "spip/cuda/channel_imager.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 
@@ -50,6 +53,29 @@ float event_ms(cudaEvent_t from, cudaEvent_t to) {
   return ms;
 }
 
+// The w-planes gridded at once: as many as fit 1 GiB of three-lane grids (a realistic
+// 1536^2 grid's 16 planes in one batch), at least one and at most 32.
+constexpr int max_lanes = detail::max_lanes;
+int plane_batch_for(const imaging::ImageGeometry& geometry) {
+  const double plane_bytes = max_lanes * static_cast<double>(geometry.grid_size) * geometry.grid_size * sizeof(cufftComplex);
+  return static_cast<int>(std::clamp(std::floor(static_cast<double>(1u << 30) / plane_bytes), 1.0, 32.0));
+}
+
+// Host wall time of a step, added to `total` in milliseconds.
+class HostTimer {
+ public:
+  explicit HostTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
+  ~HostTimer() {
+    total_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
+  }
+  HostTimer(const HostTimer&) = delete;
+  HostTimer& operator=(const HostTimer&) = delete;
+
+ private:
+  double& total_;
+  std::chrono::steady_clock::time_point start_;
+};
+
 }  // namespace
 
 struct ChannelImager::Impl {
@@ -59,11 +85,14 @@ struct ChannelImager::Impl {
   std::size_t max_visibilities;
   cudaStream_t compute = nullptr, upload = nullptr;
   cudaEvent_t epoch = nullptr, compute_start = nullptr, compute_end = nullptr;
+  cudaEvent_t weighting_start = nullptr, preparation_start = nullptr, preparation_end = nullptr;
   bool computed = false;
-  cufftHandle plan_one = 0, plan_two = 0;  // one and two lanes
-  DeviceArray<char> fft_work;               // shared by both plans, which run on one stream
+  int plane_batch;
+  std::map<int, cufftHandle> plans;  // by the number of grids they transform at once
+  DeviceArray<char> fft_work;        // shared by the plans, which run on one stream
   DeviceArray<double> x_shifted, correction;
-  DeviceArray<cufftComplex> grids;
+  DeviceArray<cufftComplex> grids;   // [plane of the batch][lane][cell]
+  DeviceArray<float2> values;        // [sorted point][lane]
   DeviceArray<dcomplex> acc, plain, mirrored;
   DeviceArray<float> dirty, residual, model, psf;
   DeviceArray<std::uint8_t> mask;  // clean.auto_mask's
@@ -79,7 +108,7 @@ struct ChannelImager::Impl {
   TransferStats stats;
 
   Impl(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking, std::size_t max_vis,
-       const imaging::WeightingScheme& scheme);
+       const imaging::WeightingScheme& scheme, int plane_batch);
   ~Impl();
 
   long long pixels() const { return static_cast<long long>(geometry.pixels()); }
@@ -92,16 +121,17 @@ struct ChannelImager::Impl {
     return detail::GridShape{stacking.kernel, stacking.w_kernel, stacking.enabled, geometry.uv_cell(), stacking.x0,
                              stacking.dw, summary.w_first, geometry.size, geometry.grid_size};
   }
-  std::size_t make_plan(cufftHandle& plan, int lanes);
-  void grid_images(const detail::LaneSource& source, detail::StokesScale scale, float* images);
-  void predict_residual();
+  cufftHandle plan_for(int batch);
+  void fft(int batch, int direction);
+  void grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets, KernelTimes* times = nullptr);
+  void predict_residual(KernelTimes* times = nullptr);
   void download(float* host, const float* device_images, long long count);
 };
 
 ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, double accuracy, bool wstacking,
-                          std::size_t max_vis, const imaging::WeightingScheme& scheme)
+                          std::size_t max_vis, const imaging::WeightingScheme& scheme, int batch)
     : device(device_index), geometry(g), stacking(imaging::make_w_stacking(g, accuracy, wstacking)),
-      max_visibilities(max_vis) {
+      max_visibilities(max_vis), plane_batch(batch > 0 ? std::min(batch, plane_batch_for(g)) : plane_batch_for(g)) {
   SPIP_CUDA_CHECK(cudaSetDevice(device));
   std::size_t free_bytes = 0, total_bytes = 0;
   SPIP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -114,10 +144,11 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
                           " MiB are free; use a smaller image.size or image.padding, or fewer ranks per GPU");
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking));
-  for (cudaEvent_t* event : {&epoch, &compute_start, &compute_end}) SPIP_CUDA_CHECK(cudaEventCreate(event));
+  for (cudaEvent_t* event :
+       {&epoch, &compute_start, &compute_end, &weighting_start, &preparation_start, &preparation_end})
+    SPIP_CUDA_CHECK(cudaEventCreate(event));
   SPIP_CUDA_CHECK(cudaEventRecord(epoch, compute));
-  fft_work = DeviceArray<char>(std::max({make_plan(plan_one, 1), make_plan(plan_two, 2), std::size_t{1}}));
-  for (cufftHandle plan : {plan_one, plan_two}) SPIP_CUDA_CHECK(cufftSetWorkArea(plan, fft_work.get()));
+  plan_for(max_lanes * plane_batch);  // the largest work area, taken once
 
   const imaging::GridCorrection corr = imaging::make_grid_correction(geometry, stacking);
   x_shifted = DeviceArray<double>(corr.x_shifted.size());
@@ -128,8 +159,9 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   SPIP_CUDA_CHECK(cudaMemcpyAsync(correction.get(), corr.correction.data(), correction.bytes(),
                                   cudaMemcpyHostToDevice, compute));
   SPIP_CUDA_CHECK(cudaStreamSynchronize(compute));
-  grids = DeviceArray<cufftComplex>(2 * cells());
-  acc = DeviceArray<dcomplex>(2 * pixels());
+  grids = DeviceArray<cufftComplex>(static_cast<std::size_t>(max_lanes) * plane_batch * cells());
+  values = DeviceArray<float2>(2 * max_lanes * max_visibilities);
+  acc = DeviceArray<dcomplex>(max_lanes * pixels());
   for (DeviceArray<float>* images : {&dirty, &residual, &model}) *images = DeviceArray<float>(num_stokes * pixels());
   psf = DeviceArray<float>(pixels());
   mask = DeviceArray<std::uint8_t>(pixels());
@@ -138,7 +170,7 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
   weighting = std::make_unique<detail::DensityWeighting>(scheme, geometry);
-  preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape());
+  preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape(), plane_batch);
   for (Slot& slot : slots) {
     slot.uvw_m = DeviceArray<double>(3 * max_visibilities);
     slot.vis = DeviceArray<float2>(num_stokes * max_visibilities);
@@ -157,55 +189,111 @@ ChannelImager::Impl::~Impl() {
     cudaEventDestroy(slot.upload_start);
     cudaEventDestroy(slot.upload_end);
   }
-  cufftDestroy(plan_one);
-  cufftDestroy(plan_two);
-  for (cudaEvent_t event : {epoch, compute_start, compute_end}) cudaEventDestroy(event);
+  for (auto& [batch, plan] : plans) cufftDestroy(plan);
+  for (cudaEvent_t event : {epoch, compute_start, compute_end, weighting_start, preparation_start, preparation_end})
+    cudaEventDestroy(event);
   cudaStreamDestroy(upload);
   cudaStreamDestroy(compute);
 }
 
-// Made once per image size and reused for every plane of every channel, without a
-// work area of its own; returns the work area it needs.
-std::size_t ChannelImager::Impl::make_plan(cufftHandle& plan, int lanes) {
+// A plan per number of grids transformed at once (lanes times the planes of a batch),
+// made on first need and kept; all share one work area, grown where a plan needs more.
+cufftHandle ChannelImager::Impl::plan_for(int batch) {
+  if (auto found = plans.find(batch); found != plans.end()) return found->second;
   int n[2] = {geometry.grid_size, geometry.grid_size};
   const int dist = static_cast<int>(cells());
   std::size_t work_bytes = 0;
+  cufftHandle plan = 0;
   SPIP_CUDA_CHECK(cufftCreate(&plan));
+  plans[batch] = plan;
   SPIP_CUDA_CHECK(cufftSetAutoAllocation(plan, 0));
-  SPIP_CUDA_CHECK(cufftMakePlanMany(plan, 2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, lanes, &work_bytes));
+  SPIP_CUDA_CHECK(cufftMakePlanMany(plan, 2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, batch, &work_bytes));
   SPIP_CUDA_CHECK(cufftSetStream(plan, compute));
-  return work_bytes;
+  if (work_bytes > fft_work.bytes()) {
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(compute));  // no plan runs in the old area
+    fft_work = DeviceArray<char>(work_bytes);
+    for (auto& [count, each] : plans) SPIP_CUDA_CHECK(cufftSetWorkArea(each, fft_work.get()));
+  } else {
+    SPIP_CUDA_CHECK(cufftSetWorkArea(plan, fft_work.get()));
+  }
+  return plan;
 }
 
-// As Gridder::grid: per w-plane, grid the plane's points, FFT, and add the plane
-// times its w-screen to the image accumulators; then correct and normalise.
-void ChannelImager::Impl::grid_images(const detail::LaneSource& source, detail::StokesScale scale, float* images) {
+void ChannelImager::Impl::fft(int batch, int direction) {
+  SPIP_CUDA_CHECK(cufftExecC2C(plan_for(batch), grids.get(), grids.get(), direction));
+}
+
+namespace {
+
+// Runs `step` on the compute stream; with `total`, waits and adds its device time.
+template <class Step>
+void timed(double* total, cudaStream_t stream, Step step) {
+  if (!total) return step();
+  cudaEvent_t start = nullptr, stop = nullptr;
+  SPIP_CUDA_CHECK(cudaEventCreate(&start));
+  SPIP_CUDA_CHECK(cudaEventCreate(&stop));
+  SPIP_CUDA_CHECK(cudaEventRecord(start, stream));
+  step();
+  SPIP_CUDA_CHECK(cudaEventRecord(stop, stream));
+  SPIP_CUDA_CHECK(cudaEventSynchronize(stop));
+  *total += event_ms(start, stop);
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+}
+
+}  // namespace
+
+// As Gridder::grid, a batch of w-planes at a time: the batch's points spread onto its
+// planes, one batched FFT, and one pass adding the planes times their w-screens; the
+// last batch's pass corrects, normalises and writes the images.
+void ChannelImager::Impl::grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets,
+                                      KernelTimes* times) {
   const detail::GridShape grid_shape = shape();
   const int lanes = source.lanes();
-  SPIP_CUDA_CHECK(cudaMemsetAsync(acc.get(), 0, lanes * pixels() * sizeof(dcomplex), compute));
-  for (int p = 0; p < summary.planes && summary.entries > 0; ++p) {
-    preparation->build_plane_items(p, compute);
-    SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, lanes * cells() * sizeof(cufftComplex), compute));
-    detail::grid_points(preparation->view(), p, grid_shape, source, grids.get(), compute);
-    SPIP_CUDA_CHECK(cufftExecC2C(lanes == 1 ? plan_one : plan_two, grids.get(), grids.get(), CUFFT_FORWARD));
-    detail::accumulate_plane(grids.get(), lanes, p, grid_shape, x_shifted.get(), acc.get(), compute);
+  if (summary.entries == 0) {
+    if (targets.images)
+      SPIP_CUDA_CHECK(cudaMemsetAsync(targets.images, 0, num_stokes * pixels() * sizeof(float), compute));
+    if (targets.psf) SPIP_CUDA_CHECK(cudaMemsetAsync(targets.psf, 0, pixels() * sizeof(float), compute));
+    return;
   }
-  detail::finish_images(acc.get(), source, grid_shape, correction.get(), scale, images, compute);
+  const detail::PreparedView view = preparation->view();
+  timed(times ? &times->values_ms : nullptr, compute,
+        [&] { detail::lane_values(view, summary.entries, source, values.get(), compute); });
+  for (int first = 0; first < summary.planes; first += plane_batch) {
+    const int count = std::min(plane_batch, summary.planes - first);
+    timed(times ? &times->items_ms : nullptr, compute, [&] { preparation->build_plane_items(first, count, compute); });
+    if (times) times->point_planes += preparation->point_planes(compute);
+    timed(times ? &times->grid_ms : nullptr, compute, [&] {
+      SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, count * lanes * cells() * sizeof(cufftComplex), compute));
+      detail::grid_points(view, first, grid_shape, lanes, values.get(), grids.get(), compute);
+    });
+    timed(times ? &times->fft_ms : nullptr, compute, [&] { fft(count * lanes, CUFFT_FORWARD); });
+    timed(times ? &times->finish_ms : nullptr, compute, [&] {
+      detail::add_planes(grids.get(), lanes, first, count, first == 0, first + count >= summary.planes, grid_shape,
+                         x_shifted.get(), correction.get(), acc.get(), targets, compute);
+    });
+    if (times) ++times->batches;
+  }
 }
 
-// As Gridder::degrid of the model, then residual visibilities = observed - model.
-void ChannelImager::Impl::predict_residual() {
+// As Gridder::degrid of the model, a batch of w-planes at a time, then residual
+// visibilities = observed - model.
+void ChannelImager::Impl::predict_residual(KernelTimes* times) {
   const Slot& slot = active();
   const detail::GridShape grid_shape = shape();
-  SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * rows * sizeof(dcomplex), compute));
-  SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * rows * sizeof(dcomplex), compute));
-  for (int p = 0; p < summary.planes && summary.entries > 0; ++p) {
-    preparation->build_plane_items(p, compute);
-    SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * cells() * sizeof(cufftComplex), compute));
-    detail::fill_plane(model.get(), num_stokes, p, grid_shape, correction.get(), x_shifted.get(), grids.get(), compute);
-    SPIP_CUDA_CHECK(cufftExecC2C(plan_two, grids.get(), grids.get(), CUFFT_INVERSE));
-    detail::degrid_points(preparation->view(), p, grid_shape, grids.get(), 2, plain.get(), mirrored.get(), compute);
-  }
+  timed(times ? &times->degrid_ms : nullptr, compute, [&] {
+    SPIP_CUDA_CHECK(cudaMemsetAsync(plain.get(), 0, 2 * rows * sizeof(dcomplex), compute));
+    SPIP_CUDA_CHECK(cudaMemsetAsync(mirrored.get(), 0, 2 * rows * sizeof(dcomplex), compute));
+    for (int first = 0; first < summary.planes && summary.entries > 0; first += plane_batch) {
+      const int count = std::min(plane_batch, summary.planes - first);
+      preparation->build_plane_items(first, count, compute);
+      SPIP_CUDA_CHECK(cudaMemsetAsync(grids.get(), 0, 2 * count * cells() * sizeof(cufftComplex), compute));
+      detail::fill_planes(model.get(), first, count, grid_shape, correction.get(), x_shifted.get(), grids.get(),
+                          compute);
+      fft(2 * count, CUFFT_INVERSE);
+      detail::degrid_points(preparation->view(), first, grid_shape, grids.get(), plain.get(), mirrored.get(), compute);
+    }
+  });
   detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(rows), slot.vis.get(),
                          residual_vis.get(), compute);
 }
@@ -216,16 +304,16 @@ void ChannelImager::Impl::download(float* host, const float* device_images, long
 
 namespace {
 
-// The shared work area's size as cuFFT estimates it for the two-lane plan, the larger
-// of the two; where cuFFT cannot say (no driver, as for --plan on a login node) the
-// two-lane grid, which is what its power-of-two and 2^a 3^b 5^c sizes need.
-std::size_t fft_work_bytes(int grid_size) {
+// The shared work area's size as cuFFT estimates it for the largest batch; where
+// cuFFT cannot say (no driver, as for --plan on a login node) the batch's grids, which
+// is what its power-of-two and 2^a 3^b 5^c sizes need.
+std::size_t fft_work_bytes(int grid_size, int batch) {
   int n[2] = {grid_size, grid_size};
   const int dist = grid_size * grid_size;
   std::size_t work_bytes = 0;
-  if (cufftEstimateMany(2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, 2, &work_bytes) == CUFFT_SUCCESS)
+  if (cufftEstimateMany(2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, batch, &work_bytes) == CUFFT_SUCCESS)
     return work_bytes;
-  return 2 * static_cast<std::size_t>(dist) * sizeof(cufftComplex);
+  return batch * static_cast<std::size_t>(dist) * sizeof(cufftComplex);
 }
 
 }  // namespace
@@ -234,25 +322,27 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
                                         const imaging::WeightingScheme& weighting) {
   const std::size_t pixels = geometry.pixels();
   const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
+  const int batch = plane_batch_for(geometry);
   const std::size_t per_visibility =
       2 * raw_bytes_per_visibility                                                  // two buffer sets
       + num_stokes * sizeof(float2)                                                 // residual visibilities
       + 4 * sizeof(dcomplex)                                                        // degridded lanes and mirrors
-      + detail::PointPreparation::bytes_per_row(imaging::max_support, geometry.grid_size);  // prepared points
-  const std::size_t per_cell = 2 * sizeof(cufftComplex);  // two lanes
-  const std::size_t per_pixel = 2 * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
+      + 2 * max_lanes * sizeof(float2)                                              // lane values
+      + detail::PointPreparation::bytes_per_row(imaging::max_support, imaging::max_support);  // prepared points
+  const std::size_t per_cell = static_cast<std::size_t>(max_lanes) * batch * sizeof(cufftComplex);
+  const std::size_t per_pixel = max_lanes * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
                                 2 * sizeof(double) + sizeof(std::uint8_t) /* the mask */ +
                                 detail::MinorCycle::bytes_per_pixel();
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
-  return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size) +
-         per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size) +
+  return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size, max_lanes * batch) +
+         per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size, batch) +
          detail::DensityWeighting::device_bytes(weighting, geometry) + margin;
 }
 
 ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
                              std::size_t max_visibilities, const imaging::WeightingScheme& weighting,
-                             const imaging::RowGroup* group)
-    : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities, weighting)) {
+                             const imaging::RowGroup* group, int plane_batch)
+    : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities, weighting, plane_batch)) {
   impl_->group = group;
 }
 
@@ -321,18 +411,26 @@ void ChannelImager::next() {
   const double scale = slot.freq_hz / speed_of_light;
   m.rows = slot.rows;
   const auto rows = static_cast<long long>(m.rows);
+  SPIP_CUDA_CHECK(cudaEventRecord(m.weighting_start, m.compute));
   m.weighting->apply(slot.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
+  SPIP_CUDA_CHECK(cudaEventRecord(m.preparation_start, m.compute));
   m.summary = m.preparation->prepare(slot.uvw_m.get(), scale, slot.weights.get(), rows, m.compute, m.group);
+  SPIP_CUDA_CHECK(cudaEventRecord(m.preparation_end, m.compute));
+  SPIP_CUDA_CHECK(cudaEventSynchronize(m.preparation_end));
+  m.stats.weighting_ms += event_ms(m.weighting_start, m.preparation_start);
+  m.stats.preparation_ms += event_ms(m.preparation_start, m.preparation_end);
 }
 
 double ChannelImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }
 int ChannelImager::num_w_planes() const { return impl_->summary.planes; }
 
 namespace {
-detail::StokesScale inverse_weight_sums(const double* sums) {
-  detail::StokesScale scale{};
-  for (int s = 0; s < num_stokes; ++s) scale.s[s] = sums[s] > 0 ? static_cast<float>(1.0 / sums[s]) : 0.0f;
-  return scale;
+// The Stokes images and the PSF over their weight sums (the PSF's is Stokes I's).
+detail::ImageTargets normalised(const double* sums, float* images, float* psf) {
+  detail::ImageTargets targets{images, psf, {}, 0.0f};
+  for (int s = 0; s < num_stokes; ++s) targets.scale[s] = sums[s] > 0 ? static_cast<float>(1.0 / sums[s]) : 0.0f;
+  targets.psf_scale = targets.scale[0];
+  return targets;
 }
 }  // namespace
 
@@ -341,16 +439,17 @@ detail::StokesScale inverse_weight_sums(const double* sums) {
 // (clean.auto_threshold), as before the driver was shared.
 class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
  public:
-  explicit DeviceBackend(Impl& m) : m_(m), scale_(inverse_weight_sums(m.summary.weight_sum)) {}
+  explicit DeviceBackend(Impl& m) : m_(m) {}
 
   std::vector<float> invert() override {
+    const HostTimer timer(m_.stats.invert_ms);
     const Slot& slot = m_.active();
     const long long pixels = m_.pixels();
     SPIP_CUDA_CHECK(cudaSetDevice(m_.device));
     SPIP_CUDA_CHECK(cudaEventRecord(m_.compute_start, m_.compute));
-    m_.grid_images(detail::LaneSource{slot.vis.get(), slot.weights.get(), num_stokes, true}, scale_, m_.dirty.get());
-    // The weights at each point and its mirror: the same list as the Stokes images.
-    m_.grid_images(detail::LaneSource{nullptr, slot.weights.get(), 1, true}, scale_, m_.psf.get());
+    // The dirty images and the PSF in one pass over the points.
+    m_.grid_images(detail::LaneSource{slot.vis.get(), slot.weights.get(), true},
+                   normalised(m_.summary.weight_sum, m_.dirty.get(), m_.psf.get()));
     std::vector<float> psf(pixels);
     m_.download(psf.data(), m_.psf.get(), pixels);
     if (m_.group) {
@@ -369,6 +468,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   double peak(PeakSearch search) override { return m_.minor->peak(search, m_.residual.get(), mask(), m_.compute); }
 
   double noise(PeakSearch search) override {
+    const HostTimer timer(m_.stats.noise_ms);
     residual_.resize(num_stokes * m_.pixels());
     m_.download(residual_.data(), m_.residual.get(), num_stokes * m_.pixels());
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
@@ -398,8 +498,8 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   // Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.
   void subtract_model() override {
     m_.predict_residual();
-    m_.grid_images(detail::LaneSource{m_.residual_vis.get(), m_.active().weights.get(), num_stokes, true}, scale_,
-                   m_.residual.get());
+    m_.grid_images(detail::LaneSource{m_.residual_vis.get(), m_.active().weights.get(), false},
+                   normalised(m_.summary.weight_sum, m_.residual.get(), nullptr));
     if (m_.group) sum_over_group(m_.residual.get(), num_stokes * m_.pixels());
   }
 
@@ -438,6 +538,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   }
 
   void fetch(deconv::ChannelImages& out) override {
+    const HostTimer timer(m_.stats.fetch_ms);
     const long long values = num_stokes * m_.pixels();
     for (auto [host, device] : {std::pair{&out.dirty, m_.dirty.get()}, std::pair{&out.model, m_.model.get()},
                                 std::pair{&out.residual, m_.residual.get()}}) {
@@ -469,7 +570,6 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
   }
   Impl& m_;
-  detail::StokesScale scale_;
   bool masked_ = false;
   std::vector<float> residual_;  // the host's copy, for the noise estimate and multiscale CLEAN
   std::vector<float> host_;      // a group's images on their way through the host
@@ -484,32 +584,20 @@ KernelTimes ChannelImager::time_kernels() {
   Impl& m = *impl_;
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const Slot& slot = m.active();
-  const detail::GridShape grid_shape = m.shape();
-  const detail::LaneSource source{slot.vis.get(), slot.weights.get(), num_stokes, true};
-  cudaEvent_t start = nullptr, stop = nullptr;
-  SPIP_CUDA_CHECK(cudaEventCreate(&start));
-  SPIP_CUDA_CHECK(cudaEventCreate(&stop));
   KernelTimes times;
   times.visibilities = static_cast<long long>(m.rows) * num_stokes;
+  // Again on the weighted rows: the survey and the sort give the same points.
+  timed(&times.prepare_ms, m.compute, [&] {
+    m.summary = m.preparation->prepare(slot.uvw_m.get(), slot.freq_hz / speed_of_light, slot.weights.get(),
+                                       static_cast<long long>(m.rows), m.compute, m.group);
+  });
+  const detail::LaneSource source{slot.vis.get(), slot.weights.get(), true};
+  times.lanes = source.lanes();
   times.planes = m.summary.planes;
-  auto timed = [&](double& total, auto launch) {
-    SPIP_CUDA_CHECK(cudaEventRecord(start, m.compute));
-    launch();
-    SPIP_CUDA_CHECK(cudaEventRecord(stop, m.compute));
-    SPIP_CUDA_CHECK(cudaEventSynchronize(stop));
-    total += event_ms(start, stop);
-  };
-  for (int p = 0; p < m.summary.planes && m.summary.entries > 0; ++p) {
-    m.preparation->build_plane_items(p, m.compute);
-    SPIP_CUDA_CHECK(cudaMemsetAsync(m.grids.get(), 0, source.lanes() * m.cells() * sizeof(cufftComplex), m.compute));
-    timed(times.grid_ms, [&] { detail::grid_points(m.preparation->view(), p, grid_shape, source, m.grids.get(), m.compute); });
-    timed(times.degrid_ms, [&] {
-      detail::degrid_points(m.preparation->view(), p, grid_shape, m.grids.get(), 2, m.plain.get(), m.mirrored.get(),
-                            m.compute);
-    });
-  }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
+  times.support = m.stacking.kernel.support;
+  m.grid_images(source, normalised(m.summary.weight_sum, m.dirty.get(), m.psf.get()), &times);
+  m.predict_residual(&times);
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
   return times;
 }
 

@@ -44,6 +44,7 @@ faraday::SlabSpectra synthesise_slab(int, const std::vector<std::complex<float>>
 
 double seconds_per_fft(int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 double seconds_per_cgemm(int, int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
+double fp32_peak_flops(int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 
 // Without the backend no ChannelImager can be made; the pipeline never asks for one
 // because probe_devices() reports no device.
@@ -53,7 +54,7 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry&, std::size
   return 0;
 }
 ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, std::size_t,
-                             const imaging::WeightingScheme&, const imaging::RowGroup*) {
+                             const imaging::WeightingScheme&, const imaging::RowGroup*, int) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 ChannelImager::~ChannelImager() = default;

@@ -59,3 +59,15 @@ double seconds_per_cgemm(int device, int m, int n, int k, int repeats) {
 }
 
 }  // namespace spip::cuda
+
+namespace spip::cuda {
+
+double fp32_peak_flops(int device) {
+  int processors = 0, clock_khz = 0;
+  SPIP_CUDA_CHECK(cudaDeviceGetAttribute(&processors, cudaDevAttrMultiProcessorCount, device));
+  SPIP_CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, device));
+  constexpr double fp32_lanes_per_processor = 128;  // Ampere, Hopper and Blackwell
+  return 2.0 * fp32_lanes_per_processor * processors * clock_khz * 1e3;
+}
+
+}  // namespace spip::cuda

@@ -8,104 +8,93 @@ namespace {
 
 constexpr int threads_per_block = 256;
 
-__device__ dcomplex weighted(const LaneSource& source, long long k, int s) {
-  if (s >= source.num_stokes) return {};
-  const double w = source.weight[k * 4 + s];
-  if (!source.vis) return {w, 0.0};
-  const float2 v = source.vis[k * source.num_stokes + s];
-  return {static_cast<double>(v.x) * w, static_cast<double>(v.y) * w};
+__device__ float2 times(float2 a, float2 b) { return make_float2(a.x * b.x - a.y * b.y, a.x * b.y + a.y * b.x); }
+
+__device__ float2 packed(const LaneSource& source, long long k, int pair, bool mirror) {
+  const float wa = source.weight[4 * k + 2 * pair], wb = source.weight[4 * k + 2 * pair + 1];
+  const float2 a = source.vis[4 * k + 2 * pair], b = source.vis[4 * k + 2 * pair + 1];
+  const Complex<float> lane =
+      imaging::packed_lane(Complex<float>(a.x * wa, a.y * wa), Complex<float>(b.x * wb, b.y * wb), mirror);
+  return make_float2(lane.re, lane.im);
 }
 
-__device__ dcomplex lane_value(const LaneSource& source, long long k, bool mirror, int lane) {
-  if (!source.packed) return weighted(source, k, lane);
-  return imaging::packed_lane(weighted(source, k, 2 * lane), weighted(source, k, 2 * lane + 1), mirror);
+__global__ void lane_values_kernel(PreparedView points, long long entries, LaneSource source, float2* values) {
+  const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (s >= entries) return;
+  const std::uint32_t i = points.order[s];
+  const long long k = i / 2;
+  const bool mirror = i % 2 == 1;
+  const float2 turn = points.rotation[s];
+  float2* out = values + s * source.lanes();
+  if (source.vis) {
+    out[0] = times(packed(source, k, 0, mirror), turn);
+    out[1] = times(packed(source, k, 1, mirror), turn);
+    out += 2;
+  }
+  // The PSF's lane packs the Stokes I weight with nothing: the same at the mirror.
+  if (source.psf) *out = times(make_float2(source.weight[4 * k], 0.0f), turn);
 }
 
-__device__ double plane_weight(double w, int p, const GridShape& shape) {
-  return shape.wstacking ? imaging::w_plane_weight(shape.w_kernel, w, shape.w_first, shape.dw, p) : 1.0;
+// The subgrid's lanes in shared memory, real and imaginary parts apart:
+// [2 lane + part][y][x] of a side x side subgrid.
+__device__ long long grid_cell(int tu, int tv, int at, int side, int n) {
+  return static_cast<long long>(imaging::subgrid_to_grid(tv, at / side, n)) * n +
+         imaging::subgrid_to_grid(tu, at % side, n);
 }
 
-// Entries staged in shared memory at a time, and the grid rows a thread owns: a block
-// of 256 threads is 32 columns by 8 row groups of 4 rows, one warp per row group.
-constexpr int batch = 64;
-constexpr int rows_per_thread = 4;
-constexpr int max_lanes = 2;
-static_assert(threads_per_block == imaging::grid_tile * imaging::grid_tile / rows_per_thread);
-
-__global__ void grid_items_kernel(PreparedView points, int p, GridShape shape, LaneSource source, cufftComplex* grids) {
-  __shared__ float fu[batch][imaging::max_support], fv[batch][imaging::max_support];
-  __shared__ int du[batch], dv[batch];
-  __shared__ float2 value[batch][max_lanes];
-  const int n = shape.grid_size, support = shape.kernel.support, tiles = imaging::tiles_per_side(n);
-  const int lanes = source.lanes();
-  const int x = threadIdx.x % imaging::grid_tile, row0 = threadIdx.x / imaging::grid_tile * rows_per_thread;
+template <int Lanes>
+__global__ void grid_subgrids_kernel(PreparedView points, int first, GridShape shape, const float2* values,
+                                     cufftComplex* grids) {
+  extern __shared__ float subgrid[];
+  const int n = shape.grid_size, support = shape.kernel.support, w_support = shape.w_kernel.support;
+  const int side = imaging::subgrid_side(support), area = side * side, tiles = imaging::tiles_per_side(n);
+  // Thread t spreads row t % W of point t / W of each pass; at most W - 1 threads rest.
+  const int per_pass = blockDim.x / support, slot = threadIdx.x / support, row = threadIdx.x % support;
+  for (int c = threadIdx.x; c < 2 * Lanes * area; c += blockDim.x) subgrid[c] = 0.0f;
   const int items = *points.item_count;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const WorkItem work = points.items[item];
-    const int ox = work.tile % tiles * imaging::grid_tile, oy = work.tile / tiles * imaging::grid_tile;
-    float sum[rows_per_thread][max_lanes][2] = {};
-    for (long long base = work.lo; base < work.hi; base += batch) {
-      const int m = static_cast<int>(min(static_cast<long long>(batch), work.hi - base));
-      __syncthreads();  // the previous batch is consumed
-      if (threadIdx.x < m) {
-        const std::uint32_t i = points.entry_points[base + threadIdx.x];
-        du[threadIdx.x] = imaging::footprint_index(ox, points.first_u[i], n);
-        dv[threadIdx.x] = imaging::footprint_index(oy, points.first_v[i], n);
-        const dcomplex turn = points.rotation[i] * plane_weight(points.w[i], p, shape);
-        for (int l = 0; l < max_lanes; ++l) {
-          const dcomplex v = l < lanes ? lane_value(source, i / 2, i % 2 == 1, l) * turn : dcomplex();
-          value[threadIdx.x][l] = make_float2(static_cast<float>(v.re), static_cast<float>(v.im));
-        }
-      }
-      for (int t = threadIdx.x; t < m * support; t += blockDim.x) {
-        const float* f = points.footprint + static_cast<long long>(points.entry_points[base + t / support]) * 2 * support;
-        fu[t / support][t % support] = f[t % support];
-        fv[t / support][t % support] = f[support + t % support];
-      }
-      __syncthreads();
-      for (int e = 0; e < m; ++e) {
-        // Footprint indices of this thread's column and first row; the row test is the
-        // same for the whole warp.
-        int iu = du[e] + x, jv = dv[e] + row0;
-        if (iu >= n) iu -= n;
-        if (jv >= n) jv -= n;
-        if (jv >= support && jv + rows_per_thread - 1 < n) continue;
-        if (iu >= support) continue;
+    __syncthreads();  // the subgrid is clear
+    for (int base = work.lo; base < work.hi; base += per_pass) {
+      const int s = base + slot;
+      if (slot >= per_pass || s >= work.hi) continue;
+      const float* fu = points.footprint + static_cast<long long>(s) * 2 * support;
+      const float weight = points.w_weights[static_cast<long long>(s) * w_support + work.plane - points.first_plane[s]] *
+                           fu[support + row];
+      float2 value[Lanes];
 #pragma unroll
-        for (int r = 0; r < rows_per_thread; ++r) {
-          int j = jv + r;
-          if (j >= n) j -= n;
-          if (j >= support) continue;
+      for (int l = 0; l < Lanes; ++l) {
+        const float2 v = values[static_cast<long long>(s) * Lanes + l];
+        value[l] = make_float2(v.x * weight, v.y * weight);
+      }
+      float* line = subgrid + (points.first_v[s] % imaging::grid_tile + row) * side + points.first_u[s] % imaging::grid_tile;
+      for (int c = 0; c < support; ++c) {
+        const float f = fu[c];
 #pragma unroll
-          for (int l = 0; l < max_lanes; ++l)
-            imaging::add_spread_term(sum[r][l][0], sum[r][l][1], value[e][l].x, value[e][l].y, fv[e][j], fu[e][iu]);
+        for (int l = 0; l < Lanes; ++l) {
+          atomicAdd(line + (2 * l) * area + c, value[l].x * f);
+          atomicAdd(line + (2 * l + 1) * area + c, value[l].y * f);
         }
       }
     }
-    if (ox + x >= n) continue;
+    __syncthreads();
+    // The subgrid onto the grid, cleared behind: other items of the tile, and the
+    // neighbouring tiles' overhangs, add to the same cells.
+    const int tu = work.tile % tiles, tv = work.tile / tiles;
+    cufftComplex* plane = grids + static_cast<long long>(work.plane - first) * Lanes * shape.cells();
+    for (int at = threadIdx.x; at < area; at += blockDim.x) {
+      const long long cell = grid_cell(tu, tv, at, side, n);
 #pragma unroll
-    for (int r = 0; r < rows_per_thread; ++r) {
-      const int row = oy + row0 + r;
-      if (row >= n) continue;
-#pragma unroll
-      for (int l = 0; l < max_lanes; ++l) {
-        if (l >= lanes || (sum[r][l][0] == 0.0f && sum[r][l][1] == 0.0f)) continue;
-        cufftComplex* cell = grids + l * shape.cells() + static_cast<long long>(row) * n + ox + x;
-        if (work.split) {
-          atomicAdd(&cell->x, sum[r][l][0]);
-          atomicAdd(&cell->y, sum[r][l][1]);
-        } else {  // the tile's only item in the plane: its cells are this thread's alone
-          cell->x += sum[r][l][0];
-          cell->y += sum[r][l][1];
-        }
+      for (int l = 0; l < Lanes; ++l) {
+        const float re = subgrid[2 * l * area + at], im = subgrid[(2 * l + 1) * area + at];
+        if (re == 0.0f && im == 0.0f) continue;
+        atomicAdd(&plane[l * shape.cells() + cell].x, re);
+        atomicAdd(&plane[l * shape.cells() + cell].y, im);
+        subgrid[2 * l * area + at] = 0.0f;
+        subgrid[(2 * l + 1) * area + at] = 0.0f;
       }
     }
   }
-}
-
-__device__ dcomplex screen(int p, long long pixel, const GridShape& shape, const double* x_shifted) {
-  const double w_plane = shape.w_first + p * shape.dw;
-  return unit_phasor(imaging::w_screen_angle(w_plane, x_shifted[pixel]));
 }
 
 __device__ imaging::ImageCell cell_of(long long pixel, const GridShape& shape) {
@@ -113,97 +102,115 @@ __device__ imaging::ImageCell cell_of(long long pixel, const GridShape& shape) {
                              shape.grid_size);
 }
 
-__global__ void accumulate_plane_kernel(const cufftComplex* grids, int lanes, int p, GridShape shape,
-                                        const double* x_shifted, dcomplex* acc) {
+// The w-screens of planes first, first + 1, ... at a pixel: the first one, then a step
+// per plane (in double, so that 64 steps stay far below float rounding).
+struct Screens {
+  dcomplex screen, step;
+  __device__ Screens(int first, long long pixel, const GridShape& shape, const double* x_shifted) {
+    if (!shape.wstacking) {
+      screen = step = dcomplex(1.0);
+      return;
+    }
+    const double x = x_shifted[pixel];
+    screen = unit_phasor(imaging::w_screen_angle(shape.w_first + first * shape.dw, x));
+    step = unit_phasor(imaging::w_screen_angle(shape.dw, x));
+  }
+};
+
+__global__ void add_planes_kernel(const cufftComplex* grids, int lanes, int first, int count, bool first_batch,
+                                  bool last_batch, GridShape shape, const double* x_shifted, const double* correction,
+                                  dcomplex* acc, ImageTargets targets) {
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (pixel >= shape.pixels()) return;
   const imaging::ImageCell at = cell_of(pixel, shape);
-  const dcomplex factor = shape.wstacking ? screen(p, pixel, shape, x_shifted) * at.sign : dcomplex(at.sign);
-  for (int lane = 0; lane < lanes; ++lane) {
-    const cufftComplex g = grids[lane * shape.cells() + at.cell];
-    acc[lane * shape.pixels() + pixel] += dcomplex(g.x, g.y) * factor;
+  dcomplex sum[max_lanes];
+  for (int l = 0; l < lanes; ++l) sum[l] = first_batch ? dcomplex() : acc[l * shape.pixels() + pixel];
+  Screens screens(first, pixel, shape, x_shifted);
+  for (int b = 0; b < count; ++b) {
+    const dcomplex factor = screens.screen * at.sign;
+    for (int l = 0; l < lanes; ++l) {
+      const cufftComplex g = grids[(static_cast<long long>(b) * lanes + l) * shape.cells() + at.cell];
+      sum[l] += dcomplex(g.x, g.y) * factor;
+    }
+    screens.screen = screens.screen * screens.step;
   }
+  if (!last_batch) {
+    for (int l = 0; l < lanes; ++l) acc[l * shape.pixels() + pixel] = sum[l];
+    return;
+  }
+  // Packed lanes hold two real images, each doubled by the Hermitian mirrors.
+  const double scale = 0.5 * correction[pixel];
+  if (targets.images)
+    for (int s = 0; s < 4; ++s) {
+      const dcomplex lane = sum[s / 2];
+      targets.images[s * shape.pixels() + pixel] = static_cast<float>((s % 2 ? lane.im : lane.re) * scale) * targets.scale[s];
+    }
+  if (targets.psf) targets.psf[pixel] = static_cast<float>(sum[lanes - 1].re * scale) * targets.psf_scale;
 }
 
-__global__ void finish_images_kernel(const dcomplex* acc, LaneSource source, GridShape shape, const double* correction,
-                                     StokesScale scale, float* images) {
-  const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (pixel >= shape.pixels()) return;
-  for (int s = 0; s < source.num_stokes; ++s) {
-    const dcomplex lane = acc[(source.packed ? s / 2 : s) * shape.pixels() + pixel];
-    const double part = source.packed && s % 2 == 1 ? lane.im : lane.re;
-    const float image = static_cast<float>(part * (source.packed ? 0.5 : 1.0) * correction[pixel]);
-    images[s * shape.pixels() + pixel] = image * scale.s[s];
-  }
-}
-
-__global__ void fill_plane_kernel(const float* images, int num_stokes, int p, GridShape shape, const double* correction,
-                                  const double* x_shifted, cufftComplex* grids) {
+__global__ void fill_planes_kernel(const float* images, int first, int count, GridShape shape, const double* correction,
+                                   const double* x_shifted, cufftComplex* grids) {
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (pixel >= shape.pixels()) return;
   const imaging::ImageCell at = cell_of(pixel, shape);
   const double scale = at.sign * correction[pixel];
-  const dcomplex factor = shape.wstacking ? conj(screen(p, pixel, shape, x_shifted)) * scale : dcomplex(scale);
-  const bool packed = num_stokes > 1;
-  const int lanes = packed ? (num_stokes + 1) / 2 : 1;
-  for (int lane = 0; lane < lanes; ++lane) {
-    const double a = images[(packed ? 2 * lane : lane) * shape.pixels() + pixel];
-    const double b = packed && 2 * lane + 1 < num_stokes ? images[(2 * lane + 1) * shape.pixels() + pixel] : 0.0;
-    const dcomplex g = factor * dcomplex(a, b);
-    grids[lane * shape.cells() + at.cell] = make_cuComplex(static_cast<float>(g.re), static_cast<float>(g.im));
+  dcomplex lane[2];
+  for (int l = 0; l < 2; ++l)
+    lane[l] = dcomplex(images[2 * l * shape.pixels() + pixel], images[(2 * l + 1) * shape.pixels() + pixel]) * scale;
+  Screens screens(first, pixel, shape, x_shifted);
+  for (int b = 0; b < count; ++b) {
+    const dcomplex factor = conj(screens.screen);
+    for (int l = 0; l < 2; ++l) {
+      const dcomplex g = factor * lane[l];
+      grids[(static_cast<long long>(b) * 2 + l) * shape.cells() + at.cell] =
+          make_cuComplex(static_cast<float>(g.re), static_cast<float>(g.im));
+    }
+    screens.screen = screens.screen * screens.step;
   }
 }
 
-// The item's tile of the plane is read into shared memory once; each thread then sums
-// one entry's footprint cells that fall in the tile. A point crossing tile edges has
-// an entry in each tile, hence the atomic adds (in double) to its outputs.
-__global__ void degrid_items_kernel(PreparedView points, int p, GridShape shape, const cufftComplex* grids, int lanes,
-                                    dcomplex* plain, dcomplex* mirrored) {
-  __shared__ float2 tile[max_lanes][imaging::grid_tile][imaging::grid_tile];
-  const int n = shape.grid_size, support = shape.kernel.support, tiles = imaging::tiles_per_side(n);
+// The item's subgrid of its plane is read into shared memory once; each thread then
+// sums one point's footprint. A point reaches several planes, hence the atomic adds
+// (in double) to its outputs.
+__global__ void degrid_subgrids_kernel(PreparedView points, int first, GridShape shape, const cufftComplex* grids,
+                                       dcomplex* plain, dcomplex* mirrored) {
+  extern __shared__ float2 tile[];
+  const int n = shape.grid_size, support = shape.kernel.support, w_support = shape.w_kernel.support;
+  const int side = imaging::subgrid_side(support), area = side * side, tiles = imaging::tiles_per_side(n);
   const int items = *points.item_count;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const WorkItem work = points.items[item];
-    const int ox = work.tile % tiles * imaging::grid_tile, oy = work.tile / tiles * imaging::grid_tile;
-    __syncthreads();  // the previous item's tile is no longer read
-    for (int c = threadIdx.x; c < lanes * imaging::grid_tile * imaging::grid_tile; c += blockDim.x) {
-      const int l = c / (imaging::grid_tile * imaging::grid_tile), at = c % (imaging::grid_tile * imaging::grid_tile);
-      const int row = oy + at / imaging::grid_tile, column = ox + at % imaging::grid_tile;
-      const cufftComplex g = row < n && column < n ? grids[l * shape.cells() + static_cast<long long>(row) * n + column]
-                                                   : make_cuComplex(0.0f, 0.0f);
-      tile[l][at / imaging::grid_tile][at % imaging::grid_tile] = make_float2(g.x, g.y);
+    const int tu = work.tile % tiles, tv = work.tile / tiles;
+    const cufftComplex* plane = grids + static_cast<long long>(work.plane - first) * 2 * shape.cells();
+    __syncthreads();  // the previous item's subgrid is no longer read
+    for (int c = threadIdx.x; c < 2 * area; c += blockDim.x) {
+      const cufftComplex g = plane[c / area * shape.cells() + grid_cell(tu, tv, c % area, side, n)];
+      tile[c] = make_float2(g.x, g.y);
     }
     __syncthreads();
-    for (long long e = work.lo + threadIdx.x; e < work.hi; e += blockDim.x) {
-      const std::uint32_t i = points.entry_points[e];
-      const float* f = points.footprint + static_cast<long long>(i) * 2 * support;
-      const int du = imaging::footprint_index(ox, points.first_u[i], n);
-      const int dv = imaging::footprint_index(oy, points.first_v[i], n);
-      float sum[max_lanes][2] = {};
+    for (int s = work.lo + threadIdx.x; s < work.hi; s += blockDim.x) {
+      const float* f = points.footprint + static_cast<long long>(s) * 2 * support;
+      const int du = points.first_u[s] % imaging::grid_tile, dv = points.first_v[s] % imaging::grid_tile;
+      float sum[2][2] = {};
       for (int j = 0; j < support; ++j) {
-        int y = j - dv;  // the footprint row's row in the tile, if it is there
-        if (y < 0) y += n;
-        if (y >= imaging::grid_tile) continue;
-        float row[max_lanes][2] = {};
-        for (int c = 0; c < support; ++c) {
-          int x = c - du;
-          if (x < 0) x += n;
-          if (x >= imaging::grid_tile) continue;
-#pragma unroll
-          for (int l = 0; l < max_lanes; ++l) {
-            row[l][0] += tile[l][y][x].x * f[c];
-            row[l][1] += tile[l][y][x].y * f[c];
+        float line[2][2] = {};
+        for (int c = 0; c < support; ++c)
+          for (int l = 0; l < 2; ++l) {
+            const float2 g = tile[l * area + (dv + j) * side + du + c];
+            line[l][0] += g.x * f[c];
+            line[l][1] += g.y * f[c];
           }
-        }
-#pragma unroll
-        for (int l = 0; l < max_lanes; ++l) {
-          sum[l][0] += row[l][0] * f[support + j];
-          sum[l][1] += row[l][1] * f[support + j];
+        for (int l = 0; l < 2; ++l) {
+          sum[l][0] += line[l][0] * f[support + j];
+          sum[l][1] += line[l][1] * f[support + j];
         }
       }
-      const dcomplex turn = conj(points.rotation[i]) * plane_weight(points.w[i], p, shape);
-      dcomplex* out = (i % 2 ? mirrored : plain) + static_cast<long long>(i / 2) * lanes;
-      for (int l = 0; l < lanes; ++l) {
+      const float2 r = points.rotation[s];
+      const double weight = points.w_weights[static_cast<long long>(s) * w_support + work.plane - points.first_plane[s]];
+      const dcomplex turn = conj(dcomplex(r.x, r.y)) * weight;
+      const std::uint32_t i = points.order[s];
+      dcomplex* out = (i % 2 ? mirrored : plain) + static_cast<long long>(i / 2) * 2;
+      for (int l = 0; l < 2; ++l) {
         const dcomplex v = dcomplex(sum[l][0], sum[l][1]) * turn;
         atomicAdd(&out[l].re, v.re);
         atomicAdd(&out[l].im, v.im);
@@ -226,39 +233,66 @@ __global__ void subtract_model_kernel(const dcomplex* plain, const dcomplex* mir
 
 void check_launch() { SPIP_CUDA_CHECK(cudaGetLastError()); }
 
+std::size_t subgrid_bytes(int support, int floats_per_cell) {
+  const std::size_t side = imaging::subgrid_side(support);
+  return side * side * floats_per_cell * sizeof(float);
+}
+
+// Kernels whose subgrid may pass the default 48 KiB of shared memory (W = 16, three
+// lanes: 53 KiB) are allowed the most the widest kernel needs, on the current device.
+template <class Kernel>
+void allow_shared(Kernel kernel, std::size_t bytes) {
+  SPIP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+}
+
+template <int Lanes>
+void launch_grid(const PreparedView& points, int first, const GridShape& shape, const float2* values,
+                 cufftComplex* grids, cudaStream_t stream) {
+  allow_shared(grid_subgrids_kernel<Lanes>, subgrid_bytes(imaging::max_support, 2 * Lanes));
+  grid_subgrids_kernel<Lanes><<<points.blocks, threads_per_block, subgrid_bytes(shape.kernel.support, 2 * Lanes), stream>>>(
+      points, first, shape, values, grids);
+  check_launch();
+}
+
 }  // namespace
 
-void grid_points(const PreparedView& points, int p, const GridShape& shape, const LaneSource& source,
+void lane_values(const PreparedView& points, long long entries, const LaneSource& source, float2* values,
+                 cudaStream_t stream) {
+  if (entries == 0) return;
+  lane_values_kernel<<<blocks_for(entries, threads_per_block), threads_per_block, 0, stream>>>(points, entries, source,
+                                                                                              values);
+  check_launch();
+}
+
+void grid_points(const PreparedView& points, int first, const GridShape& shape, int lanes, const float2* values,
                  cufftComplex* grids, cudaStream_t stream) {
-  grid_items_kernel<<<points.blocks, threads_per_block, 0, stream>>>(points, p, shape, source, grids);
+  switch (lanes) {
+    case 2: launch_grid<2>(points, first, shape, values, grids, stream); break;
+    case 3: launch_grid<3>(points, first, shape, values, grids, stream); break;
+    default: SPIP_THROW(Error, "GPU gridder: " + std::to_string(lanes) + " lanes");
+  }
+}
+
+void add_planes(const cufftComplex* grids, int lanes, int first, int count, bool first_batch, bool last_batch,
+                const GridShape& shape, const double* x_shifted, const double* correction, dcomplex* acc,
+                const ImageTargets& targets, cudaStream_t stream) {
+  add_planes_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
+      grids, lanes, first, count, first_batch, last_batch, shape, x_shifted, correction, acc, targets);
   check_launch();
 }
 
-void accumulate_plane(const cufftComplex* grids, int lanes, int p, const GridShape& shape, const double* x_shifted,
-                      dcomplex* acc, cudaStream_t stream) {
-  accumulate_plane_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
-      grids, lanes, p, shape, x_shifted, acc);
+void fill_planes(const float* images, int first, int count, const GridShape& shape, const double* correction,
+                 const double* x_shifted, cufftComplex* grids, cudaStream_t stream) {
+  fill_planes_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
+      images, first, count, shape, correction, x_shifted, grids);
   check_launch();
 }
 
-void finish_images(const dcomplex* acc, const LaneSource& source, const GridShape& shape, const double* correction,
-                   StokesScale scale, float* images, cudaStream_t stream) {
-  finish_images_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
-      acc, source, shape, correction, scale, images);
-  check_launch();
-}
-
-void fill_plane(const float* images, int num_stokes, int p, const GridShape& shape, const double* correction,
-                const double* x_shifted, cufftComplex* grids, cudaStream_t stream) {
-  fill_plane_kernel<<<blocks_for(shape.pixels(), threads_per_block), threads_per_block, 0, stream>>>(
-      images, num_stokes, p, shape, correction, x_shifted, grids);
-  check_launch();
-}
-
-void degrid_points(const PreparedView& points, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
+void degrid_points(const PreparedView& points, int first, const GridShape& shape, const cufftComplex* grids,
                    dcomplex* plain, dcomplex* mirrored, cudaStream_t stream) {
-  degrid_items_kernel<<<points.blocks, threads_per_block, 0, stream>>>(points, p, shape, grids, lanes, plain,
-                                                                          mirrored);
+  allow_shared(degrid_subgrids_kernel, subgrid_bytes(imaging::max_support, 4));
+  degrid_subgrids_kernel<<<points.blocks, threads_per_block, subgrid_bytes(shape.kernel.support, 4), stream>>>(
+      points, first, shape, grids, plain, mirrored);
   check_launch();
 }
 

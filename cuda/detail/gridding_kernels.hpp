@@ -1,7 +1,10 @@
 #pragma once
-// Launches of the gridding kernels. Each kernel body is a thin loop over threads
-// around the shared per-element functions of imaging/gridding_math.hpp, the same ones
-// the CPU Gridder calls.
+// Launches of the gridding kernels. The per-element arithmetic is imaging/
+// gridding_math.hpp's, the same functions the CPU Gridder calls; the layout of the
+// points is imaging/tile_plan.hpp's. A channel's w-planes are gridded a batch at a
+// time: every plane of the batch in one launch, one batched FFT, and one pass over the
+// image that applies the batch's w-screens (and, after the last batch, the grid
+// correction) to every lane at once.
 #include <cuda_runtime.h>
 #include <cufft.h>
 
@@ -25,58 +28,69 @@ struct GridShape {
   SPIP_HOST_DEVICE long long cells() const { return static_cast<long long>(grid_size) * grid_size; }
 };
 
-// The visibilities a lane is made of: Stokes [k][num_stokes] (nullptr: all 1, for the
-// PSF) with weights [k][4] (only the first num_stokes used), packed in pairs or not.
+// What one gridding pass makes: with visibilities, the four Stokes images as two packed
+// lanes (I + iQ, U + iV); with `psf`, the PSF as one more lane (the Stokes I weights);
+// both at once for a channel's first images.
 struct LaneSource {
-  const float2* vis;
-  const float* weight;
-  int num_stokes;
-  bool packed;
-  SPIP_HOST_DEVICE int lanes() const { return packed ? (num_stokes + 1) / 2 : num_stokes; }
+  const float2* vis;    // [k][4], or nullptr: no Stokes lanes
+  const float* weight;  // [k][4]
+  bool psf;
+  SPIP_HOST_DEVICE int lanes() const { return (vis ? 2 : 0) + (psf ? 1 : 0); }
 };
+inline constexpr int max_lanes = 3;
 
-// One block's work in a w-plane: sorted entries [lo, hi), all of one tile; `split`
-// when the tile's entries in the plane were more than one block takes.
+// One block's work: sorted points [lo, hi) of one tile that reach w-plane `plane`.
 struct WorkItem {
-  long long lo, hi;
-  int tile, split;
+  int lo, hi, tile, plane;
 };
 
-// A channel prepared on the device (point_preparation.hpp). Point 2k + m is
-// visibility k (m = 1: its Hermitian mirror).
+// A channel prepared on the device (point_preparation.hpp), in sorted order: point s
+// is visibility order[s] / 2 (its Hermitian mirror where order[s] is odd).
 struct PreparedView {
-  const int *first_u, *first_v;
-  const double* w;
-  const dcomplex* rotation;           // exp(-2 pi i w x0), 1 without w-stacking
-  const float* footprint;             // [point][2 W]: the u values, then the v values
-  const std::uint32_t* entry_points;  // the point of each sorted (point, tile) entry
-  const WorkItem* items;              // the current plane's
+  const int *first_u, *first_v;  // footprint's first cells, wrapped onto the grid
+  const int* first_plane;
+  const float* w_weights;        // [s][W_w]: the weights of planes first_plane + 0 .. W_w - 1
+  const float2* rotation;        // exp(-2 pi i w x0), 1 without w-stacking
+  const float* footprint;        // [s][2 W]: the u values, then the v values
+  const std::uint32_t* order;
+  const WorkItem* items;         // the current batch's
   const int* item_count;
-  unsigned blocks;                    // of the persistent grid that takes the items in turn
+  unsigned blocks;               // of the persistent grid that takes the items in turn
 };
 
-// Adds the current plane's items (PointPreparation::build_plane_items) to w-plane p of
-// `grids` (lanes x P^2). Output-stationary: a block owns its tile's 32 x 32 cells, a
-// thread four cells of one column in registers, and the block loops over the item's
-// entries staged in shared memory; only split tiles add to the grid atomically.
-void grid_points(const PreparedView& points, int p, const GridShape& shape, const LaneSource& source,
+// values[s][lane] = the packed lanes of sorted point s times its rotation, for
+// s < entries: made once per pass, read by every plane the point reaches.
+void lane_values(const PreparedView& points, long long entries, const LaneSource& source, float2* values,
+                 cudaStream_t stream);
+// Adds the current batch's items (PointPreparation::build_plane_items) to `grids`
+// ([plane - first][lane][P^2]). A block spreads an item's points into its tile's subgrid
+// in shared memory, the threads taking (point, footprint row) pairs so that every lane
+// works, then adds the subgrid's nonzero cells to the grid.
+void grid_points(const PreparedView& points, int first, const GridShape& shape, int lanes, const float2* values,
                  cufftComplex* grids, cudaStream_t stream);
-// acc[lane][pixel] += FFT'd grid at the pixel's cell times the sign and plane p's w-screen.
-void accumulate_plane(const cufftComplex* grids, int lanes, int p, const GridShape& shape, const double* x_shifted,
-                      dcomplex* acc, cudaStream_t stream);
-// images[s][pixel] = lane part * correction * scale[s] (1 / weight sum; 0.5 more when packed).
-struct StokesScale {
-  float s[4];
+
+// Where the last batch of a pass writes: the Stokes images [s][pixel] (lanes 0 and 1)
+// and the PSF (the last lane), times the grid correction and their scales.
+struct ImageTargets {
+  float* images;  // or nullptr
+  float* psf;     // or nullptr
+  float scale[4];
+  float psf_scale;
 };
-void finish_images(const dcomplex* acc, const LaneSource& source, const GridShape& shape, const double* correction,
-                   StokesScale scale, float* images, cudaStream_t stream);
-// grids = correction * sign * conj(w-screen of plane p) * (image a + i image b).
-void fill_plane(const float* images, int num_stokes, int p, const GridShape& shape, const double* correction,
-                const double* x_shifted, cufftComplex* grids, cudaStream_t stream);
+// acc[lane][pixel] (+)= the sum over the batch's planes of the FFT'd grid at the
+// pixel's cell times the sign and the plane's w-screen; after the last batch, the
+// images instead (acc is then neither read beyond this batch's sum nor written).
+void add_planes(const cufftComplex* grids, int lanes, int first, int count, bool first_batch, bool last_batch,
+                const GridShape& shape, const double* x_shifted, const double* correction, dcomplex* acc,
+                const ImageTargets& targets, cudaStream_t stream);
+// grids[plane - first][lane] = correction * sign * conj(w-screen) * (image a + i image b)
+// for the batch's planes, the four-Stokes model packed in two lanes.
+void fill_planes(const float* images, int first, int count, const GridShape& shape, const double* correction,
+                 const double* x_shifted, cufftComplex* grids, cudaStream_t stream);
 // plain/mirrored[k][lane] += grids over each point's footprint, times the w-weight and
-// conj(rotation): the adjoint of grid_points. A block loads its item's tile of the
-// plane into shared memory and each thread sums one entry's cells of that tile.
-void degrid_points(const PreparedView& points, int p, const GridShape& shape, const cufftComplex* grids, int lanes,
+// conj(rotation): the adjoint of grid_points. A block reads its item's subgrid into
+// shared memory and each thread sums one point's footprint.
+void degrid_points(const PreparedView& points, int first, const GridShape& shape, const cufftComplex* grids,
                    dcomplex* plain, dcomplex* mirrored, cudaStream_t stream);
 // residual[k][s] = observed[k][s] - model, the model unpacked from plain/mirrored lanes.
 void subtract_model(const dcomplex* plain, const dcomplex* mirrored, long long count, const float2* observed,

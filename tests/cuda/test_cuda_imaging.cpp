@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <tuple>
 
 #include "gpu_test_main.hpp"
 #include "spip/common/constants.hpp"
@@ -48,7 +49,9 @@ double relative_difference(const std::vector<float>& cpu, const std::vector<floa
   return scale > 0 ? worst / scale : worst;
 }
 
-class CudaImaging : public testing::TestWithParam<bool> {};  // w-stacking on or off
+// W-stacking on or off, and the w-planes the GPU grids at once (0: all that fit; 2:
+// batches whose images add up over several passes).
+class CudaImaging : public testing::TestWithParam<std::tuple<bool, int>> {};
 
 // The dirty images and the PSF agree to 1e-5 of their peaks. The GPU grids with
 // atomics in no fixed order and with FMA, so its residuals differ from the CPU's in
@@ -70,12 +73,13 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
   imaging::apply_weighting(geometry, briggs, input.uvw_m.data(), inv_lambda, rows, 4, input.weights.data());
   std::vector<double> uvw_lambda(input.uvw_m.size());
   for (std::size_t i = 0; i < uvw_lambda.size(); ++i) uvw_lambda[i] = input.uvw_m[i] * inv_lambda;
-  imaging::ChannelImager cpu_imager(geometry, accuracy, GetParam());
+  const auto [wstacking, plane_batch] = GetParam();
+  imaging::ChannelImager cpu_imager(geometry, accuracy, wstacking);
   cpu_imager.set_data(uvw_lambda, input.weights);
 
   // The channel written into the pinned staging area with its coordinates in metres,
   // scaled on the device, as the pipeline does.
-  cuda::ChannelImager gpu_imager(test::gpu_device, geometry, accuracy, GetParam(), rows, briggs);
+  cuda::ChannelImager gpu_imager(test::gpu_device, geometry, accuracy, wstacking, rows, briggs, nullptr, plane_batch);
   const cuda::ChannelView area = gpu_imager.staging_area(rows);
   ASSERT_EQ(area.rows, rows);
   std::copy(input.uvw_m.begin(), input.uvw_m.end(), area.uvw_m);
@@ -83,6 +87,9 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
   std::copy(input.vis.begin(), input.vis.end(), area.vis);
   gpu_imager.upload(input.freq_hz);
   gpu_imager.next();
+  if (plane_batch > 0) {
+    ASSERT_GT(gpu_imager.num_w_planes(), plane_batch);  // two batches or more
+  }
   // The device's Briggs weights sum as the host's, up to float rounding where its atomic adds
   // make a density differ in its last bits.
   for (int s = 0; s < 4; ++s)
@@ -130,21 +137,22 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
     for (const auto& p : products) {
       const double difference = relative_difference(p.a, p.b, p.scale);
       std::printf("[ measured ] w-stacking %d, %s, %s: max |GPU - CPU| = %.2e of the scale (tolerance %.0e)\n",
-                  GetParam() ? 1 : 0, mode, p.name, difference, p.tolerance);
+                  wstacking ? 1 : 0, mode, p.name, difference, p.tolerance);
       EXPECT_LT(difference, p.tolerance) << p.name;
     }
     // The PSFs agree to 1e-5 of their peak, so their fitted beams nearly exactly.
     EXPECT_NEAR(gpu.fitted_beam->major_rad, cpu.fitted_beam->major_rad, 1e-4 * cpu.fitted_beam->major_rad);
     EXPECT_NEAR(gpu.fitted_beam->minor_rad, cpu.fitted_beam->minor_rad, 1e-4 * cpu.fitted_beam->minor_rad);
     std::printf("[ measured ] w-stacking %d, %s: %d vs %d iterations, %d vs %d major cycles (GPU vs CPU)\n",
-                GetParam() ? 1 : 0, mode, gpu.iterations, cpu.iterations, gpu.major_cycles, cpu.major_cycles);
+                wstacking ? 1 : 0, mode, gpu.iterations, cpu.iterations, gpu.major_cycles, cpu.major_cycles);
   }
   const cuda::TransferStats transfers = gpu_imager.transfer_stats();
   EXPECT_EQ(transfers.channels, 1);  // one upload served every mode
   EXPECT_GT(transfers.upload_bytes, 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(WStacking, CudaImaging, testing::Bool());
+INSTANTIATE_TEST_SUITE_P(WStacking, CudaImaging,
+                         testing::Values(std::tuple{true, 0}, std::tuple{false, 0}, std::tuple{true, 2}));
 
 }  // namespace
 }  // namespace spip

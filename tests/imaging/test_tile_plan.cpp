@@ -1,16 +1,15 @@
-// The layout of the GPU's output-stationary gridder (tile_plan.hpp), built on the CPU
-// by the functions the device's preparation and gridding kernels call: every footprint
-// cell is owned by exactly one of a point's tile entries, the sorted entries of a tile
-// that reach a plane are exactly its points whose w-kernel reaches it, and a plane
-// gridded tile by tile, each cell summing its entries in sorted order, equals a direct
-// spread of the points in double precision.
+// The layout of the GPU's subgrid gridder (tile_plan.hpp), built on the CPU by the
+// functions the device's preparation and gridding kernels call: every footprint lies in
+// its home tile's subgrid and lands there on its own grid cells, the sorted points of a
+// tile that reach a plane are exactly those whose w-kernel reaches it, and a plane
+// gridded subgrid by subgrid in single precision, each subgrid then added to the grid,
+// equals a direct spread of the points in double precision.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 #include <random>
-#include <set>
 #include <vector>
 
 #include "spip/imaging/gridding_math.hpp"
@@ -60,25 +59,17 @@ class TilePlan : public testing::TestWithParam<int> {  // image size: grids of 3
       points.push_back(p);
     }
     for (std::uint32_t i = 0; i < points.size(); ++i) {
-      const AxisTiles tu = axis_tiles(points[i].first_u, support, n), tv = axis_tiles(points[i].first_v, support, n);
-      EXPECT_LE(std::max(tu.count, tv.count), max_axis_tiles(support, n));
-      std::uint64_t point_keys[9];
-      const int count = point_entry_keys(points[i].first_u, points[i].first_v, points[i].first_plane, support, n,
-                                         point_keys);
-      for (int e = 0; e < count; ++e) {
-        EXPECT_LT(point_keys[e], std::uint64_t{1} << key_bits(n));  // the bits the device sorts
-        entries.push_back({point_keys[e], i});
-      }
+      const std::uint64_t key = entry_key(home_tile(points[i].first_u, points[i].first_v, n), points[i].first_plane);
+      EXPECT_LT(key, off_grid_key(n));
+      entries.push_back({key, i});
     }
+    EXPECT_LT(off_grid_key(n), std::uint64_t{1} << key_bits(n));  // the bits the device sorts
     std::stable_sort(entries.begin(), entries.end(), [](const Entry& a, const Entry& b) { return a.key < b.key; });
     for (const Entry& e : entries) keys.push_back(e.key);
     for (std::size_t i = 0; i < entries.size(); ++i)
       if (i == 0 || key_tile(keys[i]) != key_tile(keys[i - 1])) segment_start.push_back(static_cast<long long>(i));
     segment_start.push_back(static_cast<long long>(entries.size()));
   }
-
-  // Cells [origin, origin + 32) of a tile along one axis, within the grid.
-  int tile_width(int tile) const { return std::min(grid_tile, geometry.grid_size - tile * grid_tile); }
 
   ImageGeometry geometry;
   WStacking stacking;
@@ -90,18 +81,22 @@ class TilePlan : public testing::TestWithParam<int> {  // image size: grids of 3
   std::vector<long long> segment_start;  // of each occupied tile's entries, then the end
 };
 
-TEST_P(TilePlan, EachFootprintCellIsOwnedByExactlyOneTileEntryOfItsPoint) {
+TEST_P(TilePlan, EachFootprintLiesInItsHomeSubgridOnItsOwnCells) {
   const int n = geometry.grid_size, support = stacking.kernel.support, tiles = tiles_per_side(n);
-  std::vector<int> owned(points.size(), 0);
+  int crossing = 0;
   for (const Entry& e : entries) {
     const int tile = key_tile(e.key), tu = tile % tiles, tv = tile / tiles;
     const PreparedPoint& p = points[e.point];
-    for (int y = tv * grid_tile; y < tv * grid_tile + tile_width(tv); ++y)
-      for (int x = tu * grid_tile; x < tu * grid_tile + tile_width(tu); ++x)
-        owned[e.point] += footprint_index(x, p.first_u, n) < support && footprint_index(y, p.first_v, n) < support;
+    const int du = subgrid_offset(p.first_u, n), dv = subgrid_offset(p.first_v, n);
+    ASSERT_LT(du + support - 1, subgrid_side(support));
+    ASSERT_LT(dv + support - 1, subgrid_side(support));
+    for (int i = 0; i < support; ++i) {
+      ASSERT_EQ(subgrid_to_grid(tu, du + i, n), wrap_cell(p.first_u + i, n)) << "point " << e.point;
+      ASSERT_EQ(subgrid_to_grid(tv, dv + i, n), wrap_cell(p.first_v + i, n)) << "point " << e.point;
+    }
+    crossing += du + support > grid_tile || dv + support > grid_tile;
   }
-  for (std::size_t i = 0; i < points.size(); ++i) ASSERT_EQ(owned[i], support * support) << "point " << i;
-  EXPECT_GT(entries.size(), points.size());  // some footprints cross tile edges
+  EXPECT_GT(crossing, 0);  // some footprints cross tile edges, and stay in one subgrid
 }
 
 TEST_P(TilePlan, PlaneEntriesOfATileAreItsPointsWhoseWKernelReachesThePlane) {
@@ -141,7 +136,7 @@ TEST_P(TilePlan, FirstPlaneSpansEveryPlaneWithWeight) {
   }
 }
 
-TEST_P(TilePlan, TileByTileGriddingOfAPlaneEqualsADirectSpread) {
+TEST_P(TilePlan, SubgridBySubgridGriddingOfAPlaneEqualsADirectSpread) {
   const int n = geometry.grid_size, support = stacking.kernel.support, tiles = tiles_per_side(n);
   const int ws = stacking.w_kernel.support;
   std::vector<float> value_re(points.size()), value_im(points.size());
@@ -163,23 +158,29 @@ TEST_P(TilePlan, TileByTileGriddingOfAPlaneEqualsADirectSpread) {
         }
     }
     std::vector<float> tiled(direct.size(), 0.0f);
+    const int side = subgrid_side(support);
     for (std::size_t s = 0; s + 1 < segment_start.size(); ++s) {
       const EntryRange range = plane_entries(keys.data(), segment_start[s], segment_start[s + 1], p, ws);
       const int tile = key_tile(keys[segment_start[s]]), tu = tile % tiles, tv = tile / tiles;
-      for (int y = tv * grid_tile; y < tv * grid_tile + tile_width(tv); ++y)
-        for (int x = tu * grid_tile; x < tu * grid_tile + tile_width(tu); ++x) {
-          float re = 0, im = 0;
-          for (long long e = range.lo; e < range.hi; ++e) {
-            const std::uint32_t i = entries[e].point;
-            const int iu = footprint_index(x, points[i].first_u, n), jv = footprint_index(y, points[i].first_v, n);
-            if (iu >= support || jv >= support) continue;
-            const auto weight =
-                static_cast<float>(w_plane_weight(stacking.w_kernel, layout.hermitian[i].w, layout.w_first, stacking.dw, p));
-            add_spread_term(re, im, value_re[i] * weight, value_im[i] * weight, points[i].fv[jv], points[i].fu[iu]);
+      std::vector<float> subgrid(2 * static_cast<std::size_t>(side) * side, 0.0f);
+      for (long long e = range.lo; e < range.hi; ++e) {
+        const std::uint32_t i = entries[e].point;
+        const auto weight =
+            static_cast<float>(w_plane_weight(stacking.w_kernel, layout.hermitian[i].w, layout.w_first, stacking.dw, p));
+        const int du = subgrid_offset(points[i].first_u, n), dv = subgrid_offset(points[i].first_v, n);
+        for (int j = 0; j < support; ++j)
+          for (int c = 0; c < support; ++c) {
+            const std::size_t at = static_cast<std::size_t>(dv + j) * side + du + c;
+            add_spread_term(subgrid[2 * at], subgrid[2 * at + 1], value_re[i] * weight, value_im[i] * weight,
+                            points[i].fv[j], points[i].fu[c]);
           }
-          const std::size_t cell = static_cast<std::size_t>(y) * n + x;
-          tiled[2 * cell] += re;
-          tiled[2 * cell + 1] += im;
+      }
+      for (int y = 0; y < side; ++y)
+        for (int x = 0; x < side; ++x) {
+          const std::size_t at = static_cast<std::size_t>(y) * side + x;
+          const std::size_t cell = static_cast<std::size_t>(subgrid_to_grid(tv, y, n)) * n + subgrid_to_grid(tu, x, n);
+          tiled[2 * cell] += subgrid[2 * at];
+          tiled[2 * cell + 1] += subgrid[2 * at + 1];
         }
     }
     double worst = 0, peak = 0;
@@ -190,25 +191,6 @@ TEST_P(TilePlan, TileByTileGriddingOfAPlaneEqualsADirectSpread) {
     EXPECT_GT(peak, 1.0) << "plane " << p;
     EXPECT_LT(worst, 1e-5 * peak) << "plane " << p;
   }
-}
-
-// Each tile a footprint touches, once, against the set of its cells' tiles: on grids of
-// one, two (where a wide footprint wraps back into the tile it began in) and more
-// tiles, with the last tile as wide as a full one or narrower than the kernel.
-TEST(AxisTiles, AreTheDistinctTilesOfTheFootprintsCells) {
-  int wrapped_back = 0;
-  for (int n : {20, 40, 64, 77, 230})
-    for (int support = 2; support <= max_support; ++support)
-      for (int first = -n; first < n; ++first) {
-        std::set<int> cells_tiles;
-        for (int i = 0; i < support; ++i) cells_tiles.insert(tile_of(first + i, n));
-        const AxisTiles t = axis_tiles(first, support, n);
-        ASSERT_EQ(std::set<int>(t.tile, t.tile + t.count), cells_tiles) << n << " " << support << " " << first;
-        ASSERT_EQ(t.count, static_cast<int>(cells_tiles.size())) << n << " " << support << " " << first;
-        ASSERT_LE(t.count, max_axis_tiles(support, n)) << n << " " << support << " " << first;
-        wrapped_back += tile_of(first, n) == tile_of(first + support - 1, n) && cells_tiles.size() > 1;
-      }
-  EXPECT_GT(wrapped_back, 0);  // the two-tile grid's case is reached
 }
 
 INSTANTIATE_TEST_SUITE_P(GridSizes, TilePlan, testing::Values(256, 200, 184));

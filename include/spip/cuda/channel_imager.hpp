@@ -25,22 +25,37 @@ namespace spip::cuda {
 using imaging::ChannelView;
 
 // Upload time on the upload stream, and how much of it ran while the compute stream
-// was busy with the previous channel (event timings).
+// was busy with the previous channel (event timings); the device time of each
+// channel's weighting and point preparation (events); and the host's wall time in the
+// CLEAN backend's steps that wait for the device: the first images (gridding, FFTs and
+// the PSF's download), the noise estimate (the residual's download and its medians on
+// the host) and the products' download.
 struct TransferStats {
   int channels = 0;
   double upload_bytes = 0;
   double upload_ms = 0;
   double hidden_ms = 0;
   double compute_ms = 0;
+  double weighting_ms = 0;
+  double preparation_ms = 0;
+  double invert_ms = 0;
+  double noise_ms = 0;
+  double fetch_ms = 0;
 };
 
-// The gridding and degridding kernels alone over every w-plane of a channel, without
-// the FFTs and screens between them (event timings; work items built outside them).
+// One channel's imaging stage by stage on the device (event timings, each stage waited
+// for): the point preparation (survey, sort, footprints and plane weights in sorted
+// order), then one pass making the dirty IQUV and the PSF: the lane values, the work
+// items, the subgrid gridding (with clearing the grids), the batched FFTs and the
+// pass that applies the w-screens and the grid correction; and the prediction of a
+// four-Stokes model (its planes filled, FFT'd and degridded). `point_planes` counts the
+// (point, w-plane) pairs gridded: each one spreads support^2 cells in every lane.
 struct KernelTimes {
-  double grid_ms = 0;    // the four Stokes parameters, points and mirrors
-  double degrid_ms = 0;  // a four-Stokes model, points and mirrors
-  long long visibilities = 0;
-  int planes = 0;
+  double prepare_ms = 0, values_ms = 0, items_ms = 0, grid_ms = 0, fft_ms = 0, finish_ms = 0;
+  double degrid_ms = 0;
+  long long visibilities = 0;  // Stokes visibilities: four per row
+  long long point_planes = 0;
+  int planes = 0, support = 0, lanes = 0, batches = 0;
 };
 
 class ChannelImager {
@@ -57,9 +72,10 @@ class ChannelImager {
   // the rows are this rank's share: the weighting's densities, the weight sums, the
   // w-planes and every image are the group's (summed through the host), and the
   // leader alone runs the minor cycles.
+  // `plane_batch` w-planes are gridded at once; 0: as many as 1 GiB of grids holds.
   ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
                 std::size_t max_visibilities, const imaging::WeightingScheme& weighting,
-                const imaging::RowGroup* group = nullptr);
+                const imaging::RowGroup* group = nullptr, int plane_batch = 0);
   ~ChannelImager();
   ChannelImager(const ChannelImager&) = delete;
   ChannelImager& operator=(const ChannelImager&) = delete;
@@ -73,7 +89,7 @@ class ChannelImager {
   ChannelView staging_area(std::size_t rows);
   void upload(double freq_hz);
   // Makes the channel last staged current (waits for its upload) and prepares its
-  // points on the device: imaging weights, off-grid rows zeroed, footprints, tile entries.
+  // points on the device: imaging weights, off-grid rows zeroed, points sorted by tile with their footprints.
   void next();
 
   double weight_sum(int stokes) const;
@@ -84,7 +100,7 @@ class ChannelImager {
   std::unique_ptr<deconv::CleanBackend> clean_backend();
 
   TransferStats transfer_stats() const;
-  // For the benchmark: the kernels on the current channel.
+  // For the benchmark: the stages on the current channel (after its images are made).
   KernelTimes time_kernels();
 
  private:

@@ -9,5 +9,8 @@ double seconds_per_fft(int device, int grid_size, int batch, int repeats);
 
 // Seconds per cublasCgemm of an m x k by k x n product (events, after a warm-up).
 double seconds_per_cgemm(int device, int m, int n, int k, int repeats);
+// FP32 fused multiply-adds per second at the boost clock, as two flops each: 128 lanes
+// per multiprocessor.
+double fp32_peak_flops(int device);
 
 }  // namespace spip::cuda

@@ -1,10 +1,12 @@
 #pragma once
-// How a channel's points are laid out for an output-stationary gridder, in functions
-// that the GPU's preparation kernels (cuda/point_preparation.cu) and the CPU tests both
-// run: which w-planes a point reaches, which 32 x 32 grid tiles its footprint touches,
-// the radix-sort key of each (point, tile) entry, and the entries of a sorted tile
-// segment that reach a plane. A tile's owner adds the footprint cells that fall in its
-// tile, so a point crossing a tile edge is entered in each tile it touches.
+// How a channel's points are laid out for the GPU's subgrid gridder, in functions that
+// the device's preparation and gridding kernels (cuda/) and the CPU tests both run:
+// which w-planes a point reaches, the one 32 x 32 grid tile a point belongs to (its
+// home tile: the tile of its footprint's first cell), the padded subgrid of that tile
+// that holds the whole footprint, the radix-sort key of each point, and the points of
+// a sorted tile segment that reach a plane. A block spreads a tile's points into the
+// tile's subgrid in shared memory and adds the subgrid to the grid, so every point is
+// read once per plane whatever tile edges its footprint crosses.
 #include <cstdint>
 
 #include "spip/common/host_device.hpp"
@@ -33,39 +35,31 @@ SPIP_HOST_DEVICE inline int first_w_plane(double w, const WPlanes& planes, doubl
   return first < 0 ? 0 : first > planes.planes - 1 ? planes.planes - 1 : first;
 }
 
-// The tiles of one axis that the `support` cells from `first_cell` touch, each once,
-// wrapping at the grid's edge: up to three where the last tile is narrower than the
-// kernel. (On a grid of two tiles a footprint may wrap back into the tile it began in.)
-struct AxisTiles {
-  int tile[3];
-  int count;
-};
-SPIP_HOST_DEVICE inline AxisTiles axis_tiles(int first_cell, int support, int grid_size) {
-  AxisTiles t{{0, 0, 0}, 0};
-  // The cells run through consecutive tiles; only a wrap can come back to the first.
-  for (int i = 0; i < support; ++i) {
-    const int tile = tile_of(first_cell + i, grid_size);
-    if (t.count == 0 || (tile != t.tile[t.count - 1] && tile != t.tile[0])) t.tile[t.count++] = tile;
-  }
-  return t;
+// A tile's subgrid: the tile's cells and the support - 1 cells beyond its far edges,
+// where the footprints of the points whose first cell lies in the tile end.
+SPIP_HOST_DEVICE inline int subgrid_side(int support) { return grid_tile + support - 1; }
+
+// A point's home tile (tv * tiles + tu) from its footprint's first cells (wrapped).
+SPIP_HOST_DEVICE inline int home_tile(int first_u, int first_v, int grid_size) {
+  return tile_of(first_v, grid_size) * tiles_per_side(grid_size) + tile_of(first_u, grid_size);
 }
 
-// The most tiles of one axis a footprint touches: three only where the grid has three
-// tiles or more and its last one is two or more cells narrower than the kernel.
-SPIP_HOST_DEVICE inline int max_axis_tiles(int support, int grid_size) {
-  const int tiles = tiles_per_side(grid_size), last_width = grid_size - (tiles - 1) * grid_tile;
-  return tiles > 2 && support >= last_width + 2 ? 3 : tiles > 1 ? 2 : 1;
+// Where a footprint starting at `first_cell` begins in its home subgrid, along one axis.
+SPIP_HOST_DEVICE inline int subgrid_offset(int first_cell, int grid_size) {
+  return wrap_cell(first_cell, grid_size) % grid_tile;
 }
 
-// The index into a footprint starting at `first_cell` of grid cell `cell` (wrapped);
-// the cell is in the footprint when it is below the support.
-SPIP_HOST_DEVICE inline int footprint_index(int cell, int first_cell, int grid_size) {
-  return wrap_cell(cell - first_cell, grid_size);
+// The grid cell of subgrid cell `x` of tile `tile_index` along one axis: past the
+// grid's edge the subgrid wraps, as the grid is periodic.
+SPIP_HOST_DEVICE inline int subgrid_to_grid(int tile_index, int x, int grid_size) {
+  const int cell = tile_index * grid_tile + x;
+  return cell >= grid_size ? cell % grid_size : cell;
 }
 
-// Entries sort by tile (tv * tiles + tu), then by first w-plane; a stable radix sort
-// keeps the points' own order within a key. The plane takes the key's low bits, so
-// that a sort need only look at the bits a grid's tiles and planes use (key_bits).
+// Points sort by home tile, then by first w-plane; a stable radix sort keeps the points'
+// own order within a key. The plane takes the key's low bits, so that a sort need only
+// look at the bits a grid's tiles and planes use (key_bits). Points off the grid take
+// the tile after the last (off_grid_key) and sort to the end.
 inline constexpr int key_plane_bits = 16;
 inline constexpr int max_key_planes = 1 << key_plane_bits;
 SPIP_HOST_DEVICE inline std::uint64_t entry_key(int tile, int first_plane) {
@@ -73,27 +67,19 @@ SPIP_HOST_DEVICE inline std::uint64_t entry_key(int tile, int first_plane) {
          static_cast<std::uint32_t>(first_plane);
 }
 SPIP_HOST_DEVICE inline int key_tile(std::uint64_t key) { return static_cast<int>(key >> key_plane_bits); }
+SPIP_HOST_DEVICE inline std::uint64_t off_grid_key(int grid_size) {
+  const int tiles = tiles_per_side(grid_size);
+  return entry_key(tiles * tiles, 0);
+}
 // The bits a radix sort of a grid's keys must look at, from the lowest.
 SPIP_HOST_DEVICE inline int key_bits(int grid_size) {
   const int tiles = tiles_per_side(grid_size);
   int bits = 0;
-  while ((1LL << bits) < static_cast<long long>(tiles) * tiles) ++bits;
+  while ((1LL << bits) < static_cast<long long>(tiles) * tiles + 1) ++bits;
   return key_plane_bits + bits;
 }
 
-// A point's entries, one per tile its footprint touches: their keys into `keys` (at
-// most 9), and their count.
-SPIP_HOST_DEVICE inline int point_entry_keys(int first_u, int first_v, int first_plane, int support, int grid_size,
-                                             std::uint64_t* keys) {
-  const AxisTiles tu = axis_tiles(first_u, support, grid_size), tv = axis_tiles(first_v, support, grid_size);
-  const int tiles = tiles_per_side(grid_size);
-  int count = 0;
-  for (int b = 0; b < tv.count; ++b)
-    for (int a = 0; a < tu.count; ++a) keys[count++] = entry_key(tv.tile[b] * tiles + tu.tile[a], first_plane);
-  return count;
-}
-
-// The entries of one tile's sorted segment [lo, hi) that reach plane p: those whose
+// The points of one tile's sorted segment [lo, hi) that reach plane p: those whose
 // first plane is p - W_w + 1 .. p, a contiguous range.
 struct EntryRange {
   long long lo, hi;
@@ -117,9 +103,9 @@ SPIP_HOST_DEVICE inline EntryRange plane_entries(const std::uint64_t* keys, long
   return {from, first_key_at_least(keys, from, hi, entry_key(tile, p + 1))};
 }
 
-// A block grids at most this many entries of one (tile, plane); a crowded tile (the
-// short baselines) is split over several blocks, which then add to the grid atomically.
-inline constexpr long long max_chunk_entries = 4096;
+// A block grids at most this many points of one (tile, plane): a crowded tile (the
+// short baselines) is split over several blocks, so that no plane waits on one block.
+inline constexpr long long max_chunk_entries = 512;
 SPIP_HOST_DEVICE inline long long chunks_of(EntryRange range) {
   return (range.hi - range.lo + max_chunk_entries - 1) / max_chunk_entries;
 }
