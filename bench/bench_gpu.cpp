@@ -29,6 +29,8 @@
 #include "spip/cuda/device_rates.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
+#include "spip/deconv/clean.hpp"
+#include "spip/imaging/beam.hpp"
 #include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/weighting.hpp"
 #include "spip/ms/ms_reader.hpp"
@@ -140,13 +142,14 @@ int main(int argc, char** argv) {
     std::copy(input.vis[c].begin(), input.vis[c].end(), area.vis);
     gpu.upload(freq[c]);
   };
+  spip::deconv::ChannelImages last;
   start = Clock::now();
   stage(0);
   for (int c = 0; c < channels; ++c) {
     gpu.next();
     std::future<void> staging;
     if (c + 1 < channels) staging = std::async(std::launch::async, stage, c + 1);
-    spip::deconv::clean_channel(*gpu.clean_backend(), dirty_only, geometry, 0.0);
+    last = spip::deconv::clean_channel(*gpu.clean_backend(), dirty_only, geometry, 0.0);
     if (staging.valid()) staging.get();
   }
   const double gpu_s = seconds_since(start);
@@ -168,6 +171,17 @@ int main(int argc, char** argv) {
         std::pair{"  per channel: first images (host)", t.invert_ms},
         std::pair{"  per channel: noise (host)", t.noise_ms}, std::pair{"  per channel: download (host)", t.fetch_ms}})
     row(name, 1e-3 * ms / t.channels, 1e-3 * ms / t.channels / channel_s, "of an end-to-end channel", "");
+
+  // The driver's own host steps on a channel's images (deconv::clean_channel's): the
+  // beam fit on the PSF and the residual's statistics (medians over the Stokes I plane).
+  start = Clock::now();
+  (void)spip::imaging::fit_beam(last.psf.data(), geometry);
+  const double fit_s = seconds_since(start);
+  start = Clock::now();
+  spip::deconv::set_residual_statistics(last);
+  const double statistics_s = seconds_since(start);
+  row("  per channel: beam fit (host)", fit_s, fit_s / channel_s, "of an end-to-end channel", "");
+  row("  per channel: residual statistics", statistics_s, statistics_s / channel_s, "of an end-to-end channel", "");
 
   // The stages on the last channel, each waited for (device events).
   const spip::cuda::KernelTimes k = gpu.time_kernels();

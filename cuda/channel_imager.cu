@@ -125,6 +125,7 @@ struct ChannelImager::Impl {
   void fft(int batch, int direction);
   void grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets, KernelTimes* times = nullptr);
   void predict_residual(KernelTimes* times = nullptr);
+  PinnedBuffer download_buffer{8u << 20};
   void download(float* host, const float* device_images, long long count);
 };
 
@@ -298,8 +299,17 @@ void ChannelImager::Impl::predict_residual(KernelTimes* times) {
                          residual_vis.get(), compute);
 }
 
+// Through a reused pinned buffer, a piece at a time, so that the copies run at the
+// link's rate rather than through the driver's pageable staging; returns when done.
 void ChannelImager::Impl::download(float* host, const float* device_images, long long count) {
-  SPIP_CUDA_CHECK(cudaMemcpyAsync(host, device_images, count * sizeof(float), cudaMemcpyDeviceToHost, compute));
+  const long long piece = static_cast<long long>(download_buffer.bytes() / sizeof(float));
+  auto* pinned = reinterpret_cast<float*>(download_buffer.get());
+  for (long long at = 0; at < count; at += piece) {
+    const long long n = std::min(piece, count - at);
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(pinned, device_images + at, n * sizeof(float), cudaMemcpyDeviceToHost, compute));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(compute));
+    std::copy(pinned, pinned + n, host + at);
+  }
 }
 
 namespace {
@@ -477,6 +487,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
 
   // With a group, the leader's; its model then reaches every member, for the prediction.
   int minor_cycles(const deconv::MinorCycleStep& step) override {
+    modelled_ = true;
     int iterations = 0;
     if (step.multiscale && (!m_.group || m_.group->leads())) {
       iterations = multiscale_cycles(step);
@@ -540,10 +551,16 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   void fetch(deconv::ChannelImages& out) override {
     const HostTimer timer(m_.stats.fetch_ms);
     const long long values = num_stokes * m_.pixels();
-    for (auto [host, device] : {std::pair{&out.dirty, m_.dirty.get()}, std::pair{&out.model, m_.model.get()},
-                                std::pair{&out.residual, m_.residual.get()}}) {
-      host->resize(values);
-      m_.download(host->data(), device, values);
+    out.dirty.resize(values);
+    m_.download(out.dirty.data(), m_.dirty.get(), values);
+    if (modelled_) {
+      for (auto [host, device] : {std::pair{&out.model, m_.model.get()}, std::pair{&out.residual, m_.residual.get()}}) {
+        host->resize(values);
+        m_.download(host->data(), device, values);
+      }
+    } else {  // no minor cycle ran: the residual is the dirty image, the model empty
+      out.residual = out.dirty;
+      out.model.assign(values, 0.0f);
     }
     SPIP_CUDA_CHECK(cudaEventRecord(m_.compute_end, m_.compute));
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
@@ -571,6 +588,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   }
   Impl& m_;
   bool masked_ = false;
+  bool modelled_ = false;  // a minor cycle ran: the model and the residual are the device's
   std::vector<float> residual_;  // the host's copy, for the noise estimate and multiscale CLEAN
   std::vector<float> host_;      // a group's images on their way through the host
   std::unique_ptr<deconv::MultiscaleClean> multiscale_;  // made on first need

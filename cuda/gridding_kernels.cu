@@ -42,39 +42,84 @@ __device__ long long grid_cell(int tu, int tv, int at, int side, int n) {
          imaging::subgrid_to_grid(tu, at % side, n);
 }
 
+// Points staged in shared memory at a time, each with its footprint, its lane values
+// times its plane's w-weight, and where its footprint begins in the subgrid.
+constexpr int staged_points = 128;
+
+template <int Lanes>
+std::size_t grid_shared_bytes(int support) {
+  const std::size_t side = imaging::subgrid_side(support);
+  return (2 * Lanes * side * side + staged_points * 2 * support) * sizeof(float) +
+         staged_points * (Lanes * sizeof(float2) + 4 * sizeof(int));
+}
+
+// Thread t takes lane t / W^2 and, of every footprint, the one cell whose column and row
+// are congruent to (t % W, t / W % W) modulo W: no two threads of a block ever add to
+// the same subgrid cell, so the block needs no atomics in shared memory, every cell sums
+// its points in sorted order, and a thread keeps a cell's sum in registers while
+// successive points fall on it. Only the threads that round the block up to whole warps
+// rest while the points are spread.
 template <int Lanes>
 __global__ void grid_subgrids_kernel(PreparedView points, int first, GridShape shape, const float2* values,
                                      cufftComplex* grids) {
-  extern __shared__ float subgrid[];
+  extern __shared__ float shared[];
   const int n = shape.grid_size, support = shape.kernel.support, w_support = shape.w_kernel.support;
   const int side = imaging::subgrid_side(support), area = side * side, tiles = imaging::tiles_per_side(n);
-  // Thread t spreads row t % W of point t / W of each pass; at most W - 1 threads rest.
-  const int per_pass = blockDim.x / support, slot = threadIdx.x / support, row = threadIdx.x % support;
+  float* subgrid = shared;                           // [2 lane + part][y][x]
+  float* footprint = subgrid + 2 * Lanes * area;     // [staged][2 W]
+  auto* value = reinterpret_cast<float2*>(footprint + staged_points * 2 * support);  // [staged][lane]
+  auto* origin = reinterpret_cast<int*>(value + staged_points * Lanes);  // [staged]: du, dv, du % W, dv % W
+  const int classes = support * support;
+  const int lane = threadIdx.x / classes, column = threadIdx.x % support, row = threadIdx.x / support % support;
   for (int c = threadIdx.x; c < 2 * Lanes * area; c += blockDim.x) subgrid[c] = 0.0f;
   const int items = *points.item_count;
   for (int item = blockIdx.x; item < items; item += gridDim.x) {
     const WorkItem work = points.items[item];
-    __syncthreads();  // the subgrid is clear
-    for (int base = work.lo; base < work.hi; base += per_pass) {
-      const int s = base + slot;
-      if (slot >= per_pass || s >= work.hi) continue;
-      const float* fu = points.footprint + static_cast<long long>(s) * 2 * support;
-      const float weight = points.w_weights[static_cast<long long>(s) * w_support + work.plane - points.first_plane[s]] *
-                           fu[support + row];
-      float2 value[Lanes];
-#pragma unroll
-      for (int l = 0; l < Lanes; ++l) {
-        const float2 v = values[static_cast<long long>(s) * Lanes + l];
-        value[l] = make_float2(v.x * weight, v.y * weight);
-      }
-      float* line = subgrid + (points.first_v[s] % imaging::grid_tile + row) * side + points.first_u[s] % imaging::grid_tile;
-      for (int c = 0; c < support; ++c) {
-        const float f = fu[c];
+    for (int base = work.lo; base < work.hi; base += staged_points) {
+      const int m = min(staged_points, work.hi - base);
+      __syncthreads();  // the subgrid is clear, and the last points are spread
+      const float* from = points.footprint + static_cast<long long>(base) * 2 * support;
+      for (int t = threadIdx.x; t < m * 2 * support; t += blockDim.x) footprint[t] = from[t];
+      for (int t = threadIdx.x; t < m; t += blockDim.x) {
+        const int s = base + t;
+        const float weight = points.w_weights[static_cast<long long>(s) * w_support + work.plane - points.first_plane[s]];
 #pragma unroll
         for (int l = 0; l < Lanes; ++l) {
-          atomicAdd(line + (2 * l) * area + c, value[l].x * f);
-          atomicAdd(line + (2 * l + 1) * area + c, value[l].y * f);
+          const float2 v = values[static_cast<long long>(s) * Lanes + l];
+          value[t * Lanes + l] = make_float2(v.x * weight, v.y * weight);
         }
+        const int du = points.first_u[s] % imaging::grid_tile, dv = points.first_v[s] % imaging::grid_tile;
+        origin[4 * t] = du;
+        origin[4 * t + 1] = dv;
+        origin[4 * t + 2] = du % support;
+        origin[4 * t + 3] = dv % support;
+      }
+      __syncthreads();
+      if (lane >= Lanes) continue;
+      float* part = subgrid + 2 * lane * area;
+      float re = 0.0f, im = 0.0f;
+      int at = -1;
+      for (int e = 0; e < m; ++e) {
+        int i = column - origin[4 * e + 2], j = row - origin[4 * e + 3];
+        if (i < 0) i += support;
+        if (j < 0) j += support;
+        const int here = (origin[4 * e + 1] + j) * side + origin[4 * e] + i;
+        if (here != at) {
+          if (at >= 0) {
+            part[at] += re;
+            part[area + at] += im;
+          }
+          at = here;
+          re = im = 0.0f;
+        }
+        const float f = footprint[e * 2 * support + i] * footprint[e * 2 * support + support + j];
+        const float2 v = value[e * Lanes + lane];
+        re += v.x * f;
+        im += v.y * f;
+      }
+      if (at >= 0) {
+        part[at] += re;
+        part[area + at] += im;
       }
     }
     __syncthreads();
@@ -248,8 +293,9 @@ void allow_shared(Kernel kernel, std::size_t bytes) {
 template <int Lanes>
 void launch_grid(const PreparedView& points, int first, const GridShape& shape, const float2* values,
                  cufftComplex* grids, cudaStream_t stream) {
-  allow_shared(grid_subgrids_kernel<Lanes>, subgrid_bytes(imaging::max_support, 2 * Lanes));
-  grid_subgrids_kernel<Lanes><<<points.blocks, threads_per_block, subgrid_bytes(shape.kernel.support, 2 * Lanes), stream>>>(
+  allow_shared(grid_subgrids_kernel<Lanes>, grid_shared_bytes<Lanes>(imaging::max_support));
+  const int support = shape.kernel.support, threads = (Lanes * support * support + 31) / 32 * 32;
+  grid_subgrids_kernel<Lanes><<<points.blocks, threads, grid_shared_bytes<Lanes>(support), stream>>>(
       points, first, shape, values, grids);
   check_launch();
 }

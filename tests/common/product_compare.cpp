@@ -123,4 +123,17 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
 }
 
 
+double image_difference(const fs::path& reference, const fs::path& other, const std::string& name) {
+  const auto x = spip::fits::read_image((reference / name).string()).data;
+  const auto y = spip::fits::read_image((other / name).string()).data;
+  EXPECT_EQ(x.size(), y.size()) << name;
+  double difference = 0;
+  for (std::size_t k = 0; k < x.size() && k < y.size(); ++k) {
+    EXPECT_EQ(std::isnan(x[k]), std::isnan(y[k])) << name << " pixel " << k;
+    if (std::isnan(x[k]) || std::isnan(y[k])) continue;
+    difference = std::max(difference, std::abs(static_cast<double>(x[k]) - y[k]));
+  }
+  return difference / peak_of(x);
+}
+
 }  // namespace spip::test

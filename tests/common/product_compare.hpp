@@ -14,4 +14,9 @@ namespace spip::test {
 int expect_equal_products(const std::filesystem::path& reference, const std::filesystem::path& other,
                           const std::string& what, double tolerance = 1e-5);
 
+// The largest difference of one image product of two runs (file `name` in each folder)
+// over its peak in `reference`, expecting the same pixels blank in both.
+double image_difference(const std::filesystem::path& reference, const std::filesystem::path& other,
+                        const std::string& name);
+
 }  // namespace spip::test

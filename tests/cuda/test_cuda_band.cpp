@@ -38,21 +38,6 @@ fs::path run(const std::vector<std::string>& inputs, const std::string& extra, c
   return out;
 }
 
-// The largest difference of two dirty cubes over their peak, and their blank planes agree.
-double dirty_difference(const fs::path& a, const fs::path& b, const char* stokes) {
-  const std::string name = std::string("demo-dirty-") + stokes + ".fits";
-  const auto x = spip::fits::read_image((a / name).string()).data, y = spip::fits::read_image((b / name).string()).data;
-  EXPECT_EQ(x.size(), y.size());
-  double peak = 0, difference = 0;
-  for (std::size_t k = 0; k < x.size() && k < y.size(); ++k) {
-    EXPECT_EQ(std::isnan(x[k]), std::isnan(y[k])) << name << " pixel " << k;
-    if (std::isnan(x[k]) || std::isnan(y[k])) continue;
-    peak = std::max(peak, std::abs(static_cast<double>(x[k])));
-    difference = std::max(difference, std::abs(static_cast<double>(x[k]) - y[k]));
-  }
-  return difference / peak;
-}
-
 }  // namespace
 
 // Four MSs of two channels in shuffled order on the GPU: the products of the one MS, up
@@ -75,7 +60,7 @@ TEST(CudaBand, GapsAndBinsImageAsOnTheCpu) {
   EXPECT_NE(spip::test::file_text(gpu.string() + ".log").find("on gpu"), std::string::npos);
   double worst = 0;
   for (const char* stokes : {"I", "Q", "U", "V"}) {
-    const double difference = dirty_difference(cpu, gpu, stokes);
+    const double difference = spip::test::image_difference(cpu, gpu, std::string("demo-dirty-") + stokes + ".fits");
     EXPECT_LT(difference, 1e-5) << stokes;
     worst = std::max(worst, difference);
   }

@@ -2,7 +2,13 @@
 // device, each gridding its share of every channel's rows, against one rank with all of
 // them, product by product (tests/common/product_compare.hpp), without RM-CLEAN, whose
 // choices are not continuous in the last bits a group's sums change (as
-// tests/pipeline/test_rank_groups).
+// tests/pipeline/test_rank_groups). Hogbom's are not either: the group's dirty images
+// and PSF are sums of two partial grids, equal to one rank's to float rounding, and
+// where two residual pixels nearly tie Hogbom may take the other. So the images before
+// CLEAN must agree to 1e-5 of their peaks, and every product to 2e-2 of its scale: a
+// member whose rows or model went missing would be off by tens of per cent, while one
+// component taken at the other of two tied pixels moved the skewness and kurtosis maps
+// by up to 5.3e-3 and the images by 2.4e-4 (H200, 2026-11-27, the subgrid gridder).
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -35,5 +41,8 @@ TEST(CudaGroups, AGroupOfTwoGpuRanksMakesTheProductsOfOne) {
   const std::string log = spip::test::file_text(two.string() + ".log");
   EXPECT_NE(log.find("member 1 of a group of 2"), std::string::npos) << log;
   EXPECT_NE(log.find("on gpu"), std::string::npos) << log;
-  EXPECT_GE(spip::test::expect_equal_products(one, two, "GPU group of 2"), 50);
+  for (const char* name : {"demo-dirty-I.fits", "demo-dirty-Q.fits", "demo-dirty-U.fits", "demo-dirty-V.fits",
+                           "demo-psf.fits"})
+    EXPECT_LT(spip::test::image_difference(one, two, name), 1e-5) << name;
+  EXPECT_GE(spip::test::expect_equal_products(one, two, "GPU group of 2", 2e-2), 50);
 }
