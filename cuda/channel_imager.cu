@@ -125,7 +125,7 @@ struct ChannelImager::Impl {
   void fft(int batch, int direction);
   void grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets, KernelTimes* times = nullptr);
   void predict_residual(KernelTimes* times = nullptr);
-  PinnedBuffer download_buffer{8u << 20};
+  PinnedBuffer download_buffer;  // 8 MiB, reused by every download
   void download(float* host, const float* device_images, long long count);
 };
 
@@ -143,6 +143,7 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
                           std::to_string(max_visibilities) + " visibilities needs " + std::to_string(needed >> 20) +
                           " MiB on GPU " + std::to_string(device) + " but " + std::to_string(free_bytes >> 20) +
                           " MiB are free; use a smaller image.size or image.padding, or fewer ranks per GPU");
+  download_buffer = PinnedBuffer(8u << 20);
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking));
   for (cudaEvent_t* event :
@@ -206,10 +207,13 @@ cufftHandle ChannelImager::Impl::plan_for(int batch) {
   std::size_t work_bytes = 0;
   cufftHandle plan = 0;
   SPIP_CUDA_CHECK(cufftCreate(&plan));
+  cufftResult made = cufftSetAutoAllocation(plan, 0);
+  if (made == CUFFT_SUCCESS)
+    made = cufftMakePlanMany(plan, 2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, batch, &work_bytes);
+  if (made == CUFFT_SUCCESS) made = cufftSetStream(plan, compute);
+  if (made != CUFFT_SUCCESS) cufftDestroy(plan);  // no half-made plan is kept
+  SPIP_CUDA_CHECK(made);
   plans[batch] = plan;
-  SPIP_CUDA_CHECK(cufftSetAutoAllocation(plan, 0));
-  SPIP_CUDA_CHECK(cufftMakePlanMany(plan, 2, n, nullptr, 1, dist, nullptr, 1, dist, CUFFT_C2C, batch, &work_bytes));
-  SPIP_CUDA_CHECK(cufftSetStream(plan, compute));
   if (work_bytes > fft_work.bytes()) {
     SPIP_CUDA_CHECK(cudaStreamSynchronize(compute));  // no plan runs in the old area
     fft_work = DeviceArray<char>(work_bytes);

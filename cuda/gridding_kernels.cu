@@ -60,8 +60,8 @@ std::size_t grid_shared_bytes(int support) {
 // successive points fall on it. Only the threads that round the block up to whole warps
 // rest while the points are spread.
 template <int Lanes>
-__global__ void grid_subgrids_kernel(PreparedView points, int first, GridShape shape, const float2* values,
-                                     cufftComplex* grids) {
+__global__ void __launch_bounds__(max_lanes* imaging::max_support* imaging::max_support)
+    grid_subgrids_kernel(PreparedView points, int first, GridShape shape, const float2* values, cufftComplex* grids) {
   extern __shared__ float shared[];
   const int n = shape.grid_size, support = shape.kernel.support, w_support = shape.w_kernel.support;
   const int side = imaging::subgrid_side(support), area = side * side, tiles = imaging::tiles_per_side(n);
@@ -88,7 +88,7 @@ __global__ void grid_subgrids_kernel(PreparedView points, int first, GridShape s
           const float2 v = values[static_cast<long long>(s) * Lanes + l];
           value[t * Lanes + l] = make_float2(v.x * weight, v.y * weight);
         }
-        const int du = points.first_u[s] % imaging::grid_tile, dv = points.first_v[s] % imaging::grid_tile;
+        const int du = imaging::subgrid_offset(points.first_u[s], n), dv = imaging::subgrid_offset(points.first_v[s], n);
         origin[4 * t] = du;
         origin[4 * t + 1] = dv;
         origin[4 * t + 2] = du % support;
@@ -100,9 +100,8 @@ __global__ void grid_subgrids_kernel(PreparedView points, int first, GridShape s
       float re = 0.0f, im = 0.0f;
       int at = -1;
       for (int e = 0; e < m; ++e) {
-        int i = column - origin[4 * e + 2], j = row - origin[4 * e + 3];
-        if (i < 0) i += support;
-        if (j < 0) j += support;
+        const int i = imaging::residue_cell(column, origin[4 * e + 2], support);
+        const int j = imaging::residue_cell(row, origin[4 * e + 3], support);
         const int here = (origin[4 * e + 1] + j) * side + origin[4 * e] + i;
         if (here != at) {
           if (at >= 0) {
@@ -112,10 +111,9 @@ __global__ void grid_subgrids_kernel(PreparedView points, int first, GridShape s
           at = here;
           re = im = 0.0f;
         }
-        const float f = footprint[e * 2 * support + i] * footprint[e * 2 * support + support + j];
         const float2 v = value[e * Lanes + lane];
-        re += v.x * f;
-        im += v.y * f;
+        imaging::add_spread_term(re, im, v.x, v.y, footprint[e * 2 * support + support + j],
+                                 footprint[e * 2 * support + i]);
       }
       if (at >= 0) {
         part[at] += re;
@@ -235,7 +233,7 @@ __global__ void degrid_subgrids_kernel(PreparedView points, int first, GridShape
     __syncthreads();
     for (int s = work.lo + threadIdx.x; s < work.hi; s += blockDim.x) {
       const float* f = points.footprint + static_cast<long long>(s) * 2 * support;
-      const int du = points.first_u[s] % imaging::grid_tile, dv = points.first_v[s] % imaging::grid_tile;
+      const int du = imaging::subgrid_offset(points.first_u[s], n), dv = imaging::subgrid_offset(points.first_v[s], n);
       float sum[2][2] = {};
       for (int j = 0; j < support; ++j) {
         float line[2][2] = {};
@@ -283,8 +281,9 @@ std::size_t subgrid_bytes(int support, int floats_per_cell) {
   return side * side * floats_per_cell * sizeof(float);
 }
 
-// Kernels whose subgrid may pass the default 48 KiB of shared memory (W = 16, three
-// lanes: 53 KiB) are allowed the most the widest kernel needs, on the current device.
+// Kernels whose shared memory may pass the default 48 KiB (W = 16 with three lanes: a
+// 53 KiB subgrid and 20 KiB of staged points) are allowed the most the widest kernel
+// needs, on the current device.
 template <class Kernel>
 void allow_shared(Kernel kernel, std::size_t bytes) {
   SPIP_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));

@@ -1,7 +1,8 @@
 #pragma once
 // Launches of the gridding kernels. The per-element arithmetic is imaging/
 // gridding_math.hpp's, the same functions the CPU Gridder calls; the layout of the
-// points is imaging/tile_plan.hpp's. A channel's w-planes are gridded a batch at a
+// points and the spreading threads' cells are imaging/tile_plan.hpp's, which the CPU
+// tests run (tests/imaging/test_tile_plan.cpp). A channel's w-planes are gridded a batch at a
 // time: every plane of the batch in one launch, one batched FFT, and one pass over the
 // image that applies the batch's w-screens (and, after the last batch, the grid
 // correction) to every lane at once.
@@ -64,8 +65,8 @@ void lane_values(const PreparedView& points, long long entries, const LaneSource
                  cudaStream_t stream);
 // Adds the current batch's items (PointPreparation::build_plane_items) to `grids`
 // ([plane - first][lane][P^2]). A block spreads an item's points into its tile's subgrid
-// in shared memory, the threads taking (point, footprint row) pairs so that every lane
-// works, then adds the subgrid's nonzero cells to the grid.
+// in shared memory, a thread per (lane, footprint cell modulo W) so that no two threads
+// add to one cell (residue_cell), then adds the subgrid's nonzero cells to the grid.
 void grid_points(const PreparedView& points, int first, const GridShape& shape, int lanes, const float2* values,
                  cufftComplex* grids, cudaStream_t stream);
 

@@ -29,7 +29,8 @@ struct ChannelSummary {
 class PointPreparation {
  public:
   // For channels of up to `max_rows` rows gridded with `shape`'s kernels and grid, on
-  // the current device, in batches of up to `plane_batch` w-planes.
+  // the current device, in batches of up to `plane_batch` w-planes. `shape`'s w_first
+  // is not used: each channel's planes are its own (ChannelSummary).
   PointPreparation(std::size_t max_rows, const GridShape& shape, int plane_batch);
 
   // Device bytes per row of a channel and for the whole, as the memory plan counts them.

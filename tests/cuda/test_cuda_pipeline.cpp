@@ -58,8 +58,8 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
   // - the error maps scale with each pixel's noise, measured on its residuals, and RM-CLEAN
   //   stops at a cutoff scaled by it: the error maps agree on 95 % of the pixels, and the
   //   iteration counts within one;
-  // - which pixels tie is a matter of rounding: with the subgrid gridder (whose shared and
-  //   global atomics add in no fixed order) 98.9 % of the peak-chi0 values and 97.3 % of
+  // - which pixels tie is a matter of rounding: with the subgrid gridder (whose global
+  //   atomic adds come in no fixed order) 98.9 % of the peak-chi0 values and 97.3 % of
   //   the peak-pi-err values agreed (H200, 2026-11-27), so the peak maps must agree on
   //   98 % of the pixels.
   const std::vector<float> pi = spip::fits::read_image((base / "cpu" / "demo-peak-pi.fits").string()).data;

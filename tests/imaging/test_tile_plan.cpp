@@ -1,8 +1,10 @@
 // The layout of the GPU's subgrid gridder (tile_plan.hpp), built on the CPU by the
 // functions the device's preparation and gridding kernels call: every footprint lies in
-// its home tile's subgrid and lands there on its own grid cells, the sorted points of a
-// tile that reach a plane are exactly those whose w-kernel reaches it, and a plane
-// gridded subgrid by subgrid in single precision, each subgrid then added to the grid,
+// its home tile's subgrid and lands there on its own grid cells, the spreading threads'
+// residues give each footprint cell to exactly one thread, the sorted points of a tile
+// that reach a plane are exactly those whose w-kernel reaches it, and a plane gridded
+// subgrid by subgrid as the kernel does (each residue's thread summing its cells over
+// the points in order, in single precision), each subgrid then added to the grid,
 // equals a direct spread of the points in double precision.
 #include <gtest/gtest.h>
 
@@ -99,6 +101,23 @@ TEST_P(TilePlan, EachFootprintLiesInItsHomeSubgridOnItsOwnCells) {
   EXPECT_GT(crossing, 0);  // some footprints cross tile edges, and stay in one subgrid
 }
 
+// Along one axis, the W residues give each of a footprint's W cells to one thread,
+// whose residue the cell's subgrid position has, wherever the footprint begins.
+TEST(ResidueCell, GivesEachFootprintCellToTheThreadOfItsResidue) {
+  for (int support = 2; support <= max_support; ++support)
+    for (int offset = 0; offset < grid_tile; ++offset) {
+      std::vector<int> taken(support, 0);
+      for (int residue = 0; residue < support; ++residue) {
+        const int i = residue_cell(residue, offset % support, support);
+        ASSERT_GE(i, 0);
+        ASSERT_LT(i, support);
+        ASSERT_EQ((offset + i) % support, residue) << support << " " << offset;
+        ++taken[i];
+      }
+      ASSERT_EQ(taken, std::vector<int>(support, 1)) << support << " " << offset;
+    }
+}
+
 TEST_P(TilePlan, PlaneEntriesOfATileAreItsPointsWhoseWKernelReachesThePlane) {
   const int ws = stacking.w_kernel.support;
   ASSERT_GT(layout.planes, ws);
@@ -163,18 +182,18 @@ TEST_P(TilePlan, SubgridBySubgridGriddingOfAPlaneEqualsADirectSpread) {
       const EntryRange range = plane_entries(keys.data(), segment_start[s], segment_start[s + 1], p, ws);
       const int tile = key_tile(keys[segment_start[s]]), tu = tile % tiles, tv = tile / tiles;
       std::vector<float> subgrid(2 * static_cast<std::size_t>(side) * side, 0.0f);
-      for (long long e = range.lo; e < range.hi; ++e) {
-        const std::uint32_t i = entries[e].point;
-        const auto weight =
-            static_cast<float>(w_plane_weight(stacking.w_kernel, layout.hermitian[i].w, layout.w_first, stacking.dw, p));
-        const int du = subgrid_offset(points[i].first_u, n), dv = subgrid_offset(points[i].first_v, n);
-        for (int j = 0; j < support; ++j)
-          for (int c = 0; c < support; ++c) {
-            const std::size_t at = static_cast<std::size_t>(dv + j) * side + du + c;
-            add_spread_term(subgrid[2 * at], subgrid[2 * at + 1], value_re[i] * weight, value_im[i] * weight,
-                            points[i].fv[j], points[i].fu[c]);
+      for (int row = 0; row < support; ++row)
+        for (int column = 0; column < support; ++column)
+          for (long long e = range.lo; e < range.hi; ++e) {
+            const std::uint32_t k = entries[e].point;
+            const auto weight = static_cast<float>(
+                w_plane_weight(stacking.w_kernel, layout.hermitian[k].w, layout.w_first, stacking.dw, p));
+            const int du = subgrid_offset(points[k].first_u, n), dv = subgrid_offset(points[k].first_v, n);
+            const int i = residue_cell(column, du % support, support), j = residue_cell(row, dv % support, support);
+            const std::size_t at = static_cast<std::size_t>(dv + j) * side + du + i;
+            add_spread_term(subgrid[2 * at], subgrid[2 * at + 1], value_re[k] * weight, value_im[k] * weight,
+                            points[k].fv[j], points[k].fu[i]);
           }
-      }
       for (int y = 0; y < side; ++y)
         for (int x = 0; x < side; ++x) {
           const std::size_t at = static_cast<std::size_t>(y) * side + x;

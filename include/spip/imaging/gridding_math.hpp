@@ -53,10 +53,11 @@ SPIP_HOST_DEVICE inline int tiles_per_side(int grid_size) { return (grid_size + 
 SPIP_HOST_DEVICE inline int tile_of(int cell, int grid_size) { return wrap_cell(cell, grid_size) / grid_tile; }
 
 // A point's term in a grid cell: its value (weighted, rotated and w-weighted) times its
-// footprint in v and then in u, in single precision as the grids are.
+// footprint's u and v values there, in single precision as the grids are.
 SPIP_HOST_DEVICE inline void add_spread_term(float& re, float& im, float value_re, float value_im, float fv, float fu) {
-  re += value_re * fv * fu;
-  im += value_im * fv * fu;
+  const float f = fu * fv;
+  re += value_re * f;
+  im += value_im * f;
 }
 
 // Weight of a point at w in w-plane p (planes at w_first + p dw).

@@ -49,6 +49,16 @@ SPIP_HOST_DEVICE inline int subgrid_offset(int first_cell, int grid_size) {
   return wrap_cell(first_cell, grid_size) % grid_tile;
 }
 
+// A spreading thread of residue r (0 .. W - 1) adds, along one axis, the one cell of
+// every footprint whose subgrid position is congruent to r modulo W: for a footprint
+// at subgrid offset o, its cell i (position o + i), from o's own residue o % W.
+// Threads of different residues never share a cell, so a block spreads into its
+// subgrid without atomic adds.
+SPIP_HOST_DEVICE inline int residue_cell(int residue, int offset_residue, int support) {
+  const int i = residue - offset_residue;
+  return i < 0 ? i + support : i;
+}
+
 // The grid cell of subgrid cell `x` of tile `tile_index` along one axis: past the
 // grid's edge the subgrid wraps, as the grid is periodic.
 SPIP_HOST_DEVICE inline int subgrid_to_grid(int tile_index, int x, int grid_size) {
