@@ -17,14 +17,22 @@ namespace {
 
 fs::path made_dir;
 
+// Named after the tests the process runs (CTest runs one per process: its filter),
+// so that a kept folder says whose it is.
+std::string process_name() {
+  std::string name = GTEST_FLAG_GET(filter);
+  if (name.empty() || name == "*") name = "test";
+  if (name.size() > 60) name.resize(60);
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';  // parameterised suites hold '/'
+  return name;
+}
+
 fs::path make_fresh_dir() {
   const char* tmpdir = std::getenv("TMPDIR");
   const fs::path base = tmpdir && *tmpdir ? fs::path(tmpdir) : fs::temp_directory_path();
   fs::create_directories(base);
-  const testing::TestSuite* suite = testing::UnitTest::GetInstance()->current_test_suite();
-  std::string name = suite ? suite->name() : "test";
-  for (char& c : name)
-    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';  // parameterised suites hold '/'
+  const std::string name = process_name();
   std::string pattern = (base / ("spip_" + name + "_XXXXXX")).string();
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
@@ -34,9 +42,17 @@ fs::path make_fresh_dir() {
   return fs::path(buffer.data());
 }
 
-// Removes the folder after the last test of the process, or says where it was kept.
+// Makes the folder before the first test and makes it the TMPDIR of every process a
+// test starts (spip, mpiexec and what they start): Open MPI's session directory, and
+// anything else they put in TMPDIR, is then this process's own, never shared with the
+// tests CTest runs beside it. Removes the folder after the last test of the process,
+// or says where it was kept.
 class ScratchCleanup : public testing::Environment {
  public:
+  void SetUp() override {
+    if (made_dir.empty()) made_dir = make_fresh_dir();
+    setenv("TMPDIR", made_dir.c_str(), 1);
+  }
   void TearDown() override {
     if (made_dir.empty()) return;
     if (testing::UnitTest::GetInstance()->Passed()) {
