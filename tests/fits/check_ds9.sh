@@ -16,10 +16,11 @@ ready=$scratch/display
 Xvfb -displayfd 3 -screen 0 800x600x24 -nolisten tcp 3> "$ready" > /dev/null 2>&1 &
 xvfb=$!
 for _ in $(seq 100); do [[ -s $ready ]] && break; sleep 0.1; done
-[[ -s $ready ]] || { echo "check_ds9: Xvfb did not start" >&2; kill $xvfb; rm -rf "$scratch"; exit 1; }
+[[ -s $ready ]] || { echo "check_ds9: Xvfb did not start" >&2; kill $xvfb; wait $xvfb 2> /dev/null; rm -rf "$scratch"; exit 1; }
 DISPLAY=:$(cat "$ready") ds9 -title "$name" > /dev/null 2>&1 &
 ds9=$!
-trap 'kill $ds9 $xvfb 2> /dev/null || true; rm -rf "$scratch"' EXIT
+# DS9 and Xvfb are waited for before their folder goes: they write into it until they exit.
+trap 'kill $ds9 $xvfb 2> /dev/null || true; wait $ds9 $xvfb 2> /dev/null || true; rm -rf "$scratch"' EXIT
 for _ in $(seq 60); do
   [[ $(xpaaccess "$name" 2> /dev/null) == yes ]] && break
   sleep 1
