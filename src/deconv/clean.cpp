@@ -6,6 +6,7 @@
 #include <cmath>
 #include <complex>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -195,6 +196,35 @@ MinorCycleResult subminor_cycles(float* residual, const float* psf, const imagin
   return result;
 }
 
+// An unsigned key that orders as the float does (-0 just below +0).
+std::uint32_t order_key(float v) {
+  std::uint32_t bits = 0;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits & 0x80000000u ? ~bits : bits | 0x80000000u;
+}
+
+// The k-th smallest of value(0) .. value(count - 1), the value std::nth_element puts at
+// k, without sorting or copying them all: a histogram of the keys' top 16 bits finds
+// the bin that holds it, and nth_element runs among that bin's values only. Two passes
+// over the values; a map of noise has a few thousand values in the bin at most.
+template <class Value>
+float kth_smallest(std::size_t count, std::size_t k, Value value) {
+  constexpr int shift = 16;
+  std::vector<std::size_t> histogram(std::size_t{1} << (32 - shift), 0);
+  for (std::size_t i = 0; i < count; ++i) ++histogram[order_key(value(i)) >> shift];
+  std::size_t below = 0, bin = 0;
+  while (below + histogram[bin] <= k) below += histogram[bin++];
+  std::vector<float> in_bin;
+  in_bin.reserve(histogram[bin]);
+  for (std::size_t i = 0; i < count; ++i) {
+    const float v = value(i);
+    if (order_key(v) >> shift == bin) in_bin.push_back(v);
+  }
+  const auto at = in_bin.begin() + static_cast<std::ptrdiff_t>(k - below);
+  std::nth_element(in_bin.begin(), at, in_bin.end());
+  return *at;
+}
+
 double residual_peak(const std::vector<float>& residual) {
   double peak = 0;
   for (float v : residual) peak = std::max(peak, static_cast<double>(std::abs(v)));
@@ -210,13 +240,10 @@ double subminor_bytes_per_pixel(int n) {
 
 double mad_sigma(const float* image, std::size_t count) {
   if (count == 0) return 0;
-  std::vector<float> values(image, image + count);
-  auto middle = values.begin() + count / 2;
-  std::nth_element(values.begin(), middle, values.end());
-  const float median = *middle;
-  for (float& v : values) v = std::abs(v - median);
-  std::nth_element(values.begin(), middle, values.end());
-  return 1.4826 * *middle;
+  const float median = kth_smallest(count, count / 2, [image](std::size_t i) { return image[i]; });
+  const float deviation =
+      kth_smallest(count, count / 2, [image, median](std::size_t i) { return std::abs(image[i] - median); });
+  return 1.4826 * deviation;
 }
 
 MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,

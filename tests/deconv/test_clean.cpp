@@ -199,6 +199,35 @@ TEST(MadSigma, EstimatesTheSigmaOfGaussianNoiseDespiteOutliers) {
   EXPECT_NEAR(deconv::mad_sigma(image.data(), image.size()), 0.25, 0.005);
 }
 
+// The median and the median absolute deviation exactly as sorting gives them (the
+// element at count / 2), on noise, on values that crowd one histogram bin, on ties and
+// signed zeros, and on the shortest images.
+TEST(MadSigma, IsExactlyTheSortedMedianOfTheDeviations) {
+  const auto by_sorting = [](std::vector<float> v) {
+    std::sort(v.begin(), v.end());
+    const float median = v[v.size() / 2];
+    for (float& x : v) x = std::abs(x - median);
+    std::sort(v.begin(), v.end());
+    return 1.4826 * v[v.size() / 2];
+  };
+  std::mt19937 rng(8);
+  std::normal_distribution<float> noise(0.0f, 3.0f);
+  std::uniform_real_distribution<float> crowd(1.0f, 1.0001f);
+  std::uniform_int_distribution<int> ties(-3, 3);
+  std::vector<std::vector<float>> cases = {{2.0f}, {-1.0f, 4.0f}, {5.0f, -0.0f, 0.0f}, std::vector<float>(1000, 7.0f)};
+  for (std::size_t size : {999u, 1000u, 100001u}) {
+    std::vector<float> gaussian(size), crowded(size), tied(size);
+    for (std::size_t i = 0; i < size; ++i) {
+      gaussian[i] = noise(rng);
+      crowded[i] = crowd(rng);
+      tied[i] = ties(rng) == 0 ? (i % 2 ? 0.0f : -0.0f) : static_cast<float>(ties(rng));
+    }
+    cases.insert(cases.end(), {gaussian, crowded, tied});
+  }
+  for (const std::vector<float>& image : cases)
+    EXPECT_EQ(deconv::mad_sigma(image.data(), image.size()), by_sorting(image)) << image.size() << " values";
+}
+
 TEST(SearchNoise, IsTheRmsOfTheSearchQuantityOnNoise) {
   // Gaussian noise of a different sigma in each Stokes plane; the joined searches'
   // noise is the root sum of squares of the planes they join.
