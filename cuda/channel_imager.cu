@@ -1,7 +1,6 @@
 #include "spip/cuda/channel_imager.hpp"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -15,6 +14,7 @@
 #include "detail/gridding_kernels.hpp"
 #include "detail/point_preparation.hpp"
 #include "spip/common/constants.hpp"
+#include "spip/common/stopwatch.hpp"
 #include "spip/imaging/gridding_math.hpp"
 #include "spip/imaging/w_layout.hpp"
 
@@ -60,21 +60,6 @@ int plane_batch_for(const imaging::ImageGeometry& geometry) {
   const double plane_bytes = max_lanes * static_cast<double>(geometry.grid_size) * geometry.grid_size * sizeof(cufftComplex);
   return static_cast<int>(std::clamp(std::floor(static_cast<double>(1u << 30) / plane_bytes), 1.0, 32.0));
 }
-
-// Host wall time of a step, added to `total` in milliseconds.
-class HostTimer {
- public:
-  explicit HostTimer(double& total) : total_(total), start_(std::chrono::steady_clock::now()) {}
-  ~HostTimer() {
-    total_ += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start_).count();
-  }
-  HostTimer(const HostTimer&) = delete;
-  HostTimer& operator=(const HostTimer&) = delete;
-
- private:
-  double& total_;
-  std::chrono::steady_clock::time_point start_;
-};
 
 }  // namespace
 
@@ -256,8 +241,7 @@ void ChannelImager::Impl::grid_images(const detail::LaneSource& source, const de
   const detail::GridShape grid_shape = shape();
   const int lanes = source.lanes();
   if (summary.entries == 0) {
-    if (targets.images)
-      SPIP_CUDA_CHECK(cudaMemsetAsync(targets.images, 0, num_stokes * pixels() * sizeof(float), compute));
+    SPIP_CUDA_CHECK(cudaMemsetAsync(targets.images, 0, num_stokes * pixels() * sizeof(float), compute));
     if (targets.psf) SPIP_CUDA_CHECK(cudaMemsetAsync(targets.psf, 0, pixels() * sizeof(float), compute));
     return;
   }
@@ -456,7 +440,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   explicit DeviceBackend(Impl& m) : m_(m) {}
 
   std::vector<float> invert() override {
-    const HostTimer timer(m_.stats.invert_ms);
+    const Stopwatch watch;
     const Slot& slot = m_.active();
     const long long pixels = m_.pixels();
     SPIP_CUDA_CHECK(cudaSetDevice(m_.device));
@@ -476,17 +460,20 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
                                     cudaMemcpyDeviceToDevice, m_.compute));
     SPIP_CUDA_CHECK(cudaMemsetAsync(m_.model.get(), 0, num_stokes * pixels * sizeof(float), m_.compute));
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    m_.stats.invert_ms += 1e3 * watch.seconds();
     return psf;
   }
 
   double peak(PeakSearch search) override { return m_.minor->peak(search, m_.residual.get(), mask(), m_.compute); }
 
   double noise(PeakSearch search) override {
-    const HostTimer timer(m_.stats.noise_ms);
+    const Stopwatch watch;
     residual_.resize(num_stokes * m_.pixels());
     m_.download(residual_.data(), m_.residual.get(), num_stokes * m_.pixels());
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
-    return deconv::search_noise(search, residual_.data(), m_.pixels());
+    const double sigma = deconv::search_noise(search, residual_.data(), m_.pixels());
+    m_.stats.noise_ms += 1e3 * watch.seconds();
+    return sigma;
   }
 
   // With a group, the leader's; its model then reaches every member, for the prediction.
@@ -553,7 +540,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   }
 
   void fetch(deconv::ChannelImages& out) override {
-    const HostTimer timer(m_.stats.fetch_ms);
+    const Stopwatch watch;
     const long long values = num_stokes * m_.pixels();
     out.dirty.resize(values);
     m_.download(out.dirty.data(), m_.dirty.get(), values);
@@ -570,6 +557,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
     m_.computed = true;
     m_.stats.compute_ms += event_ms(m_.compute_start, m_.compute_end);
+    m_.stats.fetch_ms += 1e3 * watch.seconds();
   }
 
   const deconv::MultiscaleClean* multiscale() const override { return multiscale_.get(); }

@@ -26,17 +26,13 @@ __global__ void lane_values_kernel(PreparedView points, long long entries, LaneS
   const bool mirror = i % 2 == 1;
   const float2 turn = points.rotation[s];
   float2* out = values + s * source.lanes();
-  if (source.vis) {
-    out[0] = times(packed(source, k, 0, mirror), turn);
-    out[1] = times(packed(source, k, 1, mirror), turn);
-    out += 2;
-  }
+  out[0] = times(packed(source, k, 0, mirror), turn);
+  out[1] = times(packed(source, k, 1, mirror), turn);
   // The PSF's lane packs the Stokes I weight with nothing: the same at the mirror.
-  if (source.psf) *out = times(make_float2(source.weight[4 * k], 0.0f), turn);
+  if (source.psf) out[2] = times(make_float2(source.weight[4 * k], 0.0f), turn);
 }
 
-// The subgrid's lanes in shared memory, real and imaginary parts apart:
-// [2 lane + part][y][x] of a side x side subgrid.
+// The grid cell of subgrid cell `at` (y * side + x) of tile (tu, tv).
 __device__ long long grid_cell(int tu, int tv, int at, int side, int n) {
   return static_cast<long long>(imaging::subgrid_to_grid(tv, at / side, n)) * n +
          imaging::subgrid_to_grid(tu, at % side, n);
@@ -88,7 +84,7 @@ __global__ void __launch_bounds__(max_lanes* imaging::max_support* imaging::max_
           const float2 v = values[static_cast<long long>(s) * Lanes + l];
           value[t * Lanes + l] = make_float2(v.x * weight, v.y * weight);
         }
-        const int du = imaging::subgrid_offset(points.first_u[s], n), dv = imaging::subgrid_offset(points.first_v[s], n);
+        const int du = points.offset_u[s], dv = points.offset_v[s];
         origin[4 * t] = du;
         origin[4 * t + 1] = dv;
         origin[4 * t + 2] = du % support;
@@ -183,11 +179,10 @@ __global__ void add_planes_kernel(const cufftComplex* grids, int lanes, int firs
   }
   // Packed lanes hold two real images, each doubled by the Hermitian mirrors.
   const double scale = 0.5 * correction[pixel];
-  if (targets.images)
-    for (int s = 0; s < 4; ++s) {
-      const dcomplex lane = sum[s / 2];
-      targets.images[s * shape.pixels() + pixel] = static_cast<float>((s % 2 ? lane.im : lane.re) * scale) * targets.scale[s];
-    }
+  for (int s = 0; s < 4; ++s) {
+    const dcomplex lane = sum[s / 2];
+    targets.images[s * shape.pixels() + pixel] = static_cast<float>((s % 2 ? lane.im : lane.re) * scale) * targets.scale[s];
+  }
   if (targets.psf) targets.psf[pixel] = static_cast<float>(sum[lanes - 1].re * scale) * targets.psf_scale;
 }
 
@@ -233,7 +228,7 @@ __global__ void degrid_subgrids_kernel(PreparedView points, int first, GridShape
     __syncthreads();
     for (int s = work.lo + threadIdx.x; s < work.hi; s += blockDim.x) {
       const float* f = points.footprint + static_cast<long long>(s) * 2 * support;
-      const int du = imaging::subgrid_offset(points.first_u[s], n), dv = imaging::subgrid_offset(points.first_v[s], n);
+      const int du = points.offset_u[s], dv = points.offset_v[s];
       float sum[2][2] = {};
       for (int j = 0; j < support; ++j) {
         float line[2][2] = {};

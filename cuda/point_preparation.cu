@@ -104,10 +104,10 @@ __global__ void keys_kernel(const double* uvw_m, double scale, const unsigned ch
   keys[i] = imaging::entry_key(imaging::home_tile(fu, fv, n), first_plane_of(c.w, shape, *summary));
 }
 
-// Sorted point s: its cells, footprint, w-plane weights and rotation, worked out in
+// Sorted point s: where its footprint begins in its home subgrid, its footprint, w-plane weights and rotation, worked out in
 // double and kept in float, in sorted order, so that the gridders read them in turn.
 __global__ void sorted_points_kernel(const double* uvw_m, double scale, const std::uint32_t* order, long long points,
-                                     GridShape shape, const ChannelSummary* summary, int* first_u, int* first_v,
+                                     GridShape shape, const ChannelSummary* summary, int* offset_u, int* offset_v,
                                      int* first_plane, float* w_weights, float2* rotation, float* footprint) {
   const long long s = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (s >= points || s >= summary->entries) return;
@@ -120,8 +120,8 @@ __global__ void sorted_points_kernel(const double* uvw_m, double scale, const st
     values[i] = imaging::footprint_value(shape.kernel, fu, i, gu);
     values[support + i] = imaging::footprint_value(shape.kernel, fv, i, gv);
   }
-  first_u[s] = imaging::wrap_cell(fu, n);
-  first_v[s] = imaging::wrap_cell(fv, n);
+  offset_u[s] = imaging::subgrid_offset(fu, n);
+  offset_v[s] = imaging::subgrid_offset(fv, n);
   const int first = first_plane_of(c.w, shape, *summary);
   first_plane[s] = first;
   for (int b = 0; b < w_support; ++b)
@@ -194,7 +194,7 @@ PointPreparation::PointPreparation(std::size_t max_rows, const GridShape& shape,
     : shape_(shape), plane_batch_(plane_batch), resident_blocks_(resident_blocks()), max_points_(2 * max_rows),
       max_segments_(max_segments(max_points_, shape.grid_size)), max_items_(0), inside_(max_rows),
       partials_(blocks_for(static_cast<long long>(max_rows), threads_per_block) * sums + sums), summary_(1),
-      host_summary_(sizeof(ChannelSummary)), first_u_(max_points_), first_v_(max_points_), first_plane_(max_points_),
+      host_summary_(sizeof(ChannelSummary)), offset_u_(max_points_), offset_v_(max_points_), first_plane_(max_points_),
       rotation_(max_points_), footprint_(max_points_ * 2 * shape.kernel.support),
       w_weights_(max_points_ * shape.w_kernel.support), keys_(max_points_), keys_alt_(max_points_),
       order_(max_points_), order_alt_(max_points_), segment_start_(max_segments_ + 1), segments_(1), item_count_(1),
@@ -261,7 +261,7 @@ const ChannelSummary& PointPreparation::prepare(const double* uvw_m, double scal
     sorted_keys_ = keys.Current();
     sorted_points_ = values.Current();
     sorted_points_kernel<<<point_blocks, threads_per_block, 0, stream>>>(
-        uvw_m, scale, sorted_points_, points, shape_, summary_.get(), first_u_.get(), first_v_.get(),
+        uvw_m, scale, sorted_points_, points, shape_, summary_.get(), offset_u_.get(), offset_v_.get(),
         first_plane_.get(), w_weights_.get(), rotation_.get(), footprint_.get());
     // The flags and their scan live in the sort's other key buffer, free after the sort.
     int* flags = reinterpret_cast<int*>(keys.Alternate());
@@ -308,7 +308,7 @@ long long PointPreparation::point_planes(cudaStream_t stream) const {
 }
 
 PreparedView PointPreparation::view() const {
-  return PreparedView{first_u_.get(),  first_v_.get(),   first_plane_.get(), w_weights_.get(), rotation_.get(),
+  return PreparedView{offset_u_.get(),  offset_v_.get(),   first_plane_.get(), w_weights_.get(), rotation_.get(),
                       footprint_.get(), sorted_points_,   items_.get(),       item_count_.get(), resident_blocks_};
 }
 

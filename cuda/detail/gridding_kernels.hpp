@@ -29,14 +29,14 @@ struct GridShape {
   SPIP_HOST_DEVICE long long cells() const { return static_cast<long long>(grid_size) * grid_size; }
 };
 
-// What one gridding pass makes: with visibilities, the four Stokes images as two packed
-// lanes (I + iQ, U + iV); with `psf`, the PSF as one more lane (the Stokes I weights);
-// both at once for a channel's first images.
+// What one gridding pass makes: the four Stokes images as two packed lanes (I + iQ,
+// U + iV) and, with `psf`, the PSF as a third (the Stokes I weights), for a channel's
+// first images.
 struct LaneSource {
-  const float2* vis;    // [k][4], or nullptr: no Stokes lanes
+  const float2* vis;    // [k][4]
   const float* weight;  // [k][4]
   bool psf;
-  SPIP_HOST_DEVICE int lanes() const { return (vis ? 2 : 0) + (psf ? 1 : 0); }
+  SPIP_HOST_DEVICE int lanes() const { return psf ? 3 : 2; }
 };
 inline constexpr int max_lanes = 3;
 
@@ -48,7 +48,7 @@ struct WorkItem {
 // A channel prepared on the device (point_preparation.hpp), in sorted order: point s
 // is visibility order[s] / 2 (its Hermitian mirror where order[s] is odd).
 struct PreparedView {
-  const int *first_u, *first_v;  // footprint's first cells, wrapped onto the grid
+  const int *offset_u, *offset_v;  // where the footprint begins in its home subgrid
   const int* first_plane;
   const float* w_weights;        // [s][W_w]: the weights of planes first_plane + 0 .. W_w - 1
   const float2* rotation;        // exp(-2 pi i w x0), 1 without w-stacking
@@ -73,8 +73,8 @@ void grid_points(const PreparedView& points, int first, const GridShape& shape, 
 // Where the last batch of a pass writes: the Stokes images [s][pixel] (lanes 0 and 1)
 // and the PSF (the last lane), times the grid correction and their scales.
 struct ImageTargets {
-  float* images;  // or nullptr
-  float* psf;     // or nullptr
+  float* images;
+  float* psf;  // or nullptr: no PSF lane
   float scale[4];
   float psf_scale;
 };

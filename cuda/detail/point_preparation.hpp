@@ -62,7 +62,7 @@ class PointPreparation {
   DeviceArray<double> partials_;
   DeviceArray<ChannelSummary> summary_;
   PinnedBuffer host_summary_;
-  DeviceArray<int> first_u_, first_v_, first_plane_;
+  DeviceArray<int> offset_u_, offset_v_, first_plane_;
   DeviceArray<float2> rotation_;
   DeviceArray<float> footprint_, w_weights_;
   DeviceArray<std::uint64_t> keys_, keys_alt_;

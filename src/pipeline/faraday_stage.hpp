@@ -18,6 +18,10 @@
 #include "spip/fits/fits_image.hpp"
 #include "spip/parallel/decomposition.hpp"
 
+namespace spip {
+class Stopwatch;
+}
+
 namespace spip::parallel {
 class MpiContext;
 }
@@ -26,7 +30,6 @@ namespace spip::pipeline {
 
 class Log;
 class StopRequest;
-class Stopwatch;
 
 class PlaneStore;
 

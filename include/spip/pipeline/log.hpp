@@ -4,6 +4,8 @@
 #include <chrono>
 #include <string>
 
+#include "spip/common/stopwatch.hpp"
+
 namespace spip::pipeline {
 
 class Log {
@@ -20,17 +22,5 @@ class Log {
 
 // `value` with `digits` decimals, for log lines.
 std::string fixed(double value, int digits);
-
-// Wall time of a stage: started on construction, read with seconds().
-class Stopwatch {
- public:
-  Stopwatch() : start_(std::chrono::steady_clock::now()) {}
-  double seconds() const {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  }
-
- private:
-  std::chrono::steady_clock::time_point start_;
-};
 
 }  // namespace spip::pipeline
