@@ -4,10 +4,12 @@
 #include <stdlib.h>
 
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 namespace spip::test {
@@ -42,6 +44,19 @@ fs::path make_fresh_dir() {
   return fs::path(buffer.data());
 }
 
+// Removes `dir`, again while something still removes files from it: an MPI singleton's
+// Open MPI daemon outlives spip and clears its session directory there on its own time,
+// and a removal racing it stops at the first file that vanished. Gives up after 10 s.
+void remove_when_released(const fs::path& dir) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    std::error_code error;
+    fs::remove_all(dir, error);
+    if (!fs::exists(dir)) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  std::fprintf(stderr, "test scratch folder could not be removed: %s\n", dir.c_str());
+}
+
 // Makes the folder before the first test and makes it the TMPDIR of every process a
 // test starts (spip, mpiexec and what they start): Open MPI's session directory, and
 // anything else they put in TMPDIR, is then this process's own, never shared with the
@@ -56,8 +71,7 @@ class ScratchCleanup : public testing::Environment {
   void TearDown() override {
     if (made_dir.empty()) return;
     if (testing::UnitTest::GetInstance()->Passed()) {
-      std::error_code ignored;
-      fs::remove_all(made_dir, ignored);
+      remove_when_released(made_dir);
     } else {
       std::fprintf(stderr, "test scratch folder kept: %s\n", made_dir.c_str());
     }
