@@ -477,7 +477,27 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   }
 
   // With a group, the leader's; its model then reaches every member, for the prediction.
-  int minor_cycles(const deconv::MinorCycleStep& step) override {
+  // The minor cycles' PSF is the image-sized one: the divergence guard watches them
+  // between major cycles only.
+  deconv::MinorCycleResult minor_cycles(const deconv::MinorCycleStep& step) override {
+    return {iterations_of(step), 0.0, false};
+  }
+
+  bool has_whole_image_psf(const deconv::MinorCycleStep&) const override { return false; }
+
+  void keep_model() override {
+    const std::size_t values = num_stokes * m_.pixels();
+    if (kept_model_.bytes() == 0) kept_model_ = DeviceArray<float>(values);
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(kept_model_.get(), m_.model.get(), values * sizeof(float), cudaMemcpyDeviceToDevice,
+                                    m_.compute));
+  }
+
+  void restore_kept_model() override {
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(m_.model.get(), kept_model_.get(), kept_model_.bytes(), cudaMemcpyDeviceToDevice,
+                                    m_.compute));
+  }
+
+  int iterations_of(const deconv::MinorCycleStep& step) {
     modelled_ = true;
     int iterations = 0;
     if (step.multiscale && (!m_.group || m_.group->leads())) {
@@ -584,6 +604,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   std::vector<float> residual_;  // the host's copy, for the noise estimate and multiscale CLEAN
   std::vector<float> host_;      // a group's images on their way through the host
   std::unique_ptr<deconv::MultiscaleClean> multiscale_;  // made on first need
+  DeviceArray<float> kept_model_;  // the divergence guard's, made on first need
 };
 
 std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {

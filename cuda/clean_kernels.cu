@@ -168,10 +168,11 @@ long long active_capacity(long long pixels) { return std::min(pixels, std::max(p
 }  // namespace
 
 std::size_t MinorCycle::bytes_per_pixel() {
-  // A candidate per pixel; per pixel of capacity (at most 1/16 of them, or 1024):
-  // two pixel lists, four values, a component; rounded up.
+  // A candidate per pixel and the model the divergence guard keeps (4 Stokes); per pixel
+  // of capacity (at most 1/16 of them, or 1024): two pixel lists, four values, a
+  // component; rounded up.
   constexpr std::size_t per_active = 2 * sizeof(long long) + 4 * sizeof(float) + sizeof(DeviceComponent);
-  return sizeof(deconv::PeakCandidate) + (per_active + 15) / 16;
+  return sizeof(deconv::PeakCandidate) + 4 * sizeof(float) + (per_active + 15) / 16;
 }
 
 MinorCycle::MinorCycle(long long pixels)

@@ -48,12 +48,12 @@ class DeviceConvolver final : public deconv::Convolver {
     cufftDestroy(plan_);
   }
 
-  int add_filter(const float* filter) override {
+  int add_filter(const float* filter, int side) override {
     SPIP_CUDA_CHECK(cudaSetDevice(device_));
     std::vector<cufftComplex> grid(cells(), cufftComplex{0, 0});
-    for (int sy = 0; sy < n_; ++sy)
-      for (int sx = 0; sx < n_; ++sx)
-        grid[deconv::filter_cell(sx, sy, n_, m_)] = {filter[static_cast<std::size_t>(sy) * n_ + sx], 0};
+    for (int sy = 0; sy < side; ++sy)
+      for (int sx = 0; sx < side; ++sx)
+        grid[deconv::filter_cell(sx, sy, side, m_)] = {filter[static_cast<std::size_t>(sy) * side + sx], 0};
     DeviceArray<cufftComplex>& transform = transforms_.emplace_back(cells());
     SPIP_CUDA_CHECK(cudaMemcpy(transform.get(), grid.data(), transform.bytes(), cudaMemcpyHostToDevice));
     SPIP_CUDA_CHECK(cufftExecC2C(plan_, transform.get(), transform.get(), CUFFT_FORWARD));

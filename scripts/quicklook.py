@@ -298,9 +298,28 @@ def panel_qa(fig, cell, run: Run):
     beam.plot(mhz, channel_column(channels, "beam_minor_arcsec"), "^-", ms=3, color="tab:purple",
               label="fitted beam minor")
     beam.set_ylabel("fitted beam FWHM [arcsec]")
+    for stop, colour in (("diverged", "tab:red"), ("degenerate_psf", "tab:orange")):
+        for freq in marked_mhz(channels, stop):
+            ax.axvline(freq, color=colour, alpha=0.5, lw=2, label=MARKS[stop])
     ax.set_title("per-channel residual noise and fitted beam")
     lines = ax.get_lines() + beam.get_lines()
-    ax.legend(lines, [line.get_label() for line in lines], fontsize=8, loc="best")
+    labels = {line.get_label(): line for line in lines}  # one entry per kind of mark
+    ax.legend(labels.values(), labels.keys(), fontsize=8, loc="best")
+
+
+# qa.json's clean_stop values that mark a channel, as the page names them.
+MARKS = {"diverged": "CLEAN DIVERGED (weight 0)", "degenerate_psf": "degenerate PSF, not cleaned"}
+
+
+def marked_mhz(channels, stop: str) -> list[float]:
+    """The frequencies of the channels whose clean_stop is `stop`."""
+    return [c["freq_hz"] / 1e6 for c in channels if c.get("clean_stop") == stop]
+
+
+def marked_count(qa) -> str:
+    channels = (qa or {}).get("channels") or []
+    parts = [f"{len(marked_mhz(channels, stop))} {name}" for stop, name in MARKS.items() if marked_mhz(channels, stop)]
+    return "; ".join(parts)
 
 
 def channel_count(qa) -> str:
@@ -312,7 +331,8 @@ def channel_count(qa) -> str:
 
 def page_title(run: Run) -> str:
     sources = "no catalogue" if run.catalogue is None else f"{len(run.catalogue)} catalogue sources"
-    return f"spip quick look: {run.prefix} — {channel_count(run.qa)}, {sources}"
+    marks = marked_count(run.qa)
+    return f"spip quick look: {run.prefix} — {channel_count(run.qa)}, {sources}" + (f" — {marks}" if marks else "")
 
 
 def render(prefix: Path, out: Path) -> str:

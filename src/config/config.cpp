@@ -378,6 +378,10 @@ const std::vector<Key>& keys() {
              "joined-polarisation peak search on |I|, |Q+iU| or sqrt(I^2+Q^2+U^2+V^2)"),
       scalar("clean.max_major", &Config::clean, &CleanConfig::max_major,
              [](int v) { return v >= 1; }, "an integer >= 1", "", "major-cycle limit"),
+      scalar("clean.divergence_limit", &Config::clean, &CleanConfig::divergence_limit,
+             [](double v) { return v > 1; }, "a number > 1", "",
+             "stop CLEAN on a channel when its peak rises past this many times the major cycle's starting peak, "
+             "keeping the model from before that cycle"),
       scalar("clean.subminor", &Config::clean, &CleanConfig::subminor, any<bool>, "true or false", "",
              "search and subtract among the pixels above the cycle's stop only"),
       scalar("clean.multiscale", &Config::clean, &CleanConfig::multiscale, any<bool>, "true or false", "",

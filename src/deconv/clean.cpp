@@ -39,15 +39,15 @@ Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels, con
   return Peak{std::sqrt(static_cast<double>(best.value)), static_cast<std::size_t>(best.pixel)};
 }
 
-void subtract_component(float* residual, const float* psf, int n, std::size_t pixel, const float flux[4]) {
+void subtract_component(float* residual, MinorPsf psf, int n, std::size_t pixel, const float flux[4]) {
   const int px = static_cast<int>(pixel % n), py = static_cast<int>(pixel / n);
-  const int dx = px - n / 2, dy = py - n / 2;
+  const int dx = px - psf.side / 2, dy = py - psf.side / 2;
   const std::size_t plane = static_cast<std::size_t>(n) * n;
-  const int y_lo = std::max(0, dy), y_hi = std::min(n, n + dy);
-  const int x_lo = std::max(0, dx), x_hi = std::min(n, n + dx);
+  const int y_lo = std::max(0, dy), y_hi = std::min(n, psf.side + dy);
+  const int x_lo = std::max(0, dx), x_hi = std::min(n, psf.side + dx);
 #pragma omp parallel for schedule(static)
   for (int y = y_lo; y < y_hi; ++y) {
-    const float* psf_row = psf + psf_pixel_under(x_lo, y, px, py, n) - x_lo;
+    const float* psf_row = psf.data + psf_pixel_under(x_lo, y, px, py, psf.side) - x_lo;
     for (int s = 0; s < num_stokes; ++s) {
       if (flux[s] == 0) continue;
       float* row = residual + s * plane + static_cast<std::size_t>(y) * n;
@@ -100,7 +100,7 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
   return set;
 }
 
-std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n, PeakSearch search, double gain,
+std::vector<Component> clean_active_set(ActiveSet& set, MinorPsf psf, PeakSearch search, double gain,
                                         int max_iterations, int& iterations) {
   const std::size_t count = set.size();
   std::vector<Component> components;
@@ -125,9 +125,9 @@ std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n,
     const int px = set.x[at], py = set.y[at];
 #pragma omp parallel for schedule(static) if (count > 8192)
     for (std::size_t i = 0; i < count; ++i) {
-      const long long under = psf_pixel_under(set.x[i], set.y[i], px, py, n);
+      const long long under = psf_pixel_under(set.x[i], set.y[i], px, py, psf.side);
       if (under < 0) continue;
-      for (int s = 0; s < num_stokes; ++s) set.values[s * count + i] -= flux[s] * psf[under];
+      for (int s = 0; s < num_stokes; ++s) set.values[s * count + i] -= flux[s] * psf.data[under];
     }
     ++done;
   }
@@ -136,9 +136,9 @@ std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n,
 }
 
 void subtract_components(const std::vector<Component>& components, Convolver* convolver,
-                         const std::vector<int>& product, const float* psf, int n, float* residual,
+                         const std::vector<int>& product, MinorPsf psf, int n, float* residual,
                          SubtractionPlanes& planes) {
-  if (psf && components.size() <= direct_subtraction_limit) {
+  if (psf.data && components.size() <= direct_subtraction_limit) {
     for (const Component& c : components) subtract_component(residual, psf, n, c.pixel, c.flux.data());
     return;
   }
@@ -168,26 +168,38 @@ std::vector<std::uint8_t> auto_mask_of(const std::vector<float>& model, std::siz
   return mask;
 }
 
+// A search peak above the divergence level (0: none), or not a number.
+bool diverging(double peak, double divergence_level) {
+  return divergence_level > 0 && !(peak <= divergence_level);
+}
+
+// How much further than an image-sized one a PSF of psf.side reaches, for the convolver.
+int psf_reach(MinorPsf psf, int n) { return std::max(0, (psf.side - n) / 2); }
+
 // subminor_hogbom() with the PSF's convolution kept by the caller: it is built on first
 // need and serves every major cycle of the channel.
-MinorCycleResult subminor_cycles(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+MinorCycleResult subminor_cycles(float* residual, MinorPsf psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
-                                 const std::uint8_t* mask, PsfConvolution& convolution) {
+                                 const std::uint8_t* mask, double divergence_level, PsfConvolution& convolution) {
   const std::size_t pixels = geometry.pixels();
   const int n = geometry.size;
   MinorCycleResult result;
   while (result.iterations < max_iterations) {
     result.peak = find_peak(search, residual, pixels, mask).value;
+    if (diverging(result.peak, divergence_level)) {
+      result.diverged = true;
+      break;
+    }
     if (!(result.peak > stop_level)) break;
     ActiveSet set = select_active(search, residual, pixels, n, stop_level, mask);
     const std::vector<Component> components =
-        clean_active_set(set, psf, n, search, gain, max_iterations - result.iterations, result.iterations);
+        clean_active_set(set, psf, search, gain, max_iterations - result.iterations, result.iterations);
     if (components.empty()) break;
     for (const Component& c : components)
       for (int s = 0; s < num_stokes; ++s) model[s * pixels + c.pixel] += c.flux[s];
     if (!convolution.convolver && components.size() > direct_subtraction_limit) {
-      convolution.convolver = make_host_convolver(n);
-      convolution.psf = convolution.convolver->add_filter(psf);
+      convolution.convolver = make_host_convolver(n, psf_reach(psf, n));
+      convolution.psf = convolution.convolver->add_filter(psf.data, psf.side);
     }
     subtract_components(components, convolution.convolver.get(), {convolution.psf}, psf, n, residual,
                         convolution.planes);
@@ -233,9 +245,53 @@ double residual_peak(const std::vector<float>& residual) {
 
 }  // namespace
 
+double minor_psf_bytes_per_pixel() { return 4 * sizeof(float) + 4 * 44.0; }
+
 double subminor_bytes_per_pixel(int n) {
-  return host_convolver_bytes_per_pixel(n, 0, 1) + subtraction_planes_bytes_per_pixel +
+  return host_convolver_bytes_per_pixel(n, psf_reach({nullptr, minor_psf_side(n)}, n), 1) +
+         subtraction_planes_bytes_per_pixel +
          detail::active_set_bytes_per_pixel;
+}
+
+const char* clean_stop_name(CleanStop stop) {
+  switch (stop) {
+    case CleanStop::none: return "none";
+    case CleanStop::threshold: return "threshold";
+    case CleanStop::niter: return "niter";
+    case CleanStop::max_major: return "max_major";
+    case CleanStop::no_components: return "no_components";
+    case CleanStop::diverged: return "diverged";
+    case CleanStop::degenerate_psf: return "degenerate_psf";
+  }
+  return "none";
+}
+
+std::optional<PsfSidelobe> degenerate_sidelobe(const float* psf, int n) {
+  const auto distance = [n](int x, int y) { return std::hypot(x - n / 2, y - n / 2); };
+  double half_width = std::numeric_limits<double>::infinity();
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x)
+      if (psf[static_cast<std::size_t>(y) * n + x] < 0.5f) half_width = std::min(half_width, distance(x, y));
+  // An undersampled lobe's neighbours may sit near the peak; two pixels out they cannot.
+  const double beyond = std::max(half_width, 1.5);
+  const float peak = psf[static_cast<std::size_t>(n / 2) * n + n / 2];
+  std::optional<PsfSidelobe> found;
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const double value = psf[static_cast<std::size_t>(y) * n + x] / peak;
+      if (value >= 1 - 1e-3 && distance(x, y) > beyond && (!found || value > found->value))
+        found = PsfSidelobe{value, distance(x, y)};
+    }
+  return found;
+}
+
+double far_sidelobe(const float* psf, int n) {
+  double far = 0;
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x)
+      if (std::max(std::abs(x - n / 2), std::abs(y - n / 2)) >= n / 4)
+        far = std::max(far, static_cast<double>(std::abs(psf[static_cast<std::size_t>(y) * n + x])));
+  return far;
 }
 
 double mad_sigma(const float* image, std::size_t count) {
@@ -246,14 +302,18 @@ double mad_sigma(const float* image, std::size_t count) {
   return 1.4826 * deviation;
 }
 
-MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
-                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
-                        const std::uint8_t* mask) {
+MinorCycleResult hogbom(float* residual, MinorPsf psf, const imaging::ImageGeometry& geometry, PeakSearch search,
+                        double gain, double stop_level, int max_iterations, float* model, const std::uint8_t* mask,
+                        double divergence_level) {
   const std::size_t pixels = geometry.pixels();
   MinorCycleResult result;
   while (result.iterations < max_iterations) {
     const Peak peak = find_peak(search, residual, pixels, mask);
     result.peak = peak.value;
+    if (diverging(peak.value, divergence_level)) {
+      result.diverged = true;
+      break;
+    }
     if (!(peak.value > stop_level)) break;
     float flux[num_stokes];
     for (int s = 0; s < num_stokes; ++s) {
@@ -266,11 +326,12 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
   return result;
 }
 
-MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+MinorCycleResult subminor_hogbom(float* residual, MinorPsf psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
-                                 const std::uint8_t* mask) {
+                                 const std::uint8_t* mask, double divergence_level) {
   PsfConvolution convolution;
-  return subminor_cycles(residual, psf, geometry, search, gain, stop_level, max_iterations, model, mask, convolution);
+  return subminor_cycles(residual, psf, geometry, search, gain, stop_level, max_iterations, model, mask,
+                         divergence_level, convolution);
 }
 
 HostCleanBackend::HostCleanBackend(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,
@@ -297,13 +358,13 @@ double HostCleanBackend::peak(PeakSearch search) {
 
 double HostCleanBackend::noise(PeakSearch search) { return search_noise(search, residual_.data(), psf_.size()); }
 
-int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
-  if (group_ && !group_->leads()) {
-    group_->from_leader(model_);
-    return group_->from_leader(0);
-  }
-  const std::uint8_t* mask = mask_.empty() ? nullptr : mask_.data();
+MinorCycleResult HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
   const imaging::ImageGeometry& g = imager_.geometry();
+  if (step.whole_image_psf && wide_psf_.empty()) wide_psf_ = imager_.psf(minor_psf_side(g.size), group_);
+  if (group_ && !group_->leads()) return shared_result({});
+  const std::uint8_t* mask = mask_.empty() ? nullptr : mask_.data();
+  const MinorPsf psf = step.whole_image_psf ? MinorPsf{wide_psf_.data(), minor_psf_side(g.size)}
+                                            : MinorPsf{psf_.data(), g.size};
   MinorCycleResult result;
   if (step.multiscale) {
     if (!multiscale_)
@@ -313,15 +374,24 @@ int HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
                               step.max_iterations);
   } else if (step.subminor) {
     if (!convolution_) convolution_ = std::make_unique<PsfConvolution>();
-    result = subminor_cycles(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level,
-                             step.max_iterations, model_.data(), mask, *convolution_);
+    result = subminor_cycles(residual_.data(), psf, g, step.search, step.gain, step.stop_level, step.max_iterations,
+                             model_.data(), mask, step.divergence_level, *convolution_);
   } else {
-    result = hogbom(residual_.data(), psf_.data(), g, step.search, step.gain, step.stop_level, step.max_iterations,
-                    model_.data(), mask);
+    result = hogbom(residual_.data(), psf, g, step.search, step.gain, step.stop_level, step.max_iterations,
+                    model_.data(), mask, step.divergence_level);
   }
-  if (!group_) return result.iterations;
+  return group_ ? shared_result(result) : result;
+}
+
+// A group's members get the leader's model and result.
+MinorCycleResult HostCleanBackend::shared_result(MinorCycleResult result) {
   group_->from_leader(model_);
-  return group_->from_leader(result.iterations);
+  result.iterations = group_->from_leader(result.iterations);
+  result.diverged = group_->from_leader(result.diverged ? 1 : 0) != 0;
+  std::vector<float> peak{static_cast<float>(result.peak)};
+  group_->from_leader(peak);
+  result.peak = peak[0];
+  return result;
 }
 
 // Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.

@@ -23,11 +23,12 @@ class FftConvolver final : public Convolver {
     std::fill(window_.columns.begin(), window_.columns.begin() + n, 1);
   }
 
-  int add_filter(const float* filter) override {
+  int add_filter(const float* filter, int side) override {
     std::complex<float>* grid = work_.data();
     std::fill(grid, grid + cells(), std::complex<float>{});
-    for (int sy = 0; sy < n_; ++sy)
-      for (int sx = 0; sx < n_; ++sx) grid[filter_cell(sx, sy, n_, m_)] = filter[static_cast<std::size_t>(sy) * n_ + sx];
+    for (int sy = 0; sy < side; ++sy)
+      for (int sx = 0; sx < side; ++sx)
+        grid[filter_cell(sx, sy, side, m_)] = filter[static_cast<std::size_t>(sy) * side + sx];
     fft_.forward(grid, all_, all_);
     const float scale = 1.0f / grid_cells();
     std::vector<std::complex<float>>& transform = transforms_.emplace_back(cells());

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "spip/config/config.hpp"
+#include "spip/deconv/clean.hpp"
 #include "spip/deconv/convolver.hpp"
 
 namespace spip::deconv {
@@ -40,8 +41,8 @@ struct Peak {
 Peak find_peak(PeakSearch search, const float* residual, std::size_t pixels, const std::uint8_t* mask);
 
 // residual_s -= flux_s * psf shifted to `pixel`, over the part of the PSF inside the
-// image: rows and columns [lo, hi) where psf_pixel_under() is defined.
-void subtract_component(float* residual, const float* psf, int n, std::size_t pixel, const float flux[4]);
+// N x N image: rows and columns [lo, hi) where psf_pixel_under() is defined.
+void subtract_component(float* residual, MinorPsf psf, int n, std::size_t pixel, const float flux[4]);
 
 struct Component {
   std::size_t pixel = 0;
@@ -74,14 +75,14 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
 // of peak 1 (multiscale's twice-convolved PSFs peak below it): each takes gain times the
 // pixel's values. Returns the components found,
 // one per pixel, and adds their iterations to `iterations`.
-std::vector<Component> clean_active_set(ActiveSet& set, const float* psf, int n, PeakSearch search, double gain,
+std::vector<Component> clean_active_set(ActiveSet& set, MinorPsf psf, PeakSearch search, double gain,
                                         int max_iterations, int& iterations);
 
 // residual -= the components convolved with the filters `product` of `convolver`, in
 // `planes`; with a `psf` (the same response as an image) and few components, shifted
 // copies of it are subtracted directly instead, and `convolver` may be null.
 void subtract_components(const std::vector<Component>& components, Convolver* convolver,
-                         const std::vector<int>& product, const float* psf, int n, float* residual,
+                         const std::vector<int>& product, MinorPsf psf, int n, float* residual,
                          SubtractionPlanes& planes);
 
 // Below this many components, subtracting each PSF directly costs less than the

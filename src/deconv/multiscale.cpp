@@ -97,7 +97,7 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
   // The widest products are the PSF with one kernel (the residual's update) and a
   // kernel with itself (the twice-convolved PSF, from the PSF as an image).
   convolver_ = make_convolver(2 * widest);
-  psf_filter_ = convolver_->add_filter(psf_.data());
+  psf_filter_ = convolver_->add_filter(psf_.data(), n);
   for (std::size_t k = 0; k < scales.size(); ++k) {
     Scale scale;
     scale.size = scales[k];
@@ -108,7 +108,7 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
       scales_.push_back(std::move(scale));
       continue;
     }
-    scale.filter = convolver_->add_filter(centred(scale.kernel, n).data());
+    scale.filter = convolver_->add_filter(centred(scale.kernel, n).data(), n);
     std::vector<float> once(psf_.size());
     scale.twice.resize(psf_.size());
     convolver_->convolve(psf_.data(), 1, {{scale.filter}, {scale.filter, scale.filter}}, {once.data(), scale.twice.data()});
@@ -208,7 +208,7 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
     const double level = std::max(stop_level, (1 - subminor_gain) * peak[best]) / scale.bias;
     detail::ActiveSet set = detail::select_active(search_mode, image_of(best), pixels, n_, level, search_mask(best));
     const int before = result.iterations;
-    std::vector<Component> found = detail::clean_active_set(set, scale.twice.data(), n_, search_mode, gain,
+    std::vector<Component> found = detail::clean_active_set(set, {scale.twice.data(), n_}, search_mode, gain,
                                                              max_iterations - result.iterations, result.iterations);
     if (found.empty()) break;
     iterations_[best] += result.iterations - before;
@@ -218,9 +218,9 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
       for (float& f : c.flux) f /= scale.psf_peak;
     stamp(scale.kernel, found, n_, model);
     if (scale.filter < 0)
-      detail::subtract_components(found, convolver_.get(), {psf_filter_}, psf_.data(), n_, residual, *planes_);
+      detail::subtract_components(found, convolver_.get(), {psf_filter_}, {psf_.data(), n_}, n_, residual, *planes_);
     else
-      detail::subtract_components(found, convolver_.get(), {psf_filter_, scale.filter}, nullptr, n_, residual,
+      detail::subtract_components(found, convolver_.get(), {psf_filter_, scale.filter}, {}, n_, residual,
                                   *planes_);
   }
   *planes_ = {};  // not held through the prediction and imaging that follow

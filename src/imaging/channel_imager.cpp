@@ -5,7 +5,7 @@
 namespace spip::imaging {
 
 ChannelImager::ChannelImager(const ImageGeometry& geometry, double accuracy, bool wstacking)
-    : gridder_(geometry, accuracy, wstacking) {}
+    : gridder_(geometry, accuracy, wstacking), accuracy_(accuracy) {}
 
 void ChannelImager::set_data(std::vector<double> uvw_lambda, std::vector<float> weights, const RowGroup* group) {
   uvw_ = std::move(uvw_lambda);
@@ -33,14 +33,27 @@ void ChannelImager::dirty(const std::complex<float>* vis, float* images) const {
   }
 }
 
-void ChannelImager::psf(float* image) const {
+void ChannelImager::psf(float* image) const { grid_psf(gridder_, image); }
+
+std::vector<float> ChannelImager::psf(int side, const RowGroup* group) const {
+  const ImageGeometry& g = geometry();
+  const double padding = static_cast<double>(g.grid_size) / g.size;
+  Gridder wide(ImageGeometry::make(side, g.cell_rad, padding), accuracy_, false);
+  wide.set_uvw(uvw_.data(), num_visibilities());
+  std::vector<float> image(wide.geometry().pixels());
+  grid_psf(wide, image.data());
+  if (group) group->sum(image);
+  return image;
+}
+
+void ChannelImager::grid_psf(const Gridder& gridder, float* image) const {
   const std::size_t count = num_visibilities();
   std::vector<std::complex<float>> ones(count, {1.0f, 0.0f});
   std::vector<float> weight_i(count);
   for (std::size_t k = 0; k < count; ++k) weight_i[k] = weights_[k * num_stokes];
-  gridder_.grid(ones.data(), weight_i.data(), 1, image);
+  gridder.grid(ones.data(), weight_i.data(), 1, image);
   const float scale = weight_sum_[0] > 0 ? static_cast<float>(1.0 / weight_sum_[0]) : 0.0f;
-  for (std::size_t p = 0; p < geometry().pixels(); ++p) image[p] *= scale;
+  for (std::size_t p = 0; p < gridder.geometry().pixels(); ++p) image[p] *= scale;
 }
 
 void ChannelImager::predict(const float* model, std::complex<float>* vis) const {

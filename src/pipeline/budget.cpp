@@ -68,7 +68,8 @@ double clean_bytes_per_pixel(const CleanConfig& clean, int image_size, bool gpu)
     return gpu_images +
            (clean.multiscale ? gpu_multiscale + MultiscaleClean::bytes_per_pixel(clean.scales, image_size, false) : 0);
   if (clean.multiscale) return MultiscaleClean::bytes_per_pixel(clean.scales, image_size, true);
-  return clean.subminor ? deconv::subminor_bytes_per_pixel(image_size) : 0;
+  const double subminor = clean.subminor ? deconv::subminor_bytes_per_pixel(image_size) : 0;
+  return std::max(deconv::minor_psf_bytes_per_pixel(), 4 * sizeof(float) + subminor);
 }
 
 double clean_device_bytes(const CleanConfig& clean, int image_size) {

@@ -168,7 +168,10 @@ class RankRun {
   void image_channel(int c, const ChannelStats& data, ChannelWriter& writer);
   void agree_on_common_beam();
   void restore_with_common_beam();
+  void log_clean_marks(int channel, const deconv::ChannelImages& images) const;
+  std::vector<double> faraday_noise();
   void run_faraday_stage();
+  void log_clean_summary(const std::vector<ChannelQa>& channels) const;
   Products commit();
   ChannelQa& qa_of(int c) { return qa_[static_cast<std::size_t>(c - mine_.begin)]; }
   double& noise_of(int c) { return noise_[static_cast<std::size_t>(c - mine_.begin)]; }
@@ -405,7 +408,7 @@ void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writ
   log_.info("channel " + std::to_string(plan_.chan_begin + c) + " is blank: " + qa.blank);
   qa.flagged_fraction = 1.0;
   qa.nonfinite_samples = data.nonfinite_samples;
-  qa.search_noise_jy = qa.clean_threshold_jy = nan;
+  qa.search_noise_jy = qa.clean_threshold_jy = qa.psf_sidelobe = nan;
   noise_of(c) = -1.0;
   const std::string record = nlohmann::ordered_json(ChannelMarker{qa, -1.0}).dump();
   writer.submit([this, c, record] {
@@ -452,13 +455,17 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
                  config_.clean.auto_threshold > 0 ? images.search_noise : nan,
                  has_threshold ? images.clean_threshold : nan,
                  has_threshold ? std::optional<bool>(images.threshold_reached) : std::nullopt,
+                 images.clean_stop == deconv::CleanStop::none ? "" : deconv::clean_stop_name(images.clean_stop),
+                 images.degenerate_psf ? images.degenerate_psf->value : nan,
                  images.residual_sigma,
                  images.residual_peak,
                  peak_i,
                  dynamic_range(peak_i, images.residual_sigma),
                  data.wait_s,
                  watch.seconds()};
-  if (has_threshold && !images.threshold_reached)
+  log_clean_marks(plan_.chan_begin + c, images);
+  const bool ran_out = images.clean_stop == deconv::CleanStop::niter || images.clean_stop == deconv::CleanStop::max_major;
+  if (has_threshold && ran_out)
     log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": CLEAN stopped at " +
               (images.iterations >= config_.clean.niter ? "clean.niter = " + std::to_string(config_.clean.niter)
                                                         : "clean.max_major = " + std::to_string(config_.clean.max_major)) +
@@ -483,6 +490,47 @@ void RankRun::agree_on_common_beam() {
   log_.root("common restoring beam " + fixed(beam_.major_rad * rad_to_arcsec, 2) + "\" x " +
             fixed(beam_.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam_.pa_rad * rad_to_deg, 1) + " deg; grid " +
             std::to_string(plan_.geometry.grid_size) + "^2, " + grid_summary_ + " (last channel of rank 0)");
+}
+
+// A degenerate PSF, and CLEAN's divergence, in one line each.
+void RankRun::log_clean_marks(int channel, const deconv::ChannelImages& images) const {
+  const std::string name = "channel " + std::to_string(channel) + ": ";
+  if (images.degenerate_psf)
+    log_.info(name + "degenerate PSF: a sidelobe at " + fixed(images.degenerate_psf->value, 4) + " of its peak, " +
+              fixed(images.degenerate_psf->distance_px, 1) + " pixels from it (one line of baselines?); " +
+              (images.clean_stop == deconv::CleanStop::degenerate_psf
+                   ? "CLEAN not started, the channel keeps its dirty image"
+                   : "CLEAN ran with the PSF of twice the image's side, under which it cannot diverge"));
+  if (images.clean_stop == deconv::CleanStop::diverged)
+    log_.info(name + "CLEAN DIVERGED: its peak rose to " + fixed(images.diverged_peak, 3) +
+              " Jy/beam, past clean.divergence_limit = " + fixed(config_.clean.divergence_limit, 2) +
+              " times its cycle's start; stopped with the model from before that cycle, and the Faraday stage gives " +
+              "the channel weight 0");
+}
+
+// The run's last word on CLEAN (rank 0): how many channels diverged or had a degenerate
+// PSF. Exit status 0 stays, so that a job does not requeue forever; this line, in
+// capitals where any did, is what says so.
+void RankRun::log_clean_summary(const std::vector<ChannelQa>& channels) const {
+  if (config_.clean.niter <= 0) return;
+  const std::string diverged = deconv::clean_stop_name(deconv::CleanStop::diverged);
+  const auto count = [&](auto marked) { return std::count_if(channels.begin(), channels.end(), marked); };
+  const auto diverging = count([&](const ChannelQa& qa) { return qa.clean_stop == diverged; });
+  const auto degenerate = count([](const ChannelQa& qa) { return std::isfinite(qa.psf_sidelobe); });
+  log_.root(std::string(diverging + degenerate > 0 ? "WARNING: " : "") + "CLEAN summary: " +
+            std::to_string(diverging) + " of " + std::to_string(channels.size()) +
+            " channels DIVERGED (weight 0 in the Faraday stage), " + std::to_string(degenerate) +
+            " had a degenerate PSF (qa.json: clean_stop, psf_sidelobe)");
+}
+
+// Channels whose CLEAN diverged keep planes made from the model before it did, but the
+// Faraday stage trusts none of their flux: they weigh 0, as blank ones do.
+std::vector<double> RankRun::faraday_noise() {
+  std::vector<double> noise = noise_;
+  for (int c = mine_.begin; c < mine_.end; ++c)
+    if (qa_of(c).clean_stop == deconv::clean_stop_name(deconv::CleanStop::diverged))
+      noise[static_cast<std::size_t>(c - mine_.begin)] = -1.0;
+  return noise;
 }
 
 // With CLEAN and a common beam: each of the rank's channels restored with the job's
@@ -536,7 +584,7 @@ void RankRun::run_faraday_stage() {
   FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
                        plan_.gpu_share_bytes, *kept_, plan_.blocks);
   const Stopwatch watch;
-  faraday_products_ = faraday.finish(noise_, mpi_, log_, stop_);
+  faraday_products_ = faraday.finish(faraday_noise(), mpi_, log_, stop_);
   faraday_mpi_bytes_ = faraday.mpi_bytes();
   faraday_product_bytes_ = faraday.product_bytes_read();
   faraday_exchange_s_ = faraday.exchange_seconds();
@@ -573,6 +621,7 @@ Products RankRun::commit() {
                                                 ranks));
     products.paths.push_back(qa_path);
   }
+  if (mpi_.is_root()) log_clean_summary(channels);
   log_.root("done in " + fixed(total_.seconds(), 3) + " s");
   return products;
 }

@@ -48,6 +48,8 @@ void to_json(json& out, const ChannelQa& qa) {
              {"search_noise_jy", qa.search_noise_jy},
              {"clean_threshold_jy", qa.clean_threshold_jy},
              {"threshold_reached", qa.threshold_reached ? json(*qa.threshold_reached ? 1 : 0) : json()},
+             {"clean_stop", qa.clean_stop.empty() ? json() : json(qa.clean_stop)},
+             {"psf_sidelobe", qa.psf_sidelobe},
              {"residual_sigma_jy", qa.residual_sigma_jy},
              {"residual_peak_jy", qa.residual_peak_jy},
              {"restored_peak_i_jy", qa.restored_peak_i_jy},
@@ -77,6 +79,8 @@ void from_json(const json& in, ChannelQa& qa) {
   qa.clean_threshold_jy = number(in, "clean_threshold_jy");
   const json& reached = in.at("threshold_reached");
   qa.threshold_reached = reached.is_null() ? std::nullopt : std::optional<bool>(reached.get<int>() != 0);
+  qa.clean_stop = in.at("clean_stop").is_null() ? std::string() : in.at("clean_stop").get<std::string>();
+  qa.psf_sidelobe = number(in, "psf_sidelobe");
   qa.residual_sigma_jy = number(in, "residual_sigma_jy");
   qa.residual_peak_jy = number(in, "residual_peak_jy");
   qa.restored_peak_i_jy = number(in, "restored_peak_i_jy");

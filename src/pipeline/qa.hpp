@@ -14,7 +14,7 @@
 namespace spip::pipeline {
 
 // The records' layout; progress markers of another version are not resumed from.
-inline constexpr int qa_version = 4;
+inline constexpr int qa_version = 5;
 
 struct ChannelQa {
   int channel = 0;
@@ -31,6 +31,8 @@ struct ChannelQa {
   std::vector<int> scale_iterations;  // the iterations at each of them
   double search_noise_jy = 0, clean_threshold_jy = 0;  // NaN where they do not apply
   std::optional<bool> threshold_reached;               // none without CLEAN or a threshold
+  std::string clean_stop;  // deconv::clean_stop_name(); empty (null) without CLEAN
+  double psf_sidelobe = 0; // a degenerate PSF's sidelobe relative to its peak (deconv::degenerate_sidelobe); NaN: none
   double residual_sigma_jy = 0, residual_peak_jy = 0, restored_peak_i_jy = 0, dynamic_range = 0;
   double read_s = 0, image_s = 0;
 };

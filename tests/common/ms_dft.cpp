@@ -49,6 +49,9 @@ struct Sample {
   double weight;
 };
 
+std::array<std::vector<double>, 4> stokes_dft(const std::string& ms, const std::vector<int>& channels,
+                                              const DftGrid& grid, const std::vector<DftPixel>& pixels, bool unit);
+
 }  // namespace
 
 int channel_count(const std::string& ms) {
@@ -62,6 +65,19 @@ std::array<std::vector<double>, 4> direct_dft(const std::string& ms, int channel
 
 std::array<std::vector<double>, 4> direct_dft(const std::string& ms, const std::vector<int>& channels,
                                               const DftGrid& grid, const std::vector<DftPixel>& pixels) {
+  return stokes_dft(ms, channels, grid, pixels, false);
+}
+
+std::vector<double> direct_psf(const std::string& ms, const std::vector<int>& channels, const DftGrid& grid,
+                               const std::vector<DftPixel>& pixels) {
+  return stokes_dft(ms, channels, grid, pixels, true)[0];
+}
+
+namespace {
+
+// Each sample's value is 1 for a PSF (`unit`).
+std::array<std::vector<double>, 4> stokes_dft(const std::string& ms, const std::vector<int>& channels,
+                                              const DftGrid& grid, const std::vector<DftPixel>& pixels, bool unit) {
   const cc::Table main(ms);
   const cc::Vector<int> corr = cc::ArrayColumn<int>(cc::Table(ms + "/POLARIZATION"), "CORR_TYPE")(0);
   const std::array<Rule, 4> rules = rules_for(corr);
@@ -94,7 +110,7 @@ std::array<std::vector<double>, 4> direct_dft(const std::string& ms, const std::
         const cdouble va = data(cc::IPosition(3, rule.a, 0, r)), vb = data(cc::IPosition(3, rule.b, 0, r));
         const double w = 4 * wa * wb / (wa + wb);
         samples[s].push_back({uvw(0, r) * per_metre, uvw(1, r) * per_metre, uvw(2, r) * per_metre,
-                              rule.factor * (va + rule.sign * vb) / 2.0, w});
+                              unit ? cdouble(1) : rule.factor * (va + rule.sign * vb) / 2.0, w});
         weight_sum[s] += w;
       }
     }
@@ -120,4 +136,5 @@ std::array<std::vector<double>, 4> direct_dft(const std::string& ms, const std::
   return images;
 }
 
+}  // namespace
 }  // namespace spip::test

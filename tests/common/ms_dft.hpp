@@ -33,6 +33,10 @@ std::array<std::vector<double>, 4> direct_dft(const std::string& ms, int channel
 std::array<std::vector<double>, 4> direct_dft(const std::string& ms, const std::vector<int>& channels,
                                               const DftGrid& grid, const std::vector<DftPixel>& pixels);
 
+// The PSF of Stokes I over those channels: the same sum with every visibility 1.
+std::vector<double> direct_psf(const std::string& ms, const std::vector<int>& channels, const DftGrid& grid,
+                               const std::vector<DftPixel>& pixels);
+
 // The number of channels of the MS's first spectral window.
 int channel_count(const std::string& ms);
 

@@ -83,8 +83,8 @@ TEST_P(MinorCycles, RecoverComponentsInEveryStokesPlane) {
   const float a[4] = {2.0f, 0.3f, -0.2f, 0.05f}, b[4] = {1.0f, -0.1f, 0.4f, 0.0f};
   add_source(residual, psf, 20, 30, a);
   add_source(residual, psf, 45, 12, b);
-  const auto result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::full_stokes, 0.1, 1e-4, 10000,
-                                 model.data(), nullptr);
+  const auto result = GetParam()(residual.data(), {psf.data(), n}, geometry, PeakSearch::full_stokes, 0.1, 1e-4, 10000,
+                                 model.data(), nullptr, 0.0);
   EXPECT_LT(result.peak, 1e-4);
   for (int s = 0; s < 4; ++s) {
     EXPECT_NEAR(model[s * plane + 30 * n + 20], a[s], 2e-4) << "Stokes " << s;
@@ -103,9 +103,9 @@ TEST(Hogbom, PolarisedSearchFindsASourceInvisibleInStokesI) {
   add_source(residual, psf, 20, 20, bright_i);
   add_source(residual, psf, 40, 40, pol_only);
   std::vector<float> for_i = residual, model_i(4 * plane, 0.0f);
-  deconv::hogbom(for_i.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 1e-3, 2000, model_i.data());
+  deconv::hogbom(for_i.data(), {psf.data(), n}, geometry, PeakSearch::stokes_i, 0.1, 1e-3, 2000, model_i.data());
   EXPECT_EQ(model_i[plane + 40 * n + 40], 0.0f) << "an I search never visits the polarised source";
-  deconv::hogbom(residual.data(), psf.data(), geometry, PeakSearch::linear_pol, 0.1, 1e-3, 2000, model.data());
+  deconv::hogbom(residual.data(), {psf.data(), n}, geometry, PeakSearch::linear_pol, 0.1, 1e-3, 2000, model.data());
   EXPECT_NEAR(model[plane + 40 * n + 40], 0.3f, 2e-3);
   EXPECT_NEAR(model[2 * plane + 40 * n + 40], 0.4f, 2e-3);
 }
@@ -115,10 +115,10 @@ TEST_P(MinorCycles, StopAtTheIterationLimitAndTheLevel) {
   std::vector<float> residual(4 * plane, 0.0f), model(4 * plane, 0.0f);
   const float flux[4] = {1.0f, 0, 0, 0};
   add_source(residual, psf, 32, 32, flux);
-  auto result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.0, 7, model.data(), nullptr);
+  auto result = GetParam()(residual.data(), {psf.data(), n}, geometry, PeakSearch::stokes_i, 0.1, 0.0, 7, model.data(), nullptr, 0.0);
   EXPECT_EQ(result.iterations, 7);
   EXPECT_NEAR(model[32 * n + 32], 1.0 - std::pow(0.9, 7), 1e-5);
-  result = GetParam()(residual.data(), psf.data(), geometry, PeakSearch::stokes_i, 0.1, 0.3, 1000, model.data(), nullptr);
+  result = GetParam()(residual.data(), {psf.data(), n}, geometry, PeakSearch::stokes_i, 0.1, 0.3, 1000, model.data(), nullptr, 0.0);
   EXPECT_LE(result.peak, 0.3);
   EXPECT_GT(result.peak, 0.3 * 0.9 - 1e-6);
 }
@@ -133,8 +133,8 @@ TEST_P(MinorCycles, SearchOnlyInsideTheMask) {
   std::vector<std::uint8_t> mask(plane, 0);
   for (int y = 35; y < 45; ++y)
     for (int x = 45; x < 55; ++x) mask[y * n + x] = 1;
-  GetParam()(residual.data(), psf.data(), geometry, PeakSearch::full_stokes, 0.1, 1e-4, 10000, model.data(),
-             mask.data());
+  GetParam()(residual.data(), {psf.data(), n}, geometry, PeakSearch::full_stokes, 0.1, 1e-4, 10000, model.data(),
+             mask.data(), 0.0);
   for (std::size_t p = 0; p < plane; ++p) {
     if (mask[p]) continue;
     for (int s = 0; s < 4; ++s) ASSERT_EQ(model[s * plane + p], 0.0f) << "component outside the mask at " << p;
@@ -162,9 +162,9 @@ TEST(SubminorHogbom, LeavesTheDirtyImageLessTheModelConvolvedWithThePsf) {
   add_source(dirty, psf, 63, 63, edge_b);
   const double stop = 0.01;
   std::vector<float> sub = dirty, sub_model(4 * plane, 0.0f), plain = dirty, plain_model(4 * plane, 0.0f);
-  const auto sub_result = deconv::subminor_hogbom(sub.data(), psf.data(), geometry, PeakSearch::full_stokes, 0.1, stop,
+  const auto sub_result = deconv::subminor_hogbom(sub.data(), {psf.data(), n}, geometry, PeakSearch::full_stokes, 0.1, stop,
                                                   100000, sub_model.data());
-  const auto plain_result = deconv::hogbom(plain.data(), psf.data(), geometry, PeakSearch::full_stokes, 0.1, stop, 100000,
+  const auto plain_result = deconv::hogbom(plain.data(), {psf.data(), n}, geometry, PeakSearch::full_stokes, 0.1, stop, 100000,
                                            plain_model.data());
   int above_stop = 0, components = 0;
   for (std::size_t i = 0; i < plane; ++i) {

@@ -29,9 +29,23 @@ class Spy final : public deconv::CleanBackend {
   std::vector<float> invert() override { return host_.invert(); }
   double peak(PeakSearch search) override { return host_.peak(search); }
   double noise(PeakSearch search) override { return host_.noise(search); }
-  int minor_cycles(const deconv::MinorCycleStep& step) override {
+  deconv::MinorCycleResult minor_cycles(const deconv::MinorCycleStep& step) override {
     steps.push_back(step);
-    return host_.minor_cycles(step);
+    if (static_cast<int>(steps.size()) != runaway_cycle) return host_.minor_cycles(step);
+    // A loop gain above 2 overshoots every component: Hogbom runs away for real.
+    deconv::MinorCycleStep runaway = step;
+    runaway.gain = 2.5;
+    runaway.max_iterations = 200;
+    if (!watch_runaway) runaway.divergence_level = 0;
+    return host_.minor_cycles(runaway);
+  }
+  bool has_whole_image_psf(const deconv::MinorCycleStep& step) const override {
+    return host_.has_whole_image_psf(step);
+  }
+  void keep_model() override { host_.keep_model(); }
+  void restore_kept_model() override {
+    ++restorations;
+    host_.restore_kept_model();
   }
   void subtract_model() override {
     ++subtractions;
@@ -45,6 +59,9 @@ class Spy final : public deconv::CleanBackend {
 
   std::vector<deconv::MinorCycleStep> steps;
   int subtractions = 0;
+  int restorations = 0;
+  int runaway_cycle = 0;       // the minor cycle (from 1) made to run away; 0: none
+  bool watch_runaway = true;   // whether that cycle watches its own peak
   int mask_after_cycle = -1;  // how many minor cycles ran before the mask was made
 
  private:
@@ -84,8 +101,10 @@ struct Run {
   std::unique_ptr<Spy> spy;
   deconv::ChannelImages images;
 };
-Run clean(Channel& channel, const CleanConfig& config) {
+Run clean(Channel& channel, const CleanConfig& config, int runaway_cycle = 0, bool watch_runaway = true) {
   auto spy = std::make_unique<Spy>(channel.imager, channel.vis);
+  spy->runaway_cycle = runaway_cycle;
+  spy->watch_runaway = watch_runaway;
   deconv::ChannelImages images = deconv::clean_channel(*spy, config, geometry, 0.0);
   return {std::move(spy), std::move(images)};
 }
@@ -134,6 +153,29 @@ TEST(MajorCycle, StopsAfterTheCycleThatReachesTheThreshold) {
   for (std::size_t p = 0; p < geometry.pixels(); ++p) model_i += images.model[p];
   EXPECT_NEAR(model_i, 2.0, 0.02);
   EXPECT_TRUE(spy->steps.front().subminor);
+}
+
+// A second cycle that runs away, caught in the minor cycles or only in the residual
+// imaged after them: CLEAN stops there, with the model and residual of the first cycle.
+TEST(MajorCycle, TheDivergenceGuardKeepsTheModelFromBeforeTheCycleThatRanAway) {
+  Channel channel(0.0);
+  CleanConfig config = deep(0.001);
+  config.max_major = 1;
+  config.subminor = false;  // Hogbom watches its peak on every iteration
+  const auto [first, one_cycle] = clean(channel, config);
+  ASSERT_FALSE(one_cycle.threshold_reached);
+  config.max_major = 5;
+  for (const bool watched : {true, false}) {
+    const auto [spy, images] = clean(channel, config, 2, watched);
+    EXPECT_EQ(images.clean_stop, deconv::CleanStop::diverged) << watched;
+    EXPECT_FALSE(images.threshold_reached);
+    EXPECT_GT(images.diverged_peak, spy->steps[1].divergence_level);
+    EXPECT_EQ(spy->steps.size(), 2u) << "no cycle after the one that ran away";
+    EXPECT_EQ(spy->restorations, 1);
+    EXPECT_EQ(spy->subtractions, watched ? 2 : 3) << "a cycle stopped in its minor cycles is not imaged first";
+    EXPECT_EQ(images.model, one_cycle.model) << watched;
+    EXPECT_EQ(images.residual, one_cycle.residual) << watched;
+  }
 }
 
 TEST(MajorCycle, StopsAtTheIterationLimitWithoutReachingTheThreshold) {

@@ -203,7 +203,7 @@ TEST(MultiscaleClean, RecoversAnExtendedSourcesFluxInFewerThanHalfHogbomsCompone
   std::vector<float> hogbom_residual = dirty, hogbom_model(4 * pixels, 0.0f);
   const spip::imaging::ImageGeometry geometry = spip::imaging::ImageGeometry::make(n, 1e-4, 1.5);
   const int hogbom_components =
-      spip::deconv::subminor_hogbom(hogbom_residual.data(), psf.data(), geometry, spip::PeakSearch::full_stokes, 0.1,
+      spip::deconv::subminor_hogbom(hogbom_residual.data(), {psf.data(), n}, geometry, spip::PeakSearch::full_stokes, 0.1,
                                     stop, 1000000, hogbom_model.data())
           .iterations;
 

@@ -152,6 +152,18 @@ def check_older_run(script: Path, quicklook, prefix: Path, folder: Path) -> None
     expect_title(quicklook, copy, ["no catalogue"])
 
 
+def check_marked_channels(script: Path, quicklook, prefix: Path, folder: Path) -> None:
+    """Channels whose CLEAN diverged, or whose PSF is degenerate, are named in the title."""
+    copy = copy_of_run(prefix, folder, lambda suffix: suffix != "qa.json")
+    qa = json.loads(Path(f"{prefix}-qa.json").read_text())
+    qa["channels"][0]["clean_stop"] = "diverged"
+    qa["channels"][-1]["clean_stop"] = "degenerate_psf"
+    Path(f"{copy}-qa.json").write_text(json.dumps(qa))
+    run_quicklook(script, str(copy), Path(f"{copy}-quicklook.png"))
+    expect_empty(Path(f"{copy}-quicklook.png"), quicklook, [], "run with marked channels")
+    expect_title(quicklook, copy, ["1 CLEAN DIVERGED (weight 0)", "1 degenerate PSF, not cleaned"])
+
+
 def check_detects_empty_panels(quicklook, prefix: Path, folder: Path) -> None:
     """Panels drawn as axes without data must fail, or the checks above prove nothing."""
     def bare_axes(fig, cell, run):
@@ -173,7 +185,8 @@ def main() -> int:
     quicklook = load_quicklook(script)
     check_complete_run(script, quicklook, prefix)
     with tempfile.TemporaryDirectory(dir=prefix.parent) as scratch:
-        for name, check in (("empty", check_empty_catalogue), ("older", check_older_run)):
+        for name, check in (("empty", check_empty_catalogue), ("older", check_older_run),
+                            ("marked", check_marked_channels)):
             (Path(scratch) / name).mkdir()
             check(script, quicklook, prefix, Path(scratch) / name)
         check_detects_empty_panels(quicklook, prefix, Path(scratch))

@@ -13,17 +13,29 @@ namespace spip::deconv {
 struct MinorCycleResult {
   int iterations = 0;
   double peak = 0;  // search value at the last peak found (Jy/beam)
+  bool diverged = false;  // stopped because the peak rose above the divergence level
 };
 
-// Hogbom minor cycles on residual images [4][N*N] with a PSF of peak 1 at (N/2, N/2):
-// one peak search over the Stokes planes (PeakSearch), the component subtracted from
-// every plane at the same position, until the search peak falls to `stop_level` or
-// `max_iterations` are done. Components are added to `model` (Jy/pixel). With a
-// `mask`, only pixels where it is non-zero are searched (the subtraction still covers
-// the whole image).
-MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
-                        PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
-                        const std::uint8_t* mask = nullptr);
+// The PSF a minor cycle subtracts: `side` x `side` pixels, peak 1 at (side/2, side/2).
+// At twice the image's side (minor_psf_side), every component's PSF covers the whole
+// image, and Hogbom's iterations cannot diverge (docs/architecture.md, "Why CLEAN
+// cannot run away"); at the image's side, a component far from the centre is
+// subtracted only where the PSF reaches.
+struct MinorPsf {
+  const float* data = nullptr;
+  int side = 0;
+};
+inline int minor_psf_side(int image_size) { return 2 * image_size; }
+
+// Hogbom minor cycles on residual images [4][N*N]: one peak search over the Stokes
+// planes (PeakSearch), the component subtracted from every plane at the same position,
+// until the search peak falls to `stop_level` or `max_iterations` are done, or rises
+// above `divergence_level` (diverged; 0: not watched). Components are added to `model`
+// (Jy/pixel). With a `mask`, only pixels where it is non-zero are searched (the
+// subtraction still covers the whole image).
+MinorCycleResult hogbom(float* residual, MinorPsf psf, const imaging::ImageGeometry& geometry, PeakSearch search,
+                        double gain, double stop_level, int max_iterations, float* model,
+                        const std::uint8_t* mask = nullptr, double divergence_level = 0);
 
 // The same minor cycles with the sub-minor optimisation (Clark 1980; WSClean's
 // sub-minor loop): the pixels whose search value exceeds `stop_level` (the brightest
@@ -32,13 +44,19 @@ MinorCycleResult hogbom(float* residual, const float* psf, const imaging::ImageG
 // convolution with the PSF when there are many. That repeats while any pixel of the
 // full residual is still above the stop, so the result is Hogbom's to within the
 // order in which near-equal peaks are taken; the major cycles keep it exact.
-MinorCycleResult subminor_hogbom(float* residual, const float* psf, const imaging::ImageGeometry& geometry,
+MinorCycleResult subminor_hogbom(float* residual, MinorPsf psf, const imaging::ImageGeometry& geometry,
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
-                                 const std::uint8_t* mask = nullptr);
+                                 const std::uint8_t* mask = nullptr, double divergence_level = 0);
+
+// What point CLEAN's PSF of twice the image's side holds per image pixel on the CPU, for
+// the memory plan: the PSF itself (4 floats per image pixel) and, while it is imaged,
+// its gridder's FFT grid, sums and grid correction over four times the image's pixels
+// (about 44 B per wide pixel). The sub-minor loop starts only once it is made.
+double minor_psf_bytes_per_pixel();
 
 // The most subminor_hogbom() holds per image pixel of an N x N image beside the images,
-// for the memory plan: its FFT convolver (with the PSF's transform), its subtraction
-// planes and its pixels above the stop.
+// for the memory plan: its FFT convolver (with the transform of a PSF of twice the
+// image's side), its subtraction planes and its pixels above the stop.
 double subminor_bytes_per_pixel(int n);
 
 // Robust sigma of an image: 1.4826 * the median absolute deviation from the median.
@@ -50,6 +68,31 @@ double mad_sigma(const float* image, std::size_t count);
 // threshold compares search peaks with this, not with sigma of Stokes I alone.
 double search_noise(PeakSearch search, const float* residual, std::size_t pixels);
 
+// Why CLEAN stopped on a channel (qa.json's clean_stop): it reached its threshold; it ran
+// out of clean.niter or clean.max_major; a cycle found no component; its peak rose past
+// clean.divergence_limit; or it did not start, on a degenerate PSF. `none`: no CLEAN asked.
+enum class CleanStop { none, threshold, niter, max_major, no_components, diverged, degenerate_psf };
+const char* clean_stop_name(CleanStop stop);
+
+// A PSF sidelobe at or above its peak (1 - 1e-3 of it or more), beyond the main lobe's
+// half width (the distance to the nearest pixel below half the peak): the fringe of
+// one line of baselines, an aliasing grating. Two sources that far apart give the same
+// image, so nothing can tell them apart, and CLEAN may trade flux between them without end.
+struct PsfSidelobe {
+  double value = 0;        // relative to the peak
+  double distance_px = 0;  // from the peak
+};
+std::optional<PsfSidelobe> degenerate_sidelobe(const float* psf, int n);
+
+// The largest |PSF| at least N/4 pixels from the peak along x or y: what a minor cycle
+// with the image-sized PSF leaves unsubtracted beyond the image's half width is of that
+// order. Hogbom with such a truncated PSF, as AIPS, CASA and WSClean run it, converges
+// in practice where far sidelobes are low; from whole_psf_sidelobe on, spip's minor
+// cycles subtract the PSF of twice the image's side instead (it costs a PSF imaged on a
+// grid of four times the cells, with about four times the w-planes).
+double far_sidelobe(const float* psf, int n);
+inline constexpr double whole_psf_sidelobe = 0.2;
+
 struct ChannelImages {
   std::vector<float> dirty, psf, model, residual;  // [4][N*N] except psf [N*N]
   std::optional<imaging::Beam> fitted_beam;  // fitted to this channel's PSF; empty where its lobe is not a peak
@@ -60,6 +103,9 @@ struct ChannelImages {
   double search_noise = 0;     // of the final residual, when clean.auto_threshold is set
   double clean_threshold = 0;  // max(clean.threshold, auto_threshold * search_noise) at the end
   bool threshold_reached = true;  // false: clean.niter or clean.max_major stopped CLEAN first
+  CleanStop clean_stop = CleanStop::none;
+  std::optional<PsfSidelobe> degenerate_psf;  // set where the PSF is degenerate
+  double diverged_peak = 0;  // the search peak that stopped a diverged channel's CLEAN
   double residual_sigma = 0;   // MAD sigma of the Stokes I residual
   double residual_peak = 0;    // largest |residual| over the Stokes planes
 };

@@ -35,12 +35,13 @@ struct StrongerPeak {
   SPIP_HOST_DEVICE PeakCandidate operator()(PeakCandidate a, PeakCandidate b) const { return stronger_peak(a, b); }
 };
 
-// The PSF pixel (peak at (N/2, N/2)) that lands on image pixel (x, y) when the PSF is
-// centred on a component at (px, py); -1 where it falls outside the PSF.
-SPIP_HOST_DEVICE inline long long psf_pixel_under(int x, int y, int px, int py, int n) {
-  const int sx = x - (px - n / 2), sy = y - (py - n / 2);
-  if (sx < 0 || sx >= n || sy < 0 || sy >= n) return -1;
-  return static_cast<long long>(sy) * n + sx;
+// The pixel of a side x side PSF (peak at (side/2, side/2)) that lands on image pixel
+// (x, y) when the PSF is centred on a component at (px, py); -1 where it falls outside
+// the PSF (never for a PSF of twice the image's side).
+SPIP_HOST_DEVICE inline long long psf_pixel_under(int x, int y, int px, int py, int side) {
+  const int sx = x - (px - side / 2), sy = y - (py - side / 2);
+  if (sx < 0 || sx >= side || sy < 0 || sy >= side) return -1;
+  return static_cast<long long>(sy) * side + sx;
 }
 
 }  // namespace spip::deconv

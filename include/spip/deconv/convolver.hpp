@@ -1,8 +1,9 @@
 #pragma once
-// Linear convolutions of N x N images with a few fixed N x N filters (the PSF, the
-// multiscale kernels), through FFTs of size M >= 3N/2 + reach: enough for the N x N
-// window of a linear convolution with an N x N filter centred at (N/2, N/2), or with a
-// product of filters that reaches `reach` pixels further, to see no wrap-around.
+// Linear convolutions of N x N images with a few fixed filters (the PSF, the multiscale
+// kernels), through FFTs of size M >= 3N/2 + reach: enough for the N x N window of a
+// linear convolution with an N x N filter centred at (N/2, N/2), or with a larger
+// filter or a product of filters that reaches `reach` pixels further, to see no
+// wrap-around.
 // The CPU's is FFTW (make_host_convolver); the GPU backend's is cuFFT, in cuda/.
 #include <complex>
 #include <cstddef>
@@ -14,8 +15,9 @@ namespace spip::deconv {
 class Convolver {
  public:
   virtual ~Convolver() = default;
-  // Keeps the transform of `filter` (N x N, its centre at (N/2, N/2)); returns its index.
-  virtual int add_filter(const float* filter) = 0;
+  // Keeps the transform of `filter` (side x side, its centre at (side/2, side/2), side
+  // at most N + 2 reach); returns its index.
+  virtual int add_filter(const float* filter, int side) = 0;
   // For each product f: out[f] = in convolved with the filters products[f] (each index
   // once or more), over `planes` N x N planes (two real planes per complex transform:
   // the filters are real). Each input plane is transformed once for all products.
@@ -32,11 +34,11 @@ int convolution_size(int n, int reach);
 // its two complex work planes and each filter's transform, all M x M.
 double host_convolver_bytes_per_pixel(int n, int reach, int filters);
 
-// Where filter pixel (sx, sy) of an N x N filter goes on the M x M grid: (sx - N/2,
-// sy - N/2) mod M, so that the grid's circular convolution leaves each input pixel's
-// response centred on it. Image pixel (x, y) sits at (x, y).
-inline std::size_t filter_cell(int sx, int sy, int n, int m) {
-  const int gx = (sx - n / 2 + m) % m, gy = (sy - n / 2 + m) % m;
+// Where filter pixel (sx, sy) of a side x side filter goes on the M x M grid:
+// (sx - side/2, sy - side/2) mod M, so that the grid's circular convolution leaves each
+// input pixel's response centred on it. Image pixel (x, y) sits at (x, y).
+inline std::size_t filter_cell(int sx, int sy, int side, int m) {
+  const int gx = (sx - side / 2 + m) % m, gy = (sy - side / 2 + m) % m;
   return static_cast<std::size_t>(gy) * m + gx;
 }
 

@@ -22,6 +22,8 @@ struct MinorCycleStep {
   double gain = 0.1;
   double stop_level = 0;
   int max_iterations = 0;
+  double divergence_level = 0;  // stop, diverged, when the search peak rises above this; 0: not watched
+  bool whole_image_psf = false;  // subtract the PSF of twice the image's side (MinorPsf); the backend must have it
   bool subminor = false;  // the sub-minor loop (subminor_hogbom) rather than plain Hogbom
   const MultiscaleSetup* multiscale = nullptr;  // multiscale CLEAN (MultiscaleClean) instead
 };
@@ -36,9 +38,15 @@ class CleanBackend {
   virtual double peak(PeakSearch search) = 0;
   // The noise of the residual's peak-search quantity (search_noise()).
   virtual double noise(PeakSearch search) = 0;
-  // Minor cycles on the residual within the mask, adding components to the model;
-  // returns the iterations done.
-  virtual int minor_cycles(const MinorCycleStep& step) = 0;
+  // Minor cycles on the residual within the mask, adding components to the model.
+  virtual MinorCycleResult minor_cycles(const MinorCycleStep& step) = 0;
+  // Whether these minor cycles can subtract a PSF of twice the image's side (MinorPsf),
+  // under which Hogbom's iterations cannot diverge; all can subtract the image's.
+  virtual bool has_whole_image_psf(const MinorCycleStep& step) const = 0;
+  // The divergence guard's snapshot of the model, and the model set back to it (the
+  // residual is then made again with subtract_model()).
+  virtual void keep_model() = 0;
+  virtual void restore_kept_model() = 0;
   // Predicts the model's visibilities, subtracts them and images the residual again.
   virtual void subtract_model() = 0;
   // clean.auto_mask: from now on search only the pixels that hold a component.
@@ -65,19 +73,24 @@ class HostCleanBackend final : public CleanBackend {
   std::vector<float> invert() override;
   double peak(PeakSearch search) override;
   double noise(PeakSearch search) override;
-  int minor_cycles(const MinorCycleStep& step) override;
+  MinorCycleResult minor_cycles(const MinorCycleStep& step) override;
+  bool has_whole_image_psf(const MinorCycleStep& step) const override { return !step.multiscale; }
+  void keep_model() override { kept_model_ = model_; }
+  void restore_kept_model() override { model_ = kept_model_; }
   void subtract_model() override;
   void mask_model_pixels() override;
   void fetch(ChannelImages& out) override;
   const MultiscaleClean* multiscale() const override { return multiscale_.get(); }
 
  private:
+  MinorCycleResult shared_result(MinorCycleResult result);
   void image_residual(const std::complex<float>* vis);
 
   const imaging::ChannelImager& imager_;
   const std::vector<std::complex<float>>& vis_;
   const imaging::RowGroup* group_;
-  std::vector<float> dirty_, psf_, model_, residual_;
+  std::vector<float> dirty_, psf_, model_, residual_, kept_model_;
+  std::vector<float> wide_psf_;  // twice the image's side, made on the first minor cycle that asks for it
   std::vector<std::uint8_t> mask_;  // empty: no mask
   std::vector<std::complex<float>> residual_vis_;
   std::unique_ptr<PsfConvolution> convolution_;  // the sub-minor loop's, made on first need
@@ -93,6 +106,14 @@ class HostCleanBackend final : public CleanBackend {
 // go on inside it down to auto_threshold sigma. CLEAN stops when the peak is at the
 // threshold (threshold_reached), at clean.niter or clean.max_major (not reached), or
 // when a cycle finds nothing to clean. Not restored (restore_channel).
+// The divergence guard: when the search peak rises above clean.divergence_limit times
+// the cycle's starting peak, in the minor cycles or in the residual imaged after them,
+// the model goes back to what it was before that cycle, the residual is made from it,
+// and CLEAN stops (CleanStop::diverged). Where the PSF is degenerate (degenerate_sidelobe)
+// or has far sidelobes of whole_psf_sidelobe or more (far_sidelobe), the minor cycles
+// subtract the PSF of twice the image's side where the backend has it
+// (has_whole_image_psf); a degenerate channel is otherwise not cleaned and keeps its
+// dirty image (CleanStop::degenerate_psf).
 // `beam_rad` (imaging::deconvolution_beam: 1 / the longest kept baseline, or the taper)
 // sets multiscale CLEAN's automatic scales and bias as WSClean's beam does; 0 where it
 // is not known: the fitted beam then stands in.

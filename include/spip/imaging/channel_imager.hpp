@@ -29,6 +29,13 @@ class ChannelImager {
   void dirty(const std::complex<float>* vis, float* images) const;
   // The PSF from the Stokes I weights, peak 1 at pixel (N/2, N/2).
   void psf(float* image) const;
+  // The PSF over `side` x `side` pixels of the same cell, peak 1 at (side/2, side/2),
+  // without w-terms: the minor cycles' PSF of twice the image's side
+  // (deconv::MinorPsf). Without w-terms it is sum w cos(2 pi (u l + v m)) / sum w, a
+  // positive-definite function of the offset, the property that keeps Hogbom from
+  // diverging; one FFT of a grid of four times the cells. Its gridder is made and freed
+  // here. With a group, every member calls it and gets the channel's PSF.
+  std::vector<float> psf(int side, const RowGroup* group) const;
   // Model visibilities of model images in Jy/pixel.
   void predict(const float* model, std::complex<float>* vis) const;
 
@@ -38,7 +45,10 @@ class ChannelImager {
   const Gridder& gridder() const { return gridder_; }
 
  private:
+  void grid_psf(const Gridder& gridder, float* image) const;
+
   Gridder gridder_;
+  double accuracy_;
   std::vector<double> uvw_;
   std::vector<float> weights_;
   std::array<double, num_stokes> weight_sum_{};
