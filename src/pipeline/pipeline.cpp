@@ -527,9 +527,16 @@ void RankRun::log_clean_summary(const std::vector<ChannelQa>& channels) const {
 // Faraday stage trusts none of their flux: they weigh 0, as blank ones do.
 std::vector<double> RankRun::faraday_noise() {
   std::vector<double> noise = noise_;
+  std::int64_t diverged = 0;
   for (int c = mine_.begin; c < mine_.end; ++c)
-    if (qa_of(c).clean_stop == deconv::clean_stop_name(deconv::CleanStop::diverged))
+    if (qa_of(c).clean_stop == deconv::clean_stop_name(deconv::CleanStop::diverged)) {
       noise[static_cast<std::size_t>(c - mine_.begin)] = -1.0;
+      ++diverged;
+    }
+  diverged = mpi_.sum(diverged);
+  if (diverged > 0)
+    log_.root("the Faraday stage gives weight 0 to the " + std::to_string(diverged) +
+              " channel(s) whose CLEAN diverged");
   return noise;
 }
 

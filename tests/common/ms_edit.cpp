@@ -64,4 +64,14 @@ void scale_data(const std::string& ms, float factor) {
   data.putColumn(all);
 }
 
+void scale_correlation(const std::string& ms, int corr, float factor) {
+  cc::Table table = open_for_update(ms);
+  cc::ArrayColumn<cc::Complex> data(table, "DATA");
+  cc::Array<cc::Complex> all = data.getColumn();  // [corr][chan][row]
+  const cc::IPosition shape = all.shape();
+  for (ssize_t row = 0; row < shape[2]; ++row)
+    for (ssize_t chan = 0; chan < shape[1]; ++chan) all(cc::IPosition(3, corr, chan, row)) *= factor;
+  data.putColumn(all);
+}
+
 }  // namespace spip::test

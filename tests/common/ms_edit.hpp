@@ -26,5 +26,7 @@ void set_flag_all_channels(const std::string& ms, std::size_t row, int corr);
 void set_weight(const std::string& ms, std::size_t row, int corr, float value);
 // DATA times `factor` in every row, as a recalibration would change it.
 void scale_data(const std::string& ms, float factor);
+// DATA of one correlation times `factor` in every row and channel: a gain of one feed.
+void scale_correlation(const std::string& ms, int corr, float factor);
 
 }  // namespace spip::test

@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ms_dft.hpp"
+#include "ms_edit.hpp"
 #include "scratch.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/deconv/clean_math.hpp"
@@ -260,4 +261,50 @@ TEST(AtcaSnapshot, SixtyFourChannelsOnTwoRanksConvergeOrAreMarked) {
     return std::string(std::istreambuf_iterator<char>(text), {});
   }();
   EXPECT_NE(log.find("CLEAN summary: 0 of 64 channels DIVERGED"), std::string::npos);
+}
+
+// A simulated snapshot of the same kind: six antennas on an east-west line at ATCA's
+// site, one time, 32 channels of 1 MHz at 2.6 GHz; two sources 60" apart in RA, one
+// unpolarised (10 Jy) and one 20 % polarised (4 Jy, Q 0.4, U 0.69), without noise; the XX
+// feed's gain 1.2 and YY's 1. Seen through those gains the sky has I' = 1.1 I + 0.1 Q and
+// Q' = 0.1 I + 1.1 Q, and U' = U. CLEAN to 10 mJy must not diverge, and the model must
+// hold that sky's total flux: along its ridge the PSF cannot place a source, so the
+// totals are what it allows to be recovered.
+TEST(EastWestSnapshot, UnequalFeedGainsConvergeToTheSkyTheGainsShow) {
+  const fs::path folder = spip::test::scratch_path("snapshot");
+  fs::create_directories(folder / "telescope" / "station");
+  std::ofstream(folder / "telescope" / "layout.txt") << "0 0\n153 0\n306 0\n459 0\n1071 0\n3000 0\n";
+  std::ofstream(folder / "telescope" / "position.txt") << "149.5501 -30.3128 237\n";
+  std::ofstream(folder / "telescope" / "station" / "layout.txt") << "0 0\n";
+  const double ra = 294.85, dec = -63.7127, offset_deg = 60.0 / 3600 / std::cos(dec * M_PI / 180);
+  std::ofstream(folder / "sky.txt")
+      << "Format = Name, RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex, RotationMeasure, "
+         "PolarizedFraction, PolarizationAngle, MajorAxis, MinorAxis, Orientation\n"
+      << "\"A\", " << ra << ", " << dec << ", 10.0, , , 0.0, 2.6e9, 0.0, , , , , , \n"
+      << "\"B\", " << ra + offset_deg << ", " << dec << ", 4.0, , , 0.0, 2.6e9, 0.0, 0.0, 0.2, 30.0, , , \n";
+  const std::string ms_path = (folder / "snapshot.ms").string();
+  const std::string simulate = std::string(SPIP_SIMULATE_BIN) + " --sky " + (folder / "sky.txt").string() +
+                               " --telescope " + (folder / "telescope").string() + " --out " + ms_path +
+                               " --ra " + std::to_string(ra) + " --dec " + std::to_string(dec) +
+                               " --freq-start 2.613e9 --freq-inc 1e6 --channels 32 --times 1";
+  ASSERT_EQ(run(simulate, folder / "simulate.log"), 0) << "see " << folder << "/simulate.log";
+  spip::test::scale_correlation(ms_path, 0, 1.2f);  // XX
+
+  const fs::path out = folder / "out";
+  const std::string command = std::string(SPIP_BIN) + " --input.ms " + ms_path + " --output.dir " + out.string() +
+                              " --image.size 256 --image.scale 1.5 --image.channels_out 1 --image.weighting natural"
+                              " --clean.niter 5000 --clean.threshold 0.01 --faraday.cubes none --parallel.threads 2";
+  ASSERT_EQ(run(command, folder / "spip.log"), 0) << "see " << folder << "/spip.log";
+  const nlohmann::json qa = channel_qa(out);
+  EXPECT_EQ(qa.at("clean_stop"), "threshold");
+  EXPECT_GE(qa.at("psf_sidelobe").get<double>(), 0.999) << "one line of baselines: a degenerate PSF";
+  const double q_b = 0.8 * std::cos(M_PI / 3), u_b = 0.8 * std::sin(M_PI / 3);
+  const double expected[] = {1.1 * 14 + 0.1 * q_b, 0.1 * 14 + 1.1 * q_b, u_b};
+  for (int s = 0; s < 3; ++s) {
+    const std::vector<float> model = plane(out, "model", stokes_names[s]);
+    const double flux = std::accumulate(model.begin(), model.end(), 0.0);
+    std::printf("[ measured ] east-west snapshot, Stokes %s: model %.4f Jy of %.4f, %d iterations\n",
+                stokes_names[s], flux, expected[s], qa.at("iterations").get<int>());
+    EXPECT_NEAR(flux, expected[s], 0.02 * expected[0]) << stokes_names[s];
+  }
 }
