@@ -15,6 +15,7 @@
 #include "detail/point_preparation.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/common/stopwatch.hpp"
+#include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/gridding_math.hpp"
 #include "spip/imaging/w_layout.hpp"
 
@@ -66,6 +67,7 @@ int plane_batch_for(const imaging::ImageGeometry& geometry) {
 struct ChannelImager::Impl {
   int device;
   imaging::ImageGeometry geometry;
+  double accuracy;
   imaging::WStacking stacking;
   std::size_t max_visibilities;
   cudaStream_t compute = nullptr, upload = nullptr;
@@ -80,6 +82,8 @@ struct ChannelImager::Impl {
   DeviceArray<float2> values;        // [sorted point][lane]
   DeviceArray<dcomplex> acc, plain, mirrored;
   DeviceArray<float> dirty, residual, model, psf;
+  DeviceArray<float> kept_model;  // the divergence guard's
+  DeviceArray<float> wide_psf;    // twice the image's side (deconv::MinorPsf), for the channels that ask for it
   DeviceArray<std::uint8_t> mask;  // clean.auto_mask's
   DeviceArray<float2> residual_vis;
   std::unique_ptr<detail::MinorCycle> minor;
@@ -116,7 +120,7 @@ struct ChannelImager::Impl {
 
 ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, double accuracy, bool wstacking,
                           std::size_t max_vis, const imaging::WeightingScheme& scheme, int batch)
-    : device(device_index), geometry(g), stacking(imaging::make_w_stacking(g, accuracy, wstacking)),
+    : device(device_index), geometry(g), accuracy(accuracy), stacking(imaging::make_w_stacking(g, accuracy, wstacking)),
       max_visibilities(max_vis), plane_batch(batch > 0 ? std::min(batch, plane_batch_for(g)) : plane_batch_for(g)) {
   SPIP_CUDA_CHECK(cudaSetDevice(device));
   std::size_t free_bytes = 0, total_bytes = 0;
@@ -151,6 +155,8 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   acc = DeviceArray<dcomplex>(max_lanes * pixels());
   for (DeviceArray<float>* images : {&dirty, &residual, &model}) *images = DeviceArray<float>(num_stokes * pixels());
   psf = DeviceArray<float>(pixels());
+  kept_model = DeviceArray<float>(num_stokes * pixels());
+  wide_psf = DeviceArray<float>(num_stokes * pixels());  // (2N)^2
   mask = DeviceArray<std::uint8_t>(pixels());
   residual_vis = DeviceArray<float2>(num_stokes * max_visibilities);
   plain = DeviceArray<dcomplex>(2 * max_visibilities);
@@ -477,23 +483,41 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   }
 
   // With a group, the leader's; its model then reaches every member, for the prediction.
-  // The minor cycles' PSF is the image-sized one: the divergence guard watches them
-  // between major cycles only.
+  // The divergence guard watches these minor cycles between major cycles only.
   deconv::MinorCycleResult minor_cycles(const deconv::MinorCycleStep& step) override {
+    if (step.whole_image_psf && !wide_made_) make_wide_psf();
     return {iterations_of(step), 0.0, false};
   }
 
-  bool has_whole_image_psf(const deconv::MinorCycleStep&) const override { return false; }
+  bool has_whole_image_psf(const deconv::MinorCycleStep& step) const override { return !step.multiscale; }
+
+  // The PSF of twice the image's side, for the channels whose PSF asks for it: the
+  // host's imaging::wide_psf (as on the CPU) from the channel's coordinates, still in
+  // its staging buffer, and its imaging weights, made on the device.
+  void make_wide_psf() {
+    const Slot& slot = m_.active();
+    std::vector<float> weights(num_stokes * slot.rows);
+    m_.download(weights.data(), slot.weights.get(), static_cast<long long>(weights.size()));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    const double* uvw_m = reinterpret_cast<const double*>(slot.staging.get());
+    const double scale = slot.freq_hz / speed_of_light;
+    std::vector<double> uvw_lambda(uvw_m, uvw_m + 3 * slot.rows);
+    for (double& x : uvw_lambda) x *= scale;
+    std::vector<float> psf = imaging::wide_psf(m_.geometry, deconv::minor_psf_side(m_.geometry.size), m_.accuracy,
+                                               uvw_lambda.data(), weights.data(), slot.rows,
+                                               m_.summary.weight_sum[0]);
+    if (m_.group) m_.group->sum(psf);
+    upload(m_.wide_psf.get(), psf);
+    wide_made_ = true;
+  }
 
   void keep_model() override {
-    const std::size_t values = num_stokes * m_.pixels();
-    if (kept_model_.bytes() == 0) kept_model_ = DeviceArray<float>(values);
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(kept_model_.get(), m_.model.get(), values * sizeof(float), cudaMemcpyDeviceToDevice,
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(m_.kept_model.get(), m_.model.get(), m_.kept_model.bytes(), cudaMemcpyDeviceToDevice,
                                     m_.compute));
   }
 
   void restore_kept_model() override {
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(m_.model.get(), kept_model_.get(), kept_model_.bytes(), cudaMemcpyDeviceToDevice,
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(m_.model.get(), m_.kept_model.get(), m_.kept_model.bytes(), cudaMemcpyDeviceToDevice,
                                     m_.compute));
   }
 
@@ -505,8 +529,11 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     } else if (!m_.group || m_.group->leads()) {
       auto& minor = *m_.minor;
       const auto cycles = step.subminor ? &detail::MinorCycle::run_subminor : &detail::MinorCycle::run;
-      iterations = (minor.*cycles)(step.search, m_.residual.get(), m_.psf.get(), m_.geometry.size, step.gain,
-                                   step.stop_level, step.max_iterations, m_.model.get(), mask(), m_.compute);
+      const int size = m_.geometry.size;
+      const float* psf = step.whole_image_psf ? m_.wide_psf.get() : m_.psf.get();
+      const int psf_side = step.whole_image_psf ? deconv::minor_psf_side(size) : size;
+      iterations = (minor.*cycles)(step.search, m_.residual.get(), psf, psf_side, size, step.gain, step.stop_level,
+                                   step.max_iterations, m_.model.get(), mask(), m_.compute);
     }
     if (!m_.group) return iterations;
     host_.resize(num_stokes * m_.pixels());
@@ -604,7 +631,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   std::vector<float> residual_;  // the host's copy, for the noise estimate and multiscale CLEAN
   std::vector<float> host_;      // a group's images on their way through the host
   std::unique_ptr<deconv::MultiscaleClean> multiscale_;  // made on first need
-  DeviceArray<float> kept_model_;  // the divergence guard's, made on first need
+  bool wide_made_ = false;  // Impl::wide_psf holds this channel's
 };
 
 std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {

@@ -41,13 +41,15 @@ __global__ void take_component_kernel(const deconv::PeakCandidate* best, double 
   ++state->iterations;
 }
 
-__global__ void subtract_component_kernel(const MinorCycleState* state, const float* psf, int n, float* residual) {
+__global__ void subtract_component_kernel(const MinorCycleState* state, const float* psf, int psf_side, int n,
+                                          float* residual) {
   if (state->done) return;
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long pixels = static_cast<long long>(n) * n;
   if (pixel >= pixels) return;
-  const long long at = deconv::psf_pixel_under(static_cast<int>(pixel % n), static_cast<int>(pixel / n),
-                                               static_cast<int>(state->pixel % n), static_cast<int>(state->pixel / n), n);
+  const long long at =
+      deconv::psf_pixel_under(static_cast<int>(pixel % n), static_cast<int>(pixel / n),
+                              static_cast<int>(state->pixel % n), static_cast<int>(state->pixel / n), psf_side);
   if (at < 0) return;
   for (int s = 0; s < 4; ++s)
     if (state->flux[s] != 0) residual[s * pixels + pixel] -= state->flux[s] * psf[at];
@@ -108,28 +110,29 @@ __global__ void take_active_component_kernel(const deconv::PeakCandidate* best, 
   ++state->iterations;
 }
 
-__global__ void subtract_active_kernel(const MinorCycleState* state, const float* psf, int n, const long long* active,
-                                       long long count, float* values) {
+__global__ void subtract_active_kernel(const MinorCycleState* state, const float* psf, int psf_side, int n,
+                                       const long long* active, long long count, float* values) {
   if (state->done) return;
   const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (i >= count) return;
   const long long taken = active[state->pixel], pixel = active[i];
   const long long at = deconv::psf_pixel_under(static_cast<int>(pixel % n), static_cast<int>(pixel / n),
-                                               static_cast<int>(taken % n), static_cast<int>(taken / n), n);
+                                               static_cast<int>(taken % n), static_cast<int>(taken / n), psf_side);
   if (at < 0) return;
   for (int s = 0; s < 4; ++s) values[s * count + i] -= state->flux[s] * psf[at];
 }
 
 // Every component found, from the whole residual and into the model, in the order found.
-__global__ void apply_components_kernel(const DeviceComponent* components, int found, const float* psf, int n,
-                                        float* residual, float* model) {
+__global__ void apply_components_kernel(const DeviceComponent* components, int found, const float* psf, int psf_side,
+                                        int n, float* residual, float* model) {
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long pixels = static_cast<long long>(n) * n;
   if (pixel >= pixels) return;
   const int x = static_cast<int>(pixel % n), y = static_cast<int>(pixel / n);
   for (int k = 0; k < found; ++k) {
     const DeviceComponent& c = components[k];
-    const long long at = deconv::psf_pixel_under(x, y, static_cast<int>(c.pixel % n), static_cast<int>(c.pixel / n), n);
+    const long long at =
+        deconv::psf_pixel_under(x, y, static_cast<int>(c.pixel % n), static_cast<int>(c.pixel / n), psf_side);
     for (int s = 0; s < 4; ++s) {
       if (at >= 0) residual[s * pixels + pixel] -= c.flux[s] * psf[at];
       if (c.pixel == pixel) model[s * pixels + pixel] += c.flux[s];
@@ -168,11 +171,11 @@ long long active_capacity(long long pixels) { return std::min(pixels, std::max(p
 }  // namespace
 
 std::size_t MinorCycle::bytes_per_pixel() {
-  // A candidate per pixel and the model the divergence guard keeps (4 Stokes); per pixel
-  // of capacity (at most 1/16 of them, or 1024): two pixel lists, four values, a
-  // component; rounded up.
+  // A candidate per pixel, the model the divergence guard keeps (4 Stokes) and the PSF of
+  // twice the image's side (4 pixels of it); per pixel of capacity (at most 1/16 of them,
+  // or 1024): two pixel lists, four values, a component; rounded up.
   constexpr std::size_t per_active = 2 * sizeof(long long) + 4 * sizeof(float) + sizeof(DeviceComponent);
-  return sizeof(deconv::PeakCandidate) + 4 * sizeof(float) + (per_active + 15) / 16;
+  return sizeof(deconv::PeakCandidate) + 8 * sizeof(float) + (per_active + 15) / 16;
 }
 
 MinorCycle::MinorCycle(long long pixels)
@@ -221,8 +224,9 @@ bool MinorCycle::finished(cudaStream_t stream) {
   return host_state().done != 0;
 }
 
-int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int size, double gain, double stop_level,
-                    int max_iterations, float* model, const std::uint8_t* mask, cudaStream_t stream) {
+int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int psf_side, int size, double gain,
+                    double stop_level, int max_iterations, float* model, const std::uint8_t* mask,
+                    cudaStream_t stream) {
   start(max_iterations, stream);
   do {
     for (int i = 0; i < iterations_per_look; ++i) {
@@ -230,7 +234,7 @@ int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int si
       take_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, residual, model, pixels_,
                                                   state_.get());
       subtract_component_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
-          state_.get(), psf, size, residual);
+          state_.get(), psf, psf_side, size, residual);
       SPIP_CUDA_CHECK(cudaGetLastError());
     }
   } while (!finished(stream));
@@ -265,9 +269,9 @@ long long MinorCycle::select_active(PeakSearch search, const float* residual, co
   return count;
 }
 
-int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* psf, int size, double gain,
-                             double stop_level, int max_iterations, float* model, const std::uint8_t* mask,
-                             cudaStream_t stream) {
+int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* psf, int psf_side, int size,
+                             double gain, double stop_level, int max_iterations, float* model,
+                             const std::uint8_t* mask, cudaStream_t stream) {
   int done = 0;
   while (done < max_iterations && peak(search, residual, mask, stream) > stop_level) {
     const long long count = select_active(search, residual, mask, stop_level, stream);
@@ -275,7 +279,8 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* ps
     // may select nothing, and there is then nothing left to clean.
     if (count == 0) break;
     if (count > capacity_) {  // the rest of the call as plain Hogbom over the whole image
-      done += run(search, residual, psf, size, gain, stop_level, max_iterations - done, model, mask, stream);
+      done += run(search, residual, psf, psf_side, size, gain, stop_level, max_iterations - done, model, mask,
+                  stream);
       break;
     }
     const unsigned blocks = blocks_for(count, threads_per_block);
@@ -289,15 +294,15 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* ps
         enqueue_reduction(count, stream);
         take_active_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, values_.get(), count,
                                                            active_list_, components_.get(), state_.get());
-        subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf, size, active_list_, count,
-                                                                         values_.get());
+        subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf, psf_side, size,
+                                                                         active_list_, count, values_.get());
         SPIP_CUDA_CHECK(cudaGetLastError());
       }
     } while (!finished(stream));
     const int found = host_state().iterations;
     if (found == 0) break;
     apply_components_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
-        components_.get(), found, psf, size, residual, model);
+        components_.get(), found, psf, psf_side, size, residual, model);
     SPIP_CUDA_CHECK(cudaGetLastError());
     done += found;
   }

@@ -380,8 +380,8 @@ const std::vector<Key>& keys() {
              [](int v) { return v >= 1; }, "an integer >= 1", "", "major-cycle limit"),
       scalar("clean.divergence_limit", &Config::clean, &CleanConfig::divergence_limit,
              [](double v) { return v > 1; }, "a number > 1", "",
-             "stop CLEAN on a channel when its peak rises past this many times the major cycle's starting peak, "
-             "keeping the model from before that cycle"),
+             "stop CLEAN on a channel when its peak rises past this many times the lowest peak a major cycle "
+             "started from, keeping the model from before that cycle"),
       scalar("clean.subminor", &Config::clean, &CleanConfig::subminor, any<bool>, "true or false", "",
              "search and subtract among the pixels above the cycle's stop only"),
       scalar("clean.multiscale", &Config::clean, &CleanConfig::multiscale, any<bool>, "true or false", "",

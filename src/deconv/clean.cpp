@@ -245,7 +245,10 @@ double residual_peak(const std::vector<float>& residual) {
 
 }  // namespace
 
-double minor_psf_bytes_per_pixel() { return 4 * sizeof(float) + 4 * 44.0; }
+double minor_psf_bytes_per_pixel(const imaging::ImageGeometry& geometry) {
+  const double padding = static_cast<double>(geometry.grid_size) / geometry.size;
+  return 4 * sizeof(float) + 4 * (32 + sizeof(std::complex<float>) * padding * padding);
+}
 
 double subminor_bytes_per_pixel(int n) {
   return host_convolver_bytes_per_pixel(n, psf_reach({nullptr, minor_psf_side(n)}, n), 1) +

@@ -1,6 +1,8 @@
 #include "spip/deconv/major_cycle.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 
 namespace spip::deconv {
 namespace {
@@ -21,10 +23,67 @@ MultiscaleSetup multiscale_setup(const CleanConfig& clean, double beam_rad, cons
   return {clean.scales.empty() ? auto_scales(fwhm, geometry.size) : clean.scales, clean.scale_bias, 2 * fwhm};
 }
 
-// The stop of a loop that ended without reaching its threshold.
-CleanStop unfinished_stop(const ChannelImages& out, const CleanConfig& clean) {
-  if (out.iterations >= clean.niter) return CleanStop::niter;
-  return out.major_cycles >= clean.max_major ? CleanStop::max_major : CleanStop::no_components;
+// The major cycles on the backend's images until one of CleanStop's reasons. A cycle
+// diverged when the exact residual's search peak is past clean.divergence_limit times
+// the lowest starting peak so far, or when its minor cycles stopped at that level and
+// left the peak above the cycle's start (their own residual, with the image-sized PSF,
+// may rise where the exact one does not).
+void major_cycles(CleanBackend& backend, const CleanConfig& clean, const MinorCycleStep& kind, ChannelImages& out) {
+  bool masked = false;  // clean.auto_mask's second stage
+  double lowest_start = std::numeric_limits<double>::infinity();
+  for (;;) {
+    const bool finding_mask = clean.auto_mask > 0 && !masked;
+    CleanConfig stage = clean;
+    if (finding_mask) stage.auto_threshold = clean.auto_mask;
+    out.search_noise = clean.auto_threshold > 0 ? backend.noise(clean.peak) : 0.0;
+    const double start = backend.peak(clean.peak);
+    lowest_start = std::min(lowest_start, start);
+    const MinorCycleLimits limits = minor_cycle_limits(stage, out.search_noise, start);
+    out.clean_threshold = limits.floor;
+    const CleanStop stop = !limits.run                          ? CleanStop::threshold
+                           : out.major_cycles == clean.max_major ? CleanStop::max_major
+                           : out.iterations >= clean.niter       ? CleanStop::niter
+                                                                 : CleanStop::none;
+    if (stop == CleanStop::threshold && finding_mask) {
+      backend.mask_model_pixels();
+      masked = true;
+      continue;
+    }
+    if (stop != CleanStop::none) {
+      out.clean_stop = stop;
+      return;
+    }
+    MinorCycleStep step = kind;
+    step.stop_level = limits.stop;
+    step.max_iterations = clean.niter - out.iterations;
+    step.divergence_level = clean.divergence_limit * lowest_start;
+    backend.keep_model();
+    const MinorCycleResult minor = backend.minor_cycles(step);
+    out.iterations += minor.iterations;
+    ++out.major_cycles;
+    backend.subtract_model();
+    const double after = backend.peak(clean.peak);
+    if (!(after <= step.divergence_level) || (minor.diverged && !(after < start))) {
+      out.diverged_peak = std::max(after, minor.peak);
+      out.clean_stop = CleanStop::diverged;
+      backend.restore_kept_model();
+      backend.subtract_model();
+      return;
+    }
+    if (minor.iterations == 0) {
+      out.clean_stop = CleanStop::no_components;
+      return;
+    }
+    if (limits.final_cycle && out.iterations < clean.niter) {
+      if (finding_mask) {
+        backend.mask_model_pixels();
+        masked = true;
+        continue;
+      }
+      out.clean_stop = CleanStop::threshold;
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -40,56 +99,13 @@ ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, con
   const bool has_whole = backend.has_whole_image_psf(kind);
   kind.whole_image_psf =
       has_whole && (out.degenerate_psf || far_sidelobe(out.psf.data(), geometry.size) >= whole_psf_sidelobe);
-  const bool may_clean = !out.degenerate_psf || has_whole;
-  if (clean.niter > 0 && !may_clean) out.clean_stop = CleanStop::degenerate_psf;
-  bool masked = false;  // clean.auto_mask's second stage
-  while (clean.niter > 0 && may_clean) {
-    const bool finding_mask = clean.auto_mask > 0 && !masked;
-    CleanConfig stage = clean;
-    if (finding_mask) stage.auto_threshold = clean.auto_mask;
-    const double sigma = clean.auto_threshold > 0 ? backend.noise(clean.peak) : 0.0;
-    const double start = backend.peak(clean.peak);
-    const MinorCycleLimits limits = minor_cycle_limits(stage, sigma, start);
-    out.search_noise = sigma;
-    out.clean_threshold = limits.floor;
-    out.threshold_reached = !limits.run;
-    if (finding_mask && !limits.run) {
-      backend.mask_model_pixels();
-      masked = true;
-      continue;
-    }
-    if (!limits.run || out.major_cycles == clean.max_major || out.iterations >= clean.niter) break;
-    MinorCycleStep step = kind;
-    step.stop_level = limits.stop;
-    step.max_iterations = clean.niter - out.iterations;
-    step.divergence_level = clean.divergence_limit * start;
-    backend.keep_model();
-    const MinorCycleResult minor = backend.minor_cycles(step);
-    out.iterations += minor.iterations;
-    ++out.major_cycles;
-    if (!minor.diverged) backend.subtract_model();
-    const double after = minor.diverged ? minor.peak : backend.peak(clean.peak);
-    if (!(after <= step.divergence_level)) {
-      out.diverged_peak = after;
-      out.clean_stop = CleanStop::diverged;
-      out.threshold_reached = false;
-      backend.restore_kept_model();
-      backend.subtract_model();
-      break;
-    }
-    if (minor.iterations == 0) break;
-    if (limits.final_cycle && out.iterations < clean.niter) {
-      if (finding_mask) {
-        backend.mask_model_pixels();
-        masked = true;
-        continue;
-      }
-      out.threshold_reached = true;
-      break;
-    }
+  if (clean.niter > 0) {
+    if (out.degenerate_psf && !has_whole)
+      out.clean_stop = CleanStop::degenerate_psf;
+    else
+      major_cycles(backend, clean, kind, out);
   }
-  if (clean.niter > 0 && out.clean_stop == CleanStop::none)
-    out.clean_stop = out.threshold_reached ? CleanStop::threshold : unfinished_stop(out, clean);
+  out.threshold_reached = clean.niter <= 0 || out.clean_stop == CleanStop::threshold;
   backend.fetch(out);
   if (const MultiscaleClean* ran = backend.multiscale()) {
     out.scales = ran->scales();

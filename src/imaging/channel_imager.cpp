@@ -33,27 +33,39 @@ void ChannelImager::dirty(const std::complex<float>* vis, float* images) const {
   }
 }
 
-void ChannelImager::psf(float* image) const { grid_psf(gridder_, image); }
+namespace {
 
-std::vector<float> ChannelImager::psf(int side, const RowGroup* group) const {
-  const ImageGeometry& g = geometry();
-  const double padding = static_cast<double>(g.grid_size) / g.size;
-  Gridder wide(ImageGeometry::make(side, g.cell_rad, padding), accuracy_, false);
-  wide.set_uvw(uvw_.data(), num_visibilities());
+// The Stokes I PSF on `gridder`'s image from weights [k][4], normalised by `weight_sum`.
+void grid_psf(const Gridder& gridder, const float* weights, std::size_t count, double weight_sum, float* image) {
+  std::vector<std::complex<float>> ones(count, {1.0f, 0.0f});
+  std::vector<float> weight_i(count);
+  for (std::size_t k = 0; k < count; ++k) weight_i[k] = weights[k * num_stokes];
+  gridder.grid(ones.data(), weight_i.data(), 1, image);
+  const float scale = weight_sum > 0 ? static_cast<float>(1.0 / weight_sum) : 0.0f;
+  for (std::size_t p = 0; p < gridder.geometry().pixels(); ++p) image[p] *= scale;
+}
+
+}  // namespace
+
+std::vector<float> wide_psf(const ImageGeometry& geometry, int side, double accuracy, const double* uvw_lambda,
+                            const float* weights, std::size_t count, double weight_sum) {
+  const double padding = static_cast<double>(geometry.grid_size) / geometry.size;
+  Gridder wide(ImageGeometry::make(side, geometry.cell_rad, padding), accuracy, false);
+  wide.set_uvw(uvw_lambda, count);
   std::vector<float> image(wide.geometry().pixels());
-  grid_psf(wide, image.data());
-  if (group) group->sum(image);
+  grid_psf(wide, weights, count, weight_sum, image.data());
   return image;
 }
 
-void ChannelImager::grid_psf(const Gridder& gridder, float* image) const {
-  const std::size_t count = num_visibilities();
-  std::vector<std::complex<float>> ones(count, {1.0f, 0.0f});
-  std::vector<float> weight_i(count);
-  for (std::size_t k = 0; k < count; ++k) weight_i[k] = weights_[k * num_stokes];
-  gridder.grid(ones.data(), weight_i.data(), 1, image);
-  const float scale = weight_sum_[0] > 0 ? static_cast<float>(1.0 / weight_sum_[0]) : 0.0f;
-  for (std::size_t p = 0; p < gridder.geometry().pixels(); ++p) image[p] *= scale;
+void ChannelImager::psf(float* image) const {
+  grid_psf(gridder_, weights_.data(), num_visibilities(), weight_sum_[0], image);
+}
+
+std::vector<float> ChannelImager::psf(int side, const RowGroup* group) const {
+  std::vector<float> image =
+      wide_psf(geometry(), side, accuracy_, uvw_.data(), weights_.data(), num_visibilities(), weight_sum_[0]);
+  if (group) group->sum(image);
+  return image;
 }
 
 void ChannelImager::predict(const float* model, std::complex<float>* vis) const {

@@ -57,19 +57,24 @@ std::string MemoryPlan::describe() const {
          (kept_spilled ? " in parallel.scratch" : " in memory");
 }
 
-double clean_bytes_per_pixel(const CleanConfig& clean, int image_size, bool gpu) {
+double clean_bytes_per_pixel(const CleanConfig& clean, const imaging::ImageGeometry& geometry, bool gpu) {
   if (clean.niter <= 0) return 0;
   using deconv::MultiscaleClean;
+  const int n = geometry.size;
   // The GPU backend keeps host copies of the residual (the noise estimate) and of a
   // second image set (a group's sums, multiscale's model), and runs multiscale's minor
-  // cycles on the host with the mask and its convolver's complex input plane there too.
+  // cycles on the host with the mask and its convolver's complex input plane there too;
+  // point CLEAN makes its PSF of twice the image's side on the host.
   constexpr double gpu_images = 2 * 4 * 4.0, gpu_multiscale = 1 + 8;
   if (gpu)
-    return gpu_images +
-           (clean.multiscale ? gpu_multiscale + MultiscaleClean::bytes_per_pixel(clean.scales, image_size, false) : 0);
-  if (clean.multiscale) return MultiscaleClean::bytes_per_pixel(clean.scales, image_size, true);
-  const double subminor = clean.subminor ? deconv::subminor_bytes_per_pixel(image_size) : 0;
-  return std::max(deconv::minor_psf_bytes_per_pixel(), 4 * sizeof(float) + subminor);
+    return gpu_images + (clean.multiscale ? gpu_multiscale + MultiscaleClean::bytes_per_pixel(clean.scales, n, false)
+                                          : deconv::minor_psf_bytes_per_pixel(geometry));
+  // On the CPU the divergence guard keeps a copy of the model (4 Stokes); point CLEAN
+  // holds the PSF of twice the side (4 floats per pixel) through its sub-minor loop.
+  constexpr double kept_model = 4 * sizeof(float), wide_psf = 4 * sizeof(float);
+  if (clean.multiscale) return kept_model + MultiscaleClean::bytes_per_pixel(clean.scales, n, true);
+  const double subminor = clean.subminor ? deconv::subminor_bytes_per_pixel(n) : 0;
+  return kept_model + std::max(deconv::minor_psf_bytes_per_pixel(geometry), wide_psf + subminor);
 }
 
 double clean_device_bytes(const CleanConfig& clean, int image_size) {
@@ -78,9 +83,13 @@ double clean_device_bytes(const CleanConfig& clean, int image_size) {
   return static_cast<double>(cuda::scale_convolver_device_bytes(image_size, shape.reach, shape.filters));
 }
 
+double clean_bytes_per_row(const CleanConfig& clean) {
+  return clean.niter > 0 && !clean.multiscale ? deconv::minor_psf_bytes_per_row : 0.0;
+}
+
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
-                             double clean_bytes_per_pixel) {
-  return image_bytes(geometry, clean_bytes_per_pixel) + channel_bytes_per_row * rows_per_channel +
+                             double clean_bytes_per_pixel, double clean_bytes_per_row) {
+  return image_bytes(geometry, clean_bytes_per_pixel) + (channel_bytes_per_row + clean_bytes_per_row) * rows_per_channel +
          2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
 }
 
@@ -89,9 +98,10 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   plan.budget = needs.budget;
   const double pixels = static_cast<double>(needs.geometry.size) * needs.geometry.size;
   plan.imaging = image_bytes(needs.geometry, needs.clean_bytes_per_pixel);
-  plan.channel_data = channel_bytes_per_row * needs.rows_per_channel;
+  plan.channel_data = (channel_bytes_per_row + needs.clean_bytes_per_row) * needs.rows_per_channel;
   const double block_per_channel = std::max(1.0, block_bytes_per_row * needs.rows_per_channel);
-  const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel, needs.clean_bytes_per_pixel);
+  const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel, needs.clean_bytes_per_pixel,
+                                              needs.clean_bytes_per_row);
   if (needed > plan.budget)
     SPIP_THROW(ConfigError, "imaging " + std::to_string(needs.geometry.size) + "^2 pixels (a " +
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +

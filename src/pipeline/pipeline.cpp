@@ -495,12 +495,16 @@ void RankRun::agree_on_common_beam() {
 // A degenerate PSF, and CLEAN's divergence, in one line each.
 void RankRun::log_clean_marks(int channel, const deconv::ChannelImages& images) const {
   const std::string name = "channel " + std::to_string(channel) + ": ";
+  const auto clean_note = [&]() -> std::string {
+    if (images.clean_stop == deconv::CleanStop::none) return "";
+    return images.clean_stop == deconv::CleanStop::degenerate_psf
+               ? "; CLEAN not started, the channel keeps its dirty image"
+               : "; CLEAN ran with the PSF of twice the image's side, under which it cannot diverge";
+  };
   if (images.degenerate_psf)
     log_.info(name + "degenerate PSF: a sidelobe at " + fixed(images.degenerate_psf->value, 4) + " of its peak, " +
-              fixed(images.degenerate_psf->distance_px, 1) + " pixels from it (one line of baselines?); " +
-              (images.clean_stop == deconv::CleanStop::degenerate_psf
-                   ? "CLEAN not started, the channel keeps its dirty image"
-                   : "CLEAN ran with the PSF of twice the image's side, under which it cannot diverge"));
+              fixed(images.degenerate_psf->distance_px, 1) + " pixels from it (one line of baselines?)" +
+              clean_note());
   if (images.clean_stop == deconv::CleanStop::diverged)
     log_.info(name + "CLEAN DIVERGED: its peak rose to " + fixed(images.diverged_peak, 3) +
               " Jy/beam, past clean.divergence_limit = " + fixed(config_.clean.divergence_limit, 2) +

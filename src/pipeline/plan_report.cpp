@@ -86,13 +86,13 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   const cuda::DeviceProbe probe = cuda::probe_devices();
   const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
   // The nodes' ranks may image on either backend: the larger of their CLEAN buffers.
-  const double clean_bytes = std::max(clean_bytes_per_pixel(config.clean, plan.geometry.size, false),
-                                      gpu ? clean_bytes_per_pixel(config.clean, plan.geometry.size, true) : 0.0);
+  const double clean_bytes = std::max(clean_bytes_per_pixel(config.clean, plan.geometry, false),
+                                      gpu ? clean_bytes_per_pixel(config.clean, plan.geometry, true) : 0.0);
   decompose(
       config, uniform, ranks,
       [&](double share) {
-        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities), clean_bytes) <=
-               budget;
+        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities), clean_bytes,
+                                     clean_bytes_per_row(config.clean)) <= budget;
       },
       plan);
   const int group = plan.ranks_per_channel;
@@ -129,6 +129,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     needs.budget = memory_budget_bytes(config.parallel, ranks);
     needs.geometry = plan.geometry;
     needs.clean_bytes_per_pixel = clean_bytes;
+    needs.clean_bytes_per_row = clean_bytes_per_row(config.clean);
     needs.rows_per_channel = static_cast<double>(plan.max_visibilities) * plan.member_share(group);
     needs.my_channels = block.size();
     needs.block_channels = config.input.block_channels;

@@ -236,7 +236,8 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
     MemoryNeeds needs;
     needs.budget = memory_budget_bytes(config.parallel, mpi.local_size());
     needs.geometry = plan.geometry;
-    needs.clean_bytes_per_pixel = clean_bytes_per_pixel(config.clean, plan.geometry.size, plan.gpu_device >= 0);
+    needs.clean_bytes_per_pixel = clean_bytes_per_pixel(config.clean, plan.geometry, plan.gpu_device >= 0);
+    needs.clean_bytes_per_row = clean_bytes_per_row(config.clean);
     // What the reader keeps of a channel (the selected field and window, unflagged),
     // not every row of the main table.
     // With a group, a rank holds its share of the rows.
@@ -519,11 +520,12 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   const double budget = -mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size()));
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
   // The most any rank's backend holds, so that every rank decides alike.
-  const double clean_bytes = mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry.size, device.has_value()));
+  const double clean_bytes = mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry, device.has_value()));
   const double clean_device = clean_device_bytes(config.clean, plan.geometry.size);
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
-    return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel), clean_bytes) <=
+    return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel), clean_bytes,
+                                 clean_bytes_per_row(config.clean)) <=
                budget &&
            (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +

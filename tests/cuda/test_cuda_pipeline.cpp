@@ -147,3 +147,33 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
     EXPECT_NE(text.find("shared by 2 rank(s) of this node"), std::string::npos) << text;
   }
 }
+
+// The ATCA snapshot whose PSF is a ridge as high as its peak (tests/pipeline's
+// test_clean_divergence.cpp): the GPU's minor cycles subtract the same PSF of twice the
+// image's side as the CPU's and take the same components, to the same threshold.
+TEST(CudaPipeline, ADegeneratePsfIsCleanedAsOnTheCpu) {
+  const fs::path base = spip::test::scratch_dir();
+  std::map<std::string, std::vector<float>> model;
+  for (const char* device : {"cpu", "gpu"}) {
+    const fs::path out = base / device;
+    const std::string command =
+        std::string(SPIP_BIN) + " --input.ms " + SPIP_TEST_DATA + "/real/atca_1934_snapshot.ms --output.dir " +
+        out.string() + " --image.size 256 --image.scale 1.5 --input.freq_min 2.612e9 --input.freq_max 2.644e9" +
+        " --image.channel_width 32015624 --clean.niter 2000 --clean.auto_threshold 3 --faraday.cubes none" +
+        " --parallel.device " + device + " > " + out.string() + ".log 2>&1";
+    ASSERT_EQ(std::system(command.c_str()), 0) << "see " << out << ".log";
+    std::ifstream log(out.string() + ".log");
+    const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+    EXPECT_NE(text.find("CLEAN ran with the PSF of twice the image's side"), std::string::npos) << device;
+    EXPECT_NE(text.find("CLEAN summary: 0 of 1 channels DIVERGED"), std::string::npos) << device;
+    model[device] = spip::fits::read_image((out / "spip-model-I.fits").string()).data;
+  }
+  double cpu_flux = 0, gpu_flux = 0;
+  for (std::size_t i = 0; i < model["cpu"].size(); ++i) {
+    cpu_flux += model["cpu"][i];
+    gpu_flux += model["gpu"][i];
+  }
+  std::printf("[ measured ] ATCA 32 channels: model I %.4f Jy on the CPU, %.4f Jy on the GPU\n", cpu_flux, gpu_flux);
+  EXPECT_GT(cpu_flux, 5.0);
+  EXPECT_NEAR(gpu_flux, cpu_flux, 1e-3 * cpu_flux);
+}

@@ -75,11 +75,12 @@ std::vector<float> gaussian(int n, double fwhm, double peak) {
 
 constexpr int n = 256;
 constexpr std::size_t pixels = static_cast<std::size_t>(n) * n;
+const auto geometry = spip::imaging::ImageGeometry::make(n, 10.0 / 206264.806, 1.2);
 
 // `held` bytes per pixel are within the CPU plan's share for `clean`, and at least
 // `least` of it: the plan bounds the allocations without asking for much more.
 void expect_within_plan(const std::string& what, double held, const spip::CleanConfig& clean, double least) {
-  const double planned = spip::pipeline::clean_bytes_per_pixel(clean, n, false);
+  const double planned = spip::pipeline::clean_bytes_per_pixel(clean, geometry, false);
   std::cout << what << " held " << held << " B per pixel at most; the plan counts " << planned << "\n";
   EXPECT_LE(held, planned) << what;
   EXPECT_GE(held, least * planned) << what;
@@ -145,7 +146,6 @@ TEST(MemoryBudget, CountsWhatTheSubminorLoopHolds) {
     state = state * 1664525u + 1013904223u;
     v = (state >> 8 & 1 ? 1.0f : -1.0f) * (1.0f + static_cast<float>(state >> 16) / 65536.0f);
   }
-  const auto geometry = spip::imaging::ImageGeometry::make(n, 1e-4, 1.2);
   const double peak = peak_of([&] {
     const spip::deconv::MinorCycleResult result = spip::deconv::subminor_hogbom(
         residual.data(), {psf.data(), spip::deconv::minor_psf_side(n)}, geometry, spip::PeakSearch::full_stokes, 0.1,
@@ -156,40 +156,49 @@ TEST(MemoryBudget, CountsWhatTheSubminorLoopHolds) {
   expect_within_plan("the sub-minor loop", peak / pixels + fftw_work_planes(n, n / 2) + psf_held, clean, 0.7);
 }
 
-// The PSF of twice the image's side, imaged by a ChannelImager for the minor cycles,
-// held with its gridder (kept for the next channels): within the plan's share for it.
+// The PSF of twice the image's side, imaged for the minor cycles: what its gridder holds
+// while it is made, per image pixel (with few rows) and per row (the difference made by
+// ten times the rows), within the plan's shares for it.
 TEST(MemoryBudget, CountsWhatTheWidePsfHolds) {
-  const auto geometry = spip::imaging::ImageGeometry::make(n, 10.0 / 206264.806, 1.2);
-  spip::imaging::ChannelImager imager(geometry, 1e-4, true);
-  std::vector<double> uvw;
-  std::uint32_t state = 777;
-  const auto uniform = [&state] {
-    state = state * 1664525u + 1013904223u;
-    return static_cast<double>(state >> 8) / (1u << 24) * 2 - 1;
+  const auto held_with = [](int rows) {
+    spip::imaging::ChannelImager imager(geometry, 1e-4, true);
+    std::vector<double> uvw;
+    std::uint32_t state = 777;
+    const auto uniform = [&state] {
+      state = state * 1664525u + 1013904223u;
+      return static_cast<double>(state >> 8) / (1u << 24) * 2 - 1;
+    };
+    for (int k = 0; k < rows; ++k) uvw.insert(uvw.end(), {4000 * uniform(), 4000 * uniform(), 300 * uniform()});
+    imager.set_data(uvw, std::vector<float>(4 * static_cast<std::size_t>(rows), 1.0f));
+    std::vector<float> psf;
+    return peak_of([&] { psf = imager.psf(spip::deconv::minor_psf_side(n), nullptr); });
   };
-  for (int k = 0; k < 2000; ++k) uvw.insert(uvw.end(), {4000 * uniform(), 4000 * uniform(), 300 * uniform()});
-  imager.set_data(uvw, std::vector<float>(4 * 2000, 1.0f));
-  std::vector<float> psf;
-  const double peak = peak_of([&] { psf = imager.psf(spip::deconv::minor_psf_side(n), nullptr); });
+  const double few = held_with(2000), many = held_with(20000);
   // FFTW's grid (fftwf_malloc, unseen here): one complex float lane over the wide grid.
-  const double wide_cells = std::pow(spip::imaging::good_fft_size(static_cast<int>(std::ceil(2 * n * 1.2))), 2);
-  const double held = peak / pixels + 8 * wide_cells / pixels;
-  const double planned = spip::deconv::minor_psf_bytes_per_pixel();
-  std::cout << "the wide PSF held " << held << " B per pixel at most; the plan counts " << planned << "\n";
-  EXPECT_LE(held, planned);
-  EXPECT_GE(held, 0.6 * planned);
+  const double padding = static_cast<double>(geometry.grid_size) / n;
+  const double wide_cells = std::pow(spip::imaging::ImageGeometry::make(2 * n, geometry.cell_rad, padding).grid_size, 2);
+  const double per_pixel = few / pixels + 8 * wide_cells / pixels, per_row = (many - few) / 18000;
+  const double planned = spip::deconv::minor_psf_bytes_per_pixel(geometry);
+  std::cout << "the wide PSF held " << per_pixel << " B per pixel and " << per_row
+            << " B per row at most; the plan counts " << planned << " and " << spip::deconv::minor_psf_bytes_per_row
+            << "\n";
+  EXPECT_LE(per_pixel, planned);
+  EXPECT_GE(per_pixel, 0.6 * planned);
+  EXPECT_LE(per_row, spip::deconv::minor_psf_bytes_per_row);
+  EXPECT_GE(per_row, 0.6 * spip::deconv::minor_psf_bytes_per_row);
 }
 
-// Plain Hogbom holds only its PSF of twice the image's side, and no CLEAN nothing,
-// beside the images; on a GPU, point CLEAN holds only host copies of the residual and of
-// a group's images.
-TEST(MemoryBudget, PlainHogbomHoldsItsPsfAndNoCleanNothing) {
+// Plain Hogbom holds only the model the divergence guard keeps and its PSF of twice the
+// image's side, and no CLEAN nothing, beside the images; on a GPU, point CLEAN holds
+// only host copies of the residual and of a group's images, and that PSF while it is made.
+TEST(MemoryBudget, PlainHogbomHoldsItsKeptModelAndPsfAndNoCleanNothing) {
   spip::CleanConfig clean;
   clean.niter = 1000;
   clean.subminor = false;
-  EXPECT_EQ(spip::pipeline::clean_bytes_per_pixel(clean, n, false), spip::deconv::minor_psf_bytes_per_pixel());
-  EXPECT_EQ(spip::pipeline::clean_bytes_per_pixel(clean, n, true), 32.0);
+  const double wide_psf = spip::deconv::minor_psf_bytes_per_pixel(geometry);
+  EXPECT_EQ(spip::pipeline::clean_bytes_per_pixel(clean, geometry, false), 16.0 + wide_psf);
+  EXPECT_EQ(spip::pipeline::clean_bytes_per_pixel(clean, geometry, true), 32.0 + wide_psf);
   clean.multiscale = true;
   clean.niter = 0;
-  EXPECT_EQ(spip::pipeline::clean_bytes_per_pixel(clean, n, false), 0.0);
+  EXPECT_EQ(spip::pipeline::clean_bytes_per_pixel(clean, geometry, false), 0.0);
 }

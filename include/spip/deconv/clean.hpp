@@ -48,11 +48,15 @@ MinorCycleResult subminor_hogbom(float* residual, MinorPsf psf, const imaging::I
                                  PeakSearch search, double gain, double stop_level, int max_iterations, float* model,
                                  const std::uint8_t* mask = nullptr, double divergence_level = 0);
 
-// What point CLEAN's PSF of twice the image's side holds per image pixel on the CPU, for
+// What point CLEAN's PSF of twice the image's side holds per image pixel on the host, for
 // the memory plan: the PSF itself (4 floats per image pixel) and, while it is imaged,
-// its gridder's FFT grid, sums and grid correction over four times the image's pixels
-// (about 44 B per wide pixel). The sub-minor loop starts only once it is made.
-double minor_psf_bytes_per_pixel();
+// over four times the image's pixels, its gridder's sums and grid correction (about
+// 32 B per wide pixel) and its FFT grid (a complex float per cell, padding^2 cells per
+// wide pixel). The sub-minor loop starts only once it is made.
+double minor_psf_bytes_per_pixel(const imaging::ImageGeometry& geometry);
+// And per row of the channel while it is imaged: its gridder's points (direct and
+// mirrored) and the unit visibilities and weights it grids.
+inline constexpr double minor_psf_bytes_per_row = 880;
 
 // The most subminor_hogbom() holds per image pixel of an N x N image beside the images,
 // for the memory plan: its FFT convolver (with the transform of a PSF of twice the
@@ -102,7 +106,7 @@ struct ChannelImages {
   std::vector<int> scale_iterations; // the iterations spent at each of them
   double search_noise = 0;     // of the final residual, when clean.auto_threshold is set
   double clean_threshold = 0;  // max(clean.threshold, auto_threshold * search_noise) at the end
-  bool threshold_reached = true;  // false: clean.niter or clean.max_major stopped CLEAN first
+  bool threshold_reached = true;  // false: CLEAN stopped for another reason (clean_stop) first
   CleanStop clean_stop = CleanStop::none;
   std::optional<PsfSidelobe> degenerate_psf;  // set where the PSF is degenerate
   double diverged_peak = 0;  // the search peak that stopped a diverged channel's CLEAN

@@ -13,6 +13,17 @@ namespace spip::imaging {
 
 inline constexpr int num_stokes = 4;
 
+// The PSF over `side` x `side` pixels of `geometry`'s cell, peak 1 at (side/2, side/2),
+// without w-terms, from coordinates in wavelengths [k][3] and the Stokes I column of
+// imaging weights [k][4], normalised by `weight_sum` (the channel's, which a group's
+// members share): the
+// minor cycles' PSF of twice the image's side (deconv::MinorPsf), for both backends.
+// Without w-terms it is sum w cos(2 pi (u l + v m)) / sum w, a positive-definite
+// function of the offset, the property that keeps Hogbom from diverging; its gridder
+// (one FFT of a grid of four times the cells) is made and freed here.
+std::vector<float> wide_psf(const ImageGeometry& geometry, int side, double accuracy, const double* uvw_lambda,
+                            const float* weights, std::size_t count, double weight_sum);
+
 class ChannelImager {
  public:
   ChannelImager(const ImageGeometry& geometry, double accuracy, bool wstacking);
@@ -29,12 +40,8 @@ class ChannelImager {
   void dirty(const std::complex<float>* vis, float* images) const;
   // The PSF from the Stokes I weights, peak 1 at pixel (N/2, N/2).
   void psf(float* image) const;
-  // The PSF over `side` x `side` pixels of the same cell, peak 1 at (side/2, side/2),
-  // without w-terms: the minor cycles' PSF of twice the image's side
-  // (deconv::MinorPsf). Without w-terms it is sum w cos(2 pi (u l + v m)) / sum w, a
-  // positive-definite function of the offset, the property that keeps Hogbom from
-  // diverging; one FFT of a grid of four times the cells. Its gridder is made and freed
-  // here. With a group, every member calls it and gets the channel's PSF.
+  // wide_psf() of this channel. With a group, every member calls it and gets the
+  // channel's PSF.
   std::vector<float> psf(int side, const RowGroup* group) const;
   // Model visibilities of model images in Jy/pixel.
   void predict(const float* model, std::complex<float>* vis) const;
@@ -45,8 +52,6 @@ class ChannelImager {
   const Gridder& gridder() const { return gridder_; }
 
  private:
-  void grid_psf(const Gridder& gridder, float* image) const;
-
   Gridder gridder_;
   double accuracy_;
   std::vector<double> uvw_;
