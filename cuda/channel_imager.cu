@@ -44,7 +44,9 @@ struct Slot {
   DeviceArray<double> uvw_m;  // metres at the channel's frequency
   DeviceArray<float2> vis;
   DeviceArray<float> weights;
-  PinnedBuffer staging;  // coordinates, weights, then visibilities, at fixed offsets
+  // Coordinates, weights, then visibilities, at fixed offsets. The current slot's stay
+  // as staged until next(): the wide PSF (make_wide_psf) reads its coordinates there.
+  PinnedBuffer staging;
   cudaEvent_t upload_start = nullptr, upload_end = nullptr;
 };
 
@@ -156,7 +158,8 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   for (DeviceArray<float>* images : {&dirty, &residual, &model}) *images = DeviceArray<float>(num_stokes * pixels());
   psf = DeviceArray<float>(pixels());
   kept_model = DeviceArray<float>(num_stokes * pixels());
-  wide_psf = DeviceArray<float>(num_stokes * pixels());  // (2N)^2
+  wide_psf = DeviceArray<float>(static_cast<std::size_t>(deconv::minor_psf_side(geometry.size)) *
+                                deconv::minor_psf_side(geometry.size));
   mask = DeviceArray<std::uint8_t>(pixels());
   residual_vis = DeviceArray<float2>(num_stokes * max_visibilities);
   plain = DeviceArray<dcomplex>(2 * max_visibilities);
@@ -498,7 +501,6 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     const Slot& slot = m_.active();
     std::vector<float> weights(num_stokes * slot.rows);
     m_.download(weights.data(), slot.weights.get(), static_cast<long long>(weights.size()));
-    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
     const double* uvw_m = reinterpret_cast<const double*>(slot.staging.get());
     const double scale = slot.freq_hz / speed_of_light;
     std::vector<double> uvw_lambda(uvw_m, uvw_m + 3 * slot.rows);
@@ -507,7 +509,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
                                                uvw_lambda.data(), weights.data(), slot.rows,
                                                m_.summary.weight_sum[0]);
     if (m_.group) m_.group->sum(psf);
-    upload(m_.wide_psf.get(), psf);
+    if (!m_.group || m_.group->leads()) upload(m_.wide_psf.get(), psf);  // the leader alone runs the minor cycles
     wide_made_ = true;
   }
 
