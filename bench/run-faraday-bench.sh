@@ -12,7 +12,8 @@ ranks=${1:-2}
 [[ -x /usr/bin/time ]] || apt-get install -y -qq time >/dev/null
 work=$(mktemp -d /tmp/spip-faraday-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-mpirun=(mpirun --allow-run-as-root --oversubscribe -np "$ranks")
+source scripts/mpirun-flags.sh
+mpirun=(mpirun "${SPIP_MPIRUN_FLAGS[@]}" -np "$ranks")
 export OPENBLAS_NUM_THREADS=1
 
 printf '%-10s %10s %10s %12s %12s %10s %8s\n' cubes "wall [s]" "Faraday [s]" "max RSS [MB]" "written [GB]" depths groups

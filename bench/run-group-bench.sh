@@ -10,6 +10,7 @@
 #   bench/run-group-bench.sh [RUNS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/mpirun-flags.sh
 [[ -x build/src/app/spip ]] || scripts/build.sh
 runs=${1:-5}
 work=$(mktemp -d "${TMPDIR:-/tmp}/spip-group-bench.XXXXXX")
@@ -20,7 +21,7 @@ common=(--input.ms "$work/one.ms" --image.size 1024 --image.scale 15 --image.wei
 one_run() {  # ranks, output folder: prints "wall_s imaging_s"
   local start; start=$(date +%s.%N)
   rm -rf "$2"
-  mpiexec --allow-run-as-root --oversubscribe -n "$1" build/src/app/spip "${common[@]}" --output.dir "$2" > "$2.log" 2>&1
+  mpiexec "${SPIP_MPIRUN_FLAGS[@]}" -n "$1" build/src/app/spip "${common[@]}" --output.dir "$2" > "$2.log" 2>&1
   echo "$(python3 -c "print(round($(date +%s.%N) - $start, 2))") $(grep -o '^\[spip 0/[0-9]* [^]]*\] waited [0-9.]* s for reads, imaging [0-9.]*' "$2.log" | grep -o '[0-9.]*$')"
 }
 for ((i = 1; i <= runs; ++i)); do

@@ -8,6 +8,7 @@
 #   bench/run-memory-bench.sh [ranks]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/mpirun-flags.sh
 ranks=${1:-2}
 [[ -x /usr/bin/time ]] || apt-get install -y -qq time >/dev/null
 work=$(mktemp -d /tmp/spip-memory-bench.XXXXXX)
@@ -15,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 export OPENBLAS_NUM_THREADS=1
 build/src/app/spip-simulate --sky bench/realistic.sky.txt --telescope data/stations64.tm --out "$work/big.ms" \
   --channels 128 --times 4 --dump 400 --noise 0.3 > "$work/simulate.log" 2>&1
-mpirun --allow-run-as-root --oversubscribe -np "$ranks" /usr/bin/time -f "rss_kb %M" build/src/app/spip \
+mpirun "${SPIP_MPIRUN_FLAGS[@]}" -np "$ranks" /usr/bin/time -f "rss_kb %M" build/src/app/spip \
   --input.ms "$work/big.ms" --image.size 2048 --image.scale 7.5 --clean.niter 0 --parallel.threads 1 \
   --parallel.memory_gb 2 --faraday.cubes none --output.dir "$work/out" > "$work/run.log" 2>&1
 grep -E 'memory plan|Faraday slab|done in' "$work/run.log" | sed 's/^/  /'

@@ -35,7 +35,8 @@ bench/make-realistic-ms.sh "$work/realistic128.ms" 128
 
 common=(--input.ms "$work/realistic128.ms" --image.size 1024 --image.scale 15 --clean.niter 0
         --faraday.phi_max 200 --faraday.dphi 1 --faraday.cubes none --catalogue.threshold 0 --parallel.threads 1)
-mpiexec=(mpiexec --allow-run-as-root --oversubscribe)
+source scripts/mpirun-flags.sh
+mpiexec=(mpiexec "${SPIP_MPIRUN_FLAGS[@]}")
 
 # One run: "version ranks faraday_s mpi_bytes disk_bytes rss_mb_per_rank..."
 run() {

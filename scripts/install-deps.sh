@@ -1,8 +1,12 @@
 #!/usr/bin/env bash
 # Installs what spip needs on Debian 12 and is not there yet. Idempotent; run as root.
-# WSClean is the peer the tests compare CLEAN's depth with, and the benchmarks its speed;
-# Slurm and munge make the one-node cluster that the Slurm test submits the job scripts to.
-# SAOImage DS9, Xvfb and the XPA tools let a test open spip's FITS files in DS9 headless.
+#   scripts/install-deps.sh          what building and running spip (the demo) need
+#   scripts/install-deps.sh --tests  that, and what only the tests and benchmarks use
+#   scripts/install-deps.sh --list [--tests]  print the Debian packages, install nothing
+# Only the tests use these: WSClean, the peer the tests compare CLEAN's depth with (and
+# the benchmarks its speed); Slurm and munge, the one-node cluster the Slurm test submits
+# the job scripts to; SAOImage DS9, Xvfb and the XPA tools, to open spip's FITS files in
+# DS9 headless.
 set -euo pipefail
 
 packages=(
@@ -10,10 +14,25 @@ packages=(
   casacore-dev casacore-data libcfitsio-dev libfftw3-dev wcslib-dev
   libopenmpi-dev openmpi-bin libboost-program-options-dev
   libgtest-dev libopenblas-dev
+)
+test_packages=(
   wsclean
   slurm-wlm munge
   saods9 xvfb xpa-tools
 )
+
+list=false
+for arg in "$@"; do
+  case "$arg" in
+    --tests) packages+=("${test_packages[@]}") ;;
+    --list) list=true ;;
+    *) echo "install-deps.sh: unknown option $arg (--tests, --list)" >&2; exit 2 ;;
+  esac
+done
+if $list; then
+  printf '%s\n' "${packages[@]}"
+  exit 0
+fi
 
 missing=()
 for p in "${packages[@]}"; do
