@@ -532,9 +532,10 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
       auto& minor = *m_.minor;
       const auto cycles = step.subminor ? &detail::MinorCycle::run_subminor : &detail::MinorCycle::run;
       const int size = m_.geometry.size;
-      const float* psf = step.whole_image_psf ? m_.wide_psf.get() : m_.psf.get();
-      const int psf_side = step.whole_image_psf ? deconv::minor_psf_side(size) : size;
-      iterations = (minor.*cycles)(step.search, m_.residual.get(), psf, psf_side, size, step.gain, step.stop_level,
+      const deconv::MinorPsf psf = step.whole_image_psf
+                                       ? deconv::MinorPsf{m_.wide_psf.get(), deconv::minor_psf_side(size)}
+                                       : deconv::MinorPsf{m_.psf.get(), size};
+      iterations = (minor.*cycles)(step.search, m_.residual.get(), psf, size, step.gain, step.stop_level,
                                    step.max_iterations, m_.model.get(), mask(), m_.compute);
     }
     if (!m_.group) return iterations;

@@ -224,7 +224,7 @@ bool MinorCycle::finished(cudaStream_t stream) {
   return host_state().done != 0;
 }
 
-int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int psf_side, int size, double gain,
+int MinorCycle::run(PeakSearch search, float* residual, deconv::MinorPsf psf, int size, double gain,
                     double stop_level, int max_iterations, float* model, const std::uint8_t* mask,
                     cudaStream_t stream) {
   start(max_iterations, stream);
@@ -234,7 +234,7 @@ int MinorCycle::run(PeakSearch search, float* residual, const float* psf, int ps
       take_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, residual, model, pixels_,
                                                   state_.get());
       subtract_component_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
-          state_.get(), psf, psf_side, size, residual);
+          state_.get(), psf.data, psf.side, size, residual);
       SPIP_CUDA_CHECK(cudaGetLastError());
     }
   } while (!finished(stream));
@@ -269,9 +269,9 @@ long long MinorCycle::select_active(PeakSearch search, const float* residual, co
   return count;
 }
 
-int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* psf, int psf_side, int size,
-                             double gain, double stop_level, int max_iterations, float* model,
-                             const std::uint8_t* mask, cudaStream_t stream) {
+int MinorCycle::run_subminor(PeakSearch search, float* residual, deconv::MinorPsf psf, int size, double gain,
+                             double stop_level, int max_iterations, float* model, const std::uint8_t* mask,
+                             cudaStream_t stream) {
   int done = 0;
   while (done < max_iterations && peak(search, residual, mask, stream) > stop_level) {
     const long long count = select_active(search, residual, mask, stop_level, stream);
@@ -279,8 +279,7 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* ps
     // may select nothing, and there is then nothing left to clean.
     if (count == 0) break;
     if (count > capacity_) {  // the rest of the call as plain Hogbom over the whole image
-      done += run(search, residual, psf, psf_side, size, gain, stop_level, max_iterations - done, model, mask,
-                  stream);
+      done += run(search, residual, psf, size, gain, stop_level, max_iterations - done, model, mask, stream);
       break;
     }
     const unsigned blocks = blocks_for(count, threads_per_block);
@@ -294,7 +293,7 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* ps
         enqueue_reduction(count, stream);
         take_active_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, values_.get(), count,
                                                            active_list_, components_.get(), state_.get());
-        subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf, psf_side, size,
+        subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf.data, psf.side, size,
                                                                          active_list_, count, values_.get());
         SPIP_CUDA_CHECK(cudaGetLastError());
       }
@@ -302,7 +301,7 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, const float* ps
     const int found = host_state().iterations;
     if (found == 0) break;
     apply_components_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
-        components_.get(), found, psf, psf_side, size, residual, model);
+        components_.get(), found, psf.data, psf.side, size, residual, model);
     SPIP_CUDA_CHECK(cudaGetLastError());
     done += found;
   }

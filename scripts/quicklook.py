@@ -318,8 +318,8 @@ def marked_mhz(channels, stop: str) -> list[float]:
 
 def marked_count(qa) -> str:
     channels = (qa or {}).get("channels") or []
-    parts = [f"{len(marked_mhz(channels, stop))} {name}" for stop, name in MARKS.items() if marked_mhz(channels, stop)]
-    return "; ".join(parts)
+    counts = {name: len(marked_mhz(channels, stop)) for stop, name in MARKS.items()}
+    return "; ".join(f"{count} {name}" for name, count in counts.items() if count)
 
 
 def channel_count(qa) -> str:

@@ -39,16 +39,16 @@ class MinorCycle {
 
   // The peak-search value (Jy/beam) of the residuals [4][pixels]; synchronises.
   double peak(PeakSearch search, const float* residual, const std::uint8_t* mask, cudaStream_t stream);
-  // Hogbom iterations as deconv::hogbom(), with a PSF of psf_side (the image's `size`, or
-  // twice it: deconv::MinorPsf); returns the iterations done.
-  int run(PeakSearch search, float* residual, const float* psf, int psf_side, int size, double gain,
-          double stop_level, int max_iterations, float* model, const std::uint8_t* mask, cudaStream_t stream);
+  // Hogbom iterations as deconv::hogbom(), with a PSF of the image's `size` or twice it;
+  // returns the iterations done.
+  int run(PeakSearch search, float* residual, deconv::MinorPsf psf, int size, double gain, double stop_level,
+          int max_iterations, float* model, const std::uint8_t* mask, cudaStream_t stream);
   // The sub-minor loop as deconv::subminor_hogbom(): the pixels above the stop are taken
   // out (by pixel order), cleaned among themselves, and the components found are then
   // subtracted from the whole image in one pass. Where more pixels than the CPU's
   // limit (max(N^2/16, 1024)) are above the stop, the rest of the call runs as run():
   // the CPU instead cleans the brightest of them first.
-  int run_subminor(PeakSearch search, float* residual, const float* psf, int psf_side, int size, double gain,
+  int run_subminor(PeakSearch search, float* residual, deconv::MinorPsf psf, int size, double gain,
                    double stop_level, int max_iterations, float* model, const std::uint8_t* mask,
                    cudaStream_t stream);
   // clean.auto_mask: mask = the pixels where any Stokes plane of the model is non-zero.

@@ -173,8 +173,8 @@ bool diverging(double peak, double divergence_level) {
   return divergence_level > 0 && !(peak <= divergence_level);
 }
 
-// How much further than an image-sized one a PSF of psf.side reaches, for the convolver.
-int psf_reach(MinorPsf psf, int n) { return std::max(0, (psf.side - n) / 2); }
+// How much further than an image-sized PSF one of `side` reaches, for the convolver.
+int psf_reach(int side, int n) { return std::max(0, (side - n) / 2); }
 
 // subminor_hogbom() with the PSF's convolution kept by the caller: it is built on first
 // need and serves every major cycle of the channel.
@@ -198,7 +198,7 @@ MinorCycleResult subminor_cycles(float* residual, MinorPsf psf, const imaging::I
     for (const Component& c : components)
       for (int s = 0; s < num_stokes; ++s) model[s * pixels + c.pixel] += c.flux[s];
     if (!convolution.convolver && components.size() > direct_subtraction_limit) {
-      convolution.convolver = make_host_convolver(n, psf_reach(psf, n));
+      convolution.convolver = make_host_convolver(n, psf_reach(psf.side, n));
       convolution.psf = convolution.convolver->add_filter(psf.data, psf.side);
     }
     subtract_components(components, convolution.convolver.get(), {convolution.psf}, psf, n, residual,
@@ -251,8 +251,7 @@ double minor_psf_bytes_per_pixel(const imaging::ImageGeometry& geometry) {
 }
 
 double subminor_bytes_per_pixel(int n) {
-  return host_convolver_bytes_per_pixel(n, psf_reach({nullptr, minor_psf_side(n)}, n), 1) +
-         subtraction_planes_bytes_per_pixel +
+  return host_convolver_bytes_per_pixel(n, psf_reach(minor_psf_side(n), n), 1) + subtraction_planes_bytes_per_pixel +
          detail::active_set_bytes_per_pixel;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 namespace spip::deconv {
 namespace {
@@ -31,12 +32,14 @@ MultiscaleSetup multiscale_setup(const CleanConfig& clean, double beam_rad, cons
 void major_cycles(CleanBackend& backend, const CleanConfig& clean, const MinorCycleStep& kind, ChannelImages& out) {
   bool masked = false;  // clean.auto_mask's second stage
   double lowest_start = std::numeric_limits<double>::infinity();
+  std::optional<double> known_peak;  // the last cycle's exact residual's, while the mask stays
   for (;;) {
     const bool finding_mask = clean.auto_mask > 0 && !masked;
     CleanConfig stage = clean;
     if (finding_mask) stage.auto_threshold = clean.auto_mask;
     out.search_noise = clean.auto_threshold > 0 ? backend.noise(clean.peak) : 0.0;
-    const double start = backend.peak(clean.peak);
+    const double start = known_peak ? *known_peak : backend.peak(clean.peak);
+    known_peak.reset();
     lowest_start = std::min(lowest_start, start);
     const MinorCycleLimits limits = minor_cycle_limits(stage, out.search_noise, start);
     out.clean_threshold = limits.floor;
@@ -83,6 +86,7 @@ void major_cycles(CleanBackend& backend, const CleanConfig& clean, const MinorCy
       out.clean_stop = CleanStop::threshold;
       return;
     }
+    known_peak = after;
   }
 }
 
@@ -95,7 +99,10 @@ ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, con
   out.fitted_beam = imaging::fit_beam(out.psf.data(), geometry);
   out.degenerate_psf = degenerate_sidelobe(out.psf.data(), geometry.size);
   const MultiscaleSetup multiscale = multiscale_setup(clean, beam_rad, out.fitted_beam, geometry);
-  MinorCycleStep kind{clean.peak, clean.gain, 0, 0, 0, false, clean.subminor, clean.multiscale ? &multiscale : nullptr};
+  MinorCycleStep kind{.search = clean.peak,
+                      .gain = clean.gain,
+                      .subminor = clean.subminor,
+                      .multiscale = clean.multiscale ? &multiscale : nullptr};
   const bool has_whole = backend.has_whole_image_psf(kind);
   kind.whole_image_psf =
       has_whole && (out.degenerate_psf || far_sidelobe(out.psf.data(), geometry.size) >= whole_psf_sidelobe);

@@ -508,8 +508,8 @@ void RankRun::log_clean_marks(int channel, const deconv::ChannelImages& images) 
   if (images.clean_stop == deconv::CleanStop::diverged)
     log_.info(name + "CLEAN DIVERGED: its peak rose to " + fixed(images.diverged_peak, 3) +
               " Jy/beam, past clean.divergence_limit = " + fixed(config_.clean.divergence_limit, 2) +
-              " times its cycle's start; stopped with the model from before that cycle, and the Faraday stage gives " +
-              "the channel weight 0");
+              " times the lowest peak a cycle started from; stopped with the model from before that cycle, and the " +
+              "Faraday stage gives the channel weight 0");
 }
 
 // The run's last word on CLEAN (rank 0): how many channels diverged or had a degenerate

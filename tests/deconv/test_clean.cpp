@@ -72,6 +72,41 @@ std::vector<double> direct_residual(const std::vector<float>& dirty, const std::
   return out;
 }
 
+// Which PSFs make the minor cycles subtract the PSF of twice the image's side: a ridge
+// (one line of baselines) and a grating are degenerate, with far sidelobes at the peak;
+// a beam is not, however finely sampled, nor are sidelobes that die away within N/4.
+TEST(PsfShape, RidgesAndGratingsAreDegenerateAndBeamsAreNot) {
+  const auto shape = [](auto value) {
+    std::vector<float> psf(plane);
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) psf[y * n + x] = static_cast<float>(value(x - n / 2, y - n / 2));
+    return psf;
+  };
+  for (const std::vector<float>& beam : {gaussian_psf(1.5, 2.0), gaussian_psf(4, 4), psf_with_sidelobes()}) {
+    EXPECT_FALSE(deconv::degenerate_sidelobe(beam.data(), n).has_value());
+    EXPECT_LT(deconv::far_sidelobe(beam.data(), n), deconv::whole_psf_sidelobe);
+  }
+  // A beam of 28 pixels (FWHM) is near its peak over many pixels, but is no sidelobe;
+  // its lobe still reaches past N/4, so it takes the wide PSF too.
+  const std::vector<float> wide_beam = gaussian_psf(12, 12);
+  EXPECT_FALSE(deconv::degenerate_sidelobe(wide_beam.data(), n).has_value());
+  EXPECT_GT(deconv::far_sidelobe(wide_beam.data(), n), deconv::whole_psf_sidelobe);
+  const std::vector<float> ridge = shape([](int dx, int) { return std::exp(-0.5 * dx * dx / 4.0); });
+  const auto along = deconv::degenerate_sidelobe(ridge.data(), n);
+  ASSERT_TRUE(along.has_value());
+  EXPECT_EQ(along->value, 1.0);
+  EXPECT_GE(along->distance_px, n / 2 - 1);
+  EXPECT_GT(deconv::far_sidelobe(ridge.data(), n), 0.99);
+  const double period = 8;
+  const std::vector<float> grating = shape([&](int dx, int dy) {
+    return std::cos(2 * std::numbers::pi * dx / period) * std::cos(2 * std::numbers::pi * dy / period);
+  });
+  const auto copy = deconv::degenerate_sidelobe(grating.data(), n);
+  ASSERT_TRUE(copy.has_value());
+  EXPECT_NEAR(copy->value, 1.0, 1e-6);
+  EXPECT_GE(copy->distance_px, period);
+}
+
 using MinorCycleFunction = decltype(&deconv::hogbom);
 class MinorCycles : public testing::TestWithParam<MinorCycleFunction> {};
 INSTANTIATE_TEST_SUITE_P(HogbomAndSubminor, MinorCycles, testing::Values(&deconv::hogbom, &deconv::subminor_hogbom),

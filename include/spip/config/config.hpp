@@ -55,7 +55,7 @@ struct CleanConfig {
   double auto_mask = 0.0;             // clean unmasked to this many sigma, then in the components' mask; 0: off
   PeakSearch peak = PeakSearch::full_stokes;
   int max_major = 20;                 // major-cycle limit
-  double divergence_limit = 4.0;      // stop when the search peak rises past this times the cycle's start
+  double divergence_limit = 4.0;      // stop when the search peak rises past this times the lowest cycle start
   bool subminor = true;               // sub-minor loop over the pixels above the cycle's stop
   bool multiscale = false;            // multiscale CLEAN (deconv::MultiscaleClean)
   std::vector<double> scales;         // pixels; empty: deconv::auto_scales of the theoretical beam

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "spip/config/config.hpp"
+#include "spip/deconv/clean_math.hpp"
 #include "spip/imaging/beam.hpp"
 #include "spip/imaging/channel_imager.hpp"
 
@@ -15,17 +16,6 @@ struct MinorCycleResult {
   double peak = 0;  // search value at the last peak found (Jy/beam)
   bool diverged = false;  // stopped because the peak rose above the divergence level
 };
-
-// The PSF a minor cycle subtracts: `side` x `side` pixels, peak 1 at (side/2, side/2).
-// At twice the image's side (minor_psf_side), every component's PSF covers the whole
-// image, and Hogbom's iterations cannot diverge (docs/architecture.md, "Why CLEAN
-// cannot run away"); at the image's side, a component far from the centre is
-// subtracted only where the PSF reaches.
-struct MinorPsf {
-  const float* data = nullptr;
-  int side = 0;
-};
-inline int minor_psf_side(int image_size) { return 2 * image_size; }
 
 // Hogbom minor cycles on residual images [4][N*N]: one peak search over the Stokes
 // planes (PeakSearch), the component subtracted from every plane at the same position,

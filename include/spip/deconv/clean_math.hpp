@@ -1,6 +1,6 @@
 #pragma once
 // Per-pixel arithmetic of the Hogbom minor cycle, shared by the CPU loop and the CUDA
-// kernels: the peak-search value and the PSF offset of a component.
+// kernels: the peak-search value, the PSF they subtract and the PSF offset of a component.
 #include "spip/common/host_device.hpp"
 #include "spip/config/config.hpp"
 
@@ -34,6 +34,17 @@ SPIP_HOST_DEVICE inline PeakCandidate stronger_peak(PeakCandidate a, PeakCandida
 struct StrongerPeak {
   SPIP_HOST_DEVICE PeakCandidate operator()(PeakCandidate a, PeakCandidate b) const { return stronger_peak(a, b); }
 };
+
+// The PSF a minor cycle subtracts: `side` x `side` pixels, peak 1 at (side/2, side/2).
+// At twice the image's side (minor_psf_side), every component's PSF covers the whole
+// image, and Hogbom's iterations cannot diverge (docs/architecture.md, "Why CLEAN
+// cannot run away"); at the image's side, a component far from the centre is
+// subtracted only where the PSF reaches.
+struct MinorPsf {
+  const float* data = nullptr;
+  int side = 0;
+};
+inline int minor_psf_side(int image_size) { return 2 * image_size; }
 
 // The pixel of a side x side PSF (peak at (side/2, side/2)) that lands on image pixel
 // (x, y) when the PSF is centred on a component at (px, py); -1 where it falls outside

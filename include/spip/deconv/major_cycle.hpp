@@ -106,10 +106,11 @@ class HostCleanBackend final : public CleanBackend {
 // go on inside it down to auto_threshold sigma. CLEAN stops when the peak is at the
 // threshold (threshold_reached), at clean.niter or clean.max_major (not reached), or
 // when a cycle finds nothing to clean. Not restored (restore_channel).
-// The divergence guard: when the search peak rises above clean.divergence_limit times
-// the cycle's starting peak, in the minor cycles or in the residual imaged after them,
-// the model goes back to what it was before that cycle, the residual is made from it,
-// and CLEAN stops (CleanStop::diverged). Where the PSF is degenerate (degenerate_sidelobe)
+// The divergence guard: when the exact residual imaged after a cycle has its search peak
+// above clean.divergence_limit times the lowest peak a cycle started from (or above the
+// cycle's own start, where its minor cycles stopped early at that level), the model
+// goes back to what it was before that cycle, the residual is made from it, and CLEAN
+// stops (CleanStop::diverged). Where the PSF is degenerate (degenerate_sidelobe)
 // or has far sidelobes of whole_psf_sidelobe or more (far_sidelobe), the minor cycles
 // subtract the PSF of twice the image's side where the backend has it
 // (has_whole_image_psf); a degenerate channel is otherwise not cleaned and keeps its

@@ -16,8 +16,8 @@ inline constexpr int num_stokes = 4;
 // The PSF over `side` x `side` pixels of `geometry`'s cell, peak 1 at (side/2, side/2),
 // without w-terms, from coordinates in wavelengths [k][3] and the Stokes I column of
 // imaging weights [k][4], normalised by `weight_sum` (the channel's, which a group's
-// members share): the
-// minor cycles' PSF of twice the image's side (deconv::MinorPsf), for both backends.
+// members share): the minor cycles' PSF of twice the image's side (deconv::MinorPsf),
+// for both backends.
 // Without w-terms it is sum w cos(2 pi (u l + v m)) / sum w, a positive-definite
 // function of the offset, the property that keeps Hogbom from diverging; its gridder
 // (one FFT of a grid of four times the cells) is made and freed here.
