@@ -19,9 +19,9 @@
 #include <random>
 #include <vector>
 
-#include "channel_gather.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
+#include "spip/stages/channel_gather.hpp"
 
 namespace {
 

@@ -4,9 +4,10 @@
 
 #include "spip/config/config.hpp"
 #include "spip/error.hpp"
+#include "spip/job/log.hpp"
 #include "spip/parallel/mpi_context.hpp"
-#include "spip/pipeline/log.hpp"
 #include "spip/pipeline/pipeline.hpp"
+#include "spip/planning/plan_report.hpp"
 #include "spip/version.hpp"
 
 namespace {

@@ -305,13 +305,6 @@ FitsFile create_with_header(const std::string& path, const ImageHeader& h) {
   return file;
 }
 
-struct CubeLayout {
-  long long plane_pixels = 0;
-  long long planes = 0;
-  long long data_start = 0;  // byte offset of the first pixel
-  long long row_pixels = 0;  // NAXIS1
-};
-
 CubeLayout read_layout(const std::string& path) {
   FitsFile file = FitsFile::open(path, READONLY);
   int status = 0, bitpix = 0, naxis = 0;
@@ -325,7 +318,7 @@ CubeLayout read_layout(const std::string& path) {
   LONGLONG head_start = 0, data_start = 0, data_end = 0;
   fits_get_hduaddrll(file.get(), &head_start, &data_start, &data_end, &status);
   check(status, "read the image shape of", path);
-  CubeLayout layout{naxes[0] * naxes[1], 1, data_start, naxes[0]};
+  CubeLayout layout{path, naxes[0] * naxes[1], 1, data_start, naxes[0]};
   for (int i = 2; i < naxis; ++i) layout.planes *= naxes[static_cast<std::size_t>(i)];
   file.close();
   return layout;
@@ -416,9 +409,10 @@ std::vector<std::byte> disk_bytes(std::span<const float> pixels) {
 // writes these describe touch only their own pixels' bytes (no CFITSIO record is read
 // and written back), so processes may write disjoint planes or row slabs at once on
 // any file system; writing the same pixels twice at once is not safe.
-FileWrite CubeFile::plane_write(const std::string& path, int first_plane, std::span<const float> data) {
-  const std::string partial = partial_path(path);
-  const CubeLayout layout = read_layout(partial);
+CubeLayout CubeFile::layout(const std::string& path) { return read_layout(partial_path(path)); }
+
+FileWrite CubeFile::plane_write(const CubeLayout& layout, int first_plane, std::span<const float> data) {
+  const std::string& partial = layout.partial;
   if (data.size() % static_cast<std::size_t>(layout.plane_pixels) != 0)
     SPIP_THROW(spip::Error, "FITS: cannot write planes to '" + partial + "': " + std::to_string(data.size()) +
                                 " pixels is not a whole number of " + std::to_string(layout.plane_pixels) +
@@ -435,9 +429,8 @@ FileWrite CubeFile::plane_write(const std::string& path, int first_plane, std::s
   return write;
 }
 
-FileWrite CubeFile::row_write(const std::string& path, int first_row, std::span<const float> data) {
-  const std::string partial = partial_path(path);
-  const CubeLayout layout = read_layout(partial);
+FileWrite CubeFile::row_write(const CubeLayout& layout, int first_row, std::span<const float> data) {
+  const std::string& partial = layout.partial;
   const long long slab_pixels = static_cast<long long>(data.size()) / layout.planes;
   const long long rows = slab_pixels / layout.row_pixels;
   const long long ny = layout.plane_pixels / layout.row_pixels;

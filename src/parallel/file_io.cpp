@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <climits>
+#include <map>
+#include <mutex>
 #include <string>
 
 #include "spip/error.hpp"
@@ -19,37 +21,75 @@ void check(int rc, const std::string& what, const std::string& path) {
   SPIP_THROW(spip::Error, "cannot " + what + " '" + path + "' (MPI-IO): " + std::string(text, static_cast<std::size_t>(length)));
 }
 
+void write_extent(MPI_File file, const FileExtent& extent, const std::string& path) {
+  // MPI counts are int: a plane beyond 2 GiB goes in pieces.
+  constexpr std::size_t piece = std::size_t{1} << 30;
+  for (std::size_t done = 0; done < extent.bytes.size(); done += piece) {
+    const int count = static_cast<int>(std::min(piece, extent.bytes.size() - done));
+    MPI_Status status;
+    check(MPI_File_write_at(file, static_cast<MPI_Offset>(extent.offset + static_cast<long long>(done)),
+                            extent.bytes.data() + done, count, MPI_BYTE, &status),
+          "write", path);
+    int written = 0;
+    MPI_Get_count(&status, MPI_BYTE, &written);
+    if (written != count)
+      SPIP_THROW(spip::Error, "cannot write '" + path + "' (MPI-IO): " + std::to_string(written) + " of " +
+                                  std::to_string(count) + " bytes written");
+  }
+}
+
 }  // namespace
 
-void write_extents(const FileWrite& write) {
+struct FileWriter::Files {
+  std::mutex mutex;  // guards `open`; MPI_THREAD_MULTIPLE lets threads write one file at once
+  std::map<std::string, MPI_File> open;
+  int opened = 0;
+};
+
+FileWriter::FileWriter() : files_(std::make_unique<Files>()) {}
+
+FileWriter::~FileWriter() {
+  for (auto& [path, file] : files_->open) MPI_File_close(&file);
+}
+
+void FileWriter::write(const FileWrite& write) {
   if (write.extents.empty()) return;
   MPI_File file;
-  // MPI_COMM_SELF: independent I/O, with no collective that ranks holding different
-  // numbers of planes would reach at different times. Contiguous writes only, so that
-  // ROMIO's data sieving (a read-modify-write under a lock) never applies.
-  check(MPI_File_open(MPI_COMM_SELF, write.path.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &file), "open", write.path);
-  try {
-    for (const FileExtent& extent : write.extents) {
-      // MPI counts are int: a plane beyond 2 GiB goes in pieces.
-      constexpr std::size_t piece = std::size_t{1} << 30;
-      for (std::size_t done = 0; done < extent.bytes.size(); done += piece) {
-        const int count = static_cast<int>(std::min(piece, extent.bytes.size() - done));
-        MPI_Status status;
-        check(MPI_File_write_at(file, static_cast<MPI_Offset>(extent.offset + static_cast<long long>(done)),
-                                extent.bytes.data() + done, count, MPI_BYTE, &status),
-              "write", write.path);
-        int written = 0;
-        MPI_Get_count(&status, MPI_BYTE, &written);
-        if (written != count)
-          SPIP_THROW(spip::Error, "cannot write '" + write.path + "' (MPI-IO): " + std::to_string(written) + " of " +
-                                      std::to_string(count) + " bytes written");
-      }
+  {
+    const std::lock_guard lock(files_->mutex);
+    auto it = files_->open.find(write.path);
+    if (it == files_->open.end()) {
+      // MPI_COMM_SELF: independent I/O, with no collective that ranks holding different
+      // numbers of planes would reach at different times. Contiguous writes only, so that
+      // ROMIO's data sieving (a read-modify-write under a lock) never applies.
+      check(MPI_File_open(MPI_COMM_SELF, write.path.c_str(), MPI_MODE_WRONLY, MPI_INFO_NULL, &file), "open",
+            write.path);
+      it = files_->open.emplace(write.path, file).first;
+      ++files_->opened;
     }
-  } catch (...) {
-    MPI_File_close(&file);
-    throw;
+    file = it->second;
   }
-  check(MPI_File_close(&file), "write", write.path);
+  for (const FileExtent& extent : write.extents) write_extent(file, extent, write.path);
+}
+
+void FileWriter::close() {
+  const std::lock_guard lock(files_->mutex);
+  std::string failed;
+  int reason = MPI_SUCCESS;
+  for (auto& [path, file] : files_->open) {
+    const int rc = MPI_File_close(&file);
+    if (rc != MPI_SUCCESS && failed.empty()) {
+      failed = path;
+      reason = rc;
+    }
+  }
+  files_->open.clear();
+  check(reason, "write", failed);
+}
+
+int FileWriter::files_opened() const {
+  const std::lock_guard lock(files_->mutex);
+  return files_->opened;
 }
 
 }  // namespace spip::parallel

@@ -8,24 +8,25 @@
 #include <limits>
 #include <optional>
 
-#include "channel_stream.hpp"
-#include "faraday_stage.hpp"
-#include "planning.hpp"
-#include "plane_store.hpp"
-#include "products.hpp"
-#include "progress.hpp"
-#include "qa.hpp"
-#include "row_share.hpp"
-#include "stop_request.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
+#include "spip/job/log.hpp"
+#include "spip/job/progress.hpp"
+#include "spip/job/qa.hpp"
+#include "spip/job/stop_request.hpp"
+#include "spip/job/text_file.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/parallel/rank_group.hpp"
-#include "spip/pipeline/log.hpp"
+#include "spip/planning/planning.hpp"
+#include "spip/stages/channel_cubes.hpp"
+#include "spip/stages/channel_stream.hpp"
+#include "spip/stages/faraday_stage.hpp"
+#include "spip/stages/plane_store.hpp"
+#include "spip/stages/row_share.hpp"
 
 namespace spip::pipeline {
 namespace {
@@ -588,6 +589,7 @@ void RankRun::restore_with_common_beam() {
 // Without Q and U (an MS with only parallel hands) there is nothing to synthesise. It
 // exchanges every rank's kept restored planes: all must be restored first.
 void RankRun::run_faraday_stage() {
+  cubes_.writer->close();
   mpi_.barrier();
   if (!plan_.polarised()) return;
   fits::ImageHeader base = cubes_.base;

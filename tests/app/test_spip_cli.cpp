@@ -224,6 +224,23 @@ TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
     EXPECT_NE(groups.out.find(row), std::string::npos) << row << " not in:\n" << groups.out;
 }
 
+// The memory line is the one MemoryNeeds both make, for --plan from the metadata and for
+// the run from the rows it counts: on a sample without flagged rows they must agree.
+TEST(SpipCli, PlanAndRunAgreeOnTheMemoryPlan) {
+  const auto memory_line = [](const std::string& out) {
+    const std::size_t at = out.find("memory plan of");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+  };
+  const std::string mpiexec = std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " ";
+  const Outcome plan = run(mpiexec + base_args("memory_plan") + " --plan");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const Outcome job = run(mpiexec + base_args("memory_run"));
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  EXPECT_NE(memory_line(plan.out), "(none)") << plan.out;
+  EXPECT_EQ(memory_line(plan.out), memory_line(job.out));
+  std::printf("[ measured ] %s\n", memory_line(job.out).c_str());
+}
+
 TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {
   ASSERT_EQ(run_spip(base_args("rates")).exit_code, 0);
   const fs::path qa = scratch("rates") / "spip-qa.json";

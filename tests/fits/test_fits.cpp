@@ -471,7 +471,7 @@ TEST_F(FitsTest, CubeWrittenInShuffledOrderRoundTrips) {
   std::vector<std::pair<int, int>> chunks{{0, 2}, {2, 1}, {3, 1}, {4, 3}, {7, 1}, {8, 1}, {9, 2}, {11, 1}};
   std::shuffle(chunks.begin(), chunks.end(), std::mt19937(3));
   for (const auto& [first, count] : chunks) {
-    put(CubeFile::plane_write(final_path, first, std::span(cube).subspan(first * plane, count * plane)));
+    put(CubeFile::plane_write(CubeFile::layout(final_path), first, std::span(cube).subspan(first * plane, count * plane)));
     EXPECT_FALSE(fs::exists(final_path));
   }
   // Writers never touch the header (other writers may be reading it).
@@ -499,7 +499,7 @@ TEST_F(FitsTest, PerPlaneBeamsAreCasasBeamsTable) {
   const std::string cube = path("beams.fits");
   CubeFile::create(cube, h);
   const std::vector<float> pixels = ramp(3 * 64);
-  put(CubeFile::plane_write(cube, 0, pixels));
+  put(CubeFile::plane_write(CubeFile::layout(cube), 0, pixels));
   std::vector<spip::fits::Beam> beams{{40.0 / 3600 * deg, 30.0 / 3600 * deg, 10 * deg},
                                       {0, 0, 0},  // a blanked channel
                                       {30.0 / 3600 * deg, 20.0 / 3600 * deg, -80 * deg}};
@@ -557,7 +557,7 @@ TEST_F(FitsTest, RestoringBeamReplacesThePlaceholderAndPlanesReadBack) {
   CubeFile::create(cube, h);
   const std::size_t plane = 19 * 11;
   const std::vector<float> pixels = random_bits(5 * plane, 11);
-  put(CubeFile::plane_write(cube, 0, pixels));
+  put(CubeFile::plane_write(CubeFile::layout(cube), 0, pixels));
   int cards_before = 0, cards_after = 0;
   const std::string before = raw_header(CubeFile::partial_path(cube), cards_before);
 
@@ -629,7 +629,7 @@ TEST_F(FitsTest, RowSlabsFromSeveralWritersAssembleTheCube) {
     std::vector<float> slab;
     for (int plane = 0; plane < 5; ++plane)
       slab.insert(slab.end(), cube.begin() + plane * 90 + bounds[r] * 10, cube.begin() + plane * 90 + bounds[r + 1] * 10);
-    put(CubeFile::row_write(final_path, bounds[r], slab));
+    put(CubeFile::row_write(CubeFile::layout(final_path), bounds[r], slab));
   }
   // Each slab reads back as written, in the [plane][row][x] layout it was given.
   for (int r : {0, 1, 2}) {
@@ -641,26 +641,26 @@ TEST_F(FitsTest, RowSlabsFromSeveralWritersAssembleTheCube) {
   EXPECT_THROW(CubeFile::read_rows(final_path, 7, 3), spip::Error);
   CubeFile::commit(final_path);
   expect_same_bits(cube, spip::fits::read_image(final_path).data);
-  EXPECT_THROW((void)CubeFile::row_write(final_path, 0, ramp(50)), spip::Error);  // committed: no partial file
+  EXPECT_THROW((void)CubeFile::row_write(CubeFile::layout(final_path), 0, ramp(50)), spip::Error);  // committed: no partial file
 }
 
 TEST_F(FitsTest, WritePlanesRejectsBadRequests) {
   ImageHeader h = basic_header(8, 8);
   h.spectral = LinearAxis{"FREQ", "Hz", 1e9, 1e6, 1, 3};
   const std::string final_path = path("bad.fits");
-  EXPECT_THROW((void)CubeFile::plane_write(final_path, 0, ramp(64)), spip::Error);  // not created
+  EXPECT_THROW((void)CubeFile::plane_write(CubeFile::layout(final_path), 0, ramp(64)), spip::Error);  // not created
   CubeFile::create(final_path, h);
-  EXPECT_THROW((void)CubeFile::plane_write(final_path, 0, ramp(65)), spip::Error);
-  EXPECT_THROW((void)CubeFile::plane_write(final_path, -1, ramp(64)), spip::Error);
-  EXPECT_THROW((void)CubeFile::plane_write(final_path, 3, ramp(64)), spip::Error);
-  EXPECT_THROW((void)CubeFile::plane_write(final_path, 2, ramp(128)), spip::Error);
+  EXPECT_THROW((void)CubeFile::plane_write(CubeFile::layout(final_path), 0, ramp(65)), spip::Error);
+  EXPECT_THROW((void)CubeFile::plane_write(CubeFile::layout(final_path), -1, ramp(64)), spip::Error);
+  EXPECT_THROW((void)CubeFile::plane_write(CubeFile::layout(final_path), 3, ramp(64)), spip::Error);
+  EXPECT_THROW((void)CubeFile::plane_write(CubeFile::layout(final_path), 2, ramp(128)), spip::Error);
   try {
-    put(CubeFile::plane_write(final_path, 0, ramp(10)));
+    put(CubeFile::plane_write(CubeFile::layout(final_path), 0, ramp(10)));
     FAIL() << "no exception";
   } catch (const spip::Error& e) {
     EXPECT_NE(std::string(e.what()).find(final_path), std::string::npos) << e.what();
   }
-  put(CubeFile::plane_write(final_path, 2, ramp(64)));  // the last plane is in range
+  put(CubeFile::plane_write(CubeFile::layout(final_path), 2, ramp(64)));  // the last plane is in range
   CubeFile::commit(final_path);
   EXPECT_THROW(CubeFile::commit(final_path), spip::Error);  // nothing left to commit
 }
@@ -697,7 +697,7 @@ TEST_F(FitsTest, ConcurrentWritersOfDisjointPlanes) {
       int rc = 0;
       try {
         for (int k = w; k < planes; k += writers)
-          put(CubeFile::plane_write(final_path, k, std::span(cube).subspan(k * plane, plane)));
+          put(CubeFile::plane_write(CubeFile::layout(final_path), k, std::span(cube).subspan(k * plane, plane)));
       } catch (...) {
         rc = 1;
       }

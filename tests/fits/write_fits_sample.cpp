@@ -60,7 +60,9 @@ int main(int argc, char** argv) {
     cube.stokes = Stokes::I;
     const std::string cube_path = (dir / "sample_cube.fits").string();
     CubeFile::create(cube_path, cube);
-    for (int k : {2, 0, 3, 1}) spip::parallel::write_extents(CubeFile::plane_write(cube_path, k, plane_values(cube, k)));
+    spip::parallel::FileWriter files;
+    for (int k : {2, 0, 3, 1}) files.write(CubeFile::plane_write(CubeFile::layout(cube_path), k, plane_values(cube, k)));
+    files.close();
     CubeFile::commit(cube_path);
 
     ImageHeader beams = cube;
@@ -71,9 +73,10 @@ int main(int argc, char** argv) {
     CubeFile::create(beams_path, beams);
     std::vector<Beam> per_plane;
     for (int k = 0; k < 4; ++k) {
-      spip::parallel::write_extents(CubeFile::plane_write(beams_path, k, plane_values(beams, k)));
+      files.write(CubeFile::plane_write(CubeFile::layout(beams_path), k, plane_values(beams, k)));
       per_plane.push_back(Beam{(10.0 + k) / 3600 * deg, (6.0 + 0.5 * k) / 3600 * deg, (30.0 + 10 * k) * deg});
     }
+    files.close();
     CubeFile::write_beams(beams_path, per_plane);
     CubeFile::commit(beams_path);
 
@@ -82,7 +85,8 @@ int main(int argc, char** argv) {
     fdf.extra_keys["LAMSQ0"] = 4.458;
     const std::string fdf_path = (dir / "sample_fdf.fits").string();
     CubeFile::create(fdf_path, fdf);
-    for (int k = 0; k < 5; ++k) spip::parallel::write_extents(CubeFile::plane_write(fdf_path, k, plane_values(fdf, k)));
+    for (int k = 0; k < 5; ++k) files.write(CubeFile::plane_write(CubeFile::layout(fdf_path), k, plane_values(fdf, k)));
+    files.close();
     CubeFile::commit(fdf_path);
 
     ImageHeader image = sample_header();

@@ -64,11 +64,12 @@ TEST(SharedWrites, InterleavedPlanesOfEveryRankArriveWhole) {
 
   const std::vector<float> cube = random_bits(plane * planes, 17);
   std::exception_ptr failure;
+  spip::parallel::FileWriter files;
   std::thread writer([&] {
     try {
+      const spip::fits::CubeLayout layout = spip::fits::CubeFile::layout(path);
       for (int k = mpi->rank(); k < planes; k += mpi->size())
-        spip::parallel::write_extents(
-            spip::fits::CubeFile::plane_write(path, k, std::span(cube).subspan(k * plane, plane)));
+        files.write(spip::fits::CubeFile::plane_write(layout, k, std::span(cube).subspan(k * plane, plane)));
     } catch (...) {
       failure = std::current_exception();
     }
@@ -76,6 +77,9 @@ TEST(SharedWrites, InterleavedPlanesOfEveryRankArriveWhole) {
   for (int i = 0; i < 200; ++i) EXPECT_EQ(mpi->sum(1), mpi->size());
   writer.join();
   if (failure) std::rethrow_exception(failure);
+  // The file stays open across the rank's writes: opened once, not once per plane.
+  EXPECT_EQ(files.files_opened(), 1);
+  files.close();
   mpi->barrier();
   if (!mpi->is_root()) return;
 
@@ -99,7 +103,9 @@ TEST(SharedWrites, RowSlabsOfEveryRankAssembleTheCube) {
   std::vector<float> slab;
   for (int k = 0; k < planes; ++k)
     slab.insert(slab.end(), cube.begin() + k * plane + first * nx, cube.begin() + k * plane + last * nx);
-  spip::parallel::write_extents(spip::fits::CubeFile::row_write(path, first, slab));
+  spip::parallel::FileWriter files;
+  files.write(spip::fits::CubeFile::row_write(spip::fits::CubeFile::layout(path), first, slab));
+  files.close();
   mpi->barrier();
   if (!mpi->is_root()) return;
   const std::vector<float> read = committed(path);
@@ -111,7 +117,8 @@ TEST(SharedWrites, RowSlabsOfEveryRankAssembleTheCube) {
 TEST(SharedWrites, AFileThatIsNotThereIsNamedInTheError) {
   spip::FileWrite write{"/nonexistent-spip-folder/cube.fits.partial", {{0, std::vector<std::byte>(4)}}};
   try {
-    spip::parallel::write_extents(write);
+    spip::parallel::FileWriter files;
+    files.write(write);
     FAIL() << "no exception";
   } catch (const spip::Error& e) {
     EXPECT_NE(std::string(e.what()).find(write.path), std::string::npos) << e.what();

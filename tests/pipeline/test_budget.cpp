@@ -13,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include "budget.hpp"
 #include "spip/config/config.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/deconv/convolver.hpp"
 #include "spip/deconv/multiscale.hpp"
 #include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/geometry.hpp"
+#include "spip/job/memory_budget.hpp"
 
 namespace {
 

@@ -8,13 +8,13 @@
 #include <filesystem>
 #include <vector>
 
-#include "channel_gather.hpp"
+#include "scratch.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
-#include "scratch.hpp"
+#include "spip/stages/channel_gather.hpp"
 
 namespace spip::pipeline {
 namespace {

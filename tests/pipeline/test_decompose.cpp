@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "planning.hpp"
 #include "spip/error.hpp"
+#include "spip/planning/planning.hpp"
 
 namespace spip::pipeline {
 namespace {

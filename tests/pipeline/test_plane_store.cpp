@@ -8,9 +8,9 @@
 #include <random>
 #include <vector>
 
-#include "plane_store.hpp"
 #include "scratch.hpp"
 #include "spip/error.hpp"
+#include "spip/stages/plane_store.hpp"
 
 namespace fs = std::filesystem;
 using spip::pipeline::PlaneStore;

@@ -13,11 +13,11 @@
 #include <string>
 #include <vector>
 
-#include "planning.hpp"
-#include "product_registry.hpp"
 #include "scratch.hpp"
 #include "spip/faraday/spectrum_math.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/job/product_registry.hpp"
+#include "spip/planning/planning.hpp"
 
 namespace spip::pipeline {
 namespace {

@@ -13,11 +13,11 @@
 #include <sstream>
 #include <string>
 
-#include "product_registry.hpp"
-#include "products.hpp"
-#include "run_claim.hpp"
 #include "scratch.hpp"
 #include "spip/error.hpp"
+#include "spip/job/product_registry.hpp"
+#include "spip/job/run_claim.hpp"
+#include "spip/job/text_file.hpp"
 
 namespace fs = std::filesystem;
 using spip::pipeline::RunClaim;

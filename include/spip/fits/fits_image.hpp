@@ -59,6 +59,16 @@ void write_image(const std::string& path, const ImageHeader& header, std::span<c
 // partial_path(path) until commit() renames it, so a crash never leaves a
 // product that looks complete.
 //
+// Where a cube's pixels lie in its partial file, from its header: read once by each
+// writer (CubeFile::layout), not once per write.
+struct CubeLayout {
+  std::string partial;       // the partial file
+  long long plane_pixels = 0;
+  long long planes = 0;
+  long long data_start = 0;  // byte offset of the first pixel
+  long long row_pixels = 0;  // NAXIS1
+};
+
 // The pixels are not written through CFITSIO: plane_write() and row_write() say which
 // bytes go where (FITS keeps float32 big-endian and contiguous after the header), and
 // the caller puts them there (the parallel room, with MPI-IO). A writer then touches
@@ -72,11 +82,13 @@ class CubeFile {
   // not written, so that each pixel goes to disk once, by the writer of its plane.
   // Every plane must be written before commit(); an unwritten one reads as zeros.
   static void create(const std::string& path, const ImageHeader& header);
+  // The layout of the partial file of `path`, once it is created.
+  static CubeLayout layout(const std::string& path);
   // Planes [first_plane, first_plane + data.size() / (nx*ny)) of the partial file.
-  static FileWrite plane_write(const std::string& path, int first_plane, std::span<const float> data);
+  static FileWrite plane_write(const CubeLayout& layout, int first_plane, std::span<const float> data);
   // Rows [first_row, first_row + rows) of every plane, from data as [plane][row][x]:
   // for products held as pixel slabs (Faraday depth cubes). One extent per plane.
-  static FileWrite row_write(const std::string& path, int first_row, std::span<const float> data);
+  static FileWrite row_write(const CubeLayout& layout, int first_row, std::span<const float> data);
   // Reads rows [first_row, first_row + rows) of every plane of the partial file, as
   // [plane][row][x]: a pixel slab's spectra, written plane by plane by other processes.
   static std::vector<float> read_rows(const std::string& path, int first_row, int rows);

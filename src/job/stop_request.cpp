@@ -1,12 +1,12 @@
-#include "stop_request.hpp"
+#include "spip/job/stop_request.hpp"
 
 #include <signal.h>
 
 #include <atomic>
 #include <cstring>
 
-#include "spip/pipeline/log.hpp"
-#include "spip/pipeline/pipeline.hpp"
+#include "spip/job/failures.hpp"
+#include "spip/job/log.hpp"
 
 namespace spip::pipeline {
 namespace {

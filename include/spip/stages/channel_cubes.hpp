@@ -2,33 +2,52 @@
 // The channel cubes of a run: headers, creation by rank 0, planes by every rank. Their
 // names and which of them are written come from the ProductRegistry.
 #include <array>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
-#include "planning.hpp"
-#include "product_registry.hpp"
+#include "spip/job/plan.hpp"
+#include "spip/job/product_registry.hpp"
+#include "spip/parallel/file_io.hpp"
 
 namespace spip::pipeline {
+
+// Planes [first_plane, ...) of cubes created with fits::CubeFile::create, or rows
+// [first_row, ...) of each of their planes (data [plane][row][x]): the fits room lays the
+// bytes out and the parallel room writes them with MPI-IO, so that ranks writing
+// neighbouring planes or slabs at once need no lock. Each cube's layout is read from its
+// header once, at its first write, and its file stays open until close(), which comes
+// before the barrier after which rank 0 re-headers or commits the cubes. Any thread may
+// write.
+class CubeWriter {
+ public:
+  void planes(const std::string& path, int first_plane, std::span<const float> data);
+  void rows(const std::string& path, int first_row, std::span<const float> data);
+  void close();  // once no thread writes
+  int layouts_read() const;
+
+ private:
+  const fits::CubeLayout& layout(const std::string& path);
+  mutable std::mutex mutex_;  // guards layouts_
+  std::map<std::string, fits::CubeLayout> layouts_;
+  parallel::FileWriter files_;
+};
 
 struct CubeSet {
   const ProductRegistry& products;
   std::vector<ChannelCube> cubes;  // products.channel_cubes(), listed once: each plane written looks them up
   bool beam_per_channel = false;   // image.common_beam = false: the restored cubes carry a BEAMS table
   fits::ImageHeader base;          // shared WCS, FREQ axis over the imaged channels
+  std::unique_ptr<CubeWriter> writer = std::make_unique<CubeWriter>();  // this rank's writes, from any thread
 };
 
 // The cubes of a run (plan.products), their headers from the first input and the imaged channels.
 CubeSet make_cube_set(const Config& config, const Plan& plan);
-
-// Planes [first_plane, ...) of a cube created with fits::CubeFile::create, or rows
-// [first_row, ...) of each of its planes (data [plane][row][x]): the fits room lays the
-// bytes out and the parallel room writes them with MPI-IO, so that ranks writing
-// neighbouring planes or slabs at once need no lock.
-void write_cube_planes(const std::string& path, int first_plane, std::span<const float> data);
-void write_cube_rows(const std::string& path, int first_row, std::span<const float> data);
 
 // Rank 0, before any rank writes.
 void create_cubes(const CubeSet& cubes);
@@ -51,13 +70,5 @@ void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam);
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel);
 // Rank 0, after every rank has written.
 void commit_cubes(const CubeSet& cubes);
-
-// The whole file, or "" where it cannot be read.
-std::string read_text(const std::string& path);
-
-// Writes `text` under PATH.partial and renames it, so the file is complete or absent;
-// throws an InputError (exit 3: unusable output) with the system's reason when the
-// write fails (a full disk shows only when the file is closed).
-void write_text_atomically(const std::string& path, const std::string& text);
 
 }  // namespace spip::pipeline

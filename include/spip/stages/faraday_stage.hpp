@@ -7,6 +7,7 @@
 // RM-CLEAN and the peak fit, and writes the rows straight into the products. Memory is
 // bounded by the row group, not by the channels or the depths.
 #include <complex>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -14,9 +15,10 @@
 
 #include "spip/config/config.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
-#include "product_registry.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/job/product_registry.hpp"
 #include "spip/parallel/decomposition.hpp"
+#include "spip/stages/channel_cubes.hpp"
 
 namespace spip {
 class Stopwatch;
@@ -111,6 +113,7 @@ class FaradayStage {
   std::vector<int> slots_;    // the kept planes exchanged, in the order of RowGroup::planes
   int depths_ = 0;
   double mpi_bytes_ = 0, product_bytes_read_ = 0, exchange_s_ = 0;
+  const std::unique_ptr<CubeWriter> writer_ = std::make_unique<CubeWriter>();  // the rows this rank writes
 };
 
 }  // namespace spip::pipeline

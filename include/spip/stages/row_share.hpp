@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "planning.hpp"
 #include "spip/imaging/row_group.hpp"
+#include "spip/job/plan.hpp"
 #include "spip/parallel/rank_group.hpp"
 
 namespace spip::pipeline {

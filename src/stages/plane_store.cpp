@@ -1,4 +1,4 @@
-#include "plane_store.hpp"
+#include "spip/stages/plane_store.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "spip/pipeline/log.hpp"
+#include "spip/job/log.hpp"
 
 #include <cstdio>
 #include <sstream>

@@ -6,12 +6,12 @@
 #include <string>
 #include <vector>
 
-#include "channel_gather.hpp"
-#include "channel_imaging.hpp"
-#include "planning.hpp"
+#include "spip/job/log.hpp"
+#include "spip/job/plan.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
-#include "spip/pipeline/log.hpp"
+#include "spip/stages/channel_gather.hpp"
+#include "spip/stages/channel_imaging.hpp"
 
 namespace spip::pipeline {
 

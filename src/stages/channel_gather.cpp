@@ -1,4 +1,4 @@
-#include "channel_gather.hpp"
+#include "spip/stages/channel_gather.hpp"
 
 #include <omp.h>
 

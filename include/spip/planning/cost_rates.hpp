@@ -4,8 +4,8 @@
 // of planning and the --plan report both use these rates.
 #include <string>
 
-#include "planning.hpp"
 #include "spip/config/config.hpp"
+#include "spip/job/plan.hpp"
 
 namespace spip::pipeline {
 

@@ -1,4 +1,4 @@
-#include "channel_imaging.hpp"
+#include "spip/stages/channel_imaging.hpp"
 
 #include <algorithm>
 #include <complex>
@@ -8,8 +8,8 @@
 #include "spip/error.hpp"
 #include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/w_layout.hpp"
+#include "spip/job/log.hpp"
 #include "spip/ms/stokes.hpp"
-#include "spip/pipeline/log.hpp"
 
 namespace spip::pipeline {
 namespace {

@@ -1,4 +1,4 @@
-#include "row_share.hpp"
+#include "spip/stages/row_share.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -8,7 +8,7 @@
 #include "spip/common/constants.hpp"
 #include "spip/imaging/tile_plan.hpp"
 #include "spip/imaging/w_layout.hpp"
-#include "spip/pipeline/log.hpp"
+#include "spip/job/log.hpp"
 
 namespace spip::pipeline {
 namespace {

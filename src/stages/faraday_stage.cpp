@@ -1,4 +1,4 @@
-#include "faraday_stage.hpp"
+#include "spip/stages/faraday_stage.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,16 +9,17 @@
 #include <sstream>
 #include <tuple>
 
-#include "catalogue_stage.hpp"
-#include "plane_store.hpp"
-#include "products.hpp"
-#include "stop_request.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/moments.hpp"
 #include "spip/faraday/spectral_model.hpp"
+#include "spip/job/log.hpp"
+#include "spip/job/stop_request.hpp"
+#include "spip/job/text_file.hpp"
 #include "spip/parallel/mpi_context.hpp"
-#include "spip/pipeline/log.hpp"
+#include "spip/stages/catalogue_stage.hpp"
+#include "spip/stages/channel_cubes.hpp"
+#include "spip/stages/plane_store.hpp"
 
 namespace spip::pipeline {
 namespace {
@@ -148,7 +149,7 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
     if (weight[c] > 0) sums.add(planes.data() + c * pixels, weight[c]);
   const faraday::MomentImages m = faraday::moments(sums);
   const std::vector<float>* images[] = {&m.mean, &m.std, &m.skew, &m.kurt};
-  for (int k = 0; k < moment_orders; ++k) write_cube_rows(products_.moment(quantity, k), first_row, *images[k]);
+  for (int k = 0; k < moment_orders; ++k) writer_->rows(products_.moment(quantity, k), first_row, *images[k]);
   return m.mean;
 }
 
@@ -214,16 +215,16 @@ void FaradayStage::process_rows(const RowGroup& group, const std::vector<double>
   for (const CubeChoice& cube : synthesis->cubes) {
     const std::vector<cfloat>& source = cube.clean ? slab.clean : slab.dirty;
     for (std::size_t i = 0; i < source.size(); ++i) values[i] = measured(i, part_of(source[i], cube.part));
-    write_cube_rows(products_.fdf_cube(cube.name), first_row, values);
+    writer_->rows(products_.fdf_cube(cube.name), first_row, values);
   }
   std::vector<float> maps(slab.maps.size());
   for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    write_cube_rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
+    writer_->rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
   if (i0.empty()) return;
   std::vector<float> fracpol(pixels);
   for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[faraday::map_pi * pixels + x] / i0[x];
-  write_cube_rows(products_.fracpol_map(), first_row, fracpol);
+  writer_->rows(products_.fracpol_map(), first_row, fracpol);
 }
 
 // faraday.fractional: each pixel's Q + iU divided by its Stokes I power law and scaled
@@ -260,6 +261,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   if (mpi.is_root()) create_products(synthesis ? &*synthesis : nullptr);
   mpi.barrier();
   synthesise_slab(weight, synthesis ? &*synthesis : nullptr, mpi, log, stop, watch);
+  writer_->close();
   // Also the barrier before rank 0 commits what every rank wrote.
   stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
                           "makes them again");

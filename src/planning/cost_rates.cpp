@@ -1,4 +1,4 @@
-#include "cost_rates.hpp"
+#include "spip/planning/cost_rates.hpp"
 
 #include <unistd.h>
 
@@ -11,15 +11,15 @@
 
 #include <nlohmann/json.hpp>
 
-#include "channel_imaging.hpp"
-#include "products.hpp"
-#include "qa.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/imaging/beam.hpp"
-#include "spip/pipeline/log.hpp"
+#include "spip/job/log.hpp"
+#include "spip/job/qa.hpp"
+#include "spip/stages/channel_cubes.hpp"
+#include "spip/stages/channel_imaging.hpp"
 
 namespace spip::pipeline {
 
@@ -104,7 +104,9 @@ double write_rate(const std::string& dir) {
   const std::vector<float> rows(static_cast<std::size_t>(header.nx) * 64 * 256, 1.0f);
   const Stopwatch watch;
   fits::CubeFile::create(scratch, header);
-  for (int row = 0; row < header.ny; row += 64) write_cube_rows(scratch, row, rows);
+  CubeWriter writer;
+  for (int row = 0; row < header.ny; row += 64) writer.rows(scratch, row, rows);
+  writer.close();
   const double seconds = watch.seconds();
   std::error_code error;
   fs::remove(fits::CubeFile::partial_path(scratch), error);

@@ -1,4 +1,4 @@
-#include "budget.hpp"
+#include "spip/job/memory_budget.hpp"
 
 #include <unistd.h>
 
@@ -11,7 +11,7 @@
 #include "spip/deconv/multiscale.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/spectrum_math.hpp"
-#include "spip/pipeline/log.hpp"
+#include "spip/job/log.hpp"
 
 namespace spip::pipeline {
 namespace {

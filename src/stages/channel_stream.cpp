@@ -1,4 +1,4 @@
-#include "channel_stream.hpp"
+#include "spip/stages/channel_stream.hpp"
 
 #include <omp.h>
 

@@ -1,4 +1,4 @@
-#include "progress.hpp"
+#include "spip/job/progress.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -6,9 +6,9 @@
 #include <map>
 #include <sstream>
 
-#include "products.hpp"
-#include "qa.hpp"
 #include "spip/error.hpp"
+#include "spip/job/qa.hpp"
+#include "spip/job/text_file.hpp"
 
 namespace spip::pipeline {
 namespace {

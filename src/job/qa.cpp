@@ -1,4 +1,4 @@
-#include "qa.hpp"
+#include "spip/job/qa.hpp"
 
 #include <cmath>
 #include <limits>

@@ -1,4 +1,4 @@
-#include "products.hpp"
+#include "spip/stages/channel_cubes.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -31,22 +31,36 @@ void write_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane
   const std::size_t pixels = planes.size() / ms::num_stokes;
   for (const ChannelCube& cube : cubes.cubes)
     if (cube.product == product)
-      write_cube_planes(cube.path, plane, std::span<const float>(planes.data() + cube.stokes * pixels, pixels));
+      cubes.writer->planes(cube.path, plane, std::span<const float>(planes.data() + cube.stokes * pixels, pixels));
 }
 
 }  // namespace
 
-void write_cube_planes(const std::string& path, int first_plane, std::span<const float> data) {
-  parallel::write_extents(fits::CubeFile::plane_write(path, first_plane, data));
+const fits::CubeLayout& CubeWriter::layout(const std::string& path) {
+  const std::lock_guard lock(mutex_);
+  auto it = layouts_.find(path);
+  if (it == layouts_.end()) it = layouts_.emplace(path, fits::CubeFile::layout(path)).first;
+  return it->second;  // std::map keeps its elements in place
 }
 
-void write_cube_rows(const std::string& path, int first_row, std::span<const float> data) {
-  parallel::write_extents(fits::CubeFile::row_write(path, first_row, data));
+void CubeWriter::planes(const std::string& path, int first_plane, std::span<const float> data) {
+  files_.write(fits::CubeFile::plane_write(layout(path), first_plane, data));
+}
+
+void CubeWriter::rows(const std::string& path, int first_row, std::span<const float> data) {
+  files_.write(fits::CubeFile::row_write(layout(path), first_row, data));
+}
+
+void CubeWriter::close() { files_.close(); }
+
+int CubeWriter::layouts_read() const {
+  const std::lock_guard lock(mutex_);
+  return static_cast<int>(layouts_.size());
 }
 
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
-  CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}};
+  CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}, std::make_unique<CubeWriter>()};
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -79,13 +93,13 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
   write_stokes_planes(cubes, ChannelProduct::model, plane, model);
   write_stokes_planes(cubes, ChannelProduct::residual, plane, residual);
   if (cubes.products.written(ChannelProduct::psf))
-    write_cube_planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
+    cubes.writer->planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
 }
 
 void write_blank_channel(const CubeSet& cubes, int plane) {
   const std::vector<float> nan(static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny,
                                std::numeric_limits<float>::quiet_NaN());
-  for (const ChannelCube& cube : cubes.cubes) write_cube_planes(cube.path, plane, nan);
+  for (const ChannelCube& cube : cubes.cubes) cubes.writer->planes(cube.path, plane, nan);
 }
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
@@ -115,31 +129,6 @@ void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& pe
 
 void commit_cubes(const CubeSet& cubes) {
   for (const ChannelCube& cube : cubes.cubes) fits::CubeFile::commit(cube.path);
-}
-
-std::string read_text(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-void write_text_atomically(const std::string& path, const std::string& text) {
-  const std::string partial = path + ".partial";
-  std::FILE* out = std::fopen(partial.c_str(), "w");
-  if (!out) SPIP_THROW(InputError, partial + ": cannot write: " + std::strerror(errno));
-  bool written = std::fwrite(text.data(), 1, text.size(), out) == text.size();
-  int reason = errno;
-  if (std::fclose(out) != 0 && written) {
-    written = false;
-    reason = errno;
-  }
-  if (!written) {
-    std::remove(partial.c_str());
-    SPIP_THROW(InputError, partial + ": cannot write: " + std::strerror(reason));
-  }
-  if (std::rename(partial.c_str(), path.c_str()) != 0)
-    SPIP_THROW(InputError, path + ": cannot rename from .partial: " + std::strerror(errno));
 }
 
 }  // namespace spip::pipeline

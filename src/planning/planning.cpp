@@ -1,4 +1,4 @@
-#include "planning.hpp"
+#include "spip/planning/planning.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -9,19 +9,20 @@
 #include <optional>
 #include <set>
 
-#include "cost_rates.hpp"
-#include "faraday_stage.hpp"
-#include "plane_store.hpp"
-#include "products.hpp"
-#include "run_claim.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/es_kernel.hpp"
+#include "spip/job/failures.hpp"
+#include "spip/job/log.hpp"
+#include "spip/job/run_claim.hpp"
+#include "spip/job/text_file.hpp"
 #include "spip/parallel/mpi_context.hpp"
-#include "spip/pipeline/log.hpp"
-#include "spip/pipeline/pipeline.hpp"
+#include "spip/planning/cost_rates.hpp"
+#include "spip/stages/channel_cubes.hpp"
+#include "spip/stages/faraday_stage.hpp"
+#include "spip/stages/plane_store.hpp"
 #include "spip/version.hpp"
 
 namespace spip::pipeline {
@@ -38,20 +39,6 @@ std::string input_count(const Plan& plan) {
 double faraday_row_bytes(const Plan& plan) {
   const int num_chan = plan.chan_end - plan.chan_begin;
   return plan.polarised() ? FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * plan.geometry.size : 0.0;
-}
-
-bool restores_later(const Config& config) { return config.clean.niter > 0 && config.image.common_beam; }
-
-int kept_planes(const Config& config, const Plan& plan) {
-  if (restores_later(config)) return 2 * ms::num_stokes;
-  if (!plan.polarised()) return 0;
-  return config.clean.niter > 0 ? 2 * ms::num_stokes : ms::num_stokes;
-}
-
-std::string scratch_folder(const ParallelConfig& config) {
-  if (!config.scratch.empty()) return config.scratch;
-  const char* tmpdir = std::getenv("TMPDIR");
-  return tmpdir && *tmpdir ? tmpdir : "/tmp";
 }
 
 namespace {
@@ -230,24 +217,11 @@ void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiConte
 
 // Everything this rank will hold, and everything the run will write, against what
 // the rank may hold and what the output file system has; before any visibility is read.
-void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
+void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, const MemoryBasis& basis,
+                   Plan& plan) {
   std::exception_ptr failure;
   try {
-    MemoryNeeds needs;
-    needs.budget = memory_budget_bytes(config.parallel, mpi.local_size());
-    needs.geometry = plan.geometry;
-    needs.clean_bytes_per_pixel = clean_bytes_per_pixel(config.clean, plan.geometry, plan.gpu_device >= 0);
-    needs.clean_bytes_per_row = clean_bytes_per_row(config.clean);
-    // What the reader keeps of a channel (the selected field and window, unflagged),
-    // not every row of the main table.
-    // With a group, a rank holds its share of the rows.
-    needs.rows_per_channel = static_cast<double>(plan.busiest_channel) * plan.member_share(plan.ranks_per_channel);
-    needs.my_channels = plan.imaged[static_cast<std::size_t>(mpi.rank())].size();
-    needs.block_channels = config.input.block_channels;
-    needs.faraday_row_bytes = faraday_row_bytes(plan);
-    needs.kept_bytes = PlaneStore::bytes(plan.blocks[static_cast<std::size_t>(mpi.rank())].size(),
-                                         kept_planes(config, plan), plan.geometry.pixels());
-    plan.memory = plan_memory(needs);
+    plan.memory = plan_memory(memory_needs(config, plan, mpi.rank(), basis));
     if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {
     failure = std::current_exception();
@@ -262,6 +236,21 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
 double slab_pixels(int rank, int ranks, const imaging::ImageGeometry& geometry) {
   const auto [first, last] = FaradayStage::slab_rows(rank, ranks, geometry.size);
   return static_cast<double>(last - first) * geometry.size;
+}
+
+MemoryNeeds memory_needs(const Config& config, const Plan& plan, int rank, const MemoryBasis& basis) {
+  const auto r = static_cast<std::size_t>(rank);
+  MemoryNeeds needs;
+  needs.budget = basis.budget;
+  needs.geometry = plan.geometry;
+  needs.clean_bytes_per_pixel = basis.clean_bytes_per_pixel;
+  needs.clean_bytes_per_row = clean_bytes_per_row(config.clean);
+  needs.rows_per_channel = static_cast<double>(plan.busiest_channel) * plan.member_share(plan.ranks_per_channel);
+  needs.my_channels = plan.imaged[r].size();
+  needs.block_channels = config.input.block_channels;
+  needs.faraday_row_bytes = faraday_row_bytes(plan);
+  needs.kept_bytes = PlaneStore::bytes(plan.blocks[r].size(), kept_planes(config, plan), plan.geometry.pixels());
+  return needs;
 }
 
 SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, const imaging::ImageGeometry& geometry) {
@@ -517,16 +506,14 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
   // A share of a channel fits a rank when the host memory and, on a GPU, the rank's part
   // of the device hold it: the least of any rank, so that every rank decides alike.
-  const double budget = -mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size()));
+  const MemoryBasis basis{-mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size())),
+                          mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry, device.has_value()))};
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
-  // The most any rank's backend holds, so that every rank decides alike.
-  const double clean_bytes = mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry, device.has_value()));
   const double clean_device = clean_device_bytes(config.clean, plan.geometry.size);
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
-    return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel), clean_bytes,
-                                 clean_bytes_per_row(config.clean)) <=
-               budget &&
+    return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
+                                 basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean)) <= basis.budget &&
            (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +
                                clean_device <=
@@ -547,34 +534,10 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
     failure = std::current_exception();
   }
   agree_on_failure(mpi, failure);
-  check_budgets(config, mpi, log, plan);
+  check_budgets(config, mpi, log, basis, plan);
   check_time(config, mpi, log, plan);
   write_effective_config(config, plan.products, mpi, log);
   return plan;
-}
-
-imaging::WeightingScheme weighting_scheme(const Config& config) {
-  imaging::WeightingScheme scheme;
-  scheme.mode = config.image.weighting;
-  scheme.robust = config.image.robust;
-  scheme.uv_min = config.image.uv_min;
-  scheme.uv_max = config.image.uv_max;
-  scheme.taper_fwhm_rad = config.image.taper_arcsec / rad_to_arcsec;
-  return scheme;
-}
-
-double kept_max_uv(const Config& config, double max_uv) {
-  return config.image.uv_max > 0 ? std::min(max_uv, config.image.uv_max) : max_uv;
-}
-
-std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input) {
-  std::vector<double> uvw;
-  for (const ms::MsReader& reader : plan.readers) {
-    const std::vector<double> rows = reader.uvw_m();
-    uvw.insert(uvw.end(), rows.begin(), rows.end());
-    if (rows_per_input) rows_per_input->push_back(rows.size() / 3);
-  }
-  return uvw;
 }
 
 }  // namespace spip::pipeline

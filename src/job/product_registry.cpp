@@ -1,12 +1,12 @@
-#include "product_registry.hpp"
+#include "spip/job/product_registry.hpp"
 
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
 
-#include "budget.hpp"
 #include "spip/faraday/spectrum_math.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/job/memory_budget.hpp"
 
 namespace spip::pipeline {
 namespace {

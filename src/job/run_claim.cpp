@@ -1,4 +1,4 @@
-#include "run_claim.hpp"
+#include "spip/job/run_claim.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <sstream>
 
-#include "products.hpp"
 #include "spip/error.hpp"
+#include "spip/job/text_file.hpp"
 
 namespace spip::pipeline {
 namespace {

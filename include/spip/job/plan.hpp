@@ -1,35 +1,27 @@
 #pragma once
-// Everything decided before a visibility is read: the inputs, the channel blocks of
-// the ranks, the backend, and what the run will hold, write and take, checked against
-// what it may use. `spip --plan` prints the same figures for sizing a job.
+// The job's plan: everything decided before a visibility is read, as one value that
+// planning makes and the stages read.
 #include <algorithm>
 #include <array>
 #include <cmath>
-#include <functional>
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "budget.hpp"
-#include "product_registry.hpp"
-#include "run_claim.hpp"
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
+#include "spip/job/memory_budget.hpp"
+#include "spip/job/product_registry.hpp"
+#include "spip/job/run_claim.hpp"
 #include "spip/ms/band.hpp"
 #include "spip/ms/ionosphere.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 
-namespace spip::parallel {
-class MpiContext;
-}
-
 namespace spip::pipeline {
-
-class Log;
 
 // The largest share of a channel's rows that a member of a group of `members` holds:
 // rank_rows() balances the members' costs within it, and planning sizes memory by it.
@@ -78,13 +70,6 @@ struct Plan {
   bool polarised() const { return stokes[ms::stokes_q] && stokes[ms::stokes_u]; }
 };
 
-// Opens the inputs, balances the channels over the ranks, chooses the backend, and
-// checks memory, disk and (with parallel.time_limit) time. Collective; every rank
-// throws alike when the run cannot start. Rank 0 claims the output folder and prefix
-// once the inputs are open (RunClaim; `break_claim` clears another's), and at the end
-// writes the effective configuration next to the products.
-Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
-
 imaging::WeightingScheme weighting_scheme(const Config& config);
 // The longest baseline (wavelengths) of `max_uv` that the weighting keeps: image.uv_max
 // drops the longer ones.
@@ -94,25 +79,6 @@ double kept_max_uv(const Config& config, double max_uv);
 // rows of every channel; with `rows_per_input`, how many of them each input holds.
 std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input = nullptr);
 
-// What the metadata says, the same for a run and for --plan: the inputs, the imaged
-// channels and their Faraday depths, the image and grid.
-Plan open_plan(const Config& config);
-
-// Groups of ranks and their contiguous channel blocks (plan.ranks_per_channel,
-// grouping, imaged, blocks): parallel.ranks_per_channel, or chosen. A chosen group is
-// one rank, unless the ranks outnumber the channels (then as many as keep every group
-// busy) or a channel does not fit a rank (`fits`: whether a rank can image the given
-// share of a channel's rows, Plan::member_share; then enough ranks to share it). The blocks are
-// parallel.channels_per_rank per group, or balanced by `cost` per channel.
-void decompose(const Config& config, const std::vector<std::int64_t>& cost, int ranks,
-               const std::function<bool(double share)>& fits, Plan& plan);
-
-// "N Measurement Set(s)", with the spectral windows where an MS gives several: for logs.
-std::string input_count(const Plan& plan);
-
-// A Faraday row's bytes, or none where the correlations give no Q and U.
-double faraday_row_bytes(const Plan& plan);
-
 // With CLEAN and a common beam, restoring waits for every channel's fitted beam.
 bool restores_later(const Config& config);
 // Planes a rank keeps of each of its channels (PlaneStore): the model and the residual
@@ -121,15 +87,5 @@ int kept_planes(const Config& config, const Plan& plan);
 // Where kept planes go that the memory budget cannot hold: parallel.scratch, else
 // $TMPDIR, else /tmp.
 std::string scratch_folder(const ParallelConfig& config);
-
-// Rows of one rank's Faraday slab, as pixels.
-double slab_pixels(int rank, int ranks, const imaging::ImageGeometry& geometry);
-
-// The rank with the most channels, and the most image rows of a Faraday slab.
-struct SlowestRank {
-  int channels = 0;
-  double slab_pixels = 0;
-};
-SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, const imaging::ImageGeometry& geometry);
 
 }  // namespace spip::pipeline

@@ -1,14 +1,15 @@
-#include "catalogue_stage.hpp"
+#include "spip/stages/catalogue_stage.hpp"
 
 #include <algorithm>
 #include <cmath>
 
-#include "products.hpp"
 #include "spip/catalogue/catalogue_table.hpp"
 #include "spip/catalogue/source_finder.hpp"
 #include "spip/faraday/spectrum_math.hpp"
 #include "spip/fits/fits_table.hpp"
-#include "spip/pipeline/log.hpp"
+#include "spip/job/log.hpp"
+#include "spip/job/text_file.hpp"
+#include "spip/stages/channel_cubes.hpp"
 
 namespace spip::pipeline {
 namespace {

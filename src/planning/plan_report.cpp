@@ -1,5 +1,5 @@
 // spip --plan: the job's figures per rank and what to ask sbatch for.
-#include "cost_rates.hpp"
+#include "spip/planning/plan_report.hpp"
 
 #include <omp.h>
 
@@ -9,16 +9,17 @@
 #include <filesystem>
 #include <map>
 
-#include "faraday_stage.hpp"
-#include "products.hpp"
-#include "plane_store.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/channel_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
-#include "spip/pipeline/log.hpp"
-#include "spip/pipeline/pipeline.hpp"
+#include "spip/job/log.hpp"
+#include "spip/planning/cost_rates.hpp"
+#include "spip/planning/planning.hpp"
+#include "spip/stages/channel_cubes.hpp"
+#include "spip/stages/faraday_stage.hpp"
+#include "spip/stages/plane_store.hpp"
 #include "spip/version.hpp"
 
 namespace spip::pipeline {
@@ -82,17 +83,19 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // From the metadata alone every row counts in every channel; a run balances the
   // unflagged visibilities, which it counts from FLAG.
   const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
-  const double budget = memory_budget_bytes(config.parallel, ranks);
+  // From the metadata alone the busiest channel holds every row.
+  plan.busiest_channel = static_cast<std::int64_t>(plan.max_visibilities);
   const cuda::DeviceProbe probe = cuda::probe_devices();
   const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
-  // The nodes' ranks may image on either backend: the larger of their CLEAN buffers.
-  const double clean_bytes = std::max(clean_bytes_per_pixel(config.clean, plan.geometry, false),
-                                      gpu ? clean_bytes_per_pixel(config.clean, plan.geometry, true) : 0.0);
+  // The ranks share one node, as in a run here, and may image on either backend.
+  const MemoryBasis basis{memory_budget_bytes(config.parallel, ranks),
+                          std::max(clean_bytes_per_pixel(config.clean, plan.geometry, false),
+                                   gpu ? clean_bytes_per_pixel(config.clean, plan.geometry, true) : 0.0)};
   decompose(
       config, uniform, ranks,
       [&](double share) {
-        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities), clean_bytes,
-                                     clean_bytes_per_row(config.clean)) <= budget;
+        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
+                                     basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean)) <= basis.budget;
       },
       plan);
   const int group = plan.ranks_per_channel;
@@ -125,17 +128,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   double peak_bytes = 0, slowest_s = 0, gpu_peak = gpu_imaging;
   for (int r = 0; r < ranks; ++r) {
     const parallel::ChannelBlock& block = plan.imaged[static_cast<std::size_t>(r)];
-    MemoryNeeds needs;
-    needs.budget = memory_budget_bytes(config.parallel, ranks);
-    needs.geometry = plan.geometry;
-    needs.clean_bytes_per_pixel = clean_bytes;
-    needs.clean_bytes_per_row = clean_bytes_per_row(config.clean);
-    needs.rows_per_channel = static_cast<double>(plan.max_visibilities) * plan.member_share(group);
-    needs.my_channels = block.size();
-    needs.block_channels = config.input.block_channels;
-    needs.faraday_row_bytes = faraday_row_bytes(plan);
-    needs.kept_bytes = PlaneStore::bytes(plan.blocks[static_cast<std::size_t>(r)].size(), kept_planes(config, plan),
-                                         plan.geometry.pixels());
+    const MemoryNeeds needs = memory_needs(config, plan, r, basis);
     const MemoryPlan memory = plan_memory(needs);
     const double host =
         memory.imaging + memory.channel_data + 2 * memory.block + (memory.kept_spilled ? 0.0 : memory.kept);
@@ -157,7 +150,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
                   gpu ? gb(gpu_faraday).c_str() : "", clock_time(seconds).c_str());
     out << line;
   }
-  out << "\nproducts: " << product_summary(plan.products) << "\n";
+  out << "\n" << plan_memory(memory_needs(config, plan, 0, basis)).describe() << " (rank 0)\n";
+  out << "products: " << product_summary(plan.products) << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";
   for (int n = 1; n <= num_chan; n *= 2) {

@@ -1,0 +1,47 @@
+#include "spip/job/plan.hpp"
+
+#include <cstdlib>
+
+#include "spip/common/constants.hpp"
+
+namespace spip::pipeline {
+
+bool restores_later(const Config& config) { return config.clean.niter > 0 && config.image.common_beam; }
+
+int kept_planes(const Config& config, const Plan& plan) {
+  if (restores_later(config)) return 2 * ms::num_stokes;
+  if (!plan.polarised()) return 0;
+  return config.clean.niter > 0 ? 2 * ms::num_stokes : ms::num_stokes;
+}
+
+std::string scratch_folder(const ParallelConfig& config) {
+  if (!config.scratch.empty()) return config.scratch;
+  const char* tmpdir = std::getenv("TMPDIR");
+  return tmpdir && *tmpdir ? tmpdir : "/tmp";
+}
+
+imaging::WeightingScheme weighting_scheme(const Config& config) {
+  imaging::WeightingScheme scheme;
+  scheme.mode = config.image.weighting;
+  scheme.robust = config.image.robust;
+  scheme.uv_min = config.image.uv_min;
+  scheme.uv_max = config.image.uv_max;
+  scheme.taper_fwhm_rad = config.image.taper_arcsec / rad_to_arcsec;
+  return scheme;
+}
+
+double kept_max_uv(const Config& config, double max_uv) {
+  return config.image.uv_max > 0 ? std::min(max_uv, config.image.uv_max) : max_uv;
+}
+
+std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input) {
+  std::vector<double> uvw;
+  for (const ms::MsReader& reader : plan.readers) {
+    const std::vector<double> rows = reader.uvw_m();
+    uvw.insert(uvw.end(), rows.begin(), rows.end());
+    if (rows_per_input) rows_per_input->push_back(rows.size() / 3);
+  }
+  return uvw;
+}
+
+}  // namespace spip::pipeline
