@@ -60,7 +60,7 @@ fs::path run(int ranks, const std::vector<std::string>& inputs, const std::strin
 std::string log_of(const fs::path& out) { return spip::test::file_text(out.string() + ".log"); }
 
 // astropy reads every channel cube's frequency axis as qa.json records it, blank
-// planes included (scripts/check_band_axis.py).
+// planes included (tests/scripts/check_band_axis.py).
 void expect_astropy_reads_the_axis(const fs::path& out) {
   if (std::system("python3 -c 'import astropy' > /dev/null 2>&1") != 0)
     GTEST_SKIP() << "python3 cannot import astropy (scripts/install-deps.sh installs it)";
