@@ -485,19 +485,25 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     return sigma;
   }
 
-  // With a group, the leader's; its model then reaches every member, for the prediction.
-  // The divergence guard watches these minor cycles between major cycles only.
-  deconv::MinorCycleResult minor_cycles(const deconv::MinorCycleStep& step) override {
-    if (step.whole_image_psf && !wide_made_) make_wide_psf();
-    return {iterations_of(step), 0.0, false};
-  }
+  std::unique_ptr<deconv::MinorAlgorithm> hogbom() override;
+  std::unique_ptr<deconv::MinorAlgorithm> subminor() override;
+  std::unique_ptr<deconv::MinorAlgorithm> multiscale(const deconv::MultiscaleSetup& setup) override;
 
-  bool has_whole_image_psf(const deconv::MinorCycleStep& step) const override { return !step.multiscale; }
+  const imaging::RowGroup* group() const override { return m_.group; }
+
+  void model_from_leader() override {
+    modelled_ = true;
+    host_.resize(num_stokes * m_.pixels());
+    m_.download(host_.data(), m_.model.get(), num_stokes * m_.pixels());
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
+    m_.group->from_leader(host_);
+    upload(m_.model.get(), host_);
+  }
 
   // The PSF of twice the image's side, for the channels whose PSF asks for it: the
   // host's imaging::wide_psf (as on the CPU) from the channel's coordinates, still in
   // its staging buffer, and its imaging weights, made on the device.
-  void make_wide_psf() {
+  void make_whole_image_psf() override {
     const Slot& slot = m_.active();
     std::vector<float> weights(num_stokes * slot.rows);
     m_.download(weights.data(), slot.weights.get(), static_cast<long long>(weights.size()));
@@ -510,7 +516,6 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
                                                m_.summary.weight_sum[0]);
     if (m_.group) m_.group->sum(psf);
     if (!m_.group || m_.group->leads()) upload(m_.wide_psf.get(), psf);  // the leader alone runs the minor cycles
-    wide_made_ = true;
   }
 
   void keep_model() override {
@@ -523,65 +528,12 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
                                     m_.compute));
   }
 
-  int iterations_of(const deconv::MinorCycleStep& step) {
-    modelled_ = true;
-    int iterations = 0;
-    if (step.multiscale && (!m_.group || m_.group->leads())) {
-      iterations = multiscale_cycles(step);
-    } else if (!m_.group || m_.group->leads()) {
-      auto& minor = *m_.minor;
-      const auto cycles = step.subminor ? &detail::MinorCycle::run_subminor : &detail::MinorCycle::run;
-      const int size = m_.geometry.size;
-      const deconv::MinorPsf psf = step.whole_image_psf
-                                       ? deconv::MinorPsf{m_.wide_psf.get(), deconv::minor_psf_side(size)}
-                                       : deconv::MinorPsf{m_.psf.get(), size};
-      iterations = (minor.*cycles)(step.search, m_.residual.get(), psf, size, step.gain, step.stop_level,
-                                   step.max_iterations, m_.model.get(), mask(), m_.compute);
-    }
-    if (!m_.group) return iterations;
-    host_.resize(num_stokes * m_.pixels());
-    m_.download(host_.data(), m_.model.get(), num_stokes * m_.pixels());
-    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
-    m_.group->from_leader(host_);
-    upload(m_.model.get(), host_);
-    return m_.group->from_leader(iterations);
-  }
-
   // Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.
   void subtract_model() override {
     m_.predict_residual();
     m_.grid_images(detail::LaneSource{m_.residual_vis.get(), m_.active().weights.get(), false},
                    normalised(m_.summary.weight_sum, m_.residual.get(), nullptr));
     if (m_.group) sum_over_group(m_.residual.get(), num_stokes * m_.pixels());
-  }
-
-  // The multiscale minor cycles are deconv's, on the host, with their convolutions on
-  // this device (cuFFT): the residual, model and mask go to the host for them and back.
-  int multiscale_cycles(const deconv::MinorCycleStep& step) {
-    const long long values = num_stokes * m_.pixels();
-    if (!multiscale_) {
-      std::vector<float> psf(m_.pixels());
-      m_.download(psf.data(), m_.psf.get(), m_.pixels());
-      SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
-      multiscale_ = std::make_unique<deconv::MultiscaleClean>(
-          psf.data(), m_.geometry.size, *step.multiscale,
-          [this](int reach) { return make_scale_convolver(m_.device, m_.geometry.size, reach); });
-    }
-    residual_.resize(values);
-    host_.resize(values);
-    m_.download(residual_.data(), m_.residual.get(), values);
-    m_.download(host_.data(), m_.model.get(), values);
-    std::vector<std::uint8_t> mask_host(masked_ ? m_.pixels() : 0);
-    if (masked_)
-      SPIP_CUDA_CHECK(cudaMemcpyAsync(mask_host.data(), m_.mask.get(), mask_host.size(), cudaMemcpyDeviceToHost,
-                                      m_.compute));
-    SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
-    const deconv::MinorCycleResult result =
-        multiscale_->run(residual_.data(), host_.data(), masked_ ? mask_host.data() : nullptr, step.search, step.gain,
-                         step.stop_level, step.max_iterations);
-    upload(m_.residual.get(), residual_);
-    upload(m_.model.get(), host_);
-    return result.iterations;
   }
 
   void mask_model_pixels() override {
@@ -610,9 +562,9 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
     m_.stats.fetch_ms += 1e3 * watch.seconds();
   }
 
-  const deconv::MultiscaleClean* multiscale() const override { return multiscale_.get(); }
-
  private:
+  class PointClean;
+  class Multiscale;
   const std::uint8_t* mask() const { return masked_ ? m_.mask.get() : nullptr; }
   // A group's images are summed through the host: each member's partial image down, the
   // group's sum (the same bits on every member) up again.
@@ -633,9 +585,89 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
   bool modelled_ = false;  // a minor cycle ran: the model and the residual are the device's
   std::vector<float> residual_;  // the host's copy, for the noise estimate and multiscale CLEAN
   std::vector<float> host_;      // a group's images on their way through the host
-  std::unique_ptr<deconv::MultiscaleClean> multiscale_;  // made on first need
-  bool wide_made_ = false;  // Impl::wide_psf holds this channel's
 };
+
+// Hogbom or the sub-minor loop as kernels (detail::MinorCycle), on the image's PSF or
+// the one of twice its side. The divergence guard watches them between major cycles only.
+class ChannelImager::DeviceBackend::PointClean final : public deconv::MinorAlgorithm {
+ public:
+  using Cycles = int (detail::MinorCycle::*)(PeakSearch, float*, deconv::MinorPsf, int, double, double, int, float*,
+                                             const std::uint8_t*, cudaStream_t);
+  PointClean(DeviceBackend& backend, Cycles cycles) : b_(backend), cycles_(cycles) {}
+
+  deconv::MinorCycleResult run(const deconv::MinorCycleStep& step) override {
+    Impl& m = b_.m_;
+    b_.modelled_ = true;
+    const int size = m.geometry.size;
+    const deconv::MinorPsf psf = step.whole_image_psf
+                                     ? deconv::MinorPsf{m.wide_psf.get(), deconv::minor_psf_side(size)}
+                                     : deconv::MinorPsf{m.psf.get(), size};
+    const int iterations = (m.minor.get()->*cycles_)(step.search, m.residual.get(), psf, size, step.gain,
+                                                       step.stop_level, step.max_iterations, m.model.get(), b_.mask(),
+                                                       m.compute);
+    return {iterations, 0.0, false};
+  }
+
+ private:
+  DeviceBackend& b_;
+  Cycles cycles_;
+};
+
+// The multiscale minor cycles are deconv's, on the host, with their convolutions on
+// this device (cuFFT): the residual, model and mask go to the host for them and back.
+class ChannelImager::DeviceBackend::Multiscale final : public deconv::MinorAlgorithm {
+ public:
+  Multiscale(DeviceBackend& backend, const deconv::MultiscaleSetup& setup) : b_(backend), setup_(setup) {}
+
+  deconv::MinorCycleResult run(const deconv::MinorCycleStep& step) override {
+    Impl& m = b_.m_;
+    b_.modelled_ = true;
+    const long long values = num_stokes * m.pixels();
+    if (!clean_) {
+      std::vector<float> psf(m.pixels());
+      m.download(psf.data(), m.psf.get(), m.pixels());
+      SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
+      clean_ = std::make_unique<deconv::MultiscaleClean>(
+          psf.data(), m.geometry.size, setup_,
+          [&m](int reach) { return make_scale_convolver(m.device, m.geometry.size, reach); });
+    }
+    std::vector<float>& residual = b_.residual_;
+    std::vector<float>& model = b_.host_;
+    residual.resize(values);
+    model.resize(values);
+    m.download(residual.data(), m.residual.get(), values);
+    m.download(model.data(), m.model.get(), values);
+    std::vector<std::uint8_t> mask_host(b_.masked_ ? m.pixels() : 0);
+    if (b_.masked_)
+      SPIP_CUDA_CHECK(cudaMemcpyAsync(mask_host.data(), m.mask.get(), mask_host.size(), cudaMemcpyDeviceToHost,
+                                      m.compute));
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
+    const deconv::MinorCycleResult result =
+        clean_->run(residual.data(), model.data(), b_.masked_ ? mask_host.data() : nullptr, step.search, step.gain,
+                    step.stop_level, step.max_iterations);
+    b_.upload(m.residual.get(), residual);
+    b_.upload(m.model.get(), model);
+    return {result.iterations, 0.0, false};
+  }
+  const deconv::MultiscaleClean* multiscale() const override { return clean_.get(); }
+
+ private:
+  DeviceBackend& b_;
+  const deconv::MultiscaleSetup setup_;
+  std::unique_ptr<deconv::MultiscaleClean> clean_;  // made at the first minor cycle
+};
+
+std::unique_ptr<deconv::MinorAlgorithm> ChannelImager::DeviceBackend::hogbom() {
+  return std::make_unique<PointClean>(*this, &detail::MinorCycle::run);
+}
+
+std::unique_ptr<deconv::MinorAlgorithm> ChannelImager::DeviceBackend::subminor() {
+  return std::make_unique<PointClean>(*this, &detail::MinorCycle::run_subminor);
+}
+
+std::unique_ptr<deconv::MinorAlgorithm> ChannelImager::DeviceBackend::multiscale(const deconv::MultiscaleSetup& setup) {
+  return std::make_unique<Multiscale>(*this, setup);
+}
 
 std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {
   return std::make_unique<DeviceBackend>(*impl_);

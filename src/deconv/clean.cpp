@@ -360,41 +360,71 @@ double HostCleanBackend::peak(PeakSearch search) {
 
 double HostCleanBackend::noise(PeakSearch search) { return search_noise(search, residual_.data(), psf_.size()); }
 
-MinorCycleResult HostCleanBackend::minor_cycles(const MinorCycleStep& step) {
-  const imaging::ImageGeometry& g = imager_.geometry();
-  if (step.whole_image_psf && wide_psf_.empty()) wide_psf_ = imager_.psf(minor_psf_side(g.size), group_);
-  if (group_ && !group_->leads()) return shared_result({});
-  const std::uint8_t* mask = mask_.empty() ? nullptr : mask_.data();
-  const MinorPsf psf = step.whole_image_psf ? MinorPsf{wide_psf_.data(), minor_psf_side(g.size)}
-                                            : MinorPsf{psf_.data(), g.size};
-  MinorCycleResult result;
-  if (step.multiscale) {
-    if (!multiscale_)
-      multiscale_ = std::make_unique<MultiscaleClean>(psf_.data(), g.size, *step.multiscale,
-                                                      [&](int reach) { return make_host_convolver(g.size, reach); });
-    result = multiscale_->run(residual_.data(), model_.data(), mask, step.search, step.gain, step.stop_level,
-                              step.max_iterations);
-  } else if (step.subminor) {
-    if (!convolution_) convolution_ = std::make_unique<PsfConvolution>();
-    result = subminor_cycles(residual_.data(), psf, g, step.search, step.gain, step.stop_level, step.max_iterations,
-                             model_.data(), mask, step.divergence_level, *convolution_);
-  } else {
-    result = hogbom(residual_.data(), psf, g, step.search, step.gain, step.stop_level, step.max_iterations,
-                    model_.data(), mask, step.divergence_level);
-  }
-  return group_ ? shared_result(result) : result;
+HostCleanBackend::MinorImages HostCleanBackend::minor_images(const MinorCycleStep& step) {
+  const int n = imager_.geometry().size;
+  return {residual_.data(), model_.data(), mask_.empty() ? nullptr : mask_.data(),
+          step.whole_image_psf ? MinorPsf{wide_psf_.data(), minor_psf_side(n)} : MinorPsf{psf_.data(), n}};
 }
 
-// A group's members get the leader's model and result.
-MinorCycleResult HostCleanBackend::shared_result(MinorCycleResult result) {
-  group_->from_leader(model_);
-  result.iterations = group_->from_leader(result.iterations);
-  result.diverged = group_->from_leader(result.diverged ? 1 : 0) != 0;
-  std::vector<float> peak{static_cast<float>(result.peak)};
-  group_->from_leader(peak);
-  result.peak = peak[0];
-  return result;
+class HostCleanBackend::Hogbom final : public MinorAlgorithm {
+ public:
+  explicit Hogbom(HostCleanBackend& images) : images_(images) {}
+  MinorCycleResult run(const MinorCycleStep& step) override {
+    const MinorImages on = images_.minor_images(step);
+    return deconv::hogbom(on.residual, on.psf, images_.imager_.geometry(), step.search, step.gain, step.stop_level,
+                          step.max_iterations, on.model, on.mask, step.divergence_level);
+  }
+
+ private:
+  HostCleanBackend& images_;
+};
+
+// The sub-minor loop, with its PSF convolution kept over the channel's major cycles.
+class HostCleanBackend::Subminor final : public MinorAlgorithm {
+ public:
+  explicit Subminor(HostCleanBackend& images) : images_(images) {}
+  MinorCycleResult run(const MinorCycleStep& step) override {
+    const MinorImages on = images_.minor_images(step);
+    return subminor_cycles(on.residual, on.psf, images_.imager_.geometry(), step.search, step.gain, step.stop_level,
+                           step.max_iterations, on.model, on.mask, step.divergence_level, convolution_);
+  }
+
+ private:
+  HostCleanBackend& images_;
+  PsfConvolution convolution_;
+};
+
+// Multiscale CLEAN on the image's PSF, its scales made at the first minor cycle.
+class HostCleanBackend::Multiscale final : public MinorAlgorithm {
+ public:
+  Multiscale(HostCleanBackend& images, const MultiscaleSetup& setup) : images_(images), setup_(setup) {}
+  MinorCycleResult run(const MinorCycleStep& step) override {
+    const int n = images_.imager_.geometry().size;
+    if (!clean_)
+      clean_ = std::make_unique<MultiscaleClean>(images_.psf_.data(), n, setup_,
+                                                 [n](int reach) { return make_host_convolver(n, reach); });
+    const MinorImages on = images_.minor_images(step);
+    return clean_->run(on.residual, on.model, on.mask, step.search, step.gain, step.stop_level, step.max_iterations);
+  }
+  const MultiscaleClean* multiscale() const override { return clean_.get(); }
+
+ private:
+  HostCleanBackend& images_;
+  const MultiscaleSetup setup_;
+  std::unique_ptr<MultiscaleClean> clean_;
+};
+
+std::unique_ptr<MinorAlgorithm> HostCleanBackend::hogbom() { return std::make_unique<Hogbom>(*this); }
+
+std::unique_ptr<MinorAlgorithm> HostCleanBackend::subminor() { return std::make_unique<Subminor>(*this); }
+
+std::unique_ptr<MinorAlgorithm> HostCleanBackend::multiscale(const MultiscaleSetup& setup) {
+  return std::make_unique<Multiscale>(*this, setup);
 }
+
+void HostCleanBackend::make_whole_image_psf() { wide_psf_ = imager_.psf(minor_psf_side(imager_.geometry().size), group_); }
+
+void HostCleanBackend::model_from_leader() { group_->from_leader(model_); }
 
 // Cotton-Schwab: the model subtracted from the visibilities, and the residual imaged exactly.
 void HostCleanBackend::subtract_model() {

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <optional>
+#include <vector>
 
 namespace spip::deconv {
 namespace {
@@ -24,13 +26,38 @@ MultiscaleSetup multiscale_setup(const CleanConfig& clean, double beam_rad, cons
   return {clean.scales.empty() ? auto_scales(fwhm, geometry.size) : clean.scales, clean.scale_bias, 2 * fwhm};
 }
 
+// The configured minor-cycle algorithm, chosen once for the channel; none on a group's
+// other members, which take the leader's model.
+std::unique_ptr<MinorAlgorithm> choose_minor_algorithm(CleanBackend& backend, const CleanConfig& clean,
+                                                       const MultiscaleSetup& multiscale) {
+  if (backend.group() && !backend.group()->leads()) return nullptr;
+  if (clean.multiscale) return backend.multiscale(multiscale);
+  return clean.subminor ? backend.subminor() : backend.hogbom();
+}
+
+// The leader's minor cycles; its model and result reach a group's other members.
+MinorCycleResult run_minor_cycles(CleanBackend& backend, MinorAlgorithm* algorithm, const MinorCycleStep& step) {
+  MinorCycleResult result = algorithm ? algorithm->run(step) : MinorCycleResult{};
+  const imaging::RowGroup* group = backend.group();
+  if (!group) return result;
+  backend.model_from_leader();
+  result.iterations = group->from_leader(result.iterations);
+  result.diverged = group->from_leader(result.diverged ? 1 : 0) != 0;
+  std::vector<float> peak{static_cast<float>(result.peak)};
+  group->from_leader(peak);
+  result.peak = peak[0];
+  return result;
+}
+
 // The major cycles on the backend's images until one of CleanStop's reasons. A cycle
 // diverged when the exact residual's search peak is past clean.divergence_limit times
 // the lowest starting peak so far, or when its minor cycles stopped at that level and
 // left the peak above the cycle's start (their own residual, with the image-sized PSF,
 // may rise where the exact one does not).
-void major_cycles(CleanBackend& backend, const CleanConfig& clean, const MinorCycleStep& kind, ChannelImages& out) {
+void major_cycles(CleanBackend& backend, MinorAlgorithm* algorithm, const CleanConfig& clean,
+                  const MinorCycleStep& kind, ChannelImages& out) {
   bool masked = false;  // clean.auto_mask's second stage
+  bool whole_psf_made = false;
   double lowest_start = std::numeric_limits<double>::infinity();
   std::optional<double> known_peak;  // the last cycle's exact residual's, while the mask stays
   for (;;) {
@@ -60,8 +87,12 @@ void major_cycles(CleanBackend& backend, const CleanConfig& clean, const MinorCy
     step.stop_level = limits.stop;
     step.max_iterations = clean.niter - out.iterations;
     step.divergence_level = clean.divergence_limit * lowest_start;
+    if (step.whole_image_psf && !whole_psf_made) {
+      backend.make_whole_image_psf();
+      whole_psf_made = true;
+    }
     backend.keep_model();
-    const MinorCycleResult minor = backend.minor_cycles(step);
+    const MinorCycleResult minor = run_minor_cycles(backend, algorithm, step);
     out.iterations += minor.iterations;
     ++out.major_cycles;
     backend.subtract_model();
@@ -99,22 +130,23 @@ ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, con
   out.fitted_beam = imaging::fit_beam(out.psf.data(), geometry);
   out.degenerate_psf = degenerate_sidelobe(out.psf.data(), geometry.size);
   const MultiscaleSetup multiscale = multiscale_setup(clean, beam_rad, out.fitted_beam, geometry);
-  MinorCycleStep kind{.search = clean.peak,
-                      .gain = clean.gain,
-                      .subminor = clean.subminor,
-                      .multiscale = clean.multiscale ? &multiscale : nullptr};
-  const bool has_whole = backend.has_whole_image_psf(kind);
+  // Point CLEAN subtracts the PSF of twice the image's side where the image's would let it
+  // run away; multiscale CLEAN convolves with the image's.
+  MinorCycleStep kind{.search = clean.peak, .gain = clean.gain};
   kind.whole_image_psf =
-      has_whole && (out.degenerate_psf || far_sidelobe(out.psf.data(), geometry.size) >= whole_psf_sidelobe);
+      !clean.multiscale && (out.degenerate_psf || far_sidelobe(out.psf.data(), geometry.size) >= whole_psf_sidelobe);
+  std::unique_ptr<MinorAlgorithm> algorithm;
   if (clean.niter > 0) {
-    if (out.degenerate_psf && !has_whole)
+    if (out.degenerate_psf && clean.multiscale) {
       out.clean_stop = CleanStop::degenerate_psf;
-    else
-      major_cycles(backend, clean, kind, out);
+    } else {
+      algorithm = choose_minor_algorithm(backend, clean, multiscale);
+      major_cycles(backend, algorithm.get(), clean, kind, out);
+    }
   }
   out.threshold_reached = clean.niter <= 0 || out.clean_stop == CleanStop::threshold;
   backend.fetch(out);
-  if (const MultiscaleClean* ran = backend.multiscale()) {
+  if (const MultiscaleClean* ran = algorithm ? algorithm->multiscale() : nullptr) {
     out.scales = ran->scales();
     out.scale_iterations = ran->iterations_per_scale();
   }
