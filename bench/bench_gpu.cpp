@@ -1,5 +1,5 @@
 // The GPU backend's rates on a Measurement Set, each beside its reference on the same
-// run: Stokes visibilities gridded per second (GPU ChannelImager vs the CPU one, and
+// run: Stokes visibilities gridded per second (GPU DeviceImager vs the CPU ChannelImager, and
 // the GPU's gridding and degridding kernels alone), FFTs
 // per second (cuFFT alone), Faraday samples per second (spip's RM synthesis vs a bare
 // cublasCgemm of the same shape), the share of upload time hidden by the second
@@ -24,7 +24,7 @@
 #include <utility>
 #include <vector>
 
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/device_rates.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
 
   // GPU: the next channel written into pinned memory and uploaded on a helper thread
   // while the current one is imaged, as the pipeline does; Briggs-weighted on the device.
-  spip::cuda::ChannelImager gpu(device.index, geometry, accuracy, true, count, briggs);
+  spip::cuda::DeviceImager gpu(device.index, geometry, accuracy, true, count, briggs);
   auto stage = [&](int c) {
     const spip::cuda::ChannelView area = gpu.staging_area(count);
     std::copy(input.uvw_m.begin(), input.uvw_m.end(), area.uvw_m);

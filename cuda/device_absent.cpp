@@ -1,4 +1,4 @@
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/device_rates.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
@@ -46,28 +46,28 @@ double seconds_per_fft(int, int, int, int) { SPIP_THROW(Error, "spip was built w
 double seconds_per_cgemm(int, int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 double fp32_peak_flops(int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 
-// Without the backend no ChannelImager can be made; the pipeline never asks for one
+// Without the backend no DeviceImager can be made; the pipeline never asks for one
 // because probe_devices() reports no device.
-struct ChannelImager::Impl {};
+struct DeviceImager::Impl {};
 
-std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry&, std::size_t, const imaging::WeightingScheme&) {
+std::size_t DeviceImager::device_bytes(const imaging::ImageGeometry&, std::size_t, const imaging::WeightingScheme&) {
   return 0;
 }
-ChannelImager::ChannelImager(int, const imaging::ImageGeometry&, double, bool, std::size_t,
+DeviceImager::DeviceImager(int, const imaging::ImageGeometry&, double, bool, std::size_t,
                              const imaging::WeightingScheme&, const imaging::RowGroup*, int) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
-ChannelImager::~ChannelImager() = default;
-ChannelView ChannelImager::staging_area(std::size_t) { return {}; }
-void ChannelImager::upload(double) {}
-void ChannelImager::next() {}
-double ChannelImager::weight_sum(int) const { return 0; }
-int ChannelImager::num_w_planes() const { return 0; }
-std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {
+DeviceImager::~DeviceImager() = default;
+ChannelView DeviceImager::staging_area(std::size_t) { return {}; }
+void DeviceImager::upload(double) {}
+void DeviceImager::next() {}
+double DeviceImager::weight_sum(int) const { return 0; }
+int DeviceImager::num_w_planes() const { return 0; }
+std::unique_ptr<deconv::CleanBackend> DeviceImager::clean_backend() {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
-TransferStats ChannelImager::transfer_stats() const { return {}; }
-KernelTimes ChannelImager::time_kernels() { return {}; }
+TransferStats DeviceImager::transfer_stats() const { return {}; }
+KernelTimes DeviceImager::time_kernels() { return {}; }
 
 std::unique_ptr<deconv::Convolver> make_scale_convolver(int, int, int) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");

@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   }
   const spip::pipeline::Log log(mpi.rank(), mpi.size());
   try {
-    const spip::pipeline::Products products = spip::pipeline::run(command.config, mpi, log, command.break_claim);
+    const spip::pipeline::CommittedProducts products = spip::pipeline::run(command.config, mpi, log, command.break_claim);
     if (mpi.is_root()) {
       std::cout << "spip: products in " << command.config.output.dir << ":\n";
       for (const std::string& path : products.paths) std::cout << "  " << path << "\n";

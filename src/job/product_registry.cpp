@@ -54,7 +54,7 @@ std::string ProductRegistry::path(const std::string& name) const {
   return (std::filesystem::path(dir_) / (prefix_ + "-" + name)).string();
 }
 
-std::string ProductRegistry::channel_cube(ChannelProduct product, int stokes) const {
+std::string ProductRegistry::channel_cube(ChannelCubeKind product, int stokes) const {
   const std::string name = channel_names[static_cast<int>(product)];
   return path(stokes < 0 ? name + ".fits" : name + "-" + stokes_names[stokes] + ".fits");
 }
@@ -78,11 +78,11 @@ std::string ProductRegistry::progress_dir() const {
   return (std::filesystem::path(dir_) / ("." + prefix_ + ".progress")).string();
 }
 
-bool ProductRegistry::made(ChannelProduct product) const {
-  return cleaned_ || (product != ChannelProduct::model && product != ChannelProduct::residual);
+bool ProductRegistry::made(ChannelCubeKind product) const {
+  return cleaned_ || (product != ChannelCubeKind::model && product != ChannelCubeKind::residual);
 }
 
-bool ProductRegistry::written(ChannelProduct product, int stokes) const {
+bool ProductRegistry::written(ChannelCubeKind product, int stokes) const {
   if (!made(product) || (stokes >= 0 && !shape_.stokes[stokes])) return false;
   const std::string name =
       stokes < 0 ? channel_names[static_cast<int>(product)]
@@ -90,7 +90,7 @@ bool ProductRegistry::written(ChannelProduct product, int stokes) const {
   return std::ranges::find(selected_, name) != selected_.end();
 }
 
-bool ProductRegistry::on_disk(ChannelProduct product) const {
+bool ProductRegistry::on_disk(ChannelCubeKind product) const {
   if (!made(product)) return false;
   for (int s = 0; s < ms::num_stokes; ++s)
     if (shape_.stokes[s] && !written(product, s)) return false;
@@ -101,11 +101,11 @@ bool ProductRegistry::polarised() const { return shape_.stokes[ms::stokes_q] && 
 
 std::vector<ChannelCube> ProductRegistry::channel_cubes() const {
   std::vector<ChannelCube> cubes;
-  for (ChannelProduct product : {ChannelProduct::dirty, ChannelProduct::model, ChannelProduct::residual,
-                                 ChannelProduct::image})
+  for (ChannelCubeKind product : {ChannelCubeKind::dirty, ChannelCubeKind::model, ChannelCubeKind::residual,
+                                 ChannelCubeKind::image})
     for (int s = 0; s < ms::num_stokes; ++s)
       if (written(product, s)) cubes.push_back({product, s, channel_cube(product, s)});
-  if (written(ChannelProduct::psf)) cubes.push_back({ChannelProduct::psf, -1, channel_cube(ChannelProduct::psf)});
+  if (written(ChannelCubeKind::psf)) cubes.push_back({ChannelCubeKind::psf, -1, channel_cube(ChannelCubeKind::psf)});
   return cubes;
 }
 

@@ -145,7 +145,7 @@ class RankRun {
         cubes_(make_cube_set(config, plan)), chosen_(chosen_beam(config.image)),
         qa_(static_cast<std::size_t>(mine_.size())), noise_(static_cast<std::size_t>(mine_.size())) {}
 
-  Products run() {
+  CommittedProducts run() {
     announce();
     set_up_imaging();
     start_or_resume();
@@ -173,7 +173,7 @@ class RankRun {
   std::vector<double> faraday_noise();
   void run_faraday_stage();
   void log_clean_summary(const std::vector<ChannelQa>& channels) const;
-  Products commit();
+  CommittedProducts commit();
   ChannelQa& qa_of(int c) { return qa_[static_cast<std::size_t>(c - mine_.begin)]; }
   double& noise_of(int c) { return noise_[static_cast<std::size_t>(c - mine_.begin)]; }
   bool restore_later() const { return restores_later(config_); }
@@ -200,7 +200,7 @@ class RankRun {
   // fitted first): rank 0 writes it into the headers at the end.
   const CubeSet cubes_;
   const std::optional<imaging::Beam> chosen_;  // image.beam
-  std::unique_ptr<ChannelImaging> imaging_;
+  std::unique_ptr<ImagingStage> imaging_;
   // The planes the later steps take instead of reading the products back: each
   // channel's model and residual until restoring, then its restored image.
   std::unique_ptr<PlaneStore> kept_;
@@ -214,8 +214,7 @@ class RankRun {
   std::vector<imaging::RestoringBeam> beams_; // of the channels not blanked
   std::string grid_summary_ = "no channel imaged here in this run";
   RunQa times_;
-  double read_s_ = 0, image_s_ = 0, restore_s_ = 0;
-  double resume_bytes_ = 0, faraday_mpi_bytes_ = 0, faraday_product_bytes_ = 0, faraday_exchange_s_ = 0;
+  RankQa rank_qa_;  // this rank's times and bytes, filled by the steps that spend them
   fits::Beam beam_;  // the common restoring beam
   std::vector<std::string> faraday_products_;
 };
@@ -238,7 +237,7 @@ void RankRun::announce() const {
 void RankRun::set_up_imaging() {
   const Stopwatch watch;
   if (!mpi_.is_root()) mpi_.barrier();
-  imaging_ = ChannelImaging::make(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device,
+  imaging_ = ImagingStage::make(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device,
                                   plan_.rank_visibilities(), imaging_group_.get());
   if (config_.clean.niter > 0) imaging::plan_restoring(plan_.geometry);
   if (mpi_.is_root()) mpi_.barrier();
@@ -308,7 +307,7 @@ void RankRun::recall_finished_channels() {
   if (!resume_ || !leads()) return;
   log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(todo_.size())) + " of this rank's " +
             std::to_string(mine_.size()) + " channels are complete; their kept planes (" +
-            fixed(resume_bytes_ / 1e6, 1) + " MB) read from the partial cubes");
+            fixed(rank_qa_.resume_bytes_read / 1e6, 1) + " MB) read from the partial cubes");
   if (imaged_again_ > 0)
     log_.info("resuming: " + std::to_string(imaged_again_) + " channel(s) an earlier run finished are imaged again, "
               "because output.channel_cubes did not write the planes the later steps need");
@@ -330,19 +329,19 @@ void RankRun::keep_planes(int c, const std::vector<float>& image, const std::vec
 bool RankRun::recall_planes(int c) {
   const bool restored = !restore_later() || progress_.restored(plan_.chan_begin + c);
   if (restored && !plan_.polarised()) return true;
-  const ChannelProduct first = restored ? ChannelProduct::image : ChannelProduct::model;
-  const bool with_residual = !restored || plan_.products.made(ChannelProduct::residual);
+  const ChannelCubeKind first = restored ? ChannelCubeKind::image : ChannelCubeKind::model;
+  const bool with_residual = !restored || plan_.products.made(ChannelCubeKind::residual);
   const ProductRegistry& products = plan_.products;
-  if (!products.on_disk(first) || (with_residual && !products.on_disk(ChannelProduct::residual))) return false;
+  if (!products.on_disk(first) || (with_residual && !products.on_disk(ChannelCubeKind::residual))) return false;
   const double before = fits::CubeFile::bytes_read();
   const std::vector<float> image = read_stokes_planes(cubes_, first, c);
   if (with_residual) {
-    const std::vector<float> residual = read_stokes_planes(cubes_, ChannelProduct::residual, c);
+    const std::vector<float> residual = read_stokes_planes(cubes_, ChannelCubeKind::residual, c);
     keep_planes(c, image, &residual);
   } else {
     keep_planes(c, image, nullptr);
   }
-  resume_bytes_ += fits::CubeFile::bytes_read() - before;
+  rank_qa_.resume_bytes_read += fits::CubeFile::bytes_read() - before;
   return true;
 }
 
@@ -358,7 +357,7 @@ void RankRun::image_channels() {
   for (int c : todo_) {
     if (stop_now()) break;
     const ChannelStats data = feed->advance(c);
-    read_s_ += data.wait_s;
+    rank_qa_.read_s += data.wait_s;
     const bool blank = !(imaging_->weight_sum(0) > 0);
     if (blank)
       blank_channel(c, data, writer);
@@ -380,8 +379,8 @@ void RankRun::image_channels() {
   stop_.leave_if_requested(std::to_string(mine_.size() - static_cast<int>(todo_.size()) + handled) +
                            " of this rank's " + std::to_string(mine_.size()) +
                            " channels are imaged, each with its progress marker");
-  image_s_ = watch.seconds() - read_s_;
-  log_.info("waited " + fixed(read_s_, 2) + " s for reads, imaging " + fixed(image_s_, 2) + " s; " +
+  rank_qa_.image_s = watch.seconds() - rank_qa_.read_s;
+  log_.info("waited " + fixed(rank_qa_.read_s, 2) + " s for reads, imaging " + fixed(rank_qa_.image_s, 2) + " s; " +
             std::to_string(imaging_->staged_channels()) + " channel(s) staged; writer thread " +
             fixed(writer.busy_s(), 2) + " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
   if (const std::string transfers = imaging_->transfer_summary(); !transfers.empty()) log_.info(transfers);
@@ -474,7 +473,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored)] {
     write_channel(cubes_, c, images.dirty, images.psf, images.model, images.residual);
     if (!restored.empty()) write_restored(cubes_, c, restored);
-    const bool cleaned = plan_.products.made(ChannelProduct::residual);
+    const bool cleaned = plan_.products.made(ChannelCubeKind::residual);
     if (restore_later())
       keep_planes(c, images.model, &images.residual);
     else if (plan_.polarised())
@@ -581,9 +580,9 @@ void RankRun::restore_with_common_beam() {
   }
   stop_.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine_.size()) +
                            " channels are restored with the common beam, each with its marker");
-  restore_s_ = watch.seconds();
+  rank_qa_.restore_s = watch.seconds();
   log_.info("restored " + std::to_string(restored_here) + " channels with the common beam from their kept model and " +
-            "residual planes in " + fixed(restore_s_, 2) + " s");
+            "residual planes in " + fixed(rank_qa_.restore_s, 2) + " s");
 }
 
 // Without Q and U (an MS with only parallel hands) there is nothing to synthesise. It
@@ -598,9 +597,9 @@ void RankRun::run_faraday_stage() {
                        plan_.gpu_share_bytes, *kept_, plan_.blocks);
   const Stopwatch watch;
   faraday_products_ = faraday.finish(faraday_noise(), mpi_, log_, stop_);
-  faraday_mpi_bytes_ = faraday.mpi_bytes();
-  faraday_product_bytes_ = faraday.product_bytes_read();
-  faraday_exchange_s_ = faraday.exchange_seconds();
+  rank_qa_.faraday_mpi_bytes = faraday.mpi_bytes();
+  rank_qa_.faraday_product_bytes_read = faraday.product_bytes_read();
+  rank_qa_.faraday_exchange_s = faraday.exchange_seconds();
   times_.faraday_s = watch.seconds();
   times_.faraday_depths = faraday.depths();
   log_.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times_.faraday_s, 2) + " s");
@@ -609,14 +608,15 @@ void RankRun::run_faraday_stage() {
 // Rank 0, once every rank is done: the beams into the cube headers, the cubes renamed
 // (they stay partial until here, so that a run killed in the Faraday stage resumes
 // from its channels), the markers removed, qa.json written.
-Products RankRun::commit() {
+CommittedProducts RankRun::commit() {
   const std::vector<ChannelQa> channels = gather_records(qa_, mpi_);
-  const std::vector<RankQa> ranks = gather_records(
-      std::vector<RankQa>{{mpi_.rank(), plan_.chan_begin + mine_.begin, plan_.chan_begin + mine_.end, read_s_, image_s_,
-                           restore_s_, static_cast<int>(todo_.size()), faraday_mpi_bytes_, faraday_product_bytes_,
-                           kept_->scratch_bytes_read(), resume_bytes_, faraday_exchange_s_}},
-      mpi_);
-  Products products;
+  rank_qa_.rank = mpi_.rank();
+  rank_qa_.channel_begin = plan_.chan_begin + mine_.begin;
+  rank_qa_.channel_end = plan_.chan_begin + mine_.end;
+  rank_qa_.channels_imaged = static_cast<int>(todo_.size());
+  rank_qa_.scratch_bytes_read = kept_->scratch_bytes_read();
+  const std::vector<RankQa> ranks = gather_records(std::vector<RankQa>{rank_qa_}, mpi_);
+  CommittedProducts products;
   if (mpi_.is_root()) {
     write_restoring_beam(cubes_, beam_);
     if (!config_.image.common_beam) write_channel_beams(cubes_, channel_beams(channels, plan_));
@@ -641,7 +641,7 @@ Products RankRun::commit() {
 
 }  // namespace
 
-Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
+CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
   if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
   // From the start: a signal while planning stops the run at its first channel.
   StopRequest stop(mpi, log);

@@ -19,7 +19,7 @@
 #include "spip/job/log.hpp"
 #include "spip/job/qa.hpp"
 #include "spip/stages/channel_cubes.hpp"
-#include "spip/stages/channel_imaging.hpp"
+#include "spip/stages/imaging_stage.hpp"
 
 namespace spip::pipeline {
 
@@ -140,9 +140,9 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   const std::vector<double> uvw_m = largest_channel_uvw_m(plan);
   const double freq_hz = plan.freq_hz[plan.freq_hz.size() / 2];
   const Stopwatch setup;
-  const std::unique_ptr<ChannelImaging> cpu =
-      ChannelImaging::make(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3, nullptr);
-  ChannelImaging& imaging = *cpu;
+  const std::unique_ptr<ImagingStage> cpu =
+      ImagingStage::make(plan.geometry, config.image, weighting_scheme(config), -1, uvw_m.size() / 3, nullptr);
+  ImagingStage& imaging = *cpu;
   rates.setup_s = setup.seconds();
   write_synthetic_channel(config, plan, uvw_m, freq_hz, imaging.stage_area(uvw_m.size() / 3));
   imaging.stage(freq_hz);
@@ -190,7 +190,7 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   // the restored planes output.channel_cubes chose.
   if (config.clean.niter > 0 && config.image.common_beam) {
     const auto restored = std::ranges::count_if(plan.products.channel_cubes(), [](const ChannelCube& cube) {
-      return cube.product == ChannelProduct::image;
+      return cube.kind == ChannelCubeKind::image;
     });
     rates.restore_channel_s = 4 * pixels * static_cast<double>(restored) / rate;
   }

@@ -10,7 +10,7 @@
 #include <map>
 
 #include "spip/common/constants.hpp"
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/error.hpp"
@@ -118,7 +118,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
 
   const double gpu_imaging =
       gpu ? static_cast<double>(
-                cuda::ChannelImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config))) +
+                cuda::DeviceImager::device_bytes(plan.geometry, plan.max_visibilities, weighting_scheme(config))) +
                 clean_device_bytes(config.clean, plan.geometry.size)
           : 0;
   char line[256];

@@ -10,7 +10,7 @@
 #include <set>
 
 #include "spip/common/constants.hpp"
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/es_kernel.hpp"
@@ -200,7 +200,7 @@ void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiConte
                         const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
                         const imaging::WeightingScheme& scheme, double clean_bytes, const Log& log) {
   const std::size_t needed =
-      cuda::ChannelImager::device_bytes(geometry, max_visibilities, scheme) + static_cast<std::size_t>(clean_bytes);
+      cuda::DeviceImager::device_bytes(geometry, max_visibilities, scheme) + static_cast<std::size_t>(clean_bytes);
   const std::string sharing = std::to_string(share.amount >> 20) + " MiB free, shared by " +
                               std::to_string(share.ranks) + " rank(s) of this node";
   if (needed > share.each())
@@ -514,7 +514,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
     const double rows = share * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
                                  basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean)) <= basis.budget &&
-           (!device || static_cast<double>(cuda::ChannelImager::device_bytes(
+           (!device || static_cast<double>(cuda::DeviceImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +
                                clean_device <=
                            gpu_share);

@@ -18,19 +18,19 @@ namespace {
 fits::ImageHeader header_for(const CubeSet& cubes, const ChannelCube& cube) {
   fits::ImageHeader header = cubes.base;
   if (cube.stokes >= 0) header.stokes = static_cast<fits::Stokes>(cube.stokes + 1);
-  if (cube.product == ChannelProduct::model) {
+  if (cube.kind == ChannelCubeKind::model) {
     header.bunit = "Jy/pixel";
     header.beam.reset();
   }
-  if (cube.product == ChannelProduct::psf) header.bunit = "";
-  header.beam_per_plane = cubes.beam_per_channel && cube.product == ChannelProduct::image;
+  if (cube.kind == ChannelCubeKind::psf) header.bunit = "";
+  header.beam_per_plane = cubes.beam_per_channel && cube.kind == ChannelCubeKind::image;
   return header;
 }
 
-void write_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane, const std::vector<float>& planes) {
+void write_stokes_planes(const CubeSet& cubes, ChannelCubeKind product, int plane, const std::vector<float>& planes) {
   const std::size_t pixels = planes.size() / ms::num_stokes;
   for (const ChannelCube& cube : cubes.cubes)
-    if (cube.product == product)
+    if (cube.kind == product)
       cubes.writer->planes(cube.path, plane, std::span<const float>(planes.data() + cube.stokes * pixels, pixels));
 }
 
@@ -89,11 +89,11 @@ void create_cubes(const CubeSet& cubes) {
 
 void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& dirty, const std::vector<float>& psf,
                    const std::vector<float>& model, const std::vector<float>& residual) {
-  write_stokes_planes(cubes, ChannelProduct::dirty, plane, dirty);
-  write_stokes_planes(cubes, ChannelProduct::model, plane, model);
-  write_stokes_planes(cubes, ChannelProduct::residual, plane, residual);
-  if (cubes.products.written(ChannelProduct::psf))
-    cubes.writer->planes(cubes.products.channel_cube(ChannelProduct::psf), plane, psf);
+  write_stokes_planes(cubes, ChannelCubeKind::dirty, plane, dirty);
+  write_stokes_planes(cubes, ChannelCubeKind::model, plane, model);
+  write_stokes_planes(cubes, ChannelCubeKind::residual, plane, residual);
+  if (cubes.products.written(ChannelCubeKind::psf))
+    cubes.writer->planes(cubes.products.channel_cube(ChannelCubeKind::psf), plane, psf);
 }
 
 void write_blank_channel(const CubeSet& cubes, int plane) {
@@ -103,14 +103,14 @@ void write_blank_channel(const CubeSet& cubes, int plane) {
 }
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
-  write_stokes_planes(cubes, ChannelProduct::image, plane, restored);
+  write_stokes_planes(cubes, ChannelCubeKind::image, plane, restored);
 }
 
-std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane) {
+std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelCubeKind product, int plane) {
   const std::size_t pixels = static_cast<std::size_t>(cubes.base.nx) * cubes.base.ny;
   std::vector<float> planes(ms::num_stokes * pixels, 0.0f);  // a Stokes parameter not determined is zero, as imaged
   for (const ChannelCube& cube : cubes.cubes)
-    if (cube.product == product) {
+    if (cube.kind == product) {
       const std::vector<float> one = fits::CubeFile::read_planes(cube.path, plane, 1);
       std::copy(one.begin(), one.end(), planes.begin() + cube.stokes * pixels);
     }
@@ -124,7 +124,7 @@ void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam) {
 
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {
   for (const ChannelCube& cube : cubes.cubes)
-    if (cube.product == ChannelProduct::image) fits::CubeFile::write_beams(cube.path, per_channel);
+    if (cube.kind == ChannelCubeKind::image) fits::CubeFile::write_beams(cube.path, per_channel);
 }
 
 void commit_cubes(const CubeSet& cubes) {

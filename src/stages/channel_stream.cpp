@@ -44,7 +44,7 @@ std::vector<ms::VisBlock> ChannelSource::read_block(int first) const {
   return blocks;
 }
 
-ChannelFeed::ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
+ChannelFeed::ChannelFeed(ChannelSource& source, ImagingStage& imaging, const Plan& plan, const RowCoordinates& coordinates,
                          std::vector<int> channels, const imaging::RowGroup* group)
     : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), channels_(std::move(channels)),
       group_(group),

@@ -81,7 +81,7 @@ struct FaradayStage::Synthesis {
 
 // One row group of this rank's slab after the exchange: planes[k] holds kept slot
 // slots_[k] of every channel, [channel][pixel of the group].
-struct FaradayStage::RowGroup {
+struct FaradayStage::RowBatch {
   int first_row = 0, rows = 0;
   std::vector<std::vector<float>> planes;
   const std::vector<float>& of(const std::vector<int>& slots, int slot) const {
@@ -102,7 +102,7 @@ FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products
       kept_(kept),
       blocks_(std::move(blocks)),
       slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v} {
-  if (products_.made(ChannelProduct::residual))
+  if (products_.made(ChannelCubeKind::residual))
     for (int stokes : {stokes_q, stokes_u}) slots_.push_back(kept_residual + stokes);
 }
 
@@ -156,8 +156,8 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
 // Each pixel's FDF noise from its residual Q and U over the channels, K sqrt(sum_c w_c^2
 // (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
 // deconvolution errors alike. Empty without residual cubes.
-std::vector<float> FaradayStage::pixel_noise(const RowGroup& group, const std::vector<double>& weight) const {
-  if (!products_.made(ChannelProduct::residual)) return {};
+std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::vector<double>& weight) const {
+  if (!products_.made(ChannelCubeKind::residual)) return {};
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   double weight_sum = 0;
   for (double w : weight) weight_sum += w;
@@ -176,7 +176,7 @@ std::vector<float> FaradayStage::pixel_noise(const RowGroup& group, const std::v
   return sigma;
 }
 
-void FaradayStage::process_rows(const RowGroup& group, const std::vector<double>& weight, const Synthesis* synthesis,
+void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
                                 long long& iterations) const {
   const int first_row = group.first_row;
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
@@ -343,7 +343,7 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
 // group-`round` rows of its kept planes, for each of its channels, and receives its own
 // group's rows of every other rank's channels. A rank past its slab's end receives
 // nothing but still sends.
-FaradayStage::RowGroup FaradayStage::exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi) {
+FaradayStage::RowBatch FaradayStage::exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi) {
   const Stopwatch watch;
   const int ranks = mpi.size(), me = mpi.rank(), nx = base_.nx;
   const auto group_of = [&](int rank) {
@@ -370,7 +370,7 @@ FaradayStage::RowGroup FaradayStage::exchange_rows(int round, int group_rows, co
         to_send += count;
       }
   }
-  RowGroup group;
+  RowBatch group;
   std::tie(group.first_row, group.rows) = group_of(me);
   for (int s = 0; s < ranks; ++s)
     if (s != me)
@@ -420,7 +420,7 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
   for (int round = 0; round < rounds; ++round) {
     stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
                             "makes them again");
-    const RowGroup group = exchange_rows(round, group_rows, mpi);
+    const RowBatch group = exchange_rows(round, group_rows, mpi);
     if (group.rows == 0) continue;
     process_rows(group, weight, synthesis, iterations);
     ++groups;

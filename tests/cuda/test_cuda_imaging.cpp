@@ -1,4 +1,4 @@
-// cuda::ChannelImager against the CPU backend on a channel of the OSKAR sample MS:
+// cuda::DeviceImager against the CPU backend on a channel of the OSKAR sample MS:
 // dirty images, PSF, and the cleaned model, residual and restored images.
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "gpu_test_main.hpp"
 #include "spip/common/constants.hpp"
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device_imager.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/es_kernel.hpp"
@@ -79,7 +79,7 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
 
   // The channel written into the pinned staging area with its coordinates in metres,
   // scaled on the device, as the pipeline does.
-  cuda::ChannelImager gpu_imager(test::gpu_device, geometry, accuracy, wstacking, rows, briggs, nullptr, plane_batch);
+  cuda::DeviceImager gpu_imager(test::gpu_device, geometry, accuracy, wstacking, rows, briggs, nullptr, plane_batch);
   const cuda::ChannelView area = gpu_imager.staging_area(rows);
   ASSERT_EQ(area.rows, rows);
   std::copy(input.uvw_m.begin(), input.uvw_m.end(), area.uvw_m);

@@ -43,8 +43,8 @@ std::map<ProductKind, int> count_by_kind(const ProductRegistry& products) {
 
 TEST(ProductRegistry, NamesAreTheOnesReadersLookFor) {
   const ProductRegistry products(demo_names(), {full_stokes, 40, 128, 121});
-  EXPECT_EQ(products.channel_cube(ChannelProduct::image, ms::stokes_q), "out/demo-image-Q.fits");
-  EXPECT_EQ(products.channel_cube(ChannelProduct::psf), "out/demo-psf.fits");
+  EXPECT_EQ(products.channel_cube(ChannelCubeKind::image, ms::stokes_q), "out/demo-image-Q.fits");
+  EXPECT_EQ(products.channel_cube(ChannelCubeKind::psf), "out/demo-psf.fits");
   EXPECT_EQ(products.moment(4, 0), "out/demo-moment-mean-P.fits");
   EXPECT_EQ(products.moment(0, 3), "out/demo-moment-kurt-I.fits");
   EXPECT_EQ(products.fdf_cube("real-dirty"), "out/demo-FDF_real_dirty.fits");
@@ -104,12 +104,12 @@ TEST(ProductRegistry, OutputChannelCubesChoosesAmongTheCubesTheRunMakes) {
   EXPECT_EQ(paths, (std::vector<std::string>{"out/demo-residual-Q.fits", "out/demo-residual-U.fits",
                                              "out/demo-image-I.fits", "out/demo-image-Q.fits", "out/demo-image-U.fits",
                                              "out/demo-image-V.fits", "out/demo-psf.fits"}));
-  EXPECT_TRUE(chosen.on_disk(ChannelProduct::image));
-  EXPECT_FALSE(chosen.on_disk(ChannelProduct::residual)) << "residual I and V are not written";
-  EXPECT_TRUE(chosen.made(ChannelProduct::residual));
+  EXPECT_TRUE(chosen.on_disk(ChannelCubeKind::image));
+  EXPECT_FALSE(chosen.on_disk(ChannelCubeKind::residual)) << "residual I and V are not written";
+  EXPECT_TRUE(chosen.made(ChannelCubeKind::residual));
   // Where the correlations do not determine V, the image cubes of I, Q, U are all there are.
   config.output.channel_cubes = {"image-I", "image-Q", "image-U"};
-  EXPECT_TRUE(ProductRegistry(config, {{true, true, true, false}, 40, 128, 121}).on_disk(ChannelProduct::image));
+  EXPECT_TRUE(ProductRegistry(config, {{true, true, true, false}, 40, 128, 121}).on_disk(ChannelCubeKind::image));
   // Without CLEAN a chosen residual is not made, so not written.
   config.clean.niter = 0;
   config.output.channel_cubes = {"residual-Q"};
@@ -121,7 +121,7 @@ TEST(ProductRegistry, OutputChannelCubesChoosesAmongTheCubesTheRunMakes) {
 TEST(ProductRegistry, SizesAreThoseOfTheFitsFiles) {
   const ProductRegistry products(demo_names(), {full_stokes, 40, 128, 121});
   for (const Product& product : products.all()) {
-    if (product.kind == ProductKind::channel_cube && product.path != products.channel_cube(ChannelProduct::psf)) {
+    if (product.kind == ProductKind::channel_cube && product.path != products.channel_cube(ChannelCubeKind::psf)) {
       EXPECT_DOUBLE_EQ(product.bytes, fits_bytes(128.0 * 128 * 40));
     } else if (product.kind == ProductKind::fdf_cube) {
       EXPECT_DOUBLE_EQ(product.bytes, fits_bytes(128.0 * 128 * 121));
@@ -137,7 +137,7 @@ TEST(ProductRegistry, BytesToWriteLeaveOutWhatPartialCubesHold) {
   config.output.dir = spip::test::scratch_path("out").string();
   const ProductRegistry products(config, {full_stokes, 40, 128, 121});
   const double before = products.bytes_to_write();
-  const std::string partial = products.channel_cube(ChannelProduct::image, ms::stokes_u) + ".partial";
+  const std::string partial = products.channel_cube(ChannelCubeKind::image, ms::stokes_u) + ".partial";
   fs::create_directories(config.output.dir);
   std::ofstream(partial).close();
   fs::resize_file(partial, 1000000);

@@ -50,7 +50,7 @@ double clean_bytes_per_pixel(const CleanConfig& clean, const imaging::ImageGeome
 // backend, while it makes that PSF (deconv::minor_psf_bytes_per_row).
 double clean_bytes_per_row(const CleanConfig& clean);
 
-// What the configured CLEAN holds on a GPU beside cuda::ChannelImager::device_bytes:
+// What the configured CLEAN holds on a GPU beside cuda::DeviceImager::device_bytes:
 // multiscale's cuFFT convolver (cuda::scale_convolver_device_bytes).
 double clean_device_bytes(const CleanConfig& clean, int image_size);
 

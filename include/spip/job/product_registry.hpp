@@ -25,8 +25,8 @@ enum class ProductKind {
 };
 const char* to_string(ProductKind kind);
 
-// Products of a channel cube; per Stokes parameter except the PSF.
-enum class ChannelProduct { dirty, model, residual, image, psf };
+// The channel cubes of a run: one per Stokes parameter of each kind, and the PSF.
+enum class ChannelCubeKind { dirty, model, residual, image, psf };
 
 // Quantities of the moment images: the Stokes parameters and P = |Q + iU|.
 inline constexpr int moment_quantities = 5, moment_orders = 4;  // mean, std, skew, kurt
@@ -46,7 +46,7 @@ struct ProductShape {
 };
 
 struct ChannelCube {
-  ChannelProduct product;
+  ChannelCubeKind kind;
   int stokes;  // -1 for the PSF
   std::string path;
 };
@@ -58,7 +58,7 @@ class ProductRegistry {
 
   const std::string& dir() const { return dir_; }
   // Names, each a path in dir().
-  std::string channel_cube(ChannelProduct product, int stokes = -1) const;
+  std::string channel_cube(ChannelCubeKind product, int stokes = -1) const;
   std::string moment(int quantity, int order) const;
   std::string fdf_cube(const std::string& cube) const;  // a faraday.cubes name, "real-dirty"
   std::string pixel_map(int map) const;                 // a faraday::PixelMap
@@ -76,13 +76,13 @@ class ProductRegistry {
 
   // Whether the run makes the product: without CLEAN the model is zero and the residual
   // the dirty image, and neither is made.
-  bool made(ChannelProduct product) const;
+  bool made(ChannelCubeKind product) const;
   // Whether its cube of Stokes `stokes` (-1 for the PSF) is written: made, determined by
   // the correlations and chosen by output.channel_cubes.
-  bool written(ChannelProduct product, int stokes = -1) const;
+  bool written(ChannelCubeKind product, int stokes = -1) const;
   // Whether the cubes of every Stokes parameter the correlations determine are written:
   // what a resumed run can read a finished channel's planes back from.
-  bool on_disk(ChannelProduct product) const;
+  bool on_disk(ChannelCubeKind product) const;
   bool polarised() const;
   // The channel cubes this run writes, in the order the stages create them.
   std::vector<ChannelCube> channel_cubes() const;

@@ -14,7 +14,7 @@ namespace spip::pipeline {
 
 class Log;
 
-struct Products {
+struct CommittedProducts {
   std::vector<std::string> paths;  // complete products, known on rank 0
 };
 
@@ -24,6 +24,6 @@ struct Products {
 // on any rank makes every rank finish its current channel and throw Interrupted.
 // Rank 0 first claims the output folder and prefix for the run (run_claim.hpp):
 // `break_claim` clears another's claim, for one left by a killed job of another node.
-Products run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
+CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
 
 }  // namespace spip::pipeline

@@ -61,7 +61,7 @@ void write_blank_channel(const CubeSet& cubes, int plane);
 // Channel `plane` of the restored ("image") cubes, from its Stokes planes [4][N*N].
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored);
 // Channel `plane` of a per-Stokes product (model, residual, ...) as written, [4][N*N].
-std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelProduct product, int plane);
+std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelCubeKind product, int plane);
 // Rank 0, before commit_cubes: the job's restoring beam in every product that carries
 // one (the cubes are created before it is known).
 void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam);

@@ -11,7 +11,7 @@
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/stages/channel_gather.hpp"
-#include "spip/stages/channel_imaging.hpp"
+#include "spip/stages/imaging_stage.hpp"
 
 namespace spip::pipeline {
 
@@ -53,7 +53,7 @@ class ChannelFeed {
  public:
   // `group`: a group's collectives for this thread (the weighting's densities and the
   // channel's numbers are the whole channel's); null without a group.
-  ChannelFeed(ChannelSource& source, ChannelImaging& imaging, const Plan& plan, const RowCoordinates& coordinates,
+  ChannelFeed(ChannelSource& source, ImagingStage& imaging, const Plan& plan, const RowCoordinates& coordinates,
               std::vector<int> channels, const imaging::RowGroup* group);
   ~ChannelFeed() {
     if (pending_.valid()) pending_.wait();
@@ -66,7 +66,7 @@ class ChannelFeed {
   ChannelStats prepare(int c);
 
   ChannelSource& source_;
-  ChannelImaging& imaging_;
+  ImagingStage& imaging_;
   const Plan& plan_;
   const RowCoordinates& coordinates_;
   std::vector<int> channels_;

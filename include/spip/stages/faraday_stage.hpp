@@ -90,13 +90,13 @@ class FaradayStage {
   std::vector<std::string> commit_products(const Synthesis* synthesis) const;
   std::vector<std::string> write_rmsf(const Synthesis& synthesis) const;
   double channel_weight(double noise) const;
-  struct RowGroup;
-  RowGroup exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi);
-  void process_rows(const RowGroup& group, const std::vector<double>& weight, const Synthesis* synthesis,
+  struct RowBatch;
+  RowBatch exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi);
+  void process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
   std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                                        const std::vector<double>& weight) const;
-  std::vector<float> pixel_noise(const RowGroup& group, const std::vector<double>& weight) const;
+  std::vector<float> pixel_noise(const RowBatch& group, const std::vector<double>& weight) const;
   std::vector<float> flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
                                      const std::vector<float>& mean_i, const std::vector<double>& weight,
                                      const std::vector<float>& sigmas, std::vector<std::complex<float>>& p) const;
@@ -110,7 +110,7 @@ class FaradayStage {
   std::size_t gpu_bytes_;
   const PlaneStore& kept_;
   std::vector<parallel::ChannelBlock> blocks_;
-  std::vector<int> slots_;    // the kept planes exchanged, in the order of RowGroup::planes
+  std::vector<int> slots_;    // the kept planes exchanged, in the order of RowBatch::planes
   int depths_ = 0;
   double mpi_bytes_ = 0, product_bytes_read_ = 0, exchange_s_ = 0;
   const std::unique_ptr<CubeWriter> writer_ = std::make_unique<CubeWriter>();  // the rows this rank writes

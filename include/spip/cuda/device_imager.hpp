@@ -58,7 +58,7 @@ struct KernelTimes {
   int planes = 0, support = 0, lanes = 0, batches = 0;
 };
 
-class ChannelImager {
+class DeviceImager {
  public:
   // Device memory for images of `geometry` and channels of up to `max_visibilities`
   // (the coordinates, both buffer sets, grids, images, FFT work areas, the weighting's
@@ -73,12 +73,12 @@ class ChannelImager {
   // w-planes and every image are the group's (summed through the host), and the
   // leader alone runs the minor cycles.
   // `plane_batch` w-planes are gridded at once; 0: as many as 1 GiB of grids holds.
-  ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
+  DeviceImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
                 std::size_t max_visibilities, const imaging::WeightingScheme& weighting,
                 const imaging::RowGroup* group = nullptr, int plane_batch = 0);
-  ~ChannelImager();
-  ChannelImager(const ChannelImager&) = delete;
-  ChannelImager& operator=(const ChannelImager&) = delete;
+  ~DeviceImager();
+  DeviceImager(const DeviceImager&) = delete;
+  DeviceImager& operator=(const DeviceImager&) = delete;
 
   // The pinned memory of the buffer set not in use, once its last upload is done, for
   // a channel of `rows` rows (at most max_visibilities). The caller writes the channel

@@ -1,7 +1,7 @@
 #pragma once
 // The channel-imaging stage on the rank's backend, chosen once (make()): CPU cores
 // (imaging::ChannelImager with deconv::HostCleanBackend) or the rank's GPU
-// (cuda::ChannelImager with its device backend); deconv::clean_channel drives either.
+// (cuda::DeviceImager with its device backend); deconv::clean_channel drives either.
 // Both take a channel in steps: it is written where stage_area() says (on the GPU
 // straight into pinned memory), handed over by stage() and made current by next(), so
 // that the next channel can be prepared (on the GPU uploaded) while the current one is
@@ -18,15 +18,15 @@
 
 namespace spip::pipeline {
 
-class ChannelImaging {
+class ImagingStage {
  public:
   // gpu_device < 0: CPU. max_visibilities bounds a channel (the GPU memory plan).
   // `group`: the collectives of a group sharing the channels' rows, for the imaging
   // thread; null without a group.
-  static std::unique_ptr<ChannelImaging> make(const imaging::ImageGeometry& geometry, const ImageConfig& image,
+  static std::unique_ptr<ImagingStage> make(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                                               const imaging::WeightingScheme& scheme, int gpu_device,
                                               std::size_t max_visibilities, const imaging::RowGroup* group);
-  virtual ~ChannelImaging() = default;
+  virtual ~ImagingStage() = default;
 
   // The weighting the host applies as it writes a channel into stage_area(): the
   // scheme on the CPU; none on a GPU, which makes the imaging weights itself.

@@ -1,4 +1,4 @@
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device_imager.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -66,7 +66,7 @@ int plane_batch_for(const imaging::ImageGeometry& geometry) {
 
 }  // namespace
 
-struct ChannelImager::Impl {
+struct DeviceImager::Impl {
   int device;
   imaging::ImageGeometry geometry;
   double accuracy;
@@ -120,14 +120,14 @@ struct ChannelImager::Impl {
   void download(float* host, const float* device_images, long long count);
 };
 
-ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, double accuracy, bool wstacking,
+DeviceImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, double accuracy, bool wstacking,
                           std::size_t max_vis, const imaging::WeightingScheme& scheme, int batch)
     : device(device_index), geometry(g), accuracy(accuracy), stacking(imaging::make_w_stacking(g, accuracy, wstacking)),
       max_visibilities(max_vis), plane_batch(batch > 0 ? std::min(batch, plane_batch_for(g)) : plane_batch_for(g)) {
   SPIP_CUDA_CHECK(cudaSetDevice(device));
   std::size_t free_bytes = 0, total_bytes = 0;
   SPIP_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::size_t needed = ChannelImager::device_bytes(geometry, max_visibilities, scheme);
+  const std::size_t needed = DeviceImager::device_bytes(geometry, max_visibilities, scheme);
   if (needed > free_bytes)
     SPIP_THROW(Error, "imaging " + std::to_string(geometry.size) + "^2 pixels (grid " +
                           std::to_string(geometry.grid_size) + "^2) with channels of up to " +
@@ -177,7 +177,7 @@ ChannelImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, dou
   }
 }
 
-ChannelImager::Impl::~Impl() {
+DeviceImager::Impl::~Impl() {
   cudaSetDevice(device);
   cudaStreamSynchronize(upload);
   cudaStreamSynchronize(compute);
@@ -194,7 +194,7 @@ ChannelImager::Impl::~Impl() {
 
 // A plan per number of grids transformed at once (lanes times the planes of a batch),
 // made on first need and kept; all share one work area, grown where a plan needs more.
-cufftHandle ChannelImager::Impl::plan_for(int batch) {
+cufftHandle DeviceImager::Impl::plan_for(int batch) {
   if (auto found = plans.find(batch); found != plans.end()) return found->second;
   int n[2] = {geometry.grid_size, geometry.grid_size};
   const int dist = static_cast<int>(cells());
@@ -218,7 +218,7 @@ cufftHandle ChannelImager::Impl::plan_for(int batch) {
   return plan;
 }
 
-void ChannelImager::Impl::fft(int batch, int direction) {
+void DeviceImager::Impl::fft(int batch, int direction) {
   SPIP_CUDA_CHECK(cufftExecC2C(plan_for(batch), grids.get(), grids.get(), direction));
 }
 
@@ -245,7 +245,7 @@ void timed(double* total, cudaStream_t stream, Step step) {
 // As Gridder::grid, a batch of w-planes at a time: the batch's points spread onto its
 // planes, one batched FFT, and one pass adding the planes times their w-screens; the
 // last batch's pass corrects, normalises and writes the images.
-void ChannelImager::Impl::grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets,
+void DeviceImager::Impl::grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets,
                                       KernelTimes* times) {
   const detail::GridShape grid_shape = shape();
   const int lanes = source.lanes();
@@ -276,7 +276,7 @@ void ChannelImager::Impl::grid_images(const detail::LaneSource& source, const de
 
 // As Gridder::degrid of the model, a batch of w-planes at a time, then residual
 // visibilities = observed - model.
-void ChannelImager::Impl::predict_residual(KernelTimes* times) {
+void DeviceImager::Impl::predict_residual(KernelTimes* times) {
   const Slot& slot = active();
   const detail::GridShape grid_shape = shape();
   timed(times ? &times->degrid_ms : nullptr, compute, [&] {
@@ -298,7 +298,7 @@ void ChannelImager::Impl::predict_residual(KernelTimes* times) {
 
 // Through a reused pinned buffer, a piece at a time, so that the copies run at the
 // link's rate rather than through the driver's pageable staging; returns when done.
-void ChannelImager::Impl::download(float* host, const float* device_images, long long count) {
+void DeviceImager::Impl::download(float* host, const float* device_images, long long count) {
   const long long piece = static_cast<long long>(download_buffer.bytes() / sizeof(float));
   auto* pinned = reinterpret_cast<float*>(download_buffer.get());
   for (long long at = 0; at < count; at += piece) {
@@ -325,7 +325,7 @@ std::size_t fft_work_bytes(int grid_size, int batch) {
 
 }  // namespace
 
-std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
+std::size_t DeviceImager::device_bytes(const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
                                         const imaging::WeightingScheme& weighting) {
   const std::size_t pixels = geometry.pixels();
   const std::size_t cells = static_cast<std::size_t>(geometry.grid_size) * geometry.grid_size;
@@ -346,16 +346,16 @@ std::size_t ChannelImager::device_bytes(const imaging::ImageGeometry& geometry, 
          detail::DensityWeighting::device_bytes(weighting, geometry) + margin;
 }
 
-ChannelImager::ChannelImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
+DeviceImager::DeviceImager(int device, const imaging::ImageGeometry& geometry, double accuracy, bool wstacking,
                              std::size_t max_visibilities, const imaging::WeightingScheme& weighting,
                              const imaging::RowGroup* group, int plane_batch)
     : impl_(std::make_unique<Impl>(device, geometry, accuracy, wstacking, max_visibilities, weighting, plane_batch)) {
   impl_->group = group;
 }
 
-ChannelImager::~ChannelImager() = default;
+DeviceImager::~DeviceImager() = default;
 
-ChannelView ChannelImager::staging_area(std::size_t rows) {
+ChannelView DeviceImager::staging_area(std::size_t rows) {
   Impl& m = *impl_;
   if (rows > m.max_visibilities)
     SPIP_THROW(Error, "GPU imager: a channel of " + std::to_string(rows) + " rows exceeds the planned " +
@@ -377,7 +377,7 @@ ChannelView ChannelImager::staging_area(std::size_t rows) {
   return view;
 }
 
-void ChannelImager::upload(double freq_hz) {
+void DeviceImager::upload(double freq_hz) {
   Impl& m = *impl_;
   if (m.filling < 0) SPIP_THROW(Error, "GPU imager: upload() without staging_area()");
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
@@ -397,7 +397,7 @@ void ChannelImager::upload(double freq_hz) {
   m.filling = -1;
 }
 
-void ChannelImager::next() {
+void DeviceImager::next() {
   Impl& m = *impl_;
   if (m.staged < 0) SPIP_THROW(Error, "GPU imager: next() without a staged channel");
   Slot& slot = m.slots[m.staged];
@@ -428,8 +428,8 @@ void ChannelImager::next() {
   m.stats.preparation_ms += event_ms(m.preparation_start, m.preparation_end);
 }
 
-double ChannelImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }
-int ChannelImager::num_w_planes() const { return impl_->summary.planes; }
+double DeviceImager::weight_sum(int stokes) const { return impl_->summary.weight_sum[stokes]; }
+int DeviceImager::num_w_planes() const { return impl_->summary.planes; }
 
 namespace {
 // The Stokes images and the PSF over their weight sums (the PSF's is Stokes I's).
@@ -444,7 +444,7 @@ detail::ImageTargets normalised(const double* sums, float* images, float* psf) {
 // deconv::CleanBackend on the device: the images stay there, and the host sees the
 // PSF (for the beam fit), the peaks, and the residual only where the noise is estimated
 // (clean.auto_threshold), as before the driver was shared.
-class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
+class DeviceImager::DeviceBackend final : public deconv::CleanBackend {
  public:
   explicit DeviceBackend(Impl& m) : m_(m) {}
 
@@ -589,7 +589,7 @@ class ChannelImager::DeviceBackend final : public deconv::CleanBackend {
 
 // Hogbom or the sub-minor loop as kernels (detail::MinorCycle), on the image's PSF or
 // the one of twice its side. The divergence guard watches them between major cycles only.
-class ChannelImager::DeviceBackend::PointClean final : public deconv::MinorAlgorithm {
+class DeviceImager::DeviceBackend::PointClean final : public deconv::MinorAlgorithm {
  public:
   using Cycles = int (detail::MinorCycle::*)(PeakSearch, float*, deconv::MinorPsf, int, double, double, int, float*,
                                              const std::uint8_t*, cudaStream_t);
@@ -615,7 +615,7 @@ class ChannelImager::DeviceBackend::PointClean final : public deconv::MinorAlgor
 
 // The multiscale minor cycles are deconv's, on the host, with their convolutions on
 // this device (cuFFT): the residual, model and mask go to the host for them and back.
-class ChannelImager::DeviceBackend::Multiscale final : public deconv::MinorAlgorithm {
+class DeviceImager::DeviceBackend::Multiscale final : public deconv::MinorAlgorithm {
  public:
   Multiscale(DeviceBackend& backend, const deconv::MultiscaleSetup& setup) : b_(backend), setup_(setup) {}
 
@@ -657,23 +657,23 @@ class ChannelImager::DeviceBackend::Multiscale final : public deconv::MinorAlgor
   std::unique_ptr<deconv::MultiscaleClean> clean_;  // made at the first minor cycle
 };
 
-std::unique_ptr<deconv::MinorAlgorithm> ChannelImager::DeviceBackend::hogbom() {
+std::unique_ptr<deconv::MinorAlgorithm> DeviceImager::DeviceBackend::hogbom() {
   return std::make_unique<PointClean>(*this, &detail::MinorCycle::run);
 }
 
-std::unique_ptr<deconv::MinorAlgorithm> ChannelImager::DeviceBackend::subminor() {
+std::unique_ptr<deconv::MinorAlgorithm> DeviceImager::DeviceBackend::subminor() {
   return std::make_unique<PointClean>(*this, &detail::MinorCycle::run_subminor);
 }
 
-std::unique_ptr<deconv::MinorAlgorithm> ChannelImager::DeviceBackend::multiscale(const deconv::MultiscaleSetup& setup) {
+std::unique_ptr<deconv::MinorAlgorithm> DeviceImager::DeviceBackend::multiscale(const deconv::MultiscaleSetup& setup) {
   return std::make_unique<Multiscale>(*this, setup);
 }
 
-std::unique_ptr<deconv::CleanBackend> ChannelImager::clean_backend() {
+std::unique_ptr<deconv::CleanBackend> DeviceImager::clean_backend() {
   return std::make_unique<DeviceBackend>(*impl_);
 }
 
-KernelTimes ChannelImager::time_kernels() {
+KernelTimes DeviceImager::time_kernels() {
   Impl& m = *impl_;
   SPIP_CUDA_CHECK(cudaSetDevice(m.device));
   const Slot& slot = m.active();
@@ -694,6 +694,6 @@ KernelTimes ChannelImager::time_kernels() {
   return times;
 }
 
-TransferStats ChannelImager::transfer_stats() const { return impl_->stats; }
+TransferStats DeviceImager::transfer_stats() const { return impl_->stats; }
 
 }  // namespace spip::cuda

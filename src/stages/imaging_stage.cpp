@@ -1,10 +1,10 @@
-#include "spip/stages/channel_imaging.hpp"
+#include "spip/stages/imaging_stage.hpp"
 
 #include <algorithm>
 #include <complex>
 
 #include "spip/common/constants.hpp"
-#include "spip/cuda/channel_imager.hpp"
+#include "spip/cuda/device_imager.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/w_layout.hpp"
@@ -26,7 +26,7 @@ std::string kernel_and_planes(int support, int planes) {
 
 // CPU cores: the channel staged in host memory with its imaging weights, its
 // coordinates scaled to wavelengths when it is handed over.
-class CpuChannelImaging final : public ChannelImaging {
+class CpuChannelImaging final : public ImagingStage {
  public:
   CpuChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                     const imaging::WeightingScheme& scheme, const imaging::RowGroup* group)
@@ -82,7 +82,7 @@ class CpuChannelImaging final : public ChannelImaging {
 
 // The rank's GPU: the channel staged in pinned memory with its natural weights and
 // uploaded; the device makes the imaging weights.
-class GpuChannelImaging final : public ChannelImaging {
+class GpuChannelImaging final : public ImagingStage {
  public:
   GpuChannelImaging(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                     const imaging::WeightingScheme& scheme, int device, std::size_t max_visibilities,
@@ -115,12 +115,12 @@ class GpuChannelImaging final : public ChannelImaging {
   imaging::ImageGeometry geometry_;
   int support_;  // of the gridding kernel
   imaging::WeightingScheme natural_;
-  cuda::ChannelImager imager_;
+  cuda::DeviceImager imager_;
 };
 
 }  // namespace
 
-std::unique_ptr<ChannelImaging> ChannelImaging::make(const imaging::ImageGeometry& geometry, const ImageConfig& image,
+std::unique_ptr<ImagingStage> ImagingStage::make(const imaging::ImageGeometry& geometry, const ImageConfig& image,
                                                      const imaging::WeightingScheme& scheme, int gpu_device,
                                                      std::size_t max_visibilities, const imaging::RowGroup* group) {
   if (gpu_device >= 0) return std::make_unique<GpuChannelImaging>(geometry, image, scheme, gpu_device, max_visibilities, group);
