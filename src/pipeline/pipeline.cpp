@@ -148,32 +148,38 @@ class RankRun {
   CommittedProducts run() {
     announce();
     set_up_imaging();
-    start_or_resume();
-    recall_finished_channels();
-    image_channels();
-    agree_on_common_beam();
-    restore_with_common_beam();
-    run_faraday_stage();
-    return commit();
+    const bool resume = start_or_resume();
+    const Recall recall = recall_finished_channels(resume);
+    image_channels(recall.todo);
+    const fits::Beam beam = agree_on_common_beam();
+    restore_with_common_beam(beam, recall.recalled);
+    const std::vector<std::string> faraday_products = run_faraday_stage(beam);
+    return commit(beam, faraday_products);
   }
 
  private:
   void announce() const;
   void set_up_imaging();
-  void start_or_resume();
-  void recall_finished_channels();
-  void image_channels();
+  // The channels this run images, and those of the rank an earlier run finished whose
+  // planes were read back.
+  struct Recall {
+    std::vector<int> todo;
+    std::vector<bool> recalled;  // per channel of the rank
+  };
+  bool start_or_resume();
+  Recall recall_finished_channels(bool resume);
+  void image_channels(const std::vector<int>& todo);
   void blank_channel(int c, const ChannelStats& data, ChannelWriter& writer);
   void keep_planes(int c, const std::vector<float>& image, const std::vector<float>* residual);
   bool recall_planes(int c);
   void image_channel(int c, const ChannelStats& data, ChannelWriter& writer);
-  void agree_on_common_beam();
-  void restore_with_common_beam();
+  fits::Beam agree_on_common_beam();
+  void restore_with_common_beam(const fits::Beam& beam, const std::vector<bool>& recalled);
   void log_clean_marks(int channel, const deconv::ChannelImages& images) const;
   std::vector<double> faraday_noise();
-  void run_faraday_stage();
+  std::vector<std::string> run_faraday_stage(const fits::Beam& beam);
   void log_clean_summary(const std::vector<ChannelQa>& channels) const;
-  CommittedProducts commit();
+  CommittedProducts commit(const fits::Beam& beam, const std::vector<std::string>& faraday_products);
   ChannelQa& qa_of(int c) { return qa_[static_cast<std::size_t>(c - mine_.begin)]; }
   double& noise_of(int c) { return noise_[static_cast<std::size_t>(c - mine_.begin)]; }
   bool restore_later() const { return restores_later(config_); }
@@ -205,18 +211,12 @@ class RankRun {
   // channel's model and residual until restoring, then its restored image.
   std::unique_ptr<PlaneStore> kept_;
   std::optional<RowCoordinates> coordinates_;
-  bool resume_ = false;
-  std::vector<int> todo_;                     // channels to image in this run
-  std::vector<bool> recalled_;                // per channel of the rank: finished by an earlier run, planes read back
-  int imaged_again_ = 0;                      // finished by an earlier run, but its planes were not written
   std::vector<ChannelQa> qa_;                 // per channel of the rank
   std::vector<double> noise_;                 // polarised noise per channel; < 0: blanked
   std::vector<imaging::RestoringBeam> beams_; // of the channels not blanked
   std::string grid_summary_ = "no channel imaged here in this run";
   RunQa times_;
   RankQa rank_qa_;  // this rank's times and bytes, filled by the steps that spend them
-  fits::Beam beam_;  // the common restoring beam
-  std::vector<std::string> faraday_products_;
 };
 
 void RankRun::announce() const {
@@ -257,19 +257,19 @@ void RankRun::set_up_imaging() {
 
 // Rank 0 decides for all, before it changes any file: ranks that each looked might see
 // a shared file system's attributes differently. A fresh run's cubes are made here.
-void RankRun::start_or_resume() {
+bool RankRun::start_or_resume() {
   std::vector<std::string> partials;
   for (const ChannelCube& cube : cubes_.cubes) partials.push_back(fits::CubeFile::partial_path(cube.path));
   const ResumeDecision decision = mpi_.is_root() ? progress_.decide(partials) : ResumeDecision{};
-  resume_ = mpi_.max(decision.resume ? 1.0 : 0.0) > 0;
-  if (resume_)
+  const bool resume = mpi_.max(decision.resume ? 1.0 : 0.0) > 0;
+  if (resume)
     log_.root("resuming from the progress markers of " + std::to_string(decision.channels_done) + " channel(s): " +
               decision.reason);
   else if (decision.channels_done > 0)
     log_.root("not resuming from the progress markers of " + std::to_string(decision.channels_done) +
               " channel(s), because " + decision.reason + ": all " + std::to_string(plan_.chan_end - plan_.chan_begin) +
               " channels are imaged again");
-  if (!resume_ && mpi_.is_root()) {
+  if (!resume && mpi_.is_root()) {
     const Stopwatch watch;
     progress_.start_fresh();
     create_cubes(cubes_);
@@ -277,24 +277,26 @@ void RankRun::start_or_resume() {
     log_.info("created " + std::to_string(cubes_.cubes.size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
   }
   mpi_.barrier();
+  return resume;
 }
 
 // Channels a killed run completed keep their planes in the partial cubes and their
 // numbers in their markers; the others are to be imaged.
-void RankRun::recall_finished_channels() {
-  recalled_.assign(static_cast<std::size_t>(mine_.size()), false);
+RankRun::Recall RankRun::recall_finished_channels(bool resume) {
+  Recall recall{{}, std::vector<bool>(static_cast<std::size_t>(mine_.size()), false)};
+  int imaged_again = 0;  // finished by an earlier run, but its planes were not written
   for (int c = mine_.begin; c < mine_.end; ++c) {
-    if (!resume_ || !progress_.done(plan_.chan_begin + c)) {
-      todo_.push_back(c);
+    if (!resume || !progress_.done(plan_.chan_begin + c)) {
+      recall.todo.push_back(c);
       continue;
     }
     const auto marker = nlohmann::ordered_json::parse(progress_.record(plan_.chan_begin + c)).get<ChannelMarker>();
     if (marker.polarised_noise >= 0 && !recall_planes(c)) {
-      todo_.push_back(c);
-      ++imaged_again_;
+      recall.todo.push_back(c);
+      ++imaged_again;
       continue;
     }
-    recalled_[static_cast<std::size_t>(c - mine_.begin)] = true;
+    recall.recalled[static_cast<std::size_t>(c - mine_.begin)] = true;
     qa_of(c) = marker.qa;
     noise_of(c) = marker.polarised_noise;
     if (marker.polarised_noise >= 0)
@@ -303,14 +305,16 @@ void RankRun::recall_finished_channels() {
                                                                    : imaging::BeamOrigin::fitted});
   }
   // The other members image what their leader does not hold yet.
-  if (group_) todo_ = group_->imaging().from_leader(todo_);
-  if (!resume_ || !leads()) return;
-  log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(todo_.size())) + " of this rank's " +
+  if (group_) recall.todo = group_->imaging().from_leader(recall.todo);
+  rank_qa_.channels_imaged = static_cast<int>(recall.todo.size());
+  if (!resume || !leads()) return recall;
+  log_.info("resuming: " + std::to_string(mine_.size() - static_cast<int>(recall.todo.size())) + " of this rank's " +
             std::to_string(mine_.size()) + " channels are complete; their kept planes (" +
             fixed(rank_qa_.resume_bytes_read / 1e6, 1) + " MB) read from the partial cubes");
-  if (imaged_again_ > 0)
-    log_.info("resuming: " + std::to_string(imaged_again_) + " channel(s) an earlier run finished are imaged again, "
+  if (imaged_again > 0)
+    log_.info("resuming: " + std::to_string(imaged_again) + " channel(s) an earlier run finished are imaged again, "
               "because output.channel_cubes did not write the planes the later steps need");
+  return recall;
 }
 
 // The planes the later steps take from channel c: its model and residual until
@@ -348,13 +352,13 @@ bool RankRun::recall_planes(int c) {
 // Each channel is read, staged and imaged once: PSF, dirty images, CLEAN; restored here
 // with its own beam unless restore_later(). The feed reads ahead; the writer writes
 // the planes and then the marker one channel behind.
-void RankRun::image_channels() {
+void RankRun::image_channels(const std::vector<int>& todo) {
   const Stopwatch watch;
-  std::optional<ChannelFeed> feed(std::in_place, *source_, *imaging_, plan_, *coordinates_, todo_,
+  std::optional<ChannelFeed> feed(std::in_place, *source_, *imaging_, plan_, *coordinates_, todo,
                                   staging_group_.get());
   ChannelWriter writer;
   int handled = 0;
-  for (int c : todo_) {
+  for (int c : todo) {
     if (stop_now()) break;
     const ChannelStats data = feed->advance(c);
     rank_qa_.read_s += data.wait_s;
@@ -370,13 +374,13 @@ void RankRun::image_channels() {
       log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": " + std::to_string(qa.iterations) +
                 " iterations" + per_scale(qa) + ", " + std::to_string(qa.major_cycles) + " major cycles, residual sigma " +
                 fixed(qa.residual_sigma_jy * 1e3, 3) + " mJy; rank 0 " + std::to_string(handled) + "/" +
-                std::to_string(todo_.size()) + " (job: " + std::to_string(plan_.chan_end - plan_.chan_begin) +
-                " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo_.size() - handled) / rate, 1) + " s");
+                std::to_string(todo.size()) + " (job: " + std::to_string(plan_.chan_end - plan_.chan_begin) +
+                " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - handled) / rate, 1) + " s");
     }
   }
   feed.reset();
   writer.finish();
-  stop_.leave_if_requested(std::to_string(mine_.size() - static_cast<int>(todo_.size()) + handled) +
+  stop_.leave_if_requested(std::to_string(mine_.size() - static_cast<int>(todo.size()) + handled) +
                            " of this rank's " + std::to_string(mine_.size()) +
                            " channels are imaged, each with its progress marker");
   rank_qa_.image_s = watch.seconds() - rank_qa_.read_s;
@@ -485,11 +489,12 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
   });
 }
 
-void RankRun::agree_on_common_beam() {
-  beam_ = common_beam(beams_, mpi_);
-  log_.root("common restoring beam " + fixed(beam_.major_rad * rad_to_arcsec, 2) + "\" x " +
-            fixed(beam_.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam_.pa_rad * rad_to_deg, 1) + " deg; grid " +
+fits::Beam RankRun::agree_on_common_beam() {
+  const fits::Beam beam = common_beam(beams_, mpi_);
+  log_.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
+            fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * rad_to_deg, 1) + " deg; grid " +
             std::to_string(plan_.geometry.grid_size) + "^2, " + grid_summary_ + " (last channel of rank 0)");
+  return beam;
 }
 
 // A degenerate PSF, and CLEAN's divergence, in one line each.
@@ -548,17 +553,17 @@ std::vector<double> RankRun::faraday_noise() {
 // beam from the model and residual planes it kept, instead of imaging it again. A
 // channel a killed run already restored keeps its planes and its peak. One thread
 // reads and writes, so that CFITSIO need not be built thread-safe.
-void RankRun::restore_with_common_beam() {
+void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector<bool>& recalled) {
   if (!restore_later()) return;
   const Stopwatch watch;
-  const imaging::Beam restoring{beam_.major_rad, beam_.minor_rad, beam_.pa_rad};
+  const imaging::Beam restoring{beam.major_rad, beam.minor_rad, beam.pa_rad};
   const std::size_t pixels = plan_.geometry.pixels();
   int restored_here = 0, done = 0;
   for (int c = mine_.begin; c < mine_.end; ++c, ++done) {
     const int absolute = plan_.chan_begin + c;
     if (noise_of(c) < 0) continue;  // blanked: NaN planes
     double peak = 0;
-    if (progress_.restored(absolute) && recalled_[static_cast<std::size_t>(c - mine_.begin)]) {
+    if (progress_.restored(absolute) && recalled[static_cast<std::size_t>(c - mine_.begin)]) {
       peak = progress_.restored_peak(absolute);
     } else {
       if (stop_.requested()) break;
@@ -587,50 +592,50 @@ void RankRun::restore_with_common_beam() {
 
 // Without Q and U (an MS with only parallel hands) there is nothing to synthesise. It
 // exchanges every rank's kept restored planes: all must be restored first.
-void RankRun::run_faraday_stage() {
+std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
   cubes_.writer->close();
   mpi_.barrier();
-  if (!plan_.polarised()) return;
+  if (!plan_.polarised()) return {};
   fits::ImageHeader base = cubes_.base;
-  base.beam = beam_;
+  base.beam = beam;
   FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
                        plan_.gpu_share_bytes, *kept_, plan_.blocks);
   const Stopwatch watch;
-  faraday_products_ = faraday.finish(faraday_noise(), mpi_, log_, stop_);
+  const std::vector<std::string> written = faraday.finish(faraday_noise(), mpi_, log_, stop_);
   rank_qa_.faraday_mpi_bytes = faraday.mpi_bytes();
   rank_qa_.faraday_product_bytes_read = faraday.product_bytes_read();
   rank_qa_.faraday_exchange_s = faraday.exchange_seconds();
   times_.faraday_s = watch.seconds();
   times_.faraday_depths = faraday.depths();
   log_.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times_.faraday_s, 2) + " s");
+  return written;
 }
 
 // Rank 0, once every rank is done: the beams into the cube headers, the cubes renamed
 // (they stay partial until here, so that a run killed in the Faraday stage resumes
 // from its channels), the markers removed, qa.json written.
-CommittedProducts RankRun::commit() {
+CommittedProducts RankRun::commit(const fits::Beam& beam, const std::vector<std::string>& faraday_products) {
   const std::vector<ChannelQa> channels = gather_records(qa_, mpi_);
   rank_qa_.rank = mpi_.rank();
   rank_qa_.channel_begin = plan_.chan_begin + mine_.begin;
   rank_qa_.channel_end = plan_.chan_begin + mine_.end;
-  rank_qa_.channels_imaged = static_cast<int>(todo_.size());
   rank_qa_.scratch_bytes_read = kept_->scratch_bytes_read();
   const std::vector<RankQa> ranks = gather_records(std::vector<RankQa>{rank_qa_}, mpi_);
   CommittedProducts products;
   if (mpi_.is_root()) {
-    write_restoring_beam(cubes_, beam_);
+    write_restoring_beam(cubes_, beam);
     if (!config_.image.common_beam) write_channel_beams(cubes_, channel_beams(channels, plan_));
     commit_cubes(cubes_);
     progress_.remove();
     for (const ChannelCube& cube : cubes_.cubes) products.paths.push_back(cube.path);
-    products.paths.insert(products.paths.end(), faraday_products_.begin(), faraday_products_.end());
+    products.paths.insert(products.paths.end(), faraday_products.begin(), faraday_products.end());
     const std::string qa_path = plan_.products.qa();
     times_.ranks = static_cast<int>(plan_.blocks.size());
     times_.channels = plan_.chan_end - plan_.chan_begin;
     times_.image_pixels = static_cast<long long>(plan_.geometry.pixels());
     times_.grid_size = plan_.geometry.grid_size;
     times_.total_s = total_.seconds();
-    write_text_atomically(qa_path, qa_json_text(times_, {beam_.major_rad, beam_.minor_rad, beam_.pa_rad}, channels,
+    write_text_atomically(qa_path, qa_json_text(times_, {beam.major_rad, beam.minor_rad, beam.pa_rad}, channels,
                                                 ranks));
     products.paths.push_back(qa_path);
   }
