@@ -13,6 +13,7 @@ install(FILES ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/archite
               ${PROJECT_SOURCE_DIR}/docs/scaling.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 install(CODE "set(SPIP_SOURCE_DIR \"${PROJECT_SOURCE_DIR}\")
+set(SPIP_STAGING_DIR \"${PROJECT_BINARY_DIR}/install-staging\")
 set(SPIP_BINDIR \"${CMAKE_INSTALL_BINDIR}\")
 set(SPIP_DATADIR \"${CMAKE_INSTALL_DATADIR}\")")
 install(SCRIPT ${PROJECT_SOURCE_DIR}/cmake/SpipInstallPaths.cmake)

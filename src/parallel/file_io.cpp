@@ -6,6 +6,7 @@
 #include <climits>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include "spip/error.hpp"
@@ -43,6 +44,7 @@ void write_extent(MPI_File file, const FileExtent& extent, const std::string& pa
 struct FileWriter::Files {
   std::mutex mutex;  // guards `open`; MPI_THREAD_MULTIPLE lets threads write one file at once
   std::map<std::string, MPI_File> open;
+  std::set<std::string> unsynced;  // written since the last sync()
   int opened = 0;
 };
 
@@ -68,12 +70,20 @@ void FileWriter::write(const FileWrite& write) {
       ++files_->opened;
     }
     file = it->second;
+    files_->unsynced.insert(write.path);
   }
   for (const FileExtent& extent : write.extents) write_extent(file, extent, write.path);
 }
 
+void FileWriter::sync() {
+  const std::lock_guard lock(files_->mutex);
+  for (const std::string& path : files_->unsynced) check(MPI_File_sync(files_->open.at(path)), "write", path);
+  files_->unsynced.clear();
+}
+
 void FileWriter::close() {
   const std::lock_guard lock(files_->mutex);
+  files_->unsynced.clear();
   std::string failed;
   int reason = MPI_SUCCESS;
   for (auto& [path, file] : files_->open) {

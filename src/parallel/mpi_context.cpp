@@ -13,7 +13,7 @@ namespace spip::parallel {
 
 MpiContext::MpiContext(int& argc, char**& argv) {
   int provided = 0;
-  // The channel writer thread writes products with MPI-IO (write_extents) while the
+  // The channel writer thread writes products with MPI-IO (FileWriter) while the
   // main thread communicates; reader threads never call MPI.
   MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
   if (provided < MPI_THREAD_MULTIPLE) {

@@ -417,6 +417,7 @@ void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writ
   const std::string record = nlohmann::ordered_json(ChannelMarker{qa, -1.0}).dump();
   writer.submit([this, c, record] {
     write_blank_channel(cubes_, c);
+    cubes_.writer->sync();
     progress_.mark_done(plan_.chan_begin + c, record);
   });
 }
@@ -485,6 +486,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
     const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                     deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
     noise_of(c) = pol_noise;
+    cubes_.writer->sync();
     progress_.mark_done(plan_.chan_begin + c, nlohmann::ordered_json(ChannelMarker{qa, pol_noise}).dump());
   });
 }
@@ -577,6 +579,7 @@ void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector
       peak = *std::max_element(restored.begin(), restored.begin() + pixels);
       write_restored(cubes_, c, restored);
       keep_planes(c, restored, nullptr);
+      cubes_.writer->sync();
       progress_.mark_restored(absolute, peak);
       ++restored_here;
     }

@@ -217,11 +217,13 @@ void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiConte
 
 // Everything this rank will hold, and everything the run will write, against what
 // the rank may hold and what the output file system has; before any visibility is read.
-void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, const MemoryBasis& basis,
-                   Plan& plan) {
+void check_budgets(const Config& config, const parallel::MpiContext& mpi, const Log& log, Plan& plan) {
   std::exception_ptr failure;
   try {
-    plan.memory = plan_memory(memory_needs(config, plan, mpi.rank(), basis));
+    // This rank's own budget and backend: the channel blocks were cut to what every rank holds.
+    const MemoryBasis own{memory_budget_bytes(config.parallel, mpi.local_size()),
+                          clean_bytes_per_pixel(config.clean, plan.geometry, plan.gpu_device >= 0)};
+    plan.memory = plan_memory(memory_needs(config, plan, mpi.rank(), own));
     if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {
     failure = std::current_exception();
@@ -534,7 +536,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
     failure = std::current_exception();
   }
   agree_on_failure(mpi, failure);
-  check_budgets(config, mpi, log, basis, plan);
+  check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
   write_effective_config(config, plan.products, mpi, log);
   return plan;

@@ -51,6 +51,8 @@ void CubeWriter::rows(const std::string& path, int first_row, std::span<const fl
   files_.write(fits::CubeFile::row_write(layout(path), first_row, data));
 }
 
+void CubeWriter::sync() { files_.sync(); }
+
 void CubeWriter::close() { files_.close(); }
 
 int CubeWriter::layouts_read() const {

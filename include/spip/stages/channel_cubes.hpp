@@ -22,12 +22,13 @@ namespace spip::pipeline {
 // bytes out and the parallel room writes them with MPI-IO, so that ranks writing
 // neighbouring planes or slabs at once need no lock. Each cube's layout is read from its
 // header once, at its first write, and its file stays open until close(), which comes
-// before the barrier after which rank 0 re-headers or commits the cubes. Any thread may
-// write.
+// before the barrier after which rank 0 re-headers or commits the cubes; sync() before a
+// progress marker says that planes are written. Any thread may write.
 class CubeWriter {
  public:
   void planes(const std::string& path, int first_plane, std::span<const float> data);
   void rows(const std::string& path, int first_row, std::span<const float> data);
+  void sync();   // once no other thread writes
   void close();  // once no thread writes
   int layouts_read() const;
 
