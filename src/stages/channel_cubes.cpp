@@ -55,11 +55,6 @@ void CubeWriter::sync() { files_.sync(); }
 
 void CubeWriter::close() { files_.close(); }
 
-int CubeWriter::layouts_read() const {
-  const std::lock_guard lock(mutex_);
-  return static_cast<int>(layouts_.size());
-}
-
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
   CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}, std::make_unique<CubeWriter>()};

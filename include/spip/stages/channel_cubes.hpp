@@ -30,11 +30,10 @@ class CubeWriter {
   void rows(const std::string& path, int first_row, std::span<const float> data);
   void sync();   // once no other thread writes
   void close();  // once no thread writes
-  int layouts_read() const;
 
  private:
   const fits::CubeLayout& layout(const std::string& path);
-  mutable std::mutex mutex_;  // guards layouts_
+  std::mutex mutex_;  // guards layouts_
   std::map<std::string, fits::CubeLayout> layouts_;
   parallel::FileWriter files_;
 };
