@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "detail/clean_kernels.hpp"
 #include "detail/cuda_check.hpp"
@@ -306,6 +307,68 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, deconv::MinorPs
     done += found;
   }
   return done;
+}
+
+namespace {
+
+// |x - median| in float, as deconv::mad_sigma forms it, with the median read on the device.
+__global__ void deviations_kernel(const float* plane, long long count, const float* median, float* deviations) {
+  const long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) deviations[i] = fabsf(plane[i] - *median);
+}
+
+// The largest |value|: non-negative floats order as their bit patterns. NaNs are passed
+// over, as std::max passes them over on the host.
+__global__ void abs_peak_kernel(const float* values, long long count, unsigned* peak_bits) {
+  unsigned local = 0;
+  for (long long i = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += static_cast<long long>(gridDim.x) * blockDim.x) {
+    const float v = fabsf(values[i]);
+    if (!isnan(v)) local = max(local, __float_as_uint(v));
+  }
+  for (int offset = 16; offset > 0; offset /= 2) local = max(local, __shfl_down_sync(0xffffffffu, local, offset));
+  if (threadIdx.x % 32 == 0) atomicMax(peak_bits, local);
+}
+
+cudaError_t sort_values(void* scratch, std::size_t& scratch_bytes, const float* in, float* out, long long count,
+                        cudaStream_t stream) {
+  return cub::DeviceRadixSort::SortKeys(scratch, scratch_bytes, in, out, static_cast<int>(count), 0, 32, stream);
+}
+
+}  // namespace
+
+std::size_t ResidualStatistics::bytes_per_pixel() { return 2 * sizeof(float); }
+
+ResidualStatistics::ResidualStatistics(long long pixels)
+    : pixels_(pixels), values_(static_cast<std::size_t>(pixels)), sorted_(static_cast<std::size_t>(pixels)),
+      peak_bits_(1), host_(sizeof(float) + sizeof(unsigned)) {
+  std::size_t sort_bytes = 0;
+  SPIP_CUDA_CHECK(sort_values(nullptr, sort_bytes, values_.get(), sorted_.get(), pixels_, nullptr));
+  scratch_ = DeviceArray<char>(std::max(sort_bytes, std::size_t{1}));
+}
+
+ResidualStatistics::Values ResidualStatistics::measure(const float* residual, cudaStream_t stream) {
+  if (pixels_ == 0) return {0.0, 0.0};
+  std::size_t scratch_bytes = scratch_.bytes();
+  const float* median = sorted_.get() + pixels_ / 2;
+  SPIP_CUDA_CHECK(sort_values(scratch_.get(), scratch_bytes, residual, sorted_.get(), pixels_, stream));
+  deviations_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(residual, pixels_, median,
+                                                                                              values_.get());
+  SPIP_CUDA_CHECK(cudaGetLastError());
+  // The deviations sort into sorted_ once the kernel has read the median from it.
+  SPIP_CUDA_CHECK(sort_values(scratch_.get(), scratch_bytes, values_.get(), sorted_.get(), pixels_, stream));
+  SPIP_CUDA_CHECK(cudaMemsetAsync(peak_bits_.get(), 0, sizeof(unsigned), stream));
+  abs_peak_kernel<<<std::min(blocks_for(4 * pixels_, threads_per_block), 1024u), threads_per_block, 0, stream>>>(
+      residual, 4 * pixels_, peak_bits_.get());
+  SPIP_CUDA_CHECK(cudaGetLastError());
+  auto* deviation = reinterpret_cast<float*>(host_.get());
+  auto* peak_bits = reinterpret_cast<unsigned*>(host_.get() + sizeof(float));
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(deviation, median, sizeof(float), cudaMemcpyDeviceToHost, stream));
+  SPIP_CUDA_CHECK(cudaMemcpyAsync(peak_bits, peak_bits_.get(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream));
+  SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
+  float peak = 0;
+  std::memcpy(&peak, peak_bits, sizeof peak);
+  return {deconv::sigma_per_mad * *deviation, static_cast<double>(peak)};
 }
 
 }  // namespace spip::cuda::detail

@@ -89,6 +89,7 @@ struct DeviceImager::Impl {
   DeviceArray<std::uint8_t> mask;  // clean.auto_mask's
   DeviceArray<float2> residual_vis;
   std::unique_ptr<detail::MinorCycle> minor;
+  std::unique_ptr<detail::ResidualStatistics> statistics;
   std::unique_ptr<detail::DensityWeighting> weighting;
   std::unique_ptr<detail::PointPreparation> preparation;  // of the current channel
   detail::ChannelSummary summary{};
@@ -116,7 +117,8 @@ struct DeviceImager::Impl {
   void fft(int batch, int direction);
   void grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets, KernelTimes* times = nullptr);
   void predict_residual(KernelTimes* times = nullptr);
-  PinnedBuffer download_buffer;  // 8 MiB, reused by every download
+  PinnedBuffer download_buffer;  // 8 MiB in two halves, reused by every download
+  std::array<cudaEvent_t, 2> downloaded{};  // a half's copy is done
   void download(float* host, const float* device_images, long long count);
 };
 
@@ -135,6 +137,7 @@ DeviceImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, doub
                           " MiB on GPU " + std::to_string(device) + " but " + std::to_string(free_bytes >> 20) +
                           " MiB are free; use a smaller image.size or image.padding, or fewer ranks per GPU");
   download_buffer = PinnedBuffer(8u << 20);
+  for (cudaEvent_t& event : downloaded) SPIP_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking));
   for (cudaEvent_t* event :
@@ -165,6 +168,7 @@ DeviceImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, doub
   plain = DeviceArray<dcomplex>(2 * max_visibilities);
   mirrored = DeviceArray<dcomplex>(2 * max_visibilities);
   minor = std::make_unique<detail::MinorCycle>(pixels());
+  statistics = std::make_unique<detail::ResidualStatistics>(pixels());
   weighting = std::make_unique<detail::DensityWeighting>(scheme, geometry);
   preparation = std::make_unique<detail::PointPreparation>(max_visibilities, shape(), plane_batch);
   for (Slot& slot : slots) {
@@ -186,6 +190,7 @@ DeviceImager::Impl::~Impl() {
     cudaEventDestroy(slot.upload_end);
   }
   for (auto& [batch, plan] : plans) cufftDestroy(plan);
+  for (cudaEvent_t event : downloaded) cudaEventDestroy(event);
   for (cudaEvent_t event : {epoch, compute_start, compute_end, weighting_start, preparation_start, preparation_end})
     cudaEventDestroy(event);
   cudaStreamDestroy(upload);
@@ -296,16 +301,24 @@ void DeviceImager::Impl::predict_residual(KernelTimes* times) {
                          residual_vis.get(), compute);
 }
 
-// Through a reused pinned buffer, a piece at a time, so that the copies run at the
-// link's rate rather than through the driver's pageable staging; returns when done.
+// Through a reused pinned buffer, so that the copies run at the link's rate rather than
+// through the driver's pageable staging: a piece at a time into one half while the host
+// copies the last piece out of the other; returns when done.
 void DeviceImager::Impl::download(float* host, const float* device_images, long long count) {
-  const long long piece = static_cast<long long>(download_buffer.bytes() / sizeof(float));
+  const long long piece = static_cast<long long>(download_buffer.bytes() / sizeof(float) / 2);
   auto* pinned = reinterpret_cast<float*>(download_buffer.get());
+  const auto enqueue = [&](long long at) {
+    float* half = pinned + (at / piece % 2) * piece;
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(half, device_images + at, std::min(piece, count - at) * sizeof(float),
+                                    cudaMemcpyDeviceToHost, compute));
+    SPIP_CUDA_CHECK(cudaEventRecord(downloaded[at / piece % 2], compute));
+  };
+  if (count > 0) enqueue(0);
   for (long long at = 0; at < count; at += piece) {
-    const long long n = std::min(piece, count - at);
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(pinned, device_images + at, n * sizeof(float), cudaMemcpyDeviceToHost, compute));
-    SPIP_CUDA_CHECK(cudaStreamSynchronize(compute));
-    std::copy(pinned, pinned + n, host + at);
+    if (at + piece < count) enqueue(at + piece);  // into the half copied out last time
+    SPIP_CUDA_CHECK(cudaEventSynchronize(downloaded[at / piece % 2]));
+    const float* half = pinned + (at / piece % 2) * piece;
+    std::copy(half, half + std::min(piece, count - at), host + at);
   }
 }
 
@@ -339,7 +352,7 @@ std::size_t DeviceImager::device_bytes(const imaging::ImageGeometry& geometry, s
   const std::size_t per_cell = static_cast<std::size_t>(max_lanes) * batch * sizeof(cufftComplex);
   const std::size_t per_pixel = max_lanes * sizeof(dcomplex) + 3 * num_stokes * sizeof(float) + 2 * sizeof(float) +
                                 2 * sizeof(double) + sizeof(std::uint8_t) /* the mask */ +
-                                detail::MinorCycle::bytes_per_pixel();
+                                detail::MinorCycle::bytes_per_pixel() + detail::ResidualStatistics::bytes_per_pixel();
   constexpr std::size_t margin = 64u << 20;  // CUB scratch, cuFFT and context internals
   return per_visibility * max_visibilities + per_cell * cells + fft_work_bytes(geometry.grid_size, max_lanes * batch) +
          per_pixel * pixels + detail::PointPreparation::fixed_bytes(geometry.grid_size, batch) +
@@ -555,6 +568,9 @@ class DeviceImager::DeviceBackend final : public deconv::CleanBackend {
       out.residual = out.dirty;
       out.model.assign(values, 0.0f);
     }
+    const detail::ResidualStatistics::Values statistics = m_.statistics->measure(m_.residual.get(), m_.compute);
+    out.residual_sigma = statistics.sigma;
+    out.residual_peak = statistics.peak;
     SPIP_CUDA_CHECK(cudaEventRecord(m_.compute_end, m_.compute));
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m_.compute));
     m_.computed = true;

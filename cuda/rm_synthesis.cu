@@ -116,7 +116,7 @@ namespace {
 // spectra the caller sets).
 void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
                      const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas,
-                     faraday::SlabSpectra& slab) {
+                     bool keep_clean, faraday::SlabSpectra& slab) {
   const std::size_t cube = dirty.size();
   DeviceArray<Sample> residual(cube), model(cube), clean(cube);
   SPIP_CUDA_CHECK(cudaMemcpy(residual.get(), dirty.get(), dirty.bytes(), cudaMemcpyDeviceToDevice));
@@ -136,7 +136,7 @@ void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std
                                                   sigma_values, maps.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
 
-  download(clean, slab.clean);
+  if (keep_clean) download(clean, slab.clean);
   slab.maps.resize(maps.size());
   SPIP_CUDA_CHECK(cudaMemcpy(slab.maps.data(), maps.get(), maps.bytes(), cudaMemcpyDeviceToHost));
   std::vector<int> counts(static_cast<std::size_t>(num_pixels));
@@ -156,14 +156,15 @@ faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dir
   const DeviceArray<Sample> device_dirty = upload(dirty.data(), dirty.size());
   faraday::SlabSpectra slab;
   slab.dirty = std::move(dirty);
-  clean_on_device(device_dirty, num_pixels, rmsf_double, settings, pixel_sigmas, slab);
+  clean_on_device(device_dirty, num_pixels, rmsf_double, settings, pixel_sigmas, true, slab);
   return slab;
 }
 
 faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
                                      const std::complex<float>* p, int num_pixels,
                                      const std::vector<std::complex<float>>& rmsf_double,
-                                     const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas) {
+                                     const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas,
+                                     faraday::SlabCubes kept) {
   if (num_pixels == 0) return {};
   const int num_phi = settings.axis.count;
   require_free(device, slab_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
@@ -174,8 +175,8 @@ faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<
     multiply(da, dp, num_phi, num_chan, num_pixels, dirty);
   }
   faraday::SlabSpectra slab;
-  download(dirty, slab.dirty);
-  clean_on_device(dirty, num_pixels, rmsf_double, settings, pixel_sigmas, slab);
+  if (kept.dirty) download(dirty, slab.dirty);
+  clean_on_device(dirty, num_pixels, rmsf_double, settings, pixel_sigmas, kept.clean, slab);
   return slab;
 }
 

@@ -83,4 +83,26 @@ class MinorCycle {
   }
 };
 
+// deconv::set_residual_statistics on the device, to the same bits: the MAD sigma of the
+// Stokes I residual, whose two medians are the elements of rank count / 2 of a radix
+// sort (as deconv's kth_smallest picks them), and the largest |residual| over the four
+// Stokes planes. Spares the host two passes over the plane and one over the images.
+class ResidualStatistics {
+ public:
+  explicit ResidualStatistics(long long pixels);
+  static std::size_t bytes_per_pixel();
+  struct Values {
+    double sigma, peak;
+  };
+  // Of residual [4][pixels]; synchronises.
+  Values measure(const float* residual, cudaStream_t stream);
+
+ private:
+  long long pixels_;
+  DeviceArray<float> values_, sorted_;
+  DeviceArray<char> scratch_;
+  DeviceArray<unsigned> peak_bits_;
+  PinnedBuffer host_;  // the deviation and the peak's bits
+};
+
 }  // namespace spip::cuda::detail

@@ -269,20 +269,42 @@ const char* clean_stop_name(CleanStop stop) {
 }
 
 std::optional<PsfSidelobe> degenerate_sidelobe(const float* psf, int n) {
-  const auto distance = [n](int x, int y) { return std::hypot(x - n / 2, y - n / 2); };
-  double half_width = std::numeric_limits<double>::infinity();
-  for (int y = 0; y < n; ++y)
-    for (int x = 0; x < n; ++x)
-      if (psf[static_cast<std::size_t>(y) * n + x] < 0.5f) half_width = std::min(half_width, distance(x, y));
-  // An undersampled lobe's neighbours may sit near the peak; two pixels out they cannot.
-  const double beyond = std::max(half_width, 1.5);
+  // Squared distances in integers: a square root per pixel of a 1024^2 PSF cost a
+  // channel ~15 ms, as much as the GPU's whole imaging of it.
+  const auto distance_sq = [n](int x, int y) {
+    const long long dx = x - n / 2, dy = y - n / 2;
+    return dx * dx + dy * dy;
+  };
+  // The nearest pixel below half the peak, ring by ring (squares about the centre) until
+  // no further ring can hold a nearer one: a few rings for any PSF with a lobe.
+  long long half_width_sq = std::numeric_limits<long long>::max();
+  const auto consider = [&](long long x, long long y) {
+    if (x < 0 || y < 0 || x >= n || y >= n) return;
+    if (psf[static_cast<std::size_t>(y) * n + x] < 0.5f)
+      half_width_sq = std::min(half_width_sq, distance_sq(static_cast<int>(x), static_cast<int>(y)));
+  };
+  const long long c = n / 2;
+  for (long long r = 0; r <= n && r * r <= half_width_sq; ++r)
+    for (long long t = -r; t <= r; ++t) {
+      consider(c + t, c - r);
+      consider(c + t, c + r);
+      if (t != -r && t != r) {
+        consider(c - r, c + t);
+        consider(c + r, c + t);
+      }
+    }
+  // An undersampled lobe's neighbours may sit near the peak; two pixels out they cannot
+  // (1.5 pixels: a squared distance above 2.25, so of 3 or more).
+  const long long beyond_sq = std::max(half_width_sq, 2LL);
   const float peak = psf[static_cast<std::size_t>(n / 2) * n + n / 2];
   std::optional<PsfSidelobe> found;
   for (int y = 0; y < n; ++y)
     for (int x = 0; x < n; ++x) {
-      const double value = psf[static_cast<std::size_t>(y) * n + x] / peak;
-      if (value >= 1 - 1e-3 && distance(x, y) > beyond && (!found || value > found->value))
-        found = PsfSidelobe{value, distance(x, y)};
+      const float at = psf[static_cast<std::size_t>(y) * n + x];
+      if (peak > 0 && at < 0.99f * peak) continue;  // far from the test below, without a division
+      const double value = at / peak;
+      if (value >= 1 - 1e-3 && distance_sq(x, y) > beyond_sq && (!found || value > found->value))
+        found = PsfSidelobe{value, std::sqrt(static_cast<double>(distance_sq(x, y)))};
     }
   return found;
 }
@@ -301,7 +323,7 @@ double mad_sigma(const float* image, std::size_t count) {
   const float median = kth_smallest(count, count / 2, [image](std::size_t i) { return image[i]; });
   const float deviation =
       kth_smallest(count, count / 2, [image, median](std::size_t i) { return std::abs(image[i] - median); });
-  return 1.4826 * deviation;
+  return sigma_per_mad * deviation;
 }
 
 MinorCycleResult hogbom(float* residual, MinorPsf psf, const imaging::ImageGeometry& geometry, PeakSearch search,
@@ -445,6 +467,7 @@ void HostCleanBackend::fetch(ChannelImages& out) {
   out.dirty = std::move(dirty_);
   out.model = std::move(model_);
   out.residual = std::move(residual_);
+  set_residual_statistics(out);
 }
 
 ChannelImages image_channel(const imaging::ChannelImager& imager, const std::vector<std::complex<float>>& vis,

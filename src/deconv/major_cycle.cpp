@@ -150,7 +150,6 @@ ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, con
     out.scales = ran->scales();
     out.scale_iterations = ran->iterations_per_scale();
   }
-  set_residual_statistics(out);
   return out;
 }
 

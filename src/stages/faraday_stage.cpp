@@ -203,15 +203,17 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   std::vector<float> i0;  // with faraday.fractional: each pixel's Stokes I at nu0, NaN where blanked
   if (!synthesis->log_nu_ratio.empty()) i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, sigmas, p);
   const int num_chan = static_cast<int>(weight.size());
+  faraday::SlabCubes kept{false, false};
+  for (const CubeChoice& cube : synthesis->cubes) (cube.clean ? kept.clean : kept.dirty) = true;
   const faraday::SlabSpectra slab =
       gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
-                                               synthesis->rmsf_double, synthesis->settings, sigmas)
+                                               synthesis->rmsf_double, synthesis->settings, sigmas, kept)
                        : faraday::synthesise_slab(synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
                                                   synthesis->rmsf_double, synthesis->settings, sigmas);
   iterations += slab.iterations;
   // A blanked pixel (NaN i0) has a zero spectrum; its products say it was not measured.
   auto measured = [&](std::size_t i, float value) { return i0.empty() || !std::isnan(i0[i % pixels]) ? value : NAN; };
-  std::vector<float> values(slab.dirty.size());
+  std::vector<float> values(synthesis->cubes.empty() ? 0 : static_cast<std::size_t>(synthesis->settings.axis.count) * pixels);
   for (const CubeChoice& cube : synthesis->cubes) {
     const std::vector<cfloat>& source = cube.clean ? slab.clean : slab.dirty;
     for (std::size_t i = 0; i < source.size(); ++i) values[i] = measured(i, part_of(source[i], cube.part));

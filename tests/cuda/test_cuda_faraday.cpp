@@ -125,6 +125,13 @@ TEST(CudaRmSynthesis, SlabGivesTheCpuPeakDepthsWhereTheSignalIsClear) {
 
   const double dirty = max_difference(cpu.dirty, gpu.dirty) / max_abs(cpu.dirty);
   EXPECT_LT(dirty, 1e-5);
+  // Cubes left on the device come back empty, and the maps are the same.
+  const auto maps_only = spip::cuda::synthesise_slab(spip::test::gpu_device, in.a, in.chans, in.p.data(), slab_pixels,
+                                                     in.rmsf_double, in.settings, {}, {false, false});
+  EXPECT_TRUE(maps_only.dirty.empty());
+  EXPECT_TRUE(maps_only.clean.empty());
+  EXPECT_EQ(maps_only.maps, gpu.maps);
+  EXPECT_EQ(maps_only.iterations, gpu.iterations);
   int clear = 0, within_1e3 = 0;
   double worst_phi = 0;
   for (int x = 0; x < slab_pixels; ++x) {

@@ -140,6 +140,12 @@ TEST_P(CudaImaging, MatchesTheCpuBackendUpToNearTiesInClean) {
                   wstacking ? 1 : 0, mode, p.name, difference, p.tolerance);
       EXPECT_LT(difference, p.tolerance) << p.name;
     }
+    // The device's residual statistics are the host's on the same residual, to the bit.
+    deconv::ChannelImages host = gpu;
+    deconv::set_residual_statistics(host);
+    EXPECT_EQ(gpu.residual_sigma, host.residual_sigma);
+    EXPECT_EQ(gpu.residual_peak, host.residual_peak);
+    EXPECT_GT(gpu.residual_sigma, 0.0);
     // The PSFs agree to 1e-5 of their peak, so their fitted beams nearly exactly.
     EXPECT_NEAR(gpu.fitted_beam->major_rad, cpu.fitted_beam->major_rad, 1e-4 * cpu.fitted_beam->major_rad);
     EXPECT_NEAR(gpu.fitted_beam->minor_rad, cpu.fitted_beam->minor_rad, 1e-4 * cpu.fitted_beam->minor_rad);

@@ -7,7 +7,9 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <numbers>
+#include <optional>
 #include <random>
 
 #include "spip/deconv/clean.hpp"
@@ -105,6 +107,58 @@ TEST(PsfShape, RidgesAndGratingsAreDegenerateAndBeamsAreNot) {
   ASSERT_TRUE(copy.has_value());
   EXPECT_NEAR(copy->value, 1.0, 1e-6);
   EXPECT_GE(copy->distance_px, period);
+}
+
+// The search by rings finds what a scan of every pixel finds: on the PSFs above and on
+// random images with sidelobes near the peak, a lobe or none, the same sidelobe, to the
+// bit, at the same distance.
+TEST(PsfShape, TheSidelobeSearchFindsWhatAScanOfEveryPixelFinds) {
+  const auto scan = [](const std::vector<float>& psf) {
+    const auto distance = [](int x, int y) { return std::hypot(x - n / 2, y - n / 2); };
+    double half_width = std::numeric_limits<double>::infinity();
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x)
+        if (psf[y * n + x] < 0.5f) half_width = std::min(half_width, distance(x, y));
+    const double beyond = std::max(half_width, 1.5);
+    const float peak = psf[(n / 2) * n + n / 2];
+    std::optional<deconv::PsfSidelobe> found;
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const double value = psf[y * n + x] / peak;
+        if (value >= 1 - 1e-3 && distance(x, y) > beyond && (!found || value > found->value))
+          found = deconv::PsfSidelobe{value, distance(x, y)};
+      }
+    return found;
+  };
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> level(0.0f, 1.0f);
+  const auto ridge = [] {
+    std::vector<float> psf(plane);
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) psf[y * n + x] = static_cast<float>(std::exp(-0.125 * (x - n / 2) * (x - n / 2)));
+    return psf;
+  };
+  std::vector<std::vector<float>> cases = {gaussian_psf(1.5, 2.0), gaussian_psf(12, 12), psf_with_sidelobes(), ridge()};
+  for (int k = 0; k < 20; ++k) {
+    std::vector<float> psf(plane);
+    // Every other image has no pixel below half the peak but, in one case of two, one hole
+    // somewhere: the lobe ends there.
+    const float floor = k % 2 == 0 ? 0.6f : 0.0f;
+    for (float& v : psf) v = floor + (1.0f - floor) * level(rng) * 0.9995f;
+    if (k % 4 == 2) psf[std::uniform_int_distribution<std::size_t>(0, plane - 1)(rng)] = 0.3f;
+    psf[(n / 2) * n + n / 2] = 1.0f;
+    cases.push_back(psf);
+  }
+  int with_sidelobe = 0;
+  for (const std::vector<float>& psf : cases) {
+    const auto rings = deconv::degenerate_sidelobe(psf.data(), n), every = scan(psf);
+    ASSERT_EQ(rings.has_value(), every.has_value());
+    if (!rings) continue;
+    ++with_sidelobe;
+    EXPECT_EQ(rings->value, every->value);
+    EXPECT_NEAR(rings->distance_px, every->distance_px, 1e-12 * every->distance_px);
+  }
+  EXPECT_GT(with_sidelobe, 5);
 }
 
 using MinorCycleFunction = decltype(&deconv::hogbom);

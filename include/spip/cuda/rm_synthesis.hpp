@@ -27,11 +27,12 @@ faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dir
                                 const std::vector<std::complex<float>>& rmsf_double,
                                 const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas = {});
 
-// faraday::synthesise_slab() on `device`, with the same arguments and products.
+// faraday::synthesise_slab() on `device`, with the same arguments and products, except
+// the cubes that `kept` leaves on the device (empty).
 faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<float>>& a, int num_chan,
                                      const std::complex<float>* p, int num_pixels,
                                      const std::vector<std::complex<float>>& rmsf_double,
                                      const faraday::SpectrumSettings& settings,
-                                     const std::vector<float>& pixel_sigmas = {});
+                                     const std::vector<float>& pixel_sigmas = {}, faraday::SlabCubes kept = {});
 
 }  // namespace spip::cuda

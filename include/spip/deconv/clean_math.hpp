@@ -6,6 +6,9 @@
 
 namespace spip::deconv {
 
+// A Gaussian's sigma over its median absolute deviation (mad_sigma), on either backend.
+inline constexpr double sigma_per_mad = 1.4826;
+
 // The square of a pixel's peak-search value (no square root in the hot loop), from
 // residual planes I, Q, U, V of `plane` pixels each.
 SPIP_HOST_DEVICE inline float squared_search_value(PeakSearch search, const float* r, long long pixel,

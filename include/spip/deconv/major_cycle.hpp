@@ -72,7 +72,8 @@ class CleanBackend {
   virtual void subtract_model() = 0;
   // clean.auto_mask: from now on search only the pixels that hold a component.
   virtual void mask_model_pixels() = 0;
-  // The dirty, model and residual images, to the host: the last imaging call on a backend.
+  // The dirty, model and residual images, to the host, with the residual's statistics
+  // (set_residual_statistics()): the last imaging call on a backend.
   virtual void fetch(ChannelImages& out) = 0;
 };
 
