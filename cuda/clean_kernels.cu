@@ -337,7 +337,9 @@ cudaError_t sort_values(void* scratch, std::size_t& scratch_bytes, const float* 
 
 }  // namespace
 
-std::size_t ResidualStatistics::bytes_per_pixel() { return 2 * sizeof(float); }
+// The values, the sorted ones, and the copy of the keys that CUB keeps in its scratch
+// for a sort from one array into another.
+std::size_t ResidualStatistics::bytes_per_pixel() { return 3 * sizeof(float); }
 
 ResidualStatistics::ResidualStatistics(long long pixels)
     : pixels_(pixels), values_(static_cast<std::size_t>(pixels)), sorted_(static_cast<std::size_t>(pixels)),

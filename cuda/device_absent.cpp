@@ -38,7 +38,7 @@ faraday::SlabSpectra clean_slab(int, std::vector<std::complex<float>>, int, cons
 
 faraday::SlabSpectra synthesise_slab(int, const std::vector<std::complex<float>>&, int, const std::complex<float>*, int,
                                      const std::vector<std::complex<float>>&, const faraday::SpectrumSettings&,
-                                     const std::vector<float>&) {
+                                     const std::vector<float>&, faraday::SlabCubes) {
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 

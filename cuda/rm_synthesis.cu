@@ -113,7 +113,8 @@ void synthesise(int device, const std::complex<float>* a, int num_phi, int num_c
 namespace {
 
 // RM-CLEAN and the peak fit of the dirty cube on the device into `slab` (whose dirty
-// spectra the caller sets).
+// spectra the caller sets, or leaves empty where the run does not keep them); the clean
+// cube comes back only with `keep_clean`.
 void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
                      const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas,
                      bool keep_clean, faraday::SlabSpectra& slab) {

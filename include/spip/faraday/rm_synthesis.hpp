@@ -71,13 +71,14 @@ SpectrumSettings spectrum_settings(const SynthesisSetup& setup, double sigma, co
 // RM-CLEAN shifts to each component.
 std::vector<std::complex<float>> rmsf_for_clean(const SynthesisSetup& setup);
 
-// The Faraday products of a slab of pixels.
 // Which Faraday cubes of a slab its caller keeps (writes): a GPU leaves the others on
 // the device, and they come back empty, so that a run that writes no cubes moves only
 // the pixel maps back over the link.
 struct SlabCubes {
   bool dirty = true, clean = true;
 };
+
+// The Faraday products of a slab of pixels.
 
 struct SlabSpectra {
   std::vector<std::complex<float>> dirty, clean;  // [phi][pixel]
