@@ -5,7 +5,9 @@
 #include <cmath>
 #include <iostream>
 #include <numbers>
+#include <optional>
 
+#include "spip/beam/primary_beam.hpp"
 #include "spip/error.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
@@ -42,7 +44,14 @@ po::options_description options() {
     ("windows", po::value<std::vector<std::string>>()->multitoken(),
      "with --split: one FIRST-LAST channel range per window (LAST < FIRST: stored high to low)")
     ("ionosphere", po::value<std::string>(),
-     "table of time (MJD s) and ionospheric RM (rad/m^2): rotate each row's Q and U by RM(t) lambda^2");
+     "table of time (MJD s) and ionospheric RM (rad/m^2): rotate each row's Q and U by RM(t) lambda^2")
+    ("beam", po::value<std::string>(),
+     "primary beam each component is seen through, at its position and frequency: gaussian or airy "
+     "(with --dish-diameter)")
+    ("dish-diameter", po::value<double>(),
+     "dish diameter [m] of --beam, also written as the ANTENNA table's DISH_DIAMETER (--telescope)")
+    ("beam-fwhm-factor", po::value<double>()->default_value(1.02), "gaussian beam: FWHM = factor lambda / D")
+    ("blockage", po::value<double>()->default_value(0.0), "airy beam: diameter of the central blockage [m]");
   return all;
 }
 
@@ -76,6 +85,18 @@ int split(const po::variables_map& vm) {
   return 0;
 }
 
+// --beam and its keys, checked.
+spip::beam::PrimaryBeam primary_beam(const po::variables_map& vm) {
+  const std::string name = vm["beam"].as<std::string>();
+  const std::optional<spip::beam::Model> model = spip::beam::model_named(name);
+  if (!model) SPIP_THROW(spip::ConfigError, "--beam " + name + ": expected gaussian or airy");
+  if (!vm.count("dish-diameter")) SPIP_THROW(spip::ConfigError, "--beam " + name + " needs --dish-diameter");
+  spip::beam::PrimaryBeam beam{*model, vm["dish-diameter"].as<double>(), vm["beam-fwhm-factor"].as<double>(),
+                               vm["blockage"].as<double>()};
+  beam.check();
+  return beam;
+}
+
 int run(const po::variables_map& vm) {
   if (vm.count("split")) return split(vm);
   if (!vm.count("sky")) SPIP_THROW(spip::ConfigError, "give --sky FILE (or --split MS)");
@@ -87,6 +108,7 @@ int run(const po::variables_map& vm) {
   corruption.seed = vm["seed"].as<std::uint64_t>();
   if (vm.count("flag-channels")) corruption.flag_channels = vm["flag-channels"].as<std::vector<int>>();
   if (vm.count("ionosphere")) corruption.ionosphere = spip::ms::IonosphereTable::read(vm["ionosphere"].as<std::string>());
+  if (vm.count("beam")) corruption.primary_beam = primary_beam(vm);
   const std::string out = vm["out"].as<std::string>();
   if (vm.count("template")) {
     spip::sim::simulate_from_template(vm["template"].as<std::string>(), out, sky, corruption);
@@ -102,6 +124,7 @@ int run(const po::variables_map& vm) {
     array.start_mjd_s = spip::sim::parse_utc(vm["start"].as<std::string>());
     array.dump_s = vm["dump"].as<double>();
     array.num_times = vm["times"].as<int>();
+    if (vm.count("dish-diameter")) array.dish_diameter_m = vm["dish-diameter"].as<double>();
     spip::sim::simulate_from_array(array, out, sky, corruption);
   } else {
     std::cerr << "spip-simulate: give --template MS or --telescope DIR\n";

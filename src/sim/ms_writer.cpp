@@ -77,7 +77,8 @@ void write_chunk(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& 
   const cc::Array<double> uvw = cc::ArrayColumn<double>(ms, "UVW").getColumnRange(rows);
   const std::size_t num_chan = freq_hz.size();
   cc::Array<cc::Complex> data(cc::IPosition(3, 4, num_chan, count));
-  predict(sky, ra0, dec0, uvw.data(), count, freq_hz, data.data());
+  predict(sky, ra0, dec0, uvw.data(), count, freq_hz, data.data(),
+          corruption.primary_beam ? &*corruption.primary_beam : nullptr);
   if (corruption.ionosphere) {
     const cc::Vector<double> time = cc::ScalarColumn<double>(ms, "TIME").getColumnRange(rows);
     rotate_by_ionosphere(*corruption.ionosphere, time, freq_hz, data);
@@ -266,7 +267,7 @@ void fill_subtables(cc::MeasurementSet& ms, const ArrayDescription& array,
     columns.antenna().station().put(a, name);
     columns.antenna().type().put(a, "GROUND-BASED");
     columns.antenna().mount().put(a, "FIXED");
-    columns.antenna().dishDiameter().put(a, 1.0);
+    columns.antenna().dishDiameter().put(a, array.dish_diameter_m);
     columns.antenna().position().put(a, stations[a].getValue());
     columns.antenna().offset().put(a, cc::Vector<double>(3, 0.0));
     columns.feed().antennaId().put(a, static_cast<int>(a));

@@ -159,7 +159,7 @@ struct GaussianTaper {
 }  // namespace
 
 void predict(const SkyModel& sky, double ra0, double dec0, const double* uvw_m, std::size_t num_rows,
-             const std::vector<double>& freq_hz, std::complex<float>* vis) {
+             const std::vector<double>& freq_hz, std::complex<float>* vis, const beam::PrimaryBeam* primary_beam) {
   const std::size_t num_chan = freq_hz.size();
   const std::size_t num_comp = sky.components.size();
   std::vector<Lmn> lmn(num_comp);
@@ -171,9 +171,10 @@ void predict(const SkyModel& sky, double ra0, double dec0, const double* uvw_m, 
     lmn[s] = direction_cosines(comp.ra_rad, comp.dec_rad, ra0, dec0);
     taper.emplace_back(comp);
     for (std::size_t c = 0; c < num_chan; ++c) {
-      const double i = comp.stokes_i(freq_hz[c]);
-      const std::complex<double> p = comp.linear_pol(freq_hz[c]);
-      const std::complex<double> iv(0.0, comp.stokes_v(freq_hz[c]));
+      const double seen = primary_beam ? primary_beam->response(lmn[s].l, lmn[s].m, freq_hz[c]) : 1.0;
+      const double i = seen * comp.stokes_i(freq_hz[c]);
+      const std::complex<double> p = seen * comp.linear_pol(freq_hz[c]);
+      const std::complex<double> iv(0.0, seen * comp.stokes_v(freq_hz[c]));
       std::complex<double>* b = &brightness[(s * num_chan + c) * 4];
       b[0] = i + p.real();
       b[1] = p.imag() + iv;

@@ -693,6 +693,21 @@ TEST(SpipSimulate, WritesAnMsThatSpipReads) {
   EXPECT_NEAR(std::stod(match[1]), 0.5, 0.02);
 }
 
+// --beam is refused in one line without its dish, or with a model spip does not have.
+TEST(SpipSimulate, RefusesABeamWithoutItsDishInOneLine) {
+  const std::string base = std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
+                           oskar_ms + " --out " + scratch("beam.ms").string();
+  for (const auto& [args, says] : {std::pair{" --beam airy", "--beam airy needs --dish-diameter"},
+                                   std::pair{" --beam cosine --dish-diameter 25", "--beam cosine: expected gaussian or airy"},
+                                   std::pair{" --beam airy --dish-diameter 25 --blockage 30", "blockage of 30 m"}}) {
+    const Outcome outcome = run(base + args);
+    EXPECT_NE(outcome.exit_code, 0) << args;
+    EXPECT_NE(outcome.err.find(says), std::string::npos) << outcome.err;
+    EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+    EXPECT_FALSE(fs::exists(scratch("beam.ms"))) << args;
+  }
+}
+
 // One 59 s snapshot of a 6 km east-west array (ATCA's layout) gives a PSF that is a
 // line; at 1.5" pixels no beam fits it. Every channel is then restored with its
 // theoretical beam 1 / |uv|max, says so in the log and in qa.json, and the common beam is

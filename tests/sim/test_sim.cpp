@@ -175,3 +175,55 @@ TEST(Simulator, FlagFractionIsHonoured) {
   const double fraction = static_cast<double>(cc::ntrue(flag)) / flag.nelements();
   EXPECT_NEAR(fraction, 0.25, 0.01);
 }
+
+// An apparent sky: a point source 0.2 degrees from the pointing, seen through a Gaussian
+// beam of a 25 m dish, has in every correlation and channel its true visibility times
+// exp(-4 ln 2 theta^2 / FWHM^2) at its angular distance theta (the spherical formula,
+// not the simulator's direction cosines) and FWHM = 1.02 lambda / D: from 0.80 at the
+// band's bottom (1.0 GHz) to 0.68 at its top (1.3 GHz), so the beam's frequency slope is
+// in the data. The MS's ANTENNA table carries the dish.
+TEST(Simulator, APrimaryBeamAttenuatesEachComponentAtItsDistanceAndFrequency) {
+  SkyModel sky;
+  spip::sim::Component source;
+  source.i0_jy = 2.0;
+  source.v0_jy = 0.1;
+  source.pol_frac = 0.3;
+  source.rm_rad_m2 = 20;
+  source.ra_rad = 0.2 * M_PI / 180.0 / std::cos(60.0 * M_PI / 180.0);  // about 0.2 deg east at Dec 60
+  source.dec_rad = 60.0 * M_PI / 180.0;
+  sky.components = {source};
+  spip::sim::ArrayDescription array = oskar_small_array();
+  array.num_times = 2;
+  array.freq_start_hz = 1.0e9;
+  array.freq_inc_hz = 100e6;
+  array.num_channels = 4;
+  array.dish_diameter_m = 25.0;
+  array.apparent_phase_centre = false;
+  Corruption seen;
+  seen.primary_beam = spip::beam::PrimaryBeam{spip::beam::Model::gaussian, 25.0, 1.02, 0.0};
+  spip::sim::simulate_from_array(array, scratch("true.ms"), sky, {});
+  spip::sim::simulate_from_array(array, scratch("seen.ms"), sky, seen);
+  const cc::Array<cc::Complex> truth = column_data(scratch("true.ms")), apparent = column_data(scratch("seen.ms"));
+  const double theta = std::acos(std::sin(source.dec_rad) * std::sin(array.dec_rad) +
+                                 std::cos(source.dec_rad) * std::cos(array.dec_rad) * std::cos(source.ra_rad));
+  double worst = 0, lowest = 1, highest = 0;
+  for (int c = 0; c < array.num_channels; ++c) {
+    const double lambda = 299792458.0 / (array.freq_start_hz + c * array.freq_inc_hz);
+    const double fwhm = 1.02 * lambda / 25.0;
+    const double expected = std::exp(-4 * std::log(2.0) * theta * theta / (fwhm * fwhm));
+    lowest = std::min(lowest, expected);
+    highest = std::max(highest, expected);
+    for (long long row = 0; row < static_cast<long long>(truth.shape()[2]); ++row)
+      for (int k = 0; k < 4; ++k) {
+        const cc::IPosition at(3, k, c, row);
+        worst = std::max(worst, static_cast<double>(std::abs(apparent(at) - static_cast<float>(expected) * truth(at))));
+      }
+  }
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_LT(lowest, 0.7);
+  EXPECT_GT(highest, 0.78);
+  const cc::Table antennas(scratch("seen.ms") + "/ANTENNA");
+  EXPECT_DOUBLE_EQ(cc::ScalarColumn<double>(antennas, "DISH_DIAMETER")(0), 25.0);
+  std::cout << "[ measured ] beam attenuation from " << highest << " to " << lowest << ", max |seen - B true| = "
+            << worst << " Jy\n";
+}

@@ -17,6 +17,9 @@ struct Corruption {
   double flag_fraction = 0;    // fraction of visibilities flagged at random (all correlations)
   std::vector<int> flag_channels;  // channels flagged entirely (e.g. RFI)
   std::optional<ms::IonosphereTable> ionosphere;  // Faraday rotation applied per row before the noise
+  // The antennas' primary beam: each component is seen attenuated by it at its position,
+  // channel by channel (an apparent sky); none: the sky as it is.
+  std::optional<beam::PrimaryBeam> primary_beam;
   std::uint64_t seed = 1;
 };
 
@@ -45,6 +48,7 @@ struct ArrayDescription {
   double dump_s = 0;
   int num_times = 0;
   std::string telescope = "spip-simulate";
+  double dish_diameter_m = 1.0;        // ANTENNA DISH_DIAMETER
 };
 
 // Reads an OSKAR telescope model folder: layout.txt (East, North [m]) and

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "spip/beam/primary_beam.hpp"
+
 namespace spip::sim {
 
 // One point or elliptical Gaussian component. Polarisation follows OSKAR:
@@ -47,8 +49,12 @@ Lmn direction_cosines(double ra, double dec, double ra0, double dec0);
 // Exact visibilities [row][chan][XX, XY, YX, YY] by a direct sum in double precision:
 //   V = sum_s B_s(nu) G_s(u,v) exp(+2 pi i (u l + v m + w (n - 1)) / lambda),
 //   B = [I+Q, U+iV, U-iV, I-Q], UVW in metres (antenna1 - antenna2).
-// Gaussians use the FWHM ellipse on the tangent plane at the phase centre.
+// Gaussians use the FWHM ellipse on the tangent plane at the phase centre. With a
+// primary beam, B_s(nu) is attenuated by the beam's response at the component's
+// centre, the pointing being the phase centre (for a Gaussian, a fair approximation
+// while it is small beside the beam).
 void predict(const SkyModel& sky, double ra0, double dec0, const double* uvw_m, std::size_t num_rows,
-             const std::vector<double>& freq_hz, std::complex<float>* vis);
+             const std::vector<double>& freq_hz, std::complex<float>* vis,
+             const beam::PrimaryBeam* primary_beam = nullptr);
 
 }  // namespace spip::sim

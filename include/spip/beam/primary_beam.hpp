@@ -1,0 +1,34 @@
+#pragma once
+// The primary beam: the power response B(l, m, nu) of a pointing's antennas, through
+// which every pointing sees the sky, relative to the pointing centre (1 there). The
+// models are the two analytic ones every package offers: a Gaussian of FWHM k lambda / D
+// and the Airy power pattern of a uniformly lit circular aperture, optionally with a
+// central blockage. Both depend on the angle from the centre only, and on frequency
+// through lambda / D.
+#include <optional>
+#include <string>
+
+namespace spip::beam {
+
+enum class Model { gaussian, airy };
+
+// "gaussian" or "airy"; the other way round, empty for any other name.
+const char* model_name(Model model);
+std::optional<Model> model_named(const std::string& name);
+
+struct PrimaryBeam {
+  Model model = Model::gaussian;
+  double dish_diameter_m = 0;
+  double fwhm_factor = 1.02;  // gaussian: FWHM = fwhm_factor lambda / D (1.02: a uniformly lit dish's main lobe)
+  double blockage_m = 0;      // airy: diameter of the central blockage (subreflector); 0: none
+
+  // The power response at direction cosines (l, m) from the pointing centre: 1 at the
+  // centre; the Airy pattern's nulls are 0.
+  double response(double l, double m, double freq_hz) const;
+
+  // Throws ConfigError with one line naming what is wrong (a diameter that is not
+  // positive, a blockage not smaller than the dish, a factor that is not positive).
+  void check() const;
+};
+
+}  // namespace spip::beam

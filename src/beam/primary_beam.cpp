@@ -1,0 +1,61 @@
+#include "spip/beam/primary_beam.hpp"
+
+#include <cmath>
+#include <numbers>
+#include <sstream>
+
+#include "spip/common/constants.hpp"
+#include "spip/error.hpp"
+
+namespace spip::beam {
+namespace {
+
+// The field of a uniformly lit aperture at x = pi D sin(theta) / lambda, 1 at x = 0:
+// 2 J1(x) / x, the limit 1 taken below x = 1e-8 where the quotient loses its digits.
+double jinc(double x) { return std::abs(x) < 1e-8 ? 1.0 : 2.0 * std::cyl_bessel_j(1.0, x) / x; }
+
+std::string text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+}  // namespace
+
+const char* model_name(Model model) { return model == Model::gaussian ? "gaussian" : "airy"; }
+
+std::optional<Model> model_named(const std::string& name) {
+  if (name == "gaussian") return Model::gaussian;
+  if (name == "airy") return Model::airy;
+  return std::nullopt;
+}
+
+double PrimaryBeam::response(double l, double m, double freq_hz) const {
+  const double sin_theta = std::min(1.0, std::hypot(l, m));
+  const double lambda = speed_of_light / freq_hz;
+  if (model == Model::gaussian) {
+    const double theta = std::asin(sin_theta), fwhm = fwhm_factor * lambda / dish_diameter_m;
+    return std::exp(-4.0 * std::numbers::ln2 * theta * theta / (fwhm * fwhm));
+  }
+  // The annulus between the blockage and the rim: the full aperture's field less the
+  // blockage's, each weighted by its area, over the annulus's area.
+  const double x = std::numbers::pi * dish_diameter_m * sin_theta / lambda;
+  const double e = blockage_m / dish_diameter_m;
+  const double field = (jinc(x) - e * e * jinc(e * x)) / (1.0 - e * e);
+  return field * field;
+}
+
+void PrimaryBeam::check() const {
+  if (!(dish_diameter_m > 0))
+    SPIP_THROW(ConfigError, "primary beam: the dish diameter is " + text(dish_diameter_m) +
+                                " m; it must be a number > 0");
+  if (model == Model::gaussian && !(fwhm_factor > 0))
+    SPIP_THROW(ConfigError, "primary beam: the FWHM factor is " + text(fwhm_factor) +
+                                "; it must be a number > 0");
+  if (model == Model::airy && !(blockage_m >= 0 && blockage_m < dish_diameter_m))
+    SPIP_THROW(ConfigError, "primary beam: the blockage of " + text(blockage_m) +
+                                " m must be >= 0 and smaller than the dish of " + text(dish_diameter_m) +
+                                " m");
+}
+
+}  // namespace spip::beam

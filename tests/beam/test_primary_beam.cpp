@@ -1,0 +1,80 @@
+// The primary-beam models against independent truth: the Gaussian against its closed
+// form, the Airy pattern against SciPy's j1 (values recorded below) and against the
+// zeros and half-power point of 2 J1(x) / x, and both against the scaling with lambda / D
+// that makes the beam shrink as 1 / nu.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "spip/beam/primary_beam.hpp"
+#include "spip/common/constants.hpp"
+#include "spip/error.hpp"
+
+namespace spip::beam {
+namespace {
+
+constexpr double freq = 1.4e9, dish = 25.0;
+const double lambda = speed_of_light / freq;
+
+// The direction cosine l at which the Airy argument pi D sin(theta) / lambda is x.
+double l_at(double x, double diameter = dish) { return x * lambda / (std::numbers::pi * diameter); }
+
+TEST(GaussianBeam, IsHalfPowerAtHalfItsFwhmAndOneAtTheCentre) {
+  const PrimaryBeam beam{Model::gaussian, dish, 1.02, 0};
+  const double fwhm = 1.02 * lambda / dish;
+  EXPECT_EQ(beam.response(0, 0, freq), 1.0);
+  EXPECT_NEAR(beam.response(std::sin(0.5 * fwhm), 0, freq), 0.5, 1e-12);
+  EXPECT_NEAR(beam.response(0, std::sin(0.5 * fwhm), freq), 0.5, 1e-12);
+  // Off the axes too, and at a full FWHM: exp(-4 ln 2) = 1/16.
+  const double s = std::sin(fwhm) / std::sqrt(2.0);
+  EXPECT_NEAR(beam.response(s, -s, freq), 1.0 / 16.0, 1e-12);
+}
+
+TEST(GaussianBeam, ShrinksAsOneOverFrequency) {
+  const PrimaryBeam beam{Model::gaussian, dish, 1.09, 0};
+  for (double theta : {0.001, 0.005, 0.01})
+    EXPECT_NEAR(beam.response(std::sin(theta), 0, 2 * freq), beam.response(std::sin(2 * theta), 0, freq), 1e-12);
+}
+
+// SciPy 1.17.1: float((2 * j1(x) / x)**2), and with a blockage of a tenth of the
+// diameter, ((2 j1(x)/x - 0.01 * 2 j1(0.1 x)/(0.1 x)) / 0.99)**2.
+TEST(AiryBeam, EqualsScipysBesselPattern) {
+  const PrimaryBeam open{Model::airy, dish, 1.02, 0};
+  const struct {
+    double x, power;
+  } scipy[] = {{0.5, 0.9391040893465944},  {1.0, 0.7745780720578365},  {2.5, 0.15814562989104777},
+               {5.0, 0.017169294621626904}, {9.0, 0.0029717467966319357}};
+  for (const auto& [x, power] : scipy) EXPECT_NEAR(open.response(l_at(x), 0, freq), power, 1e-12 * power) << x;
+  const PrimaryBeam blocked{Model::airy, dish, 1.02, 0.1 * dish};
+  const struct {
+    double x, power;
+  } scipy_blocked[] = {{1.0, 0.7724699441401697}, {3.0, 0.04767005516182142}, {6.0, 0.010570467754449659}};
+  for (const auto& [x, power] : scipy_blocked)
+    EXPECT_NEAR(blocked.response(0, l_at(x), freq), power, 1e-12 * power) << x;
+}
+
+TEST(AiryBeam, HasItsNullsAndHalfPowerWhereJ1Says) {
+  const PrimaryBeam beam{Model::airy, dish, 1.02, 0};
+  EXPECT_EQ(beam.response(0, 0, freq), 1.0);
+  // The first two zeros of J1, and 2 J1(x) / x = 1 / sqrt(2).
+  EXPECT_LT(beam.response(l_at(3.8317059702075123), 0, freq), 1e-18);
+  EXPECT_LT(beam.response(l_at(7.015586669815619), 0, freq), 1e-18);
+  EXPECT_NEAR(beam.response(l_at(1.616339948310703), 0, freq), 0.5, 1e-12);
+  // Half power at the FWHM of 1.029 lambda / D of a uniformly lit dish.
+  EXPECT_NEAR(beam.response(std::sin(0.5 * 1.029 * lambda / dish), 0, freq), 0.5, 2e-3);
+}
+
+TEST(PrimaryBeam, RefusesDishesBlockagesAndFactorsThatCannotBe) {
+  EXPECT_THROW((PrimaryBeam{Model::gaussian, 0, 1.02, 0}.check()), ConfigError);
+  EXPECT_THROW((PrimaryBeam{Model::gaussian, 25, -1, 0}.check()), ConfigError);
+  EXPECT_THROW((PrimaryBeam{Model::airy, 25, 1.02, 25}.check()), ConfigError);
+  EXPECT_THROW((PrimaryBeam{Model::airy, 25, 1.02, -1}.check()), ConfigError);
+  EXPECT_NO_THROW((PrimaryBeam{Model::airy, 25, 1.02, 2}.check()));
+  EXPECT_EQ(model_named("airy"), Model::airy);
+  EXPECT_EQ(model_named("gaussian"), Model::gaussian);
+  EXPECT_FALSE(model_named("cosine").has_value());
+}
+
+}  // namespace
+}  // namespace spip::beam
