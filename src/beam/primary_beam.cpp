@@ -58,4 +58,18 @@ void PrimaryBeam::check() const {
                                 " m");
 }
 
+std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz, int first_row,
+                                 int rows) {
+  std::vector<float> plane(static_cast<std::size_t>(rows) * size);
+  for (int y = 0; y < rows; ++y)
+    for (int x = 0; x < size; ++x)
+      plane[static_cast<std::size_t>(y) * size + x] = static_cast<float>(
+          beam.response(-(x - size / 2) * cell_rad, (first_row + y - size / 2) * cell_rad, freq_hz));
+  return plane;
+}
+
+std::vector<float> response_plane(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz) {
+  return response_rows(beam, size, cell_rad, freq_hz, 0, size);
+}
+
 }  // namespace spip::beam

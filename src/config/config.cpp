@@ -35,6 +35,8 @@ constexpr std::array<std::pair<std::string_view, Device>, 3> device_words{{
     {"auto", Device::automatic}, {"cpu", Device::cpu}, {"gpu", Device::gpu}}};
 constexpr std::array<std::pair<std::string_view, PeakSearch>, 3> peak_words{{
     {"i", PeakSearch::stokes_i}, {"pol", PeakSearch::linear_pol}, {"iquv", PeakSearch::full_stokes}}};
+constexpr std::array<std::pair<std::string_view, BeamModel>, 3> beam_model_words{{
+    {"none", BeamModel::none}, {"gaussian", BeamModel::gaussian}, {"airy", BeamModel::airy}}};
 constexpr std::array<std::string_view, 3> column_words{"DATA", "CORRECTED_DATA", "MODEL_DATA"};
 
 // ---- text -> value: false when the text is not a value of that type --------
@@ -80,6 +82,7 @@ bool parse_word(std::string_view text, Enum& out,
 bool parse(std::string_view text, Weighting& out) { return parse_word(text, out, weighting_words); }
 bool parse(std::string_view text, Device& out) { return parse_word(text, out, device_words); }
 bool parse(std::string_view text, PeakSearch& out) { return parse_word(text, out, peak_words); }
+bool parse(std::string_view text, BeamModel& out) { return parse_word(text, out, beam_model_words); }
 
 // ---- value -> text that parse() reads back to the same value ----------------
 
@@ -98,6 +101,7 @@ std::string text(const std::string& value) { return value; }
 std::string text(Weighting value) { return to_string(value); }
 std::string text(Device value) { return to_string(value); }
 std::string text(PeakSearch value) { return to_string(value); }
+std::string text(BeamModel value) { return to_string(value); }
 
 constexpr std::string_view type_of(int) { return "integer"; }
 constexpr std::string_view type_of(double) { return "number"; }
@@ -106,6 +110,7 @@ constexpr std::string_view type_of(const std::string&) { return "string"; }
 constexpr std::string_view type_of(Weighting) { return "word"; }
 constexpr std::string_view type_of(Device) { return "word"; }
 constexpr std::string_view type_of(PeakSearch) { return "word"; }
+constexpr std::string_view type_of(BeamModel) { return "word"; }
 
 // ---- the option table ------------------------------------------------------
 
@@ -197,14 +202,14 @@ bool set_faraday_cubes(Config& config, std::string_view value) {
 }
 
 // output.channel_cubes: names from channel_cube_names(), or a product standing for each
-// of its Stokes parameters ("residual"); "restored" is "image".
+// of its Stokes parameters ("residual", the name less its "-I"); "restored" is "image".
 bool set_channel_cubes(Config& config, std::string_view value) {
   return set_selection(
       config.output.channel_cubes, value, channel_cube_names(),
       [](std::string_view item, const std::string& name) {
         std::string word(item);
         if (word.starts_with("restored")) word.replace(0, 8, "image");
-        return name == word || name.starts_with(word + "-");
+        return name == word || (name.size() == word.size() + 2 && name.starts_with(word + "-"));
       },
       true);
 }
@@ -444,16 +449,31 @@ const std::vector<Key>& keys() {
              [](double v) { return v > 0; }, "a number > 0", "RMSF FWHM",
              "flag a source Faraday-complex when the spread m2 of its RM-CLEAN components exceeds this"),
 
+      scalar("beam.model", &Config::beam, &BeamConfig::model, any<BeamModel>, "one of none, gaussian, airy", "",
+             "primary beam the restored images are divided by (PREFIX-image-pb-*.fits, with the response in "
+             "PREFIX-pb.fits): a Gaussian of FWHM fwhm_factor lambda / D, or the Airy pattern of a uniformly lit "
+             "dish; none: apparent images only"),
+      scalar("beam.dish_diameter", &Config::beam, &BeamConfig::dish_diameter_m, [](double v) { return v >= 0; },
+             "a number >= 0", "m", "dish diameter D of the beam; 0: the MS's ANTENNA DISH_DIAMETER"),
+      scalar("beam.fwhm_factor", &Config::beam, &BeamConfig::fwhm_factor, [](double v) { return v > 0; },
+             "a number > 0", "", "gaussian beam: FWHM = fwhm_factor lambda / D"),
+      scalar("beam.blockage", &Config::beam, &BeamConfig::blockage_m, [](double v) { return v >= 0; },
+             "a number >= 0", "m", "airy beam: diameter of the central blockage; 0: none"),
+      scalar("beam.limit", &Config::beam, &BeamConfig::limit, [](double v) { return v > 0 && v < 1; },
+             "a number in (0, 1)", "",
+             "the corrected images are blank where the beam's response is below this (noise there is amplified "
+             "more than 1 / limit times and the beam model is least certain)"),
+
       scalar("output.dir", &Config::output, &OutputConfig::dir, non_empty,
              "a non-empty path", "", "directory for the output images"),
       scalar("output.prefix", &Config::output, &OutputConfig::prefix,
              non_empty, "a non-empty file name prefix", "",
              "file name prefix of the output images"),
       {"output.channel_cubes", "words", "", "per-channel cubes to write, comma-separated: dirty, model, residual, "
-       "image (or restored), each for all Stokes or one (image-Q), and psf; all; or none. The Faraday products "
-       "need none of them",
-       "all, none, or a comma-separated list of dirty, model, residual, image, restored (each alone or with -I, -Q, "
-       "-U, -V) and psf",
+       "image (or restored), image-pb (restored and primary-beam corrected, with beam.model), each for all Stokes "
+       "or one (image-Q), psf and pb (the beam's response); all; or none. The Faraday products need none of them",
+       "all, none, or a comma-separated list of dirty, model, residual, image, restored, image-pb (each alone or "
+       "with -I, -Q, -U, -V), psf and pb",
        false, set_channel_cubes,
        [](const Config& c) { return std::vector<std::string>{selection_text(c.output.channel_cubes, channel_cube_names())}; }},
 
@@ -566,6 +586,12 @@ std::string to_string(PeakSearch peak) {
   for (const auto& [word, value] : peak_words)
     if (value == peak) return std::string(word);
   SPIP_THROW(Error, "internal error: unknown PeakSearch");
+}
+
+std::string to_string(BeamModel model) {
+  for (const auto& [word, value] : beam_model_words)
+    if (value == model) return std::string(word);
+  SPIP_THROW(Error, "internal error: unknown BeamModel");
 }
 
 std::string to_string(Device device) {
@@ -684,7 +710,8 @@ std::string help_text() {
          "\n"
          "Options:\n"
          "  --config FILE    read settings from an INI file with sections [input] [image]\n"
-         "                   [clean] [faraday] [catalogue] [output] [parallel]; the command line wins\n"
+         "                   [clean] [faraday] [catalogue] [beam] [output] [parallel]; the command line\n"
+         "                   wins\n"
          "  --print-config   print the effective configuration as such a file and exit\n"
          "  --plan           print what the run needs per rank (memory, disk, estimated time, from\n"
          "                   the MS metadata and rates timed here) and the sbatch options to ask\n"

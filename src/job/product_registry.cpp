@@ -12,7 +12,7 @@ namespace spip::pipeline {
 namespace {
 
 constexpr const char* stokes_names[] = {"I", "Q", "U", "V"};
-constexpr const char* channel_names[] = {"dirty", "model", "residual", "image", "psf"};
+constexpr const char* channel_names[] = {"dirty", "model", "residual", "image", "psf", "image-pb", "pb"};
 constexpr const char* quantity_names[] = {"I", "Q", "U", "V", "P"};
 constexpr const char* order_names[] = {"mean", "std", "skew", "kurt"};
 constexpr const char* map_names[] = {"peak-phi",    "peak-pi",       "peak-chi0", "peak-phi-err",
@@ -45,6 +45,7 @@ ProductRegistry::ProductRegistry(const Config& config, const ProductShape& shape
       prefix_(config.output.prefix),
       shape_(shape),
       cleaned_(config.clean.niter > 0),
+      beam_(config.beam.model != BeamModel::none),
       fractional_(config.faraday.fractional),
       catalogue_(config.catalogue.threshold > 0),
       fdf_cubes_(config.faraday.cubes),
@@ -79,6 +80,7 @@ std::string ProductRegistry::progress_dir() const {
 }
 
 bool ProductRegistry::made(ChannelCubeKind product) const {
+  if (product == ChannelCubeKind::image_pb || product == ChannelCubeKind::pb) return beam_;
   return cleaned_ || (product != ChannelCubeKind::model && product != ChannelCubeKind::residual);
 }
 
@@ -102,10 +104,11 @@ bool ProductRegistry::polarised() const { return shape_.stokes[ms::stokes_q] && 
 std::vector<ChannelCube> ProductRegistry::channel_cubes() const {
   std::vector<ChannelCube> cubes;
   for (ChannelCubeKind product : {ChannelCubeKind::dirty, ChannelCubeKind::model, ChannelCubeKind::residual,
-                                 ChannelCubeKind::image})
+                                 ChannelCubeKind::image, ChannelCubeKind::image_pb})
     for (int s = 0; s < ms::num_stokes; ++s)
       if (written(product, s)) cubes.push_back({product, s, channel_cube(product, s)});
-  if (written(ChannelCubeKind::psf)) cubes.push_back({ChannelCubeKind::psf, -1, channel_cube(ChannelCubeKind::psf)});
+  for (ChannelCubeKind product : {ChannelCubeKind::psf, ChannelCubeKind::pb})
+    if (written(product)) cubes.push_back({product, -1, channel_cube(product)});
   return cubes;
 }
 

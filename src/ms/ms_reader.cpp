@@ -19,7 +19,9 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <numeric>
 #include <sstream>
+#include <vector>
 
 #include "spip/error.hpp"
 
@@ -83,6 +85,7 @@ struct MsReader::Impl {
   void open(const std::string& path);
   void read_windows();
   void read_field();
+  void read_dishes();
   void choose_weights();
 
   // Rows [first, first + count) to read, and which of them to keep.
@@ -139,6 +142,29 @@ void MsReader::Impl::open(const std::string& path) {
   const cc::Table observation = open_subtable(path, "OBSERVATION");
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
+  read_dishes();
+}
+
+// A heterogeneous array (7 m and 12 m dishes) has no one primary beam. Rows of
+// antennas no data uses often hold 0 (VLA), as do whole tables (ATCA): only positive
+// diameters count.
+void MsReader::Impl::read_dishes() {
+  const cc::Table antennas = open_subtable(info.path, "ANTENNA");
+  std::vector<double> dishes;
+  if (antennas.tableDesc().isColumn("DISH_DIAMETER"))
+    for (double d : cc::ScalarColumn<double>(antennas, "DISH_DIAMETER").getColumn())
+      if (d > 0) dishes.push_back(d);
+  if (dishes.empty()) {
+    info.dish_range = "no positive DISH_DIAMETER";
+    return;
+  }
+  const auto [low, high] = std::minmax_element(dishes.begin(), dishes.end());
+  std::ostringstream range;
+  range << *low;
+  if (*high != *low) range << " to " << *high;
+  info.dish_range = range.str() + " m";
+  if (*high <= 1.01 * *low)
+    info.dish_diameter_m = std::accumulate(dishes.begin(), dishes.end(), 0.0) / static_cast<double>(dishes.size());
 }
 
 void MsReader::Impl::read_windows() {

@@ -361,6 +361,24 @@ bool stored_numbering(const Plan& plan, bool binned) {
 
 // What the metadata says, the same for a run and for --plan: the inputs, the imaged
 // channels and their Faraday depths, the image and grid.
+namespace {
+
+// beam.model with its dish: beam.dish_diameter, or the first input's antennas'.
+std::optional<beam::PrimaryBeam> primary_beam(const BeamConfig& config, const ms::MsInfo& info) {
+  if (config.model == BeamModel::none) return std::nullopt;
+  const double dish = config.dish_diameter_m > 0 ? config.dish_diameter_m : info.dish_diameter_m;
+  if (!(dish > 0))
+    SPIP_THROW(ConfigError, "beam.model = " + to_string(config.model) + " needs one dish diameter, but " +
+                                ms::input_name(info) + "'s ANTENNA table has " + info.dish_range +
+                                "; set beam.dish_diameter");
+  beam::PrimaryBeam beam{config.model == BeamModel::gaussian ? beam::Model::gaussian : beam::Model::airy, dish,
+                         config.fwhm_factor, config.blockage_m};
+  beam.check();
+  return beam;
+}
+
+}  // namespace
+
 Plan open_plan(const Config& config) {
   Plan plan;
   plan.readers = open_inputs(config);
@@ -372,6 +390,7 @@ Plan open_plan(const Config& config) {
         std::abs(info.dec_rad - infos.front().dec_rad) > same_direction_rad)
       SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
                                  ms::input_name(infos.front()) + "; the inputs of a run must share one field");
+  plan.primary_beam = primary_beam(config.beam, infos.front());
   plan.band = ms::merge_band(infos, selected_channels(config, plan.readers));
   const bool binned = config.image.channels_out > 0 || config.image.channel_width_hz > 0;
   if (binned) plan.band = ms::bin_band(plan.band, config.image.channels_out, config.image.channel_width_hz);

@@ -22,8 +22,9 @@ fits::ImageHeader header_for(const CubeSet& cubes, const ChannelCube& cube) {
     header.bunit = "Jy/pixel";
     header.beam.reset();
   }
-  if (cube.kind == ChannelCubeKind::psf) header.bunit = "";
-  header.beam_per_plane = cubes.beam_per_channel && cube.kind == ChannelCubeKind::image;
+  if (cube.kind == ChannelCubeKind::psf || cube.kind == ChannelCubeKind::pb) header.bunit = "";
+  header.beam_per_plane =
+      cubes.beam_per_channel && (cube.kind == ChannelCubeKind::image || cube.kind == ChannelCubeKind::image_pb);
   return header;
 }
 
@@ -57,7 +58,8 @@ void CubeWriter::close() { files_.close(); }
 
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
-  CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}, std::make_unique<CubeWriter>()};
+  CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}, plan.primary_beam,
+                config.beam.limit};
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = info.ra_rad;
@@ -75,6 +77,14 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
                       ", weighting " + to_string(config.image.weighting));
   if (!config.image.common_beam)
     h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: the largest");
+  if (const auto& beam = plan.primary_beam) {
+    std::ostringstream line;
+    line << "primary beam: " << beam::model_name(beam->model) << ", dish " << beam->dish_diameter_m << " m";
+    if (beam->model == beam::Model::gaussian) line << ", FWHM " << beam->fwhm_factor << " lambda / D";
+    if (beam->model == beam::Model::airy && beam->blockage_m > 0) line << ", blockage " << beam->blockage_m << " m";
+    line << "; image-pb cubes blank below a response of " << config.beam.limit;
+    h.history.push_back(line.str());
+  }
   return cubes;
 }
 
@@ -101,6 +111,19 @@ void write_blank_channel(const CubeSet& cubes, int plane) {
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
   write_stokes_planes(cubes, ChannelCubeKind::image, plane, restored);
+  if (!cubes.primary_beam) return;
+  const fits::LinearAxis& freq = *cubes.base.spectral;
+  const std::vector<float> response = beam::response_plane(*cubes.primary_beam, cubes.base.nx, cubes.base.cell_rad,
+                                                           freq.crval + (plane + 1 - freq.crpix) * freq.cdelt);
+  if (cubes.products.written(ChannelCubeKind::pb))
+    cubes.writer->planes(cubes.products.channel_cube(ChannelCubeKind::pb), plane, response);
+  const std::size_t pixels = response.size();
+  std::vector<float> corrected(restored.size());
+  for (std::size_t i = 0; i < corrected.size(); ++i) {
+    const float b = response[i % pixels];
+    corrected[i] = b >= cubes.beam_limit ? restored[i] / b : std::numeric_limits<float>::quiet_NaN();
+  }
+  write_stokes_planes(cubes, ChannelCubeKind::image_pb, plane, corrected);
 }
 
 std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelCubeKind product, int plane) {

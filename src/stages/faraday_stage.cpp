@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <limits>
 #include <numeric>
 #include <optional>
 #include <span>
@@ -91,7 +92,8 @@ struct FaradayStage::RowBatch {
 
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                            std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
-                           const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks)
+                           const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
+                           std::optional<beam::PrimaryBeam> primary_beam)
     : config_(config),
       products_(products),
       base_(base),
@@ -101,7 +103,8 @@ FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products
       gpu_bytes_(gpu_bytes),
       kept_(kept),
       blocks_(std::move(blocks)),
-      slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v} {
+      slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v},
+      beam_(std::move(primary_beam)) {
   if (products_.made(ChannelCubeKind::residual))
     for (int stokes : {stokes_q, stokes_u}) slots_.push_back(kept_residual + stokes);
 }
@@ -174,6 +177,22 @@ std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::v
   std::vector<float> sigma(pixels);
   for (std::size_t i = 0; i < pixels; ++i) sigma[i] = static_cast<float>(std::sqrt(power[i]) / weight_sum);
   return sigma;
+}
+
+// The residual planes are divided too, so that each pixel's FDF noise, and with it the
+// catalogue's local noise, rises towards the edge as the corrected images' noise does.
+void FaradayStage::correct_for_beam(RowBatch& group) const {
+  if (!beam_) return;
+  const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
+  for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
+    const std::vector<float> response =
+        beam::response_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows);
+    for (std::vector<float>& plane : group.planes)
+      for (std::size_t i = 0; i < pixels; ++i) {
+        float& value = plane[c * pixels + i];
+        value = response[i] >= config_.beam.limit ? value / response[i] : std::numeric_limits<float>::quiet_NaN();
+      }
+  }
 }
 
 void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
@@ -422,8 +441,9 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
   for (int round = 0; round < rounds; ++round) {
     stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
                             "makes them again");
-    const RowBatch group = exchange_rows(round, group_rows, mpi);
+    RowBatch group = exchange_rows(round, group_rows, mpi);
     if (group.rows == 0) continue;
+    correct_for_beam(group);
     process_rows(group, weight, synthesis, iterations);
     ++groups;
   }

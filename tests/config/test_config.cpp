@@ -194,6 +194,22 @@ TEST(Config, SpectralWindowsAndFrequencyRange) {
       {"image.channels_out", "image.channel_width"});
 }
 
+TEST(Config, BeamKeys) {
+  const Config defaults = parse({"--input.ms", "a.ms"}).config;
+  EXPECT_EQ(defaults.beam.model, BeamModel::none);
+  EXPECT_EQ(defaults.beam.dish_diameter_m, 0.0);
+  EXPECT_EQ(defaults.beam.fwhm_factor, 1.02);
+  EXPECT_EQ(defaults.beam.limit, 0.2);
+  const Config set = parse({"--input.ms", "a.ms", "--beam.model", "airy", "--beam.dish_diameter", "13.5",
+                            "--beam.blockage", "1.5", "--beam.limit", "0.1"})
+                         .config;
+  EXPECT_EQ(set.beam.model, BeamModel::airy);
+  EXPECT_EQ(set.beam.dish_diameter_m, 13.5);
+  EXPECT_EQ(set.beam.blockage_m, 1.5);
+  EXPECT_EQ(set.beam.limit, 0.1);
+  EXPECT_NE(to_ini(set).find("[beam]\nmodel = airy\n"), std::string::npos) << to_ini(set);
+}
+
 TEST(Config, MultiscaleKeys) {
   const Config defaults = parse({"--input.ms", "a.ms"}).config;
   EXPECT_FALSE(defaults.clean.multiscale);
@@ -427,10 +443,18 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"faraday.cubes", "amp-clean,amp-clean", "all, none, or a comma-separated list of "
                                "real-dirty, imag-dirty, amp-dirty, real-clean, imag-clean, amp-clean"},
                     OutOfRange{"output.channel_cubes", "weights", "all, none, or a comma-separated list of dirty, "
-                               "model, residual, image, restored (each alone or with -I, -Q, -U, -V) and psf"},
+                               "model, residual, image, restored, image-pb (each alone or with -I, -Q, -U, -V), psf "
+                               "and pb"},
                     OutOfRange{"output.channel_cubes", "image-X", "all, none, or a comma-separated list of dirty, "
-                               "model, residual, image, restored (each alone or with -I, -Q, -U, -V) and psf"},
+                               "model, residual, image, restored, image-pb (each alone or with -I, -Q, -U, -V), psf "
+                               "and pb"},
                     OutOfRange{"image.common_beam", "maybe", "true or false"},
+                    OutOfRange{"beam.model", "cosine", "one of none, gaussian, airy"},
+                    OutOfRange{"beam.dish_diameter", "-25", "a number >= 0"},
+                    OutOfRange{"beam.fwhm_factor", "0", "a number > 0"},
+                    OutOfRange{"beam.blockage", "-1", "a number >= 0"},
+                    OutOfRange{"beam.limit", "0", "a number in (0, 1)"},
+                    OutOfRange{"beam.limit", "1", "a number in (0, 1)"},
                     OutOfRange{"parallel.device", "tpu", "one of auto, cpu, gpu"},
                     OutOfRange{"input.row_chunk", "0", "an integer >= 1"},
                     OutOfRange{"input.block_channels", "-1", "an integer >= 0"},
@@ -482,7 +506,7 @@ TEST(Config, FaradayCubeSelection) {
 
 TEST(Config, ChannelCubeSelection) {
   EXPECT_EQ(Config{}.output.channel_cubes, channel_cube_names());
-  EXPECT_EQ(channel_cube_names().size(), 17u);
+  EXPECT_EQ(channel_cube_names().size(), 22u);
   const auto cubes = [](const std::string& value) {
     return parse({"--input.ms", "a.ms", "--output.channel_cubes", value}).config.output.channel_cubes;
   };
@@ -493,6 +517,9 @@ TEST(Config, ChannelCubeSelection) {
   EXPECT_EQ(cubes("psf, restored-Q, residual"),
             (std::vector<std::string>{"residual-I", "residual-Q", "residual-U", "residual-V", "image-Q", "psf"}));
   EXPECT_EQ(cubes("image-Q,image"), (std::vector<std::string>{"image-I", "image-Q", "image-U", "image-V"}));
+  // "image" is not "image-pb", which stands for its own four cubes; "pb" is the beam.
+  EXPECT_EQ(cubes("image-pb,pb"),
+            (std::vector<std::string>{"image-pb-I", "image-pb-Q", "image-pb-U", "image-pb-V", "pb"}));
   const Config chosen = parse({"--input.ms", "a.ms", "--output.channel_cubes", "restored-I,psf"}).config;
   EXPECT_NE(to_ini(chosen).find("channel_cubes = image-I,psf\n"), std::string::npos);
   EXPECT_NE(to_ini(Config{}).find("channel_cubes = all\n"), std::string::npos);

@@ -7,6 +7,7 @@
 // through lambda / D.
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace spip::beam {
 
@@ -30,5 +31,13 @@ struct PrimaryBeam {
   // positive, a blockage not smaller than the dish, a factor that is not positive).
   void check() const;
 };
+
+// The response over rows [first_row, first_row + rows) of an N x N image of `cell_rad`
+// pixels centred on the pointing, as imaging::ImageGeometry lays pixels out: pixel
+// (x, y) at l = -(x - N/2) cell, m = (y - N/2) cell; [y - first_row][x].
+std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz, int first_row,
+                                 int rows);
+// All N rows.
+std::vector<float> response_plane(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz);
 
 }  // namespace spip::beam

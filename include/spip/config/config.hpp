@@ -12,6 +12,8 @@ enum class Weighting { natural, uniform, briggs };
 enum class Device { automatic, cpu, gpu };
 // What the joined-polarisation CLEAN searches: |I|, P = |Q + iU|, or sqrt(I^2+Q^2+U^2+V^2).
 enum class PeakSearch { stokes_i, linear_pol, full_stokes };
+// The primary-beam model the images are corrected with (beam room): none, or an analytic one.
+enum class BeamModel { none, gaussian, airy };
 
 struct InputConfig {
   std::vector<std::string> ms;        // one or more Measurement Set paths
@@ -93,14 +95,24 @@ struct CatalogueConfig {
   double complexity = 0.5;            // Faraday-complex when m2 > complexity * RMSF FWHM
 };
 
+struct BeamConfig {
+  BeamModel model = BeamModel::none;  // none: apparent images only
+  double dish_diameter_m = 0;         // 0: the MS's ANTENNA DISH_DIAMETER
+  double fwhm_factor = 1.02;          // gaussian: FWHM = fwhm_factor lambda / D
+  double blockage_m = 0;              // airy: diameter of the central blockage
+  double limit = 0.2;                 // corrected images are blank where the response is below this
+};
+
 // The per-channel cubes spip can write, as output.channel_cubes names them: each
-// Stokes parameter of the dirty, model, residual and restored ("image") cubes, and the
-// PSF; the files are PREFIX-NAME.fits.
+// Stokes parameter of the dirty, model, residual, restored ("image") and primary-beam
+// corrected ("image-pb") cubes, the PSF and the beam's response ("pb"); the files are
+// PREFIX-NAME.fits.
 inline std::vector<std::string> channel_cube_names() {
   std::vector<std::string> names;
-  for (const char* product : {"dirty", "model", "residual", "image"})
+  for (const char* product : {"dirty", "model", "residual", "image", "image-pb"})
     for (const char* stokes : {"I", "Q", "U", "V"}) names.push_back(std::string(product) + "-" + stokes);
   names.push_back("psf");
+  names.push_back("pb");
   return names;
 }
 
@@ -126,6 +138,7 @@ struct Config {
   CleanConfig clean;
   FaradayConfig faraday;
   CatalogueConfig catalogue;
+  BeamConfig beam;
   OutputConfig output;
   ParallelConfig parallel;
   std::string config_file;            // where it was read from; empty: command line only
@@ -159,5 +172,6 @@ std::string to_ini(const Config& config);
 std::string to_string(Weighting weighting);
 std::string to_string(Device device);
 std::string to_string(PeakSearch peak);
+std::string to_string(BeamModel model);
 
 }  // namespace spip

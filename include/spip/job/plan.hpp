@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "spip/beam/primary_beam.hpp"
 #include "spip/config/config.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
@@ -31,6 +32,7 @@ struct Plan {
   std::vector<ms::MsReader> readers;
   std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
   ms::Band band;                                 // the image channels: every input's on one axis
+  std::optional<beam::PrimaryBeam> primary_beam; // beam.model with its dish; none: apparent images only
   // The image channels' numbers in logs and records: [chan_begin, chan_end). One
   // window's channels in storage order keep their stored numbers (input.channel_begin
   // and after); otherwise (several inputs, high to low, gaps, bins) they count from 0.

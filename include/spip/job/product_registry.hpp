@@ -25,8 +25,9 @@ enum class ProductKind {
 };
 const char* to_string(ProductKind kind);
 
-// The channel cubes of a run: one per Stokes parameter of each kind, and the PSF.
-enum class ChannelCubeKind { dirty, model, residual, image, psf };
+// The channel cubes of a run: one per Stokes parameter of each kind, the PSF, and with a
+// primary beam the restored images divided by it (image_pb) and its response (pb).
+enum class ChannelCubeKind { dirty, model, residual, image, psf, image_pb, pb };
 
 // Quantities of the moment images: the Stokes parameters and P = |Q + iU|.
 inline constexpr int moment_quantities = 5, moment_orders = 4;  // mean, std, skew, kurt
@@ -75,9 +76,10 @@ class ProductRegistry {
   std::string progress_dir() const;
 
   // Whether the run makes the product: without CLEAN the model is zero and the residual
-  // the dirty image, and neither is made.
+  // the dirty image, and neither is made; without beam.model, no corrected images and no
+  // beam.
   bool made(ChannelCubeKind product) const;
-  // Whether its cube of Stokes `stokes` (-1 for the PSF) is written: made, determined by
+  // Whether its cube of Stokes `stokes` (-1 for the PSF and the beam) is written: made, determined by
   // the correlations and chosen by output.channel_cubes.
   bool written(ChannelCubeKind product, int stokes = -1) const;
   // Whether the cubes of every Stokes parameter the correlations determine are written:
@@ -96,6 +98,7 @@ class ProductRegistry {
   std::string dir_, prefix_;
   ProductShape shape_;
   bool cleaned_ = false;
+  bool beam_ = false;
   bool fractional_ = false;
   bool catalogue_ = false;
   std::vector<std::string> fdf_cubes_;

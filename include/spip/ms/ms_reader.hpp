@@ -31,6 +31,8 @@ struct MsInfo {
   std::array<bool, num_stokes> stokes_determined{};  // which of I, Q, U, V the correlations give
   double ra_rad = 0, dec_rad = 0;     // phase centre, J2000
   std::string telescope;
+  double dish_diameter_m = 0;         // the antennas' positive DISH_DIAMETERs where they agree to 1 %; 0 where not
+  std::string dish_range;             // what the ANTENNA table holds, e.g. "22 m" or "7 to 12 m", for messages
   std::string field_name;
   double first_time_mjd_s = 0;        // TIME of the first row, MJD seconds (UTC)
   bool has_weight_spectrum = false;

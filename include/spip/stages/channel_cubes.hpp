@@ -43,6 +43,8 @@ struct CubeSet {
   std::vector<ChannelCube> cubes;  // products.channel_cubes(), listed once: each plane written looks them up
   bool beam_per_channel = false;   // image.common_beam = false: the restored cubes carry a BEAMS table
   fits::ImageHeader base;          // shared WCS, FREQ axis over the imaged channels
+  std::optional<beam::PrimaryBeam> primary_beam;  // the restored images are divided by it
+  double beam_limit = 0;           // beam.limit: blank below this response
   std::unique_ptr<CubeWriter> writer = std::make_unique<CubeWriter>();  // this rank's writes, from any thread
 };
 

@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "spip/beam/primary_beam.hpp"
 #include "spip/config/config.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
@@ -43,10 +44,13 @@ class FaradayStage {
   // registry names. `base` is the image header of the channel cubes (WCS, beam, date),
   // `group_bytes` what one row group may hold; `gpu_device` >= 0 runs RM synthesis and
   // RM-CLEAN on that GPU, of whose memory a row group takes at most `gpu_bytes` (this
-  // rank's share).
+  // rank's share). With a `primary_beam`, every plane is divided by the beam's response
+  // in its channel first (NaN below beam.limit), so that every product describes the
+  // true sky.
   FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
-               const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks);
+               const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
+               std::optional<beam::PrimaryBeam> primary_beam);
 
   // Collective: every rank calls it once after its last channel's planes are in the
   // cubes, with `channel_noise` of its channels in increasing order: each channel's
@@ -92,6 +96,7 @@ class FaradayStage {
   double channel_weight(double noise) const;
   struct RowBatch;
   RowBatch exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi);
+  void correct_for_beam(RowBatch& group) const;
   void process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
   std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
@@ -111,6 +116,7 @@ class FaradayStage {
   const PlaneStore& kept_;
   std::vector<parallel::ChannelBlock> blocks_;
   std::vector<int> slots_;    // the kept planes exchanged, in the order of RowBatch::planes
+  std::optional<beam::PrimaryBeam> beam_;
   int depths_ = 0;
   double mpi_bytes_ = 0, product_bytes_read_ = 0, exchange_s_ = 0;
   const std::unique_ptr<CubeWriter> writer_ = std::make_unique<CubeWriter>();  // the rows this rank writes
