@@ -1,6 +1,9 @@
 #include "spip/beam/primary_beam.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <limits>
 #include <numbers>
 #include <sstream>
 
@@ -58,13 +61,31 @@ void PrimaryBeam::check() const {
                                 " m");
 }
 
+// The response depends on |l| and |m| alone, and |l| = |x - N/2| cell exactly: each
+// distance |y - N/2| of the rows gets one profile over |x - N/2| = 0 .. N/2, which fills
+// its rows on both sides of the centre, a quarter of the evaluations of a pixel-by-pixel
+// loop for a whole plane (the Bessel function of the Airy pattern costs ~70 ns) and the
+// same values to the bit.
 std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz, int first_row,
                                  int rows) {
+  const int half = size / 2;
+  int nearest = std::numeric_limits<int>::max(), farthest = 0;
+  for (int y = first_row; y < first_row + rows; ++y) {
+    nearest = std::min(nearest, std::abs(y - half));
+    farthest = std::max(farthest, std::abs(y - half));
+  }
+  const int columns = std::max(half, size - 1 - half) + 1;
+  std::vector<float> profiles(static_cast<std::size_t>(std::max(0, farthest - nearest + 1)) * columns);
+#pragma omp parallel for schedule(dynamic, 4)
+  for (int a = nearest; a <= farthest; ++a)
+    for (int b = 0; b < columns; ++b)
+      profiles[static_cast<std::size_t>(a - nearest) * columns + b] =
+          static_cast<float>(beam.response(b * cell_rad, a * cell_rad, freq_hz));
   std::vector<float> plane(static_cast<std::size_t>(rows) * size);
-  for (int y = 0; y < rows; ++y)
-    for (int x = 0; x < size; ++x)
-      plane[static_cast<std::size_t>(y) * size + x] = static_cast<float>(
-          beam.response(-(x - size / 2) * cell_rad, (first_row + y - size / 2) * cell_rad, freq_hz));
+  for (int y = 0; y < rows; ++y) {
+    const float* profile = profiles.data() + static_cast<std::size_t>(std::abs(first_row + y - half) - nearest) * columns;
+    for (int x = 0; x < size; ++x) plane[static_cast<std::size_t>(y) * size + x] = profile[std::abs(x - half)];
+  }
   return plane;
 }
 

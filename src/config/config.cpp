@@ -454,7 +454,8 @@ const std::vector<Key>& keys() {
              "PREFIX-pb.fits): a Gaussian of FWHM fwhm_factor lambda / D, or the Airy pattern of a uniformly lit "
              "dish; none: apparent images only"),
       scalar("beam.dish_diameter", &Config::beam, &BeamConfig::dish_diameter_m, [](double v) { return v >= 0; },
-             "a number >= 0", "m", "dish diameter D of the beam; 0: the MS's ANTENNA DISH_DIAMETER"),
+             "a number >= 0", "m",
+             "dish diameter D of the beam; 0: the inputs' ANTENNA DISH_DIAMETER (one value, the same in every input)"),
       scalar("beam.fwhm_factor", &Config::beam, &BeamConfig::fwhm_factor, [](double v) { return v > 0; },
              "a number > 0", "", "gaussian beam: FWHM = fwhm_factor lambda / D"),
       scalar("beam.blockage", &Config::beam, &BeamConfig::blockage_m, [](double v) { return v >= 0; },

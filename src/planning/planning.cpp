@@ -391,6 +391,12 @@ Plan open_plan(const Config& config) {
       SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
                                  ms::input_name(infos.front()) + "; the inputs of a run must share one field");
   plan.primary_beam = primary_beam(config.beam, infos.front());
+  if (plan.primary_beam && config.beam.dish_diameter_m == 0)
+    for (const ms::MsInfo& info : infos)
+      if (std::abs(info.dish_diameter_m - plan.primary_beam->dish_diameter_m) > 0.01 * plan.primary_beam->dish_diameter_m)
+        SPIP_THROW(ConfigError, "beam.model = " + to_string(config.beam.model) + ": " + ms::input_name(info) +
+                                    "'s dishes (" + info.dish_range + ") differ from " + ms::input_name(infos.front()) +
+                                    "'s (" + infos.front().dish_range + "); set beam.dish_diameter");
   plan.band = ms::merge_band(infos, selected_channels(config, plan.readers));
   const bool binned = config.image.channels_out > 0 || config.image.channel_width_hz > 0;
   if (binned) plan.band = ms::bin_band(plan.band, config.image.channels_out, config.image.channel_width_hz);

@@ -23,6 +23,7 @@ fits::ImageHeader header_for(const CubeSet& cubes, const ChannelCube& cube) {
     header.beam.reset();
   }
   if (cube.kind == ChannelCubeKind::psf || cube.kind == ChannelCubeKind::pb) header.bunit = "";
+  if (cube.kind == ChannelCubeKind::pb) header.beam.reset();  // a response, not an image of the sky
   header.beam_per_plane =
       cubes.beam_per_channel && (cube.kind == ChannelCubeKind::image || cube.kind == ChannelCubeKind::image_pb);
   return header;
@@ -144,7 +145,7 @@ void write_restoring_beam(const CubeSet& cubes, const fits::Beam& beam) {
 
 void write_channel_beams(const CubeSet& cubes, const std::vector<fits::Beam>& per_channel) {
   for (const ChannelCube& cube : cubes.cubes)
-    if (cube.kind == ChannelCubeKind::image) fits::CubeFile::write_beams(cube.path, per_channel);
+    if (header_for(cubes, cube).beam_per_plane) fits::CubeFile::write_beams(cube.path, per_channel);
 }
 
 void commit_cubes(const CubeSet& cubes) {

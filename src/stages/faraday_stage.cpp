@@ -85,6 +85,7 @@ struct FaradayStage::Synthesis {
 struct FaradayStage::RowBatch {
   int first_row = 0, rows = 0;
   std::vector<std::vector<float>> planes;
+  std::vector<bool> outside;  // per pixel: where the primary beam is below beam.limit in some channel
   const std::vector<float>& of(const std::vector<int>& slots, int slot) const {
     return planes[static_cast<std::size_t>(std::find(slots.begin(), slots.end(), slot) - slots.begin())];
   }
@@ -181,16 +182,26 @@ std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::v
 
 // The residual planes are divided too, so that each pixel's FDF noise, and with it the
 // catalogue's local noise, rises towards the edge as the corrected images' noise does.
+// The beam narrows with frequency: a pixel below beam.limit in any channel is blank in
+// all of them, so that no pixel's spectrum or moments use some channels only.
 void FaradayStage::correct_for_beam(RowBatch& group) const {
   if (!beam_) return;
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
+  const auto response = [&](std::size_t c) {
+    return beam::response_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows);
+  };
+  group.outside.assign(pixels, false);
   for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
-    const std::vector<float> response =
-        beam::response_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows);
+    const std::vector<float> b = response(c);
+    for (std::size_t i = 0; i < pixels; ++i)
+      if (!(b[i] >= config_.beam.limit)) group.outside[i] = true;
+  }
+  for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
+    const std::vector<float> b = response(c);
     for (std::vector<float>& plane : group.planes)
       for (std::size_t i = 0; i < pixels; ++i) {
         float& value = plane[c * pixels + i];
-        value = response[i] >= config_.beam.limit ? value / response[i] : std::numeric_limits<float>::quiet_NaN();
+        value = group.outside[i] ? std::numeric_limits<float>::quiet_NaN() : value / b[i];
       }
   }
 }
@@ -214,11 +225,14 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   }
   if (!synthesis) return;
 
-  // Blanked channels are NaN in the cubes; with zero weight they must add nothing.
+  // Blanked channels are NaN in the cubes; with zero weight they must add nothing. Pixels
+  // outside the primary beam's limit keep a zero spectrum.
+  const auto outside = [&](std::size_t i) { return !group.outside.empty() && group.outside[i % pixels]; };
   std::vector<cfloat> p(q.size());
   for (std::size_t c = 0; c < weight.size(); ++c)
     if (weight[c] > 0)
-      for (std::size_t i = c * pixels; i < (c + 1) * pixels; ++i) p[i] = cfloat(q[i], u[i]);
+      for (std::size_t i = c * pixels; i < (c + 1) * pixels; ++i)
+        if (!outside(i)) p[i] = cfloat(q[i], u[i]);
   std::vector<float> i0;  // with faraday.fractional: each pixel's Stokes I at nu0, NaN where blanked
   if (!synthesis->log_nu_ratio.empty()) i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, sigmas, p);
   const int num_chan = static_cast<int>(weight.size());
@@ -230,8 +244,11 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
                        : faraday::synthesise_slab(synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
                                                   synthesis->rmsf_double, synthesis->settings, sigmas);
   iterations += slab.iterations;
-  // A blanked pixel (NaN i0) has a zero spectrum; its products say it was not measured.
-  auto measured = [&](std::size_t i, float value) { return i0.empty() || !std::isnan(i0[i % pixels]) ? value : NAN; };
+  // A blanked pixel (NaN i0, or outside the beam) has a zero spectrum; its products say
+  // it was not measured.
+  auto measured = [&](std::size_t i, float value) {
+    return !outside(i) && (i0.empty() || !std::isnan(i0[i % pixels])) ? value : NAN;
+  };
   std::vector<float> values(synthesis->cubes.empty() ? 0 : static_cast<std::size_t>(synthesis->settings.axis.count) * pixels);
   for (const CubeChoice& cube : synthesis->cubes) {
     const std::vector<cfloat>& source = cube.clean ? slab.clean : slab.dirty;

@@ -116,6 +116,13 @@ TEST(BeamCorrection, GivesTheTrueFluxesWhereTheApparentOnesAreAttenuated) {
   EXPECT_NEAR(pi_source, mean_pi, 0.02 * mean_pi);
   EXPECT_NEAR(pi_centre, mean_pi, 0.02 * mean_pi);
   EXPECT_NEAR(peak_phi.data[static_cast<std::size_t>(ys) * size + xs], rm, 0.5);
+  // Past the limit in any channel, every Faraday product is blank; inside, none is.
+  const auto pi_err = spip::fits::read_image((out / "spip-peak-pi-err.fits").string());
+  const auto mean_i = spip::fits::read_image((out / "spip-moment-mean-I.fits").string());
+  for (const auto* map : {&peak_pi, &peak_phi, &pi_err, &mean_i}) {
+    EXPECT_TRUE(std::isnan(map->data[0])) << map->path;                                        // a corner
+    EXPECT_FALSE(std::isnan(map->data[static_cast<std::size_t>(ys) * size + xs])) << map->path;  // the source
+  }
   // Two ranks, each correcting its own channels and row groups, give the same bits.
   const fs::path two = scratch("two-ranks");
   ASSERT_EQ(run(std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " --input.ms " + ms.string() + " --output.dir " +

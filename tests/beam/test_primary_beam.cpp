@@ -6,6 +6,8 @@
 
 #include <cmath>
 #include <numbers>
+#include <utility>
+#include <vector>
 
 #include "spip/beam/primary_beam.hpp"
 #include "spip/common/constants.hpp"
@@ -63,6 +65,24 @@ TEST(AiryBeam, HasItsNullsAndHalfPowerWhereJ1Says) {
   EXPECT_NEAR(beam.response(l_at(1.616339948310703), 0, freq), 0.5, 1e-12);
   // Half power at the FWHM of 1.029 lambda / D of a uniformly lit dish.
   EXPECT_NEAR(beam.response(std::sin(0.5 * 1.029 * lambda / dish), 0, freq), 0.5, 2e-3);
+}
+
+// The plane from one profile per row distance equals the response pixel by pixel, to
+// the bit, for even and odd sides and for rows that do and do not hold the centre.
+TEST(PrimaryBeam, ResponseRowsEqualThePixelByPixelResponse) {
+  const PrimaryBeam beam{Model::airy, dish, 1.02, 2.0};
+  const double cell = 30.0 / 206264.806;
+  for (int size : {64, 63})
+    for (const auto& [first, rows] : {std::pair{0, size}, std::pair{5, 9}, std::pair{size / 2 - 3, 7}}) {
+      const std::vector<float> plane = response_rows(beam, size, cell, freq, first, rows);
+      ASSERT_EQ(plane.size(), static_cast<std::size_t>(rows) * size);
+      for (int y = 0; y < rows; ++y)
+        for (int x = 0; x < size; ++x)
+          ASSERT_EQ(plane[static_cast<std::size_t>(y) * size + x],
+                    static_cast<float>(beam.response(-(x - size / 2) * cell, (first + y - size / 2) * cell, freq)))
+              << size << " " << first << " " << x << " " << y;
+    }
+  EXPECT_EQ(response_plane(beam, 64, cell, freq), response_rows(beam, 64, cell, freq, 0, 64));
 }
 
 TEST(PrimaryBeam, RefusesDishesBlockagesAndFactorsThatCannotBe) {
