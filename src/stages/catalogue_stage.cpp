@@ -54,7 +54,11 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   settings.rmsf_fwhm = inputs.rmsf_fwhm;
   settings.complexity = config.catalogue.complexity;
 
-  const std::vector<catalogue::Source> sources = catalogue::find_sources(maps, projection, settings);
+  std::vector<catalogue::Source> sources = catalogue::find_sources(maps, projection, settings);
+  if (const auto& beam = inputs.primary_beam)
+    for (catalogue::Source& s : sources)
+      s.beam_response = beam->response(-(s.x - base.nx / 2) * base.cell_rad, (s.y - base.ny / 2) * base.cell_rad,
+                                       inputs.reference_freq_hz);
   const fits::Table table = catalogue::catalogue_table(sources, settings);
   fits::write_table(fits_path, table);
   write_text_atomically(csv_path, catalogue::to_csv(table));

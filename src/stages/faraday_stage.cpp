@@ -310,9 +310,12 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   if (config_.catalogue.threshold > 0) {
     std::vector<std::string> maps;
     for (int map = 0; map < faraday::pixel_map_count; ++map) maps.push_back(products_.pixel_map(map));
-    const CatalogueInputs inputs{maps, products_.moment(stokes_i, 0),
+    const CatalogueInputs inputs{maps,
+                                 products_.moment(stokes_i, 0),
                                  synthesis->log_nu_ratio.empty() ? "" : products_.fracpol_map(),
-                                 synthesis->settings.fwhm};
+                                 synthesis->settings.fwhm,
+                                 beam_,
+                                 speed_of_light / std::sqrt(synthesis->setup.lambda0_sq)};
     for (const std::string& file :
          write_catalogue(config_, base_, inputs, products_.catalogue_table(), products_.catalogue_csv(), log))
       written.push_back(file);

@@ -18,6 +18,7 @@
 
 #include "scratch.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/fits/fits_table.hpp"
 
 namespace fs = std::filesystem;
 
@@ -123,6 +124,26 @@ TEST(BeamCorrection, GivesTheTrueFluxesWhereTheApparentOnesAreAttenuated) {
     EXPECT_TRUE(std::isnan(map->data[0])) << map->path;                                        // a corner
     EXPECT_FALSE(std::isnan(map->data[static_cast<std::size_t>(ys) * size + xs])) << map->path;  // the source
   }
+  // The catalogue lists each source's distance from the pointing and the beam's response
+  // there at nu0 = c / sqrt(LAMSQ0), where its peak PI is.
+  const spip::fits::Table catalogue = spip::fits::read_table((out / "spip-catalogue.fits").string());
+  // At the position the finder gives (to a fraction of a pixel), its distance is
+  // asin(sqrt(l^2 + m^2)) in the SIN projection.
+  const auto& x = catalogue.values<double>("x_pix");
+  const auto& y = catalogue.values<double>("y_pix");
+  const auto& beamdist = catalogue.values<double>("beamdist");
+  const auto& listed_response = catalogue.values<double>("beam_response");
+  const double nu_ref = 299792458.0 / std::sqrt(peak_pi.number("LAMSQ0"));
+  int listed = 0;
+  for (std::size_t row = 0; row < x.size(); ++row) {
+    if (std::abs(y[row] - ys) > 0.5 || (std::abs(x[row] - xs) > 0.5 && std::abs(x[row] - xc) > 0.5)) continue;
+    ++listed;
+    const double l = -(x[row] - size / 2) * cell, m = (y[row] - size / 2) * cell;
+    const double distance = std::asin(std::hypot(l, m));
+    EXPECT_NEAR(beamdist[row], distance * 180 / std::numbers::pi, 1e-9) << row;
+    EXPECT_NEAR(listed_response[row], distance > 0 ? airy(distance, nu_ref) : 1.0, 1e-6) << row;
+  }
+  EXPECT_EQ(listed, 2);
   // Two ranks, each correcting its own channels and row groups, give the same bits.
   const fs::path two = scratch("two-ranks");
   ASSERT_EQ(run(std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " --input.ms " + ms.string() + " --output.dir " +

@@ -2,6 +2,7 @@
 // Polarised sources from the Faraday stage's pixel maps. Islands are the connected
 // pixels whose peak PI is above `threshold` times the local FDF noise; each island's
 // components are its local PI maxima, at least a beam apart. Pure functions on images.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -60,6 +61,8 @@ struct Source {
   double snr = 0;               // PI / sigma
   double m2 = 0;                // rad/m^2
   bool faraday_complex = false;
+  double beamdist_deg = 0;      // from the pointing (the projection's centre), on the sky
+  double beam_response = std::numeric_limits<double>::quiet_NaN();  // the primary beam's there; NaN: no beam
 };
 
 // Sources sorted by falling PI.

@@ -1,8 +1,10 @@
 #pragma once
 // The polarised-source catalogue, made by rank 0 from the committed Faraday maps.
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "spip/beam/primary_beam.hpp"
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
 
@@ -15,6 +17,8 @@ struct CatalogueInputs {
   std::string mean_i;                   // the mean-I moment image
   std::string fracpol;                  // with faraday.fractional: the peak-fracpol map, else empty
   double rmsf_fwhm = 1;                 // rad/m^2
+  std::optional<beam::PrimaryBeam> primary_beam;  // beam.model's: each source's response is listed
+  double reference_freq_hz = 0;         // nu0 = c / lambda0, where the peak PI is
 };
 
 // Writes `fits_path` and `csv_path` and returns them.
