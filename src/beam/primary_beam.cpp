@@ -25,8 +25,6 @@ std::string text(double value) {
 
 }  // namespace
 
-const char* model_name(Model model) { return model == Model::gaussian ? "gaussian" : "airy"; }
-
 std::optional<Model> model_named(const std::string& name) {
   if (name == "gaussian") return Model::gaussian;
   if (name == "airy") return Model::airy;
@@ -91,6 +89,13 @@ std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_
 
 std::vector<float> response_plane(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz) {
   return response_rows(beam, size, cell_rad, freq_hz, 0, size);
+}
+
+void divide_by_response(float* values, std::size_t count, const std::vector<float>& response, double limit) {
+  for (std::size_t i = 0; i < count; ++i) {
+    const float b = response[i % response.size()];
+    values[i] = b >= limit ? values[i] / b : std::numeric_limits<float>::quiet_NaN();
+  }
 }
 
 }  // namespace spip::beam

@@ -80,7 +80,7 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
     h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: the largest");
   if (const auto& beam = plan.primary_beam) {
     std::ostringstream line;
-    line << "primary beam: " << beam::model_name(beam->model) << ", dish " << beam->dish_diameter_m << " m";
+    line << "primary beam: " << to_string(config.beam.model) << ", dish " << beam->dish_diameter_m << " m";
     if (beam->model == beam::Model::gaussian) line << ", FWHM " << beam->fwhm_factor << " lambda / D";
     if (beam->model == beam::Model::airy && beam->blockage_m > 0) line << ", blockage " << beam->blockage_m << " m";
     line << "; image-pb cubes blank below a response of " << config.beam.limit;
@@ -112,18 +112,17 @@ void write_blank_channel(const CubeSet& cubes, int plane) {
 
 void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
   write_stokes_planes(cubes, ChannelCubeKind::image, plane, restored);
-  if (!cubes.primary_beam) return;
+  const bool corrected_cubes = std::ranges::any_of(
+      cubes.cubes, [](const ChannelCube& cube) { return cube.kind == ChannelCubeKind::image_pb; });
+  if (!cubes.primary_beam || (!corrected_cubes && !cubes.products.written(ChannelCubeKind::pb))) return;
   const fits::LinearAxis& freq = *cubes.base.spectral;
   const std::vector<float> response = beam::response_plane(*cubes.primary_beam, cubes.base.nx, cubes.base.cell_rad,
                                                            freq.crval + (plane + 1 - freq.crpix) * freq.cdelt);
   if (cubes.products.written(ChannelCubeKind::pb))
     cubes.writer->planes(cubes.products.channel_cube(ChannelCubeKind::pb), plane, response);
-  const std::size_t pixels = response.size();
-  std::vector<float> corrected(restored.size());
-  for (std::size_t i = 0; i < corrected.size(); ++i) {
-    const float b = response[i % pixels];
-    corrected[i] = b >= cubes.beam_limit ? restored[i] / b : std::numeric_limits<float>::quiet_NaN();
-  }
+  if (!corrected_cubes) return;
+  std::vector<float> corrected = restored;
+  beam::divide_by_response(corrected.data(), corrected.size(), response, cubes.beam_limit);
   write_stokes_planes(cubes, ChannelCubeKind::image_pb, plane, corrected);
 }
 

@@ -187,23 +187,18 @@ std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::v
 void FaradayStage::correct_for_beam(RowBatch& group) const {
   if (!beam_) return;
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
-  const auto response = [&](std::size_t c) {
-    return beam::response_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows);
-  };
   group.outside.assign(pixels, false);
   for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
-    const std::vector<float> b = response(c);
-    for (std::size_t i = 0; i < pixels; ++i)
-      if (!(b[i] >= config_.beam.limit)) group.outside[i] = true;
-  }
-  for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
-    const std::vector<float> b = response(c);
+    const std::vector<float> response =
+        beam::response_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows);
     for (std::vector<float>& plane : group.planes)
-      for (std::size_t i = 0; i < pixels; ++i) {
-        float& value = plane[c * pixels + i];
-        value = group.outside[i] ? std::numeric_limits<float>::quiet_NaN() : value / b[i];
-      }
+      beam::divide_by_response(plane.data() + c * pixels, pixels, response, config_.beam.limit);
+    for (std::size_t i = 0; i < pixels; ++i)
+      if (!(response[i] >= config_.beam.limit)) group.outside[i] = true;
   }
+  for (std::vector<float>& plane : group.planes)
+    for (std::size_t i = 0; i < plane.size(); ++i)
+      if (group.outside[i % pixels]) plane[i] = std::numeric_limits<float>::quiet_NaN();
 }
 
 void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,

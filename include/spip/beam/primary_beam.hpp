@@ -5,6 +5,7 @@
 // and the Airy power pattern of a uniformly lit circular aperture, optionally with a
 // central blockage. Both depend on the angle from the centre only, and on frequency
 // through lambda / D.
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <vector>
@@ -13,8 +14,7 @@ namespace spip::beam {
 
 enum class Model { gaussian, airy };
 
-// "gaussian" or "airy"; the other way round, empty for any other name.
-const char* model_name(Model model);
+// The model called "gaussian" or "airy"; empty for any other name.
 std::optional<Model> model_named(const std::string& name);
 
 struct PrimaryBeam {
@@ -39,5 +39,10 @@ std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_
                                  int rows);
 // All N rows.
 std::vector<float> response_plane(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz);
+
+// The correction: each of `count` values divided by the response at its pixel, or blank
+// (NaN) where the response is below `limit`; `values` holds whole planes of
+// response.size() pixels. (Pointers, not spans: the sim room is C++17.)
+void divide_by_response(float* values, std::size_t count, const std::vector<float>& response, double limit);
 
 }  // namespace spip::beam

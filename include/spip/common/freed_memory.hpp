@@ -2,10 +2,10 @@
 // Channel images, tens of MB each, are made and freed with every channel. glibc's
 // adaptive thresholds reuse such a block, but give the top of the heap back to the
 // kernel once twice that threshold lies free there, as it does when a channel's images
-// are freed together; the next channel's are then faulted in a page at a time: three
-// 16 MB images cost 20-25 ms that way on the 2-core development VM against 6-9 ms when
-// reused, more than a GPU takes to image the channel. keep_freed_memory(), called first
-// in main(), keeps them in the process for reuse. glibc allows it for blocks up to 32 MB
+// are freed together; the next channel's are then faulted in a page at a time, which on
+// a virtual machine can take longer than a GPU takes to image the channel (one of the
+// host-path changes of docs/benchmarks.md's issue-47 runs). keep_freed_memory(), called
+// first in main(), keeps them in the process for reuse. glibc allows it for blocks up to 32 MB
 // (the most M_MMAP_THRESHOLD takes: a 1448^2 image in four Stokes parameters); larger
 // ones are still mapped and unmapped. The top of a heap is given back only past 256 MB
 // free, a few channels' images, so that a thread's heap keeps at most that much beyond
