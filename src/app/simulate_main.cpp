@@ -47,7 +47,8 @@ po::options_description options() {
      "table of time (MJD s) and ionospheric RM (rad/m^2): rotate each row's Q and U by RM(t) lambda^2")
     ("beam", po::value<std::string>(),
      "primary beam each component is seen through, at its position and frequency: gaussian or airy "
-     "(with --dish-diameter)")
+     "(with --dish-diameter), or fits (with --beam-fits; its leakages add their fractions of I to Q, U and V)")
+    ("beam-fits", po::value<std::string>(), "the beam cube of --beam fits, as spip's beam.fits")
     ("dish-diameter", po::value<double>(),
      "dish diameter [m] of --beam, also written as the ANTENNA table's DISH_DIAMETER (--telescope)")
     ("beam-fwhm-factor", po::value<double>()->default_value(1.02), "gaussian beam: FWHM = factor lambda / D")
@@ -88,11 +89,17 @@ int split(const po::variables_map& vm) {
 // --beam and its keys, checked.
 spip::beam::PrimaryBeam primary_beam(const po::variables_map& vm) {
   const std::string name = vm["beam"].as<std::string>();
+  if (name == "fits") {
+    if (!vm.count("beam-fits")) SPIP_THROW(spip::ConfigError, "--beam fits needs --beam-fits");
+    return spip::beam::cube_beam(vm["beam-fits"].as<std::string>());
+  }
   const std::optional<spip::beam::Model> model = spip::beam::model_named(name);
-  if (!model) SPIP_THROW(spip::ConfigError, "--beam " + name + ": expected gaussian or airy");
+  if (!model) SPIP_THROW(spip::ConfigError, "--beam " + name + ": expected gaussian, airy or fits");
   if (!vm.count("dish-diameter")) SPIP_THROW(spip::ConfigError, "--beam " + name + " needs --dish-diameter");
-  spip::beam::PrimaryBeam beam{*model, vm["dish-diameter"].as<double>(), vm["beam-fwhm-factor"].as<double>(),
-                               vm["blockage"].as<double>()};
+  spip::beam::PrimaryBeam beam{.model = *model,
+                               .dish_diameter_m = vm["dish-diameter"].as<double>(),
+                               .fwhm_factor = vm["beam-fwhm-factor"].as<double>(),
+                               .blockage_m = vm["blockage"].as<double>()};
   beam.check();
   return beam;
 }

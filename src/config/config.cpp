@@ -35,8 +35,12 @@ constexpr std::array<std::pair<std::string_view, Device>, 3> device_words{{
     {"auto", Device::automatic}, {"cpu", Device::cpu}, {"gpu", Device::gpu}}};
 constexpr std::array<std::pair<std::string_view, PeakSearch>, 3> peak_words{{
     {"i", PeakSearch::stokes_i}, {"pol", PeakSearch::linear_pol}, {"iquv", PeakSearch::full_stokes}}};
-constexpr std::array<std::pair<std::string_view, BeamModel>, 3> beam_model_words{{
-    {"none", BeamModel::none}, {"gaussian", BeamModel::gaussian}, {"airy", BeamModel::airy}}};
+constexpr std::array<std::pair<std::string_view, BeamModel>, 5> beam_model_words{{
+    {"none", BeamModel::none},
+    {"gaussian", BeamModel::gaussian},
+    {"airy", BeamModel::airy},
+    {"fits", BeamModel::fits},
+    {"auto", BeamModel::automatic}}};
 constexpr std::array<std::string_view, 3> column_words{"DATA", "CORRECTED_DATA", "MODEL_DATA"};
 
 // ---- text -> value: false when the text is not a value of that type --------
@@ -449,10 +453,11 @@ const std::vector<Key>& keys() {
              [](double v) { return v > 0; }, "a number > 0", "RMSF FWHM",
              "flag a source Faraday-complex when the spread m2 of its RM-CLEAN components exceeds this"),
 
-      scalar("beam.model", &Config::beam, &BeamConfig::model, any<BeamModel>, "one of none, gaussian, airy", "",
+      scalar("beam.model", &Config::beam, &BeamConfig::model, any<BeamModel>, "one of none, gaussian, airy, fits, auto", "",
              "primary beam the restored images are divided by (PREFIX-image-pb-*.fits, with the response in "
-             "PREFIX-pb.fits): a Gaussian of FWHM fwhm_factor lambda / D, or the Airy pattern of a uniformly lit "
-             "dish; none: apparent images only"),
+             "PREFIX-pb.fits): a Gaussian of FWHM fwhm_factor lambda / D, the Airy pattern of a uniformly lit "
+             "dish, the cube beam.fits, or auto: the model of the telescope the inputs name (VLA, ATCA, MeerKAT, "
+             "ASKAP); none: apparent images only"),
       scalar("beam.dish_diameter", &Config::beam, &BeamConfig::dish_diameter_m, [](double v) { return v >= 0; },
              "a number >= 0", "m",
              "dish diameter D of the beam; 0: the inputs' ANTENNA DISH_DIAMETER (one value, the same in every input)"),
@@ -464,6 +469,10 @@ const std::vector<Key>& keys() {
              "a number in (0, 1)", "",
              "the corrected images are blank where the beam's response is below this (noise there is amplified "
              "more than 1 / limit times and the beam model is least certain)"),
+      scalar("beam.fits", &Config::beam, &BeamConfig::fits, any<std::string>, "a file name, or nothing", "",
+             "fits beam: a cube with RA---SIN and DEC--SIN axes centred on the pointing, a FREQ axis and optionally "
+             "a STOKES axis of I (the response) or I, Q, U, V (the response, then the leakages I -> Q, U, V as "
+             "fractions of I), interpolated bilinearly in position and linearly in frequency"),
 
       scalar("output.dir", &Config::output, &OutputConfig::dir, non_empty,
              "a non-empty path", "", "directory for the output images"),
@@ -695,6 +704,16 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                                   " pixels is too large for image.size " + std::to_string(config.image.size) +
                                   ": expected kernels of at most half the image (scales <= " +
                                   std::to_string(config.image.size / 2 - 2) + ")");
+  // A beam product named without a beam, or a cube without its model, would be dropped silently.
+  const BeamConfig& beam = config.beam;
+  if (beam.model == BeamModel::none && config.output.channel_cubes != channel_cube_names())
+    for (const std::string& name : config.output.channel_cubes)
+      if (name == "pb" || name.starts_with("image-pb"))
+        SPIP_THROW(ConfigError, "output.channel_cubes names " + name +
+                                    ", which needs a primary beam: expected beam.model gaussian, airy, fits or auto");
+  if (!beam.fits.empty() && beam.model != BeamModel::fits)
+    SPIP_THROW(ConfigError, "beam.fits = " + beam.fits + " is set but beam.model is " + to_string(beam.model) +
+                                ": expected beam.model fits, or no beam.fits");
   if ((parsed.action == CommandAction::run || parsed.action == CommandAction::plan) && input.ms.empty())
     SPIP_THROW(ConfigError,
                "input.ms is not set: expected one or more Measurement Set paths, as "

@@ -71,7 +71,8 @@ void validate(const ImageHeader& h, const std::string& path) {
     if (!std::isfinite(s.crval) || !std::isfinite(s.crpix) || !std::isfinite(s.cdelt) || s.cdelt == 0)
       invalid(path, "third axis needs finite CRVAL/CRPIX and a non-zero CDELT");
   }
-  if (h.stokes && (static_cast<int>(*h.stokes) < 1 || static_cast<int>(*h.stokes) > 4))
+  if (h.stokes && (static_cast<int>(*h.stokes) < 1 || static_cast<int>(*h.stokes) + h.stokes_planes - 1 > 4 ||
+                   h.stokes_planes < 1))
     invalid(path, "Stokes code " + std::to_string(static_cast<int>(*h.stokes)) + " is not I, Q, U or V");
   if (h.beam && !(std::isfinite(h.beam->major_rad) && std::isfinite(h.beam->minor_rad) &&
                   std::isfinite(h.beam->pa_rad)))
@@ -98,7 +99,7 @@ std::vector<AxisSpec> axes_of(const ImageHeader& h) {
     const LinearAxis& s = *h.spectral;
     axes.push_back({s.ctype, s.cunit, s.crval, s.cdelt, s.crpix, s.size});
   }
-  if (h.stokes) axes.push_back({"STOKES", "", static_cast<double>(*h.stokes), 1.0, 1.0, 1});
+  if (h.stokes) axes.push_back({"STOKES", "", static_cast<double>(*h.stokes), 1.0, 1.0, h.stokes_planes});
   return axes;
 }
 

@@ -152,6 +152,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   }
   out << "\n" << plan_memory(memory_needs(config, plan, 0, basis)).describe() << " (rank 0)\n";
   out << "products: " << product_summary(plan.products) << "\n";
+  if (plan.primary_beam) out << "primary beam: " << plan.primary_beam->describe() << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";
   for (int n = 1; n <= num_chan; n *= 2) {

@@ -363,16 +363,30 @@ bool stored_numbering(const Plan& plan, bool binned) {
 // channels and their Faraday depths, the image and grid.
 namespace {
 
-// beam.model with its dish: beam.dish_diameter, or the first input's antennas'.
+// beam.model with its dish (beam.dish_diameter, or the first input's antennas') or its cube.
 std::optional<beam::PrimaryBeam> primary_beam(const BeamConfig& config, const ms::MsInfo& info) {
   if (config.model == BeamModel::none) return std::nullopt;
+  if (config.model == BeamModel::fits) {
+    if (config.fits.empty()) SPIP_THROW(ConfigError, "beam.model = fits needs beam.fits, the beam cube");
+    return beam::cube_beam(config.fits);
+  }
+  if (config.model == BeamModel::automatic) {
+    std::optional<beam::PrimaryBeam> beam = beam::telescope_beam(info.telescope);
+    if (!beam)
+      SPIP_THROW(ConfigError, "beam.model = auto: " + ms::input_name(info) + " names the telescope '" + info.telescope +
+                                  "', which has no beam model here (" + beam::known_telescopes() +
+                                  " have); set beam.model to gaussian or airy with beam.dish_diameter, or fits with beam.fits");
+    return beam;
+  }
   const double dish = config.dish_diameter_m > 0 ? config.dish_diameter_m : info.dish_diameter_m;
   if (!(dish > 0))
     SPIP_THROW(ConfigError, "beam.model = " + to_string(config.model) + " needs one dish diameter, but " +
                                 ms::input_name(info) + "'s ANTENNA table has " + info.dish_range +
                                 "; set beam.dish_diameter");
-  beam::PrimaryBeam beam{config.model == BeamModel::gaussian ? beam::Model::gaussian : beam::Model::airy, dish,
-                         config.fwhm_factor, config.blockage_m};
+  beam::PrimaryBeam beam{.model = config.model == BeamModel::gaussian ? beam::Model::gaussian : beam::Model::airy,
+                         .dish_diameter_m = dish,
+                         .fwhm_factor = config.fwhm_factor,
+                         .blockage_m = config.blockage_m};
   beam.check();
   return beam;
 }
@@ -391,7 +405,9 @@ Plan open_plan(const Config& config) {
       SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
                                  ms::input_name(infos.front()) + "; the inputs of a run must share one field");
   plan.primary_beam = primary_beam(config.beam, infos.front());
-  if (plan.primary_beam && config.beam.dish_diameter_m == 0)
+  const bool dish_from_inputs = (config.beam.model == BeamModel::gaussian || config.beam.model == BeamModel::airy) &&
+                                config.beam.dish_diameter_m == 0;
+  if (dish_from_inputs)
     for (const ms::MsInfo& info : infos)
       if (std::abs(info.dish_diameter_m - plan.primary_beam->dish_diameter_m) > 0.01 * plan.primary_beam->dish_diameter_m)
         SPIP_THROW(ConfigError, "beam.model = " + to_string(config.beam.model) + ": " + ms::input_name(info) +
@@ -403,6 +419,8 @@ Plan open_plan(const Config& config) {
   plan.chan_begin = stored_numbering(plan, binned) ? plan.band.channels.front().parts.front().channel : 0;
   plan.chan_end = plan.chan_begin + plan.band.size();
   plan.freq_hz = plan.band.freq_hz();
+  if (plan.primary_beam)
+    plan.primary_beam->check_band(plan.freq_hz.front(), plan.freq_hz.back());
   for (const ms::MsReader& reader : plan.readers)
     for (int s = 0; s < ms::num_stokes; ++s) plan.stokes[s] = plan.stokes[s] || reader.info().stokes_determined[s];
   if (plan.freq_hz.size() >= 2 && plan.polarised())

@@ -173,8 +173,14 @@ void predict(const SkyModel& sky, double ra0, double dec0, const double* uvw_m, 
     for (std::size_t c = 0; c < num_chan; ++c) {
       const double seen = primary_beam ? primary_beam->response(lmn[s].l, lmn[s].m, freq_hz[c]) : 1.0;
       const double i = seen * comp.stokes_i(freq_hz[c]);
-      const std::complex<double> p = seen * comp.linear_pol(freq_hz[c]);
-      const std::complex<double> iv(0.0, seen * comp.stokes_v(freq_hz[c]));
+      std::complex<double> p = seen * comp.linear_pol(freq_hz[c]);
+      double v = seen * comp.stokes_v(freq_hz[c]);
+      if (primary_beam && primary_beam->has_leakage()) {
+        const auto leaked = [&](int stokes) { return primary_beam->leakage(stokes, lmn[s].l, lmn[s].m, freq_hz[c]) * i; };
+        p += std::complex<double>(leaked(1), leaked(2));
+        v += leaked(3);
+      }
+      const std::complex<double> iv(0.0, v);
       std::complex<double>* b = &brightness[(s * num_chan + c) * 4];
       b[0] = i + p.real();
       b[1] = p.imag() + iv;

@@ -80,10 +80,8 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
     h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: the largest");
   if (const auto& beam = plan.primary_beam) {
     std::ostringstream line;
-    line << "primary beam: " << to_string(config.beam.model) << ", dish " << beam->dish_diameter_m << " m";
-    if (beam->model == beam::Model::gaussian) line << ", FWHM " << beam->fwhm_factor << " lambda / D";
-    if (beam->model == beam::Model::airy && beam->blockage_m > 0) line << ", blockage " << beam->blockage_m << " m";
-    line << "; image-pb cubes blank below a response of " << config.beam.limit;
+    line << "primary beam: " << to_string(config.beam.model) << ", " << beam->describe()
+         << "; image-pb cubes blank below a response of " << config.beam.limit;
     h.history.push_back(line.str());
   }
   return cubes;
@@ -116,13 +114,18 @@ void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& r
       cubes.cubes, [](const ChannelCube& cube) { return cube.kind == ChannelCubeKind::image_pb; });
   if (!cubes.primary_beam || (!corrected_cubes && !cubes.products.written(ChannelCubeKind::pb))) return;
   const fits::LinearAxis& freq = *cubes.base.spectral;
-  const std::vector<float> response = beam::response_plane(*cubes.primary_beam, cubes.base.nx, cubes.base.cell_rad,
-                                                           freq.crval + (plane + 1 - freq.crpix) * freq.cdelt);
+  const double freq_hz = freq.crval + (plane + 1 - freq.crpix) * freq.cdelt;
+  const beam::PrimaryBeam& primary_beam = *cubes.primary_beam;
+  const std::vector<float> response = beam::response_plane(primary_beam, cubes.base.nx, cubes.base.cell_rad, freq_hz);
   if (cubes.products.written(ChannelCubeKind::pb))
     cubes.writer->planes(cubes.products.channel_cube(ChannelCubeKind::pb), plane, response);
   if (!corrected_cubes) return;
   std::vector<float> corrected = restored;
-  beam::divide_by_response(corrected.data(), corrected.size(), response, cubes.beam_limit);
+  float* const stokes[4] = {&corrected[0], &corrected[response.size()], &corrected[2 * response.size()],
+                            &corrected[3 * response.size()]};
+  beam::correct_stokes(stokes, response,
+                       beam::leakage_rows(primary_beam, cubes.base.nx, cubes.base.cell_rad, freq_hz, 0, cubes.base.ny),
+                       cubes.beam_limit);
   write_stokes_planes(cubes, ChannelCubeKind::image_pb, plane, corrected);
 }
 

@@ -191,8 +191,15 @@ void FaradayStage::correct_for_beam(RowBatch& group) const {
   for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
     const std::vector<float> response =
         beam::response_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows);
-    for (std::vector<float>& plane : group.planes)
-      beam::divide_by_response(plane.data() + c * pixels, pixels, response, config_.beam.limit);
+    float* image[4];
+    for (int stokes : {stokes_i, stokes_q, stokes_u, stokes_v})  // slots_ begin with them
+      image[stokes] = group.planes[static_cast<std::size_t>(stokes)].data() + c * pixels;
+    beam::correct_stokes(image, response,
+                         beam::leakage_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows),
+                         config_.beam.limit);
+    // The residuals' leaked Stokes I is a beam leakage's fraction (~1 %) of their noise: they are only divided.
+    for (std::size_t k = 4; k < group.planes.size(); ++k)
+      beam::divide_by_response(group.planes[k].data() + c * pixels, pixels, response, config_.beam.limit);
     for (std::size_t i = 0; i < pixels; ++i)
       if (!(response[i] >= config_.beam.limit)) group.outside[i] = true;
   }

@@ -693,12 +693,14 @@ TEST(SpipSimulate, WritesAnMsThatSpipReads) {
   EXPECT_NEAR(std::stod(match[1]), 0.5, 0.02);
 }
 
-// --beam is refused in one line without its dish, or with a model spip does not have.
+// --beam is refused in one line without its dish or cube, or with a model spip does not have.
 TEST(SpipSimulate, RefusesABeamWithoutItsDishInOneLine) {
   const std::string base = std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
                            oskar_ms + " --out " + scratch("beam.ms").string();
   for (const auto& [args, says] : {std::pair{" --beam airy", "--beam airy needs --dish-diameter"},
-                                   std::pair{" --beam cosine --dish-diameter 25", "--beam cosine: expected gaussian or airy"},
+                                   std::pair{" --beam cosine --dish-diameter 25", "--beam cosine: expected gaussian, airy or fits"},
+                                   std::pair{" --beam fits", "--beam fits needs --beam-fits"},
+                                   std::pair{" --beam fits --beam-fits nowhere.fits", "beam cube nowhere.fits: no such file"},
                                    std::pair{" --beam airy --dish-diameter 25 --blockage 30", "blockage of 30 m"}}) {
     const Outcome outcome = run(base + args);
     EXPECT_NE(outcome.exit_code, 0) << args;

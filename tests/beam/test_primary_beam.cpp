@@ -23,7 +23,7 @@ const double lambda = speed_of_light / freq;
 double l_at(double x, double diameter = dish) { return x * lambda / (std::numbers::pi * diameter); }
 
 TEST(GaussianBeam, IsHalfPowerAtHalfItsFwhmAndOneAtTheCentre) {
-  const PrimaryBeam beam{Model::gaussian, dish, 1.02, 0};
+  const PrimaryBeam beam{.model = Model::gaussian, .dish_diameter_m = dish, .fwhm_factor = 1.02, .blockage_m = 0};
   const double fwhm = 1.02 * lambda / dish;
   EXPECT_EQ(beam.response(0, 0, freq), 1.0);
   EXPECT_NEAR(beam.response(std::sin(0.5 * fwhm), 0, freq), 0.5, 1e-12);
@@ -34,7 +34,7 @@ TEST(GaussianBeam, IsHalfPowerAtHalfItsFwhmAndOneAtTheCentre) {
 }
 
 TEST(GaussianBeam, ShrinksAsOneOverFrequency) {
-  const PrimaryBeam beam{Model::gaussian, dish, 1.09, 0};
+  const PrimaryBeam beam{.model = Model::gaussian, .dish_diameter_m = dish, .fwhm_factor = 1.09, .blockage_m = 0};
   for (double theta : {0.001, 0.005, 0.01})
     EXPECT_NEAR(beam.response(std::sin(theta), 0, 2 * freq), beam.response(std::sin(2 * theta), 0, freq), 1e-12);
 }
@@ -42,13 +42,13 @@ TEST(GaussianBeam, ShrinksAsOneOverFrequency) {
 // SciPy 1.17.1: float((2 * j1(x) / x)**2), and with a blockage of a tenth of the
 // diameter, ((2 j1(x)/x - 0.01 * 2 j1(0.1 x)/(0.1 x)) / 0.99)**2.
 TEST(AiryBeam, EqualsScipysBesselPattern) {
-  const PrimaryBeam open{Model::airy, dish, 1.02, 0};
+  const PrimaryBeam open{.model = Model::airy, .dish_diameter_m = dish};
   const struct {
     double x, power;
   } scipy[] = {{0.5, 0.9391040893465944},  {1.0, 0.7745780720578365},  {2.5, 0.15814562989104777},
                {5.0, 0.017169294621626904}, {9.0, 0.0029717467966319357}};
   for (const auto& [x, power] : scipy) EXPECT_NEAR(open.response(l_at(x), 0, freq), power, 1e-12 * power) << x;
-  const PrimaryBeam blocked{Model::airy, dish, 1.02, 0.1 * dish};
+  const PrimaryBeam blocked{.model = Model::airy, .dish_diameter_m = dish, .blockage_m = 0.1 * dish};
   const struct {
     double x, power;
   } scipy_blocked[] = {{1.0, 0.7724699441401697}, {3.0, 0.04767005516182142}, {6.0, 0.010570467754449659}};
@@ -57,7 +57,7 @@ TEST(AiryBeam, EqualsScipysBesselPattern) {
 }
 
 TEST(AiryBeam, HasItsNullsAndHalfPowerWhereJ1Says) {
-  const PrimaryBeam beam{Model::airy, dish, 1.02, 0};
+  const PrimaryBeam beam{.model = Model::airy, .dish_diameter_m = dish, .fwhm_factor = 1.02, .blockage_m = 0};
   EXPECT_EQ(beam.response(0, 0, freq), 1.0);
   // The first two zeros of J1, and 2 J1(x) / x = 1 / sqrt(2).
   EXPECT_LT(beam.response(l_at(3.8317059702075123), 0, freq), 1e-18);
@@ -70,7 +70,7 @@ TEST(AiryBeam, HasItsNullsAndHalfPowerWhereJ1Says) {
 // The plane from one profile per row distance equals the response pixel by pixel, to
 // the bit, for even and odd sides and for rows that do and do not hold the centre.
 TEST(PrimaryBeam, ResponseRowsEqualThePixelByPixelResponse) {
-  const PrimaryBeam beam{Model::airy, dish, 1.02, 2.0};
+  const PrimaryBeam beam{.model = Model::airy, .dish_diameter_m = dish, .fwhm_factor = 1.02, .blockage_m = 2.0};
   const double cell = 30.0 / 206264.806;
   for (int size : {64, 63})
     for (const auto& [first, rows] : {std::pair{0, size}, std::pair{5, 9}, std::pair{size / 2 - 3, 7}}) {
@@ -86,11 +86,11 @@ TEST(PrimaryBeam, ResponseRowsEqualThePixelByPixelResponse) {
 }
 
 TEST(PrimaryBeam, RefusesDishesBlockagesAndFactorsThatCannotBe) {
-  EXPECT_THROW((PrimaryBeam{Model::gaussian, 0, 1.02, 0}.check()), ConfigError);
-  EXPECT_THROW((PrimaryBeam{Model::gaussian, 25, -1, 0}.check()), ConfigError);
-  EXPECT_THROW((PrimaryBeam{Model::airy, 25, 1.02, 25}.check()), ConfigError);
-  EXPECT_THROW((PrimaryBeam{Model::airy, 25, 1.02, -1}.check()), ConfigError);
-  EXPECT_NO_THROW((PrimaryBeam{Model::airy, 25, 1.02, 2}.check()));
+  EXPECT_THROW((PrimaryBeam{.model = Model::gaussian, .dish_diameter_m = 0, .fwhm_factor = 1.02, .blockage_m = 0}.check()), ConfigError);
+  EXPECT_THROW((PrimaryBeam{.model = Model::gaussian, .dish_diameter_m = 25, .fwhm_factor = -1, .blockage_m = 0}.check()), ConfigError);
+  EXPECT_THROW((PrimaryBeam{.model = Model::airy, .dish_diameter_m = 25, .fwhm_factor = 1.02, .blockage_m = 25}.check()), ConfigError);
+  EXPECT_THROW((PrimaryBeam{.model = Model::airy, .dish_diameter_m = 25, .fwhm_factor = 1.02, .blockage_m = -1}.check()), ConfigError);
+  EXPECT_NO_THROW((PrimaryBeam{.model = Model::airy, .dish_diameter_m = 25, .fwhm_factor = 1.02, .blockage_m = 2}.check()));
   EXPECT_EQ(model_named("airy"), Model::airy);
   EXPECT_EQ(model_named("gaussian"), Model::gaussian);
   EXPECT_FALSE(model_named("cosine").has_value());

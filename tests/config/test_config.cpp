@@ -208,6 +208,21 @@ TEST(Config, BeamKeys) {
   EXPECT_EQ(set.beam.blockage_m, 1.5);
   EXPECT_EQ(set.beam.limit, 0.1);
   EXPECT_NE(to_ini(set).find("[beam]\nmodel = airy\n"), std::string::npos) << to_ini(set);
+  EXPECT_TRUE(defaults.beam.fits.empty());
+  const Config cube = parse({"--input.ms", "a.ms", "--beam.model", "fits", "--beam.fits", "askap.fits"}).config;
+  EXPECT_EQ(cube.beam.model, BeamModel::fits);
+  EXPECT_EQ(cube.beam.fits, "askap.fits");
+  EXPECT_NE(to_ini(cube).find("fits = askap.fits\n"), std::string::npos) << to_ini(cube);
+  EXPECT_EQ(parse({"--input.ms", "a.ms", "--beam.model", "auto"}).config.beam.model, BeamModel::automatic);
+  EXPECT_NE(to_ini(parse({"--input.ms", "a.ms", "--beam.model", "auto"}).config).find("[beam]\nmodel = auto\n"),
+            std::string::npos);
+  // Beam products named without a beam, and a cube without its model, are refused.
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--output.channel_cubes", "image,image-pb-Q"}); },
+                      {"output.channel_cubes names image-pb-Q, which needs a primary beam"});
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--output.channel_cubes", "pb"}); }, {"beam.model"});
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--beam.model", "airy", "--beam.fits", "b.fits"}); },
+                      {"beam.fits = b.fits is set but beam.model is airy"});
+  EXPECT_NO_THROW(parse({"--input.ms", "a.ms", "--output.channel_cubes", "image,pb", "--beam.model", "auto"}));
 }
 
 TEST(Config, MultiscaleKeys) {
@@ -508,7 +523,8 @@ TEST(Config, ChannelCubeSelection) {
   EXPECT_EQ(Config{}.output.channel_cubes, channel_cube_names());
   EXPECT_EQ(channel_cube_names().size(), 22u);
   const auto cubes = [](const std::string& value) {
-    return parse({"--input.ms", "a.ms", "--output.channel_cubes", value}).config.output.channel_cubes;
+    return parse({"--input.ms", "a.ms", "--output.channel_cubes", value, "--beam.model", "auto"})
+        .config.output.channel_cubes;
   };
   EXPECT_TRUE(cubes("none").empty());
   EXPECT_EQ(cubes("all"), channel_cube_names());

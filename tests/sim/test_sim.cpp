@@ -200,7 +200,9 @@ TEST(Simulator, APrimaryBeamAttenuatesEachComponentAtItsDistanceAndFrequency) {
   array.dish_diameter_m = 25.0;
   array.apparent_phase_centre = false;
   Corruption seen;
-  seen.primary_beam = spip::beam::PrimaryBeam{spip::beam::Model::gaussian, 25.0, 1.02, 0.0};
+  spip::beam::PrimaryBeam gaussian;  // the default model, FWHM 1.02 lambda / D
+  gaussian.dish_diameter_m = 25.0;
+  seen.primary_beam = gaussian;
   spip::sim::simulate_from_array(array, scratch("true.ms"), sky, {});
   spip::sim::simulate_from_array(array, scratch("seen.ms"), sky, seen);
   const cc::Array<cc::Complex> truth = column_data(scratch("true.ms")), apparent = column_data(scratch("seen.ms"));

@@ -13,7 +13,7 @@ enum class Device { automatic, cpu, gpu };
 // What the joined-polarisation CLEAN searches: |I|, P = |Q + iU|, or sqrt(I^2+Q^2+U^2+V^2).
 enum class PeakSearch { stokes_i, linear_pol, full_stokes };
 // The primary-beam model the images are corrected with (beam room): none, or an analytic one.
-enum class BeamModel { none, gaussian, airy };
+enum class BeamModel { none, gaussian, airy, fits, automatic };
 
 struct InputConfig {
   std::vector<std::string> ms;        // one or more Measurement Set paths
@@ -101,6 +101,7 @@ struct BeamConfig {
   double fwhm_factor = 1.02;          // gaussian: FWHM = fwhm_factor lambda / D
   double blockage_m = 0;              // airy: diameter of the central blockage
   double limit = 0.2;                 // corrected images are blank where the response is below this
+  std::string fits;                   // fits: the beam cube
 };
 
 // The per-channel cubes spip can write, as output.channel_cubes names them: each

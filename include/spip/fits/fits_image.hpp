@@ -39,6 +39,7 @@ struct ImageHeader {
   double cell_rad = 0;             // pixel size; CDELT1 = -cell, CDELT2 = +cell (in degrees)
   std::optional<LinearAxis> spectral;
   std::optional<Stokes> stokes;
+  int stokes_planes = 1;           // the STOKES axis's length: stokes, then the parameters after it
   std::string bunit = "Jy/beam";   // "Jy/pixel" for models
   std::optional<Beam> beam;        // BMAJ/BMIN/BPA on restored products
   bool beam_per_plane = false;     // CASAMBM = T: CubeFile::write_beams adds the planes' own beams
@@ -48,7 +49,7 @@ struct ImageHeader {
   std::map<std::string, double> extra_keys;  // e.g. LAMSQ0
   std::vector<std::string> history;
 
-  int planes() const { return spectral ? spectral->size : 1; }
+  int planes() const { return (spectral ? spectral->size : 1) * (stokes ? stokes_planes : 1); }
 };
 
 // Writes a complete image or cube under a temporary name and renames it.
