@@ -89,6 +89,8 @@ int split(const po::variables_map& vm) {
 // --beam and its keys, checked.
 spip::beam::PrimaryBeam primary_beam(const po::variables_map& vm) {
   const std::string name = vm["beam"].as<std::string>();
+  if (name != "fits" && vm.count("beam-fits"))
+    SPIP_THROW(spip::ConfigError, "--beam-fits goes with --beam fits, not --beam " + name);
   if (name == "fits") {
     if (!vm.count("beam-fits")) SPIP_THROW(spip::ConfigError, "--beam fits needs --beam-fits");
     return spip::beam::cube_beam(vm["beam-fits"].as<std::string>());

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <filesystem>
 #include <memory>
-#include <numeric>
 #include <string>
 
 #include "spip/beam/primary_beam.hpp"
@@ -81,25 +80,31 @@ BeamCube read_beam_cube(const std::string& path) {
   const long planes = image.shape[fa];
   const double crval = image.number(key("CRVAL", fa)), cdelt = number_or(image, key("CDELT", fa), 0);
   const double crpix = number_or(image, key("CRPIX", fa), 1);
-  if (!(crval > 0) || (planes > 1 && !(cdelt != 0)) || !std::isfinite(cdelt))
-    refuse(path, "its FREQ axis needs CRVAL > 0 and, with several planes, a non-zero CDELT");
-  std::vector<std::size_t> order(static_cast<std::size_t>(planes));
-  std::iota(order.begin(), order.end(), 0);
-  if (cdelt < 0) std::ranges::reverse(order);
-  for (std::size_t p : order) cube.freq_hz.push_back(crval + (static_cast<double>(p) + 1 - crpix) * cdelt);
-  if (!(cube.freq_hz.front() > 0)) refuse(path, "its FREQ axis reaches frequencies <= 0");
-  cube.lowest_hz = cube.freq_hz.front() - std::abs(cdelt) / 2;
-  cube.highest_hz = cube.freq_hz.back() + std::abs(cdelt) / 2;
+  if (!(crval > 0) || !(cdelt != 0) || !std::isfinite(cdelt))
+    refuse(path, "its FREQ axis needs CRVAL > 0 and a non-zero CDELT (a plane's width)");
 
   // FITS order: x, y, then axes 3 and 4 in the file's order.
   const std::size_t plane_pixels = static_cast<std::size_t>(cube.nx) * cube.ny;
   const std::size_t freq_stride = fa == 2 ? 1 : static_cast<std::size_t>(stokes);
   const std::size_t stokes_stride = fa == 2 ? static_cast<std::size_t>(planes) : 1;
+  const auto plane = [&](std::size_t p, std::size_t s) {
+    return image.data.data() + (p * freq_stride + s * stokes_stride) * plane_pixels;
+  };
+  // Planes by ascending frequency; a wholly blank one (a flagged channel of spip's own pb
+  // cube) is left out, so that its neighbours are interpolated across it.
+  std::vector<std::size_t> order;
+  for (std::size_t p = 0; p < static_cast<std::size_t>(planes); ++p)
+    if (std::any_of(plane(p, 0), plane(p, 0) + plane_pixels, [](float v) { return std::isfinite(v); }))
+      order.push_back(p);
+  if (order.empty()) refuse(path, "every plane is blank");
+  if (cdelt < 0) std::ranges::reverse(order);
+  for (std::size_t p : order) cube.freq_hz.push_back(crval + (static_cast<double>(p) + 1 - crpix) * cdelt);
+  if (!(cube.freq_hz.front() > 0)) refuse(path, "its FREQ axis reaches frequencies <= 0");
+  cube.lowest_hz = cube.freq_hz.front() - std::abs(cdelt) / 2;
+  cube.highest_hz = cube.freq_hz.back() + std::abs(cdelt) / 2;
   const auto copy_planes = [&](std::size_t s, std::vector<float>& to) {
-    for (std::size_t p : order) {
-      const float* from = image.data.data() + (p * freq_stride + s * stokes_stride) * plane_pixels;
-      for (std::size_t i = 0; i < plane_pixels; ++i) to.push_back(std::isfinite(from[i]) ? from[i] : 0.0f);
-    }
+    for (std::size_t p : order)
+      for (std::size_t i = 0; i < plane_pixels; ++i) to.push_back(std::isfinite(plane(p, s)[i]) ? plane(p, s)[i] : 0.0f);
   };
   copy_planes(0, cube.response);
   for (std::size_t s = 1; s < static_cast<std::size_t>(stokes); ++s) copy_planes(s, cube.leakage);

@@ -122,7 +122,8 @@ std::string PrimaryBeam::describe() const {
   std::ostringstream line;
   if (!name.empty()) line << name;
   if (model == Model::cube) return line.str();
-  if (name.empty()) line << (model == Model::gaussian ? "gaussian" : "airy");
+  constexpr const char* model_names[] = {"gaussian", "airy", "cosine taper", "polynomial"};
+  if (name.empty()) line << model_names[static_cast<int>(model)];
   line << ", dish " << dish_diameter_m << " m";
   if (name.empty() && model == Model::gaussian) line << ", FWHM " << fwhm_factor << " lambda / D";
   if (model == Model::airy && blockage_m > 0) line << ", blockage " << blockage_m << " m";

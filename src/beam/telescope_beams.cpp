@@ -12,11 +12,13 @@
 namespace spip::beam {
 namespace {
 
-// The end of a fit's main lobe in arcmin GHz: where the polynomial stops falling.
+// The end of a fit's main lobe in arcmin GHz: where the polynomial first reaches 0 (L to
+// Q band) or stops falling (P band, at 54.6 arcmin GHz and a response of 0.14, below
+// the default beam.limit), the response 0 beyond.
 double main_lobe_end(const PolynomialFit& fit) {
   constexpr double step = 0.01;
   double r = 0;
-  while (r < 200 && fit.polynomial(r + step) < fit.polynomial(r)) r += step;
+  while (r < 200 && fit.polynomial(r + step) < fit.polynomial(r) && fit.polynomial(r + step) > 0) r += step;
   return r;
 }
 

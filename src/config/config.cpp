@@ -714,6 +714,13 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
   if (!beam.fits.empty() && beam.model != BeamModel::fits)
     SPIP_THROW(ConfigError, "beam.fits = " + beam.fits + " is set but beam.model is " + to_string(beam.model) +
                                 ": expected beam.model fits, or no beam.fits");
+  const BeamConfig analytic_defaults;
+  if ((beam.model == BeamModel::fits || beam.model == BeamModel::automatic) &&
+      (beam.dish_diameter_m != analytic_defaults.dish_diameter_m || beam.fwhm_factor != analytic_defaults.fwhm_factor ||
+       beam.blockage_m != analytic_defaults.blockage_m))
+    SPIP_THROW(ConfigError, "beam.model = " + to_string(beam.model) +
+                                " takes its beam whole: beam.dish_diameter, beam.fwhm_factor and beam.blockage "
+                                "shape gaussian and airy beams only");
   if ((parsed.action == CommandAction::run || parsed.action == CommandAction::plan) && input.ms.empty())
     SPIP_THROW(ConfigError,
                "input.ms is not set: expected one or more Measurement Set paths, as "

@@ -71,9 +71,11 @@ void validate(const ImageHeader& h, const std::string& path) {
     if (!std::isfinite(s.crval) || !std::isfinite(s.crpix) || !std::isfinite(s.cdelt) || s.cdelt == 0)
       invalid(path, "third axis needs finite CRVAL/CRPIX and a non-zero CDELT");
   }
-  if (h.stokes && (static_cast<int>(*h.stokes) < 1 || static_cast<int>(*h.stokes) + h.stokes_planes - 1 > 4 ||
-                   h.stokes_planes < 1))
+  if (h.stokes && (static_cast<int>(*h.stokes) < 1 || static_cast<int>(*h.stokes) > 4))
     invalid(path, "Stokes code " + std::to_string(static_cast<int>(*h.stokes)) + " is not I, Q, U or V");
+  if (h.stokes && (h.stokes_planes < 1 || static_cast<int>(*h.stokes) + h.stokes_planes - 1 > 4))
+    invalid(path, std::to_string(h.stokes_planes) + " Stokes planes from code " +
+                      std::to_string(static_cast<int>(*h.stokes)) + " run past V");
   if (h.beam && !(std::isfinite(h.beam->major_rad) && std::isfinite(h.beam->minor_rad) &&
                   std::isfinite(h.beam->pa_rad)))
     invalid(path, "beam is not finite");

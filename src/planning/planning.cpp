@@ -363,14 +363,21 @@ bool stored_numbering(const Plan& plan, bool binned) {
 // channels and their Faraday depths, the image and grid.
 namespace {
 
-// beam.model with its dish (beam.dish_diameter, or the first input's antennas') or its cube.
-std::optional<beam::PrimaryBeam> primary_beam(const BeamConfig& config, const ms::MsInfo& info) {
+// beam.model with its dish (beam.dish_diameter, or the first input's antennas'), its cube
+// or the inputs' telescope.
+std::optional<beam::PrimaryBeam> primary_beam(const BeamConfig& config, const std::vector<ms::MsInfo>& infos) {
+  const ms::MsInfo& info = infos.front();
   if (config.model == BeamModel::none) return std::nullopt;
   if (config.model == BeamModel::fits) {
     if (config.fits.empty()) SPIP_THROW(ConfigError, "beam.model = fits needs beam.fits, the beam cube");
     return beam::cube_beam(config.fits);
   }
   if (config.model == BeamModel::automatic) {
+    for (const ms::MsInfo& other : infos)
+      if (other.telescope != info.telescope)
+        SPIP_THROW(ConfigError, "beam.model = auto: " + ms::input_name(info) + " names the telescope '" +
+                                    info.telescope + "' and " + ms::input_name(other) + " '" + other.telescope +
+                                    "'; expected one telescope, or beam.model gaussian, airy or fits");
     std::optional<beam::PrimaryBeam> beam = beam::telescope_beam(info.telescope);
     if (!beam)
       SPIP_THROW(ConfigError, "beam.model = auto: " + ms::input_name(info) + " names the telescope '" + info.telescope +
@@ -404,7 +411,7 @@ Plan open_plan(const Config& config) {
         std::abs(info.dec_rad - infos.front().dec_rad) > same_direction_rad)
       SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
                                  ms::input_name(infos.front()) + "; the inputs of a run must share one field");
-  plan.primary_beam = primary_beam(config.beam, infos.front());
+  plan.primary_beam = primary_beam(config.beam, infos);
   const bool dish_from_inputs = (config.beam.model == BeamModel::gaussian || config.beam.model == BeamModel::airy) &&
                                 config.beam.dish_diameter_m == 0;
   if (dish_from_inputs)

@@ -700,6 +700,8 @@ TEST(SpipSimulate, RefusesABeamWithoutItsDishInOneLine) {
   for (const auto& [args, says] : {std::pair{" --beam airy", "--beam airy needs --dish-diameter"},
                                    std::pair{" --beam cosine --dish-diameter 25", "--beam cosine: expected gaussian, airy or fits"},
                                    std::pair{" --beam fits", "--beam fits needs --beam-fits"},
+                                   std::pair{" --beam airy --dish-diameter 25 --beam-fits b.fits",
+                                             "--beam-fits goes with --beam fits, not --beam airy"},
                                    std::pair{" --beam fits --beam-fits nowhere.fits", "beam cube nowhere.fits: no such file"},
                                    std::pair{" --beam airy --dish-diameter 25 --blockage 30", "blockage of 30 m"}}) {
     const Outcome outcome = run(base + args);

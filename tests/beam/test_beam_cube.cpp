@@ -6,7 +6,9 @@
 // a grid four times coarser than an image against the Airy model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -133,6 +135,42 @@ TEST(BeamCube, ReadsTheResponseAndLeakagePlanesOfAFitsCube) {
   fits::write_image(path, plain, cube_pixels(1));
   EXPECT_TRUE(read_beam_cube(path).leakage.empty());
   EXPECT_EQ(read_beam_cube(path).response[24 + 7], 100 + 11);
+  // A wholly blank plane (a flagged channel of spip's own pb cube) is left out: the
+  // planes either side of it are interpolated across it.
+  std::vector<float> flagged = cube_pixels(1);
+  std::fill(flagged.begin() + 24, flagged.begin() + 48, std::numeric_limits<float>::quiet_NaN());
+  fits::write_image(path, plain, flagged);
+  const BeamCube gapped = read_beam_cube(path);
+  EXPECT_EQ(gapped.freq_hz, (std::vector<double>{1.0e9, 1.5e9}));
+  EXPECT_EQ(gapped.response[7], 200 + 11);
+  EXPECT_EQ(gapped.response[24 + 7], 11);
+}
+
+// Through the reader and the image grid, a cube linear in l and m keeps its gradient's
+// signs (east is +l, where RA grows and FITS pixels x fall), out to its last pixels.
+TEST(BeamCube, KeepsEastAndNorthWhereTheImageHasThem) {
+  const int n = 16;
+  const double cell = 1e-3;
+  const auto sky = [](double l, double m) { return 0.5 + 20 * l + 10 * m; };
+  fits::ImageHeader h = cube_header(1);
+  h.nx = h.ny = n;
+  h.cell_rad = cell;
+  h.spectral->size = 1;
+  h.stokes.reset();
+  std::vector<float> data;
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) data.push_back(static_cast<float>(sky(-(x - n / 2) * cell, (y - n / 2) * cell)));
+  const std::string path = spip::test::scratch_path("tilted.fits").string();
+  fits::write_image(path, h, data);
+  const PrimaryBeam beam = cube_beam(path);
+  // The image's grid is the cube's: every pixel, the edges (x, y = 0 and n - 1) included.
+  const std::vector<float> plane = response_plane(beam, n, cell, 1.5e9);
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x)
+      EXPECT_NEAR(plane[static_cast<std::size_t>(y) * n + x], sky(-(x - n / 2) * cell, (y - n / 2) * cell), 1e-6)
+          << x << " " << y;
+  EXPECT_GT(beam.response(2e-3, 0, 1.5e9), beam.response(-2e-3, 0, 1.5e9));  // brighter to the east
+  EXPECT_GT(beam.response(0, 2e-3, 1.5e9), beam.response(0, -2e-3, 1.5e9));  // and to the north
 }
 
 TEST(BeamCube, RefusesCubesItCannotUseInOneLine) {

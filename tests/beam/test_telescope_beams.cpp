@@ -43,8 +43,12 @@ TEST(TelescopeBeam, TheVlaHasNraosPublishedWidthFromOneToFiftyGigahertz) {
     std::printf("[ measured ] VLA at %.1f GHz: half-power width %.4f arcmin; NRAO: %.4f\n", ghz, width, 42 / ghz);
     EXPECT_NEAR(width, 42 / ghz, 0.02 * 42 / ghz) << ghz << " GHz";
   }
-  // Past its main lobe's end the fit's polynomial rises again; the response stays 0 there.
-  EXPECT_EQ(vla.response(std::sin(60 * arcmin), 0, 1.0e9), 0);
+  // Past its main lobe the response is 0: beyond the L-band fit's zero (at 42.2 arcmin
+  // GHz), and beyond the P-band fit's minimum (54.6 arcmin GHz), past which it rises.
+  EXPECT_GT(vla.response(std::sin(41.5 * arcmin), 0, 1.0e9), 0);
+  EXPECT_EQ(vla.response(std::sin(42.5 * arcmin), 0, 1.0e9), 0);
+  EXPECT_GT(vla.response(std::sin(54.5 / 0.344 * arcmin), 0, 0.344e9), 0.13);
+  EXPECT_EQ(vla.response(std::sin(56.0 / 0.344 * arcmin), 0, 0.344e9), 0);
   EXPECT_NO_THROW(vla.check_band(0.3e9, 48e9));
   EXPECT_THROW(vla.check_band(0.1e9, 0.3e9), ConfigError);
 }

@@ -223,6 +223,11 @@ TEST(Config, BeamKeys) {
   expect_config_error([] { parse({"--input.ms", "a.ms", "--beam.model", "airy", "--beam.fits", "b.fits"}); },
                       {"beam.fits = b.fits is set but beam.model is airy"});
   EXPECT_NO_THROW(parse({"--input.ms", "a.ms", "--output.channel_cubes", "image,pb", "--beam.model", "auto"}));
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--beam.model", "auto", "--beam.dish_diameter", "25"}); },
+                      {"beam.model = auto takes its beam whole"});
+  expect_config_error(
+      [] { parse({"--input.ms", "a.ms", "--beam.model", "fits", "--beam.fits", "b.fits", "--beam.blockage", "2"}); },
+      {"beam.model = fits takes its beam whole"});
 }
 
 TEST(Config, MultiscaleKeys) {

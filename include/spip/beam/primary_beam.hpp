@@ -50,7 +50,9 @@ struct BeamCube {
 // Reads a beam cube from FITS: RA---SIN and DEC--SIN axes with the pointing at the
 // reference pixel, a FREQ axis, and optionally a STOKES axis of I alone (the response)
 // or I, Q, U, V (the response, then the leakages I -> Q, U, V as fractions of I).
-// Blank pixels have no response. Throws ConfigError with one line naming what is wrong.
+// Blank pixels have no response; wholly blank planes (the flagged channels of spip's own
+// pb cube) are left out, and their neighbours interpolated across them. Throws
+// ConfigError with one line naming what is wrong.
 BeamCube read_beam_cube(const std::string& path);
 
 struct PrimaryBeam {
