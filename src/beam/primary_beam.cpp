@@ -1,11 +1,13 @@
 #include "spip/beam/primary_beam.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <numbers>
 #include <sstream>
+#include <utility>
 
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
@@ -160,31 +162,59 @@ void PrimaryBeam::check_band(double first_hz, double last_hz) const {
 
 namespace {
 
-// A cube's response or leakage pixel by pixel: it has no symmetry to use.
-std::vector<float> cube_rows(const PrimaryBeam& beam, const float* planes, int size, double cell_rad,
-                             double freq_hz, int first_row, int rows) {
-  std::vector<float> values(static_cast<std::size_t>(rows) * size);
-  const int half = size / 2;
+// Each pixel's direction cosines about the pointing: the image's own (l, m) where it is
+// centred on it; otherwise through the direction the pixel looks at.
+class PointingOffsets {
+ public:
+  explicit PointingOffsets(const ImageGrid& grid)
+      : centred_(grid.centred()), image_(tangent_axes(grid.centre)), pointing_(tangent_axes(grid.pointing)) {}
+
+  std::pair<double, double> operator()(double l, double m) const {
+    if (centred_) return {l, m};
+    const double n = std::sqrt(std::max(0.0, 1 - l * l - m * m));
+    double s[3];
+    for (int k = 0; k < 3; ++k) s[k] = l * image_[0][k] + m * image_[1][k] + n * image_[2][k];
+    const double lp = s[0] * pointing_[0][0] + s[1] * pointing_[0][1] + s[2] * pointing_[0][2];
+    const double mp = s[0] * pointing_[1][0] + s[1] * pointing_[1][1] + s[2] * pointing_[1][2];
+    const double np = s[0] * pointing_[2][0] + s[1] * pointing_[2][1] + s[2] * pointing_[2][2];
+    // The far hemisphere: as far from the pointing as can be.
+    return np > 0 ? std::pair{lp, mp} : std::pair{1.0, 0.0};
+  }
+
+ private:
+  bool centred_;
+  std::array<std::array<double, 3>, 3> image_, pointing_;
+};
+
+// `value(l, m)` about the pointing, pixel by pixel: for a cube, which has no symmetry to
+// use, and for an image centred away from its pointing.
+template <class Value>
+std::vector<float> pixel_rows(const ImageGrid& grid, int first_row, int rows, const Value& value) {
+  std::vector<float> values(static_cast<std::size_t>(rows) * grid.size);
+  const PointingOffsets offsets(grid);
+  const int half = grid.size / 2;
 #pragma omp parallel for schedule(static)
   for (int y = 0; y < rows; ++y)
-    for (int x = 0; x < size; ++x)
-      values[static_cast<std::size_t>(y) * size + x] = static_cast<float>(
-          sample(*beam.cube, planes, -(x - half) * cell_rad, (first_row + y - half) * cell_rad, freq_hz));
+    for (int x = 0; x < grid.size; ++x) {
+      const auto [l, m] = offsets(-(x - half) * grid.cell_rad, (first_row + y - half) * grid.cell_rad);
+      values[static_cast<std::size_t>(y) * grid.size + x] = static_cast<float>(value(l, m));
+    }
   return values;
 }
 
 }  // namespace
 
-// The response depends on |l| and |m| alone, and |l| = |x - N/2| cell exactly: each
-// distance |y - N/2| of the rows gets one profile over |x - N/2| = 0 .. N/2, which fills
-// its rows on both sides of the centre, a quarter of the evaluations of a pixel-by-pixel
-// loop for a whole plane (the Bessel function of the Airy pattern costs ~70 ns) and the
-// same values to the bit.
-std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz, int first_row,
+// Centred on the pointing, an analytic response depends on |l| and |m| alone, and |l| =
+// |x - N/2| cell exactly: each distance |y - N/2| of the rows gets one profile over
+// |x - N/2| = 0 .. N/2, which fills its rows on both sides of the centre, a quarter of
+// the evaluations of a pixel-by-pixel loop for a whole plane (the Bessel function of the
+// Airy pattern costs ~70 ns) and the same values to the bit.
+std::vector<float> response_rows(const PrimaryBeam& beam, const ImageGrid& grid, double freq_hz, int first_row,
                                  int rows) {
-  if (beam.model == Model::cube)
-    return cube_rows(beam, beam.cube->response.data(), size, cell_rad, freq_hz, first_row, rows);
-  const int half = size / 2;
+  if (beam.model == Model::cube || !grid.centred())
+    return pixel_rows(grid, first_row, rows, [&](double l, double m) { return beam.response(l, m, freq_hz); });
+  const int size = grid.size, half = size / 2;
+  const double cell_rad = grid.cell_rad;
   int nearest = std::numeric_limits<int>::max(), farthest = 0;
   for (int y = first_row; y < first_row + rows; ++y) {
     nearest = std::min(nearest, std::abs(y - half));
@@ -205,17 +235,16 @@ std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_
   return plane;
 }
 
-std::vector<float> response_plane(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz) {
-  return response_rows(beam, size, cell_rad, freq_hz, 0, size);
+std::vector<float> response_plane(const PrimaryBeam& beam, const ImageGrid& grid, double freq_hz) {
+  return response_rows(beam, grid, freq_hz, 0, grid.size);
 }
 
-std::vector<float> leakage_rows(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz, int first_row,
-                                int rows) {
+std::vector<float> leakage_rows(const PrimaryBeam& beam, const ImageGrid& grid, double freq_hz, int first_row, int rows) {
   if (!beam.has_leakage()) return {};
   std::vector<float> leakage;
-  for (std::size_t k = 0; k < 3; ++k) {
-    const std::vector<float> one = cube_rows(beam, beam.cube->leakage.data() + k * beam.cube->response.size(), size,
-                                             cell_rad, freq_hz, first_row, rows);
+  for (int stokes = 1; stokes <= 3; ++stokes) {
+    const std::vector<float> one = pixel_rows(
+        grid, first_row, rows, [&](double l, double m) { return beam.leakage(stokes, l, m, freq_hz); });
     leakage.insert(leakage.end(), one.begin(), one.end());
   }
   return leakage;

@@ -234,6 +234,20 @@ bool set_restoring_beam(Config& config, std::string_view value) {
   return true;
 }
 
+// image.centre: "RA,DEC" in degrees, RA in [0, 360) and DEC in [-90, 90], or nothing.
+bool set_image_centre(Config& config, std::string_view value) {
+  std::vector<double>& centre = config.image.centre_deg;
+  centre.clear();
+  if (value.empty()) return true;
+  const std::size_t comma = value.find(',');
+  double ra = 0, dec = 0;
+  if (comma == std::string_view::npos || !parse(trimmed(value.substr(0, comma)), ra) ||
+      !parse(trimmed(value.substr(comma + 1)), dec) || !(ra >= 0 && ra < 360) || !(dec >= -90 && dec <= 90))
+    return false;
+  centre = {ra, dec};
+  return true;
+}
+
 std::string restoring_beam_text(const ImageConfig& image) {
   if (image.beam_major_arcsec == 0) return "";
   return text(image.beam_major_arcsec) + "," + text(image.beam_minor_arcsec) + "," + text(image.beam_pa_deg);
@@ -354,6 +368,15 @@ const std::vector<Key>& keys() {
        "-beam-shape; empty: fitted to each channel's PSF",
        "MAJOR,MINOR,PA in arcsec, arcsec, deg with MAJOR >= MINOR > 0, or nothing", false, set_restoring_beam,
        [](const Config& c) { return std::vector<std::string>{restoring_beam_text(c.image)}; }},
+      {"image.centre", "numbers", "deg",
+       "the image's centre (tangent point) RA,DEC, J2000, as WSClean's -shift; the visibilities are turned to it "
+       "and the primary beam stays on the inputs' phase centre; empty: the inputs' phase centre",
+       "RA,DEC in deg with 0 <= RA < 360 and -90 <= DEC <= 90, or nothing", false, set_image_centre,
+       [](const Config& c) {
+         return std::vector<std::string>{c.image.centre_deg.empty()
+                                             ? std::string()
+                                             : text(c.image.centre_deg[0]) + "," + text(c.image.centre_deg[1])};
+       }},
       scalar("image.uv_min", &Config::image, &ImageConfig::uv_min,
              [](double v) { return v >= 0; }, "a number >= 0", "lambda",
              "drop baselines shorter than this"),

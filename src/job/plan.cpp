@@ -37,7 +37,8 @@ double kept_max_uv(const Config& config, double max_uv) {
 std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input) {
   std::vector<double> uvw;
   for (const ms::MsReader& reader : plan.readers) {
-    const std::vector<double> rows = reader.uvw_m();
+    std::vector<double> rows = reader.uvw_m();
+    if (plan.rephasing) plan.rephasing->rotate_uvw(rows.data(), rows.size() / 3);
     uvw.insert(uvw.end(), rows.begin(), rows.end());
     if (rows_per_input) rows_per_input->push_back(rows.size() / 3);
   }

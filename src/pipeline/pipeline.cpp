@@ -602,7 +602,7 @@ std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
   fits::ImageHeader base = cubes_.base;
   base.beam = beam;
   FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
-                       plan_.gpu_share_bytes, *kept_, plan_.blocks, plan_.primary_beam);
+                       plan_.gpu_share_bytes, *kept_, plan_.blocks, plan_.primary_beam, plan_.pointing);
   const Stopwatch watch;
   const std::vector<std::string> written = faraday.finish(faraday_noise(), mpi_, log_, stop_);
   rank_qa_.faraday_mpi_bytes = faraday.mpi_bytes();

@@ -412,6 +412,12 @@ Plan open_plan(const Config& config) {
       SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
                                  ms::input_name(infos.front()) + "; the inputs of a run must share one field");
   plan.primary_beam = primary_beam(config.beam, infos);
+  plan.pointing = {infos.front().ra_rad, infos.front().dec_rad};
+  plan.image_centre = plan.pointing;
+  if (!config.image.centre_deg.empty()) {
+    plan.image_centre = {config.image.centre_deg[0] / rad_to_deg, config.image.centre_deg[1] / rad_to_deg};
+    plan.rephasing.emplace(plan.pointing, plan.image_centre);
+  }
   const bool dish_from_inputs = (config.beam.model == BeamModel::gaussian || config.beam.model == BeamModel::airy) &&
                                 config.beam.dish_diameter_m == 0;
   if (dish_from_inputs)

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "spip/catalogue/catalogue_table.hpp"
+#include "spip/common/constants.hpp"
 #include "spip/catalogue/source_finder.hpp"
 #include "spip/faraday/spectrum_math.hpp"
 #include "spip/fits/fits_table.hpp"
@@ -53,12 +54,14 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                      : std::clamp(static_cast<int>(std::lround(20 * settings.beam_fwhm_pix)), 16, std::max(base.nx, base.ny));
   settings.rmsf_fwhm = inputs.rmsf_fwhm;
   settings.complexity = config.catalogue.complexity;
+  settings.pointing = inputs.pointing;
 
   std::vector<catalogue::Source> sources = catalogue::find_sources(maps, projection, settings);
   if (const auto& beam = inputs.primary_beam)
-    for (catalogue::Source& s : sources)
-      s.beam_response = beam->response(-(s.x - base.nx / 2) * base.cell_rad, (s.y - base.ny / 2) * base.cell_rad,
-                                       inputs.reference_freq_hz);
+    for (catalogue::Source& s : sources) {
+      const auto [l, m] = direction_cosines({s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg}, inputs.pointing);
+      s.beam_response = beam->response(l, m, inputs.reference_freq_hz);
+    }
   const fits::Table table = catalogue::catalogue_table(sources, settings);
   fits::write_table(fits_path, table);
   write_text_atomically(csv_path, catalogue::to_csv(table));

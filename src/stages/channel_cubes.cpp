@@ -60,11 +60,11 @@ void CubeWriter::close() { files_.close(); }
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
   CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}, plan.primary_beam,
-                config.beam.limit};
+                config.beam.limit, plan.pointing};
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
-  h.ra_rad = info.ra_rad;
-  h.dec_rad = info.dec_rad;
+  h.ra_rad = plan.image_centre.ra_rad;
+  h.dec_rad = plan.image_centre.dec_rad;
   h.cell_rad = config.pixel_scale_rad();
   // The merged axis is regular: gaps between the inputs' channels are blank planes.
   h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", plan.freq_hz.front(), plan.band.step_hz, 1.0, plan.band.size()});
@@ -116,7 +116,9 @@ void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& r
   const fits::LinearAxis& freq = *cubes.base.spectral;
   const double freq_hz = freq.crval + (plane + 1 - freq.crpix) * freq.cdelt;
   const beam::PrimaryBeam& primary_beam = *cubes.primary_beam;
-  const std::vector<float> response = beam::response_plane(primary_beam, cubes.base.nx, cubes.base.cell_rad, freq_hz);
+  const beam::ImageGrid grid{cubes.base.nx, cubes.base.cell_rad, {cubes.base.ra_rad, cubes.base.dec_rad},
+                             cubes.pointing};
+  const std::vector<float> response = beam::response_plane(primary_beam, grid, freq_hz);
   if (cubes.products.written(ChannelCubeKind::pb))
     cubes.writer->planes(cubes.products.channel_cube(ChannelCubeKind::pb), plane, response);
   if (!corrected_cubes) return;
@@ -124,7 +126,7 @@ void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& r
   float* const stokes[4] = {&corrected[0], &corrected[response.size()], &corrected[2 * response.size()],
                             &corrected[3 * response.size()]};
   beam::correct_stokes(stokes, response,
-                       beam::leakage_rows(primary_beam, cubes.base.nx, cubes.base.cell_rad, freq_hz, 0, cubes.base.ny),
+                       beam::leakage_rows(primary_beam, grid, freq_hz, 0, cubes.base.ny),
                        cubes.beam_limit);
   write_stokes_planes(cubes, ChannelCubeKind::image_pb, plane, corrected);
 }

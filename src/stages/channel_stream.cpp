@@ -39,6 +39,7 @@ std::vector<ms::VisBlock> ChannelSource::read_block(int first) const {
       continue;
     }
     blocks.push_back(plan_.readers[i].read(begin, end, shares_.empty() ? std::vector<char>{} : shares_[i]));
+    if (plan_.rephasing) plan_.rephasing->apply(blocks.back());
     if (plan_.ionosphere) ms::derotate(blocks.back(), *plan_.ionosphere);
   }
   return blocks;

@@ -94,7 +94,7 @@ struct FaradayStage::RowBatch {
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                            std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                            const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-                           std::optional<beam::PrimaryBeam> primary_beam)
+                           std::optional<beam::PrimaryBeam> primary_beam, Direction pointing)
     : config_(config),
       products_(products),
       base_(base),
@@ -105,7 +105,8 @@ FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products
       kept_(kept),
       blocks_(std::move(blocks)),
       slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v},
-      beam_(std::move(primary_beam)) {
+      beam_(std::move(primary_beam)),
+      grid_{base_.nx, base_.cell_rad, {base_.ra_rad, base_.dec_rad}, pointing} {
   if (products_.made(ChannelCubeKind::residual))
     for (int stokes : {stokes_q, stokes_u}) slots_.push_back(kept_residual + stokes);
 }
@@ -190,12 +191,12 @@ void FaradayStage::correct_for_beam(RowBatch& group) const {
   group.outside.assign(pixels, false);
   for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
     const std::vector<float> response =
-        beam::response_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows);
+        beam::response_rows(*beam_, grid_, freq_hz_[c], group.first_row, group.rows);
     float* image[4];
     for (int stokes : {stokes_i, stokes_q, stokes_u, stokes_v})  // slots_ begin with them
       image[stokes] = group.planes[static_cast<std::size_t>(stokes)].data() + c * pixels;
     beam::correct_stokes(image, response,
-                         beam::leakage_rows(*beam_, base_.nx, base_.cell_rad, freq_hz_[c], group.first_row, group.rows),
+                         beam::leakage_rows(*beam_, grid_, freq_hz_[c], group.first_row, group.rows),
                          config_.beam.limit);
     // The residuals' leaked Stokes I is a beam leakage's fraction (~1 %) of their noise: they are only divided.
     for (std::size_t k = 4; k < group.planes.size(); ++k)
@@ -317,6 +318,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
                                  synthesis->log_nu_ratio.empty() ? "" : products_.fracpol_map(),
                                  synthesis->settings.fwhm,
                                  beam_,
+                                 grid_.pointing,
                                  speed_of_light / std::sqrt(synthesis->setup.lambda0_sq)};
     for (const std::string& file :
          write_catalogue(config_, base_, inputs, products_.catalogue_table(), products_.catalogue_csv(), log))

@@ -21,6 +21,7 @@
 #include <fstream>
 #include <iomanip>
 #include <numbers>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -264,6 +265,67 @@ TEST(BeamCorrection, ABeamCubeOnACoarserGridGivesTheTrueSkyAsTheModelDoes) {
   const fs::path ms = apparent_ms("apparent.ms", "--beam airy");
   const fs::path cube = airy_cube("airy.fits", {});
   expect_true_sky(corrected(ms, "out", "--beam.model fits --beam.fits " + cube.string()), "fits cube, 4x coarser");
+}
+
+// image.centre on an off-axis source (the one 0.57 deg south-west of the pointing): the
+// visibilities are turned to it, the source is imaged on the new centre's pixel with
+// its true flux, polarised flux and depth once corrected, and the beam stays on the
+// pointing, so that the pb cube there is the beam's response at the source's distance
+// from the pointing and the catalogue lists that distance.
+TEST(BeamCorrection, ImagedAtAnotherCentreTheBeamStaysOnThePointing) {
+  const fs::path ms = apparent_ms("apparent.ms", "--beam airy");
+  const Source& target = sources[3];
+  const double l = target.l(), m = target.m(), n = std::sqrt(1 - l * l - m * m);
+  const double ra = std::atan2(l, n * std::cos(dec0) - m * std::sin(dec0)) * 180 / std::numbers::pi;
+  const double dec = std::asin(m * std::cos(dec0) + n * std::sin(dec0)) * 180 / std::numbers::pi;
+  std::ostringstream centre;
+  centre << std::setprecision(15) << (ra < 0 ? ra + 360 : ra) << "," << dec;
+  const fs::path out = corrected(ms, "out", "--beam.model airy --image.centre " + centre.str());
+  const auto pb = spip::fits::read_image((out / "spip-pb.fits").string());
+  const auto pb_i = spip::fits::read_image((out / "spip-image-pb-I.fits").string());
+  const auto pb_q = spip::fits::read_image((out / "spip-image-pb-Q.fits").string());
+  const auto pb_u = spip::fits::read_image((out / "spip-image-pb-U.fits").string());
+  const auto peak_pi = spip::fits::read_image((out / "spip-peak-pi.fits").string());
+  const auto peak_phi = spip::fits::read_image((out / "spip-peak-phi.fits").string());
+  EXPECT_NEAR(pb_i.number("CRVAL1"), ra < 0 ? ra + 360 : ra, 1e-9);
+  EXPECT_NEAR(pb_i.number("CRVAL2"), dec, 1e-9);
+  constexpr int c0 = size / 2;
+  double worst_i = 0;
+  for (int c = 0; c < channels; ++c) {
+    const double freq = freq0 + c * dfreq, truth = target.stokes_i(freq);
+    EXPECT_NEAR(value(pb, c0, c0, c), airy(target.theta(), freq), 1e-6) << c;
+    EXPECT_NEAR(value(pb_i, c0, c0, c), truth, 0.01 * truth) << c;
+    EXPECT_NEAR(std::hypot(value(pb_q, c0, c0, c), value(pb_u, c0, c0, c)), target.pol_frac * truth,
+                0.02 * target.pol_frac * truth)
+        << c;
+    worst_i = std::max(worst_i, std::abs(value(pb_i, c0, c0, c) / truth - 1));
+  }
+  const double pi = peak_pi.data[static_cast<std::size_t>(c0) * size + c0];
+  const double phi = peak_phi.data[static_cast<std::size_t>(c0) * size + c0];
+  EXPECT_NEAR(pi, target.mean_pi(), 0.02 * target.mean_pi());
+  EXPECT_NEAR(phi, target.rm, 0.5);
+  // The pointing now lies 0.57 deg north-east of the image's centre: its response there is 1.
+  const spip::fits::Table catalogue = spip::fits::read_table((out / "spip-catalogue.fits").string());
+  const auto& x = catalogue.values<double>("x_pix");
+  const auto& y = catalogue.values<double>("y_pix");
+  const auto& beamdist = catalogue.values<double>("beamdist");
+  const auto& listed_response = catalogue.values<double>("beam_response");
+  bool target_listed = false, pointing_listed = false;
+  for (std::size_t row = 0; row < x.size(); ++row) {
+    if (std::abs(x[row] - c0) < 0.5 && std::abs(y[row] - c0) < 0.5) {
+      target_listed = true;
+      EXPECT_NEAR(beamdist[row], target.theta() * 180 / std::numbers::pi, 2e-3);  // to a tenth of a pixel
+    }
+    if (beamdist[row] < 0.01) {
+      pointing_listed = true;
+      EXPECT_NEAR(listed_response[row], 1.0, 1e-3);
+    }
+  }
+  EXPECT_TRUE(target_listed);
+  EXPECT_TRUE(pointing_listed);
+  std::printf("[ measured ] image.centre on the source at %.2f deg: I off by %.2f %% at most; peak PI %.4f (truth "
+              "%.4f); phi %.3f (truth %.1f)\n",
+              target.theta() * 180 / std::numbers::pi, 100 * worst_i, pi, target.mean_pi(), phi, target.rm);
 }
 
 // A cube's leakages: spip-simulate adds 2 %, -1 % and 0.5 % of each source's apparent I

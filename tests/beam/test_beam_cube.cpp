@@ -164,7 +164,7 @@ TEST(BeamCube, KeepsEastAndNorthWhereTheImageHasThem) {
   fits::write_image(path, h, data);
   const PrimaryBeam beam = cube_beam(path);
   // The image's grid is the cube's: every pixel, the edges (x, y = 0 and n - 1) included.
-  const std::vector<float> plane = response_plane(beam, n, cell, 1.5e9);
+  const std::vector<float> plane = response_plane(beam, {n, cell}, 1.5e9);
   for (int y = 0; y < n; ++y)
     for (int x = 0; x < n; ++x)
       EXPECT_NEAR(plane[static_cast<std::size_t>(y) * n + x], sky(-(x - n / 2) * cell, (y - n / 2) * cell), 1e-6)
@@ -238,7 +238,7 @@ TEST(BeamCube, AnAiryBeamOnACoarseGridIsTheAiryModel) {
   h.bunit = "";
   std::vector<float> data;
   for (int f = 0; f < 5; ++f) {
-    const std::vector<float> plane = response_plane(airy, coarse, h.cell_rad, 1.2e9 + 0.1e9 * f);
+    const std::vector<float> plane = response_plane(airy, {coarse, h.cell_rad}, 1.2e9 + 0.1e9 * f);
     data.insert(data.end(), plane.begin(), plane.end());
   }
   const std::string path = spip::test::scratch_path("airy.fits").string();
@@ -246,8 +246,8 @@ TEST(BeamCube, AnAiryBeamOnACoarseGridIsTheAiryModel) {
   const PrimaryBeam cube = cube_beam(path);
   double worst = 0;
   for (double freq : {1.2e9, 1.27e9, 1.45e9, 1.6e9}) {
-    const std::vector<float> model = response_plane(airy, size, cell, freq);
-    const std::vector<float> gridded = response_plane(cube, size, cell, freq);
+    const std::vector<float> model = response_plane(airy, {size, cell}, freq);
+    const std::vector<float> gridded = response_plane(cube, {size, cell}, freq);
     for (std::size_t i = 0; i < model.size(); ++i)
       if (model[i] > 0.2) worst = std::max(worst, static_cast<double>(std::abs(gridded[i] - model[i])));
   }

@@ -74,7 +74,7 @@ TEST(PrimaryBeam, ResponseRowsEqualThePixelByPixelResponse) {
   const double cell = 30.0 / 206264.806;
   for (int size : {64, 63})
     for (const auto& [first, rows] : {std::pair{0, size}, std::pair{5, 9}, std::pair{size / 2 - 3, 7}}) {
-      const std::vector<float> plane = response_rows(beam, size, cell, freq, first, rows);
+      const std::vector<float> plane = response_rows(beam, {size, cell}, freq, first, rows);
       ASSERT_EQ(plane.size(), static_cast<std::size_t>(rows) * size);
       for (int y = 0; y < rows; ++y)
         for (int x = 0; x < size; ++x)
@@ -82,7 +82,31 @@ TEST(PrimaryBeam, ResponseRowsEqualThePixelByPixelResponse) {
                     static_cast<float>(beam.response(-(x - size / 2) * cell, (first + y - size / 2) * cell, freq)))
               << size << " " << first << " " << x << " " << y;
     }
-  EXPECT_EQ(response_plane(beam, 64, cell, freq), response_rows(beam, 64, cell, freq, 0, 64));
+  EXPECT_EQ(response_plane(beam, {64, cell}, freq), response_rows(beam, {64, cell}, freq, 0, 64));
+}
+
+// An image centred 1 deg from the pointing: each pixel's response is the beam's at the
+// direction the pixel looks at (the SIN projection's inverse about the image's centre),
+// taken about the pointing.
+TEST(PrimaryBeam, FollowsItsPointingOnAnImageCentredElsewhere) {
+  const PrimaryBeam beam{.model = Model::airy, .dish_diameter_m = dish};
+  const double cell = 30.0 / 206264.806, deg = std::numbers::pi / 180;
+  const Direction pointing{10 * deg, 50 * deg}, centre{11.2 * deg, 50.6 * deg};
+  const ImageGrid grid{64, cell, centre, pointing};
+  const std::vector<float> plane = response_plane(beam, grid, freq);
+  double strongest = 0;
+  for (int y = 0; y < 64; y += 3)
+    for (int x = 0; x < 64; x += 3) {
+      const double l = -(x - 32) * cell, m = (y - 32) * cell, n = std::sqrt(1 - l * l - m * m);
+      const Direction pixel{centre.ra_rad + std::atan2(l, n * std::cos(centre.dec_rad) - m * std::sin(centre.dec_rad)),
+                            std::asin(m * std::cos(centre.dec_rad) + n * std::sin(centre.dec_rad))};
+      const auto [lp, mp] = direction_cosines(pixel, pointing);
+      EXPECT_NEAR(plane[static_cast<std::size_t>(y) * 64 + x], beam.response(lp, mp, freq), 1e-6) << x << " " << y;
+      strongest = std::max(strongest, static_cast<double>(plane[static_cast<std::size_t>(y) * 64 + x]));
+    }
+  // The beam's half-power radius is 0.3 deg at 1.4 GHz; its centre 0.9 deg west of the image's.
+  EXPECT_LT(strongest, 0.5);
+  EXPECT_GT(plane[32 * 64 + 63], plane[32 * 64 + 0]);  // x grows to the west, towards the pointing
 }
 
 TEST(PrimaryBeam, RefusesDishesBlockagesAndFactorsThatCannotBe) {

@@ -230,6 +230,16 @@ TEST(Config, BeamKeys) {
       {"beam.model = fits takes its beam whole"});
 }
 
+TEST(Config, ImageCentre) {
+  EXPECT_TRUE(parse({"--input.ms", "a.ms"}).config.image.centre_deg.empty());
+  const Config set = parse({"--input.ms", "a.ms", "--image.centre", " 359.5, -30.25"}).config;
+  EXPECT_EQ(set.image.centre_deg, (std::vector<double>{359.5, -30.25}));
+  EXPECT_NE(to_ini(set).find("centre = 359.5,-30.25\n"), std::string::npos) << to_ini(set);
+  EXPECT_TRUE(parse({"--input.ms", "a.ms", "--image.centre", ""}).config.image.centre_deg.empty());
+  for (const char* bad : {"360,0", "-1,0", "10,91", "10", "10,x", "10,20,30"})
+    expect_config_error([&] { parse({"--input.ms", "a.ms", "--image.centre", bad}); }, {"image.centre"});
+}
+
 TEST(Config, MultiscaleKeys) {
   const Config defaults = parse({"--input.ms", "a.ms"}).config;
   EXPECT_FALSE(defaults.clean.multiscale);

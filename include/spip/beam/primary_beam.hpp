@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "spip/common/celestial.hpp"
+
 namespace spip::beam {
 
 enum class Model { gaussian, airy, cosine, polynomial, cube };
@@ -93,16 +95,24 @@ std::optional<PrimaryBeam> telescope_beam(const std::string& telescope);
 // The telescopes telescope_beam knows, for messages.
 std::string known_telescopes();
 
-// The response over rows [first_row, first_row + rows) of an N x N image of `cell_rad`
-// pixels centred on the pointing, as imaging::ImageGeometry lays pixels out: pixel
-// (x, y) at l = -(x - N/2) cell, m = (y - N/2) cell; [y - first_row][x].
-std::vector<float> response_rows(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz, int first_row,
+// An N x N image of `cell_rad` pixels about its centre (tangent point), laid out as
+// imaging::ImageGeometry lays them (pixel (x, y) at l = -(x - N/2) cell, m = (y - N/2)
+// cell), and the pointing its beam is centred on (by default the image's centre).
+struct ImageGrid {
+  int size = 0;
+  double cell_rad = 0;
+  Direction centre{}, pointing{};
+
+  bool centred() const { return centre.ra_rad == pointing.ra_rad && centre.dec_rad == pointing.dec_rad; }
+};
+
+// The response over rows [first_row, first_row + rows) of the image, [y - first_row][x].
+std::vector<float> response_rows(const PrimaryBeam& beam, const ImageGrid& grid, double freq_hz, int first_row,
                                  int rows);
 // All N rows.
-std::vector<float> response_plane(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz);
+std::vector<float> response_plane(const PrimaryBeam& beam, const ImageGrid& grid, double freq_hz);
 // The leakages I -> Q, U, V over the same rows, [Q, U, V][y - first_row][x]; empty without leakage.
-std::vector<float> leakage_rows(const PrimaryBeam& beam, int size, double cell_rad, double freq_hz, int first_row,
-                                int rows);
+std::vector<float> leakage_rows(const PrimaryBeam& beam, const ImageGrid& grid, double freq_hz, int first_row, int rows);
 
 // The correction: each of `count` values divided by the response at its pixel, or blank
 // (NaN) where the response is below `limit`; `values` holds whole planes of

@@ -3,8 +3,11 @@
 // pixels whose peak PI is above `threshold` times the local FDF noise; each island's
 // components are its local PI maxima, at least a beam apart. Pure functions on images.
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "spip/common/celestial.hpp"
 
 namespace spip::catalogue {
 
@@ -44,6 +47,7 @@ struct FinderSettings {
   double beam_fwhm_pix = 1;     // geometric mean of the restoring beam's axes
   double rmsf_fwhm = 1;         // rad/m^2
   double complexity = 0.5;      // Faraday-complex when m2 > complexity * RMSF FWHM
+  std::optional<Direction> pointing;  // beamdist is the distance from it; empty: from the image's centre
 };
 
 struct Source {

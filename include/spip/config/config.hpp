@@ -46,6 +46,8 @@ struct ImageConfig {
   // image.beam, the restoring beam chosen by the user (FWHM major and minor, PA east of
   // north); beam_major_arcsec 0: each channel's fitted beam.
   double beam_major_arcsec = 0, beam_minor_arcsec = 0, beam_pa_deg = 0;
+  // image.centre, the image's tangent point (J2000, deg); empty: the inputs' phase centre.
+  std::vector<double> centre_deg;
 };
 
 struct CleanConfig {

@@ -19,6 +19,7 @@
 #include "spip/job/run_claim.hpp"
 #include "spip/ms/band.hpp"
 #include "spip/ms/ionosphere.hpp"
+#include "spip/ms/rephase.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
 
@@ -33,6 +34,9 @@ struct Plan {
   std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
   ms::Band band;                                 // the image channels: every input's on one axis
   std::optional<beam::PrimaryBeam> primary_beam; // beam.model with its dish; none: apparent images only
+  Direction pointing;                            // the inputs' phase centre, where the primary beam points
+  Direction image_centre;                        // image.centre, or the pointing
+  std::optional<ms::Rephasing> rephasing;        // pointing -> image centre, where they differ
   // The image channels' numbers in logs and records: [chan_begin, chan_end). One
   // window's channels in storage order keep their stored numbers (input.channel_begin
   // and after); otherwise (several inputs, high to low, gaps, bins) they count from 0.

@@ -45,6 +45,7 @@ struct CubeSet {
   fits::ImageHeader base;          // shared WCS, FREQ axis over the imaged channels
   std::optional<beam::PrimaryBeam> primary_beam;  // the restored images are divided by it
   double beam_limit = 0;           // beam.limit: blank below this response
+  Direction pointing;              // the inputs' phase centre, where the beam points
   std::unique_ptr<CubeWriter> writer = std::make_unique<CubeWriter>();  // this rank's writes, from any thread
 };
 

@@ -50,7 +50,7 @@ class FaradayStage {
   FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-               std::optional<beam::PrimaryBeam> primary_beam);
+               std::optional<beam::PrimaryBeam> primary_beam, Direction pointing);
 
   // Collective: every rank calls it once after its last channel's planes are in the
   // cubes, with `channel_noise` of its channels in increasing order: each channel's
@@ -117,6 +117,7 @@ class FaradayStage {
   std::vector<parallel::ChannelBlock> blocks_;
   std::vector<int> slots_;    // the kept planes exchanged, in the order of RowBatch::planes
   std::optional<beam::PrimaryBeam> beam_;
+  beam::ImageGrid grid_;      // the image and the pointing the beam is centred on
   int depths_ = 0;
   double mpi_bytes_ = 0, product_bytes_read_ = 0, exchange_s_ = 0;
   const std::unique_ptr<CubeWriter> writer_ = std::make_unique<CubeWriter>();  // the rows this rank writes

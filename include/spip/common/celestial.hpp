@@ -1,0 +1,30 @@
+#pragma once
+// Directions on the sky and the tangent-plane axes about them (C++17 and C++20 rooms
+// alike): what turning visibilities to another phase centre and placing a primary beam
+// on an image centred elsewhere both need.
+#include <array>
+#include <cmath>
+
+namespace spip {
+
+// A direction (J2000), radians.
+struct Direction {
+  double ra_rad = 0, dec_rad = 0;
+};
+
+// The east (l, u), north (m, v) and line-of-sight (n, w) unit vectors of the tangent
+// plane about `centre`, in equatorial Cartesian coordinates.
+inline std::array<std::array<double, 3>, 3> tangent_axes(Direction centre) {
+  const double sa = std::sin(centre.ra_rad), ca = std::cos(centre.ra_rad);
+  const double sd = std::sin(centre.dec_rad), cd = std::cos(centre.dec_rad);
+  return {{{-sa, ca, 0.0}, {-sd * ca, -sd * sa, cd}, {cd * ca, cd * sa, sd}}};
+}
+
+// The direction cosines (l, m) of `d` on the tangent plane about `centre` (l east, m north).
+inline std::array<double, 2> direction_cosines(Direction d, Direction centre) {
+  const double d_ra = d.ra_rad - centre.ra_rad;
+  return {std::cos(d.dec_rad) * std::sin(d_ra), std::sin(d.dec_rad) * std::cos(centre.dec_rad) -
+                                                    std::cos(d.dec_rad) * std::sin(centre.dec_rad) * std::cos(d_ra)};
+}
+
+}  // namespace spip
