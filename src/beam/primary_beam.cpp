@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 #include <numbers>
+#include <optional>
 #include <sstream>
 #include <utility>
 
@@ -169,16 +170,17 @@ class PointingOffsets {
   explicit PointingOffsets(const ImageGrid& grid)
       : centred_(grid.centred()), image_(tangent_axes(grid.centre)), pointing_(tangent_axes(grid.pointing)) {}
 
-  std::pair<double, double> operator()(double l, double m) const {
-    if (centred_) return {l, m};
+  // Empty on the far side of the sky from the pointing, where no beam sees.
+  std::optional<std::pair<double, double>> operator()(double l, double m) const {
+    if (centred_) return std::pair{l, m};
     const double n = std::sqrt(std::max(0.0, 1 - l * l - m * m));
     double s[3];
     for (int k = 0; k < 3; ++k) s[k] = l * image_[0][k] + m * image_[1][k] + n * image_[2][k];
     const double lp = s[0] * pointing_[0][0] + s[1] * pointing_[0][1] + s[2] * pointing_[0][2];
     const double mp = s[0] * pointing_[1][0] + s[1] * pointing_[1][1] + s[2] * pointing_[1][2];
     const double np = s[0] * pointing_[2][0] + s[1] * pointing_[2][1] + s[2] * pointing_[2][2];
-    // The far hemisphere: as far from the pointing as can be.
-    return np > 0 ? std::pair{lp, mp} : std::pair{1.0, 0.0};
+    if (!(np > 0)) return std::nullopt;
+    return std::pair{lp, mp};
   }
 
  private:
@@ -196,8 +198,8 @@ std::vector<float> pixel_rows(const ImageGrid& grid, int first_row, int rows, co
 #pragma omp parallel for schedule(static)
   for (int y = 0; y < rows; ++y)
     for (int x = 0; x < grid.size; ++x) {
-      const auto [l, m] = offsets(-(x - half) * grid.cell_rad, (first_row + y - half) * grid.cell_rad);
-      values[static_cast<std::size_t>(y) * grid.size + x] = static_cast<float>(value(l, m));
+      const auto lm = offsets(-(x - half) * grid.cell_rad, (first_row + y - half) * grid.cell_rad);
+      values[static_cast<std::size_t>(y) * grid.size + x] = lm ? static_cast<float>(value(lm->first, lm->second)) : 0.0f;
     }
   return values;
 }

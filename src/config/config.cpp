@@ -369,7 +369,7 @@ const std::vector<Key>& keys() {
        "MAJOR,MINOR,PA in arcsec, arcsec, deg with MAJOR >= MINOR > 0, or nothing", false, set_restoring_beam,
        [](const Config& c) { return std::vector<std::string>{restoring_beam_text(c.image)}; }},
       {"image.centre", "numbers", "deg",
-       "the image's centre (tangent point) RA,DEC, J2000, as WSClean's -shift; the visibilities are turned to it "
+       "the image's centre (tangent point) RA,DEC, J2000, as chgcentre moves it; the visibilities are turned to it "
        "and the primary beam stays on the inputs' phase centre; empty: the inputs' phase centre",
        "RA,DEC in deg with 0 <= RA < 360 and -90 <= DEC <= 90, or nothing", false, set_image_centre,
        [](const Config& c) {

@@ -39,6 +39,7 @@ void Rephasing::apply(VisBlock& block) const {
   rotate_uvw(block.uvw_m.data(), rows);
   for (int c = 0; c < block.num_channels(); ++c) {
     const double per_metre = 2 * pi * block.freq_hz[static_cast<std::size_t>(c)] / speed_of_light;
+#pragma omp parallel for schedule(static)
     for (std::size_t r = 0; r < rows; ++r) {
       const std::complex<double> fringe = std::polar(1.0, per_metre * (old_w[r] - block.uvw_m[3 * r + 2]));
       for (int s = 0; s < 4; ++s) {

@@ -152,12 +152,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   }
   out << "\n" << plan_memory(memory_needs(config, plan, 0, basis)).describe() << " (rank 0)\n";
   out << "products: " << product_summary(plan.products) << "\n";
-  if (plan.primary_beam) out << "primary beam: " << plan.primary_beam->describe() << "\n";
-  if (plan.rephasing)
-    out << "image centre (image.centre): RA " << fixed(plan.image_centre.ra_rad * rad_to_deg, 6) << ", Dec "
-        << fixed(plan.image_centre.dec_rad * rad_to_deg, 6) << " deg; the visibilities are turned to it from the "
-        << "inputs' phase centre, RA " << fixed(plan.pointing.ra_rad * rad_to_deg, 6) << ", Dec "
-        << fixed(plan.pointing.dec_rad * rad_to_deg, 6) << " deg, where the primary beam stays\n";
+  for (const std::string& line : sky_lines(plan)) out << line << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";
   for (int n = 1; n <= num_chan; n *= 2) {

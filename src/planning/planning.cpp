@@ -35,6 +35,19 @@ std::string input_count(const Plan& plan) {
   return text;
 }
 
+std::vector<std::string> sky_lines(const Plan& plan) {
+  std::vector<std::string> lines;
+  if (plan.primary_beam) lines.push_back("primary beam: " + plan.primary_beam->describe());
+  const auto degrees = [](Direction d) {
+    return "RA " + fixed(d.ra_rad * rad_to_deg, 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
+  };
+  if (plan.rephasing)
+    lines.push_back("image centre (image.centre): " + degrees(plan.image_centre) +
+                    "; the visibilities are turned to it from the inputs' phase centre, " + degrees(plan.pointing) +
+                    ", where the primary beam stays");
+  return lines;
+}
+
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan) {
   const int num_chan = plan.chan_end - plan.chan_begin;
@@ -416,6 +429,15 @@ Plan open_plan(const Config& config) {
   plan.image_centre = plan.pointing;
   if (!config.image.centre_deg.empty()) {
     plan.image_centre = {config.image.centre_deg[0] / rad_to_deg, config.image.centre_deg[1] / rad_to_deg};
+    const auto pointing_axes = tangent_axes(plan.pointing), centre_axes = tangent_axes(plan.image_centre);
+    double cos_offset = 0;
+    for (int k = 0; k < 3; ++k) cos_offset += pointing_axes[2][k] * centre_axes[2][k];
+    if (!(cos_offset > 0))
+      SPIP_THROW(ConfigError, "image.centre = " + fixed(config.image.centre_deg[0], 6) + "," +
+                                  fixed(config.image.centre_deg[1], 6) + " is " +
+                                  fixed(std::acos(std::clamp(cos_offset, -1.0, 1.0)) * rad_to_deg, 1) +
+                                  " deg from the inputs' phase centre; expected a centre less than 90 deg from it "
+                                  "(RA in degrees, not hours)");
     plan.rephasing.emplace(plan.pointing, plan.image_centre);
   }
   const bool dish_from_inputs = (config.beam.model == BeamModel::gaussian || config.beam.model == BeamModel::airy) &&
@@ -530,6 +552,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
              std::to_string(reader.info().num_channels()) + " channels from " +
              fixed(reader.info().freq_hz.front() / 1e6, 4) + " to " + fixed(reader.info().freq_hz.back() / 1e6, 4) +
              " MHz, correlations [" + reader.info().stokes_summary() + "]");
+  for (const std::string& line : sky_lines(plan)) log.root(line);
   log.root("frequency axis: " + std::to_string(plan.band.size()) + " channels from " +
            fixed(plan.freq_hz.front() / 1e6, 4) + " MHz in steps of " + fixed(plan.band.step_hz / 1e3, 3) + " kHz" +
            (plan.band.gaps() > 0 ? ", " + std::to_string(plan.band.gaps()) +

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -9,6 +10,7 @@
 #include <limits>
 #include <sstream>
 
+#include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 #include "spip/parallel/file_io.hpp"
 
@@ -65,6 +67,10 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
   h.nx = h.ny = config.image.size;
   h.ra_rad = plan.image_centre.ra_rad;
   h.dec_rad = plan.image_centre.dec_rad;
+  if (plan.rephasing) {  // the pointing, where the primary beam is centred, as CASA and linmos read it
+    h.extra_keys["OBSRA"] = std::fmod(plan.pointing.ra_rad * rad_to_deg + 360.0, 360.0);
+    h.extra_keys["OBSDEC"] = plan.pointing.dec_rad * rad_to_deg;
+  }
   h.cell_rad = config.pixel_scale_rad();
   // The merged axis is regular: gaps between the inputs' channels are blank planes.
   h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", plan.freq_hz.front(), plan.band.step_hz, 1.0, plan.band.size()});

@@ -281,6 +281,12 @@ TEST(BeamCorrection, ImagedAtAnotherCentreTheBeamStaysOnThePointing) {
   std::ostringstream centre;
   centre << std::setprecision(15) << (ra < 0 ? ra + 360 : ra) << "," << dec;
   const fs::path out = corrected(ms, "out", "--beam.model airy --image.centre " + centre.str());
+  const std::string log = spip::test::file_text(scratch("log.txt"));
+  EXPECT_NE(log.find("primary beam: airy, dish 94 m\n"), std::string::npos) << log;
+  EXPECT_NE(log.find("image centre (image.centre): RA "), std::string::npos) << log;
+  EXPECT_NE(log.find("; the visibilities are turned to it from the inputs' phase centre, RA 0.000000, Dec 60.000000 deg"),
+            std::string::npos)
+      << log;
   const auto pb = spip::fits::read_image((out / "spip-pb.fits").string());
   const auto pb_i = spip::fits::read_image((out / "spip-image-pb-I.fits").string());
   const auto pb_q = spip::fits::read_image((out / "spip-image-pb-Q.fits").string());
@@ -289,6 +295,8 @@ TEST(BeamCorrection, ImagedAtAnotherCentreTheBeamStaysOnThePointing) {
   const auto peak_phi = spip::fits::read_image((out / "spip-peak-phi.fits").string());
   EXPECT_NEAR(pb_i.number("CRVAL1"), ra < 0 ? ra + 360 : ra, 1e-9);
   EXPECT_NEAR(pb_i.number("CRVAL2"), dec, 1e-9);
+  EXPECT_NEAR(pb_i.number("OBSRA"), 0, 1e-9);  // the pointing
+  EXPECT_NEAR(pb_i.number("OBSDEC"), dec0_deg, 1e-9);
   constexpr int c0 = size / 2;
   double worst_i = 0;
   for (int c = 0; c < channels; ++c) {
@@ -315,6 +323,8 @@ TEST(BeamCorrection, ImagedAtAnotherCentreTheBeamStaysOnThePointing) {
     if (std::abs(x[row] - c0) < 0.5 && std::abs(y[row] - c0) < 0.5) {
       target_listed = true;
       EXPECT_NEAR(beamdist[row], target.theta() * 180 / std::numbers::pi, 2e-3);  // to a tenth of a pixel
+      const double nu_ref = 299792458.0 / std::sqrt(peak_pi.number("LAMSQ0"));
+      EXPECT_NEAR(listed_response[row], airy(target.theta(), nu_ref), 2e-3);
     }
     if (beamdist[row] < 0.01) {
       pointing_listed = true;
@@ -323,6 +333,15 @@ TEST(BeamCorrection, ImagedAtAnotherCentreTheBeamStaysOnThePointing) {
   }
   EXPECT_TRUE(target_listed);
   EXPECT_TRUE(pointing_listed);
+  // A centre on the far side of the sky (an RA in hours taken for degrees, say) is refused.
+  EXPECT_NE(run(std::string(SPIP_BIN) + " --input.ms " + ms.string() + " --image.centre 180,-50 --output.dir " +
+                scratch("far").string() + " --plan"),
+            0);
+  EXPECT_NE(spip::test::file_text(scratch("log.txt"))
+                .find("image.centre = 180.000000,-50.000000 is 170.0 deg from the inputs' phase centre; expected a "
+                      "centre less than 90 deg from it (RA in degrees, not hours)\n"),
+            std::string::npos)
+      << spip::test::file_text(scratch("log.txt"));
   std::printf("[ measured ] image.centre on the source at %.2f deg: I off by %.2f %% at most; peak PI %.4f (truth "
               "%.4f); phi %.3f (truth %.1f)\n",
               target.theta() * 180 / std::numbers::pi, 100 * worst_i, pi, target.mean_pi(), phi, target.rm);

@@ -52,6 +52,10 @@ void decompose(const Config& config, const std::vector<std::int64_t>& cost, int 
 // "N Measurement Set(s)", with the spectral windows where an MS gives several: for logs.
 std::string input_count(const Plan& plan);
 
+// The primary beam and, with image.centre, the two centres, one line each: for the run's
+// log and --plan.
+std::vector<std::string> sky_lines(const Plan& plan);
+
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan);
 
