@@ -2,7 +2,6 @@
 #include <cstdio>
 #include <iostream>
 
-#include "spip/common/freed_memory.hpp"
 #include "spip/config/config.hpp"
 #include "spip/error.hpp"
 #include "spip/job/log.hpp"
@@ -22,7 +21,6 @@ int report(const spip::parallel::MpiContext& mpi, const std::string& message, sp
 }  // namespace
 
 int main(int argc, char** argv) {
-  spip::keep_freed_memory();
   spip::parallel::MpiContext mpi(argc, argv);
   spip::ParsedCommand command;
   try {

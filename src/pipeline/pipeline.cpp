@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/freed_memory.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/weighting.hpp"
@@ -236,6 +237,7 @@ void RankRun::announce() const {
 // rank, and a resumed run, transforms with the same plans (bit-identical products).
 void RankRun::set_up_imaging() {
   const Stopwatch watch;
+  if (plan_.gpu_device >= 0) keep_freed_memory();
   if (!mpi_.is_root()) mpi_.barrier();
   imaging_ = ImagingStage::make(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device,
                                   plan_.rank_visibilities(), imaging_group_.get());

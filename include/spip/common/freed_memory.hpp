@@ -5,7 +5,9 @@
 // are freed together; the next channel's are then faulted in a page at a time, which on
 // a virtual machine can take longer than a GPU takes to image the channel (one of the
 // host-path changes of docs/benchmarks.md's issue-47 runs). keep_freed_memory(), called
-// first in main(), keeps them in the process for reuse. glibc allows it for blocks up to 32 MB
+// by a GPU rank before it images, keeps them in the process for reuse. A CPU rank, whose
+// gridding outlasts the faults, does without: it would hold about 0.1 GB more at a
+// budget of 0.6 GB (bench/run-budget-bench.sh). glibc allows it for blocks up to 32 MB
 // (the most M_MMAP_THRESHOLD takes: a 1448^2 image in four Stokes parameters); larger
 // ones are still mapped and unmapped. The top of a heap is given back only past 256 MB
 // free, a few channels' images, so that a thread's heap keeps at most that much beyond
