@@ -187,10 +187,12 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   const double rate = write_rate(config.output.dir);
   rates.create_s = 0;
   // Restoring with a common beam takes a channel's kept model and residual and writes
-  // the restored planes output.channel_cubes chose.
+  // the restored planes output.channel_cubes chose, with beam.model their corrected
+  // planes and the beam's response too.
   if (config.clean.niter > 0 && config.image.common_beam) {
     const auto restored = std::ranges::count_if(plan.products.channel_cubes(), [](const ChannelCube& cube) {
-      return cube.kind == ChannelCubeKind::image;
+      return cube.kind == ChannelCubeKind::image || cube.kind == ChannelCubeKind::image_pb ||
+             cube.kind == ChannelCubeKind::pb;
     });
     rates.restore_channel_s = 4 * pixels * static_cast<double>(restored) / rate;
   }
