@@ -423,7 +423,12 @@ Plan open_plan(const Config& config) {
     if (std::abs(info.ra_rad - infos.front().ra_rad) > same_direction_rad ||
         std::abs(info.dec_rad - infos.front().dec_rad) > same_direction_rad)
       SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
-                                 ms::input_name(infos.front()) + "; the inputs of a run must share one field");
+                                 ms::input_name(infos.front()) +
+                                 (config.beam.model == BeamModel::none
+                                      ? "; several pointings make a mosaic, which needs a primary beam (beam.model) "
+                                        "and which spip does not make yet: image each pointing in a run of its own"
+                                      : "; spip does not make mosaics of several pointings yet: image each pointing "
+                                        "in a run of its own"));
   plan.primary_beam = primary_beam(config.beam, infos);
   plan.pointing = {infos.front().ra_rad, infos.front().dec_rad};
   plan.image_centre = plan.pointing;

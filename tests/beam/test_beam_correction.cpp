@@ -427,6 +427,29 @@ TEST(BeamCorrection, AutoGivesTheVlaSetNraosPublishedBeamWidth) {
   EXPECT_NE(spip::test::file_text(out / "spip-config.ini").find("model = auto"), std::string::npos);
 }
 
+// Inputs of two pointings are refused in one line: without a beam it names beam.model,
+// which a mosaic needs; with one, that mosaics are not made yet.
+TEST(BeamCorrection, TwoPointingsAreRefusedInOneLineThatNamesBeamModel) {
+  const fs::path first = apparent_ms("first.ms", "");
+  const fs::path second = scratch("second.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + scratch("sources.sky.txt").string() + " --telescope " +
+                SPIP_TEST_DATA + "/oskar_small.tm --ra 0 --dec 62 --freq-start " + std::to_string(freq0) +
+                " --freq-inc " + std::to_string(dfreq) + " --channels 2 --times 2 --out " + second.string()),
+            0);
+  const std::string inputs = " --input.ms " + first.string() + " " + second.string();
+  for (const auto& [beam, says] :
+       {std::pair{"", "has another phase centre than " + first.string() +
+                          "; several pointings make a mosaic, which needs a primary beam (beam.model)"},
+        std::pair{" --beam.model airy --beam.dish_diameter 94", std::string("spip does not make mosaics of several "
+                                                                            "pointings yet")}}) {
+    EXPECT_NE(run(std::string(SPIP_BIN) + inputs + beam + " --output.dir " + scratch("out").string() + " --plan"), 0);
+    const std::string log = spip::test::file_text(scratch("log.txt"));
+    EXPECT_NE(log.find("spip: error: " + second.string()), std::string::npos) << log;
+    EXPECT_NE(log.find(says), std::string::npos) << log;
+    EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+  }
+}
+
 // Sets from telescopes without a model here are refused in one line that names the keys.
 TEST(BeamCorrection, AutoRefusesTelescopesWithoutAModelInOneLine) {
   for (const char* set : {"mwa_1102865728_small.ms", "hera_drift_zen2458432.ms", "ovrolwa_zenith_28mhz.ms"}) {
