@@ -60,13 +60,16 @@ void remove_when_released(const fs::path& dir) {
 // Makes the folder before the first test and makes it the TMPDIR of every process a
 // test starts (spip, mpiexec and what they start): Open MPI's session directory, and
 // anything else they put in TMPDIR, is then this process's own, never shared with the
-// tests CTest runs beside it. Removes the folder after the last test of the process,
-// or says where it was kept.
+// tests CTest runs beside it. So is spip's FFTW wisdom: a test that compares two runs
+// bit for bit needs both to transform with the same plans, and a wisdom file in $HOME
+// that a test beside it rewrites with plans timed under other load breaks that.
+// Removes the folder after the last test of the process, or says where it was kept.
 class ScratchCleanup : public testing::Environment {
  public:
   void SetUp() override {
     if (made_dir.empty()) made_dir = make_fresh_dir();
     setenv("TMPDIR", made_dir.c_str(), 1);
+    setenv("SPIP_FFTW_WISDOM", (made_dir / "fftwf-wisdom").c_str(), 1);
   }
   void TearDown() override {
     if (made_dir.empty()) return;
