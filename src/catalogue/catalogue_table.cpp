@@ -52,9 +52,9 @@ fits::Table catalogue_table(const std::vector<Source>& sources, const FinderSett
       column<double>(sources, "m2", "rad/m^2", "second moment of the RM-CLEAN components", [](S s) { return s.m2; }),
       column<std::int32_t>(sources, "faraday_complex", "", "1 where m2 > COMPLEXT * RMSFFWHM",
                            [](S s) { return static_cast<std::int32_t>(s.faraday_complex); }),
-      column<double>(sources, "beamdist", "deg", "distance from the pointing centre", [](S s) { return s.beamdist_deg; }),
+      column<double>(sources, "beamdist", "deg", "distance from the nearest pointing centre", [](S s) { return s.beamdist_deg; }),
       column<double>(sources, "beam_response", "",
-                     "primary-beam response at the source at nu0 (the fluxes are corrected for it); NaN: no beam.model",
+                     "the nearest pointing's primary-beam response at the source at nu0 (the fluxes are corrected for the beams); NaN: no beam.model",
                      [](S s) { return s.beam_response; }),
   };
   table.keys = {{"THRESHLD", settings.threshold, "islands above this many local sigma_qu"},

@@ -124,12 +124,10 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   s.ra_deg = ra * rad_to_deg;
   s.dec_deg = dec * rad_to_deg;
   s.name = source_name(s.ra_deg, s.dec_deg);
-  // The great-circle distance from the pointing, by the haversine (exact near zero).
-  const Direction pointing = settings.pointing.value_or(Direction{projection.ra_rad, projection.dec_rad});
-  const double half_dec = 0.5 * (dec - pointing.dec_rad), half_ra = 0.5 * (ra - pointing.ra_rad);
-  const double h = std::sin(half_dec) * std::sin(half_dec) +
-                   std::cos(dec) * std::cos(pointing.dec_rad) * std::sin(half_ra) * std::sin(half_ra);
-  s.beamdist_deg = 2 * std::asin(std::min(1.0, std::sqrt(h))) * rad_to_deg;
+  const std::vector<Direction> pointings = settings.pointings.empty()
+                                               ? std::vector<Direction>{{projection.ra_rad, projection.dec_rad}}
+                                               : settings.pointings;
+  s.beamdist_deg = angular_distance_rad(pointings[nearest_direction(pointings, {ra, dec})], {ra, dec}) * rad_to_deg;
 
   // PI at the peak between pixels; the other quantities are the peak pixel's. The maps'
   // bias correction and errors used the pixel's own noise; redo them with the local one.

@@ -9,9 +9,14 @@ namespace spip::pipeline {
 bool restores_later(const Config& config) { return config.clean.niter > 0 && config.image.common_beam; }
 
 int kept_planes(const Config& config, const Plan& plan) {
-  if (restores_later(config)) return 2 * ms::num_stokes;
+  // A mosaic keeps its residual and each pointing's model until restoring.
+  if (restores_later(config)) return (plan.mosaic() ? 1 + static_cast<int>(plan.pointings.size()) : 2) * ms::num_stokes;
   if (!plan.polarised()) return 0;
   return config.clean.niter > 0 ? 2 * ms::num_stokes : ms::num_stokes;
+}
+
+int kept_slots(const Plan& plan) {
+  return (2 + (plan.mosaic() ? static_cast<int>(plan.pointings.size()) : 0)) * ms::num_stokes;
 }
 
 std::string scratch_folder(const ParallelConfig& config) {
@@ -36,9 +41,9 @@ double kept_max_uv(const Config& config, double max_uv) {
 
 std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input) {
   std::vector<double> uvw;
-  for (const ms::MsReader& reader : plan.readers) {
-    std::vector<double> rows = reader.uvw_m();
-    if (plan.rephasing) plan.rephasing->rotate_uvw(rows.data(), rows.size() / 3);
+  for (std::size_t i = 0; i < plan.readers.size(); ++i) {
+    std::vector<double> rows = plan.readers[i].uvw_m();
+    if (plan.rephasing[i]) plan.rephasing[i]->rotate_uvw(rows.data(), rows.size() / 3);
     uvw.insert(uvw.end(), rows.begin(), rows.end());
     if (rows_per_input) rows_per_input->push_back(rows.size() / 3);
   }

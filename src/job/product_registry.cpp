@@ -81,6 +81,7 @@ std::string ProductRegistry::progress_dir() const {
 
 bool ProductRegistry::made(ChannelCubeKind product) const {
   if (product == ChannelCubeKind::image_pb || product == ChannelCubeKind::pb) return beam_;
+  if (shape_.pointings > 1 && (product == ChannelCubeKind::psf || product == ChannelCubeKind::model)) return false;
   return cleaned_ || (product != ChannelCubeKind::model && product != ChannelCubeKind::residual);
 }
 

@@ -56,6 +56,7 @@ void to_json(json& out, const ChannelQa& qa) {
              {"dynamic_range", qa.dynamic_range},
              {"read_s", qa.read_s},
              {"image_s", qa.image_s}};
+  if (!qa.mosaic_weights.empty()) out["mosaic_weights"] = qa.mosaic_weights;
 }
 
 void from_json(const json& in, ChannelQa& qa) {
@@ -87,6 +88,7 @@ void from_json(const json& in, ChannelQa& qa) {
   qa.dynamic_range = number(in, "dynamic_range");
   qa.read_s = number(in, "read_s");
   qa.image_s = number(in, "image_s");
+  if (in.contains("mosaic_weights")) qa.mosaic_weights = in.at("mosaic_weights").get<std::vector<double>>();
 }
 
 // The beam again in radians, exactly: a resumed run restores with it.

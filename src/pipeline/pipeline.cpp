@@ -27,6 +27,7 @@
 #include "spip/stages/channel_stream.hpp"
 #include "spip/stages/faraday_stage.hpp"
 #include "spip/stages/plane_store.hpp"
+#include "spip/stages/pointing_mosaic.hpp"
 #include "spip/stages/row_share.hpp"
 
 namespace spip::pipeline {
@@ -120,6 +121,18 @@ void warn_nonfinite(const std::vector<ChannelQa>& qa, const Log& log) {
              "(nonfinite_samples per channel in qa.json)");
 }
 
+// A channel's figures over its pointings (one but in a mosaic): what was read and waited
+// for, and its longest baseline.
+void add_pointing(ChannelStats& channel, const ChannelStats& pointing) {
+  channel.freq_hz = pointing.freq_hz;
+  channel.visibilities += pointing.visibilities;
+  channel.samples += pointing.samples;
+  channel.weight_sum += pointing.weight_sum;
+  channel.nonfinite_samples += pointing.nonfinite_samples;
+  channel.max_uv = std::max(channel.max_uv, pointing.max_uv);
+  channel.wait_s += pointing.wait_s;
+}
+
 double dynamic_range(double peak, double sigma) { return sigma > 0 ? peak / sigma : 0.0; }
 
 // " (scale 0.0: 812, scale 8.0: 344, ...)" for multiscale CLEAN: where the iterations went.
@@ -173,7 +186,14 @@ class RankRun {
   void blank_channel(int c, const ChannelStats& data, ChannelWriter& writer);
   void keep_planes(int c, const std::vector<float>& image, const std::vector<float>* residual);
   bool recall_planes(int c);
-  void image_channel(int c, const ChannelStats& data, ChannelWriter& writer);
+  deconv::ChannelImages image_pointing(const ChannelStats& data);
+  void image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
+                     double imaging_s, ChannelWriter& writer);
+  std::optional<beam::ChannelMosaic> channel_mosaic(int c, const std::vector<double>& weights) const;
+  void keep_mosaic_planes(int c, const std::vector<std::optional<deconv::ChannelImages>>& pointings,
+                          const std::vector<float>& residual);
+  std::vector<float> restore_kept_mosaic(int c, const imaging::Beam& beam, const beam::ChannelMosaic& mosaic) const;
+  beam::Pointings faraday_pointings() const;
   fits::Beam agree_on_common_beam();
   void restore_with_common_beam(const fits::Beam& beam, const std::vector<bool>& recalled);
   void log_clean_marks(int channel, const deconv::ChannelImages& images) const;
@@ -244,7 +264,7 @@ void RankRun::set_up_imaging() {
   if (config_.clean.niter > 0) imaging::plan_restoring(plan_.geometry);
   if (mpi_.is_root()) mpi_.barrier();
   const std::string scratch = plan_.memory.kept_spilled ? scratch_folder(config_.parallel) : "";
-  kept_ = std::make_unique<PlaneStore>(mine_.size(), 2 * ms::num_stokes, plan_.geometry.pixels(), scratch);
+  kept_ = std::make_unique<PlaneStore>(mine_.size(), kept_slots(plan_), plan_.geometry.pixels(), scratch);
   if (kept_->spilled())
     log_.info("the planes this rank keeps for restoring and the Faraday stage (" + fixed(plan_.memory.kept / 1e9, 2) +
               " GB) exceed parallel.memory_gb: they go to a file in " + scratch);
@@ -330,6 +350,39 @@ void RankRun::keep_planes(int c, const std::vector<float>& image, const std::vec
   }
 }
 
+// A mosaic's channel until restoring: each pointing's model, and the mosaic's residual.
+void RankRun::keep_mosaic_planes(int c, const std::vector<std::optional<deconv::ChannelImages>>& pointings,
+                                 const std::vector<float>& residual) {
+  const std::size_t pixels = plan_.geometry.pixels();
+  for (int s = 0; s < ms::num_stokes; ++s) {
+    kept_->put(c - mine_.begin, kept_residual + s, residual.data() + s * pixels);
+    for (std::size_t p = 0; p < pointings.size(); ++p)
+      if (pointings[p]) kept_->put(c - mine_.begin, kept_model(static_cast<int>(p)) + s, pointings[p]->model.data() + s * pixels);
+  }
+}
+
+// A mosaic's channel restored with `beam` from what keep_mosaic_planes() kept.
+std::vector<float> RankRun::restore_kept_mosaic(int c, const imaging::Beam& beam, const beam::ChannelMosaic& mosaic) const {
+  const std::size_t pixels = plan_.geometry.pixels();
+  const std::vector<double>& weights = qa_[static_cast<std::size_t>(c - mine_.begin)].mosaic_weights;
+  std::vector<std::vector<float>> models(weights.size());
+  std::vector<const float*> held;
+  for (std::size_t p = 0; p < weights.size(); ++p) {
+    if (!(weights[p] > 0)) {
+      held.push_back(nullptr);
+      continue;
+    }
+    models[p].resize(ms::num_stokes * pixels);
+    for (int s = 0; s < ms::num_stokes; ++s)
+      kept_->read(c - mine_.begin, kept_model(static_cast<int>(p)) + s, 0, pixels, models[p].data() + s * pixels);
+    held.push_back(models[p].data());
+  }
+  std::vector<float> residual(ms::num_stokes * pixels);
+  for (int s = 0; s < ms::num_stokes; ++s)
+    kept_->read(c - mine_.begin, kept_residual + s, 0, pixels, residual.data() + s * pixels);
+  return restore_mosaic(held, residual.data(), plan_.geometry, beam, mosaic);
+}
+
 // A channel an earlier run finished: its kept planes from the partial cubes it wrote;
 // false where output.channel_cubes left out a cube they would come from.
 bool RankRun::recall_planes(int c) {
@@ -362,13 +415,21 @@ void RankRun::image_channels(const std::vector<int>& todo) {
   int handled = 0;
   for (int c : todo) {
     if (stop_now()) break;
-    const ChannelStats data = feed->advance(c);
+    // Each pointing in turn (one but in a mosaic): blank where none has data on the grid.
+    const Stopwatch imaging;
+    ChannelStats data;
+    std::vector<std::optional<deconv::ChannelImages>> pointings;
+    for (int p = 0; p < static_cast<int>(plan_.pointings.size()); ++p) {
+      const ChannelStats seen = feed->advance(c, p);
+      add_pointing(data, seen);
+      pointings.push_back(imaging_->weight_sum(0) > 0 ? std::optional(image_pointing(seen)) : std::nullopt);
+    }
     rank_qa_.read_s += data.wait_s;
-    const bool blank = !(imaging_->weight_sum(0) > 0);
+    const bool blank = std::none_of(pointings.begin(), pointings.end(), [](const auto& p) { return p.has_value(); });
     if (blank)
       blank_channel(c, data, writer);
     else
-      image_channel(c, data, writer);
+      image_channel(c, data, std::move(pointings), imaging.seconds() - data.wait_s, writer);
     ++handled;
     if (mpi_.is_root() && !blank) {
       const double rate = handled / watch.seconds();
@@ -415,6 +476,9 @@ void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writ
   qa.flagged_fraction = 1.0;
   qa.nonfinite_samples = data.nonfinite_samples;
   qa.search_noise_jy = qa.clean_threshold_jy = qa.psf_sidelobe = nan;
+  // Equal weights keep the mosaic's effective response finite where the Faraday stage
+  // looks at it; the channel's planes are NaN and weigh nothing there.
+  if (plan_.mosaic()) qa.mosaic_weights.assign(plan_.pointings.size(), 1.0);
   noise_of(c) = -1.0;
   const std::string record = nlohmann::ordered_json(ChannelMarker{qa, -1.0}).dump();
   writer.submit([this, c, record] {
@@ -424,22 +488,61 @@ void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writ
   });
 }
 
-void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writer) {
-  const Stopwatch watch;
-  const double nan = std::numeric_limits<double>::quiet_NaN();
-  const std::size_t pixels = plan_.geometry.pixels();
+deconv::ChannelImages RankRun::image_pointing(const ChannelStats& data) {
   const double kept_uv = kept_max_uv(config_, data.max_uv);
   const double taper = weighting_scheme(config_).taper_fwhm_rad;
   deconv::ChannelImages images = imaging_->image(config_.clean, imaging::deconvolution_beam(kept_uv, taper));
   grid_summary_ = imaging_->describe();
+  return images;
+}
+
+// The mosaic of channel c with its pointings' `weights`; none with one pointing.
+std::optional<beam::ChannelMosaic> RankRun::channel_mosaic(int c, const std::vector<double>& weights) const {
+  if (!plan_.mosaic()) return std::nullopt;
+  const beam::ImageGrid grid{plan_.geometry.size, plan_.geometry.cell_rad, plan_.image_centre, plan_.pointings.front()};
+  return beam::ChannelMosaic(*plan_.primary_beam, grid, plan_.pointings, weights,
+                             plan_.freq_hz.at(static_cast<std::size_t>(c)));
+}
+
+// Restored with the channel's own beam, the largest of its pointings' in a mosaic
+// (image.beam and the common-beam rule decide it as for one pointing).
+void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
+                            double imaging_s, ChannelWriter& writer) {
+  const Stopwatch watch;
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const std::size_t pixels = plan_.geometry.pixels();
   if (!leads()) return;  // the leader holds the same images, and writes them
-  const imaging::RestoringBeam own = imaging::restoring_beam(images.fitted_beam, kept_uv, taper, plan_.geometry, chosen_);
-  const bool theoretical = own.origin == imaging::BeamOrigin::theoretical;
-  if (theoretical) log_.info(theoretical_beam_reason(plan_.chan_begin + c, images.fitted_beam, own.beam));
-  beams_.push_back(own);
+  const double kept_uv = kept_max_uv(config_, data.max_uv);
+  const double taper = weighting_scheme(config_).taper_fwhm_rad;
+  std::optional<imaging::RestoringBeam> own;
+  std::optional<imaging::Beam> fitted;
+  for (const auto& images : pointings) {
+    if (!images) continue;
+    const imaging::RestoringBeam beam =
+        imaging::restoring_beam(images->fitted_beam, kept_uv, taper, plan_.geometry, chosen_);
+    if (beam.origin == imaging::BeamOrigin::theoretical)
+      log_.info(theoretical_beam_reason(plan_.chan_begin + c, images->fitted_beam, beam.beam));
+    beams_.push_back(beam);
+    if (!own || beam.beam.major_rad * beam.beam.minor_rad > own->beam.major_rad * own->beam.minor_rad) {
+      own = beam;
+      fitted = images->fitted_beam;
+    }
+  }
+  const bool theoretical = own->origin == imaging::BeamOrigin::theoretical;
+  std::vector<double> weights = plan_.mosaic() ? mosaic_weights(pointings) : std::vector<double>{};
+  const std::optional<beam::ChannelMosaic> mosaic = channel_mosaic(c, weights);
+  deconv::ChannelImages images = mosaic ? combine_pointings(pointings, *mosaic, pixels) : std::move(*pointings.front());
+  images.fitted_beam = fitted;
   std::vector<float> restored;
-  if (!restore_later())
-    restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan_.geometry, own.beam);
+  if (!restore_later()) {
+    if (mosaic) {
+      std::vector<const float*> models;
+      for (const auto& one : pointings) models.push_back(one ? one->model.data() : nullptr);
+      restored = restore_mosaic(models, images.residual.data(), plan_.geometry, own->beam, *mosaic);
+    } else {
+      restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan_.geometry, own->beam);
+    }
+  }
   const double peak_i = restored.empty() ? nan : *std::max_element(restored.begin(), restored.begin() + pixels);
   // Without CLEAN, or without a threshold to reach, there is nothing to report.
   const bool has_threshold = config_.clean.niter > 0 && images.clean_threshold > 0;
@@ -453,7 +556,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
                  data.nonfinite_samples,
                  data.weight_sum,
                  data.max_uv,
-                 own.beam,
+                 own->beam,
                  theoretical,
                  images.iterations,
                  images.major_cycles,
@@ -469,7 +572,8 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
                  peak_i,
                  dynamic_range(peak_i, images.residual_sigma),
                  data.wait_s,
-                 watch.seconds()};
+                 imaging_s + watch.seconds(),
+                 std::move(weights)};
   log_clean_marks(plan_.chan_begin + c, images);
   const bool ran_out = images.clean_stop == deconv::CleanStop::niter || images.clean_stop == deconv::CleanStop::max_major;
   if (has_threshold && ran_out)
@@ -477,11 +581,14 @@ void RankRun::image_channel(int c, const ChannelStats& data, ChannelWriter& writ
               (images.iterations >= config_.clean.niter ? "clean.niter = " + std::to_string(config_.clean.niter)
                                                         : "clean.max_major = " + std::to_string(config_.clean.max_major)) +
               " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
-  writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored)] {
+  writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored),
+                 pointings = std::move(pointings)] {
     write_channel(cubes_, c, images.dirty, images.psf, images.model, images.residual);
-    if (!restored.empty()) write_restored(cubes_, c, restored);
+    if (!restored.empty()) write_restored(cubes_, c, restored, qa.mosaic_weights);
     const bool cleaned = plan_.products.made(ChannelCubeKind::residual);
-    if (restore_later())
+    if (restore_later() && plan_.mosaic())
+      keep_mosaic_planes(c, pointings, images.residual);
+    else if (restore_later())
       keep_planes(c, images.model, &images.residual);
     else if (plan_.polarised())
       keep_planes(c, restored, cleaned ? &images.residual : nullptr);
@@ -571,15 +678,20 @@ void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector
       peak = progress_.restored_peak(absolute);
     } else {
       if (stop_.requested()) break;
-      std::vector<float> model(ms::num_stokes * pixels), residual(ms::num_stokes * pixels);
-      for (int s = 0; s < ms::num_stokes; ++s) {
-        kept_->read(c - mine_.begin, kept_image + s, 0, pixels, model.data() + s * pixels);
-        kept_->read(c - mine_.begin, kept_residual + s, 0, pixels, residual.data() + s * pixels);
+      const std::vector<double>& weights = qa_of(c).mosaic_weights;
+      std::vector<float> restored;
+      if (const std::optional<beam::ChannelMosaic> mosaic = channel_mosaic(c, weights)) {
+        restored = restore_kept_mosaic(c, restoring, *mosaic);
+      } else {
+        std::vector<float> model(ms::num_stokes * pixels), residual(ms::num_stokes * pixels);
+        for (int s = 0; s < ms::num_stokes; ++s) {
+          kept_->read(c - mine_.begin, kept_image + s, 0, pixels, model.data() + s * pixels);
+          kept_->read(c - mine_.begin, kept_residual + s, 0, pixels, residual.data() + s * pixels);
+        }
+        restored = deconv::restore_channel(model.data(), residual.data(), plan_.geometry, restoring);
       }
-      const std::vector<float> restored =
-          deconv::restore_channel(model.data(), residual.data(), plan_.geometry, restoring);
       peak = *std::max_element(restored.begin(), restored.begin() + pixels);
-      write_restored(cubes_, c, restored);
+      write_restored(cubes_, c, restored, weights);
       keep_planes(c, restored, nullptr);
       cubes_.writer->sync();
       progress_.mark_restored(absolute, peak);
@@ -595,6 +707,27 @@ void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector
             "residual planes in " + fixed(rank_qa_.restore_s, 2) + " s");
 }
 
+// The pointings, and in a mosaic every channel's weights from every rank (collective).
+beam::Pointings RankRun::faraday_pointings() const {
+  beam::Pointings pointings{plan_.pointings, {}};
+  if (!plan_.mosaic()) return pointings;
+  const std::size_t count = plan_.pointings.size();
+  std::vector<double> flat;
+  for (int c = mine_.begin; c < mine_.end; ++c) {
+    const std::vector<double>& weights = qa_[static_cast<std::size_t>(c - mine_.begin)].mosaic_weights;
+    if (weights.size() != count)
+      SPIP_THROW(Error, "channel " + std::to_string(plan_.chan_begin + c) + " has " + std::to_string(weights.size()) +
+                            " mosaic weights for " + std::to_string(count) + " pointings");
+    flat.push_back(c);
+    flat.insert(flat.end(), weights.begin(), weights.end());
+  }
+  const std::vector<double> all = mpi_.gather_to_all(flat);
+  pointings.weights.assign(plan_.freq_hz.size(), std::vector<double>(count, 1.0));
+  for (std::size_t k = 0; k + count < all.size(); k += count + 1)
+    pointings.weights.at(static_cast<std::size_t>(all[k])).assign(all.begin() + k + 1, all.begin() + k + 1 + count);
+  return pointings;
+}
+
 // Without Q and U (an MS with only parallel hands) there is nothing to synthesise. It
 // exchanges every rank's kept restored planes: all must be restored first.
 std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
@@ -604,7 +737,7 @@ std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
   fits::ImageHeader base = cubes_.base;
   base.beam = beam;
   FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
-                       plan_.gpu_share_bytes, *kept_, plan_.blocks, plan_.primary_beam, plan_.pointing);
+                       plan_.gpu_share_bytes, *kept_, plan_.blocks, plan_.primary_beam, faraday_pointings());
   const Stopwatch watch;
   const std::vector<std::string> written = faraday.finish(faraday_noise(), mpi_, log_, stop_);
   rank_qa_.faraday_mpi_bytes = faraday.mpi_bytes();

@@ -114,7 +114,9 @@ double write_rate(const std::string& dir) {
 }
 
 // The coordinates of the image channel with the most rows, part after part, as a run
-// stages it (at the parts' own frequencies only a scale apart, which costs nothing here).
+// stages it (at the parts' own frequencies only a scale apart, which costs nothing here);
+// in a mosaic, of that channel's pointing with the most rows, which a run images once
+// per pointing.
 std::vector<double> largest_channel_uvw_m(const Plan& plan) {
   std::vector<std::size_t> input_rows;
   const std::vector<double> all = inputs_uvw_m(plan, &input_rows);
@@ -124,9 +126,15 @@ std::vector<double> largest_channel_uvw_m(const Plan& plan) {
       plan.band.channels.begin(), plan.band.channels.end(), [&](const ms::BandChannel& a, const ms::BandChannel& b) {
         return ms::channel_rows(a, input_rows) < ms::channel_rows(b, input_rows);
       });
+  std::vector<std::size_t> pointing_rows(plan.pointings.size(), 0);
+  for (const ms::ChannelPart& part : largest->parts)
+    pointing_rows[static_cast<std::size_t>(plan.input_pointing[static_cast<std::size_t>(part.input)])] +=
+        input_rows[static_cast<std::size_t>(part.input)];
+  const auto busiest = static_cast<int>(std::max_element(pointing_rows.begin(), pointing_rows.end()) - pointing_rows.begin());
   std::vector<double> uvw;
   for (const ms::ChannelPart& part : largest->parts) {
     const auto i = static_cast<std::size_t>(part.input);
+    if (plan.input_pointing[i] != busiest) continue;
     uvw.insert(uvw.end(), all.begin() + static_cast<std::ptrdiff_t>(3 * first[i]),
                all.begin() + static_cast<std::ptrdiff_t>(3 * (first[i] + input_rows[i])));
   }
@@ -170,8 +178,9 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
     major_s = std::max(0.0, major.seconds() - dirty_s);
   }
   const double cycles = config.clean.niter > 0 ? std::min<double>(default_major_cycles, config.clean.max_major) : 0;
-  rates.image_channel_s = dirty_s + cycles * major_s;
-  rates.from = "timed here on the CPU (a synthetic channel with the inputs' UVW; " + fixed(cycles, 0) +
+  rates.image_channel_s = static_cast<double>(plan.pointings.size()) * (dirty_s + cycles * major_s);
+  rates.from = "timed here on the CPU (a synthetic channel with the inputs' UVW" +
+               std::string(plan.mosaic() ? ", once per pointing" : "") + "; " + fixed(cycles, 0) +
                " major cycles per channel assumed)";
 
   // Rank 0 creates the products with their headers only, which costs nothing worth

@@ -6,8 +6,10 @@
 #include <exception>
 #include <filesystem>
 #include <memory>
+#include <numbers>
 #include <optional>
 #include <set>
+#include <array>
 
 #include "spip/common/constants.hpp"
 #include "spip/cuda/device_imager.hpp"
@@ -39,12 +41,20 @@ std::vector<std::string> sky_lines(const Plan& plan) {
   std::vector<std::string> lines;
   if (plan.primary_beam) lines.push_back("primary beam: " + plan.primary_beam->describe());
   const auto degrees = [](Direction d) {
-    return "RA " + fixed(d.ra_rad * rad_to_deg, 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
+    const double ra_deg = std::fmod(d.ra_rad * rad_to_deg + 360.0, 360.0);
+    return "RA " + fixed(ra_deg == 360.0 ? 0.0 : ra_deg, 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
   };
-  if (plan.rephasing)
+  if (plan.mosaic()) {
+    lines.push_back("mosaic of " + std::to_string(plan.pointings.size()) + " pointings, each imaged and cleaned on " +
+                    "its own and combined linearly with weights B^2 / sigma^2; image centre (image.centre, by default "
+                    "their middle) " + degrees(plan.image_centre));
+    for (std::size_t p = 0; p < plan.pointings.size(); ++p)
+      lines.push_back("  pointing " + std::to_string(p) + ": " + degrees(plan.pointings[p]));
+  } else if (plan.rephased()) {
     lines.push_back("image centre (image.centre): " + degrees(plan.image_centre) +
-                    "; the visibilities are turned to it from the inputs' phase centre, " + degrees(plan.pointing) +
-                    ", where the primary beam stays");
+                    "; the visibilities are turned to it from the inputs' phase centre, " +
+                    degrees(plan.pointings.front()) + ", where the primary beam stays");
+  }
   return lines;
 }
 
@@ -411,6 +421,64 @@ std::optional<beam::PrimaryBeam> primary_beam(const BeamConfig& config, const st
   return beam;
 }
 
+// The inputs' phase centres, each once, and each input's among them. Several make a
+// mosaic, which needs the primary beam to weight the pointings by (and no leakage
+// planes: a pointing's leaked I is not yet taken out before the pointings are combined).
+void find_pointings(const std::vector<ms::MsInfo>& infos, Plan& plan) {
+  for (const ms::MsInfo& info : infos) {
+    const auto same = [&](const Direction& d) {
+      return std::abs(info.ra_rad - d.ra_rad) <= same_direction_rad && std::abs(info.dec_rad - d.dec_rad) <= same_direction_rad;
+    };
+    auto found = std::find_if(plan.pointings.begin(), plan.pointings.end(), same);
+    if (found == plan.pointings.end()) found = plan.pointings.insert(plan.pointings.end(), {info.ra_rad, info.dec_rad});
+    plan.input_pointing.push_back(static_cast<int>(found - plan.pointings.begin()));
+  }
+  if (!plan.mosaic()) return;
+  const std::string named = ms::input_name(infos.front()) + " and " +
+                            ms::input_name(infos[static_cast<std::size_t>(
+                                std::find_if(plan.input_pointing.begin(), plan.input_pointing.end(),
+                                             [](int p) { return p > 0; }) -
+                                plan.input_pointing.begin())]);
+  if (!plan.primary_beam)
+    SPIP_THROW(ConfigError, named + " have different phase centres, " + std::to_string(plan.pointings.size()) +
+                                " pointings in all: a mosaic of them weights each by its primary beam; set beam.model "
+                                "(gaussian, airy, fits or auto)");
+  if (plan.primary_beam->has_leakage())
+    SPIP_THROW(ConfigError, named + " make a mosaic of " + std::to_string(plan.pointings.size()) +
+                                " pointings, and beam.fits gives leakage planes, which mosaics do not take out yet; "
+                                "give a beam cube of STOKES I only");
+}
+
+// The middle of the pointings: their mean direction.
+Direction middle(const std::vector<Direction>& pointings) {
+  if (pointings.size() == 1) return pointings.front();
+  std::array<double, 3> sum{};
+  for (const Direction& d : pointings) {
+    const auto axes = tangent_axes(d);
+    for (int k = 0; k < 3; ++k) sum[k] += axes[2][k];
+  }
+  const double ra = std::atan2(sum[1], sum[0]);
+  return {ra < 0 ? ra + 2 * std::numbers::pi : ra, std::atan2(sum[2], std::hypot(sum[0], sum[1]))};
+}
+
+// The image's tangent plane must see every pointing (its SIN projection ends 90 deg away).
+void check_centre(const Config& config, Direction centre, Direction pointing, bool mosaic) {
+  const auto pointing_axes = tangent_axes(pointing), centre_axes = tangent_axes(centre);
+  double cos_offset = 0;
+  for (int k = 0; k < 3; ++k) cos_offset += pointing_axes[2][k] * centre_axes[2][k];
+  if (cos_offset > 0) return;
+  const std::string offset = fixed(std::acos(std::clamp(cos_offset, -1.0, 1.0)) * rad_to_deg, 1);
+  if (!config.image.centre_deg.empty())
+    SPIP_THROW(ConfigError, "image.centre = " + fixed(config.image.centre_deg[0], 6) + "," +
+                                fixed(config.image.centre_deg[1], 6) + " is " + offset + " deg from " +
+                                (mosaic ? "the pointing at RA " + fixed(pointing.ra_rad * rad_to_deg, 6) + ", Dec " +
+                                              fixed(pointing.dec_rad * rad_to_deg, 6)
+                                        : std::string("the inputs' phase centre")) +
+                                "; expected a centre less than 90 deg from it (RA in degrees, not hours)");
+  SPIP_THROW(ConfigError, "the pointings lie " + offset + " deg and more from their middle; expected a mosaic's "
+                          "pointings within 90 deg of its centre (image.centre)");
+}
+
 }  // namespace
 
 Plan open_plan(const Config& config) {
@@ -419,31 +487,18 @@ Plan open_plan(const Config& config) {
   if (!config.faraday.ionosphere.empty()) plan.ionosphere = ms::IonosphereTable::read(config.faraday.ionosphere);
   std::vector<ms::MsInfo> infos;
   for (const ms::MsReader& reader : plan.readers) infos.push_back(reader.info());
-  for (const ms::MsInfo& info : infos)
-    if (std::abs(info.ra_rad - infos.front().ra_rad) > same_direction_rad ||
-        std::abs(info.dec_rad - infos.front().dec_rad) > same_direction_rad)
-      SPIP_THROW(InputError, ms::input_name(info) + " has another phase centre than " +
-                                 ms::input_name(infos.front()) +
-                                 (config.beam.model == BeamModel::none
-                                      ? "; several pointings make a mosaic, which needs a primary beam (beam.model) "
-                                        "and which spip does not make yet: image each pointing in a run of its own"
-                                      : "; spip does not make mosaics of several pointings yet: image each pointing "
-                                        "in a run of its own"));
   plan.primary_beam = primary_beam(config.beam, infos);
-  plan.pointing = {infos.front().ra_rad, infos.front().dec_rad};
-  plan.image_centre = plan.pointing;
-  if (!config.image.centre_deg.empty()) {
-    plan.image_centre = {config.image.centre_deg[0] / rad_to_deg, config.image.centre_deg[1] / rad_to_deg};
-    const auto pointing_axes = tangent_axes(plan.pointing), centre_axes = tangent_axes(plan.image_centre);
-    double cos_offset = 0;
-    for (int k = 0; k < 3; ++k) cos_offset += pointing_axes[2][k] * centre_axes[2][k];
-    if (!(cos_offset > 0))
-      SPIP_THROW(ConfigError, "image.centre = " + fixed(config.image.centre_deg[0], 6) + "," +
-                                  fixed(config.image.centre_deg[1], 6) + " is " +
-                                  fixed(std::acos(std::clamp(cos_offset, -1.0, 1.0)) * rad_to_deg, 1) +
-                                  " deg from the inputs' phase centre; expected a centre less than 90 deg from it "
-                                  "(RA in degrees, not hours)");
-    plan.rephasing.emplace(plan.pointing, plan.image_centre);
+  find_pointings(infos, plan);
+  plan.image_centre = config.image.centre_deg.empty()
+                          ? middle(plan.pointings)
+                          : Direction{config.image.centre_deg[0] / rad_to_deg, config.image.centre_deg[1] / rad_to_deg};
+  for (const Direction& pointing : plan.pointings) check_centre(config, plan.image_centre, pointing, plan.mosaic());
+  for (int p : plan.input_pointing) {
+    const Direction& pointing = plan.pointings[static_cast<std::size_t>(p)];
+    const bool turned = std::abs(pointing.ra_rad - plan.image_centre.ra_rad) > same_direction_rad ||
+                        std::abs(pointing.dec_rad - plan.image_centre.dec_rad) > same_direction_rad;
+    plan.rephasing.push_back(turned ? std::optional<ms::Rephasing>(std::in_place, pointing, plan.image_centre)
+                                    : std::nullopt);
   }
   const bool dish_from_inputs = (config.beam.model == BeamModel::gaussian || config.beam.model == BeamModel::airy) &&
                                 config.beam.dish_diameter_m == 0;
@@ -472,7 +527,8 @@ Plan open_plan(const Config& config) {
   for (const ms::BandChannel& channel : plan.band.channels)
     plan.max_visibilities = std::max(plan.max_visibilities, ms::channel_rows(channel, input_rows));
   plan.rows_shared_evenly = plan.band.every_channel_has_all(static_cast<int>(plan.readers.size()));
-  plan.products = ProductRegistry(config, {plan.stokes, plan.chan_end - plan.chan_begin, config.image.size, plan.num_phi});
+  plan.products = ProductRegistry(config, {plan.stokes, plan.chan_end - plan.chan_begin, config.image.size, plan.num_phi,
+                                                  static_cast<int>(plan.pointings.size())});
   return plan;
 }
 

@@ -54,12 +54,13 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                      : std::clamp(static_cast<int>(std::lround(20 * settings.beam_fwhm_pix)), 16, std::max(base.nx, base.ny));
   settings.rmsf_fwhm = inputs.rmsf_fwhm;
   settings.complexity = config.catalogue.complexity;
-  settings.pointing = inputs.pointing;
+  settings.pointings = inputs.pointings;
 
   std::vector<catalogue::Source> sources = catalogue::find_sources(maps, projection, settings);
   if (const auto& beam = inputs.primary_beam)
     for (catalogue::Source& s : sources) {
-      const auto [l, m] = direction_cosines({s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg}, inputs.pointing);
+      const Direction d{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg};
+      const auto [l, m] = direction_cosines(d, inputs.pointings[nearest_direction(inputs.pointings, d)]);
       s.beam_response = beam->response(l, m, inputs.reference_freq_hz);
     }
   const fits::Table table = catalogue::catalogue_table(sources, settings);

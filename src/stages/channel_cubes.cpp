@@ -12,6 +12,7 @@
 
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
+#include "spip/job/log.hpp"
 #include "spip/parallel/file_io.hpp"
 
 namespace spip::pipeline {
@@ -62,14 +63,14 @@ void CubeWriter::close() { files_.close(); }
 CubeSet make_cube_set(const Config& config, const Plan& plan) {
   const ms::MsInfo& info = plan.readers.front().info();
   CubeSet cubes{plan.products, plan.products.channel_cubes(), !config.image.common_beam, {}, plan.primary_beam,
-                config.beam.limit, plan.pointing};
+                config.beam.limit, plan.pointings};
   fits::ImageHeader& h = cubes.base;
   h.nx = h.ny = config.image.size;
   h.ra_rad = plan.image_centre.ra_rad;
   h.dec_rad = plan.image_centre.dec_rad;
-  if (plan.rephasing) {  // the pointing, where the primary beam is centred, as CASA and linmos read it
-    h.extra_keys["OBSRA"] = std::fmod(plan.pointing.ra_rad * rad_to_deg + 360.0, 360.0);
-    h.extra_keys["OBSDEC"] = plan.pointing.dec_rad * rad_to_deg;
+  if (plan.rephased() && !plan.mosaic()) {  // the pointing, where the primary beam is centred, as CASA and linmos read it
+    h.extra_keys["OBSRA"] = std::fmod(plan.pointings.front().ra_rad * rad_to_deg + 360.0, 360.0);
+    h.extra_keys["OBSDEC"] = plan.pointings.front().dec_rad * rad_to_deg;
   }
   h.cell_rad = config.pixel_scale_rad();
   // The merged axis is regular: gaps between the inputs' channels are blank planes.
@@ -89,6 +90,14 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
     line << "primary beam: " << to_string(config.beam.model) << ", " << beam->describe()
          << "; image-pb cubes blank below a response of " << config.beam.limit;
     h.history.push_back(line.str());
+  }
+  if (plan.mosaic()) {
+    h.history.push_back("linear mosaic of " + std::to_string(plan.pointings.size()) +
+                        " pointings: apparent planes sum_p B_p w_p X_p / sqrt(sum_p B_p^2 w_p sum_p w_p), "
+                        "w_p = 1/sigma_p^2; pb: sqrt(sum_p w_p B_p^2 / sum_p w_p)");
+    for (const Direction& pointing : plan.pointings)
+      h.history.push_back("mosaic pointing RA " + fixed(pointing.ra_rad * rad_to_deg, 6) + " Dec " +
+                          fixed(pointing.dec_rad * rad_to_deg, 6) + " deg");
   }
   return cubes;
 }
@@ -114,7 +123,8 @@ void write_blank_channel(const CubeSet& cubes, int plane) {
   for (const ChannelCube& cube : cubes.cubes) cubes.writer->planes(cube.path, plane, nan);
 }
 
-void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored) {
+void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored,
+                    const std::vector<double>& weights) {
   write_stokes_planes(cubes, ChannelCubeKind::image, plane, restored);
   const bool corrected_cubes = std::ranges::any_of(
       cubes.cubes, [](const ChannelCube& cube) { return cube.kind == ChannelCubeKind::image_pb; });
@@ -123,8 +133,9 @@ void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& r
   const double freq_hz = freq.crval + (plane + 1 - freq.crpix) * freq.cdelt;
   const beam::PrimaryBeam& primary_beam = *cubes.primary_beam;
   const beam::ImageGrid grid{cubes.base.nx, cubes.base.cell_rad, {cubes.base.ra_rad, cubes.base.dec_rad},
-                             cubes.pointing};
-  const std::vector<float> response = beam::response_plane(primary_beam, grid, freq_hz);
+                             cubes.pointings.front()};
+  const std::vector<float> response = beam::effective_response_rows(
+      primary_beam, grid, beam::Pointings{cubes.pointings, {weights}}, 0, freq_hz, 0, cubes.base.ny);
   if (cubes.products.written(ChannelCubeKind::pb))
     cubes.writer->planes(cubes.products.channel_cube(ChannelCubeKind::pb), plane, response);
   if (!corrected_cubes) return;

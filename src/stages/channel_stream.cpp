@@ -39,40 +39,60 @@ std::vector<ms::VisBlock> ChannelSource::read_block(int first) const {
       continue;
     }
     blocks.push_back(plan_.readers[i].read(begin, end, shares_.empty() ? std::vector<char>{} : shares_[i]));
-    if (plan_.rephasing) plan_.rephasing->apply(blocks.back());
+    if (plan_.rephasing[i]) plan_.rephasing[i]->apply(blocks.back());
     if (plan_.ionosphere) ms::derotate(blocks.back(), *plan_.ionosphere);
   }
   return blocks;
 }
 
+namespace {
+
+// The part of an image channel that the inputs of `pointing` hold: all of it where the
+// plan has one pointing.
+ms::BandChannel pointing_part(const ms::BandChannel& channel, const Plan& plan, int pointing) {
+  if (!plan.mosaic()) return channel;
+  ms::BandChannel part = channel;
+  std::erase_if(part.parts, [&](const ms::ChannelPart& piece) {
+    return plan.input_pointing.at(static_cast<std::size_t>(piece.input)) != pointing;
+  });
+  return part;
+}
+
+}  // namespace
+
 ChannelFeed::ChannelFeed(ChannelSource& source, ImagingStage& imaging, const Plan& plan, const RowCoordinates& coordinates,
                          std::vector<int> channels, const imaging::RowGroup* group)
-    : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), channels_(std::move(channels)),
-      group_(group),
+    : source_(source), imaging_(imaging), plan_(plan), coordinates_(coordinates), group_(group),
       // The CPU backend's cores image the current channel meanwhile; a GPU rank's are
       // free. Asked here: the helper thread does not see the run's OpenMP setting.
       copy_threads_(plan.gpu_device >= 0 ? omp_get_max_threads() : 1) {
-  if (!channels_.empty()) pending_ = std::async(std::launch::async, [this] { return prepare(channels_[0]); });
+  for (int c : channels)
+    for (int p = 0; p < static_cast<int>(plan.pointings.size()); ++p) items_.push_back({c, p});
+  if (!items_.empty()) pending_ = std::async(std::launch::async, [this] { return prepare(items_[0]); });
 }
 
-ChannelStats ChannelFeed::advance(int c) {
-  if (next_ >= channels_.size() || channels_[next_] != c)
-    SPIP_THROW(Error, "channel feed out of order: channel " + std::to_string(c) + " asked for, " +
-                          (next_ < channels_.size() ? std::to_string(channels_[next_]) : std::string("none")) +
+ChannelStats ChannelFeed::advance(int c, int p) {
+  if (next_ >= items_.size() || items_[next_].channel != c || items_[next_].pointing != p)
+    SPIP_THROW(Error, "channel feed out of order: channel " + std::to_string(c) + ", pointing " + std::to_string(p) +
+                          " asked for, " +
+                          (next_ < items_.size() ? std::to_string(items_[next_].channel) + ", pointing " +
+                                                       std::to_string(items_[next_].pointing)
+                                                 : std::string("none")) +
                           " staged");
   const Stopwatch wait;
   ChannelStats stats = pending_.get();
   imaging_.next();
   stats.wait_s = wait.seconds();
-  if (++next_ < channels_.size())
-    pending_ = std::async(std::launch::async, [this, following = channels_[next_]] { return prepare(following); });
+  if (++next_ < items_.size())
+    pending_ = std::async(std::launch::async, [this, following = items_[next_]] { return prepare(following); });
   return stats;
 }
 
-ChannelStats ChannelFeed::prepare(int c) {
+ChannelStats ChannelFeed::prepare(Item item) {
   double read_wait = 0;
-  const std::vector<ms::VisBlock>& blocks = source_.blocks_for(c, read_wait);
-  const ms::BandChannel& channel = plan_.band.channels.at(static_cast<std::size_t>(c));
+  const std::vector<ms::VisBlock>& blocks = source_.blocks_for(item.channel, read_wait);
+  const ms::BandChannel channel =
+      pointing_part(plan_.band.channels.at(static_cast<std::size_t>(item.channel)), plan_, item.pointing);
   const ChannelStats stats =
       gather_channel(blocks, channel, coordinates_, plan_.geometry, imaging_.host_weighting(),
                      imaging_.stage_area(channel_rows(channel, coordinates_)), copy_threads_, group_);

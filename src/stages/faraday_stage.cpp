@@ -94,7 +94,7 @@ struct FaradayStage::RowBatch {
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                            std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                            const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-                           std::optional<beam::PrimaryBeam> primary_beam, Direction pointing)
+                           std::optional<beam::PrimaryBeam> primary_beam, beam::Pointings pointings)
     : config_(config),
       products_(products),
       base_(base),
@@ -106,7 +106,8 @@ FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products
       blocks_(std::move(blocks)),
       slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v},
       beam_(std::move(primary_beam)),
-      grid_{base_.nx, base_.cell_rad, {base_.ra_rad, base_.dec_rad}, pointing} {
+      pointings_(std::move(pointings)),
+      grid_{base_.nx, base_.cell_rad, {base_.ra_rad, base_.dec_rad}, pointings_.centres.front()} {
   if (products_.made(ChannelCubeKind::residual))
     for (int stokes : {stokes_q, stokes_u}) slots_.push_back(kept_residual + stokes);
 }
@@ -190,8 +191,8 @@ void FaradayStage::correct_for_beam(RowBatch& group) const {
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   group.outside.assign(pixels, false);
   for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
-    const std::vector<float> response =
-        beam::response_rows(*beam_, grid_, freq_hz_[c], group.first_row, group.rows);
+    const std::vector<float> response = beam::effective_response_rows(
+        *beam_, grid_, pointings_, static_cast<int>(c), freq_hz_[c], group.first_row, group.rows);
     float* image[4];
     for (int stokes : {stokes_i, stokes_q, stokes_u, stokes_v})  // slots_ begin with them
       image[stokes] = group.planes[static_cast<std::size_t>(stokes)].data() + c * pixels;
@@ -318,7 +319,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
                                  synthesis->log_nu_ratio.empty() ? "" : products_.fracpol_map(),
                                  synthesis->settings.fwhm,
                                  beam_,
-                                 grid_.pointing,
+                                 pointings_.centres,
                                  speed_of_light / std::sqrt(synthesis->setup.lambda0_sq)};
     for (const std::string& file :
          write_catalogue(config_, base_, inputs, products_.catalogue_table(), products_.catalogue_csv(), log))

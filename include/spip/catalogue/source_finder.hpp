@@ -47,7 +47,7 @@ struct FinderSettings {
   double beam_fwhm_pix = 1;     // geometric mean of the restoring beam's axes
   double rmsf_fwhm = 1;         // rad/m^2
   double complexity = 0.5;      // Faraday-complex when m2 > complexity * RMSF FWHM
-  std::optional<Direction> pointing;  // beamdist is the distance from it; empty: from the image's centre
+  std::vector<Direction> pointings;  // beamdist is the distance from the nearest; none: from the image's centre
 };
 
 struct Source {
@@ -65,7 +65,7 @@ struct Source {
   double snr = 0;               // PI / sigma
   double m2 = 0;                // rad/m^2
   bool faraday_complex = false;
-  double beamdist_deg = 0;      // from the pointing (the projection's centre), on the sky
+  double beamdist_deg = 0;      // from the nearest pointing (the projection's centre), on the sky
   double beam_response = std::numeric_limits<double>::quiet_NaN();  // the primary beam's there; NaN: no beam
 };
 

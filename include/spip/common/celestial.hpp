@@ -2,8 +2,11 @@
 // Directions on the sky and the tangent-plane axes about them (C++17 and C++20 rooms
 // alike): what turning visibilities to another phase centre and placing a primary beam
 // on an image centred elsewhere both need.
+#include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstddef>
+#include <vector>
 
 namespace spip {
 
@@ -25,6 +28,22 @@ inline std::array<double, 2> direction_cosines(Direction d, Direction centre) {
   const double d_ra = d.ra_rad - centre.ra_rad;
   return {std::cos(d.dec_rad) * std::sin(d_ra), std::sin(d.dec_rad) * std::cos(centre.dec_rad) -
                                                     std::cos(d.dec_rad) * std::sin(centre.dec_rad) * std::cos(d_ra)};
+}
+
+// The great-circle distance between two directions, by the haversine (exact near zero).
+inline double angular_distance_rad(Direction a, Direction b) {
+  const double half_dec = 0.5 * (a.dec_rad - b.dec_rad), half_ra = 0.5 * (a.ra_rad - b.ra_rad);
+  const double h = std::sin(half_dec) * std::sin(half_dec) +
+                   std::cos(a.dec_rad) * std::cos(b.dec_rad) * std::sin(half_ra) * std::sin(half_ra);
+  return 2 * std::asin(std::min(1.0, std::sqrt(h)));
+}
+
+// The index of the direction of `among` (not empty) nearest to `d`.
+inline std::size_t nearest_direction(const std::vector<Direction>& among, Direction d) {
+  std::size_t nearest = 0;
+  for (std::size_t k = 1; k < among.size(); ++k)
+    if (angular_distance_rad(among[k], d) < angular_distance_rad(among[nearest], d)) nearest = k;
+  return nearest;
 }
 
 }  // namespace spip

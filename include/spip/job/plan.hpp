@@ -34,9 +34,13 @@ struct Plan {
   std::optional<ms::IonosphereTable> ionosphere; // faraday.ionosphere, undone as each block is read
   ms::Band band;                                 // the image channels: every input's on one axis
   std::optional<beam::PrimaryBeam> primary_beam; // beam.model with its dish; none: apparent images only
-  Direction pointing;                            // the inputs' phase centre, where the primary beam points
-  Direction image_centre;                        // image.centre, or the pointing
-  std::optional<ms::Rephasing> rephasing;        // pointing -> image centre, where they differ
+  // The inputs' phase centres, each once: where the primary beams point. Several make a
+  // mosaic: each channel is imaged and cleaned once per pointing, and the pointings'
+  // restored planes are combined linearly (beam::Mosaic).
+  std::vector<Direction> pointings;
+  std::vector<int> input_pointing;               // per input: its pointing's index in `pointings`
+  Direction image_centre;                        // image.centre, or the middle of the pointings
+  std::vector<std::optional<ms::Rephasing>> rephasing;  // per input: its pointing -> image centre, where they differ
   // The image channels' numbers in logs and records: [chan_begin, chan_end). One
   // window's channels in storage order keep their stored numbers (input.channel_begin
   // and after); otherwise (several inputs, high to low, gaps, bins) they count from 0.
@@ -72,6 +76,10 @@ struct Plan {
   std::size_t rank_visibilities() const {
     return static_cast<std::size_t>(std::ceil(member_share(ranks_per_channel) * static_cast<double>(max_visibilities)));
   }
+  bool mosaic() const { return pointings.size() > 1; }
+  bool rephased() const {
+    return std::any_of(rephasing.begin(), rephasing.end(), [](const auto& r) { return r.has_value(); });
+  }
   // Q and U determined: the Faraday stage runs.
   bool polarised() const { return stokes[ms::stokes_q] && stokes[ms::stokes_u]; }
 };
@@ -90,6 +98,9 @@ bool restores_later(const Config& config);
 // Planes a rank keeps of each of its channels (PlaneStore): the model and the residual
 // until restoring, then the restored image and the residual for the Faraday stage.
 int kept_planes(const Config& config, const Plan& plan);
+// The PlaneStore's slots per channel: kept_image and kept_residual's, and in a mosaic
+// each pointing's model (kept_model()).
+int kept_slots(const Plan& plan);
 // Where kept planes go that the memory budget cannot hold: parallel.scratch, else
 // $TMPDIR, else /tmp.
 std::string scratch_folder(const ParallelConfig& config);

@@ -44,6 +44,7 @@ struct ProductShape {
   int channels = 0;
   int image_size = 0;  // pixels per side
   int depths = 0;      // Faraday depths planned; 0: no RM synthesis
+  int pointings = 1;   // several: a mosaic, with no one PSF or model per channel
 };
 
 struct ChannelCube {
@@ -77,7 +78,7 @@ class ProductRegistry {
 
   // Whether the run makes the product: without CLEAN the model is zero and the residual
   // the dirty image, and neither is made; without beam.model, no corrected images and no
-  // beam.
+  // beam; a mosaic's pointings each have their own PSF and model, so neither is made.
   bool made(ChannelCubeKind product) const;
   // Whether its cube of Stokes `stokes` (-1 for the PSF and the beam) is written: made, determined by
   // the correlations and chosen by output.channel_cubes.

@@ -35,6 +35,8 @@ struct ChannelQa {
   double psf_sidelobe = 0; // a degenerate PSF's sidelobe relative to its peak (deconv::degenerate_sidelobe); NaN: none
   double residual_sigma_jy = 0, residual_peak_jy = 0, restored_peak_i_jy = 0, dynamic_range = 0;
   double read_s = 0, image_s = 0;
+  // A mosaic's: each pointing's weight 1 / sigma^2 (1/Jy^2; 0: no data in the channel).
+  std::vector<double> mosaic_weights;
 };
 void to_json(nlohmann::ordered_json& out, const ChannelQa& qa);
 void from_json(const nlohmann::ordered_json& in, ChannelQa& qa);

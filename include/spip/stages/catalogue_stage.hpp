@@ -18,7 +18,7 @@ struct CatalogueInputs {
   std::string fracpol;                  // with faraday.fractional: the peak-fracpol map, else empty
   double rmsf_fwhm = 1;                 // rad/m^2
   std::optional<beam::PrimaryBeam> primary_beam;  // beam.model's: each source's response is listed
-  Direction pointing;                   // where the beam points: beamdist is the distance from it
+  std::vector<Direction> pointings;     // where the beams point: beamdist is the distance from the nearest
   double reference_freq_hz = 0;         // nu0 = c / lambda0, where the peak PI is
 };
 

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "spip/beam/mosaic.hpp"
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/job/plan.hpp"
@@ -45,7 +46,7 @@ struct CubeSet {
   fits::ImageHeader base;          // shared WCS, FREQ axis over the imaged channels
   std::optional<beam::PrimaryBeam> primary_beam;  // the restored images are divided by it
   double beam_limit = 0;           // beam.limit: blank below this response
-  Direction pointing;              // the inputs' phase centre, where the beam points
+  std::vector<Direction> pointings;  // the inputs' phase centres, where the beams point
   std::unique_ptr<CubeWriter> writer = std::make_unique<CubeWriter>();  // this rank's writes, from any thread
 };
 
@@ -61,8 +62,11 @@ void write_channel(const CubeSet& cubes, int plane, const std::vector<float>& di
 // Channel `plane` of every cube as NaN: a blanked channel. The cubes are created
 // without pixels, so a blank plane is written like any other.
 void write_blank_channel(const CubeSet& cubes, int plane);
-// Channel `plane` of the restored ("image") cubes, from its Stokes planes [4][N*N].
-void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored);
+// Channel `plane` of the restored ("image") cubes, from its Stokes planes [4][N*N], and
+// with a primary beam its response and corrected planes; `weights`: the channel's
+// mosaic weights per pointing (beam::Pointings), unused with one pointing.
+void write_restored(const CubeSet& cubes, int plane, const std::vector<float>& restored,
+                    const std::vector<double>& weights);
 // Channel `plane` of a per-Stokes product (model, residual, ...) as written, [4][N*N].
 std::vector<float> read_stokes_planes(const CubeSet& cubes, ChannelCubeKind product, int plane);
 // Rank 0, before commit_cubes: the job's restoring beam in every product that carries

@@ -48,7 +48,9 @@ class ChannelSource {
 // Feeds the rank's channels to the imager one ahead: while channel c is imaged, the
 // next one is gathered from its block and staged by a helper thread (on the CPU with
 // its imaging weights; on the GPU uploaded on the upload stream with its natural
-// weights, from which the device makes the imaging weights). Only that thread uses the ChannelSource.
+// weights, from which the device makes the imaging weights). Only that thread uses the
+// ChannelSource. In a mosaic each channel comes once per pointing, with the rows of that
+// pointing's inputs alone, weighted on their own.
 class ChannelFeed {
  public:
   // `group`: a group's collectives for this thread (the weighting's densities and the
@@ -59,17 +61,21 @@ class ChannelFeed {
     if (pending_.valid()) pending_.wait();
   }
 
-  // Makes channel c, the next of `channels`, current in the imager.
-  ChannelStats advance(int c);
+  // Makes pointing p of channel c, the next of `channels` and its pointings, current in
+  // the imager.
+  ChannelStats advance(int c, int p);
 
  private:
-  ChannelStats prepare(int c);
+  struct Item {
+    int channel, pointing;
+  };
+  ChannelStats prepare(Item item);
 
   ChannelSource& source_;
   ImagingStage& imaging_;
   const Plan& plan_;
   const RowCoordinates& coordinates_;
-  std::vector<int> channels_;
+  std::vector<Item> items_;
   const imaging::RowGroup* group_;
   int copy_threads_;
   std::size_t next_ = 0;

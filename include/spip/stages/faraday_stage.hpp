@@ -13,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "spip/beam/mosaic.hpp"
 #include "spip/beam/primary_beam.hpp"
 #include "spip/config/config.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
@@ -46,11 +47,11 @@ class FaradayStage {
   // RM-CLEAN on that GPU, of whose memory a row group takes at most `gpu_bytes` (this
   // rank's share). With a `primary_beam`, every plane is divided by the beam's response
   // in its channel first (NaN below beam.limit), so that every product describes the
-  // true sky.
+  // true sky: about `pointings`, the mosaic's effective response where there are several.
   FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-               std::optional<beam::PrimaryBeam> primary_beam, Direction pointing);
+               std::optional<beam::PrimaryBeam> primary_beam, beam::Pointings pointings);
 
   // Collective: every rank calls it once after its last channel's planes are in the
   // cubes, with `channel_noise` of its channels in increasing order: each channel's
@@ -117,7 +118,8 @@ class FaradayStage {
   std::vector<parallel::ChannelBlock> blocks_;
   std::vector<int> slots_;    // the kept planes exchanged, in the order of RowBatch::planes
   std::optional<beam::PrimaryBeam> beam_;
-  beam::ImageGrid grid_;      // the image and the pointing the beam is centred on
+  beam::Pointings pointings_;  // where the beams point, and in a mosaic their weights per channel
+  beam::ImageGrid grid_;       // the image (its pointing: the first)
   int depths_ = 0;
   double mpi_bytes_ = 0, product_bytes_read_ = 0, exchange_s_ = 0;
   const std::unique_ptr<CubeWriter> writer_ = std::make_unique<CubeWriter>();  // the rows this rank writes

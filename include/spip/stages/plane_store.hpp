@@ -13,6 +13,9 @@ namespace spip::pipeline {
 // A channel's slots: Stokes s (I, Q, U, V) of its restored image, or of its model until
 // restoring, at kept_image + s; of its residual at kept_residual + s.
 inline constexpr int kept_image = 0, kept_residual = 4;
+// A mosaic's channel until restoring: pointing p's model at kept_model(p) + s (the
+// residual slots hold the mosaic's residual).
+inline constexpr int kept_model(int pointing) { return 8 + 4 * pointing; }
 
 class PlaneStore {
  public:

@@ -1,0 +1,45 @@
+#pragma once
+// A linear mosaic of pointings on one image grid, by the rule of linmos and of CASA:
+// per channel M = sum_p B_p w_p X_p / sum_p B_p^2 w_p, with X_p a pointing's apparent
+// plane (the sky seen through its beam B_p) and w_p = 1 / sigma_p^2 from its residual
+// noise. spip keeps a mosaic as the apparent plane A = M R of the effective response
+// R = sqrt(sum_p w_p B_p^2 / sum_p w_p): for one pointing A = X_p and R = B_p, so that
+// everything after imaging (the pb cube, the corrected cubes, the Faraday stage and the
+// catalogue) treats one pointing and many alike; A's noise is flat, 1 / sqrt(sum_p w_p),
+// as one pointing's apparent noise is, and M's is 1 / (R sqrt(sum_p w_p)).
+#include <vector>
+
+#include "spip/beam/primary_beam.hpp"
+#include "spip/common/celestial.hpp"
+
+namespace spip::beam {
+
+// The pointings, and their weights in each channel.
+struct Pointings {
+  std::vector<Direction> centres;
+  std::vector<std::vector<double>> weights;  // [channel][pointing], 1 / sigma^2; unused with one pointing
+};
+
+// The effective response over rows [first_row, first_row + rows) of channel `channel`
+// (`grid.pointing` unused): with one pointing, exactly response_rows about it.
+std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageGrid& grid, const Pointings& pointings,
+                                           int channel, double freq_hz, int first_row, int rows);
+
+// One channel's mosaic on a whole image: its pointings' beams weighed once, then any
+// number of planes combined.
+class ChannelMosaic {
+ public:
+  ChannelMosaic(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
+                const std::vector<double>& weights, double freq_hz);
+
+  // out = sum_p B_p w_p X_p / sqrt(sum_p B_p^2 w_p sum_p w_p), `planes` one per pointing
+  // (null where a pointing has none: its weight is 0); 0 where no pointing's beam reaches.
+  void combine(const std::vector<const float*>& planes, float* out) const;
+  const std::vector<float>& response() const { return response_; }
+
+ private:
+  std::vector<std::vector<float>> factors_;  // per pointing: B_p w_p / sqrt(sum B^2 w sum w)
+  std::vector<float> response_;
+};
+
+}  // namespace spip::beam

@@ -1,0 +1,84 @@
+#include "spip/beam/mosaic.hpp"
+
+#include <cmath>
+#include <numeric>
+
+#include "spip/error.hpp"
+
+namespace spip::beam {
+namespace {
+
+ImageGrid about(ImageGrid grid, Direction pointing) {
+  grid.pointing = pointing;
+  return grid;
+}
+
+// sum_p w_p B_p^2 per pixel, from each pointing's response.
+std::vector<double> weighted_power(const std::vector<std::vector<float>>& responses, const std::vector<double>& weights) {
+  std::vector<double> power(responses.front().size(), 0.0);
+  for (std::size_t p = 0; p < responses.size(); ++p)
+    for (std::size_t i = 0; i < power.size(); ++i) power[i] += weights[p] * responses[p][i] * responses[p][i];
+  return power;
+}
+
+std::vector<std::vector<float>> pointing_responses(const PrimaryBeam& beam, const ImageGrid& grid,
+                                                   const std::vector<Direction>& centres, double freq_hz,
+                                                   int first_row, int rows) {
+  std::vector<std::vector<float>> responses;
+  for (const Direction& centre : centres)
+    responses.push_back(response_rows(beam, about(grid, centre), freq_hz, first_row, rows));
+  return responses;
+}
+
+void check_weights(const std::vector<Direction>& centres, const std::vector<double>& weights) {
+  if (weights.size() != centres.size())
+    SPIP_THROW(Error, "mosaic: " + std::to_string(weights.size()) + " weights for " + std::to_string(centres.size()) +
+                          " pointings");
+}
+
+}  // namespace
+
+std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageGrid& grid, const Pointings& pointings,
+                                           int channel, double freq_hz, int first_row, int rows) {
+  if (pointings.centres.size() == 1)
+    return response_rows(beam, about(grid, pointings.centres.front()), freq_hz, first_row, rows);
+  const std::vector<double>& weights = pointings.weights.at(static_cast<std::size_t>(channel));
+  check_weights(pointings.centres, weights);
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  const std::vector<double> power =
+      weighted_power(pointing_responses(beam, grid, pointings.centres, freq_hz, first_row, rows), weights);
+  std::vector<float> response(power.size());
+  for (std::size_t i = 0; i < power.size(); ++i) response[i] = static_cast<float>(std::sqrt(power[i] / total));
+  return response;
+}
+
+ChannelMosaic::ChannelMosaic(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
+                             const std::vector<double>& weights, double freq_hz) {
+  check_weights(centres, weights);
+  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  const std::vector<std::vector<float>> responses = pointing_responses(beam, grid, centres, freq_hz, 0, grid.size);
+  const std::vector<double> power = weighted_power(responses, weights);
+  response_.resize(power.size());
+  for (std::size_t i = 0; i < power.size(); ++i) response_[i] = static_cast<float>(std::sqrt(power[i] / total));
+  for (std::size_t p = 0; p < centres.size(); ++p) {
+    std::vector<float>& factor = factors_.emplace_back(power.size());
+    for (std::size_t i = 0; i < power.size(); ++i)
+      factor[i] = power[i] > 0 ? static_cast<float>(weights[p] * responses[p][i] / std::sqrt(power[i] * total)) : 0.0f;
+  }
+}
+
+void ChannelMosaic::combine(const std::vector<const float*>& planes, float* out) const {
+  if (planes.size() != factors_.size())
+    SPIP_THROW(Error, "mosaic: " + std::to_string(planes.size()) + " planes for " + std::to_string(factors_.size()) +
+                          " pointings");
+  const std::size_t pixels = response_.size();
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < pixels; ++i) {
+    float sum = 0;
+    for (std::size_t p = 0; p < planes.size(); ++p)
+      if (planes[p]) sum += factors_[p][i] * planes[p][i];
+    out[i] = sum;
+  }
+}
+
+}  // namespace spip::beam
