@@ -334,8 +334,10 @@ RankRun::Recall RankRun::recall_finished_channels(bool resume) {
             std::to_string(mine_.size()) + " channels are complete; their kept planes (" +
             fixed(rank_qa_.resume_bytes_read / 1e6, 1) + " MB) read from the partial cubes");
   if (imaged_again > 0)
-    log_.info("resuming: " + std::to_string(imaged_again) + " channel(s) an earlier run finished are imaged again, "
-              "because output.channel_cubes did not write the planes the later steps need");
+    log_.info("resuming: " + std::to_string(imaged_again) + " channel(s) an earlier run finished are imaged again, " +
+              (plan_.mosaic() && restore_later()
+                   ? "because a mosaic keeps its pointings' models only until restoring"
+                   : "because output.channel_cubes did not write the planes the later steps need"));
   return recall;
 }
 

@@ -527,3 +527,44 @@ TEST(Resume, CtrlCToMpirunStopsResumablyAsDocumented) {
   std::cout << "[ measured ] Ctrl-C (SIGINT to mpirun): mpirun exits with " << code << ", each rank with 75\n";
   fs::remove_all(base);
 }
+
+// A mosaic of two pointings 1 deg apart (the sample's sky simulated from each), killed
+// while its channels are imaged: the resumed run images again what the killed one did
+// not restore (a channel keeps each pointing's model only in memory until it is
+// restored) and ends with the uninterrupted run's products, bit for bit.
+TEST(Resume, KilledMosaicFinishesWithIdenticalProducts) {
+  const std::string base = fresh_dir("spip_resume_mosaic");
+  std::string inputs;
+  for (const char* ra : {"0", "1"}) {
+    const std::string ms = base + "/pointing-ra" + ra + ".ms";
+    ASSERT_EQ(std::system((std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt" +
+                           " --telescope " + SPIP_TEST_DATA + "/oskar_small.tm --ra " + ra +
+                           " --dec 60 --freq-start 120.6e6 --freq-inc 1.2e6 --channels 40 --times 12 --noise 0.02" +
+                           " --beam airy --dish-diameter 30 --out " + ms + " > " + base + "/simulate.log 2>&1")
+                              .c_str()),
+              0)
+        << read_file(base + "/simulate.log");
+    inputs += (inputs.empty() ? "" : " --input.ms ") + ms;
+  }
+  const auto command = [&](const std::string& out) { return command_for(out, inputs) + " --beam.model airy"; };
+  const std::string reference = base + "/reference", resumed = base + "/resumed";
+  ASSERT_EQ(std::system((command(reference) + " > " + base + "/reference.log 2>&1").c_str()), 0)
+      << read_file(base + "/reference.log");
+
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log", command(resumed)));
+  const int done_when_killed = count_markers(resumed);
+  ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";
+  ASSERT_FALSE(fs::exists(resumed + "/demo-image-pb-I.fits")) << "nothing may look complete after a kill";
+  ASSERT_EQ(std::system((command(resumed) + " > " + base + "/resumed.log 2>&1").c_str()), 0);
+  const std::string log = read_file(base + "/resumed.log");
+  EXPECT_NE(log.find("resuming from the progress markers of " + std::to_string(done_when_killed)), std::string::npos)
+      << log;
+  EXPECT_NE(log.find("are imaged again, because a mosaic keeps its pointings' models only until restoring"),
+            std::string::npos)
+      << log;
+  const int compared = expect_identical_products(reference, resumed);
+  EXPECT_GE(compared, 50);
+  std::cout << "[ measured ] mosaic killed after " << done_when_killed << " of 40 channels; " << compared
+            << " FITS products identical to the uninterrupted run\n";
+  fs::remove_all(base);
+}
