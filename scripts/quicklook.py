@@ -6,7 +6,8 @@
 PREFIX_OR_DIR is a product prefix (out/demo/demo for out/demo/demo-*.fits) or a folder
 holding one run's products (its single *-qa.json names the prefix). Writes
 PREFIX-quicklook.png next to the products and prints its path. Panels: mean Stokes I,
-peak PI and peak Faraday depth maps with the catalogue's sources, the RMSF, the dirty and
+peak PI and peak Faraday depth maps with the catalogue's sources (and a mosaic's
+pointings on the first two), the RMSF, the dirty and
 clean FDF of the brightest polarised source, and the per-channel residual noise and
 fitted beam. A product that is missing (an older run, or faraday.cubes leaving the FDF
 cubes out) leaves a note in its panel instead of stopping the page.
@@ -45,6 +46,7 @@ PI_MASK_FRACTION = 0.05
 # hide the image (every source is still circled).
 MAX_LABELS = 20
 SOURCE_COLOUR = "cyan"
+POINTING_COLOUR = "magenta"
 
 UNIT_LABELS = {"rad/m^2": r"rad m$^{-2}$"}  # BUNIT as mathtext where plain text reads badly
 PHI_LABEL = r"Faraday depth $\phi$ [rad m$^{-2}$]"
@@ -139,6 +141,25 @@ def mark_sources(ax, catalogue) -> None:
     ax.legend(loc="lower left", fontsize=8, framealpha=0.6)
 
 
+def mosaic_pointings(qa) -> list:
+    """A mosaic's pointings, [RA, Dec] in degrees; none for one pointing (or an older run)."""
+    pointings = (qa or {}).get("pointings") or []
+    return pointings if len(pointings) > 1 else []
+
+
+def mark_pointings(ax, qa) -> None:
+    pointings = mosaic_pointings(qa)
+    if not pointings:
+        return
+    ra, dec = zip(*pointings)
+    ax.scatter(ra, dec, transform=ax.get_transform("world"), marker="+", s=200, color=POINTING_COLOUR,
+               linewidths=1.5, label=f"pointings ({len(pointings)})")
+    for number, (x, y) in enumerate(pointings):
+        ax.annotate(f"P{number}", (x, y), xycoords=ax.get_transform("world"), xytext=(6, -12),
+                    textcoords="offset points", color=POINTING_COLOUR, fontsize=9)
+    ax.legend(loc="lower left", fontsize=8, framealpha=0.6)
+
+
 def sky_image(fig, cell, image, name: str, title: str, cmap: str):
     """A 2-D product ((data, header), or None: a note that the run did not write `name`)
     on RA/Dec axes with a colour bar in its unit; returns the axes, or None."""
@@ -153,14 +174,17 @@ def sky_image(fig, cell, image, name: str, title: str, cmap: str):
 
 
 def panel_mean_i(fig, cell, run: Run):
-    sky_image(fig, cell, read_image(product(run.prefix, "moment-mean-I.fits")), "moment-mean-I.fits",
-              "mean Stokes I over channels", "inferno")
+    ax = sky_image(fig, cell, read_image(product(run.prefix, "moment-mean-I.fits")), "moment-mean-I.fits",
+                   "mean Stokes I over channels", "inferno")
+    if ax is not None:
+        mark_pointings(ax, run.qa)
 
 
 def panel_peak_pi(fig, cell, run: Run):
     ax = sky_image(fig, cell, run.pi_map, "peak-pi.fits", "peak polarised intensity", "viridis")
     if ax is not None:
         mark_sources(ax, run.catalogue)
+        mark_pointings(ax, run.qa)
 
 
 def pi_threshold(pi_data, catalogue) -> float:
@@ -332,7 +356,10 @@ def channel_count(qa) -> str:
 def page_title(run: Run) -> str:
     sources = "no catalogue" if run.catalogue is None else f"{len(run.catalogue)} catalogue sources"
     marks = marked_count(run.qa)
-    return f"spip quick look: {run.prefix} — {channel_count(run.qa)}, {sources}" + (f" — {marks}" if marks else "")
+    pointings = mosaic_pointings(run.qa)
+    mosaic = f", mosaic of {len(pointings)} pointings" if pointings else ""
+    return (f"spip quick look: {run.prefix} — {channel_count(run.qa)}{mosaic}, {sources}"
+            + (f" — {marks}" if marks else ""))
 
 
 def render(prefix: Path, out: Path) -> str:

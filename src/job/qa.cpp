@@ -25,6 +25,14 @@ std::string one_line(const json& object) {
   return line + "}";
 }
 
+// [[RA, Dec], ...] in degrees, RA in [0, 360).
+json pointing_list(const std::vector<Direction>& pointings) {
+  json list = json::array();
+  for (const Direction& d : pointings)
+    list.push_back({std::fmod(d.ra_rad * rad_to_deg + 360.0, 360.0), d.dec_rad * rad_to_deg});
+  return list;
+}
+
 }  // namespace
 
 void to_json(json& out, const ChannelQa& qa) {
@@ -147,13 +155,14 @@ void from_json(const json& in, RunQa& qa) {
   qa.total_s = number(in, "total_s");
 }
 
-std::string qa_json_text(const RunQa& run, const imaging::Beam& restoring_beam, const std::vector<ChannelQa>& channels,
-                         const std::vector<RankQa>& ranks) {
+std::string qa_json_text(const RunQa& run, const imaging::Beam& restoring_beam, const std::vector<Direction>& pointings,
+                         const std::vector<ChannelQa>& channels, const std::vector<RankQa>& ranks) {
   const json beam{{"major_arcsec", restoring_beam.major_rad * rad_to_arcsec},
                   {"minor_arcsec", restoring_beam.minor_rad * rad_to_arcsec},
                   {"pa_deg", restoring_beam.pa_rad * rad_to_deg}};
   std::string text = "{\n  \"spip_qa_version\": " + std::to_string(qa_version) + ",\n  \"run\": " + one_line(run) +
-                     ",\n  \"restoring_beam\": " + one_line(beam) + ",\n  \"channels\": [\n";
+                     ",\n  \"restoring_beam\": " + one_line(beam) + ",\n  \"pointings\": " +
+                     pointing_list(pointings).dump() + ",\n  \"channels\": [\n";
   for (std::size_t k = 0; k < channels.size(); ++k)
     text += "    " + one_line(channels[k]) + (k + 1 < channels.size() ? ",\n" : "\n");
   text += "  ],\n  \"ranks\": [\n";

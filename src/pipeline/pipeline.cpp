@@ -775,7 +775,7 @@ CommittedProducts RankRun::commit(const fits::Beam& beam, const std::vector<std:
     times_.image_pixels = static_cast<long long>(plan_.geometry.pixels());
     times_.grid_size = plan_.geometry.grid_size;
     times_.total_s = total_.seconds();
-    write_text_atomically(qa_path, qa_json_text(times_, {beam.major_rad, beam.minor_rad, beam.pa_rad}, channels,
+    write_text_atomically(qa_path, qa_json_text(times_, {beam.major_rad, beam.minor_rad, beam.pa_rad}, plan_.pointings, channels,
                                                 ranks));
     products.paths.push_back(qa_path);
   }

@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 
 import matplotlib.image  # noqa: E402
 import numpy as np  # noqa: E402
+from astropy.io import fits  # noqa: E402
 
 # quicklook.py fixes its page at 18 x 11 inches and 100 dpi.
 EXPECTED_PIXELS = (1100, 1800)  # rows, columns
@@ -164,6 +165,26 @@ def check_marked_channels(script: Path, quicklook, prefix: Path, folder: Path) -
     expect_title(quicklook, copy, ["1 CLEAN DIVERGED (weight 0)", "1 degenerate PSF, not cleaned"])
 
 
+def check_mosaic(script: Path, quicklook, prefix: Path, folder: Path) -> None:
+    """A mosaic's pointings are marked on the maps and counted in the title."""
+    copy = copy_of_run(prefix, folder, lambda suffix: suffix != "qa.json")
+    qa = json.loads(Path(f"{prefix}-qa.json").read_text())
+    with fits.open(f"{prefix}-moment-mean-I.fits") as hdul:
+        ra, dec = hdul[0].header["CRVAL1"], hdul[0].header["CRVAL2"]
+    qa["pointings"] = [[ra + 0.5, dec], [ra - 0.5, dec]]
+    Path(f"{copy}-qa.json").write_text(json.dumps(qa))
+    run_quicklook(script, str(copy), Path(f"{copy}-quicklook.png"))
+    expect_empty(Path(f"{copy}-quicklook.png"), quicklook, [], "mosaic")
+    expect_title(quicklook, copy, ["mosaic of 2 pointings"])
+    fig = quicklook.plt.figure()
+    ax = quicklook.sky_image(fig, 111, quicklook.read_image(Path(f"{copy}-moment-mean-I.fits")), "mean I", "", "gray")
+    quicklook.mark_pointings(ax, qa)
+    labels = ax.get_legend_handles_labels()[1]
+    quicklook.plt.close(fig)
+    if labels != ["pointings (2)"]:
+        sys.exit(f"mosaic: the mean-I panel marks {labels}, not the 2 pointings")
+
+
 def check_detects_empty_panels(quicklook, prefix: Path, folder: Path) -> None:
     """Panels drawn as axes without data must fail, or the checks above prove nothing."""
     def bare_axes(fig, cell, run):
@@ -186,7 +207,7 @@ def main() -> int:
     check_complete_run(script, quicklook, prefix)
     with tempfile.TemporaryDirectory(dir=prefix.parent) as scratch:
         for name, check in (("empty", check_empty_catalogue), ("older", check_older_run),
-                            ("marked", check_marked_channels)):
+                            ("marked", check_marked_channels), ("mosaic", check_mosaic)):
             (Path(scratch) / name).mkdir()
             check(script, quicklook, prefix, Path(scratch) / name)
         check_detects_empty_panels(quicklook, prefix, Path(scratch))

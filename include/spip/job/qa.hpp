@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "spip/common/celestial.hpp"
 #include "spip/imaging/beam.hpp"
 
 namespace spip::pipeline {
@@ -77,9 +78,9 @@ struct RunQa {
 void to_json(nlohmann::ordered_json& out, const RunQa& qa);
 void from_json(const nlohmann::ordered_json& in, RunQa& qa);
 
-// PREFIX-qa.json's text: the run, the common restoring beam, one line per channel and
-// per rank.
-std::string qa_json_text(const RunQa& run, const imaging::Beam& restoring_beam, const std::vector<ChannelQa>& channels,
-                         const std::vector<RankQa>& ranks);
+// PREFIX-qa.json's text: the run, the common restoring beam, the pointings ([RA, Dec]
+// in degrees; several in a mosaic), one line per channel and per rank.
+std::string qa_json_text(const RunQa& run, const imaging::Beam& restoring_beam, const std::vector<Direction>& pointings,
+                         const std::vector<ChannelQa>& channels, const std::vector<RankQa>& ranks);
 
 }  // namespace spip::pipeline
