@@ -370,7 +370,8 @@ const std::vector<Key>& keys() {
        [](const Config& c) { return std::vector<std::string>{restoring_beam_text(c.image)}; }},
       {"image.centre", "numbers", "deg",
        "the image's centre (tangent point) RA,DEC, J2000, as chgcentre moves it; the visibilities are turned to it "
-       "and the primary beam stays on the inputs' phase centre; empty: the inputs' phase centre",
+       "and each primary beam stays on its input's phase centre; empty: the inputs' phase centre, or the middle of a "
+       "mosaic's pointings",
        "RA,DEC in deg with 0 <= RA < 360 and -90 <= DEC <= 90, or nothing", false, set_image_centre,
        [](const Config& c) {
          return std::vector<std::string>{c.image.centre_deg.empty()
@@ -480,7 +481,7 @@ const std::vector<Key>& keys() {
              "primary beam the restored images are divided by (PREFIX-image-pb-*.fits, with the response in "
              "PREFIX-pb.fits): a Gaussian of FWHM fwhm_factor lambda / D, the Airy pattern of a uniformly lit "
              "dish, the cube beam.fits, or auto: the model of the telescope the inputs name (VLA, ATCA, MeerKAT, "
-             "ASKAP); none: apparent images only"),
+             "ASKAP); inputs of several pointings make a linear mosaic weighted by it; none: apparent images only"),
       scalar("beam.dish_diameter", &Config::beam, &BeamConfig::dish_diameter_m, [](double v) { return v >= 0; },
              "a number >= 0", "m",
              "dish diameter D of the beam; 0: the inputs' ANTENNA DISH_DIAMETER (one value, the same in every input)"),

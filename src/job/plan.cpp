@@ -6,7 +6,9 @@
 
 namespace spip::pipeline {
 
-bool restores_later(const Config& config) { return config.clean.niter > 0 && config.image.common_beam; }
+bool restores_later(const Config& config) {
+  return config.clean.niter > 0 && config.image.common_beam && !(config.image.beam_major_arcsec > 0);
+}
 
 int kept_planes(const Config& config, const Plan& plan) {
   // A mosaic keeps its residual and each pointing's model until restoring.

@@ -517,7 +517,6 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
   const double kept_uv = kept_max_uv(config_, data.max_uv);
   const double taper = weighting_scheme(config_).taper_fwhm_rad;
   std::optional<imaging::RestoringBeam> own;
-  std::optional<imaging::Beam> fitted;
   for (const auto& images : pointings) {
     if (!images) continue;
     const imaging::RestoringBeam beam =
@@ -525,16 +524,12 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
     if (beam.origin == imaging::BeamOrigin::theoretical)
       log_.info(theoretical_beam_reason(plan_.chan_begin + c, images->fitted_beam, beam.beam));
     beams_.push_back(beam);
-    if (!own || beam.beam.major_rad * beam.beam.minor_rad > own->beam.major_rad * own->beam.minor_rad) {
-      own = beam;
-      fitted = images->fitted_beam;
-    }
+    if (!own || beam.beam.major_rad * beam.beam.minor_rad > own->beam.major_rad * own->beam.minor_rad) own = beam;
   }
   const bool theoretical = own->origin == imaging::BeamOrigin::theoretical;
   std::vector<double> weights = plan_.mosaic() ? mosaic_weights(pointings) : std::vector<double>{};
   const std::optional<beam::ChannelMosaic> mosaic = channel_mosaic(c, weights);
   deconv::ChannelImages images = mosaic ? combine_pointings(pointings, *mosaic, pixels) : std::move(*pointings.front());
-  images.fitted_beam = fitted;
   std::vector<float> restored;
   if (!restore_later()) {
     if (mosaic) {

@@ -198,7 +198,7 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
   // Restoring with a common beam takes a channel's kept model and residual and writes
   // the restored planes output.channel_cubes chose, with beam.model their corrected
   // planes and the beam's response too.
-  if (config.clean.niter > 0 && config.image.common_beam) {
+  if (restores_later(config)) {
     const auto restored = std::ranges::count_if(plan.products.channel_cubes(), [](const ChannelCube& cube) {
       return cube.kind == ChannelCubeKind::image || cube.kind == ChannelCubeKind::image_pb ||
              cube.kind == ChannelCubeKind::pb;

@@ -93,7 +93,8 @@ double kept_max_uv(const Config& config, double max_uv);
 // rows of every channel; with `rows_per_input`, how many of them each input holds.
 std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* rows_per_input = nullptr);
 
-// With CLEAN and a common beam, restoring waits for every channel's fitted beam.
+// With CLEAN and a common beam, restoring waits for every channel's fitted beam; a beam
+// given as image.beam is known at once, and each channel is restored as it is imaged.
 bool restores_later(const Config& config);
 // Planes a rank keeps of each of its channels (PlaneStore): the model and the residual
 // until restoring, then the restored image and the residual for the Faraday stage.
