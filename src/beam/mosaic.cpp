@@ -1,7 +1,7 @@
 #include "spip/beam/mosaic.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "spip/error.hpp"
 
@@ -30,10 +30,14 @@ std::vector<std::vector<float>> pointing_responses(const PrimaryBeam& beam, cons
   return responses;
 }
 
-void check_weights(const std::vector<Direction>& centres, const std::vector<double>& weights) {
+// The best pointing's weight, the mosaic's reference.
+double best_weight(const std::vector<Direction>& centres, const std::vector<double>& weights) {
   if (weights.size() != centres.size())
     SPIP_THROW(Error, "mosaic: " + std::to_string(weights.size()) + " weights for " + std::to_string(centres.size()) +
                           " pointings");
+  const double best = *std::max_element(weights.begin(), weights.end());
+  if (!(best > 0)) SPIP_THROW(Error, "mosaic: no pointing has a weight above 0");
+  return best;
 }
 
 }  // namespace
@@ -43,35 +47,37 @@ std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageG
   if (pointings.centres.size() == 1)
     return response_rows(beam, about(grid, pointings.centres.front()), freq_hz, first_row, rows);
   const std::vector<double>& weights = pointings.weights.at(static_cast<std::size_t>(channel));
-  check_weights(pointings.centres, weights);
-  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  const double best = best_weight(pointings.centres, weights);
   const std::vector<double> power =
       weighted_power(pointing_responses(beam, grid, pointings.centres, freq_hz, first_row, rows), weights);
   std::vector<float> response(power.size());
-  for (std::size_t i = 0; i < power.size(); ++i) response[i] = static_cast<float>(std::sqrt(power[i] / total));
+  for (std::size_t i = 0; i < power.size(); ++i) response[i] = static_cast<float>(std::sqrt(power[i] / best));
   return response;
 }
 
 ChannelMosaic::ChannelMosaic(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
                              const std::vector<double>& weights, double freq_hz) {
-  check_weights(centres, weights);
-  const double total = std::accumulate(weights.begin(), weights.end(), 0.0);
+  const double best = best_weight(centres, weights);
   const std::vector<std::vector<float>> responses = pointing_responses(beam, grid, centres, freq_hz, 0, grid.size);
   const std::vector<double> power = weighted_power(responses, weights);
-  response_.resize(power.size());
-  for (std::size_t i = 0; i < power.size(); ++i) response_[i] = static_cast<float>(std::sqrt(power[i] / total));
   for (std::size_t p = 0; p < centres.size(); ++p) {
     std::vector<float>& factor = factors_.emplace_back(power.size());
     for (std::size_t i = 0; i < power.size(); ++i)
-      factor[i] = power[i] > 0 ? static_cast<float>(weights[p] * responses[p][i] / std::sqrt(power[i] * total)) : 0.0f;
+      factor[i] = power[i] > 0 ? static_cast<float>(weights[p] * responses[p][i] / std::sqrt(power[i] * best)) : 0.0f;
   }
+}
+
+void ChannelMosaic::accumulate(std::size_t pointing, const float* plane, float* out) const {
+  const std::vector<float>& factor = factors_.at(pointing);
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < factor.size(); ++i) out[i] += factor[i] * plane[i];
 }
 
 void ChannelMosaic::combine(const std::vector<const float*>& planes, float* out) const {
   if (planes.size() != factors_.size())
     SPIP_THROW(Error, "mosaic: " + std::to_string(planes.size()) + " planes for " + std::to_string(factors_.size()) +
                           " pointings");
-  const std::size_t pixels = response_.size();
+  const std::size_t pixels = factors_.front().size();
 #pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < pixels; ++i) {
     float sum = 0;

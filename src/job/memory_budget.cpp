@@ -24,6 +24,10 @@ constexpr double gb = 1e9;
 constexpr double imaging_bytes_per_pixel = 320;
 // Per grid cell: two complex float grids (the packed Stokes lanes).
 constexpr double imaging_bytes_per_cell = 16;
+// Per image pixel and pointing of a mosaic: each pointing's dirty, model and residual
+// (48 B) are held until the channel's last pointing is imaged, with the mosaic's factor
+// and response planes (8 B) and the models the writer thread keeps (16 B).
+constexpr double mosaic_bytes_per_pixel = 72;
 // Per visibility of a channel: the rows' coordinates (read once, with their order by
 // uv distance), the staged data (4 complex values, 4 weights; on the CPU also uvw in
 // wavelengths) for the current and the next channel, the gridder's points with their
@@ -41,11 +45,13 @@ constexpr double faraday_group_cap = 256.0 * (1u << 20);
 
 std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb ? 3 : 2) + " GB"; }
 
-// The images, grids and CLEAN's buffers of one channel, whatever its visibilities.
-double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_per_pixel) {
+// The images, grids and CLEAN's buffers of one channel, whatever its visibilities, and a
+// mosaic's pointings' images.
+double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_per_pixel, int pointings) {
   const double pixels = static_cast<double>(geometry.size) * geometry.size;
   const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
-  return (imaging_bytes_per_pixel + clean_bytes_per_pixel) * pixels + imaging_bytes_per_cell * cells;
+  const double mosaic = pointings > 1 ? mosaic_bytes_per_pixel * pointings : 0.0;
+  return (imaging_bytes_per_pixel + clean_bytes_per_pixel + mosaic) * pixels + imaging_bytes_per_cell * cells;
 }
 
 }  // namespace
@@ -88,8 +94,9 @@ double clean_bytes_per_row(const CleanConfig& clean) {
 }
 
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
-                             double clean_bytes_per_pixel, double clean_bytes_per_row) {
-  return image_bytes(geometry, clean_bytes_per_pixel) + (channel_bytes_per_row + clean_bytes_per_row) * rows_per_channel +
+                             double clean_bytes_per_pixel, double clean_bytes_per_row, int pointings) {
+  return image_bytes(geometry, clean_bytes_per_pixel, pointings) +
+         (channel_bytes_per_row + clean_bytes_per_row) * rows_per_channel +
          2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
 }
 
@@ -97,11 +104,11 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   MemoryPlan plan;
   plan.budget = needs.budget;
   const double pixels = static_cast<double>(needs.geometry.size) * needs.geometry.size;
-  plan.imaging = image_bytes(needs.geometry, needs.clean_bytes_per_pixel);
+  plan.imaging = image_bytes(needs.geometry, needs.clean_bytes_per_pixel, needs.pointings);
   plan.channel_data = (channel_bytes_per_row + needs.clean_bytes_per_row) * needs.rows_per_channel;
   const double block_per_channel = std::max(1.0, block_bytes_per_row * needs.rows_per_channel);
   const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel, needs.clean_bytes_per_pixel,
-                                              needs.clean_bytes_per_row);
+                                              needs.clean_bytes_per_row, needs.pointings);
   if (needed > plan.budget)
     SPIP_THROW(ConfigError, "imaging " + std::to_string(needs.geometry.size) + "^2 pixels (a " +
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +

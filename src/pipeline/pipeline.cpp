@@ -69,22 +69,28 @@ std::vector<Record> gather_records(const std::vector<Record>& mine, const parall
 // where given; else the largest, by area, of the beams fitted to the channels of all
 // ranks. A theoretical beam that stood in for a fit that was not a beam counts only
 // where no channel has a fitted one.
+// The common-beam rule between two beams: a fitted (or chosen) one beats a theoretical
+// one, then the larger area.
+bool wider(const imaging::RestoringBeam& a, const imaging::RestoringBeam& b) {
+  const bool a_fitted = a.origin != imaging::BeamOrigin::theoretical;
+  const bool b_fitted = b.origin != imaging::BeamOrigin::theoretical;
+  if (a_fitted != b_fitted) return a_fitted;
+  return a.beam.major_rad * a.beam.minor_rad > b.beam.major_rad * b.beam.minor_rad;
+}
+
 fits::Beam common_beam(const std::vector<imaging::RestoringBeam>& mine, const parallel::MpiContext& mpi) {
   std::vector<double> flat;
   for (const imaging::RestoringBeam& b : mine)
     flat.insert(flat.end(), {b.beam.major_rad, b.beam.minor_rad, b.beam.pa_rad,
                              b.origin == imaging::BeamOrigin::theoretical ? 0.0 : 1.0});
   const std::vector<double> all = mpi.gather_to_all(flat);
-  fits::Beam largest;
-  const auto area = [](const fits::Beam& b) { return b.major_rad * b.minor_rad; };
-  bool measured = false;
+  std::optional<imaging::RestoringBeam> largest;
   for (std::size_t k = 0; k + 3 < all.size(); k += 4) {
-    const fits::Beam beam{all[k], all[k + 1], all[k + 2]};
-    const bool fitted = all[k + 3] > 0;
-    if ((fitted && !measured) || (fitted == measured && area(beam) > area(largest))) largest = beam;
-    measured = measured || fitted;
+    const imaging::RestoringBeam beam{{all[k], all[k + 1], all[k + 2]},
+                                      all[k + 3] > 0 ? imaging::BeamOrigin::fitted : imaging::BeamOrigin::theoretical};
+    if (!largest || wider(beam, *largest)) largest = beam;
   }
-  return largest;
+  return largest ? fits::Beam{largest->beam.major_rad, largest->beam.minor_rad, largest->beam.pa_rad} : fits::Beam{};
 }
 
 // image.beam, if the user chose one.
@@ -188,10 +194,9 @@ class RankRun {
   bool recall_planes(int c);
   deconv::ChannelImages image_pointing(const ChannelStats& data);
   void image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
-                     double imaging_s, ChannelWriter& writer);
+                     const std::vector<double>& max_uv, double imaging_s, ChannelWriter& writer);
   std::optional<beam::ChannelMosaic> channel_mosaic(int c, const std::vector<double>& weights) const;
-  void keep_mosaic_planes(int c, const std::vector<std::optional<deconv::ChannelImages>>& pointings,
-                          const std::vector<float>& residual);
+  void keep_mosaic_planes(int c, const std::vector<std::vector<float>>& models, const std::vector<float>& residual);
   std::vector<float> restore_kept_mosaic(int c, const imaging::Beam& beam, const beam::ChannelMosaic& mosaic) const;
   beam::Pointings faraday_pointings() const;
   fits::Beam agree_on_common_beam();
@@ -352,37 +357,34 @@ void RankRun::keep_planes(int c, const std::vector<float>& image, const std::vec
   }
 }
 
-// A mosaic's channel until restoring: each pointing's model, and the mosaic's residual.
-void RankRun::keep_mosaic_planes(int c, const std::vector<std::optional<deconv::ChannelImages>>& pointings,
+// A mosaic's channel until restoring: each pointing's model (none where it has no data
+// in the channel), and the mosaic's residual.
+void RankRun::keep_mosaic_planes(int c, const std::vector<std::vector<float>>& models,
                                  const std::vector<float>& residual) {
   const std::size_t pixels = plan_.geometry.pixels();
   for (int s = 0; s < ms::num_stokes; ++s) {
     kept_->put(c - mine_.begin, kept_residual + s, residual.data() + s * pixels);
-    for (std::size_t p = 0; p < pointings.size(); ++p)
-      if (pointings[p]) kept_->put(c - mine_.begin, kept_model(static_cast<int>(p)) + s, pointings[p]->model.data() + s * pixels);
+    for (std::size_t p = 0; p < models.size(); ++p)
+      if (!models[p].empty()) kept_->put(c - mine_.begin, kept_model(static_cast<int>(p)) + s, models[p].data() + s * pixels);
   }
 }
 
-// A mosaic's channel restored with `beam` from what keep_mosaic_planes() kept.
+// A mosaic's channel restored with `beam` from what keep_mosaic_planes() kept, a
+// pointing's model at a time.
 std::vector<float> RankRun::restore_kept_mosaic(int c, const imaging::Beam& beam, const beam::ChannelMosaic& mosaic) const {
   const std::size_t pixels = plan_.geometry.pixels();
   const std::vector<double>& weights = qa_[static_cast<std::size_t>(c - mine_.begin)].mosaic_weights;
-  std::vector<std::vector<float>> models(weights.size());
-  std::vector<const float*> held;
-  for (std::size_t p = 0; p < weights.size(); ++p) {
-    if (!(weights[p] > 0)) {
-      held.push_back(nullptr);
-      continue;
-    }
-    models[p].resize(ms::num_stokes * pixels);
-    for (int s = 0; s < ms::num_stokes; ++s)
-      kept_->read(c - mine_.begin, kept_model(static_cast<int>(p)) + s, 0, pixels, models[p].data() + s * pixels);
-    held.push_back(models[p].data());
-  }
-  std::vector<float> residual(ms::num_stokes * pixels);
+  std::vector<float> restored(ms::num_stokes * pixels);
   for (int s = 0; s < ms::num_stokes; ++s)
-    kept_->read(c - mine_.begin, kept_residual + s, 0, pixels, residual.data() + s * pixels);
-  return restore_mosaic(held, residual.data(), plan_.geometry, beam, mosaic);
+    kept_->read(c - mine_.begin, kept_residual + s, 0, pixels, restored.data() + s * pixels);
+  std::vector<float> model(ms::num_stokes * pixels);
+  for (std::size_t p = 0; p < weights.size(); ++p) {
+    if (!(weights[p] > 0)) continue;
+    for (int s = 0; s < ms::num_stokes; ++s)
+      kept_->read(c - mine_.begin, kept_model(static_cast<int>(p)) + s, 0, pixels, model.data() + s * pixels);
+    add_restored_model(p, model.data(), plan_.geometry, beam, mosaic, restored.data());
+  }
+  return restored;
 }
 
 // A channel an earlier run finished: its kept planes from the partial cubes it wrote;
@@ -421,17 +423,20 @@ void RankRun::image_channels(const std::vector<int>& todo) {
     const Stopwatch imaging;
     ChannelStats data;
     std::vector<std::optional<deconv::ChannelImages>> pointings;
+    std::vector<double> max_uv;  // per pointing
     for (int p = 0; p < static_cast<int>(plan_.pointings.size()); ++p) {
       const ChannelStats seen = feed->advance(c, p);
       add_pointing(data, seen);
+      max_uv.push_back(seen.max_uv);
       pointings.push_back(imaging_->weight_sum(0) > 0 ? std::optional(image_pointing(seen)) : std::nullopt);
+      if (plan_.mosaic() && pointings.back()) pointings.back()->psf = {};  // fitted; each pointing's own, not written
     }
     rank_qa_.read_s += data.wait_s;
     const bool blank = std::none_of(pointings.begin(), pointings.end(), [](const auto& p) { return p.has_value(); });
     if (blank)
       blank_channel(c, data, writer);
     else
-      image_channel(c, data, std::move(pointings), imaging.seconds() - data.wait_s, writer);
+      image_channel(c, data, std::move(pointings), max_uv, imaging.seconds() - data.wait_s, writer);
     ++handled;
     if (mpi_.is_root() && !blank) {
       const double rate = handled / watch.seconds();
@@ -506,26 +511,27 @@ std::optional<beam::ChannelMosaic> RankRun::channel_mosaic(int c, const std::vec
                              plan_.freq_hz.at(static_cast<std::size_t>(c)));
 }
 
-// Restored with the channel's own beam, the largest of its pointings' in a mosaic
-// (image.beam and the common-beam rule decide it as for one pointing).
+// Restored with the channel's own beam: in a mosaic the one of its pointings' that the
+// common-beam rule picks (so that a resumed run, which recalls only that beam, agrees on
+// the common beam), from each pointing's fit and longest baseline (`max_uv`).
 void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
-                            double imaging_s, ChannelWriter& writer) {
+                            const std::vector<double>& max_uv, double imaging_s, ChannelWriter& writer) {
   const Stopwatch watch;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::size_t pixels = plan_.geometry.pixels();
   if (!leads()) return;  // the leader holds the same images, and writes them
-  const double kept_uv = kept_max_uv(config_, data.max_uv);
   const double taper = weighting_scheme(config_).taper_fwhm_rad;
   std::optional<imaging::RestoringBeam> own;
-  for (const auto& images : pointings) {
-    if (!images) continue;
+  for (std::size_t p = 0; p < pointings.size(); ++p) {
+    if (!pointings[p]) continue;
+    const std::optional<imaging::Beam>& fit = pointings[p]->fitted_beam;
     const imaging::RestoringBeam beam =
-        imaging::restoring_beam(images->fitted_beam, kept_uv, taper, plan_.geometry, chosen_);
+        imaging::restoring_beam(fit, kept_max_uv(config_, max_uv[p]), taper, plan_.geometry, chosen_);
     if (beam.origin == imaging::BeamOrigin::theoretical)
-      log_.info(theoretical_beam_reason(plan_.chan_begin + c, images->fitted_beam, beam.beam));
-    beams_.push_back(beam);
-    if (!own || beam.beam.major_rad * beam.beam.minor_rad > own->beam.major_rad * own->beam.minor_rad) own = beam;
+      log_.info(theoretical_beam_reason(plan_.chan_begin + c, fit, beam.beam));
+    if (!own || wider(beam, *own)) own = beam;
   }
+  beams_.push_back(*own);
   const bool theoretical = own->origin == imaging::BeamOrigin::theoretical;
   std::vector<double> weights = plan_.mosaic() ? mosaic_weights(pointings) : std::vector<double>{};
   const std::optional<beam::ChannelMosaic> mosaic = channel_mosaic(c, weights);
@@ -533,9 +539,10 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
   std::vector<float> restored;
   if (!restore_later()) {
     if (mosaic) {
-      std::vector<const float*> models;
-      for (const auto& one : pointings) models.push_back(one ? one->model.data() : nullptr);
-      restored = restore_mosaic(models, images.residual.data(), plan_.geometry, own->beam, *mosaic);
+      restored = images.residual;
+      for (std::size_t p = 0; p < pointings.size(); ++p)
+        if (pointings[p])
+          add_restored_model(p, pointings[p]->model.data(), plan_.geometry, own->beam, *mosaic, restored.data());
     } else {
       restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan_.geometry, own->beam);
     }
@@ -578,13 +585,19 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
               (images.iterations >= config_.clean.niter ? "clean.niter = " + std::to_string(config_.clean.niter)
                                                         : "clean.max_major = " + std::to_string(config_.clean.max_major)) +
               " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
+  // Until restoring, a mosaic's channel keeps each pointing's model; nothing else of its
+  // pointings goes to the writer thread.
+  std::vector<std::vector<float>> models;
+  if (mosaic && restore_later())
+    for (auto& one : pointings) models.push_back(one ? std::move(one->model) : std::vector<float>{});
+  pointings.clear();
   writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored),
-                 pointings = std::move(pointings)] {
+                 models = std::move(models)] {
     write_channel(cubes_, c, images.dirty, images.psf, images.model, images.residual);
     if (!restored.empty()) write_restored(cubes_, c, restored, qa.mosaic_weights);
     const bool cleaned = plan_.products.made(ChannelCubeKind::residual);
     if (restore_later() && plan_.mosaic())
-      keep_mosaic_planes(c, pointings, images.residual);
+      keep_mosaic_planes(c, models, images.residual);
     else if (restore_later())
       keep_planes(c, images.model, &images.residual);
     else if (plan_.polarised())
@@ -679,6 +692,8 @@ void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector
       std::vector<float> restored;
       if (const std::optional<beam::ChannelMosaic> mosaic = channel_mosaic(c, weights)) {
         restored = restore_kept_mosaic(c, restoring, *mosaic);
+        for (int p = 0; p < static_cast<int>(weights.size()); ++p)
+          for (int s = 0; s < ms::num_stokes; ++s) kept_->release(c - mine_.begin, kept_model(p) + s);
       } else {
         std::vector<float> model(ms::num_stokes * pixels), residual(ms::num_stokes * pixels);
         for (int s = 0; s < ms::num_stokes; ++s) {

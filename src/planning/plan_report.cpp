@@ -95,7 +95,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
       config, uniform, ranks,
       [&](double share) {
         return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
-                                     basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean)) <= basis.budget;
+                                     basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean),
+                                     static_cast<int>(plan.pointings.size())) <= basis.budget;
       },
       plan);
   const int group = plan.ranks_per_channel;

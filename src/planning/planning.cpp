@@ -275,6 +275,7 @@ MemoryNeeds memory_needs(const Config& config, const Plan& plan, int rank, const
   needs.block_channels = config.input.block_channels;
   needs.faraday_row_bytes = faraday_row_bytes(plan);
   needs.kept_bytes = PlaneStore::bytes(plan.blocks[r].size(), kept_planes(config, plan), plan.geometry.pixels());
+  needs.pointings = static_cast<int>(plan.pointings.size());
   return needs;
 }
 
@@ -655,7 +656,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
-                                 basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean)) <= basis.budget &&
+                                 basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean),
+                                 static_cast<int>(plan.pointings.size())) <= basis.budget &&
            (!device || static_cast<double>(cuda::DeviceImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +
                                clean_device <=

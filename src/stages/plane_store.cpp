@@ -64,6 +64,12 @@ void PlaneStore::put(int channel, int slot, const float* plane) {
   present_[at] = 1;
 }
 
+void PlaneStore::release(int channel, int slot) {
+  const std::size_t at = index(channel, slot);
+  if (fd_ < 0) std::vector<float>().swap(planes_[at]);
+  present_[at] = 0;
+}
+
 void PlaneStore::read(int channel, int slot, std::size_t first, std::size_t count, float* out) const {
   const std::size_t at = index(channel, slot);
   if (!present_[at]) {

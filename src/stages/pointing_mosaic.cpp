@@ -69,26 +69,12 @@ deconv::ChannelImages combine_pointings(const std::vector<std::optional<deconv::
   return out;
 }
 
-std::vector<float> restore_mosaic(const std::vector<const float*>& models, const float* residual,
-                                  const imaging::ImageGeometry& geometry, const imaging::Beam& beam,
-                                  const beam::ChannelMosaic& mosaic) {
+void add_restored_model(std::size_t pointing, const float* model, const imaging::ImageGeometry& geometry,
+                        const imaging::Beam& beam, const beam::ChannelMosaic& mosaic, float* restored) {
   const std::size_t pixels = geometry.pixels();
-  std::vector<std::vector<float>> convolved;
-  convolved.reserve(models.size());  // the planes' pointers stay valid
-  std::vector<const float*> planes;
-  for (const float* model : models) {
-    if (!model) {
-      planes.push_back(nullptr);
-      continue;
-    }
-    std::vector<float>& one = convolved.emplace_back(num_stokes * pixels, 0.0f);
-    imaging::restore(model, geometry, beam, one.data(), num_stokes);
-    planes.push_back(one.data());
-  }
-  std::vector<float> restored(num_stokes * pixels);
-  combine_stokes(planes, mosaic, pixels, restored.data());
-  for (std::size_t i = 0; i < restored.size(); ++i) restored[i] += residual[i];
-  return restored;
+  std::vector<float> convolved(num_stokes * pixels, 0.0f);
+  imaging::restore(model, geometry, beam, convolved.data(), num_stokes);
+  for (int s = 0; s < num_stokes; ++s) mosaic.accumulate(pointing, convolved.data() + s * pixels, restored + s * pixels);
 }
 
 }  // namespace spip::pipeline

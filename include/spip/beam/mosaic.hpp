@@ -2,11 +2,13 @@
 // A linear mosaic of pointings on one image grid, by the rule of linmos and of CASA:
 // per channel M = sum_p B_p w_p X_p / sum_p B_p^2 w_p, with X_p a pointing's apparent
 // plane (the sky seen through its beam B_p) and w_p = 1 / sigma_p^2 from its residual
-// noise. spip keeps a mosaic as the apparent plane A = M R of the effective response
-// R = sqrt(sum_p w_p B_p^2 / sum_p w_p): for one pointing A = X_p and R = B_p, so that
-// everything after imaging (the pb cube, the corrected cubes, the Faraday stage and the
-// catalogue) treats one pointing and many alike; A's noise is flat, 1 / sqrt(sum_p w_p),
-// as one pointing's apparent noise is, and M's is 1 / (R sqrt(sum_p w_p)).
+// noise. M's noise is 1 / sqrt(sum_p B_p^2 w_p). spip keeps a mosaic as the apparent
+// plane A = M R of the effective response R = sqrt(sum_p w_p B_p^2 / w_max), w_max the
+// best pointing's weight: M's noise over the best pointing's, sigma_min / R, as 1 / B is
+// for one pointing. For one pointing A = X_p and R = B_p, so that everything after
+// imaging (the pb cube, the corrected cubes blank where R < beam.limit, the Faraday
+// stage and the catalogue) treats one pointing and many alike; A's noise is flat,
+// sigma_min, as one pointing's apparent noise is. Where pointings overlap, R exceeds 1.
 #include <vector>
 
 #include "spip/beam/primary_beam.hpp"
@@ -26,20 +28,20 @@ std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageG
                                            int channel, double freq_hz, int first_row, int rows);
 
 // One channel's mosaic on a whole image: its pointings' beams weighed once, then any
-// number of planes combined.
+// number of planes combined. (Its response is effective_response_rows().)
 class ChannelMosaic {
  public:
   ChannelMosaic(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
                 const std::vector<double>& weights, double freq_hz);
 
-  // out = sum_p B_p w_p X_p / sqrt(sum_p B_p^2 w_p sum_p w_p), `planes` one per pointing
+  // out = sum_p B_p w_p X_p / sqrt(sum_p B_p^2 w_p w_max), `planes` one per pointing
   // (null where a pointing has none: its weight is 0); 0 where no pointing's beam reaches.
   void combine(const std::vector<const float*>& planes, float* out) const;
-  const std::vector<float>& response() const { return response_; }
+  // out += pointing p's share of `plane`: what combine() adds for it.
+  void accumulate(std::size_t pointing, const float* plane, float* out) const;
 
  private:
-  std::vector<std::vector<float>> factors_;  // per pointing: B_p w_p / sqrt(sum B^2 w sum w)
-  std::vector<float> response_;
+  std::vector<std::vector<float>> factors_;  // per pointing: B_p w_p / sqrt(sum B^2 w w_max)
 };
 
 }  // namespace spip::beam

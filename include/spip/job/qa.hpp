@@ -15,7 +15,7 @@
 namespace spip::pipeline {
 
 // The records' layout; progress markers of another version are not resumed from.
-inline constexpr int qa_version = 5;
+inline constexpr int qa_version = 6;
 
 struct ChannelQa {
   int channel = 0;

@@ -28,6 +28,9 @@ class PlaneStore {
 
   // Safe from several threads for distinct channels.
   void put(int channel, int slot, const float* plane);
+  // The plane no longer needed (a mosaic's pointing's model once restored): its memory
+  // freed; read() then gives NaN. In a scratch file its bytes stay until the store goes.
+  void release(int channel, int slot);
   // Pixels [first, first + count) of a plane into `out`: NaN where nothing was put (a
   // blanked channel).
   void read(int channel, int slot, std::size_t first, std::size_t count, float* out) const;

@@ -23,10 +23,10 @@ std::vector<double> mosaic_weights(const std::vector<std::optional<deconv::Chann
 deconv::ChannelImages combine_pointings(const std::vector<std::optional<deconv::ChannelImages>>& pointings,
                                         const beam::ChannelMosaic& mosaic, std::size_t pixels);
 
-// The restored mosaic: each pointing's model (per pointing [4][N*N]; null where it has
-// none) convolved with `beam` and combined, plus the combined residual.
-std::vector<float> restore_mosaic(const std::vector<const float*>& models, const float* residual,
-                                  const imaging::ImageGeometry& geometry, const imaging::Beam& beam,
-                                  const beam::ChannelMosaic& mosaic);
+// Restoring a mosaic, a pointing at a time: pointing p's model ([4][N*N]) convolved
+// with `beam` and added into `restored` ([4][N*N], which starts as the mosaic's
+// residual) with the pointing's mosaic factor.
+void add_restored_model(std::size_t pointing, const float* model, const imaging::ImageGeometry& geometry,
+                        const imaging::Beam& beam, const beam::ChannelMosaic& mosaic, float* restored);
 
 }  // namespace spip::pipeline
