@@ -276,6 +276,18 @@ bool set_windows(Config& config, std::string_view value) {
   return set_distinct_list(value, input.spw, [](int id) { return id >= 0; });
 }
 
+// input.field: -1 (each MS's only field) or "0,3" (each field an input of its own).
+bool set_fields(Config& config, std::string_view value) {
+  config.input.fields.clear();
+  return trimmed(value) == "-1" || set_distinct_list(value, config.input.fields, [](int id) { return id >= 0; });
+}
+
+std::string fields_text(const InputConfig& input) {
+  std::string list;
+  for (int id : input.fields) list += (list.empty() ? "" : ",") + std::to_string(id);
+  return list.empty() ? "-1" : list;
+}
+
 // clean.scales: empty (automatic) or "0,8,16" (pixels, each >= 0, no repeats).
 bool set_scales(Config& config, std::string_view value) {
   config.clean.scales.clear();
@@ -308,8 +320,11 @@ const std::vector<Key>& keys() {
       with_type("word", scalar("input.column", &Config::input, &InputConfig::column, is_column,
                                "one of DATA, CORRECTED_DATA, MODEL_DATA", "",
                                "visibility column: DATA, CORRECTED_DATA or MODEL_DATA")),
-      scalar("input.field", &Config::input, &InputConfig::field, [](int v) { return v >= -1; },
-             "an integer >= -1", "", "FIELD_ID to image; -1: the MS must have one field"),
+      {"input.field", "list", "",
+       "fields to image, as FIELD ids (0 or 0,3,5), each an input of its own: fields with different phase centres are "
+       "pointings, which beam.model makes one mosaic of; -1: each MS must have one field",
+       "-1, or field ids >= 0 separated by commas", false, set_fields,
+       [](const Config& c) { return std::vector<std::string>{fields_text(c.input)}; }},
       {"input.spw", "list", "",
        "spectral windows to image, as SPECTRAL_WINDOW ids (0,2,3), or all; their channels join one frequency "
        "axis; -1: each MS must have one window",

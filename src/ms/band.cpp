@@ -63,7 +63,10 @@ std::vector<std::vector<Stored>> same_channels(const std::vector<MsInfo>& inputs
 }  // namespace
 
 std::string input_name(const MsInfo& info) {
-  return info.num_windows > 1 ? info.path + " (spectral window " + std::to_string(info.spw) + ")" : info.path;
+  std::string parts;
+  if (info.num_fields > 1) parts += "field " + std::to_string(info.field);
+  if (info.num_windows > 1) parts += (parts.empty() ? "" : ", ") + std::string("spectral window ") + std::to_string(info.spw);
+  return parts.empty() ? info.path : info.path + " (" + parts + ")";
 }
 
 std::vector<double> Band::freq_hz() const {

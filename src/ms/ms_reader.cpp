@@ -208,6 +208,7 @@ void MsReader::Impl::read_windows() {
 void MsReader::Impl::read_field() {
   const cc::Table fields = open_subtable(info.path, "FIELD");
   info.field = select_row(selection.field, fields.nrow(), info.path, "field", "input.field");
+  info.num_fields = static_cast<int>(fields.nrow());
   const cc::ArrayMeasColumn<cc::MDirection> phase_dir(fields, "PHASE_DIR");
   const cc::Array<cc::MDirection> dirs = phase_dir(info.field);
   const cc::MDirection j2000 =

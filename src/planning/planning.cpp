@@ -76,7 +76,6 @@ constexpr double same_direction_rad = 1e-9;
 std::vector<ms::MsReader> open_inputs(const Config& config) {
   ms::Selection selection;
   selection.column = config.input.column;
-  selection.field = config.input.field;
   selection.row_chunk = static_cast<std::size_t>(config.input.row_chunk);
   std::vector<ms::MsReader> readers;
   for (std::size_t k = 0; k < config.input.ms.size(); ++k) {
@@ -88,10 +87,13 @@ std::vector<ms::MsReader> open_inputs(const Config& config) {
     const std::vector<int> windows = config.input.all_windows ? ms::spectral_windows(path)
                                      : config.input.spw.empty() ? std::vector<int>{-1}
                                                                 : config.input.spw;
-    for (int window : windows) {
-      selection.spw = window;
-      readers.emplace_back(path, selection);
-    }
+    const std::vector<int> fields = config.input.fields.empty() ? std::vector<int>{-1} : config.input.fields;
+    for (int window : windows)
+      for (int field : fields) {
+        selection.spw = window;
+        selection.field = field;
+        readers.emplace_back(path, selection);
+      }
   }
   return readers;
 }

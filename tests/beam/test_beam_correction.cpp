@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "ms_edit.hpp"
 #include "scratch.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
@@ -585,4 +586,40 @@ TEST(Mosaic, TwoPointingsGiveTheTrueSkyOnTwoRanks) {
       << spip::test::file_text(scratch("log.txt"));
   EXPECT_EQ(spip::test::file_text(scratch("log.txt")).find("restored 8 channels with the common beam"), std::string::npos);
   expect_true_sky(chosen, "mosaic, image.beam", sky);
+}
+
+// Two pointings as two fields of one Measurement Set (input.field 0,1) make the mosaic
+// that the same pointings as two Measurement Sets make, bit for bit; without a beam they
+// are refused in one line that names the fields.
+TEST(Mosaic, FieldsOfOneMeasurementSetAreItsPointings) {
+  const std::vector<Source> sky{{0, 0, 1.0, -0.7, 0.30, 0, 5.0}, {-45, 0, 0.8, -1.2, 0.25, 30, -3.0}};
+  const double offset = 45 * cell;
+  const fs::path east = apparent_ms("east.ms", "--beam airy --noise 0.05 --seed 1", sky, {offset, 0.0});
+  const fs::path west = apparent_ms("west.ms", "--beam airy --noise 0.1 --seed 2", sky, {-offset, 0.0});
+  const fs::path both = scratch("both.ms");
+  fs::copy(east, both, fs::copy_options::recursive);
+  spip::test::append_as_field(both.string(), west.string());
+  const std::string args = " --image.size 128 --image.scale 80 --clean.niter 2000 --clean.auto_threshold 3"
+                           " --faraday.cubes none --parallel.threads 2";
+  ASSERT_NE(run(std::string(SPIP_BIN) + " --input.ms " + both.string() + " --input.field 0,1" + args +
+                " --output.dir " + scratch("fields").string()),
+            0);
+  const std::string refusal = spip::test::file_text(scratch("log.txt"));
+  EXPECT_NE(refusal.find("spip: error: " + both.string() + " (field 0) and " + both.string() +
+                         " (field 1) have different phase centres, 2 pointings in all"),
+            std::string::npos)
+      << refusal;
+  for (const auto& [inputs, out] : {std::pair{" --input.ms " + both.string() + " --input.field 0,1", std::string("fields")},
+                                    std::pair{" --input.ms " + east.string() + " " + west.string(), std::string("two")}})
+    ASSERT_EQ(run(std::string(SPIP_BIN) + inputs + args + " --beam.model airy --output.dir " + scratch(out).string()), 0)
+        << spip::test::file_text(scratch("log.txt"));
+  for (const char* name : {"spip-pb.fits", "spip-image-pb-I.fits", "spip-image-pb-U.fits", "spip-peak-pi.fits"}) {
+    const auto a = spip::fits::read_image((scratch("fields") / name).string());
+    const auto b = spip::fits::read_image((scratch("two") / name).string());
+    ASSERT_EQ(a.data.size(), b.data.size()) << name;
+    for (std::size_t i = 0; i < a.data.size(); ++i)
+      if (!(std::isnan(a.data[i]) && std::isnan(b.data[i]))) {
+        ASSERT_EQ(a.data[i], b.data[i]) << name << " " << i;
+      }
+  }
 }

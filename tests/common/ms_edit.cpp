@@ -6,6 +6,7 @@
 #include <casacore/tables/Tables/ArrayColumn.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/Table.h>
+#include <casacore/tables/Tables/TableCopy.h>
 
 namespace spip::test {
 namespace {
@@ -72,6 +73,21 @@ void scale_correlation(const std::string& ms, int corr, float factor) {
   for (ssize_t row = 0; row < shape[2]; ++row)
     for (ssize_t chan = 0; chan < shape[1]; ++chan) all(cc::IPosition(3, corr, chan, row)) *= factor;
   data.putColumn(all);
+}
+
+void append_as_field(const std::string& ms, const std::string& other) {
+  cc::Table fields(ms + "/FIELD", cc::Table::Update);
+  const cc::Table other_fields(other + "/FIELD");
+  const cc::rownr_t field = fields.nrow();
+  fields.addRow();
+  cc::TableCopy::copyRows(fields, other_fields, field, 0, 1);
+  cc::Table rows = open_for_update(ms);
+  const cc::Table other_rows(other);
+  const cc::rownr_t first = rows.nrow();
+  rows.addRow(other_rows.nrow());
+  cc::TableCopy::copyRows(rows, other_rows, first, 0, other_rows.nrow());
+  cc::ScalarColumn<int> field_id(rows, "FIELD_ID");
+  for (cc::rownr_t r = first; r < rows.nrow(); ++r) field_id.put(r, static_cast<int>(field));
 }
 
 }  // namespace spip::test

@@ -28,5 +28,8 @@ void set_weight(const std::string& ms, std::size_t row, int corr, float value);
 void scale_data(const std::string& ms, float factor);
 // DATA of one correlation times `factor` in every row and channel: a gain of one feed.
 void scale_correlation(const std::string& ms, int corr, float factor);
+// `other`'s rows appended to `ms` as a field of its own (FIELD_ID one past `ms`'s last,
+// with `other`'s first FIELD row): two pointings of one array and band in one MS.
+void append_as_field(const std::string& ms, const std::string& other);
 
 }  // namespace spip::test

@@ -74,7 +74,7 @@ std::string expect_config_error(const std::function<void()>& parse_it,
 void expect_same(const Config& a, const Config& b) {
   EXPECT_EQ(a.input.ms, b.input.ms);
   EXPECT_EQ(a.input.column, b.input.column);
-  EXPECT_EQ(a.input.field, b.input.field);
+  EXPECT_EQ(a.input.fields, b.input.fields);
   EXPECT_EQ(a.input.spw, b.input.spw);
   EXPECT_EQ(a.input.all_windows, b.input.all_windows);
   EXPECT_EQ(a.input.freq_min_hz, b.input.freq_min_hz);
@@ -160,7 +160,7 @@ TEST(Config, DefaultsFromTheHeader) {
   expect_same(parsed.config, expected);
   // Spelled out as well, so a changed default in the header is noticed here.
   EXPECT_EQ(parsed.config.input.column, "DATA");
-  EXPECT_EQ(parsed.config.input.field, -1);
+  EXPECT_TRUE(parsed.config.input.fields.empty());
   EXPECT_EQ(parsed.config.input.channel_end, -1);
   EXPECT_EQ(parsed.config.input.row_chunk, 65536);
   EXPECT_EQ(parsed.config.image.size, 512);
@@ -268,7 +268,7 @@ TEST(Config, FileWithEverySection) {
   EXPECT_EQ(c.config_file, path);
   EXPECT_EQ(c.input.ms, (std::vector<std::string>{"first.ms", "second.ms"}));
   EXPECT_EQ(c.input.column, "CORRECTED_DATA");
-  EXPECT_EQ(c.input.field, 2);
+  EXPECT_EQ(c.input.fields, std::vector<int>{2});
   EXPECT_EQ(c.image.beam_major_arcsec, 45.5);
   EXPECT_EQ(c.image.beam_minor_arcsec, 30.0);
   EXPECT_EQ(c.image.beam_pa_deg, -12.25);
@@ -491,7 +491,8 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"input.channel_begin", "-1", "an integer >= 0"},
                     OutOfRange{"input.channel_end", "0", "-1 or an integer > input.channel_begin"},
                     OutOfRange{"input.channel_end", "-2", "-1 or an integer > input.channel_begin"},
-                    OutOfRange{"input.field", "-2", "an integer >= -1"},
+                    OutOfRange{"input.field", "-2", "-1, or field ids >= 0 separated by commas"},
+                    OutOfRange{"input.field", "0,0", "-1, or field ids >= 0 separated by commas"},
                     OutOfRange{"input.spw", "-2", "-1, all, or spectral window ids >= 0 separated by commas"},
                     OutOfRange{"input.spw", "1,1", "-1, all, or spectral window ids >= 0 separated by commas"},
                     OutOfRange{"input.spw", "1,x", "-1, all, or spectral window ids >= 0 separated by commas"},

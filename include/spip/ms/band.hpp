@@ -55,7 +55,8 @@ Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector
 // is its centre, its width the bin's, and a bin without channels is blank.
 Band bin_band(const Band& band, int count, double width_hz);
 
-// "path" or "path (spectral window N)" where the MS has several: for messages.
+// "path", or "path (field F, spectral window N)" with either where the MS has several: for
+// messages.
 std::string input_name(const MsInfo& info);
 
 }  // namespace spip::ms

@@ -25,6 +25,7 @@ struct MsInfo {
   int field = 0;
   int spw = 0;
   int num_windows = 1;                // spectral windows in the MS
+  int num_fields = 1;                 // fields in the MS
   std::vector<double> freq_hz;        // channel centres of the selected window
   std::vector<double> chan_width_hz;
   std::vector<int> corr_types;        // CORR_TYPE codes, MS order
