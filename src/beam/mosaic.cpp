@@ -73,18 +73,4 @@ void ChannelMosaic::accumulate(std::size_t pointing, const float* plane, float* 
   for (std::size_t i = 0; i < factor.size(); ++i) out[i] += factor[i] * plane[i];
 }
 
-void ChannelMosaic::combine(const std::vector<const float*>& planes, float* out) const {
-  if (planes.size() != factors_.size())
-    SPIP_THROW(Error, "mosaic: " + std::to_string(planes.size()) + " planes for " + std::to_string(factors_.size()) +
-                          " pointings");
-  const std::size_t pixels = factors_.front().size();
-#pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < pixels; ++i) {
-    float sum = 0;
-    for (std::size_t p = 0; p < planes.size(); ++p)
-      if (planes[p]) sum += factors_[p][i] * planes[p][i];
-    out[i] = sum;
-  }
-}
-
 }  // namespace spip::beam

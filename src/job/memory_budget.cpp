@@ -24,10 +24,10 @@ constexpr double gb = 1e9;
 constexpr double imaging_bytes_per_pixel = 320;
 // Per grid cell: two complex float grids (the packed Stokes lanes).
 constexpr double imaging_bytes_per_cell = 16;
-// Per image pixel and pointing of a mosaic: each pointing's dirty, model and residual
-// (48 B) are held until the channel's last pointing is imaged, with the mosaic's factor
-// and response planes (8 B) and the models the writer thread keeps (16 B).
-constexpr double mosaic_bytes_per_pixel = 72;
+// Per image pixel of a mosaic's channel: its sums of the pointings' dirty, residual and
+// restored planes and of their weights (56 B), and per pointing its model where
+// restoring waits for the channel's beam (16 B; none with image.beam).
+constexpr double mosaic_bytes_per_pixel = 56, mosaic_bytes_per_pixel_and_pointing = 16;
 // Per visibility of a channel: the rows' coordinates (read once, with their order by
 // uv distance), the staged data (4 complex values, 4 weights; on the CPU also uvw in
 // wavelengths) for the current and the next channel, the gridder's points with their
@@ -50,7 +50,7 @@ std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb 
 double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_per_pixel, int pointings) {
   const double pixels = static_cast<double>(geometry.size) * geometry.size;
   const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
-  const double mosaic = pointings > 1 ? mosaic_bytes_per_pixel * pointings : 0.0;
+  const double mosaic = pointings > 1 ? mosaic_bytes_per_pixel + mosaic_bytes_per_pixel_and_pointing * pointings : 0.0;
   return (imaging_bytes_per_pixel + clean_bytes_per_pixel + mosaic) * pixels + imaging_bytes_per_cell * cells;
 }
 

@@ -193,8 +193,10 @@ class RankRun {
   void keep_planes(int c, const std::vector<float>& image, const std::vector<float>* residual);
   bool recall_planes(int c);
   deconv::ChannelImages image_pointing(const ChannelStats& data);
+  std::optional<MosaicSum> mosaic_sum(int c) const;
   void image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
-                     const std::vector<double>& max_uv, double imaging_s, ChannelWriter& writer);
+                     const std::vector<double>& max_uv, std::optional<MosaicSum> sum, double imaging_s,
+                     ChannelWriter& writer);
   std::optional<beam::ChannelMosaic> channel_mosaic(int c, const std::vector<double>& weights) const;
   void keep_mosaic_planes(int c, const std::vector<std::vector<float>>& models, const std::vector<float>& residual);
   std::vector<float> restore_kept_mosaic(int c, const imaging::Beam& beam, const beam::ChannelMosaic& mosaic) const;
@@ -420,23 +422,37 @@ void RankRun::image_channels(const std::vector<int>& todo) {
   for (int c : todo) {
     if (stop_now()) break;
     // Each pointing in turn (one but in a mosaic): blank where none has data on the grid.
+    // A mosaic's pointings go into its sum as they are imaged, each keeping only its
+    // fitted beam and, where restoring waits for the channel's beam, its model.
     const Stopwatch imaging;
     ChannelStats data;
     std::vector<std::optional<deconv::ChannelImages>> pointings;
     std::vector<double> max_uv;  // per pointing
+    std::optional<MosaicSum> sum = mosaic_sum(c);
     for (int p = 0; p < static_cast<int>(plan_.pointings.size()); ++p) {
       const ChannelStats seen = feed->advance(c, p);
       add_pointing(data, seen);
       max_uv.push_back(seen.max_uv);
-      pointings.push_back(imaging_->weight_sum(0) > 0 ? std::optional(image_pointing(seen)) : std::nullopt);
-      if (plan_.mosaic() && pointings.back()) pointings.back()->psf = {};  // fitted; each pointing's own, not written
+      if (!(imaging_->weight_sum(0) > 0)) {
+        pointings.emplace_back();
+        continue;
+      }
+      deconv::ChannelImages images = image_pointing(seen);
+      if (sum) {
+        sum->add(static_cast<std::size_t>(p), images);
+        deconv::ChannelImages kept;
+        kept.fitted_beam = images.fitted_beam;
+        if (!chosen_) kept.model = std::move(images.model);
+        images = std::move(kept);
+      }
+      pointings.emplace_back(std::move(images));
     }
     rank_qa_.read_s += data.wait_s;
     const bool blank = std::none_of(pointings.begin(), pointings.end(), [](const auto& p) { return p.has_value(); });
     if (blank)
       blank_channel(c, data, writer);
     else
-      image_channel(c, data, std::move(pointings), max_uv, imaging.seconds() - data.wait_s, writer);
+      image_channel(c, data, std::move(pointings), max_uv, std::move(sum), imaging.seconds() - data.wait_s, writer);
     ++handled;
     if (mpi_.is_root() && !blank) {
       const double rate = handled / watch.seconds();
@@ -511,11 +527,21 @@ std::optional<beam::ChannelMosaic> RankRun::channel_mosaic(int c, const std::vec
                              plan_.freq_hz.at(static_cast<std::size_t>(c)));
 }
 
+// A mosaic's channel c, to add its pointings to as they are imaged; none with one pointing.
+std::optional<MosaicSum> RankRun::mosaic_sum(int c) const {
+  if (!plan_.mosaic()) return std::nullopt;
+  const beam::ImageGrid grid{plan_.geometry.size, plan_.geometry.cell_rad, plan_.image_centre, plan_.pointings.front()};
+  return std::optional<MosaicSum>(std::in_place, *plan_.primary_beam, grid, plan_.pointings,
+                                  plan_.freq_hz.at(static_cast<std::size_t>(c)), plan_.geometry, chosen_);
+}
+
 // Restored with the channel's own beam: in a mosaic the one of its pointings' that the
 // common-beam rule picks (so that a resumed run, which recalls only that beam, agrees on
-// the common beam), from each pointing's fit and longest baseline (`max_uv`).
+// the common beam), from each pointing's fit and longest baseline (`max_uv`). A mosaic's
+// images come from its `sum`; its `pointings` hold their fitted beams and models.
 void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
-                            const std::vector<double>& max_uv, double imaging_s, ChannelWriter& writer) {
+                            const std::vector<double>& max_uv, std::optional<MosaicSum> sum, double imaging_s,
+                            ChannelWriter& writer) {
   const Stopwatch watch;
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const std::size_t pixels = plan_.geometry.pixels();
@@ -533,13 +559,20 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
   }
   beams_.push_back(*own);
   const bool theoretical = own->origin == imaging::BeamOrigin::theoretical;
-  std::vector<double> weights = plan_.mosaic() ? mosaic_weights(pointings) : std::vector<double>{};
-  const std::optional<beam::ChannelMosaic> mosaic = channel_mosaic(c, weights);
-  deconv::ChannelImages images = mosaic ? combine_pointings(pointings, *mosaic, pixels) : std::move(*pointings.front());
-  std::vector<float> restored;
-  if (!restore_later()) {
-    if (mosaic) {
-      restored = images.residual;
+  deconv::ChannelImages images;
+  std::vector<float> restored;  // with a mosaic's image.beam, from its sum
+  std::vector<double> weights;  // a mosaic's
+  if (sum) {
+    MosaicSum::Channel channel = sum->finish();
+    images = std::move(channel.images);
+    restored = std::move(channel.restored);
+    weights = std::move(channel.weights);
+  } else {
+    images = std::move(*pointings.front());
+  }
+  if (!restore_later() && restored.empty()) {
+    if (const std::optional<beam::ChannelMosaic> mosaic = channel_mosaic(c, weights)) {
+      restored = images.residual;  // each channel its own beam (image.common_beam = false), known only now
       for (std::size_t p = 0; p < pointings.size(); ++p)
         if (pointings[p])
           add_restored_model(p, pointings[p]->model.data(), plan_.geometry, own->beam, *mosaic, restored.data());
@@ -588,7 +621,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
   // Until restoring, a mosaic's channel keeps each pointing's model; nothing else of its
   // pointings goes to the writer thread.
   std::vector<std::vector<float>> models;
-  if (mosaic && restore_later())
+  if (sum && restore_later())
     for (auto& one : pointings) models.push_back(one ? std::move(one->model) : std::vector<float>{});
   pointings.clear();
   writer.submit([this, c, pixels, qa, images = std::move(images), restored = std::move(restored),

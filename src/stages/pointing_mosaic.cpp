@@ -10,63 +10,86 @@ namespace {
 
 using ms::num_stokes;
 
-// Stokes plane s of every pointing's [4][N*N] planes (null where it has none) combined into out.
-void combine_stokes(const std::vector<const float*>& planes, const beam::ChannelMosaic& mosaic, std::size_t pixels,
-                    float* out) {
+// out += factor * plane, Stokes plane by Stokes plane.
+void add_weighted(const std::vector<float>& factor, const float* planes, float* out) {
+  const std::size_t pixels = factor.size();
   for (int s = 0; s < num_stokes; ++s) {
-    std::vector<const float*> one;
-    for (const float* plane : planes) one.push_back(plane ? plane + s * pixels : nullptr);
-    mosaic.combine(one, out + s * pixels);
+#pragma omp parallel for schedule(static)
+    for (std::size_t i = 0; i < pixels; ++i) out[s * pixels + i] += factor[i] * planes[s * pixels + i];
   }
+}
+
+void add_figures(const deconv::ChannelImages& pointing, deconv::ChannelImages& out) {
+  out.iterations += pointing.iterations;
+  out.major_cycles = std::max(out.major_cycles, pointing.major_cycles);
+  if (out.scales.empty()) {
+    out.scales = pointing.scales;
+    out.scale_iterations.assign(pointing.scale_iterations.size(), 0);
+  }
+  for (std::size_t k = 0; k < std::min(out.scale_iterations.size(), pointing.scale_iterations.size()); ++k)
+    out.scale_iterations[k] += pointing.scale_iterations[k];
+  out.search_noise = std::max(out.search_noise, pointing.search_noise);
+  out.clean_threshold = std::max(out.clean_threshold, pointing.clean_threshold);
+  out.threshold_reached = out.threshold_reached && pointing.threshold_reached;
+  if (out.clean_stop != deconv::CleanStop::diverged && pointing.clean_stop != deconv::CleanStop::none) {
+    out.clean_stop = pointing.clean_stop;
+    out.diverged_peak = pointing.diverged_peak;
+  }
+  if (!out.degenerate_psf) out.degenerate_psf = pointing.degenerate_psf;
 }
 
 }  // namespace
 
-std::vector<double> mosaic_weights(const std::vector<std::optional<deconv::ChannelImages>>& pointings) {
-  std::vector<double> weights;
-  bool noiseless = false;
-  for (const auto& images : pointings) {
-    const double sigma = images ? images->residual_sigma : 0.0;
-    noiseless = noiseless || (images && !(sigma > 0));
-    weights.push_back(images && sigma > 0 ? 1.0 / (sigma * sigma) : 0.0);
-  }
-  if (noiseless)
-    for (std::size_t p = 0; p < pointings.size(); ++p) weights[p] = pointings[p] ? 1.0 : 0.0;
-  return weights;
+MosaicSum::MosaicSum(const beam::PrimaryBeam& beam, const beam::ImageGrid& grid, const std::vector<Direction>& pointings,
+                     double freq_hz, const imaging::ImageGeometry& geometry, std::optional<imaging::Beam> restoring)
+    : beam_(beam), grid_(grid), pointings_(pointings), freq_hz_(freq_hz), geometry_(geometry),
+      restoring_(restoring), power_(geometry.pixels(), 0.0) {
+  const std::size_t planes = num_stokes * geometry.pixels();
+  sum_.images.dirty.assign(planes, 0.0f);
+  sum_.images.residual.assign(planes, 0.0f);
+  if (restoring_) sum_.restored.assign(planes, 0.0f);
+  sum_.weights.assign(pointings.size(), 0.0);
 }
 
-deconv::ChannelImages combine_pointings(const std::vector<std::optional<deconv::ChannelImages>>& pointings,
-                                        const beam::ChannelMosaic& mosaic, std::size_t pixels) {
-  deconv::ChannelImages out;
-  std::vector<const float*> dirty, residual;
-  for (const auto& images : pointings) {
-    dirty.push_back(images ? images->dirty.data() : nullptr);
-    residual.push_back(images ? images->residual.data() : nullptr);
-    if (!images) continue;
-    out.iterations += images->iterations;
-    out.major_cycles = std::max(out.major_cycles, images->major_cycles);
-    if (out.scales.empty()) {
-      out.scales = images->scales;
-      out.scale_iterations.assign(images->scale_iterations.size(), 0);
-    }
-    for (std::size_t k = 0; k < std::min(out.scale_iterations.size(), images->scale_iterations.size()); ++k)
-      out.scale_iterations[k] += images->scale_iterations[k];
-    out.search_noise = std::max(out.search_noise, images->search_noise);
-    out.clean_threshold = std::max(out.clean_threshold, images->clean_threshold);
-    out.threshold_reached = out.threshold_reached && images->threshold_reached;
-    if (out.clean_stop != deconv::CleanStop::diverged && images->clean_stop != deconv::CleanStop::none) {
-      out.clean_stop = images->clean_stop;
-      out.diverged_peak = images->diverged_peak;
-    }
-    if (!out.degenerate_psf) out.degenerate_psf = images->degenerate_psf;
+void MosaicSum::add(std::size_t pointing, const deconv::ChannelImages& images) {
+  const double sigma = images.residual_sigma;
+  const double weight = sigma > 0 ? 1.0 / (sigma * sigma) : 1.0;
+  sum_.weights.at(pointing) = weight;
+  beam::ImageGrid about = grid_;
+  about.pointing = pointings_.at(pointing);
+  std::vector<float> factor = beam::response_plane(beam_, about, freq_hz_);
+  for (std::size_t i = 0; i < factor.size(); ++i) {
+    power_[i] += weight * factor[i] * factor[i];
+    factor[i] = static_cast<float>(weight * factor[i]);  // B_p w_p
   }
-  out.dirty.resize(num_stokes * pixels);
-  out.residual.resize(num_stokes * pixels);
-  combine_stokes(dirty, mosaic, pixels, out.dirty.data());
-  combine_stokes(residual, mosaic, pixels, out.residual.data());
-  out.residual_sigma = deconv::mad_sigma(out.residual.data(), pixels);
-  for (float value : out.residual) out.residual_peak = std::max(out.residual_peak, static_cast<double>(std::abs(value)));
-  return out;
+  add_weighted(factor, images.dirty.data(), sum_.images.dirty.data());
+  add_weighted(factor, images.residual.data(), sum_.images.residual.data());
+  if (restoring_) {
+    std::vector<float> convolved(num_stokes * geometry_.pixels(), 0.0f);
+    imaging::restore(images.model.data(), geometry_, *restoring_, convolved.data(), num_stokes);
+    add_weighted(factor, convolved.data(), sum_.restored.data());
+  }
+  add_figures(images, sum_.images);
+}
+
+// Each sum over sqrt(sum_p B_p^2 w_p w_max): the apparent planes of beam::ChannelMosaic.
+MosaicSum::Channel MosaicSum::finish() {
+  const double best = *std::max_element(sum_.weights.begin(), sum_.weights.end());
+  const std::size_t pixels = geometry_.pixels();
+  std::vector<float> scale(pixels);
+  for (std::size_t i = 0; i < pixels; ++i)
+    scale[i] = power_[i] > 0 ? static_cast<float>(1.0 / std::sqrt(power_[i] * best)) : 0.0f;
+  for (std::vector<float>* planes : {&sum_.images.dirty, &sum_.images.residual, &sum_.restored}) {
+    if (planes->empty()) continue;
+    for (int s = 0; s < num_stokes; ++s)
+      for (std::size_t i = 0; i < pixels; ++i) (*planes)[s * pixels + i] *= scale[i];
+  }
+  if (!sum_.restored.empty())
+    for (std::size_t i = 0; i < sum_.restored.size(); ++i) sum_.restored[i] += sum_.images.residual[i];
+  sum_.images.residual_sigma = deconv::mad_sigma(sum_.images.residual.data(), pixels);
+  for (float value : sum_.images.residual)
+    sum_.images.residual_peak = std::max(sum_.images.residual_peak, static_cast<double>(std::abs(value)));
+  return std::move(sum_);
 }
 
 void add_restored_model(std::size_t pointing, const float* model, const imaging::ImageGeometry& geometry,

@@ -28,16 +28,14 @@ std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageG
                                            int channel, double freq_hz, int first_row, int rows);
 
 // One channel's mosaic on a whole image: its pointings' beams weighed once, then any
-// number of planes combined. (Its response is effective_response_rows().)
+// number of planes added a pointing at a time. (Its response is effective_response_rows().)
 class ChannelMosaic {
  public:
   ChannelMosaic(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
                 const std::vector<double>& weights, double freq_hz);
 
-  // out = sum_p B_p w_p X_p / sqrt(sum_p B_p^2 w_p w_max), `planes` one per pointing
-  // (null where a pointing has none: its weight is 0); 0 where no pointing's beam reaches.
-  void combine(const std::vector<const float*>& planes, float* out) const;
-  // out += pointing p's share of `plane`: what combine() adds for it.
+  // out += pointing p's share of `plane`, B_p w_p / sqrt(sum_p B_p^2 w_p w_max) times it
+  // (0 where no pointing's beam reaches): summed over the pointings, the apparent mosaic.
   void accumulate(std::size_t pointing, const float* plane, float* out) const;
 
  private:

@@ -37,7 +37,7 @@ struct MemoryNeeds {
   int block_channels = 0;          // input.block_channels; 0: from the budget
   double faraday_row_bytes = 0;    // one image row of the Faraday stage, the least it needs
   double kept_bytes = 0;           // the planes this rank keeps of its channels for restoring and the Faraday stage
-  int pointings = 1;               // a mosaic's: each channel's pointings' images are held together
+  int pointings = 1;               // a mosaic's: each channel's sums and its pointings' models
 };
 
 // What the configured CLEAN holds in host memory per image pixel beside the images:
@@ -56,8 +56,8 @@ double clean_bytes_per_row(const CleanConfig& clean);
 double clean_device_bytes(const CleanConfig& clean, int image_size);
 
 // What imaging one channel of `rows_per_channel` visibilities holds: the images and
-// grids, CLEAN's buffers, a mosaic's `pointings` images, the channel's data, and two
-// read blocks of one channel.
+// grids, CLEAN's buffers, a mosaic's sums and `pointings` models, the channel's data,
+// and two read blocks of one channel.
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
                              double clean_bytes_per_pixel, double clean_bytes_per_row, int pointings = 1);
 
