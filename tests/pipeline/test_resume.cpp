@@ -531,7 +531,8 @@ TEST(Resume, CtrlCToMpirunStopsResumablyAsDocumented) {
 // A mosaic of two pointings 1 deg apart (the sample's sky simulated from each), killed
 // while its channels are imaged: the resumed run images again what the killed one did
 // not restore (a channel keeps each pointing's model only in memory until it is
-// restored) and ends with the uninterrupted run's products, bit for bit.
+// restored) and ends with the uninterrupted run's products, bit for bit. The same after
+// a SIGTERM (Slurm's time limit), which stops the run resumably (exit 75).
 TEST(Resume, KilledMosaicFinishesWithIdenticalProducts) {
   const std::string base = fresh_dir("spip_resume_mosaic");
   std::string inputs;
@@ -566,5 +567,18 @@ TEST(Resume, KilledMosaicFinishesWithIdenticalProducts) {
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] mosaic killed after " << done_when_killed << " of 40 channels; " << compared
             << " FITS products identical to the uninterrupted run\n";
+
+  const std::string stopped = base + "/stopped";
+  ASSERT_EQ(stop_after_markers(command(stopped), stopped, 4, base + "/stopped.log"), 75)
+      << read_file(base + "/stopped.log");
+  const int done_when_stopped = count_markers(stopped);
+  ASSERT_LT(done_when_stopped, 40) << "the run finished before it could be stopped";
+  ASSERT_EQ(std::system((command(stopped) + " > " + base + "/after-stop.log 2>&1").c_str()), 0);
+  EXPECT_NE(read_file(base + "/after-stop.log").find("resuming from the progress markers of " +
+                                                    std::to_string(done_when_stopped)),
+            std::string::npos);
+  EXPECT_GE(expect_identical_products(reference, stopped), 50);
+  std::cout << "[ measured ] mosaic stopped by SIGTERM after " << done_when_stopped
+            << " of 40 channels; resumed, its products identical to the uninterrupted run\n";
   fs::remove_all(base);
 }
