@@ -17,6 +17,7 @@
 
 #include "spip/cuda/device.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "sample_pointing.hpp"
 #include "scratch.hpp"
 
 namespace fs = std::filesystem;
@@ -245,11 +246,6 @@ TEST(CudaPipeline, TheBeamCorrectedProductsMatchTheCpuBackend) { expect_beam_cor
 // A mosaic of the sample and the sample's sky seen from 1 deg east of it.
 TEST(CudaPipeline, AMosaicMatchesTheCpuBackend) {
   const fs::path east = spip::test::scratch_dir() / "east.ms";
-  ASSERT_EQ(std::system((std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt" +
-                         " --telescope " + SPIP_TEST_DATA + "/oskar_small.tm --ra 1 --dec 60 --freq-start 120.6e6" +
-                         " --freq-inc 1.2e6 --channels 40 --times 12 --noise 0.02 --beam airy --dish-diameter 94" +
-                         " --out " + east.string() + " > " + east.string() + ".log 2>&1")
-                            .c_str()),
-            0);
+  ASSERT_EQ(spip::test::simulate_sample_pointing(SPIP_SIMULATE_BIN, SPIP_TEST_DATA, "1", 40, "94", east.string()), 0);
   expect_beam_corrected_products_match("--input.ms " + east.string(), true);  // beside the sample
 }

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "product_compare.hpp"
+#include "sample_pointing.hpp"
 #include "scratch.hpp"
 
 namespace fs = std::filesystem;
@@ -75,12 +76,7 @@ TEST(RankGroups, OneChannelOnTwoRanksIsImagedByBoth) {
 // that to 1e-4 of their peaks; the images are within 4e-6.
 TEST(RankGroups, AMosaicInGroupsOfTwoMakesTheProductsOfOneRankPerChannel) {
   const fs::path east = spip::test::scratch_path("east.ms");
-  ASSERT_EQ(std::system((std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt" +
-                         " --telescope " + SPIP_TEST_DATA + "/oskar_small.tm --ra 1 --dec 60 --freq-start 120.6e6" +
-                         " --freq-inc 1.2e6 --channels 8 --times 12 --noise 0.02 --beam airy --dish-diameter 94" +
-                         " --out " + east.string() + " > " + east.string() + ".log 2>&1")
-                            .c_str()),
-            0);
+  ASSERT_EQ(spip::test::simulate_sample_pointing(SPIP_SIMULATE_BIN, SPIP_TEST_DATA, "1", 8, "94", east.string()), 0);
   const auto mosaic = [&](int ranks, const std::string& extra, const std::string& name) {
     const fs::path out = spip::test::scratch_path(name);
     const std::string command =

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "ms_edit.hpp"
+#include "sample_pointing.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "scratch.hpp"
 #include "split_ms.hpp"
@@ -538,13 +539,8 @@ TEST(Resume, KilledMosaicFinishesWithIdenticalProducts) {
   std::string inputs;
   for (const char* ra : {"0", "1"}) {
     const std::string ms = base + "/pointing-ra" + ra + ".ms";
-    ASSERT_EQ(std::system((std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt" +
-                           " --telescope " + SPIP_TEST_DATA + "/oskar_small.tm --ra " + ra +
-                           " --dec 60 --freq-start 120.6e6 --freq-inc 1.2e6 --channels 40 --times 12 --noise 0.02" +
-                           " --beam airy --dish-diameter 30 --out " + ms + " > " + base + "/simulate.log 2>&1")
-                              .c_str()),
-              0)
-        << read_file(base + "/simulate.log");
+    ASSERT_EQ(spip::test::simulate_sample_pointing(SPIP_SIMULATE_BIN, SPIP_TEST_DATA, ra, 40, "30", ms), 0)
+        << read_file(ms + ".log");
     inputs += (inputs.empty() ? "" : " --input.ms ") + ms;
   }
   const auto command = [&](const std::string& out) { return command_for(out, inputs) + " --beam.model airy"; };
