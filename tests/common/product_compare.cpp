@@ -57,7 +57,8 @@ double derotation(const fs::path& reference, const std::vector<float>& pi, doubl
 // holds only noise in the sample. The Faraday products are blanked where a pixel's
 // Stokes I fit is, and a faint pixel at the fit's threshold may be blanked in one run
 // only (the GPU's atomic sums change last bits): never a bright one, nor more than one
-// value in a thousand; a channel image is never blanked in one run only. Returns the
+// value in a thousand; a channel image is never blanked in one run only, but for a
+// primary-beam corrected one, at beam.limit, within the same one in a thousand. Returns the
 // products compared.
 int expect_equal_products(const fs::path& reference, const fs::path& grouped, const std::string& what,
                           double tolerance) {
@@ -79,6 +80,9 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
     const bool image = has("-dirty-") || has("-psf") || has("-model-") || has("-residual-") || has("-image-") ||
                        has("-moment-mean-") || has("-moment-std-");
     const bool shape = has("-moment-skew-") || has("-moment-kurt-");
+    // A primary-beam corrected cube is blank below beam.limit; a mosaic's response there
+    // comes from its pointings' noise, whose last bits can move a pixel at the limit.
+    const bool corrected = has("-image-pb-");
     const bool from_peak = (has("-peak-") && !has("-peak-pi")) || has("-fdf-m2") || has("-rmclean-iterations");
     std::vector<float> spread;
     double signal = 0;
@@ -97,7 +101,7 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
     for (std::size_t i = 0; i < a.size(); ++i) {
       if (std::isfinite(a[i]) != std::isfinite(b[i])) {
         ++one_sided_nan;
-        one_sided_bright += image || (faraday && pi[i % pi.size()] > bright);
+        one_sided_bright += (image && !corrected) || (faraday && pi[i % pi.size()] > bright);
       }
       if (!std::isfinite(a[i]) || !std::isfinite(b[i])) continue;
       if ((from_peak && !(pi[i % pi.size()] > bright)) || (shape && !(spread[i] >= signal))) continue;
