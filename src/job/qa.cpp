@@ -29,7 +29,7 @@ std::string one_line(const json& object) {
 json pointing_list(const std::vector<Direction>& pointings) {
   json list = json::array();
   for (const Direction& d : pointings)
-    list.push_back({std::fmod(d.ra_rad * rad_to_deg + 360.0, 360.0), d.dec_rad * rad_to_deg});
+    list.push_back({ra_degrees(d), d.dec_rad * rad_to_deg});
   return list;
 }
 

@@ -193,6 +193,7 @@ class RankRun {
   void keep_planes(int c, const std::vector<float>& image, const std::vector<float>* residual);
   bool recall_planes(int c);
   deconv::ChannelImages image_pointing(const ChannelStats& data);
+  beam::ImageGrid image_grid() const;
   std::optional<MosaicSum> mosaic_sum(int c) const;
   void image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
                      const std::vector<double>& max_uv, std::optional<MosaicSum> sum, double imaging_s,
@@ -519,19 +520,22 @@ deconv::ChannelImages RankRun::image_pointing(const ChannelStats& data) {
   return images;
 }
 
+// The image's grid about its centre, for the beam room.
+beam::ImageGrid RankRun::image_grid() const {
+  return {plan_.geometry.size, plan_.geometry.cell_rad, plan_.image_centre, plan_.pointings.front()};
+}
+
 // The mosaic of channel c with its pointings' `weights`; none with one pointing.
 std::optional<beam::ChannelMosaic> RankRun::channel_mosaic(int c, const std::vector<double>& weights) const {
   if (!plan_.mosaic()) return std::nullopt;
-  const beam::ImageGrid grid{plan_.geometry.size, plan_.geometry.cell_rad, plan_.image_centre, plan_.pointings.front()};
-  return beam::ChannelMosaic(*plan_.primary_beam, grid, plan_.pointings, weights,
+  return beam::ChannelMosaic(*plan_.primary_beam, image_grid(), plan_.pointings, weights,
                              plan_.freq_hz.at(static_cast<std::size_t>(c)));
 }
 
 // A mosaic's channel c, to add its pointings to as they are imaged; none with one pointing.
 std::optional<MosaicSum> RankRun::mosaic_sum(int c) const {
   if (!plan_.mosaic()) return std::nullopt;
-  const beam::ImageGrid grid{plan_.geometry.size, plan_.geometry.cell_rad, plan_.image_centre, plan_.pointings.front()};
-  return std::optional<MosaicSum>(std::in_place, *plan_.primary_beam, grid, plan_.pointings,
+  return std::optional<MosaicSum>(std::in_place, *plan_.primary_beam, image_grid(), plan_.pointings,
                                   plan_.freq_hz.at(static_cast<std::size_t>(c)), plan_.geometry, chosen_);
 }
 

@@ -41,8 +41,7 @@ std::vector<std::string> sky_lines(const Plan& plan) {
   std::vector<std::string> lines;
   if (plan.primary_beam) lines.push_back("primary beam: " + plan.primary_beam->describe());
   const auto degrees = [](Direction d) {
-    const double ra_deg = std::fmod(d.ra_rad * rad_to_deg + 360.0, 360.0);
-    return "RA " + fixed(ra_deg == 360.0 ? 0.0 : ra_deg, 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
+    return "RA " + fixed(ra_degrees(d), 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
   };
   if (plan.mosaic()) {
     lines.push_back("mosaic of " + std::to_string(plan.pointings.size()) + " pointings, each imaged and cleaned on " +
@@ -70,6 +69,10 @@ namespace fs = std::filesystem;
 
 // Phase centres closer than this (0.2 mas) are the same field.
 constexpr double same_direction_rad = 1e-9;
+
+bool same_direction(Direction a, Direction b) {
+  return std::abs(a.ra_rad - b.ra_rad) <= same_direction_rad && std::abs(a.dec_rad - b.dec_rad) <= same_direction_rad;
+}
 
 // One reader per Measurement Set and spectral window (input.spw: the listed ones, all,
 // or the MS's only one), each MS named once.
@@ -429,11 +432,10 @@ std::optional<beam::PrimaryBeam> primary_beam(const BeamConfig& config, const st
 // planes: a pointing's leaked I is not yet taken out before the pointings are combined).
 void find_pointings(const std::vector<ms::MsInfo>& infos, Plan& plan) {
   for (const ms::MsInfo& info : infos) {
-    const auto same = [&](const Direction& d) {
-      return std::abs(info.ra_rad - d.ra_rad) <= same_direction_rad && std::abs(info.dec_rad - d.dec_rad) <= same_direction_rad;
-    };
-    auto found = std::find_if(plan.pointings.begin(), plan.pointings.end(), same);
-    if (found == plan.pointings.end()) found = plan.pointings.insert(plan.pointings.end(), {info.ra_rad, info.dec_rad});
+    const Direction centre{info.ra_rad, info.dec_rad};
+    auto found = std::find_if(plan.pointings.begin(), plan.pointings.end(),
+                              [&](const Direction& d) { return same_direction(d, centre); });
+    if (found == plan.pointings.end()) found = plan.pointings.insert(plan.pointings.end(), centre);
     plan.input_pointing.push_back(static_cast<int>(found - plan.pointings.begin()));
   }
   if (!plan.mosaic()) return;
@@ -466,11 +468,9 @@ Direction middle(const std::vector<Direction>& pointings) {
 
 // The image's tangent plane must see every pointing (its SIN projection ends 90 deg away).
 void check_centre(const Config& config, Direction centre, Direction pointing, bool mosaic) {
-  const auto pointing_axes = tangent_axes(pointing), centre_axes = tangent_axes(centre);
-  double cos_offset = 0;
-  for (int k = 0; k < 3; ++k) cos_offset += pointing_axes[2][k] * centre_axes[2][k];
-  if (cos_offset > 0) return;
-  const std::string offset = fixed(std::acos(std::clamp(cos_offset, -1.0, 1.0)) * rad_to_deg, 1);
+  const double offset_rad = angular_distance_rad(centre, pointing);
+  if (offset_rad < std::numbers::pi / 2) return;
+  const std::string offset = fixed(offset_rad * rad_to_deg, 1);
   if (!config.image.centre_deg.empty())
     SPIP_THROW(ConfigError, "image.centre = " + fixed(config.image.centre_deg[0], 6) + "," +
                                 fixed(config.image.centre_deg[1], 6) + " is " + offset + " deg from " +
@@ -498,10 +498,9 @@ Plan open_plan(const Config& config) {
   for (const Direction& pointing : plan.pointings) check_centre(config, plan.image_centre, pointing, plan.mosaic());
   for (int p : plan.input_pointing) {
     const Direction& pointing = plan.pointings[static_cast<std::size_t>(p)];
-    const bool turned = std::abs(pointing.ra_rad - plan.image_centre.ra_rad) > same_direction_rad ||
-                        std::abs(pointing.dec_rad - plan.image_centre.dec_rad) > same_direction_rad;
-    plan.rephasing.push_back(turned ? std::optional<ms::Rephasing>(std::in_place, pointing, plan.image_centre)
-                                    : std::nullopt);
+    plan.rephasing.push_back(same_direction(pointing, plan.image_centre)
+                                 ? std::nullopt
+                                 : std::optional<ms::Rephasing>(std::in_place, pointing, plan.image_centre));
   }
   const bool dish_from_inputs = (config.beam.model == BeamModel::gaussian || config.beam.model == BeamModel::airy) &&
                                 config.beam.dish_diameter_m == 0;

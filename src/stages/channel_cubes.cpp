@@ -69,7 +69,7 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
   h.ra_rad = plan.image_centre.ra_rad;
   h.dec_rad = plan.image_centre.dec_rad;
   if (plan.rephased() && !plan.mosaic()) {  // the pointing, where the primary beam is centred, as CASA and linmos read it
-    h.extra_keys["OBSRA"] = std::fmod(plan.pointings.front().ra_rad * rad_to_deg + 360.0, 360.0);
+    h.extra_keys["OBSRA"] = ra_degrees(plan.pointings.front());
     h.extra_keys["OBSDEC"] = plan.pointings.front().dec_rad * rad_to_deg;
   }
   h.cell_rad = config.pixel_scale_rad();

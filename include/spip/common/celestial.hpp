@@ -38,6 +38,12 @@ inline double angular_distance_rad(Direction a, Direction b) {
   return 2 * std::asin(std::min(1.0, std::sqrt(h)));
 }
 
+// A direction's RA in degrees in [0, 360), as FITS keys and records give it.
+inline double ra_degrees(Direction d) {
+  const double deg = std::fmod(d.ra_rad * 57.295779513082321 + 360.0, 360.0);  // 180 / pi
+  return deg >= 360.0 ? 0.0 : deg;
+}
+
 // The index of the direction of `among` (not empty) nearest to `d`.
 inline std::size_t nearest_direction(const std::vector<Direction>& among, Direction d) {
   std::size_t nearest = 0;
