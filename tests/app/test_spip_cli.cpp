@@ -38,9 +38,16 @@ std::string read_file(const fs::path& path) {
 
 fs::path scratch(const std::string& name) { return spip::test::scratch_path(name); }
 
+// Each command with a TMPDIR of its own: an MPI singleton's Open MPI daemon clears its
+// session folder there after spip exits, and a next run that makes the same folder
+// meanwhile fails in orte_init ("mkdir ... File exists", Open MPI issue 8510).
 Outcome run(const std::string& command) {
+  static int runs = 0;
   const fs::path out = scratch("stdout.txt"), err = scratch("stderr.txt");
-  const std::string full = command + " > " + out.string() + " 2> " + err.string();
+  const fs::path tmpdir = scratch("tmp-" + std::to_string(++runs));
+  fs::create_directories(tmpdir);
+  const std::string full =
+      "export TMPDIR=" + tmpdir.string() + "; " + command + " > " + out.string() + " 2> " + err.string();
   const int status = std::system(full.c_str());
   return Outcome{WIFEXITED(status) ? WEXITSTATUS(status) : -1, read_file(out), read_file(err)};
 }
