@@ -22,9 +22,10 @@ test_packages=(
 )
 
 list=false
+tests=false
 for arg in "$@"; do
   case "$arg" in
-    --tests) packages+=("${test_packages[@]}") ;;
+    --tests) packages+=("${test_packages[@]}"); tests=true ;;
     --list) list=true ;;
     *) echo "install-deps.sh: unknown option $arg (--tests, --list)" >&2; exit 2 ;;
   esac
@@ -54,4 +55,23 @@ fi
 if ! python3 -c "import matplotlib" 2>/dev/null; then
   echo "spip: installing matplotlib (pip)"
   python3 -m pip install -q matplotlib || pip install -q matplotlib
+fi
+
+# With --tests: RM-Tools and rmtable, the references of the Faraday stage on other
+# imagers' cubes and of the RMTable catalogue (tests/scripts/check_cube_faraday.py), in a
+# virtual environment of their own ($SPIP_TEST_VENV, default /opt/spip/test-venv), so
+# that their pinned numpy does not touch the system's Python.
+if $tests; then
+  venv=${SPIP_TEST_VENV:-/opt/spip/test-venv}
+  if ! "$venv/bin/python" -c 'import importlib.metadata as m, RMtools_3D, rmtable
+assert m.version("RM-Tools") == "1.5.0"' 2>/dev/null; then
+    echo "spip: installing RM-Tools 1.5.0 and rmtable into $venv (pip)"
+    if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
+        { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
+    fi
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "RM-Tools==1.5.0" "rmtable==1.2.1"
+  fi
 fi

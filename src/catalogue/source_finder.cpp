@@ -163,7 +163,7 @@ bool has_stokes_i(const Source& s) { return s.stokes_i >= s.pi - 3 * s.sigma; }
 }  // namespace
 
 void SinProjection::world(double x, double y, double& ra, double& dec) const {
-  const double l = -(x - nx / 2) * cell_rad, m = (y - ny / 2) * cell_rad;
+  const double l = -(x - ref_x) * cell_rad, m = (y - ref_y) * cell_rad;
   const double n = std::sqrt(std::max(0.0, 1 - l * l - m * m));
   dec = std::asin(m * std::cos(dec_rad) + n * std::sin(dec_rad));
   ra = std::fmod(ra_rad + std::atan2(l, n * std::cos(dec_rad) - m * std::sin(dec_rad)) + 2 * std::numbers::pi,

@@ -320,6 +320,18 @@ const std::vector<Key>& keys() {
       with_type("word", scalar("input.column", &Config::input, &InputConfig::column, is_column,
                                "one of DATA, CORRECTED_DATA, MODEL_DATA", "",
                                "visibility column: DATA, CORRECTED_DATA or MODEL_DATA")),
+      scalar("input.cube_q", &Config::input, &InputConfig::cube_q, any<std::string>, "a FITS cube, or nothing", "",
+             "instead of input.ms: a Stokes Q cube another imager made (RA---SIN, DEC--SIN and FREQ axes in any "
+             "order, an optional degenerate STOKES axis), on which the Faraday stage runs alone; with input.cube_u"),
+      scalar("input.cube_u", &Config::input, &InputConfig::cube_u, any<std::string>, "a FITS cube, or nothing", "",
+             "the Stokes U cube beside input.cube_q, on the same grid and frequency axis"),
+      scalar("input.cube_i", &Config::input, &InputConfig::cube_i, any<std::string>, "a FITS cube, or nothing", "",
+             "optional Stokes I cube beside input.cube_q: its moments, the Stokes I model and fractional polarisation"),
+      scalar("input.cube_v", &Config::input, &InputConfig::cube_v, any<std::string>, "a FITS cube, or nothing", "",
+             "optional Stokes V cube beside input.cube_q: its moments"),
+      scalar("input.cube_noise", &Config::input, &InputConfig::cube_noise, any<std::string>, "a text file, or nothing",
+             "", "with input.cube_q: one noise sigma per channel (Jy/beam, one per line, as RM-Tools' -n file); "
+             "nothing: the MAD sigma of each channel's Q and U planes"),
       {"input.field", "list", "",
        "fields to image, as FIELD ids (0 or 0,3,5), each an input of its own: fields with different phase centres are "
        "pointings, which beam.model makes one mosaic of; -1: each MS must have one field",
@@ -760,11 +772,27 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
     SPIP_THROW(ConfigError, "beam.model = " + to_string(beam.model) +
                                 " takes its beam whole: beam.dish_diameter, beam.fwhm_factor and beam.blockage "
                                 "shape gaussian and airy beams only");
-  if ((parsed.action == CommandAction::run || parsed.action == CommandAction::plan) && input.ms.empty())
+  if (input.cubes() && !input.ms.empty())
+    SPIP_THROW(ConfigError, "input.cube_q and input.ms are both set: expected Measurement Sets to image, or the cubes "
+                            "of another imager for the Faraday stage, not both");
+  if (input.cubes() && (input.cube_q.empty() || input.cube_u.empty()))
+    SPIP_THROW(ConfigError, std::string(input.cube_q.empty() ? "input.cube_u" : "input.cube_q") +
+                                " is set without " + (input.cube_q.empty() ? "input.cube_q" : "input.cube_u") +
+                                ": expected both Stokes Q and U cubes");
+  if (!input.cubes() && !(input.cube_i.empty() && input.cube_v.empty() && input.cube_noise.empty()))
+    SPIP_THROW(ConfigError, std::string(!input.cube_i.empty() ? "input.cube_i" : !input.cube_v.empty() ? "input.cube_v"
+                                                                                                     : "input.cube_noise") +
+                                " is set without input.cube_q and input.cube_u: expected the Q and U cubes too");
+  if (input.cubes() && beam.model != BeamModel::none)
+    SPIP_THROW(ConfigError, "beam.model = " + to_string(beam.model) +
+                                " with input.cube_q: the cubes are taken as they are (a mosaic made by linmos is "
+                                "already corrected); expected beam.model none");
+  if ((parsed.action == CommandAction::run || parsed.action == CommandAction::plan) && input.ms.empty() &&
+      !input.cubes())
     SPIP_THROW(ConfigError,
                "input.ms is not set: expected one or more Measurement Set paths, as "
                "input.ms in the [input] section of the config file or --input.ms on the "
-               "command line");
+               "command line (or input.cube_q and input.cube_u, another imager's cubes)");
   return parsed;
 }
 

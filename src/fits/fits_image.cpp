@@ -94,8 +94,8 @@ double ra_degrees(double ra_rad) {
 std::vector<AxisSpec> axes_of(const ImageHeader& h) {
   const double cell_deg = h.cell_rad * rad_to_deg;
   std::vector<AxisSpec> axes{
-      {"RA---SIN", "deg", ra_degrees(h.ra_rad), -cell_deg, h.nx / 2 + 1.0, h.nx},
-      {"DEC--SIN", "deg", h.dec_rad * rad_to_deg, cell_deg, h.ny / 2 + 1.0, h.ny},
+      {"RA---SIN", "deg", ra_degrees(h.ra_rad), -cell_deg, h.reference_x() + 1.0, h.nx},
+      {"DEC--SIN", "deg", h.dec_rad * rad_to_deg, cell_deg, h.reference_y() + 1.0, h.ny},
   };
   if (h.spectral) {
     const LinearAxis& s = *h.spectral;
@@ -545,23 +545,37 @@ void CubeFile::write_beams(const std::string& path, std::span<const Beam> per_pl
 
 void CubeFile::commit(const std::string& path) { rename_into_place(partial_path(path), path); }
 
-FitsImage read_image(const std::string& path) {
-  FitsFile file = FitsFile::open(path, READONLY);
+namespace {
+
+// The shape and keywords of the open file's primary HDU.
+FitsImage header_of(const FitsFile& file) {
   FitsImage image;
-  image.path = path;
+  image.path = file.path();
   int status = 0, naxis = 0;
   fits_get_img_dim(file.get(), &naxis, &status);
-  check(status, "read the image shape of", path);
-  std::vector<LONGLONG> naxes(static_cast<std::size_t>(naxis));
+  std::vector<LONGLONG> naxes(static_cast<std::size_t>(std::max(0, naxis)));
   if (naxis > 0) fits_get_img_sizell(file.get(), naxis, naxes.data(), &status);
-  check(status, "read the image shape of", path);
-
-  long long pixels = naxis > 0 ? 1 : 0;
-  for (LONGLONG n : naxes) {
-    image.shape.push_back(static_cast<long>(n));
-    pixels *= n;
-  }
+  check(status, "read the image shape of", file.path());
+  for (LONGLONG n : naxes) image.shape.push_back(static_cast<long>(n));
   read_keywords(file, image);
+  return image;
+}
+
+}  // namespace
+
+FitsImage read_header(const std::string& path) {
+  FitsFile file = FitsFile::open(path, READONLY);
+  FitsImage image = header_of(file);
+  file.close();
+  return image;
+}
+
+FitsImage read_image(const std::string& path) {
+  FitsFile file = FitsFile::open(path, READONLY);
+  FitsImage image = header_of(file);
+  int status = 0;
+  long long pixels = image.shape.empty() ? 0 : 1;
+  for (long n : image.shape) pixels *= n;
 
   image.data.resize(static_cast<std::size_t>(pixels));
   if (pixels > 0) {

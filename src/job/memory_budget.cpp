@@ -141,6 +141,19 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   return plan;
 }
 
+MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes) {
+  MemoryPlan plan;
+  plan.budget = budget;
+  plan.block = plane_bytes;
+  if (plane_bytes + faraday_row_bytes > budget)
+    SPIP_THROW(ConfigError, "the Faraday stage on the cubes needs " + gigabytes(faraday_row_bytes) +
+                                " per rank for one image row of its spectra and " + gigabytes(plane_bytes) +
+                                " for a channel's Q and U planes, but parallel.memory_gb allows " + gigabytes(budget) +
+                                "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
+  plan.faraday_group = std::max(faraday_row_bytes, std::min(0.5 * budget, faraday_group_cap));
+  return plan;
+}
+
 double memory_budget_bytes(const ParallelConfig& config, int local_ranks) {
   if (config.memory_gb > 0) return config.memory_gb * gb;
   const double node = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));

@@ -47,7 +47,7 @@ ProductRegistry::ProductRegistry(const Config& config, const ProductShape& shape
       cleaned_(config.clean.niter > 0),
       beam_(config.beam.model != BeamModel::none),
       fractional_(config.faraday.fractional),
-      catalogue_(config.catalogue.threshold > 0),
+      catalogue_(config.catalogue.threshold > 0 && shape.stokes[ms::stokes_i]),
       fdf_cubes_(config.faraday.cubes),
       selected_(config.output.channel_cubes) {}
 
@@ -86,7 +86,7 @@ bool ProductRegistry::made(ChannelCubeKind product) const {
 }
 
 bool ProductRegistry::written(ChannelCubeKind product, int stokes) const {
-  if (!made(product) || (stokes >= 0 && !shape_.stokes[stokes])) return false;
+  if (!shape_.imaged || !made(product) || (stokes >= 0 && !shape_.stokes[stokes])) return false;
   const std::string name =
       stokes < 0 ? channel_names[static_cast<int>(product)]
                  : std::string(channel_names[static_cast<int>(product)]) + "-" + stokes_names[stokes];
@@ -102,6 +102,10 @@ bool ProductRegistry::on_disk(ChannelCubeKind product) const {
 
 bool ProductRegistry::polarised() const { return shape_.stokes[ms::stokes_q] && shape_.stokes[ms::stokes_u]; }
 
+bool ProductRegistry::has_moments(int quantity) const {
+  return quantity >= ms::num_stokes || shape_.stokes[static_cast<std::size_t>(quantity)];
+}
+
 std::vector<ChannelCube> ProductRegistry::channel_cubes() const {
   std::vector<ChannelCube> cubes;
   for (ChannelCubeKind product : {ChannelCubeKind::dirty, ChannelCubeKind::model, ChannelCubeKind::residual,
@@ -114,7 +118,7 @@ std::vector<ChannelCube> ProductRegistry::channel_cubes() const {
 }
 
 std::vector<Product> ProductRegistry::all() const {
-  const double pixels = static_cast<double>(shape_.image_size) * shape_.image_size;
+  const double pixels = static_cast<double>(shape_.image_size) * (shape_.rows > 0 ? shape_.rows : shape_.image_size);
   const double image = fits_bytes(pixels);
   std::vector<Product> products;
   for (const ChannelCube& cube : channel_cubes())
@@ -125,7 +129,7 @@ std::vector<Product> ProductRegistry::all() const {
   if (!polarised()) return products;
   for (int quantity = 0; quantity < moment_quantities; ++quantity)
     for (int order = 0; order < moment_orders; ++order)
-      products.push_back({moment(quantity, order), ProductKind::moment_image, image});
+      if (has_moments(quantity)) products.push_back({moment(quantity, order), ProductKind::moment_image, image});
   if (shape_.depths == 0) return products;
   for (const std::string& cube : fdf_cubes_)
     products.push_back({fdf_cube(cube), ProductKind::fdf_cube, fits_bytes(pixels * shape_.depths)});

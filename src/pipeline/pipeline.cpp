@@ -1,5 +1,7 @@
 #include "spip/pipeline/pipeline.hpp"
 
+#include "cube_run.hpp"
+
 #include <omp.h>
 
 #include <algorithm>
@@ -786,7 +788,10 @@ std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
   fits::ImageHeader base = cubes_.base;
   base.beam = beam;
   FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
-                       plan_.gpu_share_bytes, *kept_, plan_.blocks, plan_.primary_beam, faraday_pointings());
+                       plan_.gpu_share_bytes,
+                       kept_rows(*kept_, plan_.blocks, plan_.products.made(ChannelCubeKind::residual), base.nx,
+                                 base.ny, static_cast<int>(plan_.freq_hz.size())),
+                       plan_.primary_beam, faraday_pointings());
   const Stopwatch watch;
   const std::vector<std::string> written = faraday.finish(faraday_noise(), mpi_, log_, stop_);
   rank_qa_.faraday_mpi_bytes = faraday.mpi_bytes();
@@ -833,13 +838,13 @@ CommittedProducts RankRun::commit(const fits::Beam& beam, const std::vector<std:
 
 }  // namespace
 
-CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
-  if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
-  // From the start: a signal while planning stops the run at its first channel.
-  StopRequest stop(mpi, log);
-  Plan plan = make_plan(config, mpi, log, break_claim);
+namespace {
+
+// Errors once the ranks work together may be one rank's alone: RankFailure aborts the job.
+template <class Steps>
+CommittedProducts after_planning(Steps steps) {
   try {
-    return RankRun(config, plan, mpi, log, stop).run();
+    return steps();
   } catch (const Interrupted&) {
     throw;  // every rank throws it together
   } catch (const Error& e) {
@@ -847,6 +852,20 @@ CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, con
   } catch (const std::exception& e) {
     throw RankFailure(Error(e.what(), __FILE__, __LINE__));
   }
+}
+
+}  // namespace
+
+CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
+  if (config.parallel.threads > 0) omp_set_num_threads(config.parallel.threads);
+  // From the start: a signal while planning stops the run at its first channel.
+  StopRequest stop(mpi, log);
+  if (config.input.cubes()) {
+    const CubePlan plan = make_cube_plan(config, mpi, log, break_claim);
+    return after_planning([&] { return run_on_cubes(config, plan, mpi, log, stop); });
+  }
+  Plan plan = make_plan(config, mpi, log, break_claim);
+  return after_planning([&] { return RankRun(config, plan, mpi, log, stop).run(); });
 }
 
 }  // namespace spip::pipeline

@@ -71,8 +71,42 @@ std::string device_plan(const cuda::DeviceProbe& probe, double rank_bytes) {
 
 }  // namespace
 
+namespace {
+
+// The Faraday stage on another imager's cubes: what each rank measures, reads and holds.
+void print_cube_plan(const Config& config, int ranks, std::ostream& out) {
+  const CubePlan plan = open_cube_plan(config, ranks);
+  const int nx = plan.base.nx, ny = plan.base.ny, num_chan = static_cast<int>(plan.freq_hz.size());
+  const MemoryPlan memory =
+      plan_cube_memory(memory_budget_bytes(config.parallel, ranks),
+                       FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * nx, 8.0 * nx * ny);
+  out << "spip " << version << " plan: " << ranks << " rank(s); the Faraday stage on another imager's cubes of "
+      << nx << " x " << ny << " pixels, " << num_chan << " channels; " << plan.num_phi << " Faraday depths\n\n";
+  char line[160];
+  std::snprintf(line, sizeof line, "%5s %15s %15s %14s %12s\n", "rank", "channels", "slab rows", "rows a group",
+                "Faraday mem");
+  out << line;
+  for (int r = 0; r < ranks; ++r) {
+    const parallel::ChannelBlock& block = plan.blocks[static_cast<std::size_t>(r)];
+    const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, ny);
+    char channels[48], rows[48];
+    std::snprintf(channels, sizeof channels, "[%d, %d)", block.begin, block.end);
+    std::snprintf(rows, sizeof rows, "[%d, %d)", y0, y1);
+    std::snprintf(line, sizeof line, "%5d %15s %15s %14d %12s\n", r, channels, rows,
+                  FaradayStage::group_rows(memory.faraday_group, num_chan, plan.num_phi, nx, y1 - y0, 0),
+                  gb(memory.faraday_group).c_str());
+    out << line;
+  }
+  out << "\neach rank reads its channels' Q and U planes once (their noise and blanks), then its slab's rows of every "
+         "cube, a group at a time\nproducts: "
+      << product_summary(plan.products) << "\n";
+}
+
+}  // namespace
+
 void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out) {
   const int ranks = request.ranks > 0 ? request.ranks : mpi_ranks;
+  if (config.input.cubes()) return print_cube_plan(config, ranks, out);
   // Without parallel.threads, the ranks share this machine's cores, as they would in a
   // run here; for other nodes, set parallel.threads to the intended --cpus-per-task.
   omp_set_num_threads(config.parallel.threads > 0 ? config.parallel.threads : std::max(1, omp_get_num_procs() / ranks));

@@ -1,5 +1,7 @@
 #include "spip/planning/planning.hpp"
 
+#include "run_start.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -135,11 +137,8 @@ std::vector<std::vector<int>> selected_channels(const Config& config, const std:
   return selected;
 }
 
-// A planning step may fail on some ranks only (a node without a GPU, a read error in
-// one share of the rows), or on all of them. If any failed, every rank throws a
-// JobFailure with the code of the lowest failing rank, and rank 0's holds each
-// different message once, so that all ranks leave together and the job says why in
-// one line.
+}  // namespace
+
 void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local) {
   ExitCode code = ExitCode::ok;
   std::string message;
@@ -171,6 +170,8 @@ void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr&
   }
   throw JobFailure(report, __FILE__, __LINE__, static_cast<ExitCode>(static_cast<int>(*first)));
 }
+
+namespace {
 
 // Unflagged visibilities per image channel over every input: the cost that the channel
 // blocks balance (0 for a gap or a wholly flagged channel). Each rank counts a share of
@@ -337,7 +338,8 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
   agree_on_failure(mpi, failure);
 }
 
-// Rank 0's claim on the output folder and prefix.
+}  // namespace
+
 std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,
                                     const parallel::MpiContext& mpi, const Log& log) {
   std::unique_ptr<RunClaim> claim;
@@ -353,7 +355,6 @@ std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry&
   return claim;
 }
 
-// The effective configuration next to the products, once the run is known to start.
 void write_effective_config(const Config& config, const ProductRegistry& products, const parallel::MpiContext& mpi,
                             const Log& log) {
   std::exception_ptr failure;
@@ -369,8 +370,6 @@ void write_effective_config(const Config& config, const ProductRegistry& product
   agree_on_failure(mpi, failure);
   log.root("effective configuration in " + path);
 }
-
-}  // namespace
 
 namespace {
 

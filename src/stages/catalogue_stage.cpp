@@ -44,7 +44,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   const catalogue::PixelMaps maps{map(map_phi),    pi,         map(map_chi0),
                                   map(map_phi_err), map(map_pi_err), map(map_chi0_err),
                                   map(map_m2),     stokes_i_map(inputs, pi)};
-  const catalogue::SinProjection projection{base.nx, base.ny, base.ra_rad, base.dec_rad, base.cell_rad};
+  const catalogue::SinProjection projection{base.reference_x(), base.reference_y(), base.ra_rad, base.dec_rad, base.cell_rad};
 
   catalogue::FinderSettings settings;
   settings.threshold = config.catalogue.threshold;

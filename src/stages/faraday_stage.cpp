@@ -20,7 +20,6 @@
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/stages/catalogue_stage.hpp"
 #include "spip/stages/channel_cubes.hpp"
-#include "spip/stages/plane_store.hpp"
 
 namespace spip::pipeline {
 namespace {
@@ -80,21 +79,10 @@ struct FaradayStage::Synthesis {
   std::vector<double> log_nu_ratio;  // ln(nu_c / nu0), nu0 = c / lambda0: with faraday.fractional
 };
 
-// One row group of this rank's slab after the exchange: planes[k] holds kept slot
-// slots_[k] of every channel, [channel][pixel of the group].
-struct FaradayStage::RowBatch {
-  int first_row = 0, rows = 0;
-  std::vector<std::vector<float>> planes;
-  std::vector<bool> outside;  // per pixel: where the primary beam is below beam.limit in some channel
-  const std::vector<float>& of(const std::vector<int>& slots, int slot) const {
-    return planes[static_cast<std::size_t>(std::find(slots.begin(), slots.end(), slot) - slots.begin())];
-  }
-};
-
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                            std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
-                           const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-                           std::optional<beam::PrimaryBeam> primary_beam, beam::Pointings pointings)
+                           std::unique_ptr<FaradayRows> rows, std::optional<beam::PrimaryBeam> primary_beam,
+                           beam::Pointings pointings)
     : config_(config),
       products_(products),
       base_(base),
@@ -102,15 +90,10 @@ FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products
       group_bytes_(group_bytes),
       gpu_device_(gpu_device),
       gpu_bytes_(gpu_bytes),
-      kept_(kept),
-      blocks_(std::move(blocks)),
-      slots_{kept_image + stokes_i, kept_image + stokes_q, kept_image + stokes_u, kept_image + stokes_v},
+      rows_(std::move(rows)),
       beam_(std::move(primary_beam)),
       pointings_(std::move(pointings)),
-      grid_{base_.nx, base_.cell_rad, {base_.ra_rad, base_.dec_rad}, pointings_.centres.front()} {
-  if (products_.made(ChannelCubeKind::residual))
-    for (int stokes : {stokes_q, stokes_u}) slots_.push_back(kept_residual + stokes);
-}
+      grid_{base_.nx, base_.cell_rad, {base_.ra_rad, base_.dec_rad}, pointings_.centres.empty() ? Direction{base_.ra_rad, base_.dec_rad} : pointings_.centres.front()} {}
 
 int FaradayStage::group_rows(double group_bytes, int num_chan, int num_phi, int nx, int slab_rows,
                              std::size_t gpu_bytes) {
@@ -149,6 +132,7 @@ double FaradayStage::channel_weight(double noise) const {
 // written as rows of their partial images; returns the mean.
 std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                                      const std::vector<double>& weight) const {
+  if (!products_.has_moments(quantity)) return {};
   const std::size_t pixels = planes.size() / weight.size();
   faraday::PowerSums sums(pixels);
   for (std::size_t c = 0; c < weight.size(); ++c)
@@ -163,13 +147,13 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
 // (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
 // deconvolution errors alike. Empty without residual cubes.
 std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::vector<double>& weight) const {
-  if (!products_.made(ChannelCubeKind::residual)) return {};
+  if (!group.has_residuals()) return {};
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   double weight_sum = 0;
   for (double w : weight) weight_sum += w;
   std::vector<double> power(pixels, 0.0);
   for (int stokes : {stokes_q, stokes_u}) {
-    const std::vector<float>& residual = group.of(slots_, kept_residual + stokes);
+    const std::vector<float>& residual = group.residual(stokes);
     for (std::size_t c = 0; c < weight.size(); ++c)
       if (weight[c] > 0)
         for (std::size_t i = 0; i < pixels; ++i) {
@@ -194,7 +178,7 @@ void FaradayStage::correct_for_beam(RowBatch& group) const {
     const std::vector<float> response = beam::effective_response_rows(
         *beam_, grid_, pointings_, static_cast<int>(c), freq_hz_[c], group.first_row, group.rows);
     float* image[4];
-    for (int stokes : {stokes_i, stokes_q, stokes_u, stokes_v})  // slots_ begin with them
+    for (int stokes : {stokes_i, stokes_q, stokes_u, stokes_v})  // the planes begin with them
       image[stokes] = group.planes[static_cast<std::size_t>(stokes)].data() + c * pixels;
     beam::correct_stokes(image, response,
                          beam::leakage_rows(*beam_, grid_, freq_hz_[c], group.first_row, group.rows),
@@ -210,16 +194,43 @@ void FaradayStage::correct_for_beam(RowBatch& group) const {
       if (group.outside[i % pixels]) plane[i] = std::numeric_limits<float>::quiet_NaN();
 }
 
+// A pixel blank (NaN) in Q or U of a channel that counts, as another imager's cubes are
+// beyond a mosaic's edge or where its beam narrows with frequency, is blank in every
+// channel: no pixel's spectrum or moments use some channels only. The primary beam's
+// limit (correct_for_beam) blanks the same way.
+void FaradayStage::blank_unmeasured(RowBatch& group, const std::vector<double>& weight) const {
+  const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
+  std::vector<bool> blank(pixels, false);
+  bool any = false;
+  for (int stokes : {stokes_q, stokes_u}) {
+    const std::vector<float>& plane = group.image(stokes);
+    for (std::size_t c = 0; c < weight.size(); ++c)
+      if (weight[c] > 0)
+        for (std::size_t i = 0; i < pixels; ++i)
+          if (!std::isfinite(plane[c * pixels + i]) && !(group.outside.size() > i && group.outside[i])) {
+            blank[i] = true;
+            any = true;
+          }
+  }
+  if (!any) return;
+  if (group.outside.empty()) group.outside.assign(pixels, false);
+  for (std::size_t i = 0; i < pixels; ++i)
+    if (blank[i]) group.outside[i] = true;
+  for (std::vector<float>& plane : group.planes)
+    for (std::size_t i = 0; i < plane.size(); ++i)
+      if (blank[i % pixels]) plane[i] = std::numeric_limits<float>::quiet_NaN();
+}
+
 void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
                                 long long& iterations) const {
   const int first_row = group.first_row;
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
-  const std::vector<float>& stokes_i_rows = group.of(slots_, kept_image + stokes_i);
+  const std::vector<float>& stokes_i_rows = group.image(stokes_i);
   const std::vector<float> mean_i = write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
-  write_moment_rows(stokes_v, first_row, group.of(slots_, kept_image + stokes_v), weight);
+  write_moment_rows(stokes_v, first_row, group.image(stokes_v), weight);
   const std::vector<float> sigmas = synthesis ? pixel_noise(group, weight) : std::vector<float>();
-  const std::vector<float>& q = group.of(slots_, kept_image + stokes_q);
-  const std::vector<float>& u = group.of(slots_, kept_image + stokes_u);
+  const std::vector<float>& q = group.image(stokes_q);
+  const std::vector<float>& u = group.image(stokes_u);
   write_moment_rows(stokes_q, first_row, q, weight);
   write_moment_rows(stokes_u, first_row, u, weight);
   {
@@ -311,7 +322,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   std::vector<std::string> written = commit_products(synthesis ? &*synthesis : nullptr);
   if (!synthesis) return written;
   for (const std::string& file : write_rmsf(*synthesis)) written.push_back(file);
-  if (config_.catalogue.threshold > 0) {
+  if (products_.has_catalogue()) {
     std::vector<std::string> maps;
     for (int map = 0; map < faraday::pixel_map_count; ++map) maps.push_back(products_.pixel_map(map));
     const CatalogueInputs inputs{maps,
@@ -374,7 +385,7 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
 void FaradayStage::create_products(const Synthesis* synthesis) const {
   for (int quantity = 0; quantity < moment_quantities; ++quantity)
     for (int order = 0; order < moment_orders; ++order)  // mean and std in Jy/beam; skew, kurt dimensionless
-      fits::CubeFile::create(products_.moment(quantity, order), plain_image(base_, order < 2 ? "Jy/beam" : ""));
+      if (products_.has_moments(quantity)) fits::CubeFile::create(products_.moment(quantity, order), plain_image(base_, order < 2 ? "Jy/beam" : ""));
   if (!synthesis) return;
   const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
   for (const CubeChoice& cube : synthesis->cubes) fits::CubeFile::create(products_.fdf_cube(cube.name), fdf);
@@ -383,65 +394,6 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
     fits::CubeFile::create(products_.pixel_map(m), faraday_map(base_, map_units[m], lambda0_sq));
   if (!synthesis->log_nu_ratio.empty())
     fits::CubeFile::create(products_.fracpol_map(), faraday_map(base_, "", lambda0_sq));
-}
-
-// Round `round` of the exchange: every rank sends each other slab owner that owner's
-// group-`round` rows of its kept planes, for each of its channels, and receives its own
-// group's rows of every other rank's channels. A rank past its slab's end receives
-// nothing but still sends.
-FaradayStage::RowBatch FaradayStage::exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi) {
-  const Stopwatch watch;
-  const int ranks = mpi.size(), me = mpi.rank(), nx = base_.nx;
-  const auto group_of = [&](int rank) {
-    const auto [y0, y1] = slab_rows(rank, ranks, base_.ny);
-    const int first = std::min(y1, y0 + round * group_rows);
-    return std::pair{first, std::min(y1, first + group_rows) - first};
-  };
-  const std::size_t quantities = slots_.size();
-  const parallel::ChannelBlock& mine = blocks_[static_cast<std::size_t>(me)];
-  // Rows for the other ranks go through MPI; this rank's own rows go straight from its
-  // kept planes into the group.
-  std::vector<std::size_t> send_rows(static_cast<std::size_t>(ranks)), receive_rows(static_cast<std::size_t>(ranks));
-  for (int d = 0; d < ranks; ++d)
-    if (d != me) send_rows[static_cast<std::size_t>(d)] = static_cast<std::size_t>(mine.size()) * quantities * group_of(d).second;
-  std::vector<float> send(std::accumulate(send_rows.begin(), send_rows.end(), std::size_t{0}) * nx);
-  float* to_send = send.data();
-  for (int d = 0; d < ranks; ++d) {
-    if (d == me) continue;
-    const auto [first, rows] = group_of(d);
-    const std::size_t count = static_cast<std::size_t>(rows) * nx;
-    for (int c = 0; c < mine.size(); ++c)
-      for (int slot : slots_) {
-        kept_.read(c, slot, static_cast<std::size_t>(first) * nx, count, to_send);
-        to_send += count;
-      }
-  }
-  RowBatch group;
-  std::tie(group.first_row, group.rows) = group_of(me);
-  for (int s = 0; s < ranks; ++s)
-    if (s != me)
-      receive_rows[static_cast<std::size_t>(s)] =
-          static_cast<std::size_t>(blocks_[static_cast<std::size_t>(s)].size()) * quantities * group.rows;
-  const std::vector<float> received = mpi.all_to_all(send, send_rows, receive_rows, static_cast<std::size_t>(nx));
-  mpi_bytes_ += 4.0 * static_cast<double>(send.size());
-  const std::size_t pixels = static_cast<std::size_t>(group.rows) * nx, channels = freq_hz_.size();
-  group.planes.assign(quantities, std::vector<float>(channels * pixels));
-  const float* from = received.data();
-  for (int s = 0; s < ranks; ++s) {
-    const parallel::ChannelBlock& block = blocks_[static_cast<std::size_t>(s)];
-    for (int c = block.begin; c < block.end; ++c)
-      for (std::size_t k = 0; k < quantities; ++k) {
-        float* to = group.planes[k].data() + static_cast<std::size_t>(c) * pixels;
-        if (s == me) {
-          kept_.read(c - block.begin, slots_[k], static_cast<std::size_t>(group.first_row) * nx, pixels, to);
-        } else {
-          std::copy_n(from, pixels, to);
-          from += pixels;
-        }
-      }
-  }
-  exchange_s_ += watch.seconds();
-  return group;
 }
 
 // This rank's slab of image rows, a row group at a time. Every rank takes part in every
@@ -466,9 +418,10 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
   for (int round = 0; round < rounds; ++round) {
     stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
                             "makes them again");
-    RowBatch group = exchange_rows(round, group_rows, mpi);
+    RowBatch group = rows_->fetch(round, group_rows, mpi);
     if (group.rows == 0) continue;
     correct_for_beam(group);
+    blank_unmeasured(group, weight);
     process_rows(group, weight, synthesis, iterations);
     ++groups;
   }
@@ -476,7 +429,7 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
   log.info("Faraday slab rows [" + std::to_string(y0) + ", " + std::to_string(y1) + ") in " + std::to_string(groups) +
            " group(s) of up to " + std::to_string(group_rows) + " rows (" + fixed(group_rows * row_bytes / 1e6, 1) +
            " MB): " + std::to_string(iterations) + " RM-CLEAN iterations, " + fixed(watch.seconds(), 2) + " s; " +
-           fixed(mpi_bytes_ / 1e6, 1) + " MB sent over MPI (exchange " + fixed(exchange_s_, 2) + " s), " +
+           fixed(rows_->mpi_bytes() / 1e6, 1) + " MB sent over MPI (exchange " + fixed(rows_->exchange_seconds(), 2) + " s), " +
            fixed(product_bytes_read_ / 1e6, 1) + " MB of products read");
 }
 

@@ -45,12 +45,12 @@ PixelMaps maps_with(int n, const std::vector<Blob>& blobs, float sigma, double f
   return maps;
 }
 
-const SinProjection projection{64, 64, 0.0, 60 * deg, 20.0 / 3600 * deg};
+const SinProjection projection{32, 32, 0.0, 60 * deg, 20.0 / 3600 * deg};
 
 }  // namespace
 
 TEST(SinProjection, InvertsTheSimulatorsDirectionCosines) {
-  const SinProjection p{512, 512, 359.5 * deg, 60 * deg, 20.0 / 3600 * deg};
+  const SinProjection p{256, 256, 359.5 * deg, 60 * deg, 20.0 / 3600 * deg};
   for (const auto& [ra, dec] : {std::pair{0.49 * deg, 59.33 * deg}, {358.2 * deg, 61.1 * deg}, {359.5 * deg, 60 * deg}}) {
     const auto lmn = spip::sim::direction_cosines(ra, dec, p.ra_rad, p.dec_rad);
     double ra_back = 0, dec_back = 0;

@@ -230,6 +230,21 @@ TEST(Config, BeamKeys) {
       {"beam.model = fits takes its beam whole"});
 }
 
+TEST(Config, AnotherImagersCubes) {
+  const Config cubes = parse({"--input.cube_q", "q.fits", "--input.cube_u", "u.fits", "--input.cube_noise", "n.txt"}).config;
+  EXPECT_TRUE(cubes.input.cubes());
+  EXPECT_TRUE(cubes.input.ms.empty());
+  EXPECT_EQ(cubes.input.cube_noise, "n.txt");
+  EXPECT_FALSE(parse({"--input.ms", "a.ms"}).config.input.cubes());
+  expect_config_error([] { parse({"--input.cube_q", "q.fits"}); }, {"input.cube_q", "input.cube_u"});
+  expect_config_error([] { parse({"--input.cube_u", "u.fits"}); }, {"input.cube_u", "input.cube_q"});
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--input.cube_q", "q.fits", "--input.cube_u", "u.fits"}); },
+                      {"input.cube_q", "input.ms"});
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--input.cube_i", "i.fits"}); }, {"input.cube_i"});
+  expect_config_error([] { parse({"--input.cube_q", "q.fits", "--input.cube_u", "u.fits", "--beam.model", "airy"}); },
+                      {"beam.model", "input.cube_q"});
+}
+
 TEST(Config, ImageCentre) {
   EXPECT_TRUE(parse({"--input.ms", "a.ms"}).config.image.centre_deg.empty());
   const Config set = parse({"--input.ms", "a.ms", "--image.centre", " 359.5, -30.25"}).config;

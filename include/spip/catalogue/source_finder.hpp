@@ -18,10 +18,11 @@ struct Map {
   float at(int x, int y) const { return values[static_cast<std::size_t>(y) * nx + x]; }
 };
 
-// The products' orthographic (SIN) projection: zero-based pixel (nx/2, ny/2) is the
-// phase centre, RA increases to lower x.
+// The products' orthographic (SIN) projection: zero-based pixel (ref_x, ref_y) looks at
+// (ra_rad, dec_rad) (the phase centre, at (nx/2, ny/2) in spip's own images), RA
+// increases to lower x.
 struct SinProjection {
-  int nx = 0, ny = 0;
+  double ref_x = 0, ref_y = 0;
   double ra_rad = 0, dec_rad = 0, cell_rad = 0;
   // RA in [0, 2 pi) and Dec of a (sub-)pixel position.
   void world(double x, double y, double& ra, double& dec) const;

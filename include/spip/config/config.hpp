@@ -27,6 +27,12 @@ struct InputConfig {
   double freq_max_hz = 0;             // 0: no upper limit
   int row_chunk = 65536;              // rows read per casacore call (bounds reader memory)
   int block_channels = 0;             // channels read per block; 0: from parallel.memory_gb, at most 1 GiB
+  // Instead of Measurement Sets, another imager's cubes (FITS, RA/Dec and FREQ axes)
+  // for the Faraday stage alone: Q and U, optionally I and V; empty: not given.
+  std::string cube_i, cube_q, cube_u, cube_v;
+  std::string cube_noise;             // one sigma per channel (text, as RM-Tools takes); empty: from the cubes
+
+  bool cubes() const { return !cube_q.empty() || !cube_u.empty(); }
 };
 
 struct ImageConfig {

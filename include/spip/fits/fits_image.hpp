@@ -4,7 +4,9 @@
 // Axis order (FITS, fastest first): RA---SIN, DEC--SIN, then an optional third
 // linear axis (FREQ in Hz, or FDEP in rad/m^2), then an optional STOKES axis of
 // length 1. Pixel data are float32, x fastest: data[(plane * ny + y) * nx + x].
-// The phase centre sits at zero-based pixel (nx/2, ny/2), i.e. CRPIX = n/2 + 1.
+// The phase centre sits at zero-based pixel (nx/2, ny/2), i.e. CRPIX = n/2 + 1, unless
+// the header names another reference pixel (cubes of other imagers, mosaics).
+#include <array>
 #include <map>
 #include <optional>
 #include <span>
@@ -37,6 +39,8 @@ struct ImageHeader {
   int nx = 0, ny = 0;
   double ra_rad = 0, dec_rad = 0;  // phase centre (J2000)
   double cell_rad = 0;             // pixel size; CDELT1 = -cell, CDELT2 = +cell (in degrees)
+  // Zero-based pixel (x, y) of (ra_rad, dec_rad); none: (nx/2, ny/2), where spip images it.
+  std::optional<std::array<double, 2>> reference_pixel;
   std::optional<LinearAxis> spectral;
   std::optional<Stokes> stokes;
   int stokes_planes = 1;           // the STOKES axis's length: stokes, then the parameters after it
@@ -50,6 +54,8 @@ struct ImageHeader {
   std::vector<std::string> history;
 
   int planes() const { return (spectral ? spectral->size : 1) * (stokes ? stokes_planes : 1); }
+  double reference_x() const { return reference_pixel ? (*reference_pixel)[0] : nx / 2; }
+  double reference_y() const { return reference_pixel ? (*reference_pixel)[1] : ny / 2; }
 };
 
 // Writes a complete image or cube under a temporary name and renames it.
@@ -121,5 +127,7 @@ struct FitsImage {
 };
 
 FitsImage read_image(const std::string& path);
+// The primary header and shape only, without the pixels.
+FitsImage read_header(const std::string& path);
 
 }  // namespace spip::fits

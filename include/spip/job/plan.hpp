@@ -12,6 +12,7 @@
 
 #include "spip/beam/primary_beam.hpp"
 #include "spip/config/config.hpp"
+#include "spip/fits/spectral_cube.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/imaging/weighting.hpp"
 #include "spip/job/memory_budget.hpp"
@@ -82,6 +83,19 @@ struct Plan {
   }
   // Q and U determined: the Faraday stage runs.
   bool polarised() const { return stokes[ms::stokes_q] && stokes[ms::stokes_u]; }
+};
+
+// The plan of the Faraday stage alone, on another imager's cubes (input.cube_q, ...).
+struct CubePlan {
+  fits::StokesCubes cubes;
+  fits::ImageHeader base;                        // the products' grid, beam and date: input.cube_q's
+  std::vector<double> freq_hz;                   // of the cubes' channels
+  std::vector<double> noise;                     // input.cube_noise's sigma per channel; empty: from the cubes
+  std::vector<parallel::ChannelBlock> blocks;    // per rank: the channels whose planes it measures
+  int num_phi = 0;                               // Faraday depths (0: fewer than two channels)
+  ProductRegistry products;
+  MemoryPlan memory;                             // this rank's
+  std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives
 };
 
 imaging::WeightingScheme weighting_scheme(const Config& config);

@@ -45,6 +45,8 @@ struct ProductShape {
   int image_size = 0;  // pixels per side
   int depths = 0;      // Faraday depths planned; 0: no RM synthesis
   int pointings = 1;   // several: a mosaic, with no one PSF or model per channel
+  int rows = 0;        // image rows, where they differ from image_size
+  bool imaged = true;  // false: the Faraday stage on another imager's cubes, no channel cubes
 };
 
 struct ChannelCube {
@@ -87,6 +89,12 @@ class ProductRegistry {
   // what a resumed run can read a finished channel's planes back from.
   bool on_disk(ChannelCubeKind product) const;
   bool polarised() const;
+  // Whether the moment images of `quantity` (a Stokes parameter, or P) are made: those of
+  // Stokes I and V only where there is Stokes I or V.
+  bool has_moments(int quantity) const;
+  // Whether the catalogue is made: catalogue.threshold > 0, and Stokes I to compare each
+  // source's polarised intensity with.
+  bool has_catalogue() const { return catalogue_; }
   // The channel cubes this run writes, in the order the stages create them.
   std::vector<ChannelCube> channel_cubes() const;
   // Every product of a complete run, with its kind and size.

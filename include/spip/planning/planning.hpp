@@ -40,6 +40,15 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
 // channels and their Faraday depths, the image and grid.
 Plan open_plan(const Config& config);
 
+// The Faraday stage alone on another imager's cubes (input.cube_q, ...): the cubes
+// opened and checked against input.cube_q's grid and frequency axis (InputError naming
+// both where they differ), input.cube_noise read, each of `ranks` ranks given a block
+// of channels to measure, the products named. What --plan and the run both see.
+CubePlan open_cube_plan(const Config& config, int ranks);
+// That, with the claim on the output, the memory and disk checks and the effective
+// configuration, as make_plan does for Measurement Sets. Collective.
+CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
+
 // Groups of ranks and their contiguous channel blocks (plan.ranks_per_channel,
 // grouping, imaged, blocks): parallel.ranks_per_channel, or chosen. A chosen group is
 // one rank, unless the ranks outnumber the channels (then as many as keep every group

@@ -21,6 +21,7 @@
 #include "spip/job/product_registry.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/stages/channel_cubes.hpp"
+#include "spip/stages/faraday_rows.hpp"
 
 namespace spip {
 class Stopwatch;
@@ -35,23 +36,21 @@ namespace spip::pipeline {
 class Log;
 class StopRequest;
 
-class PlaneStore;
-
 class FaradayStage {
  public:
-  // The stage takes the restored I, Q, U, V planes and, with CLEAN, the residual Q and U
-  // (from which each pixel's own FDF noise comes) from each rank's `kept` planes of its
-  // channel block (`blocks`, every rank's, in rank order); it writes the products the
-  // registry names. `base` is the image header of the channel cubes (WCS, beam, date),
-  // `group_bytes` what one row group may hold; `gpu_device` >= 0 runs RM synthesis and
-  // RM-CLEAN on that GPU, of whose memory a row group takes at most `gpu_bytes` (this
-  // rank's share). With a `primary_beam`, every plane is divided by the beam's response
-  // in its channel first (NaN below beam.limit), so that every product describes the
-  // true sky: about `pointings`, the mosaic's effective response where there are several.
+  // The stage takes its rows from `rows`: the restored (or another imager's) I, Q, U, V
+  // planes and, where there are some, the residual Q and U (from which each pixel's own
+  // FDF noise comes); it writes the products the registry names. `base` is the image
+  // header of the products (WCS, beam, date), `freq_hz` the channels', `group_bytes`
+  // what one row group may hold; `gpu_device` >= 0 runs RM synthesis and RM-CLEAN on
+  // that GPU, of whose memory a row group takes at most `gpu_bytes` (this rank's share).
+  // With a `primary_beam`, every plane is divided by the beam's response in its channel
+  // first (NaN below beam.limit), so that every product describes the true sky: about
+  // `pointings`, the mosaic's effective response where there are several.
   FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
-               const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-               std::optional<beam::PrimaryBeam> primary_beam, beam::Pointings pointings);
+               std::unique_ptr<FaradayRows> rows, std::optional<beam::PrimaryBeam> primary_beam,
+               beam::Pointings pointings);
 
   // Collective: every rank calls it once after its last channel's planes are in the
   // cubes, with `channel_noise` of its channels in increasing order: each channel's
@@ -66,10 +65,10 @@ class FaradayStage {
   int depths() const { return depths_; }
   // What this rank's finish() moved while it made the products: bytes sent to other
   // ranks over MPI, and bytes of product files read back (measured by the fits room).
-  double mpi_bytes() const { return mpi_bytes_; }
+  double mpi_bytes() const { return rows_->mpi_bytes(); }
   // Seconds this rank spent in the exchange: gathering its kept rows, the all-to-all
   // (waiting for the slowest rank included) and unpacking.
-  double exchange_seconds() const { return exchange_s_; }
+  double exchange_seconds() const { return rows_->exchange_seconds(); }
   double product_bytes_read() const { return product_bytes_read_; }
 
   // Rows [first, last) of an image of `ny` rows that `rank` of `ranks` takes in this stage.
@@ -95,9 +94,8 @@ class FaradayStage {
   std::vector<std::string> commit_products(const Synthesis* synthesis) const;
   std::vector<std::string> write_rmsf(const Synthesis& synthesis) const;
   double channel_weight(double noise) const;
-  struct RowBatch;
-  RowBatch exchange_rows(int round, int group_rows, const parallel::MpiContext& mpi);
   void correct_for_beam(RowBatch& group) const;
+  void blank_unmeasured(RowBatch& group, const std::vector<double>& weight) const;
   void process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
   std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
@@ -114,14 +112,12 @@ class FaradayStage {
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
   std::size_t gpu_bytes_;
-  const PlaneStore& kept_;
-  std::vector<parallel::ChannelBlock> blocks_;
-  std::vector<int> slots_;    // the kept planes exchanged, in the order of RowBatch::planes
+  std::unique_ptr<FaradayRows> rows_;
   std::optional<beam::PrimaryBeam> beam_;
   beam::Pointings pointings_;  // where the beams point, and in a mosaic their weights per channel
   beam::ImageGrid grid_;       // the image (its pointing: the first)
   int depths_ = 0;
-  double mpi_bytes_ = 0, product_bytes_read_ = 0, exchange_s_ = 0;
+  double product_bytes_read_ = 0;
   const std::unique_ptr<CubeWriter> writer_ = std::make_unique<CubeWriter>();  // the rows this rank writes
 };
 

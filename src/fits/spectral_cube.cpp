@@ -1,0 +1,217 @@
+// Spectral cubes of other imagers, read through CFITSIO a slab of rows at a time.
+#include "spip/fits/spectral_cube.hpp"
+
+#include <fitsio.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+
+#include "fits_file.hpp"
+#include "spip/common/constants.hpp"
+#include "spip/error.hpp"
+#include "spip/fits/fits_table.hpp"
+
+namespace spip::fits {
+namespace {
+
+using namespace detail;
+
+std::atomic<double> data_bytes_read{0};
+
+[[noreturn]] void refuse(const std::string& path, const std::string& why) {
+  SPIP_THROW(InputError, "cube '" + path + "': " + why);
+}
+
+bool has(const FitsImage& header, const std::string& key) { return header.keywords.count(key) > 0; }
+
+double number_or(const FitsImage& header, const std::string& key, double fallback) {
+  return has(header, key) ? header.number(key) : fallback;
+}
+
+// CDELTn, or the diagonal of a CD matrix; a rotation or skew is refused.
+double axis_step(const FitsImage& header, int x, int y) {
+  const std::string i = std::to_string(x + 1), j = std::to_string(y + 1);
+  if (has(header, "CD" + i + "_" + i)) {
+    if (number_or(header, "CD" + i + "_" + j, 0) != 0 || number_or(header, "CD" + j + "_" + i, 0) != 0)
+      refuse(header.path, "its celestial axes are rotated (CD matrix); spip takes cubes with north up");
+    return header.number("CD" + i + "_" + i);
+  }
+  if (number_or(header, "PC" + i + "_" + j, 0) != 0 || number_or(header, "PC" + j + "_" + i, 0) != 0 ||
+      number_or(header, "CROTA" + std::to_string(y + 1), 0) != 0)
+    refuse(header.path, "its celestial axes are rotated (PC matrix or CROTA); spip takes cubes with north up");
+  return number_or(header, "CDELT" + i, 1) * number_or(header, "PC" + i + "_" + i, 1);
+}
+
+double hz_per(const std::string& unit, const std::string& path) {
+  if (unit.empty() || unit == "Hz") return 1;
+  if (unit == "kHz") return 1e3;
+  if (unit == "MHz") return 1e6;
+  if (unit == "GHz") return 1e9;
+  refuse(path, "its FREQ axis is in '" + unit + "', not Hz, kHz, MHz or GHz");
+}
+
+// The largest of the channels' beams by area: what the products' BMAJ, BMIN and BPA say.
+Beam largest(const std::vector<Beam>& beams) {
+  Beam best;
+  for (const Beam& b : beams)
+    if (b.major_rad * b.minor_rad > best.major_rad * best.minor_rad) best = b;
+  return best;
+}
+
+std::vector<Beam> channel_beams(const std::string& path, int channels, int stokes_planes) {
+  const Table table = read_table(path);
+  const std::vector<double>& major = table.values<double>("BMAJ");
+  const std::vector<double>& minor = table.values<double>("BMIN");
+  const std::vector<double>& pa = table.values<double>("BPA");
+  const std::vector<std::int32_t>& chan = table.values<std::int32_t>("CHAN");
+  std::vector<Beam> beams(static_cast<std::size_t>(channels));
+  std::vector<bool> found(beams.size(), false);
+  for (std::size_t k = 0; k < major.size(); ++k) {
+    if (chan[k] < 0 || chan[k] >= channels)
+      refuse(path, "its BEAMS table names channel " + std::to_string(chan[k]) + " of " + std::to_string(channels));
+    const auto c = static_cast<std::size_t>(chan[k]);
+    beams[c] = {major[k] / rad_to_arcsec, minor[k] / rad_to_arcsec, pa[k] / rad_to_deg};
+    found[c] = true;
+  }
+  if (std::count(found.begin(), found.end(), false) > 0 || stokes_planes > 1)
+    refuse(path, "its BEAMS table does not give one beam per channel");
+  return beams;
+}
+
+}  // namespace
+
+SpectralCube open_spectral_cube(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) refuse(path, "no such file");
+  const FitsImage header = read_header(path);
+  SpectralCube cube;
+  cube.path = path;
+  for (long n : header.shape) cube.naxis.push_back(n);
+  int x = -1, y = -1, f = -1, s = -1;
+  for (int k = 0; k < static_cast<int>(header.shape.size()); ++k) {
+    const std::string key = "CTYPE" + std::to_string(k + 1);
+    const std::string type = has(header, key) ? header.text(key) : "";
+    if (type.starts_with("RA--")) {
+      x = k;
+      if (type != "RA---SIN") refuse(path, "its projection is " + type + "; spip takes SIN cubes (RA---SIN, DEC--SIN)");
+    } else if (type.starts_with("DEC-")) {
+      y = k;
+      if (type != "DEC--SIN") refuse(path, "its projection is " + type + "; spip takes SIN cubes (RA---SIN, DEC--SIN)");
+    } else if (type == "FREQ") {
+      f = k;
+    } else if (type == "STOKES") {
+      s = k;
+    } else if (header.shape[static_cast<std::size_t>(k)] > 1) {
+      refuse(path, "axis " + std::to_string(k + 1) + " (" + (type.empty() ? "no CTYPE" : type) +
+                       ") is neither celestial, FREQ nor a degenerate one");
+    }
+  }
+  if (x < 0 || y < 0) refuse(path, "it has no RA and Dec axes");
+  if (f < 0) refuse(path, "it has no FREQ axis");
+  if (s >= 0 && header.shape[static_cast<std::size_t>(s)] > 1)
+    refuse(path, "its STOKES axis holds " + std::to_string(header.shape[static_cast<std::size_t>(s)]) +
+                     " parameters; give one cube per Stokes parameter");
+  cube.x_axis = x;
+  cube.y_axis = y;
+  cube.freq_axis = f;
+  if (s >= 0) {
+    const int code = static_cast<int>(std::lround(number_or(header, "CRVAL" + std::to_string(s + 1), 1)));
+    if (code >= 1 && code <= 4) cube.stokes = static_cast<Stokes>(code);
+  }
+
+  const double dx = axis_step(header, x, y), dy = axis_step(header, y, x);
+  if (!(dx < 0 && dy > 0 && std::abs(-dx - dy) <= 1e-6 * dy))
+    refuse(path, "its pixels are not square with RA increasing to the left (CDELT " + std::to_string(dx) + ", " +
+                     std::to_string(dy) + " deg)");
+  ImageHeader& grid = cube.grid;
+  grid.nx = static_cast<int>(header.shape[static_cast<std::size_t>(x)]);
+  grid.ny = static_cast<int>(header.shape[static_cast<std::size_t>(y)]);
+  grid.cell_rad = dy / rad_to_deg;
+  grid.ra_rad = number_or(header, "CRVAL" + std::to_string(x + 1), 0) / rad_to_deg;
+  grid.dec_rad = number_or(header, "CRVAL" + std::to_string(y + 1), 0) / rad_to_deg;
+  grid.reference_pixel = std::array<double, 2>{number_or(header, "CRPIX" + std::to_string(x + 1), 1) - 1,
+                                               number_or(header, "CRPIX" + std::to_string(y + 1), 1) - 1};
+  if (has(header, "BUNIT")) grid.bunit = header.text("BUNIT");
+  if (has(header, "TELESCOP")) grid.telescope = header.text("TELESCOP");
+  if (has(header, "DATE-OBS")) grid.date_obs = header.text("DATE-OBS");
+  if (has(header, "OBJECT")) grid.object = header.text("OBJECT");
+
+  const std::string n = std::to_string(f + 1);
+  const double scale = hz_per(has(header, "CUNIT" + n) ? header.text("CUNIT" + n) : "", path);
+  const double crval = number_or(header, "CRVAL" + n, 0), crpix = number_or(header, "CRPIX" + n, 1),
+               cdelt = number_or(header, "CDELT" + n, 0);
+  const long long channels = header.shape[static_cast<std::size_t>(f)];
+  if (channels > 1 && cdelt == 0) refuse(path, "its FREQ axis has no CDELT");
+  for (long long c = 0; c < channels; ++c) {
+    const double hz = (crval + (static_cast<double>(c) + 1 - crpix) * cdelt) * scale;
+    if (!(hz > 0)) refuse(path, "channel " + std::to_string(c) + " has a frequency of " + std::to_string(hz) + " Hz");
+    cube.freq_hz.push_back(hz);
+  }
+
+  const bool per_plane = has(header, "CASAMBM") && header.text("CASAMBM") == "T";
+  if (per_plane) {
+    cube.channel_beams = channel_beams(path, cube.channels(), s >= 0 ? static_cast<int>(header.shape[static_cast<std::size_t>(s)]) : 1);
+    grid.beam = largest(cube.channel_beams);
+  } else if (has(header, "BMAJ") && has(header, "BMIN")) {
+    grid.beam = Beam{header.number("BMAJ") / rad_to_deg, header.number("BMIN") / rad_to_deg,
+                     number_or(header, "BPA", 0) / rad_to_deg};
+  }
+  return cube;
+}
+
+namespace {
+
+// Rows [first_row, first_row + rows) of channels [first_channel, first_channel + channels),
+// as [channel][row][x].
+std::vector<float> read_box(const SpectralCube& cube, int first_row, int rows, int first_channel, int channels) {
+  const std::size_t nx = static_cast<std::size_t>(cube.grid.nx);
+  std::vector<float> out(static_cast<std::size_t>(channels) * static_cast<std::size_t>(rows) * nx);
+  if (out.empty()) return out;
+  const std::size_t axes = cube.naxis.size();
+  std::vector<long> first(axes, 1), last(axes, 1), step(axes, 1);
+  for (std::size_t k = 0; k < axes; ++k) last[k] = static_cast<long>(cube.naxis[k]);
+  const auto y = static_cast<std::size_t>(cube.y_axis), f = static_cast<std::size_t>(cube.freq_axis);
+  first[y] = first_row + 1;
+  last[y] = first_row + rows;
+  first[f] = first_channel + 1;
+  last[f] = first_channel + channels;
+  // The box comes back in FITS order, the first axis fastest; the other axes being of
+  // length 1, where x, y and FREQ come in that order it is already [channel][row][x].
+  const bool in_order = cube.x_axis < cube.y_axis && cube.y_axis < cube.freq_axis;
+  std::vector<float> box(in_order ? 0 : out.size());
+  float* target = in_order ? out.data() : box.data();
+  FitsFile file = FitsFile::open(cube.path, READONLY);
+  int status = 0, any_null = 0;
+  float blank = std::numeric_limits<float>::quiet_NaN();  // integer cubes' BLANK pixels
+  fits_read_subset(file.get(), TFLOAT, first.data(), last.data(), step.data(), &blank, target, &any_null, &status);
+  check(status, "read rows of", cube.path);
+  file.close();
+  data_bytes_read = data_bytes_read + 4.0 * static_cast<double>(out.size());
+  if (in_order) return out;
+  std::vector<std::size_t> stride(axes, 1);  // the box's, along each axis
+  for (std::size_t k = 1; k < axes; ++k)
+    stride[k] = stride[k - 1] * static_cast<std::size_t>(last[k - 1] - first[k - 1] + 1);
+  const std::size_t sx = stride[static_cast<std::size_t>(cube.x_axis)], sy = stride[y], sf = stride[f];
+  float* to = out.data();
+  for (std::size_t c = 0; c < static_cast<std::size_t>(channels); ++c)
+    for (std::size_t r = 0; r < static_cast<std::size_t>(rows); ++r)
+      for (std::size_t i = 0; i < nx; ++i) *to++ = box[c * sf + r * sy + i * sx];
+  return out;
+}
+
+}  // namespace
+
+std::vector<float> read_cube_rows(const SpectralCube& cube, int first_row, int rows) {
+  return read_box(cube, first_row, rows, 0, cube.channels());
+}
+
+std::vector<float> read_cube_plane(const SpectralCube& cube, int channel) {
+  return read_box(cube, 0, cube.grid.ny, channel, 1);
+}
+
+double spectral_cube_bytes_read() { return data_bytes_read; }
+
+}  // namespace spip::fits

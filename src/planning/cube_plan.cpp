@@ -1,0 +1,153 @@
+// The plan of the Faraday stage on another imager's cubes: what their headers say,
+// checked against each other, and what the run will hold and write.
+#include <cmath>
+#include <exception>
+#include <fstream>
+#include <sstream>
+
+#include "run_start.hpp"
+#include "spip/common/constants.hpp"
+#include "spip/error.hpp"
+#include "spip/job/log.hpp"
+#include "spip/parallel/mpi_context.hpp"
+#include "spip/planning/planning.hpp"
+#include "spip/stages/faraday_stage.hpp"
+#include "spip/version.hpp"
+
+namespace spip::pipeline {
+namespace {
+
+std::string named(const std::string& key, const std::string& path) { return key + " '" + path + "'"; }
+
+// Why `cube` is not on `reference`'s grid and frequency axis; empty where it is.
+std::string mismatch(const fits::SpectralCube& cube, const fits::SpectralCube& reference) {
+  const fits::ImageHeader &a = cube.grid, &b = reference.grid;
+  if (a.nx != b.nx || a.ny != b.ny)
+    return std::to_string(a.nx) + " x " + std::to_string(a.ny) + " pixels against " + std::to_string(b.nx) + " x " +
+           std::to_string(b.ny);
+  const double tolerance = 1e-6 * b.cell_rad;  // a millionth of a pixel, in radians
+  if (std::abs(a.cell_rad - b.cell_rad) > 1e-9 * b.cell_rad)
+    return "pixels of " + fixed(a.cell_rad * rad_to_arcsec, 4) + "\" against " + fixed(b.cell_rad * rad_to_arcsec, 4) + "\"";
+  if (std::abs(a.ra_rad - b.ra_rad) * std::cos(b.dec_rad) > tolerance || std::abs(a.dec_rad - b.dec_rad) > tolerance ||
+      std::abs(a.reference_x() - b.reference_x()) > 1e-6 || std::abs(a.reference_y() - b.reference_y()) > 1e-6)
+    return "another reference direction or pixel (CRVAL, CRPIX)";
+  if (cube.freq_hz.size() != reference.freq_hz.size())
+    return std::to_string(cube.freq_hz.size()) + " channels against " + std::to_string(reference.freq_hz.size());
+  for (std::size_t c = 0; c < cube.freq_hz.size(); ++c)
+    if (std::abs(cube.freq_hz[c] - reference.freq_hz[c]) > 1e-9 * reference.freq_hz[c])
+      return "channel " + std::to_string(c) + " at " + fixed(cube.freq_hz[c] / 1e6, 6) + " MHz against " +
+             fixed(reference.freq_hz[c] / 1e6, 6) + " MHz";
+  return {};
+}
+
+std::optional<fits::SpectralCube> open_cube(const std::string& key, const std::string& path, fits::Stokes stokes,
+                                            const std::optional<fits::SpectralCube>& reference) {
+  if (path.empty()) return std::nullopt;
+  fits::SpectralCube cube = fits::open_spectral_cube(path);
+  constexpr const char* names[] = {"", "I", "Q", "U", "V"};
+  if (cube.stokes && *cube.stokes != stokes)
+    SPIP_THROW(InputError, named(key, path) + " holds Stokes " + names[static_cast<int>(*cube.stokes)] +
+                               " (its STOKES axis), not " + names[static_cast<int>(stokes)]);
+  if (reference)
+    if (const std::string why = mismatch(cube, *reference); !why.empty())
+      SPIP_THROW(InputError, named(key, path) + " does not match " + named("input.cube_q", reference->path) + ": " + why);
+  return cube;
+}
+
+// input.cube_noise: one sigma per channel, '#' starting a comment, as RM-Tools' -n file.
+std::vector<double> read_noise(const std::string& path, std::size_t channels) {
+  std::ifstream in(path);
+  if (!in) SPIP_THROW(InputError, named("input.cube_noise", path) + ": cannot be read");
+  std::vector<double> noise;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream words(line.substr(0, line.find('#')));
+    std::string word;
+    while (words >> word) {
+      std::size_t used = 0;
+      double sigma = 0;
+      try {
+        sigma = std::stod(word, &used);
+      } catch (const std::exception&) {
+      }
+      if (used != word.size() || !(sigma >= 0) || std::isinf(sigma))
+        SPIP_THROW(InputError, named("input.cube_noise", path) + ": '" + word + "' is not a noise sigma >= 0");
+      noise.push_back(sigma);
+    }
+  }
+  if (noise.size() != channels)
+    SPIP_THROW(InputError, named("input.cube_noise", path) + " gives " + std::to_string(noise.size()) +
+                               " sigmas for the cubes' " + std::to_string(channels) + " channels");
+  return noise;
+}
+
+}  // namespace
+
+CubePlan open_cube_plan(const Config& config, int ranks) {
+  const InputConfig& input = config.input;
+  CubePlan plan;
+  fits::StokesCubes& cubes = plan.cubes;
+  cubes.q = open_cube("input.cube_q", input.cube_q, fits::Stokes::Q, std::nullopt);
+  cubes.u = open_cube("input.cube_u", input.cube_u, fits::Stokes::U, cubes.q);
+  cubes.i = open_cube("input.cube_i", input.cube_i, fits::Stokes::I, cubes.q);
+  cubes.v = open_cube("input.cube_v", input.cube_v, fits::Stokes::V, cubes.q);
+  if (config.faraday.fractional && !cubes.i)
+    SPIP_THROW(ConfigError, "faraday.fractional divides Q and U by each pixel's Stokes I: expected input.cube_i");
+  plan.freq_hz = cubes.q->freq_hz;
+  const int channels = cubes.q->channels();
+  if (!input.cube_noise.empty()) plan.noise = read_noise(input.cube_noise, plan.freq_hz.size());
+  plan.base = cubes.q->grid;
+  plan.base.spectral.reset();
+  plan.base.stokes.reset();
+  for (int r = 0; r < ranks; ++r) {
+    const auto [begin, end] = FaradayStage::slab_rows(r, ranks, channels);
+    plan.blocks.push_back({begin, end});
+  }
+  plan.num_phi = channels >= 2 ? FaradayStage::planned_axis(plan.freq_hz, config.faraday).count : 0;
+  ProductShape shape;
+  shape.stokes = {cubes.i.has_value(), true, true, cubes.v.has_value()};
+  shape.channels = channels;
+  shape.image_size = plan.base.nx;
+  shape.rows = plan.base.ny;
+  shape.depths = plan.num_phi;
+  shape.imaged = false;
+  plan.products = ProductRegistry(config, shape);
+  return plan;
+}
+
+CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
+  CubePlan plan;
+  std::exception_ptr failure;
+  try {
+    plan = open_cube_plan(config, mpi.size());
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  const fits::ImageHeader& grid = plan.base;
+  const std::string given = std::string("Q, U") + (plan.cubes.i ? ", I" : "") + (plan.cubes.v ? ", V" : "");
+  log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): the Faraday stage on " +
+           "another imager's cubes of Stokes " + given + ", " + std::to_string(grid.nx) + " x " +
+           std::to_string(grid.ny) + " pixels of " + fixed(grid.cell_rad * rad_to_arcsec, 2) + "\", " +
+           std::to_string(plan.freq_hz.size()) + " channels from " + fixed(plan.freq_hz.front() / 1e6, 4) + " to " +
+           fixed(plan.freq_hz.back() / 1e6, 4) + " MHz; channel noise " +
+           (plan.noise.empty() ? "from the cubes" : "from " + config.input.cube_noise) + "; products in " +
+           config.output.dir + " (prefix " + config.output.prefix + ")");
+  if (!plan.cubes.i && config.catalogue.threshold > 0)
+    log.root("no catalogue: it compares each source's polarised intensity with Stokes I; give input.cube_i");
+  plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
+  try {
+    const double pixels = static_cast<double>(grid.nx) * grid.ny;
+    plan.memory = plan_cube_memory(
+        memory_budget_bytes(config.parallel, mpi.local_size()),
+        FaradayStage::bytes_per_pixel(static_cast<int>(plan.freq_hz.size()), plan.num_phi) * grid.nx, 8.0 * pixels);
+    if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  write_effective_config(config, plan.products, mpi, log);
+  return plan;
+}
+
+}  // namespace spip::pipeline

@@ -1,0 +1,35 @@
+#pragma once
+// The steps that start every run, of Measurement Sets or of another imager's cubes:
+// agreeing on a failure, claiming the output, writing the effective configuration.
+// Private to src/planning.
+#include <exception>
+#include <memory>
+
+#include "spip/config/config.hpp"
+#include "spip/job/product_registry.hpp"
+#include "spip/job/run_claim.hpp"
+
+namespace spip::parallel {
+class MpiContext;
+}
+
+namespace spip::pipeline {
+
+class Log;
+
+// A planning step may fail on some ranks only (a node without a GPU, a read error in
+// one share of the rows), or on all of them. If any failed, every rank throws a
+// JobFailure with the code of the lowest failing rank, and rank 0's holds each
+// different message once, so that all ranks leave together and the job says why in
+// one line.
+void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local);
+
+// Rank 0's claim on the output folder and prefix.
+std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,
+                                    const parallel::MpiContext& mpi, const Log& log);
+
+// The effective configuration next to the products, once the run is known to start.
+void write_effective_config(const Config& config, const ProductRegistry& products, const parallel::MpiContext& mpi,
+                            const Log& log);
+
+}  // namespace spip::pipeline

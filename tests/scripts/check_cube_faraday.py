@@ -1,0 +1,254 @@
+#!/usr/bin/env python3
+"""The Faraday stage on another imager's cubes, against RM-Tools and analytic truth.
+
+usage: check_cube_faraday.py SPIP MPIEXEC RMTOOLS_BIN
+
+Run with the Python of RM-Tools' virtual environment (scripts/install-deps.sh --tests
+makes it), in a fresh TMPDIR of the test's own. It writes small Q, U and I cubes of two
+Faraday-thin sources in noise, in the axis orders other imagers use (RA, DEC, FREQ,
+STOKES; RA, DEC, STOKES, FREQ; FREQ first), with a blank channel and a blank corner as a
+mosaic's edge has, and then checks:
+  - spip on 1 and 2 ranks: the same products, bit for bit;
+  - the dirty FDF against rmsynth3d and the clean FDF against rmclean3d (its components
+    restored at spip's RMSF width, the only difference between the two CLEANs) to 1e-5 of
+    the peak, with the same channel noise, depth grid, cutoff, gain and iteration cap;
+  - the catalogue: both sources at their true Faraday depth, intensity and position;
+  - blank pixels: NaN in every product, and nothing else blank;
+  - cubes whose grids or frequency axes disagree: refused in one line naming both.
+"""
+import math
+import os
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+from astropy.io import fits
+from astropy.wcs import WCS
+
+SPIP, MPIEXEC, RMT = sys.argv[1], shlex.split(sys.argv[2]), sys.argv[3]
+WORK = os.environ["TMPDIR"]
+C = 299792458.0
+NX, NY, NC = 24, 20, 48
+FREQ = 800e6 + 6e6 * np.arange(NC)
+LAMBDA_SQ = (C / FREQ) ** 2
+BLANK_CHANNEL = 5
+SOURCES = [  # x, y, polarised intensity [Jy/beam], Faraday depth [rad/m^2], chi0 [rad], Stokes I at 944 MHz
+    (7, 6, 0.05, 35.0, 0.3, 0.1),
+    (16, 13, 0.02, -120.0, 1.1, 0.05),
+]
+failures = []
+
+
+def check(ok, what):
+    print(("ok   " if ok else "FAIL ") + what)
+    if not ok:
+        failures.append(what)
+
+
+def header(stokes, order, cdelt_hz=6e6):
+    h = fits.Header()
+    axes = {"RA": ("RA---SIN", 12.0, 40.25, -5.0 / 3600, "deg"), "DEC": ("DEC--SIN", 9.0, -45.5, 5.0 / 3600, "deg"),
+            "FREQ": ("FREQ", 1.0, FREQ[0], cdelt_hz, "Hz"), "STOKES": ("STOKES", 1.0, stokes, 1.0, "")}
+    for k, name in enumerate(order, 1):
+        ctype, crpix, crval, cdelt, unit = axes[name]
+        h[f"CTYPE{k}"], h[f"CRPIX{k}"], h[f"CRVAL{k}"], h[f"CDELT{k}"] = ctype, crpix, crval, cdelt
+        if unit:
+            h[f"CUNIT{k}"] = unit
+    h["BMAJ"], h["BMIN"], h["BPA"], h["BUNIT"] = 15 / 3600, 12 / 3600, 30.0, "Jy/beam"
+    return h
+
+
+def write(path, data, stokes, order, **kw):
+    """data [freq, y, x] written with the FITS axes `order` (fastest first)."""
+    numpy_axes = ["STOKES", "FREQ", "DEC", "RA"]  # of data[None]
+    perm = [numpy_axes.index(name) for name in reversed(order)]
+    fits.PrimaryHDU(np.transpose(data[None], perm).astype(np.float32), header(stokes, order, **kw)).writeto(path)
+
+
+def make_cubes():
+    rng = np.random.default_rng(1)
+    sigma = 1e-3 * (1 + 0.5 * np.sin(np.arange(NC)))
+    q, u, i = (rng.normal(size=(NC, NY, NX)) * sigma[:, None, None] for _ in range(3))
+    for x, y, p, rm, chi, s in SOURCES:
+        pol = p * np.exp(2j * (chi + rm * LAMBDA_SQ))
+        q[:, y, x] += pol.real
+        u[:, y, x] += pol.imag
+        i[:, y, x] += s * (FREQ / 944e6) ** -0.7
+    for cube in (q, u, i):
+        cube[:, -2:, -3:] = np.nan  # beyond a mosaic's edge
+    write(f"{WORK}/q.fits", q, 2, ["RA", "DEC", "FREQ", "STOKES"])   # WSClean's order
+    write(f"{WORK}/u.fits", u, 3, ["RA", "DEC", "STOKES", "FREQ"])   # CASA's exportfits order
+    write(f"{WORK}/i.fits", i, 1, ["FREQ", "RA", "DEC", "STOKES"])
+    write(f"{WORK}/u-other-axis.fits", u, 3, ["RA", "DEC", "FREQ", "STOKES"], cdelt_hz=6.5e6)
+    np.savetxt(f"{WORK}/noise.txt", sigma)
+    np.savetxt(f"{WORK}/freqs.txt", FREQ)
+    os.mkdir(f"{WORK}/gap")  # the same with a channel flagged throughout
+    for cube in (q, u, i):
+        cube[BLANK_CHANNEL] = np.nan
+    write(f"{WORK}/gap/q.fits", q, 2, ["RA", "DEC", "FREQ", "STOKES"])
+    write(f"{WORK}/gap/u.fits", u, 3, ["RA", "DEC", "STOKES", "FREQ"])
+    write(f"{WORK}/gap/i.fits", i, 1, ["FREQ", "RA", "DEC", "STOKES"])
+    return sigma, q, u
+
+
+def spip(ranks, out, cubes=WORK):
+    command = MPIEXEC + [str(ranks), SPIP, "--input.cube_q", f"{cubes}/q.fits", "--input.cube_u", f"{cubes}/u.fits",
+                         "--input.cube_i", f"{cubes}/i.fits", "--input.cube_noise", f"{WORK}/noise.txt",
+                         "--output.dir", out, "--output.prefix", "c", "--faraday.cubes", "all",
+                         "--faraday.variance_weights", "true", "--faraday.rmclean_xcorr", "false",
+                         "--parallel.threads", "1"]
+    return subprocess.run(command, capture_output=True, text=True)
+
+
+def cube(path):
+    data = fits.getdata(path)
+    return data.reshape(data.shape[-3:]).astype(np.float64)
+
+
+def data_bytes(path):
+    with fits.open(path) as hdus:
+        return [hdu.data.tobytes() for hdu in hdus if hdu.data is not None]
+
+
+def same_products(a, b):
+    names = sorted(f for f in os.listdir(a) if f.endswith(".fits"))
+    differ = [f for f in names if data_bytes(f"{a}/{f}") != data_bytes(f"{b}/{f}")]
+    return names == sorted(f for f in os.listdir(b) if f.endswith(".fits")) and not differ, differ
+
+
+def gaussian(phi, fwhm, reach=None):
+    d = phi[:, None] - phi[None, :]
+    g = np.exp(-4 * math.log(2) * d * d / (fwhm * fwhm))
+    if reach is not None:
+        g[np.abs(np.subtract.outer(np.arange(phi.size), np.arange(phi.size))) > reach] = 0
+    return g
+
+
+def depth_axis(path):
+    h = fits.getheader(path)
+    return h["CRVAL3"] + (np.arange(h["NAXIS3"]) + 1 - h["CRPIX3"]) * h["CDELT3"]
+
+
+def reference_fdf(q, u, weights, phi, cutoff, niter, gain, fwhm, y, x):
+    """One pixel's dirty and clean FDF in double precision, straight from the definitions:
+    F(phi) = K sum_c w_c P_c exp(-2i phi (lambda_c^2 - lambda_0^2)), then Hogbom RM-CLEAN
+    with the exact RMSF, the components restored with a Gaussian of spip's RMSF width cut
+    at 2.5 FWHM (docs/products.md)."""
+    lambda0_sq = (weights * LAMBDA_SQ).sum() / weights.sum()
+    used = weights > 0
+    kernel = lambda depths: np.exp(-2j * np.outer(depths, LAMBDA_SQ[used] - lambda0_sq)) @ weights[used] / weights.sum()
+    p = q[used, y, x] + 1j * u[used, y, x]
+    dirty = np.exp(-2j * np.outer(phi, LAMBDA_SQ[used] - lambda0_sq)) @ (weights[used] * p) / weights.sum()
+    n, step = phi.size, phi[1] - phi[0]
+    rmsf = kernel((np.arange(2 * n - 1) - (n - 1)) * step)
+    residual, components = dirty.copy(), np.zeros(n, complex)
+    for _ in range(niter):
+        k = int(np.argmax(np.abs(residual)))
+        if abs(residual[k]) < cutoff:
+            break
+        components[k] += gain * residual[k]
+        residual -= gain * residual[k] * rmsf[n - 1 - k:2 * n - 1 - k]
+    return dirty, residual + gaussian(phi, fwhm, math.ceil(2.5 * fwhm / step)) @ components
+
+
+def compare(name, ours, theirs, peak):
+    for part, f in (("real", np.real), ("imaginary", np.imag), ("amplitude", np.abs)):
+        worst = np.abs(f(ours) - f(theirs)).max() / peak
+        check(worst < 1e-5, f"{name}, {part} part: within {worst:.1e} of the peak ({peak:.4f} Jy/beam), < 1e-5")
+
+
+def main():
+    sigma, q, u = make_cubes()
+    one, two, gap = f"{WORK}/one", f"{WORK}/two", f"{WORK}/gap/out"
+    for ranks, out, cubes in ((1, one, WORK), (2, two, WORK), (1, gap, f"{WORK}/gap")):
+        run = spip(ranks, out, cubes)
+        check(run.returncode == 0, f"spip on {cubes}, {ranks} rank(s), exit {run.returncode}")
+        if run.returncode != 0:
+            print(run.stdout[-3000:], run.stderr[-3000:])
+            return
+    same, differ = same_products(one, two)
+    check(same, f"1 and 2 ranks make the same products, bit for bit (differ: {differ})")
+    measured = np.isfinite(fits.getdata(f"{one}/c-peak-pi.fits"))
+    blank = np.zeros((NY, NX), bool)
+    blank[-2:, -3:] = True
+    check(np.array_equal(~measured, blank), "the blank corner, and nothing else, is blank in the peak map")
+    check(all(np.isnan(cube(f"{one}/c-FDF_{p}.fits")[:, blank]).all() for p in ("real_dirty", "clean_tot")),
+          "the blank corner is NaN in the FDF cubes")
+
+    # RM-Tools on the same cubes with the same channel noise, depth grid, cutoff, gain
+    # and iteration cap; it writes beside its Q cube.
+    phi = depth_axis(f"{one}/c-FDF_real_dirty.fits")
+    step = phi[1] - phi[0]
+    config = dict(line.split(" = ", 1) for line in open(f"{one}/c-config.ini").read().splitlines() if " = " in line)
+    niter, gain = int(config["rmclean_niter"]), float(config["rmclean_gain"])
+    cutoff = float(config["rmclean_cutoff"]) / math.sqrt((1 / sigma ** 2).sum())  # times the FDF's sigma
+    subprocess.run([f"{RMT}/rmsynth3d", f"{WORK}/q.fits", f"{WORK}/u.fits", f"{WORK}/freqs.txt", "-n",
+                    f"{WORK}/noise.txt", "-w", "variance", "-l", repr(float(-phi[0])), "-d", repr(float(step)),
+                    "-o", "r_"], check=True, capture_output=True)
+    subprocess.run([f"{RMT}/rmclean3d", f"{WORK}/r_FDF_tot_dirty.fits", f"{WORK}/r_RMSF_tot.fits", "-c",
+                    repr(cutoff), "-n", str(niter), "-g", str(gain), "-o", "r_"], check=True, capture_output=True)
+    sp = cube(f"{one}/c-FDF_real_dirty.fits") + 1j * cube(f"{one}/c-FDF_im_dirty.fits")
+    rt = cube(f"{WORK}/r_FDF_real_dirty.fits") + 1j * cube(f"{WORK}/r_FDF_im_dirty.fits")
+    peak = np.abs(rt[:, measured]).max()
+    compare("the dirty FDF against rmsynth3d's", sp[:, measured], rt[:, measured], peak)
+    # RM-Tools restores with 3.8 / (lambda^2 span), spip with the RMSF's measured width
+    # (docs/products.md): RM-Tools' components are restored again with spip's.
+    fwhm = fits.getheader(f"{one}/c-rmsf.fits")["RMSFFWHM"]
+    fwhm_rmt = float(np.nanmax(fits.getdata(f"{WORK}/r_RMSF_FWHM.fits")))
+    swap = gaussian(phi, fwhm, math.ceil(2.5 * fwhm / step)) - gaussian(phi, fwhm_rmt)
+    components = np.nan_to_num(cube(f"{WORK}/r_FDF_CC_real.fits") + 1j * cube(f"{WORK}/r_FDF_CC_im.fits"))
+    rt = cube(f"{WORK}/r_FDF_clean_real.fits") + 1j * cube(f"{WORK}/r_FDF_clean_im.fits")
+    rt += np.einsum("kj,jyx->kyx", swap, components)
+    sp = cube(f"{one}/c-FDF_clean_real.fits") + 1j * cube(f"{one}/c-FDF_clean_im.fits")
+    compare("the clean FDF against rmclean3d's", sp[:, measured], rt[:, measured], peak)
+    iterations = fits.getdata(f"{one}/c-rmclean-iterations.fits")[measured]
+    check(np.array_equal(iterations, np.nan_to_num(cube(f"{WORK}/r_CLEAN_nIter.fits")[0])[measured]),
+          f"RM-CLEAN took as many iterations in every pixel as rmclean3d ({int(iterations.sum())} in all)")
+
+    # A channel blank throughout has no weight: the run with one matches the definitions
+    # without it, at the sources and at a pixel of noise.
+    weights = 1 / sigma ** 2
+    weights[BLANK_CHANNEL] = 0
+    cutoff = float(config["rmclean_cutoff"]) / math.sqrt(weights.sum())
+    fwhm = fits.getheader(f"{gap}/c-rmsf.fits")["RMSFFWHM"]
+    phi = depth_axis(f"{gap}/c-FDF_real_dirty.fits")
+    sp_dirty = cube(f"{gap}/c-FDF_real_dirty.fits") + 1j * cube(f"{gap}/c-FDF_im_dirty.fits")
+    sp_clean = cube(f"{gap}/c-FDF_clean_real.fits") + 1j * cube(f"{gap}/c-FDF_clean_im.fits")
+    for x, y in [(s[0], s[1]) for s in SOURCES] + [(2, 2)]:
+        dirty, clean = reference_fdf(q, u, weights, phi, cutoff, niter, gain, fwhm, y, x)
+        compare(f"with channel {BLANK_CHANNEL} blank, pixel ({x}, {y})'s dirty FDF against the definition",
+                sp_dirty[:, y, x], dirty, peak)
+        compare(f"  and its clean FDF against a double-precision RM-CLEAN", sp_clean[:, y, x], clean, peak)
+
+    # Analytic truth: each source where it was put, at its depth and intensity.
+    rows = [line.split(",") for line in open(f"{one}/c-catalogue.csv") if not line.startswith("#")]
+    table = [dict(zip(rows[0], r)) for r in rows[1:]]
+    check(len(table) == len(SOURCES), f"the catalogue lists {len(table)} sources of {len(SOURCES)}")
+    wcs = WCS(fits.getheader(f"{WORK}/q.fits")).celestial
+    for x, y, p, rm, _, _ in SOURCES:
+        near = [s for s in table if abs(float(s["x_pix"]) - x) < 0.5 and abs(float(s["y_pix"]) - y) < 0.5]
+        check(len(near) == 1, f"a source at pixel ({x}, {y})")
+        if near:
+            s = near[0]
+            check(abs(float(s["phi"]) - rm) < 3 * float(s["phi_err"]) + 0.01,
+                  f"  its phi {float(s['phi']):.3f} is the true {rm} within 3 sigma ({float(s['phi_err']):.3f})")
+            check(abs(float(s["pi"]) - p) < 3 * float(s["pi_err"]),
+                  f"  its PI {float(s['pi']):.5f} is the true {p} within 3 sigma ({float(s['pi_err']):.5f})")
+            ra, dec = wcs.pixel_to_world_values(float(s["x_pix"]), float(s["y_pix"]))
+            check(abs(float(s["ra"]) - ra) * math.cos(math.radians(dec)) < 1e-7 and abs(float(s["dec"]) - dec) < 1e-7,
+                  f"  its RA and Dec are the input cube's WCS at its pixel position")
+
+    # Cubes that disagree are refused in one line naming both.
+    run = subprocess.run([SPIP, "--input.cube_q", f"{WORK}/q.fits", "--input.cube_u", f"{WORK}/u-other-axis.fits",
+                          "--output.dir", f"{WORK}/refused"], capture_output=True, text=True)
+    lines = run.stderr.strip().splitlines()
+    check(run.returncode == 3 and len(lines) == 1 and "u-other-axis.fits" in lines[0] and "q.fits" in lines[0],
+          f"a U cube on another frequency axis is refused in one line naming both (exit {run.returncode}): "
+          f"{run.stderr.strip()}")
+    check(not os.path.exists(f"{WORK}/refused"), "and nothing is written")
+
+
+main()
+print(f"{len(failures)} failure(s)")
+sys.exit(1 if failures else 0)
