@@ -72,6 +72,8 @@ std::string ProductRegistry::rmsf_cube() const { return path("rmsf.fits"); }
 std::string ProductRegistry::rmsf_text() const { return path("rmsf.txt"); }
 std::string ProductRegistry::catalogue_table() const { return path("catalogue.fits"); }
 std::string ProductRegistry::catalogue_csv() const { return path("catalogue.csv"); }
+std::string ProductRegistry::rmtable_table() const { return path("rmtable.fits"); }
+std::string ProductRegistry::rmtable_csv() const { return path("rmtable.csv"); }
 std::string ProductRegistry::qa() const { return path("qa.json"); }
 std::string ProductRegistry::effective_config() const { return path("config.ini"); }
 std::string ProductRegistry::claim() const { return (std::filesystem::path(dir_) / ("." + prefix_ + ".claim")).string(); }
@@ -142,6 +144,8 @@ std::vector<Product> ProductRegistry::all() const {
   if (catalogue_) {
     products.push_back({catalogue_table(), ProductKind::catalogue, catalogue_bytes});
     products.push_back({catalogue_csv(), ProductKind::catalogue, catalogue_bytes});
+    products.push_back({rmtable_table(), ProductKind::catalogue, catalogue_bytes});
+    products.push_back({rmtable_csv(), ProductKind::catalogue, catalogue_bytes});
   }
   return products;
 }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "spip/catalogue/catalogue_table.hpp"
+#include "spip/catalogue/rmtable.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/catalogue/source_finder.hpp"
 #include "spip/faraday/spectrum_math.hpp"
@@ -35,8 +36,8 @@ catalogue::Map stokes_i_map(const CatalogueInputs& inputs, const catalogue::Map&
 }  // namespace
 
 std::vector<std::string> write_catalogue(const Config& config, const fits::ImageHeader& base,
-                                         const CatalogueInputs& inputs, const std::string& fits_path,
-                                         const std::string& csv_path, const Log& log) {
+                                         const CatalogueInputs& inputs, const ProductRegistry& products,
+                                         const Log& log) {
   const Stopwatch watch;
   auto map = [&](faraday::PixelMap m) { return read_map(inputs.pixel_maps.at(m)); };
   using enum faraday::PixelMap;
@@ -64,13 +65,24 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
       s.beam_response = beam->response(l, m, inputs.reference_freq_hz);
     }
   const fits::Table table = catalogue::catalogue_table(sources, settings);
-  fits::write_table(fits_path, table);
-  write_text_atomically(csv_path, catalogue::to_csv(table));
+  fits::write_table(products.catalogue_table(), table);
+  write_text_atomically(products.catalogue_csv(), catalogue::to_csv(table));
+  const catalogue::RmTableContext context{"spip " + config.output.prefix,
+                                          base.telescope,
+                                          config.faraday.fractional,
+                                          !config.faraday.ionosphere.empty(),
+                                          std::pow(speed_of_light / inputs.reference_freq_hz, 2),
+                                          base.beam.value_or(fits::Beam{}),
+                                          inputs.channel_freq_hz,
+                                          inputs.noise_chan};
+  const fits::Table standard = catalogue::rmtable(sources, settings, context);
+  fits::write_table(products.rmtable_table(), standard);
+  write_text_atomically(products.rmtable_csv(), catalogue::to_csv(standard, false));
   const auto complex = std::count_if(sources.begin(), sources.end(), [](const auto& s) { return s.faraday_complex; });
   log.root("catalogue: " + std::to_string(sources.size()) + " polarised source(s) above " +
            fixed(settings.threshold, 1) + " local sigma (boxes of " + std::to_string(settings.box) + " pixels), " +
            std::to_string(complex) + " Faraday-complex, in " + fixed(watch.seconds(), 2) + " s");
-  return {fits_path, csv_path};
+  return {products.catalogue_table(), products.catalogue_csv(), products.rmtable_table(), products.rmtable_csv()};
 }
 
 }  // namespace spip::pipeline

@@ -325,16 +325,24 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   if (products_.has_catalogue()) {
     std::vector<std::string> maps;
     for (int map = 0; map < faraday::pixel_map_count; ++map) maps.push_back(products_.pixel_map(map));
-    const CatalogueInputs inputs{maps,
+    CatalogueInputs inputs{maps,
                                  products_.moment(stokes_i, 0),
                                  synthesis->log_nu_ratio.empty() ? "" : products_.fracpol_map(),
                                  synthesis->settings.fwhm,
                                  beam_,
                                  pointings_.centres,
-                                 speed_of_light / std::sqrt(synthesis->setup.lambda0_sq)};
-    for (const std::string& file :
-         write_catalogue(config_, base_, inputs, products_.catalogue_table(), products_.catalogue_csv(), log))
-      written.push_back(file);
+                                 speed_of_light / std::sqrt(synthesis->setup.lambda0_sq),
+                                 {},
+                                 0};
+    std::vector<double> used_noise;
+    for (std::size_t c = 0; c < weight.size(); ++c)
+      if (weight[c] > 0) {
+        inputs.channel_freq_hz.push_back(freq_hz_[c]);
+        used_noise.push_back(noise[c]);
+      }
+    std::nth_element(used_noise.begin(), used_noise.begin() + static_cast<long>(used_noise.size() / 2), used_noise.end());
+    inputs.noise_chan = used_noise[used_noise.size() / 2];
+    for (const std::string& file : write_catalogue(config_, base_, inputs, products_, log)) written.push_back(file);
   }
   return written;
 }
@@ -387,8 +395,14 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
     for (int order = 0; order < moment_orders; ++order)  // mean and std in Jy/beam; skew, kurt dimensionless
       if (products_.has_moments(quantity)) fits::CubeFile::create(products_.moment(quantity, order), plain_image(base_, order < 2 ? "Jy/beam" : ""));
   if (!synthesis) return;
-  const fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
-  for (const CubeChoice& cube : synthesis->cubes) fits::CubeFile::create(products_.fdf_cube(cube.name), fdf);
+  for (const CubeChoice& cube : synthesis->cubes) {
+    // A degenerate STOKES axis after FDEP says which part a cube holds, as POSSUM and
+    // RM-Tools write them: the real part Q, the imaginary part U. FITS has no code for
+    // |P| (RM-Tools writes 0, outside the standard), so amplitude cubes keep three axes.
+    fits::ImageHeader fdf = fdf_header(base_, synthesis->setup);
+    if (cube.part < 2) fdf.stokes = cube.part == 0 ? fits::Stokes::Q : fits::Stokes::U;
+    fits::CubeFile::create(products_.fdf_cube(cube.name), fdf);
+  }
   const double lambda0_sq = synthesis->setup.lambda0_sq;
   for (int m = 0; m < faraday::pixel_map_count; ++m)
     fits::CubeFile::create(products_.pixel_map(m), faraday_map(base_, map_units[m], lambda0_sq));

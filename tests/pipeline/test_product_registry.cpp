@@ -70,7 +70,7 @@ TEST(ProductRegistry, TheSettingsAndTheDataChooseTheProducts) {
                                                {ProductKind::fdf_cube, 6},
                                                {ProductKind::pixel_map, 9},
                                                {ProductKind::rmsf, 3},
-                                               {ProductKind::catalogue, 2},
+                                               {ProductKind::catalogue, 4},
                                                {ProductKind::record, 2}}));
 
   config.clean.niter = 0;  // no model or residual cubes
@@ -197,7 +197,7 @@ TEST(ProductRegistry, ARunWritesExactlyTheRegisteredProducts) {
     EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << name;
     ++compared;
   }
-  EXPECT_EQ(compared, 20 + 6 + 9 + 2 + 1);  // moments, FDF cubes, pixel maps, RMSF cube and FWHM map, catalogue
+  EXPECT_EQ(compared, 20 + 6 + 9 + 2 + 2);  // moments, FDF cubes, pixel maps, RMSF cube and FWHM map, catalogues
 }
 
 }  // namespace

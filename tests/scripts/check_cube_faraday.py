@@ -158,6 +158,42 @@ def compare(name, ours, theirs, peak):
         check(worst < 1e-5, f"{name}, {part} part: within {worst:.1e} of the peak ({peak:.4f} Jy/beam), < 1e-5")
 
 
+def check_rmtable(out, catalogue):
+    """The RMTable files as the rmtable package reads and verifies them."""
+    import contextlib
+    import io
+    from astropy.coordinates import SkyCoord
+    from rmtable import RMTable
+    # astropy masks empty CSV fields, and reads a column of empty strings (the standard's
+    # blank of `type`) as masked integers, unless told to keep them.
+    for path, options in ((f"{out}/c-rmtable.fits", {"format": "fits"}),
+                          (f"{out}/c-rmtable.csv", {"format": "csv", "fill_values": []})):
+        t = RMTable.read(path, **options)
+        missing = [c for c in t.standard_columns if c not in t.colnames]
+        check(not missing and len(t.standard_columns) == 58,
+              f"{os.path.basename(path)}: all {len(t.standard_columns)} standard columns (missing: {missing})")
+        said = io.StringIO()
+        with contextlib.redirect_stdout(said):
+            t.verify_limits()
+            t.verify_standard_strings()
+        check("All columns conform with standard." in said.getvalue()
+              and "No problems found with standardized string entries." in said.getvalue(),
+              f"  verify_limits and verify_standard_strings pass: {said.getvalue().strip()!r}")
+        check(len(t) == len(catalogue), f"  {len(t)} rows, as the catalogue")
+        rows = {str(r["cat_id"]): r for r in t}
+        for s in catalogue:
+            r = rows.get(s["name"])
+            if r is None:
+                check(False, f"  {s['name']} is in the RMTable")
+                continue
+            galactic = SkyCoord(float(r["ra"]), float(r["dec"]), unit="deg", frame="fk5").galactic
+            check(abs(float(r["rm"]) - float(s["phi"])) < 1e-4 and abs(float(r["polint"]) - float(s["pi"])) < 1e-7
+                  and abs(float(r["l"]) - galactic.l.deg) < 1e-5 and abs(float(r["b"]) - galactic.b.deg) < 1e-5
+                  and abs(math.hypot(float(r["stokesQ"]), float(r["stokesU"])) - float(r["polint"])) < 1e-6
+                  and r["rm_method"] == "RM Synthesis - Pol. Int" and r["Nchan"] == NC,
+                  f"  {s['name']}: rm, polint and Nchan as the catalogue's, l and b as astropy's, Q and U make polint")
+
+
 def main():
     sigma, q, u = make_cubes()
     one, two, gap = f"{WORK}/one", f"{WORK}/two", f"{WORK}/gap/out"
@@ -221,6 +257,21 @@ def main():
                 sp_dirty[:, y, x], dirty, peak)
         compare(f"  and its clean FDF against a double-precision RM-CLEAN", sp_clean[:, y, x], clean, peak)
 
+    # The FDF cubes as POSSUM archives them: a STOKES axis after FDEP says the real part
+    # is Q and the imaginary part U; RM-Tools' own peak fit reads them.
+    for name, code in (("FDF_real_dirty", 2), ("FDF_im_dirty", 3), ("FDF_clean_real", 2), ("FDF_clean_im", 3)):
+        h = fits.getheader(f"{one}/c-{name}.fits")
+        check((h["NAXIS"], h["CTYPE3"], h["CTYPE4"], h["NAXIS4"], h["CRVAL4"]) == (4, "FDEP", "STOKES", 1, code)
+              and WCS(h).wcs.ctype[3] == "STOKES", f"{name} has a STOKES axis of {code} after FDEP")
+    subprocess.run([f"{RMT}/rmtools_peakfitcube", f"{one}/c-FDF_clean_tot.fits", f"{WORK}/freqs.txt",
+                    f"{WORK}/peak_", "-p"], check=True, capture_output=True)
+    rmtools_phi = np.squeeze(fits.getdata(f"{WORK}/peak_phiPeakPIfit_rm2.fits"))
+    spip_phi = fits.getdata(f"{one}/c-peak-phi.fits")
+    for x, y, *_ in SOURCES:
+        check(abs(rmtools_phi[y, x] - spip_phi[y, x]) < 1e-4,
+              f"RM-Tools' peak fit of spip's clean cube at ({x}, {y}): {rmtools_phi[y, x]:.5f} rad/m^2, "
+              f"spip's {spip_phi[y, x]:.5f}")
+
     # Analytic truth: each source where it was put, at its depth and intensity.
     rows = [line.split(",") for line in open(f"{one}/c-catalogue.csv") if not line.startswith("#")]
     table = [dict(zip(rows[0], r)) for r in rows[1:]]
@@ -238,6 +289,8 @@ def main():
             ra, dec = wcs.pixel_to_world_values(float(s["x_pix"]), float(s["y_pix"]))
             check(abs(float(s["ra"]) - ra) * math.cos(math.radians(dec)) < 1e-7 and abs(float(s["dec"]) - dec) < 1e-7,
                   f"  its RA and Dec are the input cube's WCS at its pixel position")
+
+    check_rmtable(one, table)
 
     # Cubes that disagree are refused in one line naming both.
     run = subprocess.run([SPIP, "--input.cube_q", f"{WORK}/q.fits", "--input.cube_u", f"{WORK}/u-other-axis.fits",

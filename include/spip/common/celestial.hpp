@@ -44,6 +44,21 @@ inline double ra_degrees(Direction d) {
   return deg >= 360.0 ? 0.0 : deg;
 }
 
+// Galactic longitude and latitude (radians, l in [0, 2 pi)) of a J2000 direction: the
+// rotation of the Hipparcos catalogue's definition (ESA 1997, vol. 1, sec. 1.5.3), for
+// the RMTable standard's l and b.
+inline std::array<double, 2> galactic(Direction d) {
+  constexpr double rotation[3][3] = {{-0.0548755604162154, -0.8734370902348850, -0.4838350155487132},
+                                     {+0.4941094278755837, -0.4448296299600112, +0.7469822444972189},
+                                     {-0.8676661490190047, -0.1980763734312015, +0.4559837761750669}};
+  const double e[3] = {std::cos(d.dec_rad) * std::cos(d.ra_rad), std::cos(d.dec_rad) * std::sin(d.ra_rad),
+                       std::sin(d.dec_rad)};
+  double g[3];
+  for (int i = 0; i < 3; ++i) g[i] = rotation[i][0] * e[0] + rotation[i][1] * e[1] + rotation[i][2] * e[2];
+  const double l = std::atan2(g[1], g[0]);
+  return {l < 0 ? l + 2 * 3.14159265358979323846 : l, std::asin(std::clamp(g[2], -1.0, 1.0))};
+}
+
 // The index of the direction of `among` (not empty) nearest to `d`.
 inline std::size_t nearest_direction(const std::vector<Direction>& among, Direction d) {
   std::size_t nearest = 0;

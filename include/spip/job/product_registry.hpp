@@ -72,6 +72,8 @@ class ProductRegistry {
   std::string rmsf_text() const;
   std::string catalogue_table() const;
   std::string catalogue_csv() const;
+  std::string rmtable_table() const;  // the catalogue in the RMTable standard
+  std::string rmtable_csv() const;
   std::string qa() const;
   std::string effective_config() const;
   // Not products, but a run's: its claim on the folder and prefix, and its resume markers.

@@ -7,6 +7,7 @@
 #include "spip/beam/primary_beam.hpp"
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/job/product_registry.hpp"
 
 namespace spip::pipeline {
 
@@ -20,11 +21,14 @@ struct CatalogueInputs {
   std::optional<beam::PrimaryBeam> primary_beam;  // beam.model's: each source's response is listed
   std::vector<Direction> pointings;     // where the beams point: beamdist is the distance from the nearest
   double reference_freq_hz = 0;         // nu0 = c / lambda0, where the peak PI is
+  std::vector<double> channel_freq_hz;  // the channels RM synthesis weighted
+  double noise_chan = 0;                // the median of their noise in Q and U, Jy/beam
 };
 
-// Writes `fits_path` and `csv_path` and returns them.
+// Writes the catalogue (FITS table and CSV) and the same in the RMTable standard, and
+// returns their paths.
 std::vector<std::string> write_catalogue(const Config& config, const fits::ImageHeader& base,
-                                         const CatalogueInputs& inputs, const std::string& fits_path,
-                                         const std::string& csv_path, const Log& log);
+                                         const CatalogueInputs& inputs, const ProductRegistry& products,
+                                         const Log& log);
 
 }  // namespace spip::pipeline

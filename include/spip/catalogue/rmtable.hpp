@@ -1,0 +1,31 @@
+#pragma once
+// The catalogue in the RMTable standard, version 1.3 (Van Eck et al. 2023, ApJS 267,
+// 28): the table the consolidated RM catalogue, POSSUM and CIRADA exchange, with the
+// `rmtable` package's column names, units, types and blanks, its standard strings and
+// its angle ranges, then the columns of spip's own catalogue that place each source in
+// the image.
+#include <string>
+#include <vector>
+
+#include "spip/catalogue/source_finder.hpp"
+#include "spip/fits/fits_image.hpp"
+#include "spip/fits/fits_table.hpp"
+
+namespace spip::catalogue {
+
+// What the standard asks of a catalogue besides its sources: the run's and the band's.
+struct RmTableContext {
+  std::string catalog_name;       // "spip PREFIX"
+  std::string telescope;          // TELESCOP; "Unknown" in the table where the standard has no such name
+  bool fractional = false;        // faraday.fractional: RM synthesis of Q/I and U/I
+  bool ionosphere = false;        // faraday.ionosphere: derotated by a table of unknown origin
+  double lambda0_sq = 0;          // m^2: the angles' and Q, U's reference
+  fits::Beam beam;                // the restoring beam
+  std::vector<double> freq_hz;    // the channels that were weighted
+  double noise_chan = 0;          // Jy/beam: the median channel's noise in Q and U
+};
+
+fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& settings,
+                    const RmTableContext& context);
+
+}  // namespace spip::catalogue

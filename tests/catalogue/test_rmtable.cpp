@@ -1,0 +1,70 @@
+// The RMTable columns against their definitions: the Galactic frame's defining
+// directions, angles in the standard's [0, 180), and Q and U from PI and the angle.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "spip/catalogue/rmtable.hpp"
+#include "spip/common/celestial.hpp"
+
+using namespace spip::catalogue;
+
+namespace {
+
+constexpr double deg = std::numbers::pi / 180;
+
+template <class T>
+const std::vector<T>& column(const spip::fits::Table& table, const std::string& name) {
+  return table.values<T>(name);
+}
+
+}  // namespace
+
+// The north Galactic pole and the Galactic centre (J2000, Hipparcos's definition).
+TEST(RmTable, GalacticCoordinatesOfTheFramesDefiningDirections) {
+  const auto pole = spip::galactic({192.85948 * deg, 27.12825 * deg});
+  EXPECT_NEAR(pole[1] / deg, 90.0, 1e-4);
+  const auto centre = spip::galactic({266.40500 * deg, -28.93617 * deg});
+  EXPECT_NEAR(std::remainder(centre[0] / deg, 360.0), 0.0, 1e-4);
+  EXPECT_NEAR(centre[1] / deg, 0.0, 1e-4);
+  // The ascending node of the Galactic plane on the equator is at l = 32.93192 deg.
+  const auto node = spip::galactic({282.85948 * deg, 0.0});
+  EXPECT_NEAR(node[0] / deg, 32.93192, 1e-4);
+  EXPECT_NEAR(node[1] / deg, 0.0, 1e-4);
+}
+
+TEST(RmTable, AnglesLieInTheStandardsRangeAndQAndUMakeThePolarisedIntensity) {
+  Source s;
+  s.name = "SPIP J000000.0+000000";
+  s.ra_deg = 10;
+  s.dec_deg = -30;
+  s.phi = -250;
+  s.pi = 0.02;
+  s.pi_err = 1e-4;
+  s.chi0_deg = -37;
+  s.stokes_i = 0.1;
+  s.frac_pol = 0.2;
+  s.sigma = 1e-4;
+  const RmTableContext context{"spip test", "MeerKAT", false, false, 0.09, {1e-3, 5e-4, -1.2},
+                               {1.0e9, 1.1e9, 1.2e9}, 2e-3};
+  const spip::fits::Table table = rmtable({s}, FinderSettings{}, context);
+  ASSERT_GE(table.columns.size(), 58u);
+  EXPECT_EQ(table.columns[0].name, "ra");
+  EXPECT_EQ(table.columns[57].name, "notes");
+  // chi(lambda0^2) = chi0 + phi lambda0^2 = -37 deg - 22.5 rad, in [0, 180).
+  const double expected = std::fmod(std::fmod(-37.0 - 22.5 / deg, 180.0) + 180.0, 180.0);
+  const float polangle = column<float>(table, "polangle")[0];
+  EXPECT_NEAR(polangle, expected, 1e-3);
+  EXPECT_NEAR(column<float>(table, "derot_polangle")[0], 143.0, 1e-4);
+  EXPECT_NEAR(std::hypot(column<float>(table, "stokesQ")[0], column<float>(table, "stokesU")[0]), 0.02, 1e-7);
+  EXPECT_NEAR(std::atan2(column<float>(table, "stokesU")[0], column<float>(table, "stokesQ")[0]) / 2 / deg,
+              std::remainder(expected, 180.0), 1e-3);
+  const double pa = column<float>(table, "beam_pa")[0];
+  EXPECT_NEAR(pa, 180.0 - 1.2 / deg, 1e-4);
+  EXPECT_NEAR(column<float>(table, "reffreq_pol")[0], 299792458.0 / 0.3, 1e2);
+  EXPECT_EQ(column<std::string>(table, "telescope")[0], "Unknown");
+  EXPECT_EQ(column<std::string>(table, "notes")[0], "telescope: MeerKAT");
+  EXPECT_EQ(column<std::int32_t>(table, "Nchan")[0], 3);
+  EXPECT_NEAR(column<float>(table, "channelwidth")[0], 1e8, 1);
+}
