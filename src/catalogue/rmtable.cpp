@@ -156,6 +156,17 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.real("m2", "rad.m-2", "spip: second moment of the RM-CLEAN components", [](S s) { return s.m2; });
   c.real("beam_response", "", "spip: the nearest pointing's primary-beam response at reffreq_pol; NaN: none",
          [](S s) { return s.beam_response; });
+  // As POSSUM's catalogue carries them (RM-Tools' sigmaAddC and its errors).
+  c.real("sigma_add", "", "additional scatter of Q and U about the thin model, over the channel noise",
+         [](S s) { return s.sigma_add; });
+  c.real("sigma_add_err_minus", "", "lower 1-sigma error of sigma_add", [](S s) { return s.sigma_add_minus; });
+  c.real("sigma_add_err_plus", "", "upper 1-sigma error of sigma_add", [](S s) { return s.sigma_add_plus; });
+  c.add<std::int32_t>("complex_sigma_add_flag", "", "1 where sigma_add > 3 sigma_add_err_minus",
+                      [](S s) { return s.complex_sigma_add() ? 1.0 : 0.0; });
+  c.add<std::int32_t>("complex_m2_flag", "", "1 where m2 > COMPLEXT * rmsf_fwhm",
+                      [](S s) { return s.faraday_complex ? 1.0 : 0.0; });
+  c.real("fdf_noise_th", "Jy", "theoretical FDF noise about the source: the local rms of the pixels' noise from "
+         "their channels'", [](S s) { return s.pi_err; });
 
   fits::Table table;
   table.extname = "RMTABLE";

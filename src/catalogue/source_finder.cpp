@@ -107,16 +107,27 @@ void require_shape(const Map& map, const Map& reference, const char* name) {
                           std::to_string(reference.ny));
 }
 
+// From the nearest pointing, or the projection's centre where there are none.
+double beam_distance_deg(const SinProjection& projection, const FinderSettings& settings, Direction d) {
+  const std::vector<Direction> pointings = settings.pointings.empty()
+                                               ? std::vector<Direction>{{projection.ra_rad, projection.dec_rad}}
+                                               : settings.pointings;
+  return angular_distance_rad(pointings[nearest_direction(pointings, d)], d) * rad_to_deg;
+}
+
+// The source at pixel (x, y): with `refine`, a PI peak, placed and measured at the vertex
+// of parabolas through its neighbours; without, at the pixel itself.
 Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinProjection& projection,
-               const FinderSettings& settings) {
+               const FinderSettings& settings, bool refine = true) {
   const Map& pi = maps.pi;
   Source s;
   // A peak at the edge, or next to a blank pixel, stays on its pixel (NaN neighbours).
   const double at = pi.at(x, y);
-  const faraday::Vertex along_x =
-      faraday::parabola_vertex(x > 0 ? pi.at(x - 1, y) : nan, at, x + 1 < pi.nx ? pi.at(x + 1, y) : nan);
-  const faraday::Vertex along_y =
-      faraday::parabola_vertex(y > 0 ? pi.at(x, y - 1) : nan, at, y + 1 < pi.ny ? pi.at(x, y + 1) : nan);
+  const auto vertex = [&](float before, float after) {
+    return refine ? faraday::parabola_vertex(before, at, after) : faraday::Vertex{0.0, at};
+  };
+  const faraday::Vertex along_x = vertex(x > 0 ? pi.at(x - 1, y) : nan, x + 1 < pi.nx ? pi.at(x + 1, y) : nan);
+  const faraday::Vertex along_y = vertex(y > 0 ? pi.at(x, y - 1) : nan, y + 1 < pi.ny ? pi.at(x, y + 1) : nan);
   s.x = x + along_x.offset;
   s.y = y + along_y.offset;
   double ra = 0, dec = 0;
@@ -124,10 +135,7 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   s.ra_deg = ra * rad_to_deg;
   s.dec_deg = dec * rad_to_deg;
   s.name = source_name(s.ra_deg, s.dec_deg);
-  const std::vector<Direction> pointings = settings.pointings.empty()
-                                               ? std::vector<Direction>{{projection.ra_rad, projection.dec_rad}}
-                                               : settings.pointings;
-  s.beamdist_deg = angular_distance_rad(pointings[nearest_direction(pointings, {ra, dec})], {ra, dec}) * rad_to_deg;
+  s.beamdist_deg = beam_distance_deg(projection, settings, {ra, dec});
 
   // PI at the peak between pixels; the other quantities are the peak pixel's. The maps'
   // bias correction and errors used the pixel's own noise; redo them with the local one.
@@ -161,6 +169,16 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
 bool has_stokes_i(const Source& s) { return s.stokes_i >= s.pi - 3 * s.sigma; }
 
 }  // namespace
+
+bool SinProjection::pixel(double ra, double dec, double& x, double& y) const {
+  const double d_ra = ra - ra_rad;
+  const double l = std::cos(dec) * std::sin(d_ra);
+  const double m = std::sin(dec) * std::cos(dec_rad) - std::cos(dec) * std::sin(dec_rad) * std::cos(d_ra);
+  const double n = std::sin(dec) * std::sin(dec_rad) + std::cos(dec) * std::cos(dec_rad) * std::cos(d_ra);
+  x = ref_x - l / cell_rad;
+  y = ref_y + m / cell_rad;
+  return n > 0;
+}
 
 void SinProjection::world(double x, double y, double& ra, double& dec) const {
   const double l = -(x - ref_x) * cell_rad, m = (y - ref_y) * cell_rad;
@@ -247,6 +265,32 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
     }
   }
   std::stable_sort(sources.begin(), sources.end(), [](const Source& a, const Source& b) { return a.pi > b.pi; });
+  return sources;
+}
+
+std::vector<Source> sources_at(const PixelMaps& maps, const SinProjection& projection, const FinderSettings& settings,
+                               const std::vector<SourcePosition>& positions) {
+  const Map& pi = maps.pi;
+  const Map sigma = local_noise(maps.pi_err, settings.box);
+  std::vector<Source> sources;
+  for (const SourcePosition& position : positions) {
+    double x = 0, y = 0;
+    if (!projection.pixel(position.ra_deg / rad_to_deg, position.dec_deg / rad_to_deg, x, y)) continue;
+    const long px = std::lround(x), py = std::lround(y);
+    if (px < 0 || py < 0 || px >= pi.nx || py >= pi.ny || !std::isfinite(pi.at(static_cast<int>(px), static_cast<int>(py))))
+      continue;
+    Source s = measure(maps, sigma, static_cast<int>(px), static_cast<int>(py), projection, settings, false);
+    s.x = x;
+    s.y = y;
+    s.ra_deg = position.ra_deg;
+    s.dec_deg = position.dec_deg;
+    s.beamdist_deg = beam_distance_deg(projection, settings, {s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg});
+    s.position_err_deg = std::numeric_limits<double>::quiet_NaN();  // the list's, not measured here
+    s.name = position.id.empty() ? source_name(s.ra_deg, s.dec_deg) : position.id;
+    s.island = static_cast<int>(sources.size()) + 1;
+    s.component = 1;
+    sources.push_back(std::move(s));
+  }
   return sources;
 }
 

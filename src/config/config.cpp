@@ -503,6 +503,10 @@ const std::vector<Key>& keys() {
       scalar("catalogue.complexity", &Config::catalogue, &CatalogueConfig::complexity,
              [](double v) { return v > 0; }, "a number > 0", "RMSF FWHM",
              "flag a source Faraday-complex when the spread m2 of its RM-CLEAN components exceeds this"),
+      scalar("catalogue.sources", &Config::catalogue, &CatalogueConfig::sources, any<std::string>,
+             "a FITS or CSV table, or nothing", "",
+             "a Stokes I component list (Selavy, PyBDSF, Aegean: RA and Dec columns in degrees): the catalogue "
+             "measures the Faraday quantities at those positions, in its order, instead of finding islands of PI"),
 
       scalar("beam.model", &Config::beam, &BeamConfig::model, any<BeamModel>, "one of none, gaussian, airy, fits, auto", "",
              "primary beam the restored images are divided by (PREFIX-image-pb-*.fits, with the response in "

@@ -154,8 +154,10 @@ Table read_table(const std::string& path, const std::vector<std::string>& key_na
   fits_get_num_cols(file.get(), &columns, &status);
   Table table;
   char text[FLEN_VALUE] = {}, comment[FLEN_COMMENT] = {};
-  fits_read_key(file.get(), TSTRING, "EXTNAME", text, nullptr, &status);
-  table.extname = text;
+  int name_status = 0;  // other writers' tables may have no EXTNAME
+  fits_read_key(file.get(), TSTRING, "EXTNAME", text, nullptr, &name_status);
+  table.extname = name_status == 0 ? text : "";
+  if (name_status != 0) fits_clear_errmsg();
   for (int c = 1; c <= columns && status == 0; ++c) {
     TableColumn column;
     const std::string n = std::to_string(c);

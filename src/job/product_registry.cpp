@@ -47,7 +47,7 @@ ProductRegistry::ProductRegistry(const Config& config, const ProductShape& shape
       cleaned_(config.clean.niter > 0),
       beam_(config.beam.model != BeamModel::none),
       fractional_(config.faraday.fractional),
-      catalogue_(config.catalogue.threshold > 0 && shape.stokes[ms::stokes_i]),
+      catalogue_((config.catalogue.threshold > 0 || !config.catalogue.sources.empty()) && shape.stokes[ms::stokes_i]),
       fdf_cubes_(config.faraday.cubes),
       selected_(config.output.channel_cubes) {}
 
@@ -67,6 +67,10 @@ std::string ProductRegistry::moment(int quantity, int order) const {
 std::string ProductRegistry::fdf_cube(const std::string& cube) const { return path(rmtools_fdf_name(cube) + ".fits"); }
 std::string ProductRegistry::pixel_map(int map) const { return path(std::string(map_names[map]) + ".fits"); }
 std::string ProductRegistry::fracpol_map() const { return path("peak-fracpol.fits"); }
+std::string ProductRegistry::sigma_add_map(int k) const {
+  constexpr const char* names[] = {"sigma-add", "sigma-add-minus", "sigma-add-plus"};
+  return path(std::string(names[k]) + ".fits");
+}
 std::string ProductRegistry::rmsf_fwhm_map() const { return path("RMSF_FWHM.fits"); }
 std::string ProductRegistry::rmsf_cube() const { return path("rmsf.fits"); }
 std::string ProductRegistry::rmsf_text() const { return path("rmsf.txt"); }
@@ -138,6 +142,7 @@ std::vector<Product> ProductRegistry::all() const {
   for (int map = 0; map < faraday::pixel_map_count; ++map)
     products.push_back({pixel_map(map), ProductKind::pixel_map, image});
   if (fractional_) products.push_back({fracpol_map(), ProductKind::pixel_map, image});
+  for (int k = 0; k < 3; ++k) products.push_back({sigma_add_map(k), ProductKind::pixel_map, image});
   products.push_back({rmsf_fwhm_map(), ProductKind::rmsf, image});
   products.push_back({rmsf_cube(), ProductKind::rmsf, fits_bytes(shape_.depths)});
   products.push_back({rmsf_text(), ProductKind::rmsf, 100.0 * shape_.depths});  // four numbers a line

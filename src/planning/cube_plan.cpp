@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "run_start.hpp"
+#include "spip/catalogue/source_finder.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 #include "spip/job/log.hpp"
@@ -91,6 +92,8 @@ CubePlan open_cube_plan(const Config& config, int ranks) {
   cubes.u = open_cube("input.cube_u", input.cube_u, fits::Stokes::U, cubes.q);
   cubes.i = open_cube("input.cube_i", input.cube_i, fits::Stokes::I, cubes.q);
   cubes.v = open_cube("input.cube_v", input.cube_v, fits::Stokes::V, cubes.q);
+  // Read once now, so that a list spip cannot use stops the run before any channel.
+  if (!config.catalogue.sources.empty()) catalogue::read_source_positions(config.catalogue.sources);
   if (config.faraday.fractional && !cubes.i)
     SPIP_THROW(ConfigError, "faraday.fractional divides Q and U by each pixel's Stokes I: expected input.cube_i");
   plan.freq_hz = cubes.q->freq_hz;

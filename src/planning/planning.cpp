@@ -13,6 +13,7 @@
 #include <set>
 #include <array>
 
+#include "spip/catalogue/source_finder.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/device_imager.hpp"
 #include "spip/cuda/device.hpp"
@@ -487,6 +488,8 @@ Plan open_plan(const Config& config) {
   Plan plan;
   plan.readers = open_inputs(config);
   if (!config.faraday.ionosphere.empty()) plan.ionosphere = ms::IonosphereTable::read(config.faraday.ionosphere);
+  // Read once now, so that a list spip cannot use stops the run before any channel.
+  if (!config.catalogue.sources.empty()) catalogue::read_source_positions(config.catalogue.sources);
   std::vector<ms::MsInfo> infos;
   for (const ms::MsReader& reader : plan.readers) infos.push_back(reader.info());
   plan.primary_beam = primary_beam(config.beam, infos);

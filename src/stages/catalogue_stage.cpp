@@ -57,13 +57,29 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   settings.complexity = config.catalogue.complexity;
   settings.pointings = inputs.pointings;
 
-  std::vector<catalogue::Source> sources = catalogue::find_sources(maps, projection, settings);
+  std::vector<catalogue::Source> sources;
+  if (config.catalogue.sources.empty()) {
+    sources = catalogue::find_sources(maps, projection, settings);
+  } else {
+    const std::vector<catalogue::SourcePosition> positions = catalogue::read_source_positions(config.catalogue.sources);
+    sources = catalogue::sources_at(maps, projection, settings, positions);
+    log.root("catalogue.sources: " + std::to_string(sources.size()) + " of the " + std::to_string(positions.size()) +
+             " positions of " + config.catalogue.sources + " measured; the others are off the image or blank");
+  }
   if (const auto& beam = inputs.primary_beam)
     for (catalogue::Source& s : sources) {
       const Direction d{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg};
       const auto [l, m] = direction_cosines(d, inputs.pointings[nearest_direction(inputs.pointings, d)]);
       s.beam_response = beam->response(l, m, inputs.reference_freq_hz);
     }
+  const catalogue::Map sigma_add[] = {read_map(inputs.sigma_add.at(0)), read_map(inputs.sigma_add.at(1)),
+                                      read_map(inputs.sigma_add.at(2))};
+  for (catalogue::Source& s : sources) {
+    const std::size_t at = static_cast<std::size_t>(std::lround(s.y)) * pi.nx + static_cast<std::size_t>(std::lround(s.x));
+    s.sigma_add = sigma_add[0].values[at];
+    s.sigma_add_minus = sigma_add[1].values[at];
+    s.sigma_add_plus = sigma_add[2].values[at];
+  }
   const fits::Table table = catalogue::catalogue_table(sources, settings);
   fits::write_table(products.catalogue_table(), table);
   write_text_atomically(products.catalogue_csv(), catalogue::to_csv(table));
@@ -79,8 +95,10 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   fits::write_table(products.rmtable_table(), standard);
   write_text_atomically(products.rmtable_csv(), catalogue::to_csv(standard, false));
   const auto complex = std::count_if(sources.begin(), sources.end(), [](const auto& s) { return s.faraday_complex; });
-  log.root("catalogue: " + std::to_string(sources.size()) + " polarised source(s) above " +
-           fixed(settings.threshold, 1) + " local sigma (boxes of " + std::to_string(settings.box) + " pixels), " +
+  log.root("catalogue: " + std::to_string(sources.size()) +
+           (config.catalogue.sources.empty() ? " polarised source(s) above " + fixed(settings.threshold, 1) + " local sigma"
+                                             : std::string(" position(s) of catalogue.sources")) +
+           " (boxes of " + std::to_string(settings.box) + " pixels), " +
            std::to_string(complex) + " Faraday-complex, in " + fixed(watch.seconds(), 2) + " s");
   return {products.catalogue_table(), products.catalogue_csv(), products.rmtable_table(), products.rmtable_csv()};
 }

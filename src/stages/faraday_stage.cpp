@@ -12,6 +12,7 @@
 
 #include "spip/common/constants.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
+#include "spip/faraday/complexity.hpp"
 #include "spip/faraday/moments.hpp"
 #include "spip/faraday/spectral_model.hpp"
 #include "spip/job/log.hpp"
@@ -77,6 +78,7 @@ struct FaradayStage::Synthesis {
   std::vector<cfloat> a, rmsf_double;
   std::vector<CubeChoice> cubes;
   std::vector<double> log_nu_ratio;  // ln(nu_c / nu0), nu0 = c / lambda0: with faraday.fractional
+  std::vector<double> channel_sigma; // each channel's noise in Q and U (Jy/beam), for sigma_add
 };
 
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
@@ -114,8 +116,8 @@ double FaradayStage::bytes_per_pixel(int num_chan, int num_phi) {
   // Per channel: the six kept planes received (restored I, Q, U, V, residual Q, U), as
   // many sent to the other slab owners, and P complex; per depth the dirty and clean
   // spectra and one part of them for writing; the power sums, moments, pixel noise and
-  // pixel maps.
-  return 56.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count);
+  // pixel maps with sigma_add's three.
+  return 56.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count + 3);
 }
 
 faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config) {
@@ -248,8 +250,10 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
     if (weight[c] > 0)
       for (std::size_t i = c * pixels; i < (c + 1) * pixels; ++i)
         if (!outside(i)) p[i] = cfloat(q[i], u[i]);
-  std::vector<float> i0;  // with faraday.fractional: each pixel's Stokes I at nu0, NaN where blanked
-  if (!synthesis->log_nu_ratio.empty()) i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, sigmas, p);
+  // With faraday.fractional: each pixel's Stokes I at nu0 and spectral index, NaN where blanked.
+  std::vector<float> i0, alpha;
+  if (!synthesis->log_nu_ratio.empty())
+    i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, sigmas, p, alpha);
   const int num_chan = static_cast<int>(weight.size());
   faraday::SlabCubes kept{false, false};
   for (const CubeChoice& cube : synthesis->cubes) (cube.clean ? kept.clean : kept.dirty) = true;
@@ -274,6 +278,9 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
     writer_->rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
+  const std::vector<float> complexity = sigma_add_rows(*synthesis, p, maps, alpha, weight);
+  for (int k = 0; k < 3; ++k)
+    writer_->rows(products_.sigma_add_map(k), first_row, std::span<const float>(complexity).subspan(k * pixels, pixels));
   if (i0.empty()) return;
   std::vector<float> fracpol(pixels);
   for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[faraday::map_pi * pixels + x] / i0[x];
@@ -287,9 +294,11 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
 // so the FDF noise keeps its value to the extent the spectrum changes across the band.
 std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
                                                  const std::vector<float>& mean_i, const std::vector<double>& weight,
-                                                 const std::vector<float>& sigmas, std::vector<cfloat>& p) const {
+                                                 const std::vector<float>& sigmas, std::vector<cfloat>& p,
+                                                 std::vector<float>& alpha) const {
   const std::size_t pixels = mean_i.size();
   std::vector<float> i0(pixels, NAN);
+  alpha.assign(pixels, NAN);
   for (std::size_t x = 0; x < pixels; ++x) {
     const double sigma = faraday::pixel_sigma(synthesis.settings.sigma, sigmas.empty() ? nullptr : sigmas.data(),
                                               static_cast<long long>(x));
@@ -298,9 +307,50 @@ std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, con
                          : std::nullopt;
     for (std::size_t c = 0; c < weight.size(); ++c)
       p[c * pixels + x] *= law ? static_cast<float>(std::exp(-law->alpha * synthesis.log_nu_ratio[c])) : 0.0f;
-    if (law) i0[x] = static_cast<float>(law->i0);
+    if (law) {
+      i0[x] = static_cast<float>(law->i0);
+      alpha[x] = static_cast<float>(law->alpha);
+    }
   }
   return i0;
+}
+
+// sigma_add and its lower and upper errors per pixel ([3][pixel]) of the residuals of Q
+// and U from the Faraday-thin source of the peak fit (PI, chi0, phi), each over its
+// channel's noise (scaled as the spectrum was with faraday.fractional), in the channels
+// that count. NaN where the peak is below 5 sigma: there the fit, and with it the
+// model, is noise.
+std::vector<float> FaradayStage::sigma_add_rows(const Synthesis& synthesis, const std::vector<cfloat>& p,
+                                                const std::vector<float>& maps, const std::vector<float>& alpha,
+                                                const std::vector<double>& weight) const {
+  const std::size_t pixels = maps.size() / faraday::pixel_map_count;
+  const std::vector<double>& lambda_sq = synthesis.setup.lambda_sq;
+  std::vector<float> out(3 * pixels, NAN);
+#pragma omp parallel
+  {
+    std::vector<double> residuals;
+#pragma omp for schedule(dynamic, 64)
+    for (std::size_t x = 0; x < pixels; ++x) {
+      const double pi = maps[faraday::map_pi * pixels + x], chi0 = maps[faraday::map_chi0 * pixels + x];
+      const double phi = maps[faraday::map_phi * pixels + x];
+      if (!(pi >= 5 * maps[faraday::map_pi_err * pixels + x]) || (!alpha.empty() && std::isnan(alpha[x]))) continue;
+      residuals.clear();
+      for (std::size_t c = 0; c < weight.size(); ++c) {
+        const double scale = alpha.empty() ? 1.0 : std::exp(-alpha[x] * synthesis.log_nu_ratio[c]);
+        const double sigma = synthesis.channel_sigma[c] * scale;
+        if (!(weight[c] > 0) || !(sigma > 0)) continue;
+        const double angle = 2 * (chi0 + phi * lambda_sq[c]);
+        const cfloat value = p[c * pixels + x];
+        residuals.push_back((value.real() - pi * std::cos(angle)) / sigma);
+        residuals.push_back((value.imag() - pi * std::sin(angle)) / sigma);
+      }
+      const faraday::SigmaAdd s = faraday::sigma_add(residuals);
+      out[x] = static_cast<float>(s.value);
+      out[pixels + x] = static_cast<float>(s.minus);
+      out[2 * pixels + x] = static_cast<float>(s.plus);
+    }
+  }
+  return out;
 }
 
 std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel_noise,
@@ -332,6 +382,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
                                  beam_,
                                  pointings_.centres,
                                  speed_of_light / std::sqrt(synthesis->setup.lambda0_sq),
+                                 {products_.sigma_add_map(0), products_.sigma_add_map(1), products_.sigma_add_map(2)},
                                  {},
                                  0};
     std::vector<double> used_noise;
@@ -368,6 +419,7 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
   const FaradayConfig& f = config_.faraday;
   s.settings = faraday::spectrum_settings(s.setup, sigma,
                                           {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
+  s.channel_sigma = noise;
   s.a = faraday::synthesis_matrix(s.setup, s.setup.axis);
   s.rmsf_double = faraday::rmsf_for_clean(s.setup);
   for (const std::string& name : config_.faraday.cubes) s.cubes.push_back(cube_choice(name));
@@ -406,6 +458,7 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
   const double lambda0_sq = synthesis->setup.lambda0_sq;
   for (int m = 0; m < faraday::pixel_map_count; ++m)
     fits::CubeFile::create(products_.pixel_map(m), faraday_map(base_, map_units[m], lambda0_sq));
+  for (int k = 0; k < 3; ++k) fits::CubeFile::create(products_.sigma_add_map(k), faraday_map(base_, "", lambda0_sq));
   if (!synthesis->log_nu_ratio.empty())
     fits::CubeFile::create(products_.fracpol_map(), faraday_map(base_, "", lambda0_sq));
 }

@@ -203,7 +203,7 @@ TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
   // maps, the RMSF width map and 6 cubes of 121 depths, of 256^2 float pixels: 0.2918 GB
   // before headers, 0.2920 GB with them.
   EXPECT_NE(plan.out.find("products: 0.29 GB in " + scratch("plan").string() + ": 9 channel cubes 94.5 MB, "
-                          "20 moment images 5.5 MB, 6 FDF cubes 0.19 GB, 8 pixel maps 2.2 MB, 3 RMSF files 0.3 MB"),
+                          "20 moment images 5.5 MB, 6 FDF cubes 0.19 GB, 11 pixel maps 3.0 MB, 3 RMSF files 0.3 MB"),
             std::string::npos)
       << plan.out;
   EXPECT_NE(plan.out.find("suggested: sbatch --ntasks=3 --cpus-per-task=1 --mem-per-cpu="), std::string::npos)

@@ -5,7 +5,7 @@
 //    false detection with probability exp(-32) = 1.3e-14, so 3e-10 are expected and one
 //    fails the test;
 //  - a Faraday-thin and a Faraday-complex source (two thin components 30 rad/m^2 apart):
-//    each found once, only the second flagged complex.
+//    each found once, only the second flagged complex, by m2 and by sigma_add.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -93,12 +93,19 @@ TEST_F(CatalogueSky, ThinAndComplexSourcesFoundOnceAndTold) {
   const auto& pi = table.values<double>("pi");
   const auto& m2 = table.values<double>("m2");
   const auto& complex = table.values<std::int32_t>("faraday_complex");
+  const auto& sigma_add = table.values<double>("sigma_add");
+  const auto& sigma_add_minus = table.values<double>("sigma_add_err_minus");
+  const auto& complex_sigma_add = table.values<std::int32_t>("complex_sigma_add");
   ASSERT_EQ(ra.size(), 2u) << "rows of sources-catalogue.fits";
   for (std::size_t r = 0; r < ra.size(); ++r) {
-    std::cout << "[ measured ] ra " << ra[r] << " phi " << phi[r] << " pi " << pi[r] << " m2 " << m2[r] << "\n";
+    std::cout << "[ measured ] ra " << ra[r] << " phi " << phi[r] << " pi " << pi[r] << " m2 " << m2[r]
+              << " sigma_add " << sigma_add[r] << " -" << sigma_add_minus[r] << "\n";
     const bool thin = std::abs(ra[r] - 0.2) < 0.01;
     EXPECT_TRUE(thin || std::abs(ra[r] - 359.8) < 0.01) << ra[r];
     EXPECT_EQ(complex[r], thin ? 0 : 1) << "ra " << ra[r] << ", m2 " << m2[r];
+    // The channels say so too: the thin source's sigma_add is consistent with zero, the
+    // two components' is significant.
+    EXPECT_EQ(complex_sigma_add[r], thin ? 0 : 1) << "ra " << ra[r] << ", sigma_add " << sigma_add[r];
     if (thin) {
       EXPECT_NEAR(phi[r], 12.0, 0.1);
       EXPECT_NEAR(pi[r], 0.05, 0.005);

@@ -50,7 +50,7 @@ double derotation(const fs::path& reference, const std::vector<float>& pi, doubl
 // non-linear in the data, so a change in the last bits of a faint pixel's spectrum
 // moves them freely: they are compared where a source is, of their own peak: the maps
 // from the Faraday depth of peak (depth, angle, their errors, fractional polarisation,
-// m2, RM-CLEAN iterations) where the polarised intensity is 20 times its median, the
+// m2, RM-CLEAN iterations, sigma_add) where the polarised intensity is 20 times its median, the
 // angle of its largest derotation instead (see derotation); and skewness and kurtosis
 // (ratios of moments, as large for noise as for a source) where the Stokes parameter's
 // spread over the channels is 3 % of Stokes I's largest or more: nowhere in V, which
@@ -71,7 +71,9 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
   double worst_all = 0;
   for (const auto& entry : fs::directory_iterator(reference)) {
     const std::string name = entry.path().filename().string();
-    if (entry.path().extension() != ".fits" || name.find("catalogue") != std::string::npos) continue;
+    if (entry.path().extension() != ".fits" || name.find("catalogue") != std::string::npos ||
+        name.find("rmtable") != std::string::npos)
+      continue;
     const std::vector<float> a = spip::fits::read_image(entry.path().string()).data;
     const std::vector<float> b = spip::fits::read_image((grouped / name).string()).data;
     EXPECT_EQ(a.size(), b.size()) << name;
@@ -83,7 +85,8 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
     // A primary-beam corrected cube is blank below beam.limit; a mosaic's response there
     // comes from its pointings' noise, whose last bits can move a pixel at the limit.
     const bool corrected = has("-image-pb-");
-    const bool from_peak = (has("-peak-") && !has("-peak-pi")) || has("-fdf-m2") || has("-rmclean-iterations");
+    const bool from_peak = (has("-peak-") && !has("-peak-pi")) || has("-fdf-m2") || has("-rmclean-iterations") ||
+                           has("-sigma-add");
     std::vector<float> spread;
     double signal = 0;
     if (shape) {
@@ -117,8 +120,11 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
     if (!shape || (faraday && !has("-V."))) {
       EXPECT_GT(values, 0u) << what << " " << name;
     }
-    EXPECT_LE(relative, tolerance) << what << " " << name;
-    worst_all = std::max(worst_all, relative);
+    // sigma_add is a percentile of a posterior sampled on a grid that spans the residuals'
+    // range: the last bits of one residual move the grid, and the percentile by ~1e-3.
+    const bool sampled = has("-sigma-add");
+    EXPECT_LE(relative, sampled ? std::max(tolerance, 1e-2) : tolerance) << what << " " << name;
+    if (!sampled) worst_all = std::max(worst_all, relative);
     ++compared;
   }
   std::cout << "[ measured ] " << what << ": largest difference of " << compared << " products " << worst_all

@@ -221,6 +221,8 @@ TEST_F(OskarTruth, CatalogueListsEachPolarisedSourceOnce) {
   const auto& snr = table.values<double>("snr");
   const auto& frac_pol = table.values<double>("frac_pol");
   const auto& complex = table.values<std::int32_t>("faraday_complex");
+  const auto& sigma_add = table.values<double>("sigma_add");
+  const auto& complex_sigma_add = table.values<std::int32_t>("complex_sigma_add");
   const double nu0 = speed_of_light / std::sqrt(spip::fits::read_image(product("peak-pi")).number("LAMSQ0"));
   ASSERT_EQ(x.size(), 3u) << "rows of demo-catalogue.fits";
   for (const auto& c : sky.components) {
@@ -234,6 +236,8 @@ TEST_F(OskarTruth, CatalogueListsEachPolarisedSourceOnce) {
       EXPECT_NEAR(pi[r], want_pi, 1e-3 * want_pi) << c.name;
       EXPECT_NEAR(frac_pol[r], c.pol_frac, 1e-3 * c.pol_frac) << c.name;
       EXPECT_EQ(complex[r], 0) << c.name << " is Faraday-thin";
+      EXPECT_EQ(complex_sigma_add[r], 0) << c.name << " is Faraday-thin, but sigma_add is " << sigma_add[r];
+      std::cout << "[ measured ] " << c.name << ": sigma_add " << sigma_add[r] << "\n";
       EXPECT_NEAR(std::remainder(ra[r] - c.ra_rad * 180 / std::numbers::pi, 360.0), 0.0,
                   20.0 / 3600 / std::cos(c.dec_rad)) << c.name;
       EXPECT_NEAR(dec[r], c.dec_rad * 180 / std::numbers::pi, 20.0 / 3600) << c.name;

@@ -37,6 +37,8 @@ SOURCES = [  # x, y, polarised intensity [Jy/beam], Faraday depth [rad/m^2], chi
     (7, 6, 0.05, 35.0, 0.3, 0.1),
     (16, 13, 0.02, -120.0, 1.1, 0.05),
 ]
+# Faraday-complex: two thin components along one line of sight (x, y, [(PI, phi, chi0)], I).
+COMPLEX = (11, 15, [(0.03, 10.0, 0.2), (0.03, 45.0, 1.0)], 0.1)
 failures = []
 
 
@@ -70,13 +72,15 @@ def make_cubes():
     rng = np.random.default_rng(1)
     sigma = 1e-3 * (1 + 0.5 * np.sin(np.arange(NC)))
     q, u, i = (rng.normal(size=(NC, NY, NX)) * sigma[:, None, None] for _ in range(3))
-    for x, y, p, rm, chi, s in SOURCES:
-        pol = p * np.exp(2j * (chi + rm * LAMBDA_SQ))
+    x, y, components, s = COMPLEX
+    for x, y, components, s in [(x, y, components, s)] + [(x, y, [(p, rm, chi)], s) for x, y, p, rm, chi, s in SOURCES]:
+        pol = sum(p * np.exp(2j * (chi + rm * LAMBDA_SQ)) for p, rm, chi in components)
         q[:, y, x] += pol.real
         u[:, y, x] += pol.imag
         i[:, y, x] += s * (FREQ / 944e6) ** -0.7
     for cube in (q, u, i):
         cube[:, -2:, -3:] = np.nan  # beyond a mosaic's edge
+    cubes = q, u  # as the first runs see them
     write(f"{WORK}/q.fits", q, 2, ["RA", "DEC", "FREQ", "STOKES"])   # WSClean's order
     write(f"{WORK}/u.fits", u, 3, ["RA", "DEC", "STOKES", "FREQ"])   # CASA's exportfits order
     write(f"{WORK}/i.fits", i, 1, ["FREQ", "RA", "DEC", "STOKES"])
@@ -84,20 +88,21 @@ def make_cubes():
     np.savetxt(f"{WORK}/noise.txt", sigma)
     np.savetxt(f"{WORK}/freqs.txt", FREQ)
     os.mkdir(f"{WORK}/gap")  # the same with a channel flagged throughout
+    q, u, i = q.copy(), u.copy(), i.copy()
     for cube in (q, u, i):
         cube[BLANK_CHANNEL] = np.nan
     write(f"{WORK}/gap/q.fits", q, 2, ["RA", "DEC", "FREQ", "STOKES"])
     write(f"{WORK}/gap/u.fits", u, 3, ["RA", "DEC", "STOKES", "FREQ"])
     write(f"{WORK}/gap/i.fits", i, 1, ["FREQ", "RA", "DEC", "STOKES"])
-    return sigma, q, u
+    return sigma, *cubes
 
 
-def spip(ranks, out, cubes=WORK):
+def spip(ranks, out, cubes=WORK, *extra):
     command = MPIEXEC + [str(ranks), SPIP, "--input.cube_q", f"{cubes}/q.fits", "--input.cube_u", f"{cubes}/u.fits",
                          "--input.cube_i", f"{cubes}/i.fits", "--input.cube_noise", f"{WORK}/noise.txt",
                          "--output.dir", out, "--output.prefix", "c", "--faraday.cubes", "all",
                          "--faraday.variance_weights", "true", "--faraday.rmclean_xcorr", "false",
-                         "--parallel.threads", "1"]
+                         "--parallel.threads", "1", *extra]
     return subprocess.run(command, capture_output=True, text=True)
 
 
@@ -194,6 +199,63 @@ def check_rmtable(out, catalogue):
                   f"  {s['name']}: rm, polint and Nchan as the catalogue's, l and b as astropy's, Q and U make polint")
 
 
+def check_sigma_add(out, catalogue, q, u, sigma):
+    """sigma_add against RM-Tools' rmsynth1d on the same spectra (the pixel's Q and U with
+    the channels' noise, no Stokes I model, as spip ran): consistent with zero for the
+    thin sources, significant for the complex one."""
+    import json
+    for x, y, kind in [(s[0], s[1], "thin") for s in SOURCES] + [(COMPLEX[0], COMPLEX[1], "complex")]:
+        rows = [s for s in catalogue if round(float(s["x_pix"])) == x and round(float(s["y_pix"])) == y]
+        if not rows:
+            check(False, f"a catalogue row at ({x}, {y}) for sigma_add")
+            continue
+        s = rows[0]
+        spectrum = f"{WORK}/spectrum-{x}-{y}.dat"
+        np.savetxt(spectrum, np.column_stack([FREQ, q[:, y, x], u[:, y, x], sigma, sigma]))
+        subprocess.run([f"{RMT}/rmsynth1d", spectrum, "-S", "-w", "variance"], check=True, capture_output=True)
+        rmt = json.load(open(spectrum.replace(".dat", "_RMsynth.json")))
+        ours = float(s["sigma_add"]), float(s["sigma_add_err_minus"]), float(s["sigma_add_err_plus"])
+        theirs = rmt["sigmaAddC"], rmt["dSigmaAddMinusC"], rmt["dSigmaAddPlusC"]
+        check(all(abs(a - b) <= 0.05 * abs(b) for a, b in zip(ours, theirs)),
+              f"{kind} source at ({x}, {y}): sigma_add {ours[0]:.4f} (-{ours[1]:.4f}, +{ours[2]:.4f}), "
+              f"rmsynth1d's {theirs[0]:.4f} (-{theirs[1]:.4f}, +{theirs[2]:.4f}), within 5 %")
+        significant = s["complex_sigma_add"] == "1"
+        check(significant == (kind == "complex"),
+              f"  {'significant' if kind == 'complex' else 'consistent with zero'}: complex_sigma_add {s['complex_sigma_add']}")
+
+
+def check_given_positions(one, catalogue):
+    """catalogue.sources: a Selavy-like FITS table and an Aegean-like CSV of Stokes I
+    positions; the catalogue measures there, in the list's order, and leaves out a
+    position off the image."""
+    from astropy.table import Table
+    wcs = WCS(fits.getheader(f"{WORK}/q.fits")).celestial
+    pixels = [(s[0], s[1]) for s in SOURCES] + [(COMPLEX[0], COMPLEX[1]), (3, 10), (200, 10)]
+    ra, dec = wcs.pixel_to_world_values([p[0] for p in pixels], [p[1] for p in pixels])
+    ids = [f"component_{k}" for k in range(len(pixels))]
+    Table({"component_id": ids, "ra_deg_cont": ra, "dec_deg_cont": dec}).write(f"{WORK}/selavy.fits")
+    Table({"uuid": ids, "ra": ra, "dec": dec}).write(f"{WORK}/aegean.csv")
+    for listing in ("selavy.fits", "aegean.csv"):
+        out = f"{WORK}/given-{listing}"
+        run = spip(1, out, WORK, "--catalogue.sources", f"{WORK}/{listing}")
+        check(run.returncode == 0, f"catalogue.sources {listing}: exit {run.returncode}")
+        if run.returncode != 0:
+            print(run.stderr[-2000:])
+            continue
+        rows = [line.rstrip("\n").split(",") for line in open(f"{out}/c-catalogue.csv") if not line.startswith("#")]
+        given = [dict(zip(rows[0], r)) for r in rows[1:]]
+        names = [g["name"] for g in given]
+        check(len(given) == len(pixels) - 1 and (listing == "aegean.csv" or names == ids[:-1]),
+              f"  {len(given)} rows, in the list's order, the one off the image left out: {names}")
+        for g, (x, y) in zip(given, pixels):
+            check(abs(float(g["x_pix"]) - x) < 1e-6 and abs(float(g["y_pix"]) - y) < 1e-6,
+                  f"  row at ({g['x_pix']}, {g['y_pix']}), the list's ({x}, {y})")
+            island = [s for s in catalogue if round(float(s["x_pix"])) == x and round(float(s["y_pix"])) == y]
+            if island:
+                check(g["phi"] == island[0]["phi"] and g["sigma_add"] == island[0]["sigma_add"],
+                      f"  its phi and sigma_add are those the island catalogue found there")
+
+
 def main():
     sigma, q, u = make_cubes()
     one, two, gap = f"{WORK}/one", f"{WORK}/two", f"{WORK}/gap/out"
@@ -275,7 +337,7 @@ def main():
     # Analytic truth: each source where it was put, at its depth and intensity.
     rows = [line.split(",") for line in open(f"{one}/c-catalogue.csv") if not line.startswith("#")]
     table = [dict(zip(rows[0], r)) for r in rows[1:]]
-    check(len(table) == len(SOURCES), f"the catalogue lists {len(table)} sources of {len(SOURCES)}")
+    check(len(table) == len(SOURCES) + 1, f"the catalogue lists {len(table)} sources of {len(SOURCES) + 1}")
     wcs = WCS(fits.getheader(f"{WORK}/q.fits")).celestial
     for x, y, p, rm, _, _ in SOURCES:
         near = [s for s in table if abs(float(s["x_pix"]) - x) < 0.5 and abs(float(s["y_pix"]) - y) < 0.5]
@@ -291,6 +353,9 @@ def main():
                   f"  its RA and Dec are the input cube's WCS at its pixel position")
 
     check_rmtable(one, table)
+    check_sigma_add(one, table, q, u, sigma)
+
+    check_given_positions(one, table)
 
     # Cubes that disagree are refused in one line naming both.
     run = subprocess.run([SPIP, "--input.cube_q", f"{WORK}/q.fits", "--input.cube_u", f"{WORK}/u-other-axis.fits",

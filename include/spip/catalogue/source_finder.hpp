@@ -26,6 +26,8 @@ struct SinProjection {
   double ra_rad = 0, dec_rad = 0, cell_rad = 0;
   // RA in [0, 2 pi) and Dec of a (sub-)pixel position.
   void world(double x, double y, double& ra, double& dec) const;
+  // The (sub-)pixel position of a direction; false behind the projection's hemisphere.
+  bool pixel(double ra, double dec, double& x, double& y) const;
 };
 
 // The local noise: the rms of `noise` (each pixel's own noise) in boxes of `box` pixels
@@ -68,10 +70,31 @@ struct Source {
   bool faraday_complex = false;
   double beamdist_deg = 0;      // from the nearest pointing (the projection's centre), on the sky
   double beam_response = std::numeric_limits<double>::quiet_NaN();  // the primary beam's there; NaN: no beam
+  // faraday::sigma_add of the peak pixel's channels, with its lower and upper errors; NaN where not measured.
+  double sigma_add = std::numeric_limits<double>::quiet_NaN();
+  double sigma_add_minus = std::numeric_limits<double>::quiet_NaN(), sigma_add_plus = sigma_add_minus;
+  // sigma_add is significant: above 3 times its lower error.
+  bool complex_sigma_add() const { return sigma_add > 3 * sigma_add_minus; }
 };
 
 // Sources sorted by falling PI.
 std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& projection, const FinderSettings& settings);
+
+// A position another catalogue gives (Stokes I components: Selavy, PyBDSF, Aegean).
+struct SourcePosition {
+  std::string id;  // its name or id there; empty: named from the position
+  double ra_deg = 0, dec_deg = 0;
+};
+// The Faraday quantities at each position, as POSSUM measures them at its Stokes I
+// components: at the nearest pixel, with the local noise, in the list's order, each its
+// own island; positions off the image or on unmeasured pixels are left out.
+std::vector<Source> sources_at(const PixelMaps& maps, const SinProjection& projection, const FinderSettings& settings,
+                               const std::vector<SourcePosition>& positions);
+// The positions in a FITS or CSV table (by its name's ending) with RA and Dec columns in
+// degrees: ra/dec, ra_deg/dec_deg, ra_deg_cont/dec_deg_cont (Selavy), raj2000/dej2000,
+// any case; the id from component_id, source_name, source_id, name or id where there is
+// one. InputError in one line where the file or the columns are missing.
+std::vector<SourcePosition> read_source_positions(const std::string& path);
 
 // "SPIP J001234.5+601234" for a position in degrees.
 std::string source_name(double ra_deg, double dec_deg);

@@ -101,6 +101,7 @@ struct CatalogueConfig {
   double threshold = 8.0;             // islands above this many local FDF sigma (POSSUM); 0: none
   int box = 0;                        // local-noise box side, pixels; 0: 20 restoring beams
   double complexity = 0.5;            // Faraday-complex when m2 > complexity * RMSF FWHM
+  std::string sources;                // a Stokes I component list (FITS or CSV): measure there instead of finding islands
 };
 
 struct BeamConfig {

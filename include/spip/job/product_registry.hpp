@@ -67,6 +67,7 @@ class ProductRegistry {
   std::string fdf_cube(const std::string& cube) const;  // a faraday.cubes name, "real-dirty"
   std::string pixel_map(int map) const;                 // a faraday::PixelMap
   std::string fracpol_map() const;                      // faraday.fractional's peak PI / I0
+  std::string sigma_add_map(int k) const;               // sigma_add (0) and its lower (1) and upper (2) errors
   std::string rmsf_fwhm_map() const;                    // RM-Tools' per-pixel RMSF width
   std::string rmsf_cube() const;
   std::string rmsf_text() const;
@@ -94,8 +95,8 @@ class ProductRegistry {
   // Whether the moment images of `quantity` (a Stokes parameter, or P) are made: those of
   // Stokes I and V only where there is Stokes I or V.
   bool has_moments(int quantity) const;
-  // Whether the catalogue is made: catalogue.threshold > 0, and Stokes I to compare each
-  // source's polarised intensity with.
+  // Whether the catalogue is made: catalogue.threshold > 0 or catalogue.sources, and
+  // Stokes I to compare each source's polarised intensity with.
   bool has_catalogue() const { return catalogue_; }
   // The channel cubes this run writes, in the order the stages create them.
   std::vector<ChannelCube> channel_cubes() const;
