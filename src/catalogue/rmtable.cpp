@@ -99,7 +99,7 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.add<std::int32_t>("Ncomp", "", "Number of RM components", [](S) { return 1.0; });
   c.real("stokesI", "Jy", "Stokes I", [](S s) { return s.stokes_i; });
   c.real("stokesI_err", "Jy", "Error in Stokes I", [](S s) { return s.sigma; });
-  c.blank("spectral_index", "", "Stokes I spectral index");
+  c.real("spectral_index", "", "Stokes I spectral index", [](S s) { return s.spectral_index; });
   c.blank("spectral_index_err", "", "Error in spectral index");
   c.real("reffreq_I", "Hz", "Reference frequency for Stokes I", [&](S) { return context.fractional ? nu0 : nan; });
   c.real("polint", "Jy", "Polarized intensity", [](S s) { return s.pi; });

@@ -67,6 +67,7 @@ std::string ProductRegistry::moment(int quantity, int order) const {
 std::string ProductRegistry::fdf_cube(const std::string& cube) const { return path(rmtools_fdf_name(cube) + ".fits"); }
 std::string ProductRegistry::pixel_map(int map) const { return path(std::string(map_names[map]) + ".fits"); }
 std::string ProductRegistry::fracpol_map() const { return path("peak-fracpol.fits"); }
+std::string ProductRegistry::alpha_map() const { return path("stokes-i-alpha.fits"); }
 std::string ProductRegistry::sigma_add_map(int k) const {
   constexpr const char* names[] = {"sigma-add", "sigma-add-minus", "sigma-add-plus"};
   return path(std::string(names[k]) + ".fits");
@@ -141,7 +142,10 @@ std::vector<Product> ProductRegistry::all() const {
     products.push_back({fdf_cube(cube), ProductKind::fdf_cube, fits_bytes(pixels * shape_.depths)});
   for (int map = 0; map < faraday::pixel_map_count; ++map)
     products.push_back({pixel_map(map), ProductKind::pixel_map, image});
-  if (fractional_) products.push_back({fracpol_map(), ProductKind::pixel_map, image});
+  if (fractional_) {
+    products.push_back({fracpol_map(), ProductKind::pixel_map, image});
+    products.push_back({alpha_map(), ProductKind::pixel_map, image});
+  }
   for (int k = 0; k < 3; ++k) products.push_back({sigma_add_map(k), ProductKind::pixel_map, image});
   products.push_back({rmsf_fwhm_map(), ProductKind::rmsf, image});
   products.push_back({rmsf_cube(), ProductKind::rmsf, fits_bytes(shape_.depths)});

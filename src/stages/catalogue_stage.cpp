@@ -80,6 +80,12 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
     s.sigma_add_minus = sigma_add[1].values[at];
     s.sigma_add_plus = sigma_add[2].values[at];
   }
+  if (!inputs.alpha.empty()) {
+    const catalogue::Map alpha = read_map(inputs.alpha);
+    for (catalogue::Source& s : sources)
+      s.spectral_index = alpha.values[static_cast<std::size_t>(std::lround(s.y)) * pi.nx +
+                                      static_cast<std::size_t>(std::lround(s.x))];
+  }
   const fits::Table table = catalogue::catalogue_table(sources, settings);
   fits::write_table(products.catalogue_table(), table);
   write_text_atomically(products.catalogue_csv(), catalogue::to_csv(table));

@@ -285,6 +285,8 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   std::vector<float> fracpol(pixels);
   for (std::size_t x = 0; x < pixels; ++x) fracpol[x] = maps[faraday::map_pi * pixels + x] / i0[x];
   writer_->rows(products_.fracpol_map(), first_row, fracpol);
+  for (std::size_t x = 0; x < pixels; ++x) alpha[x] = measured(x, alpha[x]);
+  writer_->rows(products_.alpha_map(), first_row, alpha);
 }
 
 // faraday.fractional: each pixel's Q + iU divided by its Stokes I power law and scaled
@@ -383,6 +385,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
                                  pointings_.centres,
                                  speed_of_light / std::sqrt(synthesis->setup.lambda0_sq),
                                  {products_.sigma_add_map(0), products_.sigma_add_map(1), products_.sigma_add_map(2)},
+                                 synthesis->log_nu_ratio.empty() ? "" : products_.alpha_map(),
                                  {},
                                  0};
     std::vector<double> used_noise;
@@ -459,8 +462,10 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
   for (int m = 0; m < faraday::pixel_map_count; ++m)
     fits::CubeFile::create(products_.pixel_map(m), faraday_map(base_, map_units[m], lambda0_sq));
   for (int k = 0; k < 3; ++k) fits::CubeFile::create(products_.sigma_add_map(k), faraday_map(base_, "", lambda0_sq));
-  if (!synthesis->log_nu_ratio.empty())
+  if (!synthesis->log_nu_ratio.empty()) {
     fits::CubeFile::create(products_.fracpol_map(), faraday_map(base_, "", lambda0_sq));
+    fits::CubeFile::create(products_.alpha_map(), faraday_map(base_, "", lambda0_sq));
+  }
 }
 
 // This rank's slab of image rows, a row group at a time. Every rank takes part in every

@@ -6,6 +6,7 @@
 #include <casacore/casa/Arrays/IPosition.h>
 #include <casacore/coordinates/Coordinates/CoordinateSystem.h>
 #include <casacore/coordinates/Coordinates/DirectionCoordinate.h>
+#include <casacore/coordinates/Coordinates/LinearCoordinate.h>
 #include <casacore/coordinates/Coordinates/SpectralCoordinate.h>
 #include <casacore/coordinates/Coordinates/StokesCoordinate.h>
 #include <casacore/images/Images/FITSImage.h>
@@ -66,6 +67,22 @@ TEST(FitsCasacore, PerPlaneBeamsAreReadFromTheBeamsTable) {
     EXPECT_NEAR(beam.getMinor("arcsec"), 6.0 + 0.5 * k, 1e-4) << k;
     EXPECT_NEAR(beam.getPA("deg", true), 30.0 + 10 * k, 1e-4) << k;
   }
+}
+
+// An FDF cube's real part: FDEP, then a STOKES axis of Q, as POSSUM archives them.
+TEST(FitsCasacore, FaradayDepthCubeHasItsDepthsAndItsStokesAxis) {
+  const casacore::FITSImage image(sample("sample_fdf.fits"));
+  const casacore::CoordinateSystem& cs = image.coordinates();
+  ASSERT_EQ(image.shape().nelements(), 4u);
+  EXPECT_EQ(image.shape()(2), 5);
+  EXPECT_EQ(image.shape()(3), 1);
+  ASSERT_GE(cs.findCoordinate(casacore::Coordinate::STOKES), 0);
+  EXPECT_EQ(cs.stokesCoordinate().stokes()(0), casacore::Stokes::Q);
+  const int linear = cs.findCoordinate(casacore::Coordinate::LINEAR);
+  ASSERT_GE(linear, 0);
+  casacore::Vector<double> world;
+  ASSERT_TRUE(cs.linearCoordinate(linear).toWorld(world, casacore::Vector<double>(1, 2.0)));
+  EXPECT_NEAR(world(0), -9.0, 1e-9);  // third depth: -10 + 2 * 0.5
 }
 
 TEST(FitsCasacore, SingleBeamImageHasItsBeam) {

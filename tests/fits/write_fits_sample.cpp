@@ -82,6 +82,7 @@ int main(int argc, char** argv) {
 
     ImageHeader fdf = sample_header();
     fdf.spectral = LinearAxis{"FDEP", "rad/m^2", -10.0, 0.5, 1, 5};
+    fdf.stokes = Stokes::Q;  // as spip writes an FDF's real part
     fdf.extra_keys["LAMSQ0"] = 4.458;
     const std::string fdf_path = (dir / "sample_fdf.fits").string();
     CubeFile::create(fdf_path, fdf);

@@ -67,6 +67,7 @@ class ProductRegistry {
   std::string fdf_cube(const std::string& cube) const;  // a faraday.cubes name, "real-dirty"
   std::string pixel_map(int map) const;                 // a faraday::PixelMap
   std::string fracpol_map() const;                      // faraday.fractional's peak PI / I0
+  std::string alpha_map() const;                        // faraday.fractional's Stokes I spectral index
   std::string sigma_add_map(int k) const;               // sigma_add (0) and its lower (1) and upper (2) errors
   std::string rmsf_fwhm_map() const;                    // RM-Tools' per-pixel RMSF width
   std::string rmsf_cube() const;

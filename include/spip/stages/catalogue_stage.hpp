@@ -22,6 +22,7 @@ struct CatalogueInputs {
   std::vector<Direction> pointings;     // where the beams point: beamdist is the distance from the nearest
   double reference_freq_hz = 0;         // nu0 = c / lambda0, where the peak PI is
   std::vector<std::string> sigma_add;   // the sigma_add map and its lower and upper errors
+  std::string alpha;                    // with faraday.fractional: the Stokes I spectral index map, else empty
   std::vector<double> channel_freq_hz;  // the channels RM synthesis weighted
   double noise_chan = 0;                // the median of their noise in Q and U, Jy/beam
 };
