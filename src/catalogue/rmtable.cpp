@@ -24,10 +24,12 @@ std::string standard_telescope(const std::string& name) {
   return "Unknown";
 }
 
-// An angle in degrees in the standard's [0, 180).
+// An angle in degrees in the standard's [0, 180), also once written as a float (a tiny
+// negative angle plus 180 rounds to 180).
 double half_turn(double deg) {
   const double a = std::fmod(deg, 180.0);
-  return a < 0 ? a + 180.0 : a >= 180.0 ? 0.0 : a;
+  const double turned = a < 0 ? a + 180.0 : a;
+  return static_cast<float>(turned) >= 180.0f ? 0.0 : turned;
 }
 
 // The angle at lambda0^2, in degrees: chi0 rotated by phi lambda0^2.
@@ -73,8 +75,10 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   const double channel_width = steps.empty() ? nan : steps[steps.size() / 2];
   const fits::Beam& beam = context.beam;
   const std::string telescope = standard_telescope(context.telescope);
+  // Where the bias-corrected PI is 0 (a listed position without polarisation) its
+  // relative errors have no value.
   const auto fracpol_err = [](S s) {
-    return s.frac_pol * std::hypot(s.pi_err / s.pi, s.sigma / s.stokes_i);
+    return s.pi > 0 ? s.frac_pol * std::hypot(s.pi_err / s.pi, s.sigma / s.stokes_i) : nan;
   };
 
   Columns c(sources);
@@ -110,7 +114,7 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.real("fracpol", "", "Fractional (linear) polarization", [](S s) { return s.frac_pol; });
   c.real("fracpol_err", "", "Error in fractional polarization", fracpol_err);
   c.real("polangle", "deg", "Electric vector polarization angle", [&](S s) { return polangle(s, lambda0_sq); });
-  c.real("polangle_err", "deg", "Error in EVPA", [](S s) { return 0.5 * s.pi_err / s.pi * rad_to_deg; });
+  c.real("polangle_err", "deg", "Error in EVPA", [](S s) { return s.pi > 0 ? 0.5 * s.pi_err / s.pi * rad_to_deg : nan; });
   c.real("reffreq_pol", "Hz", "Reference frequency for polarization", [&](S) { return nu0; });
   const auto stokes_qu = [&](S s, bool u) {
     const double twice = 2 * polangle(s, lambda0_sq) / rad_to_deg;

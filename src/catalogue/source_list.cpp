@@ -87,8 +87,13 @@ std::vector<SourcePosition> from_fits(const std::string& path) {
   for (const fits::TableColumn& c : table.columns) names.push_back(c.name);
   const long ra = find_column(names, ra_names), dec = find_column(names, dec_names), id = find_column(names, id_names);
   if (ra < 0 || dec < 0) refuse(path, "no RA and Dec columns in degrees (ra, ra_deg, ra_deg_cont or raj2000, and dec, ...)");
-  const auto& ra_values = table.values<double>(names[static_cast<std::size_t>(ra)]);
-  const auto& dec_values = table.values<double>(names[static_cast<std::size_t>(dec)]);
+  const auto degrees = [&](long column) -> const std::vector<double>& {
+    const auto* values = std::get_if<std::vector<double>>(&table.columns[static_cast<std::size_t>(column)].values);
+    if (!values) refuse(path, "column " + names[static_cast<std::size_t>(column)] + " does not hold numbers");
+    return *values;
+  };
+  const std::vector<double>& ra_values = degrees(ra);
+  const std::vector<double>& dec_values = degrees(dec);
   std::vector<SourcePosition> positions;
   for (std::size_t r = 0; r < ra_values.size(); ++r) {
     std::string name;
@@ -96,6 +101,13 @@ std::vector<SourcePosition> from_fits(const std::string& path) {
       const auto& column = table.columns[static_cast<std::size_t>(id)].values;
       if (const auto* texts = std::get_if<std::vector<std::string>>(&column)) name = (*texts)[r];
       if (const auto* numbers = std::get_if<std::vector<std::int32_t>>(&column)) name = std::to_string((*numbers)[r]);
+      // 64-bit integer ids (astropy's default) and real ones are read as doubles.
+      if (const auto* reals = std::get_if<std::vector<double>>(&column)) {
+        std::ostringstream text;
+        text.precision(15);
+        text << (*reals)[r];
+        name = text.str();
+      }
     }
     positions.push_back({name, ra_values[r], dec_values[r]});
   }

@@ -787,6 +787,10 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
     SPIP_THROW(ConfigError, std::string(!input.cube_i.empty() ? "input.cube_i" : !input.cube_v.empty() ? "input.cube_v"
                                                                                                      : "input.cube_noise") +
                                 " is set without input.cube_q and input.cube_u: expected the Q and U cubes too");
+  if (input.cubes() && !config.faraday.ionosphere.empty())
+    SPIP_THROW(ConfigError, "faraday.ionosphere = " + config.faraday.ionosphere +
+                                " with input.cube_q: the ionosphere is undone visibility by visibility, and the cubes "
+                                "are images; expected no faraday.ionosphere");
   if (input.cubes() && beam.model != BeamModel::none)
     SPIP_THROW(ConfigError, "beam.model = " + to_string(beam.model) +
                                 " with input.cube_q: the cubes are taken as they are (a mosaic made by linmos is "

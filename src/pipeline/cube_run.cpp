@@ -55,6 +55,7 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
                                const Log& log, StopRequest& stop) {
   const Stopwatch total;
   log.root(plan.memory.describe() + " (rank 0)");
+  log.info("RM synthesis and RM-CLEAN on the " + plan.backend + " backend");
   std::vector<ChannelQa> records;
   RankQa rank_qa;
   rank_qa.rank = mpi.rank();
@@ -66,8 +67,8 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
   stop.leave_if_requested("nothing is written yet");
 
   const Stopwatch watch;
-  FaradayStage faraday(config, plan.products, plan.base, plan.freq_hz, plan.memory.faraday_group, -1, 0,
-                       cube_rows(plan.cubes), std::nullopt, beam::Pointings{});
+  FaradayStage faraday(config, plan.products, plan.base, plan.freq_hz, plan.memory.faraday_group, plan.gpu_device,
+                       plan.gpu_share_bytes, cube_rows(plan.cubes), std::nullopt, beam::Pointings{});
   CommittedProducts products;
   products.paths = faraday.finish(noise, mpi, log, stop);
   RunQa run;

@@ -55,7 +55,8 @@ std::optional<fits::SpectralCube> open_cube(const std::string& key, const std::s
   return cube;
 }
 
-// input.cube_noise: one sigma per channel, '#' starting a comment, as RM-Tools' -n file.
+// input.cube_noise: one sigma per channel, '#' starting a comment, as RM-Tools' -n file;
+// a blank channel is found in the cubes, not given a sigma of 0.
 std::vector<double> read_noise(const std::string& path, std::size_t channels) {
   std::ifstream in(path);
   if (!in) SPIP_THROW(InputError, named("input.cube_noise", path) + ": cannot be read");
@@ -71,8 +72,8 @@ std::vector<double> read_noise(const std::string& path, std::size_t channels) {
         sigma = std::stod(word, &used);
       } catch (const std::exception&) {
       }
-      if (used != word.size() || !(sigma >= 0) || std::isinf(sigma))
-        SPIP_THROW(InputError, named("input.cube_noise", path) + ": '" + word + "' is not a noise sigma >= 0");
+      if (used != word.size() || !(sigma > 0) || std::isinf(sigma))
+        SPIP_THROW(InputError, named("input.cube_noise", path) + ": '" + word + "' is not a noise sigma > 0");
       noise.push_back(sigma);
     }
   }
@@ -136,9 +137,23 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
            fixed(plan.freq_hz.back() / 1e6, 4) + " MHz; channel noise " +
            (plan.noise.empty() ? "from the cubes" : "from " + config.input.cube_noise) + "; products in " +
            config.output.dir + " (prefix " + config.output.prefix + ")");
-  if (!plan.cubes.i && config.catalogue.threshold > 0)
+  if (!plan.cubes.i && (config.catalogue.threshold > 0 || !config.catalogue.sources.empty()))
     log.root("no catalogue: it compares each source's polarised intensity with Stokes I; give input.cube_i");
   plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
+  // RM synthesis and RM-CLEAN on this rank's GPU where there is one, as after imaging.
+  std::optional<cuda::DeviceInfo> device;
+  try {
+    device = choose_device(config, mpi.local_rank(), log);
+    if (device) cuda::free_memory_bytes(device->index);  // this rank's context, which its share must not count
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  const parallel::MpiContext::NodeShare share = mpi.share_on_node(
+      device ? device->pci_address : -1, [&] { return device ? cuda::free_memory_bytes(device->index) : 0; });
+  plan.backend = device ? "gpu " + std::to_string(device->index) : "cpu";
+  plan.gpu_device = device ? device->index : -1;
+  plan.gpu_share_bytes = device ? share.each() : 0;
   try {
     const double pixels = static_cast<double>(grid.nx) * grid.ny;
     plan.memory = plan_cube_memory(

@@ -210,21 +210,6 @@ std::vector<std::int64_t> channel_cost(const Plan& plan, const parallel::MpiCont
   return cost;
 }
 
-// The GPU this rank images on, if any: local rank modulo the visible devices
-// (CUDA_VISIBLE_DEVICES, which Slurm's --gpus-per-task sets per task).
-std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_rank, const Log& log) {
-  const Device requested = config.parallel.device;
-  if (requested == Device::cpu) return std::nullopt;
-  const cuda::DeviceProbe probe = cuda::probe_devices();
-  if (probe.devices.empty()) {
-    if (requested == Device::gpu)
-      SPIP_THROW(ConfigError, "parallel.device = gpu but no usable GPU: " + probe.reason);
-    log.info("no GPU (" + probe.reason + "); using the CPU backend");
-    return std::nullopt;
-  }
-  return probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
-}
-
 // Checks that this rank's share of its GPU holds the imaging plan and CLEAN's device buffers.
 void check_device_share(const cuda::DeviceInfo& device, const parallel::MpiContext::NodeShare& share,
                         const imaging::ImageGeometry& geometry, std::size_t max_visibilities,
@@ -340,6 +325,19 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
 }
 
 }  // namespace
+
+std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_rank, const Log& log) {
+  const Device requested = config.parallel.device;
+  if (requested == Device::cpu) return std::nullopt;
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  if (probe.devices.empty()) {
+    if (requested == Device::gpu)
+      SPIP_THROW(ConfigError, "parallel.device = gpu but no usable GPU: " + probe.reason);
+    log.info("no GPU (" + probe.reason + "); using the CPU backend");
+    return std::nullopt;
+  }
+  return probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
+}
 
 std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,
                                     const parallel::MpiContext& mpi, const Log& log) {

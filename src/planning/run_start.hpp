@@ -4,8 +4,10 @@
 // Private to src/planning.
 #include <exception>
 #include <memory>
+#include <optional>
 
 #include "spip/config/config.hpp"
+#include "spip/cuda/device.hpp"
 #include "spip/job/product_registry.hpp"
 #include "spip/job/run_claim.hpp"
 
@@ -23,6 +25,11 @@ class Log;
 // different message once, so that all ranks leave together and the job says why in
 // one line.
 void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local);
+
+// The GPU this rank works on, if any: local rank modulo the visible devices
+// (CUDA_VISIBLE_DEVICES, which Slurm's --gpus-per-task sets per task); ConfigError where
+// parallel.device = gpu and there is none.
+std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_rank, const Log& log);
 
 // Rank 0's claim on the output folder and prefix.
 std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,

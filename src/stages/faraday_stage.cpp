@@ -278,7 +278,7 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
     writer_->rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
-  const std::vector<float> complexity = sigma_add_rows(*synthesis, p, maps, alpha, weight);
+  const std::vector<float> complexity = sigma_add_rows(*synthesis, p, maps, alpha, weight, sigmas);
   for (int k = 0; k < 3; ++k)
     writer_->rows(products_.sigma_add_map(k), first_row, std::span<const float>(complexity).subspan(k * pixels, pixels));
   if (i0.empty()) return;
@@ -319,15 +319,21 @@ std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, con
 
 // sigma_add and its lower and upper errors per pixel ([3][pixel]) of the residuals of Q
 // and U from the Faraday-thin source of the peak fit (PI, chi0, phi), each over its
-// channel's noise (scaled as the spectrum was with faraday.fractional), in the channels
-// that count. NaN where the peak is below 5 sigma: there the fit, and with it the
-// model, is noise.
+// channel's noise at the pixel, in the channels that count: the channel's noise over the
+// field, scaled as the spectrum was with faraday.fractional, and by the pixel's FDF noise
+// over the field's where the residuals give it (`sigmas`: rising near bright sources, and
+// with the primary beam's correction towards the edge). NaN where the peak is below 5
+// sigma (the fit, and with it the model, is noise), and with a primary beam but no
+// residuals, where the noise at a pixel is not known.
 std::vector<float> FaradayStage::sigma_add_rows(const Synthesis& synthesis, const std::vector<cfloat>& p,
                                                 const std::vector<float>& maps, const std::vector<float>& alpha,
-                                                const std::vector<double>& weight) const {
+                                                const std::vector<double>& weight,
+                                                const std::vector<float>& sigmas) const {
   const std::size_t pixels = maps.size() / faraday::pixel_map_count;
   const std::vector<double>& lambda_sq = synthesis.setup.lambda_sq;
   std::vector<float> out(3 * pixels, NAN);
+  if (beam_ && sigmas.empty()) return out;
+  const double field = synthesis.settings.sigma;
 #pragma omp parallel
   {
     std::vector<double> residuals;
@@ -337,8 +343,11 @@ std::vector<float> FaradayStage::sigma_add_rows(const Synthesis& synthesis, cons
       const double phi = maps[faraday::map_phi * pixels + x];
       if (!(pi >= 5 * maps[faraday::map_pi_err * pixels + x]) || (!alpha.empty() && std::isnan(alpha[x]))) continue;
       residuals.clear();
+      const double here = sigmas.empty() || !(field > 0)
+                              ? 1.0
+                              : faraday::pixel_sigma(field, sigmas.data(), static_cast<long long>(x)) / field;
       for (std::size_t c = 0; c < weight.size(); ++c) {
-        const double scale = alpha.empty() ? 1.0 : std::exp(-alpha[x] * synthesis.log_nu_ratio[c]);
+        const double scale = here * (alpha.empty() ? 1.0 : std::exp(-alpha[x] * synthesis.log_nu_ratio[c]));
         const double sigma = synthesis.channel_sigma[c] * scale;
         if (!(weight[c] > 0) || !(sigma > 0)) continue;
         const double angle = 2 * (chi0 + phi * lambda_sq[c]);
@@ -528,6 +537,7 @@ std::vector<std::string> FaradayStage::write_rmsf(const Synthesis& synthesis) co
   fits::ImageHeader rmsf_header = fdf_header(base_, setup);
   rmsf_header.bunit = "";
   rmsf_header.nx = rmsf_header.ny = 1;
+  rmsf_header.reference_pixel.reset();  // its one pixel at the reference direction, whatever the image's
   rmsf_header.beam.reset();
   rmsf_header.extra_keys["RMSFFWHM"] = synthesis.settings.fwhm;
   std::vector<float> amplitude;

@@ -50,7 +50,7 @@ double derotation(const fs::path& reference, const std::vector<float>& pi, doubl
 // non-linear in the data, so a change in the last bits of a faint pixel's spectrum
 // moves them freely: they are compared where a source is, of their own peak: the maps
 // from the Faraday depth of peak (depth, angle, their errors, fractional polarisation,
-// m2, RM-CLEAN iterations, sigma_add) where the polarised intensity is 20 times its median, the
+// m2, RM-CLEAN iterations, sigma_add, Stokes I's spectral index) where the polarised intensity is 20 times its median, the
 // angle of its largest derotation instead (see derotation); and skewness and kurtosis
 // (ratios of moments, as large for noise as for a source) where the Stokes parameter's
 // spread over the channels is 3 % of Stokes I's largest or more: nowhere in V, which
@@ -86,7 +86,7 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
     // comes from its pointings' noise, whose last bits can move a pixel at the limit.
     const bool corrected = has("-image-pb-");
     const bool from_peak = (has("-peak-") && !has("-peak-pi")) || has("-fdf-m2") || has("-rmclean-iterations") ||
-                           has("-sigma-add");
+                           has("-sigma-add") || has("-stokes-i-alpha");
     std::vector<float> spread;
     double signal = 0;
     if (shape) {

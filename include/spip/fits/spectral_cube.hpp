@@ -1,5 +1,5 @@
 #pragma once
-// Spectral cubes another imager wrote (WSClean with -fits-cube, CASA's exportfits,
+// Spectral cubes another imager wrote (WSClean's channel images stacked, CASA's exportfits,
 // linmos, CASDA): two celestial axes (RA---SIN, DEC--SIN) and a FREQ axis in any order,
 // with or without a degenerate STOKES axis, float or scaled integer pixels, NaN blanks.
 // They are read a slab of image rows at a time, never whole.

@@ -93,6 +93,9 @@ struct CubePlan {
   std::vector<double> noise;                     // input.cube_noise's sigma per channel; empty: from the cubes
   std::vector<parallel::ChannelBlock> blocks;    // per rank: the channels whose planes it measures
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels)
+  std::string backend = "cpu";                   // or "gpu <index>": where RM synthesis and RM-CLEAN run
+  int gpu_device = -1;
+  std::size_t gpu_share_bytes = 0;               // of the GPU's free memory, this rank's
   ProductRegistry products;
   MemoryPlan memory;                             // this rank's
   std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives

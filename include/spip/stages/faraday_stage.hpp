@@ -107,7 +107,7 @@ class FaradayStage {
                                      std::vector<float>& alpha) const;
   std::vector<float> sigma_add_rows(const Synthesis& synthesis, const std::vector<std::complex<float>>& p,
                                     const std::vector<float>& maps, const std::vector<float>& alpha,
-                                    const std::vector<double>& weight) const;
+                                    const std::vector<double>& weight, const std::vector<float>& sigmas) const;
 
   const Config& config_;
   const ProductRegistry& products_;
