@@ -141,19 +141,10 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
     log.root("no catalogue: it compares each source's polarised intensity with Stokes I; give input.cube_i");
   plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
   // RM synthesis and RM-CLEAN on this rank's GPU where there is one, as after imaging.
-  std::optional<cuda::DeviceInfo> device;
-  try {
-    device = choose_device(config, mpi.local_rank(), log);
-    if (device) cuda::free_memory_bytes(device->index);  // this rank's context, which its share must not count
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  agree_on_failure(mpi, failure);
-  const parallel::MpiContext::NodeShare share = mpi.share_on_node(
-      device ? device->pci_address : -1, [&] { return device ? cuda::free_memory_bytes(device->index) : 0; });
-  plan.backend = device ? "gpu " + std::to_string(device->index) : "cpu";
-  plan.gpu_device = device ? device->index : -1;
-  plan.gpu_share_bytes = device ? share.each() : 0;
+  const RankDevice chosen = choose_rank_device(config, mpi, log);
+  plan.backend = chosen.backend();
+  plan.gpu_device = chosen.index();
+  plan.gpu_share_bytes = chosen.share_bytes();
   try {
     const double pixels = static_cast<double>(grid.nx) * grid.ny;
     plan.memory = plan_cube_memory(

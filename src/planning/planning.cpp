@@ -326,6 +326,8 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
 
 }  // namespace
 
+namespace {
+
 std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_rank, const Log& log) {
   const Device requested = config.parallel.device;
   if (requested == Device::cpu) return std::nullopt;
@@ -337,6 +339,25 @@ std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_ra
     return std::nullopt;
   }
   return probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];
+}
+
+}  // namespace
+
+RankDevice choose_rank_device(const Config& config, const parallel::MpiContext& mpi, const Log& log) {
+  RankDevice chosen;
+  std::exception_ptr failure;
+  try {
+    chosen.device = choose_device(config, mpi.local_rank(), log);
+    // Makes this rank's CUDA context, which its GPU's share must not count as free.
+    if (chosen.device) cuda::free_memory_bytes(chosen.device->index);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
+  const std::optional<cuda::DeviceInfo>& device = chosen.device;
+  chosen.share = mpi.share_on_node(device ? device->pci_address : -1,
+                                   [&] { return device ? cuda::free_memory_bytes(device->index) : 0; });
+  return chosen;
 }
 
 std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,
@@ -631,21 +652,13 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
                                "which need Q and U"));
   // Before the FLAG column is read for the channel costs, or anything is written.
   plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
-  std::optional<cuda::DeviceInfo> device;
+  const RankDevice chosen = choose_rank_device(config, mpi, log);
+  const std::optional<cuda::DeviceInfo>& device = chosen.device;
+  const parallel::MpiContext::NodeShare& share = chosen.share;
+  plan.backend = chosen.backend();
+  plan.gpu_device = chosen.index();
+  plan.gpu_share_bytes = chosen.share_bytes();
   std::exception_ptr failure;
-  try {
-    device = choose_device(config, mpi.local_rank(), log);
-    // Makes this rank's CUDA context, which its GPU's share must not count as free.
-    if (device) cuda::free_memory_bytes(device->index);
-  } catch (...) {
-    failure = std::current_exception();
-  }
-  agree_on_failure(mpi, failure);
-  const parallel::MpiContext::NodeShare share = mpi.share_on_node(
-      device ? device->pci_address : -1, [&] { return device ? cuda::free_memory_bytes(device->index) : 0; });
-  plan.backend = device ? "gpu " + std::to_string(device->index) : "cpu";
-  plan.gpu_device = device ? device->index : -1;
-  plan.gpu_share_bytes = device ? share.each() : 0;
   const std::vector<std::int64_t> cost = channel_cost(plan, mpi, log);
   plan.busiest_channel = *std::max_element(cost.begin(), cost.end());
   // A share of a channel fits a rank when the host memory and, on a GPU, the rank's part

@@ -11,9 +11,7 @@
 #include "spip/job/product_registry.hpp"
 #include "spip/job/run_claim.hpp"
 
-namespace spip::parallel {
-class MpiContext;
-}
+#include "spip/parallel/mpi_context.hpp"
 
 namespace spip::pipeline {
 
@@ -26,10 +24,18 @@ class Log;
 // one line.
 void agree_on_failure(const parallel::MpiContext& mpi, const std::exception_ptr& local);
 
-// The GPU this rank works on, if any: local rank modulo the visible devices
-// (CUDA_VISIBLE_DEVICES, which Slurm's --gpus-per-task sets per task); ConfigError where
-// parallel.device = gpu and there is none.
-std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_rank, const Log& log);
+// The GPU this rank works on, if any (local rank modulo the visible devices:
+// CUDA_VISIBLE_DEVICES, which Slurm's --gpus-per-task sets per task), and its share of the
+// device's free memory among the node's ranks on it. Collective; every rank fails alike
+// where parallel.device = gpu and one has none.
+struct RankDevice {
+  std::optional<cuda::DeviceInfo> device;
+  parallel::MpiContext::NodeShare share;
+  std::string backend() const { return device ? "gpu " + std::to_string(device->index) : "cpu"; }
+  int index() const { return device ? device->index : -1; }
+  std::size_t share_bytes() const { return device ? share.each() : 0; }
+};
+RankDevice choose_rank_device(const Config& config, const parallel::MpiContext& mpi, const Log& log);
 
 // Rank 0's claim on the output folder and prefix.
 std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,
