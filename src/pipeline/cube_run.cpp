@@ -1,5 +1,7 @@
 #include "cube_run.hpp"
 
+#include "gather_records.hpp"
+
 #include <cmath>
 
 #include "spip/common/stopwatch.hpp"
@@ -79,14 +81,8 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
   run.faraday_s = watch.seconds();
   log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(run.faraday_s, 2) + " s; " +
            fixed(fits::spectral_cube_bytes_read() / 1e6, 1) + " MB of the cubes read by rank 0");
-  std::vector<ChannelQa> channels;
-  for (const std::string& text : mpi.gather_text_to_root(nlohmann::ordered_json(records).dump())) {
-    const auto theirs = nlohmann::ordered_json::parse(text).get<std::vector<ChannelQa>>();
-    channels.insert(channels.end(), theirs.begin(), theirs.end());
-  }
-  std::vector<RankQa> ranks;
-  for (const std::string& text : mpi.gather_text_to_root(nlohmann::ordered_json(rank_qa).dump()))
-    ranks.push_back(nlohmann::ordered_json::parse(text).get<RankQa>());
+  const std::vector<ChannelQa> channels = gather_records(records, mpi);
+  const std::vector<RankQa> ranks = gather_records(std::vector<RankQa>{rank_qa}, mpi);
   if (mpi.is_root()) {
     run.total_s = total.seconds();
     const fits::Beam beam = plan.base.beam.value_or(fits::Beam{});

@@ -1,6 +1,7 @@
 #include "spip/pipeline/pipeline.hpp"
 
 #include "cube_run.hpp"
+#include "gather_records.hpp"
 
 #include <omp.h>
 
@@ -54,17 +55,6 @@ std::vector<fits::Beam> channel_beams(const std::vector<ChannelQa>& records, con
     beams.at(static_cast<std::size_t>(qa.channel - plan.chan_begin)) =
         fits::Beam{qa.beam.major_rad, qa.beam.minor_rad, qa.beam.pa_rad};
   return beams;
-}
-
-// Every rank's records on rank 0, in rank order (other ranks get {}).
-template <typename Record>
-std::vector<Record> gather_records(const std::vector<Record>& mine, const parallel::MpiContext& mpi) {
-  std::vector<Record> all;
-  for (const std::string& text : mpi.gather_text_to_root(nlohmann::ordered_json(mine).dump())) {
-    const std::vector<Record> theirs = nlohmann::ordered_json::parse(text).get<std::vector<Record>>();
-    all.insert(all.end(), theirs.begin(), theirs.end());
-  }
-  return all;
 }
 
 // The beam every channel is restored to (RM synthesis needs one resolution): image.beam

@@ -72,20 +72,15 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
       const auto [l, m] = direction_cosines(d, inputs.pointings[nearest_direction(inputs.pointings, d)]);
       s.beam_response = beam->response(l, m, inputs.reference_freq_hz);
     }
-  const catalogue::Map sigma_add[] = {read_map(inputs.sigma_add.at(0)), read_map(inputs.sigma_add.at(1)),
-                                      read_map(inputs.sigma_add.at(2))};
-  for (catalogue::Source& s : sources) {
-    const std::size_t at = static_cast<std::size_t>(std::lround(s.y)) * pi.nx + static_cast<std::size_t>(std::lround(s.x));
-    s.sigma_add = sigma_add[0].values[at];
-    s.sigma_add_minus = sigma_add[1].values[at];
-    s.sigma_add_plus = sigma_add[2].values[at];
-  }
-  if (!inputs.alpha.empty()) {
-    const catalogue::Map alpha = read_map(inputs.alpha);
-    for (catalogue::Source& s : sources)
-      s.spectral_index = alpha.values[static_cast<std::size_t>(std::lround(s.y)) * pi.nx +
-                                      static_cast<std::size_t>(std::lround(s.x))];
-  }
+  // The maps of the peak pixel that the finder does not read.
+  const auto at_peak = [&](const std::string& path, double catalogue::Source::*field) {
+    const catalogue::Map map = read_map(path);
+    for (catalogue::Source& s : sources) s.*field = map.at(static_cast<int>(std::lround(s.x)), static_cast<int>(std::lround(s.y)));
+  };
+  at_peak(inputs.sigma_add.at(0), &catalogue::Source::sigma_add);
+  at_peak(inputs.sigma_add.at(1), &catalogue::Source::sigma_add_minus);
+  at_peak(inputs.sigma_add.at(2), &catalogue::Source::sigma_add_plus);
+  if (!inputs.alpha.empty()) at_peak(inputs.alpha, &catalogue::Source::spectral_index);
   const fits::Table table = catalogue::catalogue_table(sources, settings);
   fits::write_table(products.catalogue_table(), table);
   write_text_atomically(products.catalogue_csv(), catalogue::to_csv(table));
