@@ -29,6 +29,8 @@ using cfloat = std::complex<float>;
 constexpr int stokes_i = 0, stokes_q = 1, stokes_u = 2, stokes_v = 3, quantity_p = 4;
 constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2", ""};
 static_assert(std::size(map_units) == faraday::pixel_map_count);
+// What a stop inside the stage leaves: its inputs (channel images or cubes) are whole.
+constexpr const char* left_partial = "the Faraday products are left partial and a resumed run makes them again";
 
 fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit) {
   header.spectral.reset();
@@ -377,8 +379,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
   synthesise_slab(weight, synthesis ? &*synthesis : nullptr, mpi, log, stop, watch);
   writer_->close();
   // Also the barrier before rank 0 commits what every rank wrote.
-  stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
-                          "makes them again");
+  stop.leave_if_requested(left_partial);
   if (!mpi.is_root()) return {};
   std::vector<std::string> written = commit_products(synthesis ? &*synthesis : nullptr);
   if (!synthesis) return written;
@@ -497,8 +498,7 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
   long long iterations = 0;
   int groups = 0;
   for (int round = 0; round < rounds; ++round) {
-    stop.leave_if_requested("every channel is complete; the Faraday products are left partial and a resumed run "
-                            "makes them again");
+    stop.leave_if_requested(left_partial);
     RowBatch group = rows_->fetch(round, group_rows, mpi);
     if (group.rows == 0) continue;
     correct_for_beam(group);

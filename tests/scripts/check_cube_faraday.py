@@ -14,11 +14,14 @@ mosaic's edge has, and then checks:
     the peak, with the same channel noise, depth grid, cutoff, gain and iteration cap;
   - the catalogue: both sources at their true Faraday depth, intensity and position;
   - blank pixels: NaN in every product, and nothing else blank;
-  - cubes whose grids or frequency axes disagree: refused in one line naming both.
+  - cubes whose grids or frequency axes disagree: refused in one line naming both;
+  - a run stopped by SIGTERM in the Faraday stage: exit 75, nothing final, and the same
+    command then makes the uninterrupted run's products.
 """
 import math
 import os
 import shlex
+import shutil
 import subprocess
 import sys
 
@@ -267,6 +270,56 @@ def check_given_positions(one, catalogue):
                       f"  its phi and sigma_add are those the island catalogue found there")
 
 
+def check_stop_and_rerun():
+    """What Slurm does at the time limit: SIGTERM to one rank once the Faraday stage has
+    begun (cubes large enough, and row groups small enough, to catch it there). Every rank
+    leaves with the resumable exit code 75 and nothing final; the same command then makes
+    the uninterrupted run's products, bit for bit."""
+    import signal
+    import time
+    big = f"{WORK}/stop"
+    os.mkdir(big)
+    rng = np.random.default_rng(2)
+    for stokes, name in ((2, "q"), (3, "u")):
+        write(f"{big}/{name}.fits", rng.normal(size=(NC, 128, 128)) * 1e-3, stokes, ["RA", "DEC", "FREQ", "STOKES"])
+
+    def command(out):
+        return MPIEXEC + ["2", SPIP, "--input.cube_q", f"{big}/q.fits", "--input.cube_u", f"{big}/u.fits",
+                          "--output.dir", out, "--faraday.cubes", "all", "--faraday.dphi", "1",
+                          "--parallel.memory_gb", "0.03", "--parallel.threads", "1"]
+
+    reference = subprocess.run(command(f"{big}/reference"), capture_output=True, text=True)
+    check(reference.returncode == 0, f"an uninterrupted run on 128 x 128 x {NC} cubes, exit {reference.returncode}")
+    stopped, log = f"{big}/stopped", f"{big}/stopped.log"
+    with open(log, "w") as sink:
+        run = subprocess.Popen(command(stopped), stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    deadline = time.time() + 120
+    while "RM synthesis:" not in open(log).read() and time.time() < deadline:
+        time.sleep(0.002)
+    ranks = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if open(f"/proc/{pid}/cmdline", "rb").read().startswith(SPIP.encode()) and os.getsid(int(pid)) == run.pid:
+                ranks.append(int(pid))
+        except (OSError, ProcessLookupError):
+            pass
+    check(len(ranks) == 2, f"the run's two ranks found ({ranks})")
+    if ranks:
+        os.kill(max(ranks), signal.SIGTERM)
+    code = run.wait()
+    said = open(log).read()
+    check(code == 75 and "the Faraday products are left partial" in said,
+          f"SIGTERM to one rank in the Faraday stage: exit {code} (75 resumes), the products left partial")
+    final = [f for f in os.listdir(stopped) if f.endswith((".fits", ".json", ".csv"))]
+    check(not final and not os.path.exists(f"{stopped}/.spip.claim"),
+          f"  nothing looks final ({final}), and the claim is released")
+    again = subprocess.run(command(stopped), capture_output=True, text=True)
+    check(again.returncode == 0, f"the same command again: exit {again.returncode}")
+    same, differ = same_products(f"{big}/reference", stopped)
+    check(same, f"  its products equal the uninterrupted run's, bit for bit (differ: {differ})")
+    shutil.rmtree(big)
+
+
 def main():
     sigma, q, u = make_cubes()
     one, two, gap = f"{WORK}/one", f"{WORK}/two", f"{WORK}/gap/out"
@@ -376,6 +429,8 @@ def main():
           f"a U cube on another frequency axis is refused in one line naming both (exit {run.returncode}): "
           f"{run.stderr.strip()}")
     check(not os.path.exists(f"{WORK}/refused"), "and nothing is written")
+
+    check_stop_and_rerun()
 
 
 main()
