@@ -73,16 +73,22 @@ __global__ void clean_spectra_kernel(Sample* residual, Sample* model, Sample* cl
                             Spectrum<Sample>(clean + x, num_pixels));
 }
 
+// `scratch` (the residual cube, spent once the spectra are restored) holds each pixel's
+// values for the measured noise's medians.
 __global__ void fit_peaks_kernel(const Sample* clean, const Sample* model, const int* iterations, int num_pixels,
-                                 faraday::SpectrumSettings settings, const float* pixel_sigmas, float* maps) {
+                                 faraday::SpectrumSettings settings, const float* pixel_sigmas, Sample* scratch,
+                                 float* maps) {
   const int x = blockIdx.x * blockDim.x + threadIdx.x;
   if (x >= num_pixels) return;
   const double sigma = faraday::pixel_sigma(settings.sigma, pixel_sigmas, x);
   const faraday::PeakFit fit = faraday::fit_spectrum_peak(Spectrum<const Sample>(clean + x, num_pixels), settings.axis,
                                                           settings.lambda0_sq, settings.fwhm, sigma);
   const double m2 = faraday::component_spread(Spectrum<const Sample>(model + x, num_pixels), settings.axis);
+  const double fdf_noise = faraday::pixel_fdf_noise(fit, Spectrum<const Sample>(clean + x, num_pixels), settings.axis,
+                                                    settings.fwhm, Spectrum<Sample>(scratch + x, num_pixels));
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    maps[static_cast<long long>(m) * num_pixels + x] = static_cast<float>(faraday::pixel_map_value(fit, m2, iterations[x], m));
+    maps[static_cast<long long>(m) * num_pixels + x] =
+        static_cast<float>(faraday::pixel_map_value(fit, m2, fdf_noise, iterations[x], m));
 }
 
 }  // namespace
@@ -134,7 +140,7 @@ void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std
                                                       settings, sigma_values, iterations.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
   fit_peaks_kernel<<<blocks, threads_per_block>>>(clean.get(), model.get(), iterations.get(), num_pixels, settings,
-                                                  sigma_values, maps.get());
+                                                  sigma_values, residual.get(), maps.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
 
   if (keep_clean) download(clean, slab.clean);

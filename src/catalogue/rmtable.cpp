@@ -171,6 +171,8 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
                       [](S s) { return s.faraday_complex ? 1.0 : 0.0; });
   c.real("fdf_noise_th", "Jy", "theoretical FDF noise about the source: the local rms of the pixels' noise from "
          "their channels'", [](S s) { return s.pi_err; });
+  c.real("fdf_noise_mad", "Jy", "measured FDF noise at the source's pixel: MAD sigma of the clean FDF's real and "
+         "imaginary parts beyond 2 RMSF widths of its peak (RM-Tools' dFDFcorMAD)", [](S s) { return s.fdf_noise_mad; });
 
   fits::Table table;
   table.extname = "RMTABLE";

@@ -162,8 +162,10 @@ SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
       restore_spectrum(residual.data(), model.data(), num_phi, settings.axis.dphi, settings.fwhm, clean.data());
       const PeakFit fit = fit_spectrum_peak(clean.data(), settings.axis, settings.lambda0_sq, settings.fwhm, sigma);
       const double m2 = component_spread(model.data(), settings.axis);
+      const double fdf_noise = pixel_fdf_noise(fit, clean.data(), settings.axis, settings.fwhm, residual.data());
       for (int m = 0; m < pixel_map_count; ++m)
-        slab.maps[static_cast<std::size_t>(m) * num_pixels + x] = static_cast<float>(pixel_map_value(fit, m2, pixel_iterations, m));
+        slab.maps[static_cast<std::size_t>(m) * num_pixels + x] =
+            static_cast<float>(pixel_map_value(fit, m2, fdf_noise, pixel_iterations, m));
       const Spectrum<Sample> out(samples(slab.clean.data()) + x, num_pixels);
       for (int k = 0; k < num_phi; ++k) out[k] = clean[k];
     }

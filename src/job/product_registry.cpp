@@ -15,8 +15,8 @@ constexpr const char* stokes_names[] = {"I", "Q", "U", "V"};
 constexpr const char* channel_names[] = {"dirty", "model", "residual", "image", "psf", "image-pb", "pb"};
 constexpr const char* quantity_names[] = {"I", "Q", "U", "V", "P"};
 constexpr const char* order_names[] = {"mean", "std", "skew", "kurt"};
-constexpr const char* map_names[] = {"peak-phi",    "peak-pi",       "peak-chi0", "peak-phi-err",
-                                     "peak-pi-err", "peak-chi0-err", "fdf-m2",    "rmclean-iterations"};
+constexpr const char* map_names[] = {"peak-phi",  "peak-pi",       "peak-chi0",     "peak-phi-err", "peak-pi-err",
+                                     "peak-chi0-err", "fdf-m2", "fdf-noise-mad", "rmclean-iterations"};
 static_assert(std::size(map_names) == faraday::pixel_map_count);
 static_assert(std::size(quantity_names) == moment_quantities && std::size(order_names) == moment_orders);
 

@@ -77,6 +77,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
     const catalogue::Map map = read_map(path);
     for (catalogue::Source& s : sources) s.*field = map.at(static_cast<int>(std::lround(s.x)), static_cast<int>(std::lround(s.y)));
   };
+  at_peak(inputs.pixel_maps.at(map_fdf_noise), &catalogue::Source::fdf_noise_mad);
   at_peak(inputs.sigma_add.at(0), &catalogue::Source::sigma_add);
   at_peak(inputs.sigma_add.at(1), &catalogue::Source::sigma_add_minus);
   at_peak(inputs.sigma_add.at(2), &catalogue::Source::sigma_add_plus);

@@ -27,7 +27,7 @@ namespace {
 
 using cfloat = std::complex<float>;
 constexpr int stokes_i = 0, stokes_q = 1, stokes_u = 2, stokes_v = 3, quantity_p = 4;
-constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2", ""};
+constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", ""};
 static_assert(std::size(map_units) == faraday::pixel_map_count);
 // What a stop inside the stage leaves: its inputs (channel images or cubes) are whole.
 constexpr const char* left_partial = "the Faraday products are left partial and a resumed run makes them again";

@@ -199,11 +199,11 @@ TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
                           "2        [27, 40)         129168"})
     EXPECT_NE(plan.out.find(row), std::string::npos) << row << " not in:\n" << plan.out;
   EXPECT_NE(plan.out.find("121 Faraday depths"), std::string::npos) << plan.out;
-  // Without CLEAN: 9 channel cubes (dirty, restored, PSF) of 40 planes, 20 moments, 8 pixel
-  // maps, the RMSF width map and 6 cubes of 121 depths, of 256^2 float pixels: 0.2918 GB
-  // before headers, 0.2920 GB with them.
+  // Without CLEAN: 9 channel cubes (dirty, restored, PSF) of 40 planes, 20 moments, 9 pixel
+  // maps, the RMSF width map and 6 cubes of 121 depths, of 256^2 float pixels: 0.2921 GB
+  // before headers, 0.2923 GB with them.
   EXPECT_NE(plan.out.find("products: 0.29 GB in " + scratch("plan").string() + ": 9 channel cubes 94.5 MB, "
-                          "20 moment images 5.5 MB, 6 FDF cubes 0.19 GB, 11 pixel maps 3.0 MB, 3 RMSF files 0.3 MB"),
+                          "20 moment images 5.5 MB, 6 FDF cubes 0.19 GB, 12 pixel maps 3.3 MB, 3 RMSF files 0.3 MB"),
             std::string::npos)
       << plan.out;
   EXPECT_NE(plan.out.find("suggested: sbatch --ntasks=3 --cpus-per-task=1 --mem-per-cpu="), std::string::npos)
@@ -379,7 +379,7 @@ TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
     worst = std::max(worst, largest > 0 ? difference / largest : 0.0);
     ++compared;
   }
-  EXPECT_EQ(compared, 20 + 6 + 9);  // moments, FDF cubes, pixel maps with RMSF_FWHM
+  EXPECT_EQ(compared, 20 + 6 + 10);  // moments, FDF cubes, pixel maps with RMSF_FWHM
   std::printf("[ measured ] %d Faraday products, %s row groups vs 3 ranks: largest difference %.2e of the peak\n",
               compared, count[1].str().c_str(), worst);
 }

@@ -152,7 +152,7 @@ TEST(CatalogueTable, CsvHasTheColumnsOfTheFitsTableInOrder) {
   for (const auto& c : table.columns) header += (header.empty() ? "" : ",") + c.name;
   EXPECT_EQ(header,
             "name,island,component,x_pix,y_pix,ra,ra_err,dec,dec_err,phi,phi_err,pi,pi_err,chi0,chi0_err,stokes_i,"
-            "frac_pol,sigma_qu,snr,m2,faraday_complex,sigma_add,sigma_add_err_minus,sigma_add_err_plus,"
+            "frac_pol,sigma_qu,snr,fdf_noise_mad,m2,faraday_complex,sigma_add,sigma_add_err_minus,sigma_add_err_plus,"
             "complex_sigma_add,beamdist,beam_response");
   EXPECT_NE(csv.find("\n" + header + "\n"), std::string::npos);
   EXPECT_NE(csv.find("# pi [Jy/beam]: bias-corrected polarised intensity\n"), std::string::npos);

@@ -86,7 +86,7 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
     ASSERT_EQ(cpu.size(), gpu.size()) << name;
     const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
     const bool peak_map = has("-peak-");
-    const bool pixel_map = peak_map || has("-fdf-m2.") || has("-rmclean-iterations.");
+    const bool pixel_map = peak_map || has("-fdf-m2.") || has("-fdf-noise-mad.") || has("-rmclean-iterations.");
     const bool faraday = pixel_map || has("-FDF_");
     const bool after_rm_clean = pixel_map || has("-FDF_clean_");
     const bool clean_product = has("-model-") || has("-residual-") || has("-image-");

@@ -3,6 +3,7 @@
 // RM-CLEAN and peak fitting against those truths.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <numbers>
@@ -286,8 +287,12 @@ TEST(RmSynthesis, SlabCleansAndFitsEveryPixelAsItsOwnSpectrum) {
       ASSERT_EQ(slab.clean[static_cast<std::size_t>(k) * pixels + x], clean[k]) << "pixel " << x << ", depth " << k;
     const PeakFit fit = fit_peak(clean.data(), setup.axis, setup.lambda0_sq, settings.fwhm, settings.sigma);
     const double m2 = component_spread(reinterpret_cast<const Sample*>(model.data()), setup.axis);
+    const double noise = pixel_fdf_noise(fit, reinterpret_cast<const Sample*>(clean.data()), setup.axis, settings.fwhm,
+                                         reinterpret_cast<Sample*>(residual.data()));
+    EXPECT_TRUE(std::isfinite(noise)) << "pixel " << x << " holds a bright source";
     for (int m = 0; m < pixel_map_count; ++m)
-      EXPECT_EQ(slab.maps[static_cast<std::size_t>(m) * pixels + x], static_cast<float>(pixel_map_value(fit, m2, pixel_iterations, m)));
+      EXPECT_EQ(slab.maps[static_cast<std::size_t>(m) * pixels + x],
+                static_cast<float>(pixel_map_value(fit, m2, noise, pixel_iterations, m)));
 
     const Thin& source = truth.brightest[x];
     EXPECT_NEAR(slab.maps[x], source.rm, 0.05) << "pixel " << x;
@@ -358,8 +363,9 @@ TEST(SpectrumMath, StridedCubeViewsGiveTheContiguousResults) {
     iterations += pixel_iterations;
     restore_spectrum(r, m, num_phi, settings.axis.dphi, settings.fwhm, c);
     const PeakFit fit = fit_spectrum_peak(c, settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
+    const double noise = pixel_fdf_noise(fit, c, settings.axis, settings.fwhm, r);  // r is spent, as on the GPU
     for (int k = 0; k < pixel_map_count; ++k)
-      EXPECT_EQ(static_cast<float>(pixel_map_value(fit, component_spread(m, settings.axis), pixel_iterations, k)),
+      EXPECT_EQ(static_cast<float>(pixel_map_value(fit, component_spread(m, settings.axis), noise, pixel_iterations, k)),
                 slab.maps[static_cast<std::size_t>(k) * pixels + x]);
   }
   EXPECT_EQ(iterations, slab.iterations);
@@ -367,6 +373,72 @@ TEST(SpectrumMath, StridedCubeViewsGiveTheContiguousResults) {
     ASSERT_EQ(clean[i].re, slab.clean[i].real()) << i;
     ASSERT_EQ(clean[i].im, slab.clean[i].imag()) << i;
   }
+}
+
+namespace {
+
+// RM-Tools' dFDFcorMAD written out plainly in double precision: numpy's median of the
+// real and imaginary parts outside 2 ceil(FWHM / dphi) samples either side of the
+// largest |F| (edges excluded), or of all of them where under 30 % would be left.
+double mad_reference(const std::vector<Sample>& fdf, double fwhm, double dphi) {
+  const int n = static_cast<int>(fdf.size());
+  int peak = 1;
+  for (int k = 2; k < n - 1; ++k)
+    if (std::abs(std::complex<double>(fdf[k].re, fdf[k].im)) > std::abs(std::complex<double>(fdf[peak].re, fdf[peak].im)))
+      peak = k;
+  const int reach = 2 * static_cast<int>(std::ceil(fwhm / dphi));
+  const int from = std::max(0, peak - reach), to = std::min(n, peak + reach);
+  std::vector<double> values;
+  for (int k = 0; k < n; ++k)
+    if (k < from || k >= to) values.insert(values.end(), {fdf[k].re, fdf[k].im});
+  if (static_cast<double>(values.size() / 2) / n < 0.3) {
+    values.clear();
+    for (const Sample& z : fdf) values.insert(values.end(), {z.re, z.im});
+  }
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+  };
+  const double centre = median(values);
+  for (double& v : values) v = std::abs(v - centre);
+  return median(values) / 0.6745;
+}
+
+}  // namespace
+
+// The measured FDF noise against the definition, with the peak's mask inside the
+// spectrum, clipped at an edge, and dropped where it would leave under 30 %; and against
+// the noise put in, which it must find beside a bright peak.
+TEST(SpectrumMath, MeasuredFdfNoiseIsRmToolsMadOutsideThePeak) {
+  std::mt19937 random(7);
+  std::normal_distribution<float> noise(0.0f, 1e-3f);
+  struct Case {
+    int n, peak;
+    double fwhm;
+  };
+  for (const Case c : {Case{1001, 500, 20.0}, Case{400, 3, 20.0}, Case{50, 25, 10.0}, Case{65, 30, 3.0}}) {
+    const double dphi = 1;
+    std::vector<Sample> fdf(c.n), scratch(c.n);
+    for (int k = 0; k < c.n; ++k) {
+      const double d = (k - c.peak) * dphi, shape = 0.05 * std::exp(-4 * std::log(2.0) * d * d / (c.fwhm * c.fwhm));
+      fdf[k] = {noise(random) + static_cast<float>(shape * 0.6), noise(random) + static_cast<float>(shape * 0.8)};
+    }
+    const double measured = measured_fdf_noise(fdf.data(), {-0.5 * c.n, dphi, c.n}, c.fwhm, scratch.data());
+    EXPECT_NEAR(measured, mad_reference(fdf, c.fwhm, dphi), 1e-7 * measured) << c.n << " depths, peak at " << c.peak;
+    if (c.n == 1001) {
+      EXPECT_NEAR(measured, 1e-3, 1e-4) << "the noise put in, beside a peak 50 times brighter";
+    }
+  }
+  std::vector<Sample> blank(50, Sample{NAN, NAN}), scratch(50);
+  EXPECT_TRUE(std::isnan(measured_fdf_noise(blank.data(), {0, 1, 50}, 5, scratch.data())));
+  // Only where a source is: a peak of at least 5 sigma.
+  std::vector<Sample> flat(50, Sample{1e-3f, 0});
+  PeakFit fit;
+  fit.pi_err = 1e-3;
+  fit.pi = 4.9e-3;
+  EXPECT_TRUE(std::isnan(pixel_fdf_noise(fit, flat.data(), {0, 1, 50}, 5, scratch.data())));
+  fit.pi = 5e-3;
+  EXPECT_NEAR(pixel_fdf_noise(fit, flat.data(), {0, 1, 50}, 5, scratch.data()), 0.5e-3 / 0.6745, 1e-9);
 }
 
 // A pixel whose own noise is above the field's is cleaned to, and measured against, its

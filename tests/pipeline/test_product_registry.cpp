@@ -64,13 +64,13 @@ TEST(ProductRegistry, TheSettingsAndTheDataChooseTheProducts) {
   Config config = demo_names();
   const std::map<ProductKind, int> full = count_by_kind(ProductRegistry(config, {full_stokes, 40, 128, 121}));
   // dirty, model, residual, restored of I, Q, U, V and the PSF; 5 quantities x 4 moments;
-  // 8 maps of the peak fit and RM-CLEAN, three of sigma_add, peak-fracpol and the Stokes I
+  // 9 maps of the peak fit and RM-CLEAN, three of sigma_add, peak-fracpol and the Stokes I
   // spectral index; the RMSF cube,
   // text, FWHM map; the catalogue and the RMTable, each as FITS and CSV.
   EXPECT_EQ(full, (std::map<ProductKind, int>{{ProductKind::channel_cube, 17},
                                                {ProductKind::moment_image, 20},
                                                {ProductKind::fdf_cube, 6},
-                                               {ProductKind::pixel_map, 13},
+                                               {ProductKind::pixel_map, 14},
                                                {ProductKind::rmsf, 3},
                                                {ProductKind::catalogue, 4},
                                                {ProductKind::record, 2}}));
@@ -83,7 +83,7 @@ TEST(ProductRegistry, TheSettingsAndTheDataChooseTheProducts) {
             (std::map<ProductKind, int>{{ProductKind::channel_cube, 9},
                                         {ProductKind::moment_image, 20},
                                         {ProductKind::fdf_cube, 1},
-                                        {ProductKind::pixel_map, 11},
+                                        {ProductKind::pixel_map, 12},
                                         {ProductKind::rmsf, 3},
                                         {ProductKind::record, 2}}));
   // One channel: moments, but no RM synthesis.
@@ -199,7 +199,7 @@ TEST(ProductRegistry, ARunWritesExactlyTheRegisteredProducts) {
     EXPECT_EQ(0, std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float))) << name;
     ++compared;
   }
-  EXPECT_EQ(compared, 20 + 6 + 13 + 2 + 2);  // moments, FDF cubes, pixel maps, RMSF cube and FWHM map, catalogues
+  EXPECT_EQ(compared, 20 + 6 + 14 + 2 + 2);  // moments, FDF cubes, pixel maps, RMSF cube and FWHM map, catalogues
 }
 
 }  // namespace

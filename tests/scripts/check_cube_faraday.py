@@ -12,7 +12,8 @@ mosaic's edge has, and then checks:
   - the dirty FDF against rmsynth3d and the clean FDF against rmclean3d (its components
     restored at spip's RMSF width, the only difference between the two CLEANs) to 1e-5 of
     the peak, with the same channel noise, depth grid, cutoff, gain and iteration cap;
-  - the catalogue: both sources at their true Faraday depth, intensity and position;
+  - the catalogue: both sources at their true Faraday depth, intensity and position,
+    and its measured FDF noise as RM-Tools measures it;
   - blank pixels: NaN in every product, and nothing else blank;
   - cubes whose grids or frequency axes disagree: refused in one line naming both;
   - a run stopped by SIGTERM in the Faraday stage: exit 75, nothing final, and the same
@@ -238,6 +239,25 @@ def check_sigma_add(out, catalogue, q, u, sigma):
               f"  {'significant' if kind == 'complex' else 'consistent with zero'}: complex_sigma_add {s['complex_sigma_add']}")
 
 
+def check_measured_noise(out, catalogue):
+    """fdf_noise_mad against RM-Tools' measure_FDF_parms (its dFDFcorMAD) on spip's own
+    clean FDF at each source's pixel; the map holds it where the peak is 5 sigma."""
+    from RMutils.util_RM import measure_FDF_parms
+    clean = cube(f"{out}/c-FDF_clean_real.fits") + 1j * cube(f"{out}/c-FDF_clean_im.fits")
+    phi = depth_axis(f"{out}/c-FDF_clean_real.fits")
+    fwhm, lambda0_sq = fits.getheader(f"{out}/c-rmsf.fits")["RMSFFWHM"], fits.getheader(f"{out}/c-peak-phi.fits")["LAMSQ0"]
+    for s in catalogue:
+        x, y = round(float(s["x_pix"])), round(float(s["y_pix"]))
+        theirs = measure_FDF_parms(clean[:, y, x], phi, fwhm, lamSqArr_m2=LAMBDA_SQ, lam0Sq=lambda0_sq)["dFDFcorMAD"]
+        ours = float(s["fdf_noise_mad"])
+        check(abs(ours - theirs) <= 1e-5 * theirs,
+              f"fdf_noise_mad at ({x}, {y}): {ours:.4e} Jy/beam, measure_FDF_parms' {theirs:.4e}")
+    noise, pi = fits.getdata(f"{out}/c-fdf-noise-mad.fits"), fits.getdata(f"{out}/c-peak-pi.fits")
+    sources = pi >= 5 * fits.getdata(f"{out}/c-peak-pi-err.fits")
+    check(np.isfinite(noise[sources]).all() and np.isnan(noise[~sources]).all(),
+          f"the fdf-noise-mad map is measured at the {sources.sum()} pixels of at least 5 sigma, and only there")
+
+
 def check_given_positions(one, catalogue):
     """catalogue.sources: a Selavy-like FITS table and an Aegean-like CSV of Stokes I
     positions; the catalogue measures there, in the list's order, and leaves out a
@@ -418,6 +438,7 @@ def main():
 
     check_rmtable(one, table)
     check_sigma_add(one, table, q, u, sigma)
+    check_measured_noise(one, table)
 
     check_given_positions(one, table)
 

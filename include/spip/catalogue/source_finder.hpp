@@ -66,6 +66,8 @@ struct Source {
   double spectral_index = std::numeric_limits<double>::quiet_NaN();  // of Stokes I's power law, with faraday.fractional
   double frac_pol = 0;          // PI / I; NaN where I <= 0
   double sigma = 0;             // local FDF noise, Jy/beam
+  // The peak pixel's measured FDF noise (faraday::measured_fdf_noise), Jy/beam; NaN where not measured.
+  double fdf_noise_mad = std::numeric_limits<double>::quiet_NaN();
   double snr = 0;               // PI / sigma
   double m2 = 0;                // rad/m^2
   bool faraday_complex = false;
