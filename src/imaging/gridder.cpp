@@ -100,6 +100,12 @@ struct Gridder::Impl {
     std::vector<GridPoint> points;
     std::vector<Cached> cache;
     std::vector<std::size_t> start;  // group g (first plane g): points [start[g], start[g + 1])
+    // Point i's weight in the w-planes it reaches, first_plane() + j for j < W_w, at
+    // [i W_w + j]: an exp each, which evaluated per plane cost a tenth of the imaging.
+    std::vector<float> w_weights;
+    // Group g's points whose first row lies in tile row r: [row_start[g T + r], row_start[g T + r + 1])
+    // for T tile rows; a thread grids only the tile rows that reach its band.
+    std::vector<std::size_t> row_start;
   };
   PlaneGroups direct, hermitian;
 
@@ -143,34 +149,43 @@ struct Gridder::Impl {
         screen_step[index] = std::polar(1.0, w_screen_angle(stacking.dw, screen_x_shifted(index)));
     }
   }
+  int first_plane(const GridPoint& point) const;
   std::vector<Cached> make_cache(const std::vector<GridPoint>& points) const;
-  PlaneGroups make_groups(const std::vector<GridPoint>& points) const;
+  // With `source` (the hermitian groups, which hold every point of the direct list),
+  // the cache is copied from it rather than evaluated again.
+  PlaneGroups make_groups(const std::vector<GridPoint>& points, const PlaneGroups* source = nullptr) const;
   std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
   // Points whose w-kernel reaches plane p: those of the groups p - W_w + 1 .. p.
+  int w_support() const { return stacking.enabled ? stacking.w_kernel.support : 1; }
+  std::vector<float> make_w_weights(const std::vector<GridPoint>& points) const;
+  float plane_weight(const PlaneGroups& groups, std::size_t i, int p) const {
+    return groups.w_weights[i * w_support() + (p - first_plane(groups.points[i]))];
+  }
   std::pair<std::size_t, std::size_t> plane_range(const PlaneGroups& groups, int p) const {
     const int first = std::max(0, p - stacking.w_kernel.support + 1);
     return {groups.start[first], groups.start[p + 1]};
   }
-  double plane_weight(const GridPoint& point, int p) const {
-    return stacking.enabled ? w_plane_weight(stacking.w_kernel, point.w, layout.w_first, stacking.dw, p) : 1.0;
-  }
   // values[i * num_lanes + q]: point i's weighted visibility in lane q, rotated.
   std::vector<cfloat> rotated_values(const PlaneGroups& groups, const Lanes& lanes) const;
   void grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes, cfloat* grids) const;
-  void advance_screen(int p) const;
-  // Calls f(pixel, cell, sign, screen) for every image pixel: its cell in the centred
-  // padded grid, the FFT-centring sign there and its index into the w-screen.
+  // Calls f(i) for the points of plane p (plane_range()) whose first row lies in a tile
+  // row that holds one of the rows [row_lo - W + 1, row_hi), modulo the grid: those
+  // whose footprints can reach the band [row_lo, row_hi).
   template <class F>
-  void for_each_image_cell(F&& f) const {
-    const int n = geo.size;
-#pragma omp parallel for schedule(static)
-    for (int y = 0; y < n; ++y)
-      for (int x = 0; x < n; ++x) {
-        const ImageCell at = image_cell(x, y, n, geo.grid_size);
-        f(static_cast<std::size_t>(y) * n + x, static_cast<std::size_t>(at.cell), at.sign, screen_index(x, y));
-      }
+  void for_points_near_band(const PlaneGroups& groups, int p, int row_lo, int row_hi, F&& f) const {
+    const int n = geo.grid_size, tiles = tiles_per_side(n);
+    const int reach = row_lo - (stacking.kernel.support - 1);
+    const int first = std::max(reach, 0) / grid_tile, last = (row_hi - 1) / grid_tile;
+    // Where the reach wraps below row 0: the top tile rows, those not visited already.
+    const int wrapped = reach < 0 ? std::max((reach + n) / grid_tile, last + 1) : tiles;
+    for (int g = std::max(0, p - stacking.w_kernel.support + 1); g <= p; ++g) {
+      const std::size_t* rows = groups.row_start.data() + static_cast<std::size_t>(g) * tiles;
+      for (std::size_t i = rows[first]; i < rows[last + 1]; ++i) f(i);
+      for (std::size_t i = rows[wrapped]; i < rows[tiles]; ++i) f(i);
+    }
   }
-  void accumulate_plane(const cfloat* grids, int num_lanes, cfloat* images) const;
+  mutable int screen_plane = -1;  // the plane `screen` is at; -1: none yet
+  void accumulate_plane(int p, const cfloat* grids, int num_lanes, cfloat* images) const;
   // The nonzero pixels of model images (a CLEAN model is mostly zeros): their grid
   // cells, their lanes' values times the FFT-centring sign and the grid correction,
   // and their w-screen, advanced plane by plane as the image's is.
@@ -194,6 +209,12 @@ struct Gridder::Impl {
   void degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes, cdouble* out) const;
 };
 
+int Gridder::Impl::first_plane(const GridPoint& q) const {
+  return stacking.enabled
+             ? first_w_plane(q.w, WPlanes{layout.w_first, layout.planes}, stacking.dw, stacking.w_kernel.support)
+             : 0;
+}
+
 std::vector<Gridder::Impl::Cached> Gridder::Impl::make_cache(const std::vector<GridPoint>& points) const {
   std::vector<Cached> cache(points.size());
   const double du = geo.uv_cell();
@@ -207,30 +228,61 @@ std::vector<Gridder::Impl::Cached> Gridder::Impl::make_cache(const std::vector<G
   return cache;
 }
 
-Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoint>& points) const {
-  const std::vector<Cached> cache = make_cache(points);
-  const int n = geo.grid_size, tiles = tiles_per_side(n);
+std::vector<float> Gridder::Impl::make_w_weights(const std::vector<GridPoint>& points) const {
+  const int support = w_support();
+  std::vector<float> weights(points.size() * support, 1.0f);
+  if (!stacking.enabled) return weights;
+#pragma omp parallel for schedule(static)
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const int first = first_plane(points[i]);
+    for (int j = 0; j < support; ++j)
+      weights[i * support + j] =
+          static_cast<float>(w_plane_weight(stacking.w_kernel, points[i].w, layout.w_first, stacking.dw, first + j));
+  }
+  return weights;
+}
+
+// The points are sorted by where their footprints start (no kernel value needed), and
+// their cache made in that order: it is the larger of the two, and is not copied.
+Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoint>& points,
+                                                      const PlaneGroups* source) const {
+  const int n = geo.grid_size, tiles = tiles_per_side(n), support = stacking.kernel.support;
+  const double du = geo.uv_cell();
   const std::size_t keys_per_plane = static_cast<std::size_t>(tiles) * tiles;
-  const WPlanes planes{layout.w_first, layout.planes};
-  const auto first_plane = [&](const GridPoint& q) {
-    return stacking.enabled ? first_w_plane(q.w, planes, stacking.dw, stacking.w_kernel.support) : 0;
-  };
   std::vector<std::size_t> key(points.size()), next(static_cast<std::size_t>(layout.planes) * keys_per_plane + 1, 0);
   for (std::size_t i = 0; i < points.size(); ++i) {
-    key[i] = first_plane(points[i]) * keys_per_plane + wrap_near(cache[i].fv.first, n) / grid_tile * tiles +
-             wrap_near(cache[i].fu.first, n) / grid_tile;
+    const GridPoint& q = points[i];
+    const int first_u = footprint_first(grid_position_u(q.u, du, n), support);
+    const int first_v = footprint_first(grid_position_v(q.v, du, n), support);
+    key[i] = static_cast<std::size_t>(first_plane(q)) * keys_per_plane + wrap_near(first_v, n) / grid_tile * tiles +
+             wrap_near(first_u, n) / grid_tile;
     ++next[key[i] + 1];
   }
   std::partial_sum(next.begin(), next.end(), next.begin());
   PlaneGroups groups;
   groups.start.resize(layout.planes + 1);
   for (int g = 0; g <= layout.planes; ++g) groups.start[g] = next[g * keys_per_plane];
+  groups.row_start.resize(static_cast<std::size_t>(layout.planes) * tiles + 1);
+  for (std::size_t r = 0; r < groups.row_start.size(); ++r) groups.row_start[r] = next[r * tiles];
   groups.points.resize(points.size());
+  for (std::size_t i = 0; i < points.size(); ++i) groups.points[next[key[i]]++] = points[i];
+  if (!source) {
+    groups.cache = make_cache(groups.points);
+    groups.w_weights = make_w_weights(groups.points);
+    return groups;
+  }
+  // Point (k, mirror) of the source is at at[2 k + mirror].
+  std::vector<std::uint32_t> at(2 * static_cast<std::size_t>(layout.inside.size()));
+  for (std::size_t i = 0; i < source->points.size(); ++i)
+    at[2 * static_cast<std::size_t>(source->points[i].k) + source->points[i].mirror] = static_cast<std::uint32_t>(i);
+  const int w_span = w_support();
   groups.cache.resize(points.size());
+  groups.w_weights.resize(points.size() * w_span);
+#pragma omp parallel for schedule(static)
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const std::size_t to = next[key[i]]++;
-    groups.points[to] = points[i];
-    groups.cache[to] = cache[i];
+    const std::size_t from = at[2 * static_cast<std::size_t>(groups.points[i].k) + groups.points[i].mirror];
+    groups.cache[i] = source->cache[from];
+    std::copy_n(source->w_weights.begin() + from * w_span, w_span, groups.w_weights.begin() + i * w_span);
   }
   return groups;
 }
@@ -250,11 +302,10 @@ std::vector<cfloat> Gridder::Impl::rotated_values(const PlaneGroups& groups, con
 
 // Each thread owns a band of grid rows and adds only to those, so no two threads
 // write the same cell and no private grids need reducing; a visibility whose kernel
-// straddles a band edge is visited by both threads.
+// straddles a band edge is visited by both threads. A thread reads only the points
+// whose first row is in a tile row that reaches its band (points_near_band()).
 void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes,
                                cfloat* grids) const {
-  const auto [lo, hi] = plane_range(groups, p);
-  const std::vector<GridPoint>& points = groups.points;
   const std::vector<Cached>& cache = groups.cache;
   const int n = geo.grid_size;
   const std::size_t cells = grid_cells();
@@ -264,7 +315,7 @@ void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* v
     const int bands = omp_get_num_threads(), t = omp_get_thread_num();
     const int row_lo = static_cast<int>(static_cast<long>(n) * t / bands);
     const int row_hi = static_cast<int>(static_cast<long>(n) * (t + 1) / bands);
-    for (std::size_t i = lo; i < hi; ++i) {
+    for_points_near_band(groups, p, row_lo, row_hi, [&](std::size_t i) {
       const Footprint& fu = cache[i].fu;
       const Footprint& fv = cache[i].fv;
       // Rows fv.first .. fv.first + W - 1 (mod n) must meet [row_lo, row_hi).
@@ -273,8 +324,8 @@ void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* v
         const int row = wrap_near(fv.first + j, n);
         touches = row >= row_lo && row < row_hi;
       }
-      if (!touches) continue;
-      const auto weight = static_cast<float>(plane_weight(points[i], p));
+      if (!touches) return;
+      const float weight = plane_weight(groups, i, p);
       const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
       for (int q = 0; q < num_lanes; ++q) {
         if (values[i * num_lanes + q] == cfloat{}) continue;
@@ -292,28 +343,56 @@ void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* v
           }
         }
       }
+    });
+  }
+}
+
+// Plane p's image, added to `images`: each pixel's grid cell times the FFT-centring
+// sign and plane p's w-screen. The screen is advanced to plane p in the same pass, a
+// screen row at a time with the two image rows it serves (screen_index()). In single
+// precision, as the grids are: a sum of a dozen planes loses no accuracy, and the pass
+// over the images is memory-bound.
+void Gridder::Impl::accumulate_plane(int p, const cfloat* grids, int num_lanes, cfloat* images) const {
+  const int n = geo.size, half = n / 2, offset = (geo.grid_size - n) / 2;
+  const std::size_t pixels = geo.pixels(), cells = grid_cells();
+  const int steps = screen_plane < 0 ? p : p - screen_plane;
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r <= half; ++r) {
+    // The products are written out: std::complex's operator* checks for NaN and Inf
+    // operands, which keeps the loops from being vectorised.
+    double* screen_row = stacking.enabled ? reinterpret_cast<double*>(screen.data() + static_cast<std::size_t>(r) * n)
+                                          : nullptr;
+    if (screen_row) {
+      const std::size_t row = static_cast<std::size_t>(r) * n;
+      if (screen_plane < 0) std::copy(screen_first.begin() + row, screen_first.begin() + row + n, screen.begin() + row);
+      const auto* step_row = reinterpret_cast<const double*>(screen_step.data() + row);
+      for (int step = 0; step < steps; ++step)
+        for (int x = 0; x < n; ++x) {
+          const double a = screen_row[2 * x], b = screen_row[2 * x + 1];
+          const double c = step_row[2 * x], d = step_row[2 * x + 1];
+          screen_row[2 * x] = a * c - b * d;
+          screen_row[2 * x + 1] = a * d + b * c;
+        }
+    }
+    for (int side = 0; side < (r == 0 ? 1 : 2); ++side) {
+      const int y = side == 0 ? half - r : half + r;
+      if (y >= n) continue;
+      const int yg = y + offset;
+      for (int q = 0; q < num_lanes; ++q) {
+        const auto* cell_row = reinterpret_cast<const float*>(grids + q * cells + static_cast<std::size_t>(yg) * geo.grid_size + offset);
+        auto* image_row = reinterpret_cast<float*>(images + q * pixels + static_cast<std::size_t>(y) * n);
+        for (int x = 0; x < n; ++x) {
+          const float sign = ((x + offset + yg) & 1) ? -1.0f : 1.0f;
+          const float fr = screen_row ? static_cast<float>(screen_row[2 * x]) * sign : sign;
+          const float fi = screen_row ? static_cast<float>(screen_row[2 * x + 1]) * sign : 0.0f;
+          const float gr = cell_row[2 * x], gi = cell_row[2 * x + 1];
+          image_row[2 * x] += gr * fr - gi * fi;
+          image_row[2 * x + 1] += gr * fi + gi * fr;
+        }
+      }
     }
   }
-}
-
-void Gridder::Impl::advance_screen(int p) const {
-  if (!stacking.enabled) return;
-  if (p == 0) {
-    screen = screen_first;
-    return;
-  }
-#pragma omp parallel for schedule(static)
-  for (std::size_t index = 0; index < screen.size(); ++index) screen[index] *= screen_step[index];
-}
-
-// In single precision, as the grids are: a sum of a dozen planes loses no accuracy, and
-// the pass over the images is memory-bound.
-void Gridder::Impl::accumulate_plane(const cfloat* grids, int num_lanes, cfloat* images) const {
-  const std::size_t pixels = geo.pixels();
-  for_each_image_cell([&](std::size_t pixel, std::size_t cell, double sign, std::size_t at) {
-    const cfloat factor = stacking.enabled ? cfloat(sign * screen[at]) : cfloat(static_cast<float>(sign), 0.0f);
-    for (int q = 0; q < num_lanes; ++q) images[q * pixels + pixel] += grids[q * grid_cells() + cell] * factor;
-  });
+  screen_plane = p;
 }
 
 // Lanes as in grid(): images a + i b when more than one image is predicted.
@@ -381,13 +460,12 @@ void Gridder::Impl::find_uv_support() {
 void Gridder::Impl::degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes,
                                  cdouble* out) const {
   const auto [lo, hi] = plane_range(groups, p);
-  const std::vector<GridPoint>& points = groups.points;
   const std::vector<Cached>& cache = groups.cache;
   const int n = geo.grid_size;
   const int support = stacking.kernel.support;
 #pragma omp parallel for schedule(static)
   for (std::size_t i = lo; i < hi; ++i) {
-    const double scale = plane_weight(points[i], p);
+    const double scale = plane_weight(groups, i, p);
     const Footprint& fu = cache[i].fu;
     const Footprint& fv = cache[i].fv;
     const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
@@ -418,8 +496,8 @@ Gridder::~Gridder() = default;
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count, double w_reach) {
   Impl& m = *impl_;
   m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking, w_reach);
-  m.direct = m.make_groups(m.layout.direct);
   m.hermitian = m.make_groups(m.layout.hermitian);
+  m.direct = m.make_groups(m.layout.direct, &m.hermitian);
   m.layout.direct = {};
   m.layout.hermitian = {};
   m.find_uv_support();
@@ -439,14 +517,15 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
   std::vector<cfloat> sum(pixels * num_lanes, cfloat{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
   const std::vector<cfloat> values = m.rotated_values(groups, lanes);
+  m.screen.resize(m.screen_first.size());
+  m.screen_plane = -1;
   for (int p = 0; p < m.layout.planes; ++p) {
-    m.advance_screen(p);
     const auto [lo, hi] = m.plane_range(groups, p);
     if (lo == hi) continue;
     zero_cells(grids, m.grid_cells() * num_lanes);
     m.grid_plane(p, groups, values.data(), num_lanes, grids);
     for (int q = 0; q < num_lanes; ++q) m.fft.forward(grids + q * m.grid_cells(), m.uv_support, m.window);
-    m.accumulate_plane(grids, num_lanes, sum.data());
+    m.accumulate_plane(p, grids, num_lanes, sum.data());
   }
   // Packed lanes hold (a + i b) summed over both halves of the uv plane: 2 image_a + 2i image_b.
   for (int s = 0; s < num_stokes; ++s) {

@@ -2,6 +2,7 @@
 // visibilities within the requested accuracy, with large w and sources far from the
 // phase centre, and grid/degrid adjoint to each other.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <complex>
@@ -95,6 +96,23 @@ TEST_P(GridderVsDft, DirtyImageMatchesDirectDft) {
               << error << " (kernel W = " << gridder.uv_kernel().support << ", " << gridder.num_w_planes()
               << " w-planes)\n";
   }
+  // One Stokes parameter alone, as the PSF is made: each visibility gridded once (the
+  // direct list), at w of either sign.
+  const std::size_t count = p.uvw.size() / 3;
+  std::vector<std::complex<float>> vis(count);
+  std::vector<float> weight(count);
+  int negative_w = 0;
+  for (std::size_t k = 0; k < count; ++k) {
+    vis[k] = p.vis[2 * k];
+    weight[k] = p.weight[2 * k];
+    negative_w += p.uvw[3 * k + 2] < 0;
+  }
+  ASSERT_GT(negative_w, static_cast<int>(count / 4));
+  gridder.grid(vis.data(), weight.data(), 1, images.data());
+  const double error = relative_max_error(direct_dirty(p, 0), images.data());
+  EXPECT_LT(error, c.accuracy) << "one Stokes parameter";
+  std::cout << "[ measured ] accuracy " << c.accuracy << ", one Stokes parameter: dirty max error / peak = " << error
+            << "\n";
 }
 
 TEST_P(GridderVsDft, PredictMatchesDirectSum) {
@@ -168,6 +186,35 @@ TEST(Gridder, TwoDimensionalModeIsExactForCoplanarBaselines) {
   std::vector<float> images(2 * p.geometry.pixels());
   gridder.grid(p.vis.data(), p.weight.data(), 2, images.data());
   EXPECT_LT(relative_max_error(direct_dirty(p, 0), images.data()), 1e-5);
+}
+
+// Visibilities within two cells of the grid's edge, whose kernels wrap around it:
+// each thread grids the rows of its band, reaching across the edge for the points whose
+// footprints wrap into it, for 1 to 4 threads.
+TEST(Gridder, KernelsWrappingAroundTheGridEdgeMatchTheDirectDft) {
+  Problem p = make_problem(64, 120, 1.2, 1e-4, 3000, 400, 31);
+  const double du = p.geometry.uv_cell(), edge = 0.5 * p.geometry.grid_size - 1;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<double> near_edge(edge - 2, edge), anywhere(-edge, edge);
+  for (std::size_t k = 0; k < p.uvw.size() / 3; ++k) {
+    const double sign = k % 2 ? 1.0 : -1.0;
+    p.uvw[3 * k + (k % 4 < 2 ? 1 : 0)] = sign * near_edge(rng) * du;  // v near the edge, or u
+    p.uvw[3 * k + (k % 4 < 2 ? 0 : 1)] = anywhere(rng) * du;
+  }
+  const std::vector<double> truth = direct_dirty(p, 0);
+  for (int threads = 1; threads <= 4; ++threads) {
+    omp_set_num_threads(threads);
+    Gridder gridder(p.geometry, 1e-4, true);
+    gridder.set_uvw(p.uvw.data(), p.uvw.size() / 3);
+    ASSERT_EQ(gridder.num_outside(), 0u);
+    std::vector<float> images(2 * p.geometry.pixels());
+    gridder.grid(p.vis.data(), p.weight.data(), 2, images.data());
+    const double error = relative_max_error(truth, images.data());
+    EXPECT_LT(error, 1e-4) << threads << " thread(s)";
+    std::cout << "[ measured ] kernels wrapping around the edge, " << threads << " thread(s): dirty max error / peak = "
+              << error << "\n";
+  }
+  omp_set_num_threads(omp_get_num_procs());
 }
 
 TEST(Gridder, TwoDimensionalModeIsWrongForWideFieldsWithLargeW) {
