@@ -3,7 +3,7 @@
 # I, Q, U, V and PSF (bench_imaging: layout, dirty images, PSF) and ducc0's wgridder
 # making the same five images as five ms2dirty calls (bench/gpu_baselines.py), on the
 # same rows, threads and accuracy (1e-4), alternated run by run; then the ratio's median
-# and range. The set is the realistic one at 128 channels (bench/make-realistic-ms.sh:
+# and range (ducc0 0.42, from PyPI). The set is the realistic one at 128 channels (bench/make-realistic-ms.sh:
 # 64 stations, 88,704 rows a channel), 1024^2 of 15", channel 64. ducc0 comes from PyPI
 # into a virtual environment of its own ($SPIP_BENCH_VENV, default /opt/spip/bench-venv).
 # Run after scripts/build.sh.
@@ -16,7 +16,7 @@ venv=${SPIP_BENCH_VENV:-/opt/spip/bench-venv}
 [[ -x build/bench/bench_imaging ]] || scripts/build.sh
 if ! "$venv/bin/python" -c "import ducc0, numpy" 2>/dev/null; then
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q ducc0 numpy
+  "$venv/bin/pip" install -q "ducc0==0.42.*" numpy
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/spip-cpu-imaging.XXXXXX")
 trap 'rm -rf "$work"' EXIT

@@ -2,6 +2,7 @@
 #include <cstdio>
 #include <iostream>
 
+#include "spip/common/freed_memory.hpp"
 #include "spip/config/config.hpp"
 #include "spip/error.hpp"
 #include "spip/job/log.hpp"
@@ -21,6 +22,7 @@ int report(const spip::parallel::MpiContext& mpi, const std::string& message, sp
 }  // namespace
 
 int main(int argc, char** argv) {
+  spip::share_one_heap();
   spip::parallel::MpiContext mpi(argc, argv);
   spip::ParsedCommand command;
   try {

@@ -155,14 +155,14 @@ struct Gridder::Impl {
   // the cache is copied from it rather than evaluated again.
   PlaneGroups make_groups(const std::vector<GridPoint>& points, const PlaneGroups* source = nullptr) const;
   std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
-  // Points whose w-kernel reaches plane p: those of the groups p - W_w + 1 .. p.
   int w_support() const { return stacking.enabled ? stacking.w_kernel.support : 1; }
   std::vector<float> make_w_weights(const std::vector<GridPoint>& points) const;
   float plane_weight(const PlaneGroups& groups, std::size_t i, int p) const {
     return groups.w_weights[i * w_support() + (p - first_plane(groups.points[i]))];
   }
+  // Points whose w-kernel reaches plane p: those of the groups p - W_w + 1 .. p.
   std::pair<std::size_t, std::size_t> plane_range(const PlaneGroups& groups, int p) const {
-    const int first = std::max(0, p - stacking.w_kernel.support + 1);
+    const int first = std::max(0, p - w_support() + 1);
     return {groups.start[first], groups.start[p + 1]};
   }
   // values[i * num_lanes + q]: point i's weighted visibility in lane q, rotated.
@@ -178,7 +178,7 @@ struct Gridder::Impl {
     const int first = std::max(reach, 0) / grid_tile, last = (row_hi - 1) / grid_tile;
     // Where the reach wraps below row 0: the top tile rows, those not visited already.
     const int wrapped = reach < 0 ? std::max((reach + n) / grid_tile, last + 1) : tiles;
-    for (int g = std::max(0, p - stacking.w_kernel.support + 1); g <= p; ++g) {
+    for (int g = std::max(0, p - w_support() + 1); g <= p; ++g) {
       const std::size_t* rows = groups.row_start.data() + static_cast<std::size_t>(g) * tiles;
       for (std::size_t i = rows[first]; i < rows[last + 1]; ++i) f(i);
       for (std::size_t i = rows[wrapped]; i < rows[tiles]; ++i) f(i);
@@ -303,7 +303,7 @@ std::vector<cfloat> Gridder::Impl::rotated_values(const PlaneGroups& groups, con
 // Each thread owns a band of grid rows and adds only to those, so no two threads
 // write the same cell and no private grids need reducing; a visibility whose kernel
 // straddles a band edge is visited by both threads. A thread reads only the points
-// whose first row is in a tile row that reaches its band (points_near_band()).
+// whose first row is in a tile row that reaches its band (for_points_near_band()).
 void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes,
                                cfloat* grids) const {
   const std::vector<Cached>& cache = groups.cache;

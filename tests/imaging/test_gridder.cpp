@@ -202,6 +202,7 @@ TEST(Gridder, KernelsWrappingAroundTheGridEdgeMatchTheDirectDft) {
     p.uvw[3 * k + (k % 4 < 2 ? 0 : 1)] = anywhere(rng) * du;
   }
   const std::vector<double> truth = direct_dirty(p, 0);
+  const int threads_before = omp_get_max_threads();
   for (int threads = 1; threads <= 4; ++threads) {
     omp_set_num_threads(threads);
     Gridder gridder(p.geometry, 1e-4, true);
@@ -214,7 +215,7 @@ TEST(Gridder, KernelsWrappingAroundTheGridEdgeMatchTheDirectDft) {
     std::cout << "[ measured ] kernels wrapping around the edge, " << threads << " thread(s): dirty max error / peak = "
               << error << "\n";
   }
-  omp_set_num_threads(omp_get_num_procs());
+  omp_set_num_threads(threads_before);
 }
 
 TEST(Gridder, TwoDimensionalModeIsWrongForWideFieldsWithLargeW) {
