@@ -257,8 +257,12 @@ SPIP_HOST_DEVICE inline double measured_fdf_noise(Spectrum<const Sample> fdf, co
                                                   Spectrum<Sample> scratch) {
   const int n = axis.count;
   int peak = n > 2 ? 1 : 0;
+  double highest = amplitude(fdf[peak]);
   for (int k = peak + 1; k < n - 1; ++k)
-    if (amplitude(fdf[k]) > amplitude(fdf[peak])) peak = k;
+    if (const double a = amplitude(fdf[k]); a > highest) {
+      highest = a;
+      peak = k;
+    }
   const int reach = 2 * static_cast<int>(ceil(fwhm / axis.dphi));
   const int masked_from = peak - reach > 0 ? peak - reach : 0, masked_to = peak + reach < n ? peak + reach : n;
   const bool mask = 10 * (n - (masked_to - masked_from)) >= 3 * n;
