@@ -19,17 +19,10 @@ namespace {
 using cfloat = std::complex<float>;
 using cdouble = std::complex<double>;
 
-// Kernel values over the W cells that a coordinate at grid position `g` touches.
-struct Footprint {
-  int first = 0;
-  float values[max_support];
-};
-
-inline Footprint footprint(const EsKernel& kernel, double g) {
-  Footprint f;
-  f.first = footprint_first(g, kernel.support);
-  for (int i = 0; i < kernel.support; ++i) f.values[i] = footprint_value(kernel, f.first, i, g);
-  return f;
+// The kernel's values over the W cells that a coordinate at grid position `g` touches.
+inline void footprint(const EsKernel& kernel, double g, float* values) {
+  const int first = footprint_first(g, kernel.support);
+  for (int i = 0; i < kernel.support; ++i) values[i] = footprint_value(kernel, first, i, g);
 }
 
 // wrap_cell() for the cells a footprint reaches, at most W/2 past an edge (on_grid()
@@ -59,7 +52,7 @@ struct Lanes {
                           : cdouble{};
   }
   cdouble value(std::size_t k, bool mirror, int lane) const {
-    if (!packed) return weighted(k, lane);
+    if (!packed) return mirror ? std::conj(weighted(k, lane)) : weighted(k, lane);
     return packed_lane(weighted(k, 2 * lane), weighted(k, 2 * lane + 1), mirror);
   }
 };
@@ -84,13 +77,11 @@ struct Gridder::Impl {
   GridCorrection corr;
   int threads = 1;
 
-  // Per set_uvw: the shared point layout (its lists are regrouped below and released),
-  // and per point its kernel footprints in u and v (the same in every w-plane) and its
-  // rotation exp(-2 pi i w x0).
+  // Per set_uvw: the shared point layout (its lists are regrouped below and released).
   PointLayout layout;
-  struct Cached {
-    cdouble rotation;
-    Footprint fu, fv;
+  // A point's first cells in u and v and the first w-plane it reaches.
+  struct FirstCells {
+    int u, v, plane;
   };
   // A point list grouped by the first w-plane each point reaches, and within a group by
   // grid tile: a plane's points are then W_w contiguous groups, and consecutive points
@@ -98,7 +89,12 @@ struct Gridder::Impl {
   // the cache at every point).
   struct PlaneGroups {
     std::vector<GridPoint> points;
-    std::vector<Cached> cache;
+    // Per point, what every w-plane shares: its first cells, its kernel values in u and v
+    // (taps[i 2W + j], u then v: W floats each, which the gridding loops stream at every
+    // plane) and its rotation exp(-2 pi i w x0).
+    std::vector<FirstCells> first;
+    std::vector<float> taps;
+    std::vector<cdouble> rotation;
     std::vector<std::size_t> start;  // group g (first plane g): points [start[g], start[g + 1])
     // Point i's weight in the w-planes it reaches, first_plane() + j for j < W_w, at
     // [i W_w + j]: an exp each, which evaluated per plane cost a tenth of the imaging.
@@ -106,6 +102,7 @@ struct Gridder::Impl {
     // Group g's points whose first row lies in tile row r: [row_start[g T + r], row_start[g T + r + 1])
     // for T tile rows; a thread grids only the tile rows that reach its band.
     std::vector<std::size_t> row_start;
+    std::vector<std::uint32_t> first_rows;  // [g n + row]: group g's points whose footprints start there
   };
   PlaneGroups direct, hermitian;
 
@@ -150,15 +147,21 @@ struct Gridder::Impl {
     }
   }
   int first_plane(const GridPoint& point) const;
-  std::vector<Cached> make_cache(const std::vector<GridPoint>& points) const;
-  // With `source` (the hermitian groups, which hold every point of the direct list),
-  // the cache is copied from it rather than evaluated again.
+  void evaluate_kernels(PlaneGroups& groups) const;
+  void mirror_kernels(PlaneGroups& groups, const PlaneGroups& source) const;
+  // With `source` (the direct groups, which hold every visibility once), each point's
+  // kernel values are copied from its own or its mirror's there rather than evaluated.
   PlaneGroups make_groups(const std::vector<GridPoint>& points, const PlaneGroups* source = nullptr) const;
   std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
   int w_support() const { return stacking.enabled ? stacking.w_kernel.support : 1; }
-  std::vector<float> make_w_weights(const std::vector<GridPoint>& points) const;
   float plane_weight(const PlaneGroups& groups, std::size_t i, int p) const {
-    return groups.w_weights[i * w_support() + (p - first_plane(groups.points[i]))];
+    return groups.w_weights[i * w_support() + (p - groups.first[i].plane)];
+  }
+  const float* u_taps(const PlaneGroups& groups, std::size_t i) const {
+    return groups.taps.data() + i * 2 * stacking.kernel.support;
+  }
+  const float* v_taps(const PlaneGroups& groups, std::size_t i) const {
+    return u_taps(groups, i) + stacking.kernel.support;
   }
   // Points whose w-kernel reaches plane p: those of the groups p - W_w + 1 .. p.
   std::pair<std::size_t, std::size_t> plane_range(const PlaneGroups& groups, int p) const {
@@ -168,6 +171,7 @@ struct Gridder::Impl {
   // values[i * num_lanes + q]: point i's weighted visibility in lane q, rotated.
   std::vector<cfloat> rotated_values(const PlaneGroups& groups, const Lanes& lanes) const;
   void grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes, cfloat* grids) const;
+  std::vector<int> band_edges(const PlaneGroups& groups, int p, int bands) const;
   // Calls f(i) for the points of plane p (plane_range()) whose first row lies in a tile
   // row that holds one of the rows [row_lo - W + 1, row_hi), modulo the grid: those
   // whose footprints can reach the band [row_lo, row_hi).
@@ -215,49 +219,87 @@ int Gridder::Impl::first_plane(const GridPoint& q) const {
              : 0;
 }
 
-std::vector<Gridder::Impl::Cached> Gridder::Impl::make_cache(const std::vector<GridPoint>& points) const {
-  std::vector<Cached> cache(points.size());
+void Gridder::Impl::evaluate_kernels(PlaneGroups& groups) const {
+  const int support = stacking.kernel.support, w_span = w_support();
   const double du = geo.uv_cell();
+  const auto count = static_cast<std::ptrdiff_t>(groups.points.size());
 #pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const GridPoint& q = points[i];
-    cache[i].rotation = stacking.enabled ? std::polar(1.0, w_rotation_angle(q.w, stacking.x0)) : cdouble(1.0);
-    cache[i].fu = footprint(stacking.kernel, grid_position_u(q.u, du, geo.grid_size));
-    cache[i].fv = footprint(stacking.kernel, grid_position_v(q.v, du, geo.grid_size));
+  for (std::ptrdiff_t i = 0; i < count; ++i) {
+    const GridPoint& q = groups.points[i];
+    float* taps = groups.taps.data() + i * 2 * support;
+    footprint(stacking.kernel, grid_position_u(q.u, du, geo.grid_size), taps);
+    footprint(stacking.kernel, grid_position_v(q.v, du, geo.grid_size), taps + support);
+    groups.rotation[i] = stacking.enabled ? std::polar(1.0, w_rotation_angle(q.w, stacking.x0)) : cdouble(1.0);
+    for (int j = 0; j < w_span; ++j)
+      groups.w_weights[i * w_span + j] =
+          stacking.enabled ? static_cast<float>(w_plane_weight(stacking.w_kernel, q.w, layout.w_first, stacking.dw,
+                                                                groups.first[i].plane + j))
+                           : 1.0f;
   }
-  return cache;
 }
 
-std::vector<float> Gridder::Impl::make_w_weights(const std::vector<GridPoint>& points) const {
-  const int support = w_support();
-  std::vector<float> weights(points.size() * support, 1.0f);
-  if (!stacking.enabled) return weights;
+// A point's mirror (-u, -v, -w) sits at grid position P - g, so its footprint starts
+// at P - first - W + 1 with the same values reversed, and the planes, centred on w = 0
+// (w_planes()), mirror too: plane p's weights are those of plane planes - 1 - p. Only
+// where rounding puts the mirror's first cell elsewhere (g exactly half-integral) or a
+// plane past the source's are the values evaluated.
+void Gridder::Impl::mirror_kernels(PlaneGroups& groups, const PlaneGroups& source) const {
+  const int n = geo.grid_size, support = stacking.kernel.support, w_span = w_support();
+  const double du = geo.uv_cell();
+  std::vector<std::uint32_t> at(layout.inside.size());  // visibility k's point in the source
+  for (std::size_t i = 0; i < source.points.size(); ++i) at[source.points[i].k] = static_cast<std::uint32_t>(i);
+  const auto count = static_cast<std::ptrdiff_t>(groups.points.size());
 #pragma omp parallel for schedule(static)
-  for (std::size_t i = 0; i < points.size(); ++i) {
-    const int first = first_plane(points[i]);
-    for (int j = 0; j < support; ++j)
-      weights[i * support + j] =
-          static_cast<float>(w_plane_weight(stacking.w_kernel, points[i].w, layout.w_first, stacking.dw, first + j));
+  for (std::ptrdiff_t i = 0; i < count; ++i) {
+    const GridPoint& q = groups.points[i];
+    const std::size_t from = at[q.k];
+    const bool same = source.points[from].mirror == q.mirror;
+    const FirstCells& mine = groups.first[i];
+    const FirstCells& theirs = source.first[from];
+    float* taps = groups.taps.data() + i * 2 * support;
+    const float* source_taps = source.taps.data() + from * 2 * support;
+    const auto copy_axis = [&](int axis, int first, int source_first, double g) {
+      if (same) {
+        std::copy_n(source_taps + axis * support, support, taps + axis * support);
+      } else if (first == n - source_first - support + 1) {
+        std::reverse_copy(source_taps + axis * support, source_taps + (axis + 1) * support, taps + axis * support);
+      } else {
+        footprint(stacking.kernel, g, taps + axis * support);
+      }
+    };
+    copy_axis(0, mine.u, theirs.u, grid_position_u(q.u, du, n));
+    copy_axis(1, mine.v, theirs.v, grid_position_v(q.v, du, n));
+    groups.rotation[i] = same ? source.rotation[from] : std::conj(source.rotation[from]);
+    for (int j = 0; j < w_span; ++j) {
+      const int plane = mine.plane + j;
+      const int source_j = (same ? plane : layout.planes - 1 - plane) - theirs.plane;
+      groups.w_weights[i * w_span + j] =
+          source_j >= 0 && source_j < w_span
+              ? source.w_weights[from * w_span + source_j]
+              : static_cast<float>(w_plane_weight(stacking.w_kernel, q.w, layout.w_first, stacking.dw, plane));
+    }
   }
-  return weights;
 }
 
-// The points are sorted by where their footprints start (no kernel value needed), and
-// their cache made in that order: it is the larger of the two, and is not copied.
+// The points are sorted by where their footprints start and the plane they start at
+// (no kernel value needed), and their kernel values found in that order.
 Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoint>& points,
                                                       const PlaneGroups* source) const {
   const int n = geo.grid_size, tiles = tiles_per_side(n), support = stacking.kernel.support;
   const double du = geo.uv_cell();
   const std::size_t keys_per_plane = static_cast<std::size_t>(tiles) * tiles;
   std::vector<std::size_t> key(points.size()), next(static_cast<std::size_t>(layout.planes) * keys_per_plane + 1, 0);
-  for (std::size_t i = 0; i < points.size(); ++i) {
+  std::vector<FirstCells> first(points.size());
+  const auto count = static_cast<std::ptrdiff_t>(points.size());
+#pragma omp parallel for schedule(static)
+  for (std::ptrdiff_t i = 0; i < count; ++i) {
     const GridPoint& q = points[i];
-    const int first_u = footprint_first(grid_position_u(q.u, du, n), support);
-    const int first_v = footprint_first(grid_position_v(q.v, du, n), support);
-    key[i] = static_cast<std::size_t>(first_plane(q)) * keys_per_plane + wrap_near(first_v, n) / grid_tile * tiles +
-             wrap_near(first_u, n) / grid_tile;
-    ++next[key[i] + 1];
+    first[i] = FirstCells{footprint_first(grid_position_u(q.u, du, n), support),
+                          footprint_first(grid_position_v(q.v, du, n), support), first_plane(q)};
+    key[i] = static_cast<std::size_t>(first[i].plane) * keys_per_plane +
+             wrap_near(first[i].v, n) / grid_tile * tiles + wrap_near(first[i].u, n) / grid_tile;
   }
+  for (std::size_t k : key) ++next[k + 1];
   std::partial_sum(next.begin(), next.end(), next.begin());
   PlaneGroups groups;
   groups.start.resize(layout.planes + 1);
@@ -265,25 +307,21 @@ Gridder::Impl::PlaneGroups Gridder::Impl::make_groups(const std::vector<GridPoin
   groups.row_start.resize(static_cast<std::size_t>(layout.planes) * tiles + 1);
   for (std::size_t r = 0; r < groups.row_start.size(); ++r) groups.row_start[r] = next[r * tiles];
   groups.points.resize(points.size());
-  for (std::size_t i = 0; i < points.size(); ++i) groups.points[next[key[i]]++] = points[i];
-  if (!source) {
-    groups.cache = make_cache(groups.points);
-    groups.w_weights = make_w_weights(groups.points);
-    return groups;
-  }
-  // Point (k, mirror) of the source is at at[2 k + mirror].
-  std::vector<std::uint32_t> at(2 * static_cast<std::size_t>(layout.inside.size()));
-  for (std::size_t i = 0; i < source->points.size(); ++i)
-    at[2 * static_cast<std::size_t>(source->points[i].k) + source->points[i].mirror] = static_cast<std::uint32_t>(i);
-  const int w_span = w_support();
-  groups.cache.resize(points.size());
-  groups.w_weights.resize(points.size() * w_span);
-#pragma omp parallel for schedule(static)
+  groups.first.resize(points.size());
   for (std::size_t i = 0; i < points.size(); ++i) {
-    const std::size_t from = at[2 * static_cast<std::size_t>(groups.points[i].k) + groups.points[i].mirror];
-    groups.cache[i] = source->cache[from];
-    std::copy_n(source->w_weights.begin() + from * w_span, w_span, groups.w_weights.begin() + i * w_span);
+    const std::size_t to = next[key[i]]++;
+    groups.points[to] = points[i];
+    groups.first[to] = first[i];
   }
+  groups.first_rows.assign(static_cast<std::size_t>(layout.planes) * n, 0);
+  for (const FirstCells& c : groups.first) ++groups.first_rows[static_cast<std::size_t>(c.plane) * n + wrap_near(c.v, n)];
+  groups.taps.resize(points.size() * 2 * support);
+  groups.rotation.resize(points.size());
+  groups.w_weights.resize(points.size() * w_support());
+  if (source)
+    mirror_kernels(groups, *source);
+  else
+    evaluate_kernels(groups);
   return groups;
 }
 
@@ -296,37 +334,62 @@ std::vector<cfloat> Gridder::Impl::rotated_values(const PlaneGroups& groups, con
   for (std::size_t i = 0; i < groups.points.size(); ++i)
     for (int q = 0; q < num_lanes; ++q)
       values[i * num_lanes + q] =
-          cfloat(lanes.value(groups.points[i].k, groups.points[i].mirror != 0, q) * groups.cache[i].rotation);
+          cfloat(lanes.value(groups.points[i].k, groups.points[i].mirror != 0, q) * groups.rotation[i]);
   return values;
 }
 
-// Each thread owns a band of grid rows and adds only to those, so no two threads
-// write the same cell and no private grids need reducing; a visibility whose kernel
-// straddles a band edge is visited by both threads. A thread reads only the points
+// Bands of rows, edges[t] .. edges[t + 1] - 1 for thread t, where about as many of
+// plane p's points start: w follows v for most arrays, so a plane's
+// points crowd into some of the rows, and equal bands left one thread with nearly all
+// of them (all of them for the direct list, whose points have w >= 0).
+std::vector<int> Gridder::Impl::band_edges(const PlaneGroups& groups, int p, int bands) const {
+  const int n = geo.grid_size;
+  std::vector<std::size_t> below(n + 1, 0);  // points that start in the rows below each
+  for (int g = std::max(0, p - w_support() + 1); g <= p; ++g) {
+    const std::uint32_t* rows = groups.first_rows.data() + static_cast<std::size_t>(g) * n;
+    for (int r = 0; r < n; ++r) below[r + 1] += rows[r];
+  }
+  std::partial_sum(below.begin(), below.end(), below.begin());
+  std::vector<int> edges(bands + 1, n);
+  edges[0] = 0;
+  for (int b = 1; b < bands; ++b) {
+    const double share = static_cast<double>(below[n]) * b / bands;
+    int r = edges[b - 1];
+    while (r < n && static_cast<double>(below[r]) < share) ++r;
+    edges[b] = r;
+  }
+  return edges;
+}
+
+// Each thread owns a band of grid rows (band_edges()) and adds only to those, so no two
+// threads write the same cell and no private grids need reducing; a visibility whose
+// kernel straddles a band edge is visited by both threads. A thread reads only the points
 // whose first row is in a tile row that reaches its band (for_points_near_band()).
 void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes,
                                cfloat* grids) const {
-  const std::vector<Cached>& cache = groups.cache;
   const int n = geo.grid_size;
   const std::size_t cells = grid_cells();
   const int support = stacking.kernel.support;
+  std::vector<int> edges;
 #pragma omp parallel num_threads(threads)
   {
-    const int bands = omp_get_num_threads(), t = omp_get_thread_num();
-    const int row_lo = static_cast<int>(static_cast<long>(n) * t / bands);
-    const int row_hi = static_cast<int>(static_cast<long>(n) * (t + 1) / bands);
+    const int t = omp_get_thread_num();
+#pragma omp single
+    edges = band_edges(groups, p, omp_get_num_threads());
+    const int row_lo = edges[t], row_hi = edges[t + 1];
     for_points_near_band(groups, p, row_lo, row_hi, [&](std::size_t i) {
-      const Footprint& fu = cache[i].fu;
-      const Footprint& fv = cache[i].fv;
-      // Rows fv.first .. fv.first + W - 1 (mod n) must meet [row_lo, row_hi).
+      const FirstCells& first = groups.first[i];
+      const float* fu = u_taps(groups, i);
+      const float* fv = v_taps(groups, i);
+      // Rows first.v .. first.v + W - 1 (mod n) must meet [row_lo, row_hi).
       bool touches = false;
       for (int j = 0; j < support && !touches; ++j) {
-        const int row = wrap_near(fv.first + j, n);
+        const int row = wrap_near(first.v + j, n);
         touches = row >= row_lo && row < row_hi;
       }
       if (!touches) return;
       const float weight = plane_weight(groups, i, p);
-      const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
+      const CellIndices columns(first.u, support, n), rows(first.v, support, n);
       for (int q = 0; q < num_lanes; ++q) {
         if (values[i * num_lanes + q] == cfloat{}) continue;
         const cfloat value = values[i * num_lanes + q] * weight;
@@ -334,12 +397,12 @@ void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* v
         for (int j = 0; j < support; ++j) {
           if (rows.index[j] < row_lo || rows.index[j] >= row_hi) continue;
           cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
-          const cfloat row_value = value * fv.values[j];
+          const cfloat row_value = value * fv[j];
           if (columns.contiguous) {
-            cfloat* cell = row + fu.first;
-            for (int i2 = 0; i2 < support; ++i2) cell[i2] += row_value * fu.values[i2];
+            cfloat* cell = row + first.u;
+            for (int i2 = 0; i2 < support; ++i2) cell[i2] += row_value * fu[i2];
           } else {
-            for (int i2 = 0; i2 < support; ++i2) row[columns.index[i2]] += row_value * fu.values[i2];
+            for (int i2 = 0; i2 < support; ++i2) row[columns.index[i2]] += row_value * fu[i2];
           }
         }
       }
@@ -445,9 +508,9 @@ void Gridder::Impl::fill_plane(const ModelPixels& model, int num_lanes, cfloat* 
 void Gridder::Impl::find_uv_support() {
   const int n = geo.grid_size, support = stacking.kernel.support;
   std::vector<std::uint8_t> first_column(n, 0), first_row(n, 0);
-  for (const Cached& c : hermitian.cache) {
-    first_column[wrap_near(c.fu.first, n)] = 1;
-    first_row[wrap_near(c.fv.first, n)] = 1;
+  for (const FirstCells& c : hermitian.first) {
+    first_column[wrap_near(c.u, n)] = 1;
+    first_row[wrap_near(c.v, n)] = 1;
   }
   uv_support = Fft2d::Support{std::vector<std::uint8_t>(n, 0), std::vector<std::uint8_t>(n, 0)};
   for (int cell = 0; cell < n; ++cell)
@@ -460,15 +523,15 @@ void Gridder::Impl::find_uv_support() {
 void Gridder::Impl::degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes,
                                  cdouble* out) const {
   const auto [lo, hi] = plane_range(groups, p);
-  const std::vector<Cached>& cache = groups.cache;
   const int n = geo.grid_size;
   const int support = stacking.kernel.support;
 #pragma omp parallel for schedule(static)
   for (std::size_t i = lo; i < hi; ++i) {
     const double scale = plane_weight(groups, i, p);
-    const Footprint& fu = cache[i].fu;
-    const Footprint& fv = cache[i].fv;
-    const CellIndices columns(fu.first, support, n), rows(fv.first, support, n);
+    const FirstCells& first = groups.first[i];
+    const float* fu = u_taps(groups, i);
+    const float* fv = v_taps(groups, i);
+    const CellIndices columns(first.u, support, n), rows(first.v, support, n);
     for (int q = 0; q < num_lanes; ++q) {
       const cfloat* grid = grids + q * grid_cells();
       cfloat sum{};
@@ -476,12 +539,12 @@ void Gridder::Impl::degrid_plane(int p, const PlaneGroups& groups, const cfloat*
         const cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
         cfloat row_sum{};
         if (columns.contiguous) {
-          const cfloat* cell = row + fu.first;
-          for (int i2 = 0; i2 < support; ++i2) row_sum += cell[i2] * fu.values[i2];
+          const cfloat* cell = row + first.u;
+          for (int i2 = 0; i2 < support; ++i2) row_sum += cell[i2] * fu[i2];
         } else {
-          for (int i2 = 0; i2 < support; ++i2) row_sum += row[columns.index[i2]] * fu.values[i2];
+          for (int i2 = 0; i2 < support; ++i2) row_sum += row[columns.index[i2]] * fu[i2];
         }
-        sum += row_sum * fv.values[j];
+        sum += row_sum * fv[j];
       }
       out[i * num_lanes + q] += cdouble(sum) * scale;
     }
@@ -496,8 +559,8 @@ Gridder::~Gridder() = default;
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count, double w_reach) {
   Impl& m = *impl_;
   m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking, w_reach);
-  m.hermitian = m.make_groups(m.layout.hermitian);
-  m.direct = m.make_groups(m.layout.direct, &m.hermitian);
+  m.direct = m.make_groups(m.layout.direct);
+  m.hermitian = m.make_groups(m.layout.hermitian, &m.direct);
   m.layout.direct = {};
   m.layout.hermitian = {};
   m.find_uv_support();
@@ -562,14 +625,17 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
   for (std::size_t i = 0; i < points.size(); ++i)
     for (int q = 0; q < num_lanes; ++q)
       (points[i].mirror ? mirrored : plain)[points[i].k * num_lanes + q] =
-          at_point[i * num_lanes + q] * std::conj(groups.cache[i].rotation);
+          at_point[i * num_lanes + q] * std::conj(groups.rotation[i]);
 #pragma omp parallel for schedule(static)
   for (std::size_t k = 0; k < count; ++k) {
     std::fill(vis + k * num_stokes, vis + (k + 1) * num_stokes, std::complex<float>{});
     if (!m.layout.inside[k]) continue;
     for (int s = 0; s < num_stokes; ++s) {
       const std::size_t lane = k * num_lanes + (packed ? s / 2 : s);
-      vis[k * num_stokes + s] = cfloat(packed ? unpacked_stokes(plain[lane], mirrored[lane], s % 2 == 1) : plain[lane]);
+      // Unpacked, a visibility is at one of its two points, and a real image's is the
+      // conjugate at the mirror.
+      vis[k * num_stokes + s] = cfloat(packed ? unpacked_stokes(plain[lane], mirrored[lane], s % 2 == 1)
+                                              : plain[lane] + std::conj(mirrored[lane]));
     }
   }
 }

@@ -86,7 +86,9 @@ PointLayout make_point_layout(const double* uvw_lambda, std::size_t count, const
       continue;
     }
     const auto k32 = static_cast<std::uint32_t>(k);
-    layout.direct.push_back(GridPoint{c[0], c[1], c[2], k32, 0});
+    const bool flip = c[2] < 0;
+    const double sign = flip ? -1.0 : 1.0;
+    layout.direct.push_back(GridPoint{sign * c[0], sign * c[1], sign * c[2], k32, flip ? 1u : 0u});
     layout.hermitian.push_back(GridPoint{c[0], c[1], c[2], k32, 0});
     layout.hermitian.push_back(GridPoint{-c[0], -c[1], -c[2], k32, 1});
     w_reach = std::max(w_reach, std::abs(c[2]));

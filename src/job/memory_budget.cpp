@@ -31,9 +31,9 @@ constexpr double mosaic_bytes_per_pixel = 56, mosaic_bytes_per_pixel_and_pointin
 // Per visibility of a channel: the rows' coordinates (read once, with their order by
 // uv distance), the staged data (4 complex values, 4 weights; on the CPU also uvw in
 // wavelengths) for the current and the next channel, the gridder's points with their
-// kernel footprints and w-plane weights (direct and mirrored: about 640 B), and the model
-// and residual visibilities of the major cycles.
-constexpr double channel_bytes_per_row = 1000;
+// kernel values and w-plane weights (one direct and two hermitian points: about 450 B
+// with a kernel of 7 cells), and the model and residual visibilities of the major cycles.
+constexpr double channel_bytes_per_row = 800;
 // Per visibility and channel of a read block: 4 complex values and 4 weights.
 constexpr double block_bytes_per_row = 48;
 // Reading wider blocks saves passes over the MS (its tiles hold every channel), but

@@ -97,7 +97,7 @@ TEST_P(GridderVsDft, DirtyImageMatchesDirectDft) {
               << " w-planes)\n";
   }
   // One Stokes parameter alone, as the PSF is made: each visibility gridded once (the
-  // direct list), at w of either sign.
+  // direct list), those with w < 0 at their mirror points.
   const std::size_t count = p.uvw.size() / 3;
   std::vector<std::complex<float>> vis(count);
   std::vector<float> weight(count);

@@ -55,7 +55,7 @@ double peak_of(Work&& work) {
   return static_cast<double>(peak_bytes.load() - before);
 }
 
-// What FFTW allocates (fftwf_malloc, which operator new does not see) for a convolver's
+// What FftBuffer allocates (aligned_alloc, which operator new does not see) for a convolver's
 // two work planes, per image pixel: the convolvers' own arithmetic.
 double fftw_work_planes(int n, int reach) {
   const double m = spip::deconv::convolution_size(n, reach);
@@ -174,7 +174,7 @@ TEST(MemoryBudget, CountsWhatTheWidePsfHolds) {
     return peak_of([&] { psf = imager.psf(spip::deconv::minor_psf_side(n), nullptr); });
   };
   const double few = held_with(2000), many = held_with(20000);
-  // FFTW's grid (fftwf_malloc, unseen here): one complex float lane over the wide grid.
+  // The FFT grid (an FftBuffer, unseen here): one complex float lane over the wide grid.
   const double padding = static_cast<double>(geometry.grid_size) / n;
   const double wide_cells = std::pow(spip::imaging::ImageGeometry::make(2 * n, geometry.cell_rad, padding).grid_size, 2);
   const double per_pixel = few / pixels + 8 * wide_cells / pixels, per_row = (many - few) / 18000;

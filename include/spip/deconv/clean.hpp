@@ -44,9 +44,10 @@ MinorCycleResult subminor_hogbom(float* residual, MinorPsf psf, const imaging::I
 // 32 B per wide pixel) and its FFT grid (a complex float per cell, padding^2 cells per
 // wide pixel). The sub-minor loop starts only once it is made.
 double minor_psf_bytes_per_pixel(const imaging::ImageGeometry& geometry);
-// And per row of the channel while it is imaged: its gridder's points (direct and
-// mirrored) and the unit visibilities and weights it grids.
-inline constexpr double minor_psf_bytes_per_row = 880;
+// And per row of the channel while it is imaged: its gridder's points (one direct and
+// two hermitian, with their kernel values and w-plane weights) and the unit
+// visibilities and weights it grids.
+inline constexpr double minor_psf_bytes_per_row = 640;
 
 // The most subminor_hogbom() holds per image pixel of an N x N image beside the images,
 // for the memory plan: its FFT convolver (with the transform of a PSF of twice the

@@ -11,7 +11,9 @@
 
 namespace spip::imaging {
 
-// FFTW-aligned complex storage (SIMD codelets need the alignment).
+// Complex storage on 2 MiB boundaries, marked for transparent huge pages: a column
+// pass strides a whole row per element, which on 4 KiB pages costs a TLB miss each
+// (FFTW's SIMD codelets need far less alignment).
 class FftBuffer {
  public:
   explicit FftBuffer(std::size_t cells);

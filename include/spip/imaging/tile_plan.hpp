@@ -15,15 +15,16 @@
 namespace spip::imaging {
 
 // The w-planes that cover |w| <= w_reach for a w-kernel of `w_support` cells: plane p
-// at w_first + p dw, and their count.
+// at w_first + p dw, and their count, centred on w = 0. A plane W_w/2 planes or more
+// from every point would carry only the kernel's edge value (~e^-beta), so the outer
+// planes lie within W_w/2 - 1/2 .. W_w/2 - 1 planes of +-w_reach.
 struct WPlanes {
   double w_first;
   int planes;
 };
 SPIP_HOST_DEVICE inline WPlanes w_planes(double w_reach, int w_support, double dw) {
-  const double support = w_support;
-  const double w_first = -w_reach - 0.5 * support * dw;
-  return {w_first, static_cast<int>(floor((w_reach - w_first) / dw + 0.5 * support)) + 1};
+  const int planes = static_cast<int>(floor(2.0 * w_reach / dw + w_support));
+  return {-0.5 * (planes - 1) * dw, planes};
 }
 
 // The first plane a point at w reaches, the smallest p above (w - w_first)/dw - W_w/2;

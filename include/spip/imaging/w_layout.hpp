@@ -43,7 +43,9 @@ struct GridPoint {
 // The CPU gridder groups the points by plane and tile itself; the GPU prepares its
 // own on the device (tile_plan.hpp).
 struct PointLayout {
-  std::vector<GridPoint> direct;     // each visibility on the grid once
+  // Each visibility on the grid once, at its mirror where w < 0: the real part of an
+  // image is the same either way, and w >= 0 spans about half the planes.
+  std::vector<GridPoint> direct;
   std::vector<GridPoint> hermitian;  // each one and its mirror
   std::vector<char> inside;          // per visibility: on the grid
   std::size_t outside = 0;
