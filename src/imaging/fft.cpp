@@ -105,17 +105,32 @@ void transform_lines(const LinePlans& plans, std::complex<float>* data, int n, b
   }
 }
 
+// The lines a pass over `flagged` writes: every line of a block that holds one.
+std::vector<std::uint8_t> written_lines(const std::vector<std::uint8_t>& flagged, bool columns) {
+  const int n = static_cast<int>(flagged.size()), per_block = lines_per_block(columns);
+  std::vector<std::uint8_t> written(flagged.size(), 0);
+  for (int first = 0; first < n; first += per_block) {
+    const int end = std::min(n, first + per_block);
+    if (std::any_of(flagged.begin() + first, flagged.begin() + end, [](std::uint8_t f) { return f != 0; }))
+      std::fill(written.begin() + first, written.begin() + end, 1);
+  }
+  return written;
+}
+
 std::size_t count(const std::vector<std::uint8_t>& flags) {
   return static_cast<std::size_t>(std::count_if(flags.begin(), flags.end(), [](std::uint8_t f) { return f != 0; }));
 }
 
 // Columns first: only the input's columns hold data, and only the output's rows are
-// then needed; rows first is the mirror image.
+// then needed; rows first is the mirror image. Whichever costs less.
+bool columns_first(const Fft2d::Support& input, const Fft2d::Support& output) {
+  return column_cost * count(input.columns) + count(output.rows) <=
+         count(input.rows) + column_cost * count(output.columns);
+}
+
 void transform_pruned(const LinePlans& rows, const LinePlans& columns, std::complex<float>* data, int n,
                       const Fft2d::Support& input, const Fft2d::Support& output) {
-  const double columns_first = column_cost * count(input.columns) + count(output.rows);
-  const double rows_first = count(input.rows) + column_cost * count(output.columns);
-  if (columns_first <= rows_first) {
+  if (columns_first(input, output)) {
     transform_lines(columns, data, n, true, input.columns);
     transform_lines(rows, data, n, false, output.rows);
   } else {
@@ -172,6 +187,31 @@ void Fft2d::forward(std::complex<float>* data, const Support& input, const Suppo
 
 void Fft2d::backward(std::complex<float>* data, const Support& input, const Support& output) const {
   transform_pruned(plans_->lines[1][0], plans_->lines[1][1], data, n_, input, output);
+}
+
+// Columns first, the blocks of the input's columns and of the output's rows were
+// transformed: those rows whole, and in every other row those columns' cells. Rows
+// first, the mirror image.
+void Fft2d::clear(std::complex<float>* data, const Support& input, const Support& output) const {
+  const bool by_columns = columns_first(input, output);
+  const std::vector<std::uint8_t> whole_rows = written_lines(by_columns ? output.rows : input.rows, false);
+  const std::vector<std::uint8_t> columns = written_lines(by_columns ? input.columns : output.columns, true);
+  std::vector<std::pair<int, int>> runs;  // [first, end) of consecutive flagged columns
+  for (int c = 0; c < n_; ++c)
+    if (columns[c] && (runs.empty() || runs.back().second != c))
+      runs.emplace_back(c, c + 1);
+    else if (columns[c])
+      ++runs.back().second;
+  const auto n = static_cast<std::size_t>(n_);
+#pragma omp parallel for schedule(static)
+  for (int r = 0; r < n_; ++r) {
+    std::complex<float>* row = data + r * n;
+    if (whole_rows[r]) {
+      std::fill(row, row + n, std::complex<float>{});
+    } else {
+      for (const auto& [first, end] : runs) std::fill(row + first, row + end, std::complex<float>{});
+    }
+  }
 }
 
 }  // namespace spip::imaging

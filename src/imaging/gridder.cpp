@@ -495,7 +495,6 @@ void Gridder::Impl::advance_model_screen(ModelPixels& model, int p) const {
 }
 
 void Gridder::Impl::fill_plane(const ModelPixels& model, int num_lanes, cfloat* grids) const {
-  zero_cells(grids, grid_cells() * num_lanes);
   const auto count = static_cast<std::ptrdiff_t>(model.cell.size());
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t e = 0; e < count; ++e)
@@ -582,13 +581,15 @@ void Gridder::grid(const std::complex<float>* vis, const float* weight, int num_
   const std::vector<cfloat> values = m.rotated_values(groups, lanes);
   m.screen.resize(m.screen_first.size());
   m.screen_plane = -1;
+  // Zeroed once; after each plane only the lines its transform wrote.
+  zero_cells(grids, m.grid_cells() * num_lanes);
   for (int p = 0; p < m.layout.planes; ++p) {
     const auto [lo, hi] = m.plane_range(groups, p);
     if (lo == hi) continue;
-    zero_cells(grids, m.grid_cells() * num_lanes);
     m.grid_plane(p, groups, values.data(), num_lanes, grids);
     for (int q = 0; q < num_lanes; ++q) m.fft.forward(grids + q * m.grid_cells(), m.uv_support, m.window);
     m.accumulate_plane(p, grids, num_lanes, sum.data());
+    for (int q = 0; q < num_lanes; ++q) m.fft.clear(grids + q * m.grid_cells(), m.uv_support, m.window);
   }
   // Packed lanes hold (a + i b) summed over both halves of the uv plane: 2 image_a + 2i image_b.
   for (int s = 0; s < num_stokes; ++s) {
@@ -612,6 +613,7 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
   std::vector<cdouble> at_point(points.size() * num_lanes, cdouble{});
   cfloat* grids = m.scratch(0, m.grid_cells() * num_lanes);
   Impl::ModelPixels model = m.model_pixels(images, num_stokes, num_lanes);
+  zero_cells(grids, m.grid_cells() * num_lanes);  // once, as in grid()
   for (int p = 0; p < m.layout.planes; ++p) {
     m.advance_model_screen(model, p);
     const auto [lo, hi] = m.plane_range(groups, p);
@@ -619,6 +621,7 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
     m.fill_plane(model, num_lanes, grids);
     for (int q = 0; q < num_lanes; ++q) m.fft.backward(grids + q * m.grid_cells(), model.support, m.uv_support);
     m.degrid_plane(p, groups, grids, num_lanes, at_point.data());
+    for (int q = 0; q < num_lanes; ++q) m.fft.clear(grids + q * m.grid_cells(), model.support, m.uv_support);
   }
   std::vector<cdouble> plain(count * num_lanes, cdouble{}), mirrored(count * num_lanes, cdouble{});
 #pragma omp parallel for schedule(static)

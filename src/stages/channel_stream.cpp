@@ -81,8 +81,10 @@ ChannelStats ChannelFeed::advance(int c, int p) {
                           " staged");
   const Stopwatch wait;
   ChannelStats stats = pending_.get();
-  imaging_.next();
+  // The wait for the reader and the staging thread alone: next() lays the channel out on
+  // the grid (tens of ms a channel on the CPU), which is imaging's time.
   stats.wait_s = wait.seconds();
+  imaging_.next();
   if (++next_ < items_.size())
     pending_ = std::async(std::launch::async, [this, following = items_[next_]] { return prepare(following); });
   return stats;
