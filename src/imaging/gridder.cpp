@@ -428,38 +428,50 @@ void Gridder::Impl::accumulate_plane(int p, const cfloat* grids, int num_lanes, 
   const int n = geo.size, half = n / 2, offset = (geo.grid_size - n) / 2;
   const std::size_t pixels = geo.pixels(), cells = grid_cells();
   const int steps = screen_plane < 0 ? p : p - screen_plane;
-#pragma omp parallel for schedule(static)
-  for (int r = 0; r <= half; ++r) {
-    // The products are written out: std::complex's operator* checks for NaN and Inf
-    // operands, which keeps the loops from being vectorised.
-    double* screen_row = stacking.enabled ? reinterpret_cast<double*>(screen.data() + static_cast<std::size_t>(r) * n)
-                                          : nullptr;
-    if (screen_row) {
-      const std::size_t row = static_cast<std::size_t>(r) * n;
-      if (screen_plane < 0) std::copy(screen_first.begin() + row, screen_first.begin() + row + n, screen.begin() + row);
-      const auto* step_row = reinterpret_cast<const double*>(screen_step.data() + row);
-      for (int step = 0; step < steps; ++step)
-        for (int x = 0; x < n; ++x) {
-          const double a = screen_row[2 * x], b = screen_row[2 * x + 1];
-          const double c = step_row[2 * x], d = step_row[2 * x + 1];
-          screen_row[2 * x] = a * c - b * d;
-          screen_row[2 * x + 1] = a * d + b * c;
-        }
-    }
-    for (int side = 0; side < (r == 0 ? 1 : 2); ++side) {
-      const int y = side == 0 ? half - r : half + r;
-      if (y >= n) continue;
-      const int yg = y + offset;
-      for (int q = 0; q < num_lanes; ++q) {
-        const auto* cell_row = reinterpret_cast<const float*>(grids + q * cells + static_cast<std::size_t>(yg) * geo.grid_size + offset);
-        auto* image_row = reinterpret_cast<float*>(images + q * pixels + static_cast<std::size_t>(y) * n);
-        for (int x = 0; x < n; ++x) {
-          const float sign = ((x + offset + yg) & 1) ? -1.0f : 1.0f;
-          const float fr = screen_row ? static_cast<float>(screen_row[2 * x]) * sign : sign;
-          const float fi = screen_row ? static_cast<float>(screen_row[2 * x + 1]) * sign : 0.0f;
-          const float gr = cell_row[2 * x], gi = cell_row[2 * x + 1];
-          image_row[2 * x] += gr * fr - gi * fi;
-          image_row[2 * x + 1] += gr * fi + gi * fr;
+#pragma omp parallel
+  {
+    // A screen row as floats times the FFT-centring sign, which is the same in both image
+    // rows it serves (they lie an even number of rows apart), in separate real and
+    // imaginary parts: the pixel loops are then plain float arithmetic that the compiler
+    // vectorises. The products are written out: std::complex's operator* checks for NaN
+    // and Inf operands, which keeps loops from being vectorised.
+    std::vector<float> factor_re(n), factor_im(n);
+#pragma omp for schedule(static)
+    for (int r = 0; r <= half; ++r) {
+      double* screen_row =
+          stacking.enabled ? reinterpret_cast<double*>(screen.data() + static_cast<std::size_t>(r) * n) : nullptr;
+      if (screen_row) {
+        const std::size_t row = static_cast<std::size_t>(r) * n;
+        if (screen_plane < 0) std::copy(screen_first.begin() + row, screen_first.begin() + row + n, screen.begin() + row);
+        const auto* step_row = reinterpret_cast<const double*>(screen_step.data() + row);
+        for (int step = 0; step < steps; ++step)
+          for (int x = 0; x < n; ++x) {
+            const double a = screen_row[2 * x], b = screen_row[2 * x + 1];
+            const double c = step_row[2 * x], d = step_row[2 * x + 1];
+            screen_row[2 * x] = a * c - b * d;
+            screen_row[2 * x + 1] = a * d + b * c;
+          }
+      }
+      const int parity = (offset + half - r + offset) & 1;  // of x + yg at x = 0
+      for (int x = 0; x < n; ++x) {
+        const float sign = ((x + parity) & 1) ? -1.0f : 1.0f;
+        factor_re[x] = screen_row ? static_cast<float>(screen_row[2 * x]) * sign : sign;
+        factor_im[x] = screen_row ? static_cast<float>(screen_row[2 * x + 1]) * sign : 0.0f;
+      }
+      for (int side = 0; side < (r == 0 ? 1 : 2); ++side) {
+        const int y = side == 0 ? half - r : half + r;
+        if (y >= n) continue;
+        const int yg = y + offset;
+        for (int q = 0; q < num_lanes; ++q) {
+          const auto* cell_row =
+              reinterpret_cast<const float*>(grids + q * cells + static_cast<std::size_t>(yg) * geo.grid_size + offset);
+          auto* image_row = reinterpret_cast<float*>(images + q * pixels + static_cast<std::size_t>(y) * n);
+          for (int x = 0; x < n; ++x) {
+            const float fr = factor_re[x], fi = factor_im[x];
+            const float gr = cell_row[2 * x], gi = cell_row[2 * x + 1];
+            image_row[2 * x] += gr * fr - gi * fi;
+            image_row[2 * x + 1] += gr * fi + gi * fr;
+          }
         }
       }
     }
