@@ -55,7 +55,7 @@ std::string spread(std::vector<double> times) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  spip::keep_freed_memory();  // as spip does
+  spip::share_one_heap();  // as spip does
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s MS [channel] [image_size] [scale_arcsec] [repeats] [DUMP] [accuracy]\n", argv[0]);
     return 2;
