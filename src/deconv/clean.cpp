@@ -250,6 +250,13 @@ double minor_psf_bytes_per_pixel(const imaging::ImageGeometry& geometry) {
   return 4 * sizeof(float) + 4 * (32 + sizeof(std::complex<float>) * padding * padding);
 }
 
+double minor_psf_bytes_per_row(const imaging::ImageGeometry& geometry, double accuracy) {
+  const imaging::ImageGeometry wide = imaging::ImageGeometry::make(
+      minor_psf_side(geometry.size), geometry.cell_rad, static_cast<double>(geometry.grid_size) / geometry.size);
+  constexpr double gridded = 3 * sizeof(double) + 4 * sizeof(float) + sizeof(std::complex<float>) + sizeof(float);
+  return imaging::Gridder::bytes_per_visibility(wide, accuracy, false) + gridded;
+}
+
 double subminor_bytes_per_pixel(int n) {
   return host_convolver_bytes_per_pixel(n, psf_reach(minor_psf_side(n), n), 1) + subtraction_planes_bytes_per_pixel +
          detail::active_set_bytes_per_pixel;

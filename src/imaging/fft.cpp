@@ -50,10 +50,16 @@ constexpr std::size_t huge_page = std::size_t{2} << 20;
 }  // namespace
 
 FftBuffer::FftBuffer(std::size_t cells) : data_(nullptr), size_(cells) {
-  const std::size_t bytes = (cells * sizeof(std::complex<float>) + huge_page - 1) / huge_page * huge_page;
-  data_ = static_cast<std::complex<float>*>(std::aligned_alloc(huge_page, bytes));
+  // Grids of 2 MiB or more on 2 MiB boundaries, marked for huge pages (fft.hpp); smaller
+  // buffers on cache lines, which FFTW's codelets need.
+  const std::size_t bytes = cells * sizeof(std::complex<float>);
+  const std::size_t alignment = bytes >= huge_page ? huge_page : 64;
+  const std::size_t rounded = (bytes + alignment - 1) / alignment * alignment;
+  data_ = static_cast<std::complex<float>*>(std::aligned_alloc(alignment, std::max(rounded, alignment)));
   if (!data_) SPIP_THROW(Error, "cannot allocate an FFT grid of " + std::to_string(cells) + " cells");
-  ::madvise(data_, bytes, MADV_HUGEPAGE);
+#ifdef MADV_HUGEPAGE
+  if (alignment == huge_page) ::madvise(data_, rounded, MADV_HUGEPAGE);
+#endif
 }
 
 FftBuffer::~FftBuffer() { std::free(data_); }

@@ -241,8 +241,8 @@ void Gridder::Impl::evaluate_kernels(PlaneGroups& groups) const {
 // A point's mirror (-u, -v, -w) sits at grid position P - g, so its footprint starts
 // at P - first - W + 1 with the same values reversed, and the planes, centred on w = 0
 // (w_planes()), mirror too: plane p's weights are those of plane planes - 1 - p. Only
-// where rounding puts the mirror's first cell elsewhere (g exactly half-integral) or a
-// plane past the source's are the values evaluated.
+// where the mirror's first cell is elsewhere (g - W/2 an integer, where the two sides'
+// rounding decides) or a plane lies past the source's are the values evaluated.
 void Gridder::Impl::mirror_kernels(PlaneGroups& groups, const PlaneGroups& source) const {
   const int n = geo.grid_size, support = stacking.kernel.support, w_span = w_support();
   const double du = geo.uv_cell();
@@ -578,6 +578,8 @@ Gridder::~Gridder() = default;
 
 void Gridder::set_uvw(const double* uvw_lambda, std::size_t count, double w_reach) {
   Impl& m = *impl_;
+  m.direct = {};  // the last channel's, released before this one's are made
+  m.hermitian = {};
   m.layout = make_point_layout(uvw_lambda, count, m.geo, m.stacking, w_reach);
   m.direct = m.make_groups(m.layout.direct);
   m.hermitian = m.make_groups(m.layout.hermitian, &m.direct);
@@ -662,6 +664,17 @@ void Gridder::degrid(const float* images, int num_stokes, std::complex<float>* v
                                               : plain[lane] + std::conj(mirrored[lane]));
     }
   }
+}
+
+double Gridder::bytes_per_visibility(const ImageGeometry& geometry, double accuracy, bool wstacking) {
+  const WStacking stacking = make_w_stacking(geometry, accuracy, wstacking);
+  const double per_point = sizeof(GridPoint) + sizeof(Impl::FirstCells) + sizeof(cdouble) +
+                           2 * stacking.kernel.support * sizeof(float) +
+                           (stacking.enabled ? stacking.w_kernel.support : 1) * sizeof(float);
+  // While the hermitian list is grouped, the layout's lists and that sort's keys and
+  // first cells are held as well.
+  const double grouping = 3 * sizeof(GridPoint) + 2 * (sizeof(std::size_t) + sizeof(Impl::FirstCells));
+  return 3 * per_point + grouping;
 }
 
 int Gridder::num_w_planes() const { return impl_->layout.planes; }

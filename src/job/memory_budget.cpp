@@ -28,12 +28,11 @@ constexpr double imaging_bytes_per_cell = 16;
 // restored planes and of their weights (56 B), and per pointing its model where
 // restoring waits for the channel's beam (16 B; none with image.beam).
 constexpr double mosaic_bytes_per_pixel = 56, mosaic_bytes_per_pixel_and_pointing = 16;
-// Per visibility of a channel: the rows' coordinates (read once, with their order by
-// uv distance), the staged data (4 complex values, 4 weights; on the CPU also uvw in
-// wavelengths) for the current and the next channel, the gridder's points with their
-// kernel values and w-plane weights (one direct and two hermitian points: about 450 B
-// with a kernel of 7 cells), and the model and residual visibilities of the major cycles.
-constexpr double channel_bytes_per_row = 800;
+// Per visibility of a channel beside imaging_bytes_per_row(): the rows' coordinates (read
+// once, with their order by uv distance), the staged data (4 complex values, 4 weights;
+// on the CPU also uvw in wavelengths) for the current and the next channel, and the
+// model and residual visibilities of the major cycles.
+constexpr double channel_bytes_per_row = 350;
 // Per visibility and channel of a read block: 4 complex values and 4 weights.
 constexpr double block_bytes_per_row = 48;
 // Reading wider blocks saves passes over the MS (its tiles hold every channel), but
@@ -89,14 +88,16 @@ double clean_device_bytes(const CleanConfig& clean, int image_size) {
   return static_cast<double>(cuda::scale_convolver_device_bytes(image_size, shape.reach, shape.filters));
 }
 
-double clean_bytes_per_row(const CleanConfig& clean) {
-  return clean.niter > 0 && !clean.multiscale ? deconv::minor_psf_bytes_per_row : 0.0;
+double imaging_bytes_per_row(const ImageConfig& image, const CleanConfig& clean,
+                             const imaging::ImageGeometry& geometry) {
+  const bool wide_psf = clean.niter > 0 && !clean.multiscale;
+  return imaging::Gridder::bytes_per_visibility(geometry, image.accuracy, image.wstacking) +
+         (wide_psf ? deconv::minor_psf_bytes_per_row(geometry, image.accuracy) : 0.0);
 }
 
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
-                             double clean_bytes_per_pixel, double clean_bytes_per_row, int pointings) {
-  return image_bytes(geometry, clean_bytes_per_pixel, pointings) +
-         (channel_bytes_per_row + clean_bytes_per_row) * rows_per_channel +
+                             double clean_bytes_per_pixel, double row_bytes, int pointings) {
+  return image_bytes(geometry, clean_bytes_per_pixel, pointings) + (channel_bytes_per_row + row_bytes) * rows_per_channel +
          2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
 }
 
@@ -105,10 +106,10 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   plan.budget = needs.budget;
   const double pixels = static_cast<double>(needs.geometry.size) * needs.geometry.size;
   plan.imaging = image_bytes(needs.geometry, needs.clean_bytes_per_pixel, needs.pointings);
-  plan.channel_data = (channel_bytes_per_row + needs.clean_bytes_per_row) * needs.rows_per_channel;
+  plan.channel_data = (channel_bytes_per_row + needs.row_bytes) * needs.rows_per_channel;
   const double block_per_channel = std::max(1.0, block_bytes_per_row * needs.rows_per_channel);
   const double needed = channel_imaging_bytes(needs.geometry, needs.rows_per_channel, needs.clean_bytes_per_pixel,
-                                              needs.clean_bytes_per_row, needs.pointings);
+                                              needs.row_bytes, needs.pointings);
   if (needed > plan.budget)
     SPIP_THROW(ConfigError, "imaging " + std::to_string(needs.geometry.size) + "^2 pixels (a " +
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +

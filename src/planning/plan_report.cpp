@@ -129,7 +129,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
       config, uniform, ranks,
       [&](double share) {
         return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
-                                     basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean),
+                                     basis.clean_bytes_per_pixel,
+                                     imaging_bytes_per_row(config.image, config.clean, plan.geometry),
                                      static_cast<int>(plan.pointings.size())) <= basis.budget;
       },
       plan);

@@ -261,7 +261,7 @@ MemoryNeeds memory_needs(const Config& config, const Plan& plan, int rank, const
   needs.budget = basis.budget;
   needs.geometry = plan.geometry;
   needs.clean_bytes_per_pixel = basis.clean_bytes_per_pixel;
-  needs.clean_bytes_per_row = clean_bytes_per_row(config.clean);
+  needs.row_bytes = imaging_bytes_per_row(config.image, config.clean, plan.geometry);
   needs.rows_per_channel = static_cast<double>(plan.busiest_channel) * plan.member_share(plan.ranks_per_channel);
   needs.my_channels = plan.imaged[r].size();
   needs.block_channels = config.input.block_channels;
@@ -670,7 +670,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
-                                 basis.clean_bytes_per_pixel, clean_bytes_per_row(config.clean),
+                                 basis.clean_bytes_per_pixel, imaging_bytes_per_row(config.image, config.clean, plan.geometry),
                                  static_cast<int>(plan.pointings.size())) <= basis.budget &&
            (!device || static_cast<double>(cuda::DeviceImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +

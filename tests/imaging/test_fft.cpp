@@ -3,6 +3,7 @@
 // backward() wrote zero again, for supports that straddle FFTW's blocks of lines.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <cstdint>

@@ -44,10 +44,10 @@ MinorCycleResult subminor_hogbom(float* residual, MinorPsf psf, const imaging::I
 // 32 B per wide pixel) and its FFT grid (a complex float per cell, padding^2 cells per
 // wide pixel). The sub-minor loop starts only once it is made.
 double minor_psf_bytes_per_pixel(const imaging::ImageGeometry& geometry);
-// And per row of the channel while it is imaged: its gridder's points (one direct and
-// two hermitian, with their kernel values and w-plane weights) and the unit
-// visibilities and weights it grids.
-inline constexpr double minor_psf_bytes_per_row = 640;
+// And per row of the channel while it is imaged: its gridder's points (2-D, as
+// imaging::wide_psf makes it; imaging::Gridder::bytes_per_visibility) and the
+// coordinates, unit visibilities and weights it grids.
+double minor_psf_bytes_per_row(const imaging::ImageGeometry& geometry, double accuracy);
 
 // The most subminor_hogbom() holds per image pixel of an N x N image beside the images,
 // for the memory plan: its FFT convolver (with the transform of a PSF of twice the

@@ -44,6 +44,12 @@ class Gridder {
   bool inside(std::size_t k) const; // visibility k of the last set_uvw is gridded
   EsKernel uv_kernel() const;
 
+  // What set_uvw() holds per visibility at most, for the memory plan: one direct and two
+  // hermitian points, each with its coordinates, first cells, kernel values in u and v,
+  // rotation and w-plane weights (the kernels' widths follow from the accuracy), and
+  // while they are grouped the layout's lists and the sort's keys.
+  static double bytes_per_visibility(const ImageGeometry& geometry, double accuracy, bool wstacking);
+
  private:
   struct Impl;
   ImageGeometry geometry_;

@@ -17,7 +17,7 @@ namespace spip::imaging {
 // The w-planes that cover |w| <= w_reach for a w-kernel of `w_support` cells: plane p
 // at w_first + p dw, and their count, centred on w = 0. A plane W_w/2 planes or more
 // from every point would carry only the kernel's edge value (~e^-beta), so the outer
-// planes lie within W_w/2 - 1/2 .. W_w/2 - 1 planes of +-w_reach.
+// planes lie more than W_w/2 - 1 and at most W_w/2 - 1/2 planes beyond +-w_reach.
 struct WPlanes {
   double w_first;
   int planes;

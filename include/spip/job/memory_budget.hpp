@@ -32,7 +32,7 @@ struct MemoryNeeds {
   imaging::ImageGeometry geometry;
   double rows_per_channel = 0;     // visibilities of one channel over every input MS
   double clean_bytes_per_pixel = 0;  // clean_bytes_per_pixel() of the run's CLEAN
-  double clean_bytes_per_row = 0;    // clean_bytes_per_row() of the run's CLEAN
+  double row_bytes = 0;            // imaging_bytes_per_row() of the run
   int my_channels = 0;
   int block_channels = 0;          // input.block_channels; 0: from the budget
   double faraday_row_bytes = 0;    // one image row of the Faraday stage, the least it needs
@@ -46,20 +46,23 @@ struct MemoryNeeds {
 // cycles need (its multiscale transforms are on the device).
 double clean_bytes_per_pixel(const CleanConfig& clean, const imaging::ImageGeometry& geometry, bool gpu);
 
-// What the configured CLEAN holds in host memory per row of a channel beside the
-// channel's data: point CLEAN's gridder of the PSF of twice the image's side, on either
-// backend, while it makes that PSF (deconv::minor_psf_bytes_per_row).
-double clean_bytes_per_row(const CleanConfig& clean);
+// What imaging holds in host memory per row of a channel beside the channel's own data:
+// the CPU gridder's points (imaging::Gridder::bytes_per_visibility; counted for a GPU
+// rank too, whose points are on the device, so that both backends get one plan) and,
+// for point CLEAN, the gridder of the PSF of twice the image's side while it makes that
+// PSF, on either backend (deconv::minor_psf_bytes_per_row).
+double imaging_bytes_per_row(const ImageConfig& image, const CleanConfig& clean,
+                             const imaging::ImageGeometry& geometry);
 
 // What the configured CLEAN holds on a GPU beside cuda::DeviceImager::device_bytes:
 // multiscale's cuFFT convolver (cuda::scale_convolver_device_bytes).
 double clean_device_bytes(const CleanConfig& clean, int image_size);
 
 // What imaging one channel of `rows_per_channel` visibilities holds: the images and
-// grids, CLEAN's buffers, a mosaic's sums and `pointings` models, the channel's data,
-// and two read blocks of one channel.
+// grids, CLEAN's buffers, a mosaic's sums and `pointings` models, the channel's data
+// with `row_bytes` (imaging_bytes_per_row()) per row, and two read blocks of one channel.
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
-                             double clean_bytes_per_pixel, double clean_bytes_per_row, int pointings = 1);
+                             double clean_bytes_per_pixel, double row_bytes, int pointings = 1);
 
 // Throws ConfigError naming the bytes needed and allowed when imaging one channel, or
 // the Faraday stage's smallest row group, cannot fit the budget.
