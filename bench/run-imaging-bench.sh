@@ -8,7 +8,9 @@
 # 5 mJy) and `realistic` (built here with spip-simulate from data/stations64.tm and
 # bench/realistic.sky.txt: 64 stations, 64 channels, 44 dumps, 0.3 Jy noise per
 # correlation, points and Gaussians with RMs from -80 to +150 rad/m^2 and one source
-# with two Faraday components, 1024^2 of 15", cleaned with auto-threshold 3).
+# with two Faraday components, 1024^2 of 15", cleaned with auto-threshold 3), and
+# `gridding` (issue 46's gridding-heavy set: the same at 128 channels, 88,704 rows a
+# channel; not in the defaults: `bench/run-imaging-bench.sh 2 2 gridding dirty`).
 # Modes: `dirty` (no CLEAN) and `cleaned` (both by default).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -88,6 +90,10 @@ for c in $cases; do
       bench/make-realistic-ms.sh "$work/realistic.ms"
       run_case realistic "$work/realistic.ms" bench/realistic.sky.txt 1024 15 64 "-auto-threshold 3" "--clean.auto_threshold 3"
       rm -rf "$work/realistic.ms" ;;
-    *) echo "unknown case $c (sample, realistic)" >&2; exit 2 ;;
+    gridding)
+      bench/make-realistic-ms.sh "$work/gridding.ms" 128
+      run_case gridding "$work/gridding.ms" bench/realistic.sky.txt 1024 15 128 "-auto-threshold 3" "--clean.auto_threshold 3"
+      rm -rf "$work/gridding.ms" ;;
+    *) echo "unknown case $c (sample, realistic, gridding)" >&2; exit 2 ;;
   esac
 done

@@ -124,13 +124,13 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // The ranks share one node, as in a run here, and may image on either backend.
   const MemoryBasis basis{memory_budget_bytes(config.parallel, ranks),
                           std::max(clean_bytes_per_pixel(config.clean, plan.geometry, false),
-                                   gpu ? clean_bytes_per_pixel(config.clean, plan.geometry, true) : 0.0)};
+                                   gpu ? clean_bytes_per_pixel(config.clean, plan.geometry, true) : 0.0),
+                          imaging_bytes_per_row(config.image, config.clean, plan.geometry)};
   decompose(
       config, uniform, ranks,
       [&](double share) {
         return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
-                                     basis.clean_bytes_per_pixel,
-                                     imaging_bytes_per_row(config.image, config.clean, plan.geometry),
+                                     basis.clean_bytes_per_pixel, basis.row_bytes,
                                      static_cast<int>(plan.pointings.size())) <= basis.budget;
       },
       plan);

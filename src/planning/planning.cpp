@@ -237,7 +237,8 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
   try {
     // This rank's own budget and backend: the channel blocks were cut to what every rank holds.
     const MemoryBasis own{memory_budget_bytes(config.parallel, mpi.local_size()),
-                          clean_bytes_per_pixel(config.clean, plan.geometry, plan.gpu_device >= 0)};
+                          clean_bytes_per_pixel(config.clean, plan.geometry, plan.gpu_device >= 0),
+                          imaging_bytes_per_row(config.image, config.clean, plan.geometry)};
     plan.memory = plan_memory(memory_needs(config, plan, mpi.rank(), own));
     if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {
@@ -261,7 +262,7 @@ MemoryNeeds memory_needs(const Config& config, const Plan& plan, int rank, const
   needs.budget = basis.budget;
   needs.geometry = plan.geometry;
   needs.clean_bytes_per_pixel = basis.clean_bytes_per_pixel;
-  needs.row_bytes = imaging_bytes_per_row(config.image, config.clean, plan.geometry);
+  needs.row_bytes = basis.row_bytes;
   needs.rows_per_channel = static_cast<double>(plan.busiest_channel) * plan.member_share(plan.ranks_per_channel);
   needs.my_channels = plan.imaged[r].size();
   needs.block_channels = config.input.block_channels;
@@ -664,13 +665,14 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   // A share of a channel fits a rank when the host memory and, on a GPU, the rank's part
   // of the device hold it: the least of any rank, so that every rank decides alike.
   const MemoryBasis basis{-mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size())),
-                          mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry, device.has_value()))};
+                          mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry, device.has_value())),
+                          imaging_bytes_per_row(config.image, config.clean, plan.geometry)};
   const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
   const double clean_device = clean_device_bytes(config.clean, plan.geometry.size);
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
-                                 basis.clean_bytes_per_pixel, imaging_bytes_per_row(config.image, config.clean, plan.geometry),
+                                 basis.clean_bytes_per_pixel, basis.row_bytes,
                                  static_cast<int>(plan.pointings.size())) <= basis.budget &&
            (!device || static_cast<double>(cuda::DeviceImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +

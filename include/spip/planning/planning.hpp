@@ -83,6 +83,7 @@ SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, cons
 struct MemoryBasis {
   double budget = 0;
   double clean_bytes_per_pixel = 0;
+  double row_bytes = 0;  // imaging_bytes_per_row(): it chooses kernels, so once per plan
 };
 // What `rank` will hold, for a run's own check and for --plan alike: its channels,
 // the plan's busiest channel (its share in a group), its kept planes and a Faraday row.
