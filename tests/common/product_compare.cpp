@@ -61,7 +61,7 @@ double derotation(const fs::path& reference, const std::vector<float>& pi, doubl
 // primary-beam corrected one, at beam.limit, within the same one in a thousand. Returns the
 // products compared.
 int expect_equal_products(const fs::path& reference, const fs::path& grouped, const std::string& what,
-                          double tolerance, double sigma_add_tolerance) {
+                          double tolerance) {
   const bool faraday = fs::exists(reference / "demo-peak-pi.fits");
   const std::vector<float> pi =
       faraday ? spip::fits::read_image((reference / "demo-peak-pi.fits").string()).data : std::vector<float>{};
@@ -123,7 +123,7 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
     // sigma_add is a percentile of a posterior sampled on a grid that spans the residuals'
     // range: the last bits of one residual move the grid, and the percentile by ~1e-3.
     const bool sampled = has("-sigma-add");
-    EXPECT_LE(relative, sampled ? std::max(tolerance, sigma_add_tolerance) : tolerance) << what << " " << name;
+    EXPECT_LE(relative, sampled ? std::max(tolerance, 1e-2) : tolerance) << what << " " << name;
     if (!sampled) worst_all = std::max(worst_all, relative);
     ++compared;
   }

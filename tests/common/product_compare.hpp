@@ -9,11 +9,10 @@
 namespace spip::test {
 
 // Every product of `other` against `reference` (the demo's prefix), to `tolerance` of
-// its scale (sigma_add's, percentiles of a sampled posterior, to at least
-// `sigma_add_tolerance`), with gtest expectations and a "[ measured ]" line per product;
-// returns the products compared.
+// its scale, with gtest expectations and a "[ measured ]" line per product; returns the
+// products compared.
 int expect_equal_products(const std::filesystem::path& reference, const std::filesystem::path& other,
-                          const std::string& what, double tolerance = 1e-5, double sigma_add_tolerance = 1e-2);
+                          const std::string& what, double tolerance = 1e-5);
 
 // The largest difference of one image product of two runs (file `name` in each folder)
 // over its peak in `reference`, expecting the same pixels blank in both.
