@@ -34,6 +34,18 @@ std::string wisdom_path() {
   return {};
 }
 
+// $SPIP_FFTW_PLANNER=estimate takes FFTW's heuristic plans instead of timing candidates,
+// and neither reads nor writes wisdom: every run of one build on one kind of CPU then
+// transforms with the same plans, so its rounding repeats. Runs whose CLEAN meets a
+// near tie between two pixels repeat exactly too, where timed plans that differ from
+// run to run could break the tie either way. Transforms can be slower.
+bool estimate_plans() {
+  const char* planner = std::getenv("SPIP_FFTW_PLANNER");
+  if (!planner || !*planner || std::string(planner) == "measure") return false;
+  if (std::string(planner) == "estimate") return true;
+  SPIP_THROW(Error, "SPIP_FFTW_PLANNER must be 'measure' or 'estimate', not '" + std::string(planner) + "'");
+}
+
 void save_wisdom(const std::string& path) {
   if (path.empty()) return;
   std::error_code error;
@@ -89,11 +101,11 @@ namespace {
 
 // FFTW_UNALIGNED: a block can start anywhere in the grid, and grids of several lanes
 // do not keep the planning array's alignment.
-fftwf_plan plan_lines(int n, int count, bool columns, int sign, fftwf_complex* data) {
+fftwf_plan plan_lines(int n, int count, bool columns, int sign, fftwf_complex* data, unsigned rigour) {
   if (count == 0) return nullptr;
   const int stride = columns ? n : 1, distance = columns ? 1 : n;
   return fftwf_plan_many_dft(1, &n, count, data, nullptr, stride, distance, data, nullptr, stride, distance, sign,
-                             FFTW_MEASURE | FFTW_UNALIGNED);
+                             rigour | FFTW_UNALIGNED);
 }
 
 // Transforms the blocks of lines (rows, or columns) that hold a flagged line.
@@ -149,9 +161,11 @@ void transform_pruned(const LinePlans& rows, const LinePlans& columns, std::comp
 
 Fft2d::Fft2d(int n) : n_(n), plans_(std::make_unique<Plans>()) {
   std::lock_guard<std::mutex> lock(planner_mutex());
-  static const std::string wisdom = wisdom_path();
+  static const bool estimate = estimate_plans();
+  static const std::string wisdom = estimate ? std::string() : wisdom_path();
   static const bool imported = !wisdom.empty() && fftwf_import_wisdom_from_filename(wisdom.c_str());
   (void)imported;
+  const unsigned rigour = estimate ? FFTW_ESTIMATE : FFTW_MEASURE;
   FftBuffer scratch(static_cast<std::size_t>(n) * n);
   auto* data = reinterpret_cast<fftwf_complex*>(scratch.data());
   bool planned = true;
@@ -160,8 +174,8 @@ Fft2d::Fft2d(int n) : n_(n), plans_(std::make_unique<Plans>()) {
       const int sign = direction == 0 ? FFTW_FORWARD : FFTW_BACKWARD;
       LinePlans& lines = plans_->lines[direction][columns];
       const int per_block = lines_per_block(columns);
-      lines.block = plan_lines(n, std::min(n, per_block), columns, sign, data);
-      lines.last = plan_lines(n, n % per_block, columns, sign, data);
+      lines.block = plan_lines(n, std::min(n, per_block), columns, sign, data, rigour);
+      lines.last = plan_lines(n, n % per_block, columns, sign, data, rigour);
       planned = planned && lines.block && (n % per_block == 0 || lines.last);
     }
   if (!planned) SPIP_THROW(Error, "FFTW could not plan a " + std::to_string(n) + "^2 transform");
