@@ -4,6 +4,7 @@
 // pixels per second. Prints a table; run by bench/run-faraday-bench.sh.
 //   bench_faraday [channels] [depths] [pixels] [repeats]
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <chrono>
@@ -70,7 +71,10 @@ int main(int argc, char** argv) {
   std::vector<cfloat> f(static_cast<std::size_t>(num_phi) * pixels), g(f.size());
   const cfloat one(1.0f, 0.0f), zero(0.0f, 0.0f);
   const auto synthesis = [&] { spip::faraday::synthesise(a, num_phi, num_chan, p.data(), pixels, f.data()); };
+  // The bare cgemm gets OpenBLAS's threads, as many as synthesise()'s OpenMP threads
+  // (which sets OpenBLAS to one thread for each of its own calls).
   const auto bare = [&] {
+    openblas_set_num_threads(omp_get_max_threads());
     cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, pixels, num_chan, &one, a.data(), num_chan,
                 p.data(), pixels, &zero, g.data(), pixels);
   };

@@ -1,6 +1,7 @@
 #include "spip/faraday/rm_synthesis.hpp"
 
 #include <cblas.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -69,11 +70,25 @@ std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, c
   return a;
 }
 
+// Each OpenMP thread multiplies its own columns of pixels with a single-threaded cgemm:
+// parallel.threads then sets the cores, as everywhere else, and OpenBLAS adds no threads
+// of its own (with OPENBLAS_NUM_THREADS=1, as WSClean asks its users to set, the one
+// cgemm ran on one core: 7.8 of the Faraday stage's 21 s on issue 46's 128-channel set).
+// Column blocks start on whole cache lines.
 void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f) {
   const std::complex<float> one(1.0f, 0.0f), zero(0.0f, 0.0f);
-  cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, num_pixels, num_chan, &one, a.data(), num_chan, p,
-              num_pixels, &zero, f, num_pixels);
+  constexpr int line = 8;  // pixels of a 64-byte line
+  openblas_set_num_threads(1);
+#pragma omp parallel
+  {
+    const int threads = omp_get_num_threads(), thread = omp_get_thread_num();
+    const auto edge = [&](int t) { return std::min(num_pixels, (num_pixels / line * t / threads) * line); };
+    const int first = edge(thread), end = thread + 1 == threads ? num_pixels : edge(thread + 1);
+    if (end > first)
+      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, end - first, num_chan, &one, a.data(), num_chan,
+                  p + first, num_pixels, &zero, f + first, num_pixels);
+  }
 }
 
 std::vector<std::complex<double>> rmsf(const SynthesisSetup& setup, const FaradayAxis& axis) {
@@ -137,12 +152,12 @@ PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double
 
 SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
                        const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings,
-                       const std::vector<float>& pixel_sigmas) {
+                       const std::vector<float>& pixel_sigmas, SlabCubes kept) {
   const float* sigmas = pixel_sigmas.empty() ? nullptr : pixel_sigmas.data();
   const int num_phi = settings.axis.count;
   SlabSpectra slab;
   slab.dirty = std::move(dirty);
-  slab.clean.resize(slab.dirty.size());
+  if (kept.clean) slab.clean.resize(slab.dirty.size());
   slab.maps.resize(static_cast<std::size_t>(pixel_map_count) * num_pixels);
   // Blocks of pixels' spectra are copied out of the [phi][pixel] cube and back a depth
   // at a time, so that the spectrum loops run on contiguous memory and the copies read
@@ -180,22 +195,25 @@ SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
           slab.maps[static_cast<std::size_t>(m) * num_pixels + x] =
               static_cast<float>(pixel_map_value(fit, m2, fdf_noise, pixel_iterations, m));
       }
-      for (int k = 0; k < num_phi; ++k) {
-        Sample* row = samples(slab.clean.data()) + static_cast<std::size_t>(k) * num_pixels + x0;
-        for (int j = 0; j < count; ++j) row[j] = cleaned[static_cast<std::size_t>(j) * num_phi + k];
-      }
+      if (kept.clean)
+        for (int k = 0; k < num_phi; ++k) {
+          Sample* row = samples(slab.clean.data()) + static_cast<std::size_t>(k) * num_pixels + x0;
+          for (int j = 0; j < count; ++j) row[j] = cleaned[static_cast<std::size_t>(j) * num_phi + k];
+        }
     }
   }
   slab.iterations = iterations;
+  if (!kept.dirty) slab.dirty = {};
   return slab;
 }
 
 SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
                             int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
-                            const SpectrumSettings& settings, const std::vector<float>& pixel_sigmas) {
+                            const SpectrumSettings& settings, const std::vector<float>& pixel_sigmas,
+                            SlabCubes kept) {
   std::vector<std::complex<float>> dirty(static_cast<std::size_t>(settings.axis.count) * num_pixels);
   if (num_pixels > 0) synthesise(a, settings.axis.count, num_chan, p, num_pixels, dirty.data());
-  return clean_slab(std::move(dirty), num_pixels, rmsf_double, settings, pixel_sigmas);
+  return clean_slab(std::move(dirty), num_pixels, rmsf_double, settings, pixel_sigmas, kept);
 }
 
 }  // namespace spip::faraday

@@ -263,7 +263,7 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
       gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
                                                synthesis->rmsf_double, synthesis->settings, sigmas, kept)
                        : faraday::synthesise_slab(synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
-                                                  synthesis->rmsf_double, synthesis->settings, sigmas);
+                                                  synthesis->rmsf_double, synthesis->settings, sigmas, kept);
   iterations += slab.iterations;
   // A blanked pixel (NaN i0, or outside the beam) has a zero spectrum; its products say
   // it was not measured.

@@ -30,7 +30,7 @@ SynthesisSetup make_setup(const std::vector<double>& freq_hz, const std::vector<
 // A[phi][c] = K w_c exp(-2i phi (lambda_c^2 - lambda0^2)), computed in double, stored complex64.
 std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, const FaradayAxis& axis);
 
-// F[phi][pixel] = A[phi][c] P[c][pixel] with one cblas_cgemm.
+// F[phi][pixel] = A[phi][c] P[c][pixel], a cblas_cgemm per OpenMP thread on its pixels.
 void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_chan,
                 const std::complex<float>* p, int num_pixels, std::complex<float>* f);
 
@@ -88,15 +88,18 @@ struct SlabSpectra {
 
 // RM-CLEAN and the peak fit of every pixel's spectrum of a dirty cube [phi][pixel], on
 // the CPU's cores; the cube is kept as the slab's dirty spectra. `pixel_sigmas`, if
-// given, is each pixel's own FDF noise (pixel_sigma() of spectrum_math.hpp).
+// given, is each pixel's own FDF noise (pixel_sigma() of spectrum_math.hpp). Cubes not
+// `kept` come back empty: the cleaned one is then never made, a cube's worth of memory
+// written and faulted in for nothing.
 SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
                        const std::vector<std::complex<float>>& rmsf_double, const SpectrumSettings& settings,
-                       const std::vector<float>& pixel_sigmas = {});
+                       const std::vector<float>& pixel_sigmas = {}, SlabCubes kept = {});
 
-// F = A P (one cgemm), then clean_slab(). cuda::synthesise_slab() is its GPU peer.
+// F = A P (synthesise()), then clean_slab(). cuda::synthesise_slab() is its GPU peer.
 // `a` is [phi][channel], `p` [channel][pixel], `rmsf_double` from rmsf_for_clean().
 SlabSpectra synthesise_slab(const std::vector<std::complex<float>>& a, int num_chan, const std::complex<float>* p,
                             int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
-                            const SpectrumSettings& settings, const std::vector<float>& pixel_sigmas = {});
+                            const SpectrumSettings& settings, const std::vector<float>& pixel_sigmas = {},
+                            SlabCubes kept = {});
 
 }  // namespace spip::faraday

@@ -37,10 +37,11 @@ SPIP_HOST_DEVICE inline float power(Sample z) { return z.re * z.re + z.im * z.im
 // |F| in double: the squares of floats are exact in double and sqrt rounds correctly
 // on both compilers, so CPU and GPU compare the same amplitudes. (exp and atan2 below
 // may differ in their last bit between CUDA and glibc.)
-SPIP_HOST_DEVICE inline double amplitude(Sample z) {
+SPIP_HOST_DEVICE inline double squared_amplitude(Sample z) {
   const double re = z.re, im = z.im;
-  return sqrt(re * re + im * im);
+  return re * re + im * im;
 }
+SPIP_HOST_DEVICE inline double amplitude(Sample z) { return sqrt(squared_amplitude(z)); }
 
 // Polarised intensity P = |Q + iU| of a channel pixel, for the moment images.
 SPIP_HOST_DEVICE inline float polarised_intensity(float q, float u) { return static_cast<float>(amplitude({q, u})); }
@@ -156,14 +157,15 @@ SPIP_HOST_DEVICE inline double wrap_angle(double chi) {
 // dphi = FWHM sigma / (2 PI), dchi = sigma / (2 PI).
 SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, const FaradayAxis& axis,
                                                   double lambda0_sq, double fwhm, double sigma) {
+  // The search compares squares, a square root per spectrum instead of per sample.
   int k = 0;
-  double peak = amplitude(fdf[0]);
+  double highest = squared_amplitude(fdf[0]);
   for (int j = 1; j < axis.count; ++j)
-    if (amplitude(fdf[j]) > peak) {
-      peak = amplitude(fdf[j]);
+    if (const double s = squared_amplitude(fdf[j]); s > highest) {
+      highest = s;
       k = j;
     }
-  double offset = 0;
+  double peak = sqrt(highest), offset = 0;
   if (k > 0 && k + 1 < axis.count) {
     const Vertex vertex = parabola_vertex(amplitude(fdf[k - 1]), peak, amplitude(fdf[k + 1]));
     offset = vertex.offset;
@@ -187,8 +189,10 @@ SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, co
 // amplitudes (Anderson et al. 2015): a Faraday-complexity indicator that is near 0 for
 // one thin component and half the separation for two equal ones; 0 without components.
 SPIP_HOST_DEVICE inline double component_spread(Spectrum<const Sample> model, const FaradayAxis& axis) {
+  // Most depths hold no component; they add exact zeros, and are skipped.
   double weight = 0, weighted_phi = 0;
   for (int k = 0; k < axis.count; ++k) {
+    if (model[k].re == 0 && model[k].im == 0) continue;
     const double a = amplitude(model[k]);
     weight += a;
     weighted_phi += a * axis.phi(k);
@@ -197,6 +201,7 @@ SPIP_HOST_DEVICE inline double component_spread(Spectrum<const Sample> model, co
   const double mean_phi = weighted_phi / weight;
   double spread = 0;
   for (int k = 0; k < axis.count; ++k) {
+    if (model[k].re == 0 && model[k].im == 0) continue;
     const double d = axis.phi(k) - mean_phi;
     spread += amplitude(model[k]) * d * d;
   }
