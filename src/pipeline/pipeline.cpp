@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <limits>
@@ -240,13 +241,19 @@ class RankRun {
   RankQa rank_qa_;  // this rank's times and bytes, filled by the steps that spend them
 };
 
+// As spip_main.cpp set it, or the user.
+std::string spin_count() {
+  const char* count = std::getenv("GOMP_SPINCOUNT");
+  return count ? count : "unset";
+}
+
 void RankRun::announce() const {
   if (imaged_.size() == 0)
     log_.info("more ranks than channels: this rank has no channels and idles");
   else
     log_.info("channels [" + std::to_string(plan_.chan_begin + imaged_.begin) + ", " +
               std::to_string(plan_.chan_begin + imaged_.end) + ") on " + plan_.backend + " with " +
-              std::to_string(omp_get_max_threads()) + " OpenMP thread(s)" +
+              std::to_string(omp_get_max_threads()) + " OpenMP thread(s) (GOMP_SPINCOUNT " + spin_count() + ")" +
               (group_ ? std::string(leads() ? ", leading a group of " : " in a group of ") +
                             std::to_string(group_->size()) + " ranks"
                       : std::string()));

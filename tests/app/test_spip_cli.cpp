@@ -428,6 +428,24 @@ TEST(SpipCli, FixedChannelBlocksMustHoldEveryChannel) {
 
 // Three ranks cannot form equal groups for two channels (tests/pipeline/test_rank_groups
 // has ranks that can): one of them idles.
+// spip runs itself again with GOMP_SPINCOUNT=1000 (spip_main.cpp), under mpiexec too,
+// unless the user chose how OpenMP threads wait.
+TEST(SpipCli, OpenMpThreadsSpinBrieflyUnlessTheUserChose) {
+  const std::string mpiexec = SPIP_MPIEXEC;
+  const std::string args = base_args("spin") + " --input.channel_end 2";
+  const Outcome chosen_here = run("unset OMP_WAIT_POLICY GOMP_SPINCOUNT; " + mpiexec + " 2 " + SPIP_BIN + " " + args);
+  ASSERT_EQ(chosen_here.exit_code, 0) << chosen_here.err;
+  const std::regex announced(R"(OpenMP thread\(s\) \(GOMP_SPINCOUNT 1000\))");  // one line a rank
+  const auto lines = std::distance(std::sregex_iterator(chosen_here.out.begin(), chosen_here.out.end(), announced),
+                                   std::sregex_iterator());
+  EXPECT_EQ(lines, 2) << chosen_here.out;
+  const Outcome chosen_by_user =
+      run("unset GOMP_SPINCOUNT; OMP_WAIT_POLICY=passive " + std::string(SPIP_BIN) + " " + base_args("spin_user") +
+          " --input.channel_end 2");
+  ASSERT_EQ(chosen_by_user.exit_code, 0) << chosen_by_user.err;
+  EXPECT_NE(chosen_by_user.out.find("OpenMP thread(s) (GOMP_SPINCOUNT unset)"), std::string::npos) << chosen_by_user.out;
+}
+
 TEST(SpipCli, MoreRanksThanChannelsIdleAndSaySo) {
   const std::string mpiexec = SPIP_MPIEXEC;
   const Outcome outcome = run(mpiexec + " 3 " + SPIP_BIN + " " + base_args("idle") +
