@@ -27,7 +27,9 @@ namespace {
 void spin_briefly_at_barriers(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") || std::getenv("GOMP_SPINCOUNT")) return;
   if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only if it failed: run on with the default
+  execv("/proc/self/exe", argv);
+  // Only if that failed: run on with libgomp's default, and let the log say so.
+  unsetenv("GOMP_SPINCOUNT");
 }
 
 int report(const spip::parallel::MpiContext& mpi, const std::string& message, spip::ExitCode code) {

@@ -74,16 +74,21 @@ std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, c
 // parallel.threads then sets the cores, as everywhere else, and OpenBLAS adds no threads
 // of its own (with OPENBLAS_NUM_THREADS=1, as WSClean asks its users to set, the one
 // cgemm ran on one core: 7.8 of the Faraday stage's 21 s on issue 46's 128-channel set).
-// Column blocks start on whole cache lines.
+// Only a pthreads OpenBLAS is told to keep to one thread: an OpenMP one runs single-
+// threaded inside a parallel region anyway, and its openblas_set_num_threads() would
+// also set OpenMP's thread count for the rest of the run. Column blocks start on whole
+// cache lines.
 void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f) {
   const std::complex<float> one(1.0f, 0.0f), zero(0.0f, 0.0f);
-  constexpr int line = 8;  // pixels of a 64-byte line
-  openblas_set_num_threads(1);
+  constexpr long long line = 8;  // pixels of a 64-byte line
+  if (openblas_get_parallel() == OPENBLAS_THREAD) openblas_set_num_threads(1);
 #pragma omp parallel
   {
     const int threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    const auto edge = [&](int t) { return std::min(num_pixels, (num_pixels / line * t / threads) * line); };
+    const auto edge = [&](int t) {
+      return static_cast<int>(std::min<long long>(num_pixels, num_pixels / line * t / threads * line));
+    };
     const int first = edge(thread), end = thread + 1 == threads ? num_pixels : edge(thread + 1);
     if (end > first)
       cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, end - first, num_chan, &one, a.data(), num_chan,

@@ -182,6 +182,8 @@ Fft2d::Fft2d(int n) : n_(n), plans_(std::make_unique<Plans>()) {
   save_wisdom(wisdom);
 }
 
+const char* Fft2d::planner() { return estimate_plans() ? "FFTW_ESTIMATE" : "FFTW_MEASURE"; }
+
 Fft2d::~Fft2d() {
   std::lock_guard<std::mutex> lock(planner_mutex());
   for (auto& direction : plans_->lines)

@@ -16,6 +16,7 @@
 #include "spip/common/freed_memory.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
+#include "spip/imaging/fft.hpp"
 #include "spip/imaging/weighting.hpp"
 #include "spip/job/log.hpp"
 #include "spip/job/progress.hpp"
@@ -280,8 +281,8 @@ void RankRun::set_up_imaging() {
   source_.emplace(plan_, imaged_, std::move(rows.shares));
   coordinates_.emplace(std::move(rows.uvw_m), std::move(rows.input_rows));
   times_.setup_s = watch.seconds();
-  log_.info("FFT plans and grid corrections for " + std::to_string(plan_.geometry.grid_size) + "^2 grids in " +
-            fixed(times_.setup_s, 2) + " s");
+  log_.info("FFT plans (" + std::string(imaging::Fft2d::planner()) + ") and grid corrections for " +
+            std::to_string(plan_.geometry.grid_size) + "^2 grids in " + fixed(times_.setup_s, 2) + " s");
 }
 
 // Rank 0 decides for all, before it changes any file: ranks that each looked might see

@@ -426,8 +426,6 @@ TEST(SpipCli, FixedChannelBlocksMustHoldEveryChannel) {
   EXPECT_FALSE(fs::exists(scratch("fixed_ok") / "spip-dirty-I.fits.partial"));
 }
 
-// Three ranks cannot form equal groups for two channels (tests/pipeline/test_rank_groups
-// has ranks that can): one of them idles.
 // spip runs itself again with GOMP_SPINCOUNT=1000 (spip_main.cpp), under mpiexec too,
 // unless the user chose how OpenMP threads wait.
 TEST(SpipCli, OpenMpThreadsSpinBrieflyUnlessTheUserChose) {
@@ -446,6 +444,8 @@ TEST(SpipCli, OpenMpThreadsSpinBrieflyUnlessTheUserChose) {
   EXPECT_NE(chosen_by_user.out.find("OpenMP thread(s) (GOMP_SPINCOUNT unset)"), std::string::npos) << chosen_by_user.out;
 }
 
+// Three ranks cannot form equal groups for two channels (tests/pipeline/test_rank_groups
+// has ranks that can): one of them idles.
 TEST(SpipCli, MoreRanksThanChannelsIdleAndSaySo) {
   const std::string mpiexec = SPIP_MPIEXEC;
   const Outcome outcome = run(mpiexec + " 3 " + SPIP_BIN + " " + base_args("idle") +

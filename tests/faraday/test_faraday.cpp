@@ -2,6 +2,7 @@
 // direct double loop and Faraday-thin sources with known RM, angle and amplitude,
 // RM-CLEAN and peak fitting against those truths.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -115,21 +116,27 @@ TEST(RmSynthesis, GemmMatchesADirectDoubleLoop) {
   std::normal_distribution<float> normal;
   std::vector<std::complex<float>> p(freq.size() * pixels);
   for (auto& v : p) v = {normal(rng), normal(rng)};
-  std::vector<std::complex<float>> f(static_cast<std::size_t>(setup.axis.count) * pixels);
-  synthesise(synthesis_matrix(setup, setup.axis), setup.axis.count, static_cast<int>(freq.size()), p.data(), pixels,
-             f.data());
   double wsum = 0;
   for (double w : weight) wsum += w;
-  double worst = 0;
-  for (int k = 0; k < setup.axis.count; ++k)
-    for (int x = 0; x < pixels; ++x) {
-      cdouble sum = 0;
-      for (std::size_t c = 0; c < freq.size(); ++c)
-        sum += weight[c] / wsum * cdouble(p[c * pixels + x]) *
-               std::polar(1.0, -2 * setup.axis.phi(k) * (setup.lambda_sq[c] - setup.lambda0_sq));
-      worst = std::max(worst, std::abs(sum - cdouble(f[k * pixels + x])));
-    }
-  EXPECT_LT(worst, 1e-5);
+  const int threads_before = omp_get_max_threads();
+  for (int threads : {1, 2, 3, 8}) {  // 8: some threads get no whole line, hence no columns
+    omp_set_num_threads(threads);
+    std::vector<std::complex<float>> f(static_cast<std::size_t>(setup.axis.count) * pixels);
+    synthesise(synthesis_matrix(setup, setup.axis), setup.axis.count, static_cast<int>(freq.size()), p.data(), pixels,
+               f.data());
+    double worst = 0;
+    for (int k = 0; k < setup.axis.count; ++k)
+      for (int x = 0; x < pixels; ++x) {
+        cdouble sum = 0;
+        for (std::size_t c = 0; c < freq.size(); ++c)
+          sum += weight[c] / wsum * cdouble(p[c * pixels + x]) *
+                 std::polar(1.0, -2 * setup.axis.phi(k) * (setup.lambda_sq[c] - setup.lambda0_sq));
+        worst = std::max(worst, std::abs(sum - cdouble(f[k * pixels + x])));
+      }
+    EXPECT_LT(worst, 1e-5) << threads << " threads";
+    EXPECT_EQ(omp_get_max_threads(), threads) << "synthesise must leave OpenMP's thread count alone";
+  }
+  omp_set_num_threads(threads_before);
 }
 
 TEST(RmSynthesis, RmsfPeaksAtOneWithTheExpectedWidth) {

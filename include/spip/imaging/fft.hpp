@@ -36,6 +36,8 @@ class Fft2d {
   ~Fft2d();
   // One set of plans per size for the whole process; executing them is thread-safe.
   static const Fft2d& shared(int n);
+  // How plans are made: "FFTW_MEASURE", or "FFTW_ESTIMATE" where $SPIP_FFTW_PLANNER asks.
+  static const char* planner();
   Fft2d(const Fft2d&) = delete;
   Fft2d& operator=(const Fft2d&) = delete;
 
