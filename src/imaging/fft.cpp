@@ -39,11 +39,17 @@ std::string wisdom_path() {
 // transforms with the same plans, so its rounding repeats. Runs whose CLEAN meets a
 // near tie between two pixels repeat exactly too, where timed plans that differ from
 // run to run could break the tie either way. Transforms can be slower.
-bool estimate_plans() {
+bool read_planner() {
   const char* planner = std::getenv("SPIP_FFTW_PLANNER");
   if (!planner || !*planner || std::string(planner) == "measure") return false;
   if (std::string(planner) == "estimate") return true;
   SPIP_THROW(Error, "SPIP_FFTW_PLANNER must be 'measure' or 'estimate', not '" + std::string(planner) + "'");
+}
+
+// Read once per process, as the wisdom is.
+bool estimate_plans() {
+  static const bool estimate = read_planner();
+  return estimate;
 }
 
 void save_wisdom(const std::string& path) {
@@ -161,11 +167,10 @@ void transform_pruned(const LinePlans& rows, const LinePlans& columns, std::comp
 
 Fft2d::Fft2d(int n) : n_(n), plans_(std::make_unique<Plans>()) {
   std::lock_guard<std::mutex> lock(planner_mutex());
-  static const bool estimate = estimate_plans();
-  static const std::string wisdom = estimate ? std::string() : wisdom_path();
+  static const std::string wisdom = estimate_plans() ? std::string() : wisdom_path();
   static const bool imported = !wisdom.empty() && fftwf_import_wisdom_from_filename(wisdom.c_str());
   (void)imported;
-  const unsigned rigour = estimate ? FFTW_ESTIMATE : FFTW_MEASURE;
+  const unsigned rigour = estimate_plans() ? FFTW_ESTIMATE : FFTW_MEASURE;
   FftBuffer scratch(static_cast<std::size_t>(n) * n);
   auto* data = reinterpret_cast<fftwf_complex*>(scratch.data());
   bool planned = true;
