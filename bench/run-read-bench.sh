@@ -16,16 +16,25 @@ size_mb=$(du -sm "$ms" | cut -f1)
 
 drop_caches() { sync; echo 3 > /proc/sys/vm/drop_caches 2>/dev/null && echo cold || echo warm; }
 
-cache=$(drop_caches)
-start=$(date +%s.%N)
-cat "$ms"/table.f* > /dev/null
-end=$(date +%s.%N)
-raw_s=$(echo "$end - $start" | bc -l)
-printf 'raw read of %s table files (%s MB, %s cache): %.3f s, %.1f MB/s\n' "$ms" "$size_mb" "$cache" "$raw_s" \
-  "$(echo "$size_mb / $raw_s" | bc -l)"
+raw_read() {  # cache label
+  local start end seconds
+  start=$(date +%s.%N)
+  cat "$ms"/table.f* > /dev/null
+  end=$(date +%s.%N)
+  seconds=$(echo "$end - $start" | bc -l)
+  printf 'raw read of the table files (%s MB, %s cache): %.3f s, %.1f MB/s\n' "$size_mb" "$1" "$seconds" \
+    "$(echo "$size_mb / $seconds" | bc -l)"
+}
+raw_read "$(drop_caches)"
+raw_read warm
 
-# No 1-channel blocks: OSKAR's layout tiles every channel of a row together, so each
-# block read costs the whole file; the pipeline reads channel blocks for this reason.
-cache=$(drop_caches)
-echo "MsReader ($cache cache for the first block size):"
-build/bench/bench_ms_read "$ms" 16 128 1024
+# Each block size from a cold cache (where the kernel lets the page cache be dropped),
+# then warm. "files MB/s" counts the bytes of the table files each block touches: in
+# this layout a tile holds every channel of its rows, so every block touches them all.
+build/bench/bench_ms_read "$ms" 0
+printf '%-6s %-8s %10s %12s %11s %12s %10s\n' cache "block" "time [s]" "vis/s" "DATA MB/s" "files MB/s" "RSS [MiB]"
+for block in 16 128 1024; do
+  cache=$(drop_caches)
+  printf '%-6s ' "$cache"; build/bench/bench_ms_read "$ms" "$block"
+  printf '%-6s ' warm; build/bench/bench_ms_read "$ms" "$block"
+done

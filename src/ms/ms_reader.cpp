@@ -109,6 +109,15 @@ struct MsReader::Impl {
   cc::Array<T> cells(const std::string& column, const cc::Slicer& rows, const cc::Slicer& section) const {
     return readable(column, [&] { return cc::ArrayColumn<T>(main, column).getColumnRange(rows, section); });
   }
+  // The same into `out`, resized only where the shape differs: one chunk's arrays
+  // serve the next, whose pages are then already mapped.
+  template <typename T>
+  void cells(const std::string& column, const cc::Slicer& rows, const cc::Slicer& section, cc::Array<T>& out) const {
+    readable(column, [&] {
+      cc::ArrayColumn<T>(main, column).getColumnRange(rows, section, out, true);
+      return 0;
+    });
+  }
   template <typename Read>
   auto readable(const std::string& column, Read read) const -> decltype(read()) {
     try {
@@ -120,8 +129,16 @@ struct MsReader::Impl {
   [[noreturn]] void damaged(const std::string& column, const cc::AipsError& e) const;
   std::string file_of(const std::string& column) const;
   cc::rownr_t rows_per_chunk() const;
-  void clear_caches() const;
-  cc::Array<float> weights(const cc::Slicer& rows, int chan_begin, int chan_end) const;
+  void cache_one_band_of_tiles();
+  // One chunk's cells as getColumnRange gives them: [corr, chan, row], corr fastest.
+  struct ChunkCells {
+    const cc::Complex* data;
+    const bool* flag;
+    const float* weight;
+    int num_chan;
+  };
+  void convert(const RowChunk& chunk, const ChunkCells& cells, std::size_t first_row, VisBlock& block) const;
+  void weights(const cc::Slicer& rows, int chan_begin, int chan_end, cc::Array<float>& out) const;
 };
 
 void MsReader::Impl::open(const std::string& path) {
@@ -143,6 +160,7 @@ void MsReader::Impl::open(const std::string& path) {
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
   read_dishes();
+  cache_one_band_of_tiles();
 }
 
 // A heterogeneous array (7 m and 12 m dishes) has no one primary beam. Rows of
@@ -288,14 +306,27 @@ cc::rownr_t MsReader::Impl::rows_per_chunk() const {
   return std::min<std::size_t>(by_memory, selection.row_chunk);
 }
 
-// The tiled storage managers keep every tile they touched, without limit; chunks
-// cover disjoint rows, so dropping the tiles after each keeps memory bounded by a
-// chunk rather than growing to the whole column.
-void MsReader::Impl::clear_caches() const {
+// Each tiled data column's cache holds one band of tiles across its cells (every tile
+// that one row's cell spans), set once: reading row chunks in order then reads each
+// tile once, into the same buffers. Left to itself, the cache keeps every tile it
+// touched; clearing it after each chunk instead freed its buffers, and faulting fresh
+// pages in for the next chunk took most of a read (bench/run-read-bench.sh). The
+// data column's tile width in channels goes into info.
+void MsReader::Impl::cache_one_band_of_tiles() {
   for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
     if (!main.tableDesc().isColumn(column)) continue;
     try {
-      cc::ROTiledStManAccessor(main, column, true).clearCaches();
+      cc::ROTiledStManAccessor tiles(main, column, true);
+      for (cc::uInt h = 0; h < tiles.nhypercubes(); ++h) {
+        const cc::IPosition& shape = tiles.getHypercubeShape(h);
+        const cc::IPosition& tile = tiles.getTileShape(h);
+        cc::uInt across = 1;
+        for (std::size_t axis = 0; axis + 1 < shape.size(); ++axis)
+          across *= static_cast<cc::uInt>((shape(axis) + tile(axis) - 1) / std::max<long long>(tile(axis), 1));
+        tiles.setHypercubeCacheSize(h, across, true);
+      }
+      if (column == selection.column && tiles.nhypercubes() > 0 && tiles.getTileShape(0).size() == 3)
+        info.data_tile_channels = static_cast<int>(tiles.getTileShape(0)(1));
     } catch (const cc::AipsError&) {
       // Not a tiled storage manager: nothing cached per tile.
     }
@@ -304,17 +335,18 @@ void MsReader::Impl::clear_caches() const {
 
 // Weights per [corr, chan, row] whatever the MS stores: WEIGHT_SPECTRUM as is,
 // WEIGHT repeated over channels, or 1/SIGMA^2.
-cc::Array<float> MsReader::Impl::weights(const cc::Slicer& rows, int chan_begin, int chan_end) const {
+void MsReader::Impl::weights(const cc::Slicer& rows, int chan_begin, int chan_end, cc::Array<float>& out) const {
   const std::size_t num_corr = info.corr_types.size();
   const std::size_t num_chan = static_cast<std::size_t>(chan_end - chan_begin);
   if (weight_column == "WEIGHT_SPECTRUM") {
     const cc::Slicer section(cc::IPosition(2, 0, chan_begin),
                              cc::IPosition(2, static_cast<int>(num_corr), static_cast<int>(num_chan)));
-    return cells<float>(weight_column, rows, section);
+    cells<float>(weight_column, rows, section, out);
+    return;
   }
   const cc::Array<float> per_row = cells<float>(weight_column, rows);
   const std::size_t num_rows = per_row.shape()(1);
-  cc::Array<float> out(cc::IPosition(3, num_corr, num_chan, num_rows));
+  out.resize(cc::IPosition(3, num_corr, num_chan, num_rows));
   const bool from_sigma = weight_column == "SIGMA";
   const float* in = per_row.data();
   float* w = out.data();
@@ -324,7 +356,45 @@ cc::Array<float> MsReader::Impl::weights(const cc::Slicer& rows, int chan_begin,
         const float v = in[r * num_corr + k];
         w[(r * num_chan + c) * num_corr + k] = from_sigma ? (v > 0 ? 1.0f / (v * v) : 0.0f) : v;
       }
-  return out;
+}
+
+// A chunk's kept rows into the block's channel planes, row by row over all channels:
+// passes over a few channels at a time, each over all rows, took 10-20 % longer
+// (bench/run-read-bench.sh).
+void MsReader::Impl::convert(const RowChunk& chunk, const ChunkCells& cells, std::size_t first_row,
+                             VisBlock& block) const {
+  const std::size_t num_corr = info.corr_types.size(), kept = block.num_rows();
+  const int num_chan = cells.num_chan;
+  std::complex<float>* vis = block.vis.data();
+  float* weight = block.weight.data();
+  std::int64_t* nonfinite = block.nonfinite_samples.data();
+  std::size_t out_row = first_row;
+  for (std::size_t r = 0; r < chunk.keep.size(); ++r) {
+    if (!chunk.keep[r]) continue;
+    for (int c = 0; c < num_chan; ++c) {
+      const std::size_t base = (r * num_chan + c) * num_corr;
+      const cc::Complex* d = cells.data + base;
+      const float* w = cells.weight + base;
+      // A NaN or Inf counts as flagged before any arithmetic: NaN x 0 is NaN, so a
+      // zero weight alone would still carry it onto the grid.
+      std::array<bool, 4> usable{};
+      for (std::size_t k = 0; k < num_corr; ++k) {
+        const bool finite = std::isfinite(d[k].real()) && std::isfinite(d[k].imag()) && std::isfinite(w[k]);
+        nonfinite[c] += !finite;
+        usable[k] = finite && !cells.flag[base + k];
+      }
+      for (int s = 0; s < num_stokes; ++s) {
+        const StokesRule& rule = rules[s];
+        if (!rule.determined() || !usable[rule.first] || !usable[rule.second]) continue;  // stays 0, weight 0
+        const std::size_t out = (c * kept + out_row) * num_stokes + s;  // block.index()
+        const Visibility v = apply_rule(rule, {d[rule.first].real(), d[rule.first].imag()},
+                                        {d[rule.second].real(), d[rule.second].imag()});
+        vis[out] = {v.re, v.im};
+        weight[out] = combine_weights(w[rule.first], w[rule.second]);
+      }
+    }
+    ++out_row;
+  }
 }
 
 MsReader::MsReader(const std::string& path, const Selection& selection)
@@ -385,47 +455,24 @@ VisBlock MsReader::read(int chan_begin, int chan_end, const std::vector<char>& s
     block.weight.resize(block.vis.size());
     block.nonfinite_samples.assign(num_chan, 0);
     std::size_t out_row = 0;
+    cc::Array<cc::Complex> data;
+    cc::Array<bool> flag;
+    cc::Array<float> weight;
     for (const Impl::RowChunk& chunk : chunks) {
       if (chunk.kept == 0) continue;
       const cc::Array<double> uvw = m.cells<double>("UVW", chunk.range);
       const cc::Vector<double> time = m.scalars<double>("TIME", chunk.range);
-      const cc::Array<cc::Complex> data = m.cells<cc::Complex>(m.selection.column, chunk.range, section);
-      const cc::Array<bool> flag = m.cells<bool>("FLAG", chunk.range, section);
-      const cc::Array<float> weight = m.weights(chunk.range, chan_begin, chan_end);
+      m.cells<cc::Complex>(m.selection.column, chunk.range, section, data);
+      m.cells<bool>("FLAG", chunk.range, section, flag);
+      m.weights(chunk.range, chan_begin, chan_end, weight);
 
-      // Arrays are [corr, chan, row] with corr fastest, contiguous after getColumnRange.
-      const cc::Complex* d = data.data();
-      const bool* f = flag.data();
-      const float* w = weight.data();
       for (std::size_t r = 0; r < chunk.keep.size(); ++r) {
         if (!chunk.keep[r]) continue;
-        std::copy_n(uvw.data() + 3 * r, 3, block.uvw_m.data() + 3 * out_row);
+        std::copy_n(uvw.data() + 3 * r, 3, block.uvw_m.data() + 3 * block.time_mjd_s.size());
         block.time_mjd_s.push_back(time(r));
-        for (int c = 0; c < num_chan; ++c) {
-          const std::size_t base = (r * num_chan + c) * num_corr;
-          // A NaN or Inf counts as flagged before any arithmetic: NaN x 0 is NaN, so a
-          // zero weight alone would still carry it onto the grid.
-          std::array<bool, 4> usable{};
-          for (int k = 0; k < num_corr; ++k) {
-            const bool finite = std::isfinite(d[base + k].real()) && std::isfinite(d[base + k].imag()) &&
-                                std::isfinite(w[base + k]);
-            block.nonfinite_samples[c] += !finite;
-            usable[k] = finite && !f[base + k];
-          }
-          for (int s = 0; s < num_stokes; ++s) {
-            const StokesRule& rule = m.rules[s];
-            if (!rule.determined()) continue;
-            const std::size_t out = (c * kept + out_row) * num_stokes + s;  // block.index(), kept = num_rows()
-            const std::size_t a = base + rule.first, b = base + rule.second;
-            if (!usable[rule.first] || !usable[rule.second]) continue;  // stays 0 with weight 0
-            const Visibility v = apply_rule(rule, {d[a].real(), d[a].imag()}, {d[b].real(), d[b].imag()});
-            block.vis[out] = {v.re, v.im};
-            block.weight[out] = combine_weights(w[a], w[b]);
-          }
-        }
-        ++out_row;
       }
-      m.clear_caches();
+      m.convert(chunk, {data.data(), flag.data(), weight.data(), num_chan}, out_row, block);
+      out_row += chunk.kept;
     }
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));
@@ -446,7 +493,6 @@ std::vector<double> MsReader::uvw_m() const {
       const cc::Array<double> uvw = m.cells<double>("UVW", chunk.range);
       for (std::size_t r = 0; r < chunk.keep.size(); ++r)
         if (chunk.keep[r]) out.insert(out.end(), uvw.data() + 3 * r, uvw.data() + 3 * r + 3);
-      m.clear_caches();
     }
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));
@@ -487,7 +533,6 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin
           counts[c] += !f[base + rule_i.first] && !f[base + rule_i.second];
         }
       }
-      m.clear_caches();
     }
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));

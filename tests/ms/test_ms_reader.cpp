@@ -2,6 +2,7 @@
 #include <numeric>
 #include <casacore/casa/Arrays/Array.h>
 #include <casacore/casa/Arrays/Matrix.h>
+#include <casacore/tables/DataMan/TiledStManAccessor.h>
 #include <casacore/tables/Tables/ArrayColumn.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/Table.h>
@@ -115,6 +116,23 @@ TEST(MsReader, RowChunkingDoesNotChangeTheBlock) {
   EXPECT_EQ(a.uvw_m, b.uvw_m);
   EXPECT_EQ(a.vis, b.vis);
   EXPECT_EQ(a.weight, b.weight);
+}
+
+// The data column's cache holds the tiles of one band of rows, one tile in the sample's
+// layout (each tile holds every channel of its rows): for a block of a few channels,
+// casacore would size it for every tile of the column (12 here). The table is opened
+// again here; casacore shares one open table, and its caches, within a process.
+TEST(MsReader, KeepsOneBandOfTilesInTheDataColumnsCache) {
+  Selection selection;
+  selection.row_chunk = 1000;
+  const MsReader reader(oskar_ms, selection);
+  EXPECT_EQ(reader.info().data_tile_channels, 40);
+  const VisBlock block = reader.read(10, 13);
+  ASSERT_EQ(block.num_rows(), 9936u);
+  const cc::ROTiledStManAccessor data(cc::Table(oskar_ms), "DATA", true);
+  ASSERT_EQ(data.nhypercubes(), 1u);
+  EXPECT_EQ(data.getCacheSize(0), 1u);
+  EXPECT_LT(data.getTileShape(0)(2), 9936);  // several bands of rows were read through it
 }
 
 // A block holds one plane per channel; with rows left out (FLAG_ROW, an

@@ -37,6 +37,9 @@ struct MsInfo {
   std::string field_name;
   double first_time_mjd_s = 0;        // TIME of the first row, MJD seconds (UTC)
   bool has_weight_spectrum = false;
+  // Channels in one tile of the data column (all of them in OSKAR's and spip-simulate's
+  // layout, where any channel block reads every tile); 0 where it is not tiled.
+  int data_tile_channels = 0;
 
   int num_channels() const { return static_cast<int>(freq_hz.size()); }
   std::string date_obs() const;       // ISO 8601 of first_time_mjd_s
