@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# Whether a run keeps to parallel.memory_gb (issue 46): the gridding-heavy set of that
-# issue (bench/make-realistic-ms.sh with 128 channels: 64 stations, 88,704 rows a
-# channel), imaged dirty at 1024^2 of 15" by one rank of 2 threads through the Faraday
-# stage without FDF cubes, at each budget given; prints, per budget, what --plan says a
-# rank's host memory will be and the peak RSS /usr/bin/time measures. Run after
-# scripts/build.sh.
+# Whether a run keeps to parallel.memory_gb (issue 46), at each budget given: one rank
+# of 2 threads at 1024^2 of 15", through the Faraday stage without FDF cubes; prints,
+# per budget, what --plan says a rank's host memory will be and the peak RSS
+# /usr/bin/time measures. Run after scripts/build.sh.
 #   bench/run-budget-bench.sh [budgets in GB ...]   (default 0.6 1 4)
+# BUDGET_CASE=gridding (the default): issue 46's gridding-heavy set
+# (bench/make-realistic-ms.sh with 128 channels: 64 stations, 88,704 rows a channel),
+# imaged dirty. BUDGET_CASE=multiscale: the first 16 channels of
+# bench/run-multiscale-bench.sh's diffuse set, cleaned with its multiscale settings.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 budgets=("$@")
@@ -13,9 +15,20 @@ budgets=("$@")
 [[ -x /usr/bin/time ]] || apt-get install -y -qq time >/dev/null
 work=$(mktemp -d "${TMPDIR:-/tmp}/spip-budget-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-bench/make-realistic-ms.sh "$work/set.ms" 128
-args=(--input.ms "$work/set.ms" --image.size 1024 --image.scale 15 --clean.niter 0 --parallel.threads 2
-  --faraday.cubes none)
+case ${BUDGET_CASE:-gridding} in
+  gridding)
+    bench/make-realistic-ms.sh "$work/set.ms" 128
+    args=(--input.ms "$work/set.ms" --image.size 1024 --image.scale 15 --clean.niter 0 --parallel.threads 2
+      --faraday.cubes none) ;;
+  multiscale)
+    build/src/app/spip-simulate --sky bench/diffuse.sky.txt --telescope data/stations64.tm --out "$work/set.ms" \
+      --channels 64 --freq-inc 1.2e6 --times 44 --dump 400 --noise 0.3 --seed 7 > "$work/simulate.log"
+    args=(--input.ms "$work/set.ms" --input.channel_end 16 --image.size 1024 --image.scale 15
+      --image.weighting briggs --image.robust 0 --parallel.threads 2 --clean.niter 1000000 --clean.mgain 0.8
+      --clean.gain 0.1 --clean.peak iquv --clean.auto_threshold 1 --clean.auto_mask 3 --clean.multiscale true
+      --clean.scales 0,16,32,64,128 --clean.scale_bias 0.6 --faraday.cubes none --faraday.phi_max 60) ;;
+  *) echo "unknown BUDGET_CASE ${BUDGET_CASE} (gridding, multiscale)" >&2; exit 2 ;;
+esac
 printf "%-12s %-18s %-16s %-14s\n" "budget [GB]" "--plan: host [GB]" "peak RSS [GB]" "RSS / budget"
 for budget in "${budgets[@]}"; do
   planned=$(build/src/app/spip "${args[@]}" --parallel.memory_gb "$budget" --output.dir "$work/out" --plan |

@@ -1,3 +1,4 @@
+#include "detail/cublas_library.hpp"
 #include "detail/cuda_check.hpp"
 #include "spip/cuda/device_rates.hpp"
 
@@ -48,14 +49,12 @@ double seconds_per_cgemm(int device, int m, int n, int k, int repeats) {
       c(static_cast<std::size_t>(m) * n);
   SPIP_CUDA_CHECK(cudaMemset(a.get(), 0, a.bytes()));
   SPIP_CUDA_CHECK(cudaMemset(b.get(), 0, b.bytes()));
-  cublasHandle_t handle = nullptr;
-  SPIP_CUDA_CHECK(cublasCreate(&handle));
+  const detail::CublasHandle blas;
   const cuComplex one = make_cuComplex(1, 0), zero = make_cuComplex(0, 0);
-  const double seconds = seconds_per_call(repeats, [&] {
-    SPIP_CUDA_CHECK(cublasCgemm(handle, CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a.get(), m, b.get(), k, &zero, c.get(), m));
+  return seconds_per_call(repeats, [&] {
+    SPIP_CUDA_CHECK(
+        detail::cublas().cgemm(blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, m, n, k, &one, a.get(), m, b.get(), k, &zero, c.get(), m));
   });
-  cublasDestroy(handle);
-  return seconds;
 }
 
 }  // namespace spip::cuda

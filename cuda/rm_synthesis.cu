@@ -1,5 +1,6 @@
 #include <string>
 
+#include "detail/cublas_library.hpp"
 #include "detail/cuda_check.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/spectrum_math.hpp"
@@ -13,14 +14,6 @@ using faraday::Sample;
 using faraday::Spectrum;
 
 constexpr int threads_per_block = 128;
-
-struct Handle {
-  cublasHandle_t handle = nullptr;
-  Handle() { SPIP_CUDA_CHECK(cublasCreate(&handle)); }
-  ~Handle() { cublasDestroy(handle); }
-  Handle(const Handle&) = delete;
-  Handle& operator=(const Handle&) = delete;
-};
 
 void require_free(int device, std::size_t needed, int num_phi, int num_pixels) {
   SPIP_CUDA_CHECK(cudaSetDevice(device));
@@ -36,9 +29,9 @@ void require_free(int device, std::size_t needed, int num_phi, int num_pixels) {
 // Row-major F = A P is column-major F^T = P^T A^T: m = pixels, n = depths, k = channels.
 void multiply(const DeviceArray<Sample>& a, const DeviceArray<Sample>& p, int num_phi, int num_chan, int num_pixels,
               DeviceArray<Sample>& f) {
-  Handle blas;
+  const detail::CublasHandle blas;
   const cuComplex one = make_cuComplex(1.0f, 0.0f), zero = make_cuComplex(0.0f, 0.0f);
-  SPIP_CUDA_CHECK(cublasCgemm(blas.handle, CUBLAS_OP_N, CUBLAS_OP_N, num_pixels, num_phi, num_chan, &one,
+  SPIP_CUDA_CHECK(detail::cublas().cgemm(blas.get(), CUBLAS_OP_N, CUBLAS_OP_N, num_pixels, num_phi, num_chan, &one,
                               reinterpret_cast<const cuComplex*>(p.get()), num_pixels,
                               reinterpret_cast<const cuComplex*>(a.get()), num_chan, &zero,
                               reinterpret_cast<cuComplex*>(f.get()), num_pixels));

@@ -35,6 +35,12 @@ constexpr double mosaic_bytes_per_pixel = 56, mosaic_bytes_per_pixel_and_pointin
 constexpr double channel_bytes_per_row = 350;
 // Per visibility and channel of a read block: 4 complex values and 4 weights.
 constexpr double block_bytes_per_row = 48;
+// What a CPU rank holds before it allocates anything for its channels: its libraries'
+// code and data, MPI's, casacore's open tables and the heap's own slack. Resident
+// memory when a run of bench/run-budget-bench.sh's set had planned was 49-57 MB (2 and 1
+// ranks); rounded up for the code that runs later (FFTW's, OpenBLAS's, CFITSIO's). A
+// GPU rank's CUDA context and cuBLAS (0.15 GB, opened when first used) are not counted.
+constexpr double process_bytes = 0.06e9;
 // Reading wider blocks saves passes over the MS (its tiles hold every channel), but
 // nothing beyond this.
 constexpr double block_cap = 1.0 * (1u << 30);
@@ -56,7 +62,8 @@ double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_pe
 }  // namespace
 
 std::string MemoryPlan::describe() const {
-  return "memory plan of " + gigabytes(budget) + " per rank: imaging " + gigabytes(imaging) + ", channel data " +
+  return "memory plan of " + gigabytes(budget) + " per rank: the process itself " + gigabytes(process) + ", imaging " +
+         gigabytes(imaging) + ", channel data " +
          gigabytes(channel_data) + ", read blocks 2 x " + gigabytes(block) + " (" + std::to_string(block_channels) +
          " channels), Faraday row groups " + gigabytes(faraday_group) + ", kept planes " + gigabytes(kept) +
          (kept_spilled ? " in parallel.scratch" : " in memory");
@@ -97,13 +104,14 @@ double imaging_bytes_per_row(const ImageConfig& image, const CleanConfig& clean,
 
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
                              double clean_bytes_per_pixel, double row_bytes, int pointings) {
-  return image_bytes(geometry, clean_bytes_per_pixel, pointings) + (channel_bytes_per_row + row_bytes) * rows_per_channel +
-         2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
+  return process_bytes + image_bytes(geometry, clean_bytes_per_pixel, pointings) +
+         (channel_bytes_per_row + row_bytes) * rows_per_channel + 2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
 }
 
 MemoryPlan plan_memory(const MemoryNeeds& needs) {
   MemoryPlan plan;
   plan.budget = needs.budget;
+  plan.process = process_bytes;
   const double pixels = static_cast<double>(needs.geometry.size) * needs.geometry.size;
   plan.imaging = image_bytes(needs.geometry, needs.clean_bytes_per_pixel, needs.pointings);
   plan.channel_data = (channel_bytes_per_row + needs.row_bytes) * needs.rows_per_channel;
@@ -115,9 +123,10 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +
                                 fixed(needs.rows_per_channel, 0) + " visibilities needs " + gigabytes(needed) +
                                 " per rank, but parallel.memory_gb allows " + gigabytes(plan.budget) +
+                                " (the process itself holds " + gigabytes(process_bytes) + " of it" +
                                 (needs.clean_bytes_per_pixel > 0
-                                     ? " (CLEAN's buffers are " + gigabytes(needs.clean_bytes_per_pixel * pixels) + " of it)"
-                                     : "") +
+                                     ? ", CLEAN's buffers are " + gigabytes(needs.clean_bytes_per_pixel * pixels)
+                                     : "") + ")" +
                                 "; use a smaller image.size or image.padding, fewer or narrower clean.scales with "
                                 "multiscale CLEAN, fewer ranks per node, or more memory");
   if (needed + needs.faraday_row_bytes > plan.budget)
@@ -126,7 +135,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
                                 ", but parallel.memory_gb allows " + gigabytes(plan.budget) +
                                 "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
 
-  double left = plan.budget - plan.imaging - plan.channel_data;
+  double left = plan.budget - plan.process - plan.imaging - plan.channel_data;
   const int channels = std::max(1, needs.my_channels);
   plan.block_channels = needs.block_channels > 0
                             ? needs.block_channels
@@ -145,13 +154,15 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
 MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes) {
   MemoryPlan plan;
   plan.budget = budget;
+  plan.process = process_bytes;
   plan.block = plane_bytes;
-  if (plane_bytes + faraday_row_bytes > budget)
+  if (process_bytes + plane_bytes + faraday_row_bytes > budget)
     SPIP_THROW(ConfigError, "the Faraday stage on the cubes needs " + gigabytes(faraday_row_bytes) +
                                 " per rank for one image row of its spectra and " + gigabytes(plane_bytes) +
-                                " for a channel's Q and U planes, but parallel.memory_gb allows " + gigabytes(budget) +
+                                " for a channel's Q and U planes beside the process's own " + gigabytes(process_bytes) +
+                                ", but parallel.memory_gb allows " + gigabytes(budget) +
                                 "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
-  plan.faraday_group = std::max(faraday_row_bytes, std::min(0.5 * budget, faraday_group_cap));
+  plan.faraday_group = std::max(faraday_row_bytes, std::min(0.5 * (budget - process_bytes), faraday_group_cap));
   return plan;
 }
 

@@ -385,7 +385,7 @@ TEST(Resume, StoppedInTheFaradayStageResumesToIdenticalProducts) {
   const std::string base = fresh_dir("spip_resume_faraday");
   const std::string reference = reference_products(), stopped = base + "/stopped";
   ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
-  const std::string command = command_for(stopped) + " --parallel.memory_gb 0.06 --parallel.scratch " + base + "/kept";
+  const std::string command = command_for(stopped) + " --parallel.memory_gb 0.12 --parallel.scratch " + base + "/kept";
   const std::string log_path = base + "/stopped.log";
   const pid_t child = start_in_own_session(command, log_path);
   ASSERT_GE(child, 0);

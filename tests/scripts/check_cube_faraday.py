@@ -307,7 +307,7 @@ def check_stop_and_rerun():
     def command(out):
         return MPIEXEC + ["2", SPIP, "--input.cube_q", f"{big}/q.fits", "--input.cube_u", f"{big}/u.fits",
                           "--output.dir", out, "--faraday.cubes", "all", "--faraday.dphi", "1",
-                          "--parallel.memory_gb", "0.03", "--parallel.threads", "1"]
+                          "--parallel.memory_gb", "0.09", "--parallel.threads", "1"]
 
     reference = subprocess.run(command(f"{big}/reference"), capture_output=True, text=True)
     check(reference.returncode == 0, f"an uninterrupted run on 128 x 128 x {NC} cubes, exit {reference.returncode}")

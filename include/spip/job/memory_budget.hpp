@@ -17,6 +17,7 @@ namespace spip::pipeline {
 // next); the MS is read in blocks of channels (current and read ahead).
 struct MemoryPlan {
   double budget = 0;
+  double process = 0;        // what the process holds before any of the rest
   double imaging = 0;
   double channel_data = 0;
   double block = 0;          // one block; two are held
@@ -58,7 +59,8 @@ double imaging_bytes_per_row(const ImageConfig& image, const CleanConfig& clean,
 // multiscale's cuFFT convolver (cuda::scale_convolver_device_bytes).
 double clean_device_bytes(const CleanConfig& clean, int image_size);
 
-// What imaging one channel of `rows_per_channel` visibilities holds: the images and
+// What imaging one channel of `rows_per_channel` visibilities holds, the process's own
+// memory (MemoryPlan::process) included: the images and
 // grids, CLEAN's buffers, a mosaic's sums and `pointings` models, the channel's data
 // with `row_bytes` (imaging_bytes_per_row()) per row, and two read blocks of one channel.
 double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows_per_channel,
