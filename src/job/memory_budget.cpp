@@ -17,11 +17,16 @@ namespace spip::pipeline {
 namespace {
 
 constexpr double gb = 1e9;
-// Per image pixel: the gridder's double-precision image sums and w-screens (~100 B),
-// two sets of dirty, model, residual, restored (4 Stokes each) and PSF floats (2 x 68 B:
-// the channel being imaged and the one on the writer thread), and restoring's FFT
-// buffers where it convolves by FFT (64 B: the beam's and a plane pair's transforms).
-constexpr double imaging_bytes_per_pixel = 320;
+// Per image pixel: the gridder's double-precision image sums and w-screens (~100 B) and
+// two sets of dirty, restored (4 Stokes each) and PSF floats (2 x 36 B: the channel
+// being imaged and the one on the writer thread). heaptrack's peak on the first 24
+// channels of bench/run-budget-bench.sh's dirty run, 0.34 GB, is this, the grids and
+// the channel data and read blocks below.
+constexpr double imaging_bytes_per_pixel = 172;
+// Per image pixel with CLEAN: two sets of model and residual floats (2 x 32 B), and
+// restoring's FFT buffers where it convolves by FFT (64 B: the beam's and a plane
+// pair's transforms).
+constexpr double cleaned_images_bytes_per_pixel = 128;
 // Per grid cell: two complex float grids (the packed Stokes lanes).
 constexpr double imaging_bytes_per_cell = 16;
 // Per image pixel of a mosaic's channel: its sums of the pointings' dirty, residual and
@@ -56,7 +61,9 @@ double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_pe
   const double pixels = static_cast<double>(geometry.size) * geometry.size;
   const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
   const double mosaic = pointings > 1 ? mosaic_bytes_per_pixel + mosaic_bytes_per_pixel_and_pointing * pointings : 0.0;
-  return (imaging_bytes_per_pixel + clean_bytes_per_pixel + mosaic) * pixels + imaging_bytes_per_cell * cells;
+  // CLEAN's buffers are zero exactly where no CLEAN runs (clean_bytes_per_pixel()).
+  const double cleaned = clean_bytes_per_pixel > 0 ? cleaned_images_bytes_per_pixel : 0.0;
+  return (imaging_bytes_per_pixel + cleaned + clean_bytes_per_pixel + mosaic) * pixels + imaging_bytes_per_cell * cells;
 }
 
 }  // namespace
