@@ -4,6 +4,7 @@
 
 #include "detail/cublas_library.hpp"
 #include "detail/cuda_check.hpp"
+#include "spip/cuda/device.hpp"
 
 namespace spip::cuda::detail {
 namespace {
@@ -14,7 +15,10 @@ namespace {
 template <class Function>
 Function symbol(void* library, const char* name) {
   void* address = ::dlsym(library, name);
-  if (!address) SPIP_THROW(Error, std::string("cuBLAS: ") + SPIP_SONAME(CUBLAS_VER_MAJOR) + " has no " + name);
+  if (!address) {
+    ::dlclose(library);
+    SPIP_THROW(Error, std::string("cuBLAS: ") + SPIP_SONAME(CUBLAS_VER_MAJOR) + " has no " + name);
+  }
   return reinterpret_cast<Function>(address);
 }
 
@@ -45,3 +49,9 @@ CublasHandle::CublasHandle() { SPIP_CUDA_CHECK(cublas().create(&handle_)); }
 CublasHandle::~CublasHandle() { cublas().destroy(handle_); }
 
 }  // namespace spip::cuda::detail
+
+namespace spip::cuda {
+
+void require_cublas() { detail::cublas(); }
+
+}  // namespace spip::cuda

@@ -15,6 +15,8 @@ DeviceProbe probe_devices() {
 
 std::size_t free_memory_bytes(int) { return 0; }
 
+void require_cublas() {}
+
 bool self_test(int, std::string& error) {
   error = "spip was built without the CUDA backend";
   return false;

@@ -17,16 +17,16 @@ namespace spip::pipeline {
 namespace {
 
 constexpr double gb = 1e9;
-// Per image pixel: the gridder's double-precision image sums and w-screens (~100 B) and
-// two sets of dirty, restored (4 Stokes each) and PSF floats (2 x 36 B: the channel
-// being imaged and the one on the writer thread). heaptrack's peak on the first 24
-// channels of bench/run-budget-bench.sh's dirty run, 0.34 GB, is this, the grids and
-// the channel data and read blocks below.
+// Per image pixel: two sets of dirty, model, residual, restored (4 Stokes each) and PSF
+// floats (2 x 68 B: the channel being imaged and the one on the writer thread; a dirty
+// run holds a zero model and a residual equal to the dirty image too), and the
+// gridder's double-precision image sums and w-screens: 36 B, from heaptrack's peak on the
+// first 24 channels of bench/run-budget-bench.sh's dirty run, 0.34 GB, less the grids,
+// the channel data and the read blocks below.
 constexpr double imaging_bytes_per_pixel = 172;
-// Per image pixel with CLEAN: two sets of model and residual floats (2 x 32 B), and
-// restoring's FFT buffers where it convolves by FFT (64 B: the beam's and a plane
-// pair's transforms).
-constexpr double cleaned_images_bytes_per_pixel = 128;
+// Per image pixel with CLEAN: restoring's FFT buffers where it convolves by FFT (64 B:
+// the beam's and a plane pair's transforms).
+constexpr double cleaned_images_bytes_per_pixel = 64;
 // Per grid cell: two complex float grids (the packed Stokes lanes).
 constexpr double imaging_bytes_per_cell = 16;
 // Per image pixel of a mosaic's channel: its sums of the pointings' dirty, residual and
@@ -129,16 +129,16 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
     SPIP_THROW(ConfigError, "imaging " + std::to_string(needs.geometry.size) + "^2 pixels (a " +
                                 std::to_string(needs.geometry.grid_size) + "^2 grid) with channels of " +
                                 fixed(needs.rows_per_channel, 0) + " visibilities needs " + gigabytes(needed) +
-                                " per rank, but parallel.memory_gb allows " + gigabytes(plan.budget) +
-                                " (the process itself holds " + gigabytes(process_bytes) + " of it" +
+                                " per rank (the process itself " + gigabytes(process_bytes) +
                                 (needs.clean_bytes_per_pixel > 0
-                                     ? ", CLEAN's buffers are " + gigabytes(needs.clean_bytes_per_pixel * pixels)
-                                     : "") + ")" +
+                                     ? ", CLEAN's buffers " + gigabytes(needs.clean_bytes_per_pixel * pixels)
+                                     : "") +
+                                "), but parallel.memory_gb allows " + gigabytes(plan.budget) +
                                 "; use a smaller image.size or image.padding, fewer or narrower clean.scales with "
                                 "multiscale CLEAN, fewer ranks per node, or more memory");
   if (needed + needs.faraday_row_bytes > plan.budget)
     SPIP_THROW(ConfigError, "the Faraday stage needs " + gigabytes(needs.faraday_row_bytes) +
-                                " per rank for one image row of its spectra besides imaging's " + gigabytes(needed) +
+                                " per rank for one image row of its spectra besides the " + gigabytes(needed) + " of the process and imaging" +
                                 ", but parallel.memory_gb allows " + gigabytes(plan.budget) +
                                 "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
 

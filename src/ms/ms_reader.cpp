@@ -129,7 +129,9 @@ struct MsReader::Impl {
   [[noreturn]] void damaged(const std::string& column, const cc::AipsError& e) const;
   std::string file_of(const std::string& column) const;
   cc::rownr_t rows_per_chunk() const;
-  void cache_one_band_of_tiles();
+  void cache_one_band_of_tiles() const;
+  void release_tiles() const;
+  int tile_channels() const;
   // One chunk's cells as getColumnRange gives them: [corr, chan, row], corr fastest.
   struct ChunkCells {
     const cc::Complex* data;
@@ -160,6 +162,7 @@ void MsReader::Impl::open(const std::string& path) {
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
   read_dishes();
+  info.data_tile_channels = tile_channels();
   cache_one_band_of_tiles();
 }
 
@@ -297,9 +300,8 @@ void MsReader::Impl::damaged(const std::string& column, const cc::AipsError& e) 
             ") cannot be read; the table is damaged (a truncated or corrupt file?); casacore: " + e.what());
 }
 
-// Bounds one call to ~64 MiB of DATA rows, and to row_chunk rows. Tiles usually span
-// every channel, so the rows of a chunk cost their full width in the tile cache
-// however few channels are read.
+// Bounds one call to ~64 MiB of DATA rows, and to row_chunk rows: the arrays a chunk is
+// read into.
 cc::rownr_t MsReader::Impl::rows_per_chunk() const {
   const std::size_t bytes_per_row = 8 * info.corr_types.size() * info.freq_hz.size();
   const std::size_t by_memory = std::max<std::size_t>(1, (std::size_t{64} << 20) / bytes_per_row);
@@ -307,29 +309,55 @@ cc::rownr_t MsReader::Impl::rows_per_chunk() const {
 }
 
 // Each tiled data column's cache holds one band of tiles across its cells (every tile
-// that one row's cell spans), set once: reading row chunks in order then reads each
-// tile once, into the same buffers. Left to itself, the cache keeps every tile it
-// touched; clearing it after each chunk instead freed its buffers, and faulting fresh
-// pages in for the next chunk took most of a read (bench/run-read-bench.sh). The
-// data column's tile width in channels goes into info.
-void MsReader::Impl::cache_one_band_of_tiles() {
+// that one row's cell spans): reading row chunks in order then reads each tile once,
+// into the same buffers. Left to itself, the cache keeps every tile it touched;
+// clearing it after each chunk instead freed its buffers, and faulting fresh pages in
+// for the next chunk took most of a read (bench/run-read-bench.sh). Hypercubes without
+// a row axis (TiledCellStMan's, one per row) are left alone.
+void MsReader::Impl::cache_one_band_of_tiles() const {
   for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
     if (!main.tableDesc().isColumn(column)) continue;
     try {
       cc::ROTiledStManAccessor tiles(main, column, true);
-      for (cc::uInt h = 0; h < tiles.nhypercubes(); ++h) {
+      const int cell_axes = main.tableDesc().columnDesc(column).ndim();  // -1: not fixed
+      for (cc::uInt h = 0; cell_axes > 0 && h < tiles.nhypercubes(); ++h) {
         const cc::IPosition& shape = tiles.getHypercubeShape(h);
         const cc::IPosition& tile = tiles.getTileShape(h);
+        if (static_cast<int>(shape.size()) != cell_axes + 1 || tile.size() != shape.size()) continue;
         cc::uInt across = 1;
-        for (std::size_t axis = 0; axis + 1 < shape.size(); ++axis)
+        for (int axis = 0; axis < cell_axes; ++axis)
           across *= static_cast<cc::uInt>((shape(axis) + tile(axis) - 1) / std::max<long long>(tile(axis), 1));
         tiles.setHypercubeCacheSize(h, across, true);
       }
-      if (column == selection.column && tiles.nhypercubes() > 0 && tiles.getTileShape(0).size() == 3)
-        info.data_tile_channels = static_cast<int>(tiles.getTileShape(0)(1));
     } catch (const cc::AipsError&) {
       // Not a tiled storage manager: nothing cached per tile.
     }
+  }
+}
+
+// A read's band of tiles goes with it: in a layout of tiles narrow in channels and tall
+// in rows, a band is hundreds of MB, which imaging must not hold beside its own.
+void MsReader::Impl::release_tiles() const {
+  for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
+    if (!main.tableDesc().isColumn(column)) continue;
+    try {
+      cc::ROTiledStManAccessor(main, column, true).clearCaches();
+    } catch (const cc::AipsError&) {
+      // Not a tiled storage manager: nothing cached per tile.
+    }
+  }
+  cache_one_band_of_tiles();
+}
+
+// The data column's tile width in channels, of the hypercube that holds row 0 (in
+// TiledShapeStMan, hypercube 0 is an empty one).
+int MsReader::Impl::tile_channels() const {
+  if (main.nrow() == 0) return 0;
+  try {
+    const cc::IPosition& tile = cc::ROTiledStManAccessor(main, selection.column, true).tileShape(0);
+    return tile.size() == 3 ? static_cast<int>(tile(1)) : 0;
+  } catch (const cc::AipsError&) {
+    return 0;  // not tiled
   }
 }
 
@@ -474,6 +502,7 @@ VisBlock MsReader::read(int chan_begin, int chan_end, const std::vector<char>& s
       m.convert(chunk, {data.data(), flag.data(), weight.data(), num_chan}, out_row, block);
       out_row += chunk.kept;
     }
+    m.release_tiles();
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));
   }
@@ -534,6 +563,7 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin
         }
       }
     }
+    m.release_tiles();
   } catch (const cc::AipsError& e) {
     bad_input(m.info.path + ": reading the main table: " + std::string(e.what()));
   }

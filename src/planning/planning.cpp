@@ -350,7 +350,10 @@ RankDevice choose_rank_device(const Config& config, const parallel::MpiContext& 
   try {
     chosen.device = choose_device(config, mpi.local_rank(), log);
     // Makes this rank's CUDA context, which its GPU's share must not count as free.
-    if (chosen.device) cuda::free_memory_bytes(chosen.device->index);
+    if (chosen.device) {
+      cuda::free_memory_bytes(chosen.device->index);
+      cuda::require_cublas();
+    }
   } catch (...) {
     failure = std::current_exception();
   }

@@ -127,11 +127,13 @@ TEST(MsReader, KeepsOneBandOfTilesInTheDataColumnsCache) {
   selection.row_chunk = 1000;
   const MsReader reader(oskar_ms, selection);
   EXPECT_EQ(reader.info().data_tile_channels, 40);
+  const cc::Table table(oskar_ms);
+  const cc::ROTiledStManAccessor data(table, "DATA", true);
+  ASSERT_EQ(data.nhypercubes(), 1u);
+  EXPECT_EQ(data.getCacheSize(0), 1u) << "set when the MS is opened";
   const VisBlock block = reader.read(10, 13);
   ASSERT_EQ(block.num_rows(), 9936u);
-  const cc::ROTiledStManAccessor data(cc::Table(oskar_ms), "DATA", true);
-  ASSERT_EQ(data.nhypercubes(), 1u);
-  EXPECT_EQ(data.getCacheSize(0), 1u);
+  EXPECT_EQ(data.getCacheSize(0), 1u) << "and kept through a read";
   EXPECT_LT(data.getTileShape(0)(2), 9936);  // several bands of rows were read through it
 }
 

@@ -29,6 +29,11 @@ DeviceProbe probe_devices();
 // Free memory on `device` now (0 if it cannot be queried).
 std::size_t free_memory_bytes(int device);
 
+// Opens cuBLAS, which the GPU Faraday stage needs, so that a GPU rank without it stops
+// at the start rather than after its imaging (it is opened when first used, not
+// linked); throws an Error naming the library.
+void require_cublas();
+
 // Runs a small kernel on `device` and checks its result; false with `error` set if
 // the device cannot run spip's kernels.
 bool self_test(int device, std::string& error);
