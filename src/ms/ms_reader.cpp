@@ -129,6 +129,19 @@ struct MsReader::Impl {
   [[noreturn]] void damaged(const std::string& column, const cc::AipsError& e) const;
   std::string file_of(const std::string& column) const;
   cc::rownr_t rows_per_chunk() const;
+  // Calls f(accessor, name) for each data column stored by a tiled storage manager.
+  template <typename F>
+  void for_each_tiled_column(F&& f) const {
+    for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
+      if (!main.tableDesc().isColumn(column)) continue;
+      try {
+        cc::ROTiledStManAccessor tiles(main, column, true);
+        f(tiles, column);
+      } catch (const cc::AipsError&) {
+        // Not a tiled storage manager: nothing cached per tile.
+      }
+    }
+  }
   void cache_one_band_of_tiles() const;
   void release_tiles() const;
   int tile_channels() const;
@@ -315,37 +328,24 @@ cc::rownr_t MsReader::Impl::rows_per_chunk() const {
 // for the next chunk took most of a read (bench/run-read-bench.sh). Hypercubes without
 // a row axis (TiledCellStMan's, one per row) are left alone.
 void MsReader::Impl::cache_one_band_of_tiles() const {
-  for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
-    if (!main.tableDesc().isColumn(column)) continue;
-    try {
-      cc::ROTiledStManAccessor tiles(main, column, true);
-      const int cell_axes = main.tableDesc().columnDesc(column).ndim();  // -1: not fixed
-      for (cc::uInt h = 0; cell_axes > 0 && h < tiles.nhypercubes(); ++h) {
-        const cc::IPosition& shape = tiles.getHypercubeShape(h);
-        const cc::IPosition& tile = tiles.getTileShape(h);
-        if (static_cast<int>(shape.size()) != cell_axes + 1 || tile.size() != shape.size()) continue;
-        cc::uInt across = 1;
-        for (int axis = 0; axis < cell_axes; ++axis)
-          across *= static_cast<cc::uInt>((shape(axis) + tile(axis) - 1) / std::max<long long>(tile(axis), 1));
-        tiles.setHypercubeCacheSize(h, across, true);
-      }
-    } catch (const cc::AipsError&) {
-      // Not a tiled storage manager: nothing cached per tile.
+  for_each_tiled_column([&](cc::ROTiledStManAccessor& tiles, const char* column) {
+    const int cell_axes = main.tableDesc().columnDesc(column).ndim();  // -1: not fixed
+    for (cc::uInt h = 0; cell_axes > 0 && h < tiles.nhypercubes(); ++h) {
+      const cc::IPosition& shape = tiles.getHypercubeShape(h);
+      const cc::IPosition& tile = tiles.getTileShape(h);
+      if (static_cast<int>(shape.size()) != cell_axes + 1 || tile.size() != shape.size()) continue;
+      cc::uInt across = 1;
+      for (int axis = 0; axis < cell_axes; ++axis)
+        across *= static_cast<cc::uInt>((shape(axis) + tile(axis) - 1) / std::max<long long>(tile(axis), 1));
+      tiles.setHypercubeCacheSize(h, across, true);
     }
-  }
+  });
 }
 
 // A read's band of tiles goes with it: in a layout of tiles narrow in channels and tall
 // in rows, a band is hundreds of MB, which imaging must not hold beside its own.
 void MsReader::Impl::release_tiles() const {
-  for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
-    if (!main.tableDesc().isColumn(column)) continue;
-    try {
-      cc::ROTiledStManAccessor(main, column, true).clearCaches();
-    } catch (const cc::AipsError&) {
-      // Not a tiled storage manager: nothing cached per tile.
-    }
-  }
+  for_each_tiled_column([](cc::ROTiledStManAccessor& tiles, const char*) { tiles.clearCaches(); });
   cache_one_band_of_tiles();
 }
 
