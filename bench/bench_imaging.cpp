@@ -18,6 +18,7 @@
 
 #include "spip/common/freed_memory.hpp"
 #include "spip/imaging/channel_imager.hpp"
+#include "spip/imaging/direct_predict.hpp"
 #include "spip/imaging/weighting.hpp"
 #include "spip/ms/ms_reader.hpp"
 
@@ -50,6 +51,34 @@ std::string spread(std::vector<double> times) {
   char text[64];
   std::snprintf(text, sizeof text, "%.4f (%.4f-%.4f)", median, times.front(), times.back());
   return text;
+}
+
+// A CLEAN model's visibilities, degridded and evaluated directly, for models of point
+// components in I, Q, U and V at `count` pixels spread over the image (a CLEAN model
+// of tens to thousands of components): the figures that set direct_predict_limit.
+void print_predict_times(const spip::imaging::ChannelImager& imager, const spip::imaging::ImageGeometry& geometry,
+                         int repeats) {
+  const std::size_t pixels = geometry.pixels();
+  std::vector<std::complex<float>> vis(4 * imager.num_visibilities());
+  for (std::size_t count : {16, 64, 256, 1024}) {
+    std::vector<float> model(4 * pixels, 0.0f);
+    for (std::size_t c = 0; c < count; ++c) {
+      const std::size_t pixel = (c * 7919 * 104729) % pixels;
+      for (int s = 0; s < 4; ++s) model[s * pixels + pixel] = 1.0f / static_cast<float>(s + 1);
+    }
+    const auto components = spip::imaging::model_components(model.data(), 4, geometry, true);
+    std::vector<double> gridded_s, direct_s;
+    for (int run = 0; run < repeats; ++run) {
+      auto start = Clock::now();
+      imager.gridder().degrid(model.data(), 4, vis.data());
+      gridded_s.push_back(seconds_since(start));
+      start = Clock::now();
+      spip::imaging::predict_direct(components, 4, imager.uvw_lambda(), imager.num_visibilities(), vis.data());
+      direct_s.push_back(seconds_since(start));
+    }
+    std::printf("predict IQUV, %4zu components: degridded %s, direct %s\n", components.size(),
+                spread(gridded_s).c_str(), spread(direct_s).c_str());
+  }
 }
 
 }  // namespace
@@ -102,5 +131,6 @@ int main(int argc, char** argv) {
   std::printf("%-36s %s\n", "dirty I, Q, U, V", spread(dirty_s).c_str());
   std::printf("%-36s %s\n", "PSF", spread(psf_s).c_str());
   std::printf("%-36s %s\n", "spip dirty IQUV + PSF", spread(total_s).c_str());
+  print_predict_times(imager, geometry, repeats);
   return 0;
 }

@@ -1,11 +1,12 @@
 #include "spip/imaging/channel_imager.hpp"
 
+#include "spip/imaging/direct_predict.hpp"
 #include "spip/imaging/w_layout.hpp"
 
 namespace spip::imaging {
 
 ChannelImager::ChannelImager(const ImageGeometry& geometry, double accuracy, bool wstacking)
-    : gridder_(geometry, accuracy, wstacking), accuracy_(accuracy) {}
+    : gridder_(geometry, accuracy, wstacking), accuracy_(accuracy), wstacking_(wstacking) {}
 
 void ChannelImager::set_data(std::vector<double> uvw_lambda, std::vector<float> weights, const RowGroup* group) {
   uvw_ = std::move(uvw_lambda);
@@ -69,7 +70,13 @@ std::vector<float> ChannelImager::psf(int side, const RowGroup* group) const {
 }
 
 void ChannelImager::predict(const float* model, std::complex<float>* vis) const {
-  gridder_.degrid(model, num_stokes, vis);
+  const std::size_t grid_cells = static_cast<std::size_t>(geometry().grid_size) * geometry().grid_size;
+  const std::size_t limit = direct_predict_limit(num_visibilities(), gridder_.num_w_planes(), grid_cells);
+  const std::vector<ModelComponent> components = model_components(model, num_stokes, geometry(), wstacking_, limit);
+  if (components.size() <= limit)
+    predict_direct(components, num_stokes, uvw_.data(), num_visibilities(), vis);
+  else
+    gridder_.degrid(model, num_stokes, vis);
 }
 
 }  // namespace spip::imaging

@@ -43,17 +43,21 @@ class ChannelImager {
   // wide_psf() of this channel. With a group, every member calls it and gets the
   // channel's PSF.
   std::vector<float> psf(int side, const RowGroup* group) const;
-  // Model visibilities of model images in Jy/pixel.
+  // Model visibilities of model images in Jy/pixel: evaluated directly where the model
+  // has few enough non-zero pixels for that to cost less (direct_predict.hpp), else
+  // degridded.
   void predict(const float* model, std::complex<float>* vis) const;
 
   const ImageGeometry& geometry() const { return gridder_.geometry(); }
   std::size_t num_visibilities() const { return uvw_.size() / 3; }
+  const double* uvw_lambda() const { return uvw_.data(); }
   double weight_sum(int stokes) const { return weight_sum_[stokes]; }
   const Gridder& gridder() const { return gridder_; }
 
  private:
   Gridder gridder_;
   double accuracy_;
+  bool wstacking_;
   std::vector<double> uvw_;
   std::vector<float> weights_;
   std::array<double, num_stokes> weight_sum_{};
