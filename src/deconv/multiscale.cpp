@@ -95,8 +95,11 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
     SPIP_THROW(ConfigError, "clean.scales: scale " + std::to_string(scales.back()) +
                                 " pixels does not fit in half the image (" + std::to_string(n / 2) + " pixels)");
   // The widest products are the PSF with one kernel (the residual's update) and a
-  // kernel with itself (the twice-convolved PSF, from the PSF as an image).
+  // kernel with itself (the twice-convolved PSF, from the PSF as an image). The
+  // residual's smoothing, the passes' largest cost, needs FFTs of only N plus the widest
+  // kernel's radius: a second convolver of about half the cells holds the kernels again.
   convolver_ = make_convolver(2 * widest);
+  smoother_ = make_convolver(kernel_reach(n, widest));
   psf_filter_ = convolver_->add_filter(psf_.data(), n);
   for (std::size_t k = 0; k < scales.size(); ++k) {
     Scale scale;
@@ -109,6 +112,7 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
       continue;
     }
     scale.filter = convolver_->add_filter(centred(scale.kernel, n).data(), n);
+    scale.smoothing = smoother_->add_filter(scale.kernel.values.data(), 2 * scale.kernel.radius + 1);
     std::vector<float> once(psf_.size());
     scale.twice.resize(psf_.size());
     convolver_->convolve(psf_.data(), 1, {{scale.filter}, {scale.filter, scale.filter}}, {once.data(), scale.twice.data()});
@@ -123,16 +127,22 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
 MultiscaleClean::~MultiscaleClean() = default;
 
 MultiscaleClean::ConvolverShape MultiscaleClean::convolver_shape(std::vector<double> scales, int n) {
-  if (scales.empty()) return {static_cast<int>(auto_scales(1.0, n).size()), 2 * ((n / 2 - 1) / 2)};
+  if (scales.empty()) {
+    const int widest = (n / 2 - 1) / 2;
+    return {static_cast<int>(auto_scales(1.0, n).size()), 2 * widest, kernel_reach(n, widest)};
+  }
   if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
-  return {static_cast<int>(scales.size()), 2 * scale_radius(*std::max_element(scales.begin(), scales.end()))};
+  const int widest = scale_radius(*std::max_element(scales.begin(), scales.end()));
+  return {static_cast<int>(scales.size()), 2 * widest, kernel_reach(n, widest)};
 }
 
 double MultiscaleClean::bytes_per_pixel(std::vector<double> scales, int n, bool host_convolver) {
   const ConvolverShape shape = convolver_shape(std::move(scales), n);
   const double count = shape.filters;  // one scale per filter: 0 (the PSF's) and each wider one
   const double images = sizeof(float) * (1 + count + num_stokes * (count - 1)) + count;
-  const double convolver = host_convolver ? host_convolver_bytes_per_pixel(n, shape.reach, shape.filters) : 0;
+  const double convolver = host_convolver ? host_convolver_bytes_per_pixel(n, shape.reach, shape.filters) +
+                                                host_convolver_bytes_per_pixel(n, shape.smoothing_reach, shape.filters - 1)
+                                          : 0;
   return images + convolver + subtraction_planes_bytes_per_pixel + detail::active_set_bytes_per_pixel;
 }
 
@@ -186,10 +196,10 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
     std::vector<float*> outputs;
     for (int k = 0; k < count; ++k)
       if (active[k] && scales_[k].filter >= 0) {
-        products.push_back({scales_[k].filter});
+        products.push_back({scales_[k].smoothing});
         outputs.push_back(smoothed[k].data());
       }
-    if (!products.empty()) convolver_->convolve(residual, num_stokes, products, outputs);
+    if (!products.empty()) smoother_->convolve(residual, num_stokes, products, outputs);
     int best = -1;
     for (int k = 0; k < count; ++k) {
       if (!active[k]) continue;

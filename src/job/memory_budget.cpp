@@ -99,7 +99,8 @@ double clean_bytes_per_pixel(const CleanConfig& clean, const imaging::ImageGeome
 double clean_device_bytes(const CleanConfig& clean, int image_size) {
   if (clean.niter <= 0 || !clean.multiscale) return 0;
   const auto shape = deconv::MultiscaleClean::convolver_shape(clean.scales, image_size);
-  return static_cast<double>(cuda::scale_convolver_device_bytes(image_size, shape.reach, shape.filters));
+  return static_cast<double>(cuda::scale_convolver_device_bytes(image_size, shape.reach, shape.filters) +
+                             cuda::scale_convolver_device_bytes(image_size, shape.smoothing_reach, shape.filters - 1));
 }
 
 double imaging_bytes_per_row(const ImageConfig& image, const CleanConfig& clean,

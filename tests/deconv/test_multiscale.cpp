@@ -119,6 +119,41 @@ TEST(MultiscaleClean, ScalePsfsAndCrossTermsEqualADirectConvolution) {
   EXPECT_LT(worst, 1e-6);
 }
 
+// The residual's smoothing goes through FFTs of only N + the kernel's radius
+// (kernel_reach): emission on the image's edges, which wrap-around would carry to the
+// opposite side, is smoothed as a direct convolution smooths it, over the whole image.
+TEST(MultiscaleClean, TheSmoothingsShortFftsAgreeWithADirectConvolutionToTheEdges) {
+  constexpr int n = 64;
+  for (const double scale : {9.0, 16.0, 31.0}) {
+    const ScaleKernel kernel = scale_kernel(scale);
+    const int side = 2 * kernel.radius + 1;
+    const int reach = spip::deconv::kernel_reach(n, kernel.radius);
+    ASSERT_LT(spip::deconv::convolution_size(n, reach), spip::deconv::convolution_size(n, 0)) << scale;
+    auto convolver = spip::deconv::make_host_convolver(n, reach);
+    const int filter = convolver->add_filter(kernel.values.data(), side);
+    // Four planes, as the residual's Stokes: lines along every edge, a corner, noise.
+    std::vector<float> image(4 * n * n, 0.0f);
+    for (int s = 0; s < 4; ++s)
+      for (int i = 0; i < n; ++i) {
+        float* plane = image.data() + static_cast<std::size_t>(s) * n * n;
+        plane[i] += 1.0f + s;                                   // the first row
+        plane[static_cast<std::size_t>(n - 1) * n + i] -= 2.0f;  // the last row
+        plane[static_cast<std::size_t>(i) * n] += 0.5f;          // the first column
+        plane[static_cast<std::size_t>(i) * n + n - 1] += 3.0f;  // the last column
+        plane[static_cast<std::size_t>(i) * n + (7 * i + s) % n] += 0.25f;
+      }
+    std::vector<float> smoothed(image.size());
+    convolver->convolve(image.data(), 4, {{filter}}, {smoothed.data()});
+    double worst = 0;
+    for (int s = 0; s < 4; ++s) {
+      const std::size_t offset = static_cast<std::size_t>(s) * n * n;
+      const std::vector<double> want = direct({image.begin() + offset, image.begin() + offset + n * n}, n, kernel);
+      for (std::size_t p = 0; p < want.size(); ++p) worst = std::max(worst, std::abs(smoothed[offset + p] - want[p]));
+    }
+    EXPECT_LT(worst, 1e-5) << "scale " << scale;
+  }
+}
+
 // Scale 0 is always cleaned, as in WSClean; a scale the PSF hardly responds to (here a
 // PSF whose integral is zero, as without short spacings) is left out.
 TEST(MultiscaleClean, KeepsScaleZeroAndLeavesOutScalesThePsfDoesNotMeasure) {

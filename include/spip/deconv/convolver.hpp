@@ -15,8 +15,8 @@ namespace spip::deconv {
 class Convolver {
  public:
   virtual ~Convolver() = default;
-  // Keeps the transform of `filter` (side x side, its centre at (side/2, side/2), side
-  // at most N + 2 reach); returns its index.
+  // Keeps the transform of `filter` (side x side, its centre at (side/2, side/2),
+  // reaching at most N/2 + reach pixels from it); returns its index.
   virtual int add_filter(const float* filter, int side) = 0;
   // For each product f: out[f] = in convolved with the filters products[f] (each index
   // once or more), over `planes` N x N planes (two real planes per complex transform:
@@ -29,6 +29,11 @@ std::unique_ptr<Convolver> make_host_convolver(int n, int reach = 0);
 
 // The FFT size both convolvers use for N x N images.
 int convolution_size(int n, int reach);
+
+// The reach of filters that extend no more than `radius` pixels from their centre:
+// less than an image-sized PSF's (negative), since an N x N image convolved with such a
+// filter needs an FFT of only N + radius to see no wrap-around.
+inline int kernel_reach(int n, int radius) { return radius - (n + 1) / 2; }
 
 // What make_host_convolver(n, reach) holds with `filters` filters, per image pixel:
 // its two complex work planes and each filter's transform, all M x M.

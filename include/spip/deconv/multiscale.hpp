@@ -85,6 +85,7 @@ class MultiscaleClean {
   struct ConvolverShape {
     int filters = 0;
     int reach = 0;
+    int smoothing_reach = 0;  // of the smoother, which holds filters - 1 (the kernels)
   };
   static ConvolverShape convolver_shape(std::vector<double> scales, int n);
   ~MultiscaleClean();
@@ -111,13 +112,15 @@ class MultiscaleClean {
     double bias = 1;
     ScaleKernel kernel;
     int filter = -1;             // the kernel's index in the convolver
+    int smoothing = -1;          // and in the smoother
     float psf_peak = 1;          // of the PSF convolved with the kernel
     std::vector<float> twice;    // the PSF convolved twice with the kernel, over psf_peak
   };
 
   int n_;
   std::vector<float> psf_;
-  std::unique_ptr<Convolver> convolver_;
+  std::unique_ptr<Convolver> convolver_;  // the PSF and the kernels, for the PSF's products
+  std::unique_ptr<Convolver> smoother_;   // the kernels alone, for the residual's smoothing
   int psf_filter_ = -1;
   std::vector<Scale> scales_;
   std::vector<int> iterations_;
