@@ -94,11 +94,13 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
   if (2 * widest + 1 > n / 2)
     SPIP_THROW(ConfigError, "clean.scales: scale " + std::to_string(scales.back()) +
                                 " pixels does not fit in half the image (" + std::to_string(n / 2) + " pixels)");
-  // The widest products are the PSF with one kernel (the residual's update) and a
-  // kernel with itself (the twice-convolved PSF, from the PSF as an image). The
-  // residual's smoothing, the passes' largest cost, needs FFTs of only N plus the widest
-  // kernel's radius: a second convolver of about half the cells holds the kernels again.
-  convolver_ = make_convolver(2 * widest);
+  // The widest product is the PSF with one kernel (the components' subtraction): it
+  // reaches the widest radius beyond the PSF. The twice-convolved PSF (the PSF as an
+  // image, a kernel twice over as the filter) needs FFTs of only N plus twice the radius,
+  // less, since every kernel fits in N/4. The residual's smoothing, the passes' largest
+  // cost, needs only N plus the radius: a second convolver of about half the cells holds
+  // the kernels again.
+  convolver_ = make_convolver(widest);
   smoother_ = make_convolver(kernel_reach(n, widest));
   psf_filter_ = convolver_->add_filter(psf_.data(), n);
   for (std::size_t k = 0; k < scales.size(); ++k) {
@@ -129,11 +131,11 @@ MultiscaleClean::~MultiscaleClean() = default;
 MultiscaleClean::ConvolverShape MultiscaleClean::convolver_shape(std::vector<double> scales, int n) {
   if (scales.empty()) {
     const int widest = (n / 2 - 1) / 2;
-    return {static_cast<int>(auto_scales(1.0, n).size()), 2 * widest, kernel_reach(n, widest)};
+    return {static_cast<int>(auto_scales(1.0, n).size()), widest, kernel_reach(n, widest)};
   }
   if (std::find(scales.begin(), scales.end(), 0.0) == scales.end()) scales.push_back(0.0);
   const int widest = scale_radius(*std::max_element(scales.begin(), scales.end()));
-  return {static_cast<int>(scales.size()), 2 * widest, kernel_reach(n, widest)};
+  return {static_cast<int>(scales.size()), widest, kernel_reach(n, widest)};
 }
 
 double MultiscaleClean::bytes_per_pixel(std::vector<double> scales, int n, bool host_convolver) {

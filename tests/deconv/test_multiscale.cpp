@@ -154,6 +154,44 @@ TEST(MultiscaleClean, TheSmoothingsShortFftsAgreeWithADirectConvolutionToTheEdge
   }
 }
 
+// A pass subtracts its components convolved with the PSF and their scale's kernel
+// through FFTs of 3N/2 plus the widest kernel's radius (convolver_shape's reach): the
+// product's reach, which components at the image's corners test. The reference is the
+// direct double-precision convolution, on a canvas wide enough that nothing is cut.
+TEST(MultiscaleClean, TheComponentsSubtractionAgreesWithADirectConvolutionToTheCorners) {
+  constexpr int n = 64;
+  const std::vector<float> psf = lumpy_psf(n);
+  const ScaleKernel kernel = scale_kernel(31.0);  // radius 16: the widest that fits in N/4
+  ASSERT_EQ(MultiscaleClean::convolver_shape({0, 31.0}, n).reach, kernel.radius);
+  auto convolver = spip::deconv::make_host_convolver(n, kernel.radius);
+  const int psf_filter = convolver->add_filter(psf.data(), n);
+  const int kernel_filter = convolver->add_filter(kernel.values.data(), 2 * kernel.radius + 1);
+  const struct {
+    int x, y;
+    float flux;
+  } components[] = {{0, 0, 1.0f}, {n - 1, 0, -0.5f}, {0, n - 1, 2.0f}, {n - 1, n - 1, 0.7f}, {20, 41, 1.3f}};
+  std::vector<float> deltas(n * n, 0.0f);
+  for (const auto& c : components) deltas[static_cast<std::size_t>(c.y) * n + c.x] = c.flux;
+  std::vector<float> got(n * n);
+  convolver->convolve(deltas.data(), 1, {{psf_filter, kernel_filter}}, {got.data()});
+  const int margin = kernel.radius, side = n + 2 * margin;
+  std::vector<double> canvas(static_cast<std::size_t>(side) * side, 0.0);
+  for (const auto& c : components)
+    for (int sy = 0; sy < n; ++sy)
+      for (int sx = 0; sx < n; ++sx) {
+        const int x = c.x + sx - n / 2 + margin, y = c.y + sy - n / 2 + margin;
+        if (x >= 0 && x < side && y >= 0 && y < side)
+          canvas[static_cast<std::size_t>(y) * side + x] += c.flux * psf[static_cast<std::size_t>(sy) * n + sx];
+      }
+  const std::vector<double> want = direct(canvas, side, kernel);
+  double worst = 0;
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x)
+      worst = std::max(worst, std::abs(got[static_cast<std::size_t>(y) * n + x] -
+                                       want[static_cast<std::size_t>(y + margin) * side + x + margin]));
+  EXPECT_LT(worst, 1e-5);
+}
+
 // Scale 0 is always cleaned, as in WSClean; a scale the PSF hardly responds to (here a
 // PSF whose integral is zero, as without short spacings) is left out.
 TEST(MultiscaleClean, KeepsScaleZeroAndLeavesOutScalesThePsfDoesNotMeasure) {
