@@ -24,7 +24,7 @@ inline float round_float(float x) {
 // cos and sin of 2 pi t for t in cycles. The whole cycles go in double (t reaches 1e4
 // and more); the quadrant's rest r, |r| <= 1/8, goes through Taylor series to theta^7
 // and theta^8, whose truncation errors at pi/4 are 3e-7 and 3e-8: single precision.
-inline void cis_cycles(double t, float& cos_out, float& sin_out) {
+[[gnu::always_inline]] inline void cis_cycles(double t, float& cos_out, float& sin_out) {
   const auto turn = static_cast<float>(t - round_double(t));  // [-1/2, 1/2]
   const float quadrant = round_float(4.0f * turn);            // -2 .. 2
   const float theta = 6.28318530717958648f * (turn - 0.25f * quadrant);
@@ -41,18 +41,10 @@ inline void cis_cycles(double t, float& cos_out, float& sin_out) {
   sin_out = s * cos_q + c * sin_q;
 }
 
-// AVX2 and FMA, where the CPU has them, more than double this loop's rate (docs/
-// benchmarks.md, issue 46); the build's baseline is SSE2.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define SPIP_VECTOR_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define SPIP_VECTOR_CLONES
-#endif
-
-// The rows [first, first + rows) of vis.
-SPIP_VECTOR_CLONES void predict_block(const std::vector<ModelComponent>& components, int num_stokes,
-                                      const double* uvw_lambda, std::size_t first, std::size_t rows,
-                                      std::complex<float>* vis) {
+// The rows [first, first + rows) of vis; inlined into a baseline (SSE2) and an AVX2
+// copy, each vectorised for its own instructions.
+[[gnu::always_inline]] inline void predict_block(const std::vector<ModelComponent>& components, int num_stokes, const double* uvw_lambda,
+                          std::size_t first, std::size_t rows, std::complex<float>* vis) {
   double u[block_rows], v[block_rows], w[block_rows];
   float cos_phase[block_rows], sin_phase[block_rows];
   float re[4][block_rows] = {}, im[4][block_rows] = {};
@@ -80,17 +72,34 @@ SPIP_VECTOR_CLONES void predict_block(const std::vector<ModelComponent>& compone
     for (int s = 0; s < num_stokes; ++s) vis[(first + k) * num_stokes + s] = {re[s][k], im[s][k]};
 }
 
+// AVX2 and FMA, where the CPU has them, more than double the loop's rate (docs/
+// benchmarks.md, issue 46); the build's baseline is SSE2, so the AVX2 copy is chosen
+// at run time.
+#if defined(__x86_64__) && defined(__GNUC__)
+__attribute__((target("avx2,fma"))) void predict_block_avx2(const std::vector<ModelComponent>& components,
+                                                            int num_stokes, const double* uvw_lambda,
+                                                            std::size_t first, std::size_t rows,
+                                                            std::complex<float>* vis) {
+  predict_block(components, num_stokes, uvw_lambda, first, rows, vis);
+}
+
+bool has_avx2() {
+  static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  return avx2;
+}
+#else
+bool has_avx2() { return false; }
+#endif
+
 // The cost of one component at one visibility, in grid cells of one plane's FFT, from
 // bench_imaging's predict figures on issue 46's channel (docs/benchmarks.md): 1.8 ns
 // (SSE2) or 0.77 ns (AVX2) a component and visibility against a degridding that takes
 // 6.3-6.5 ns a grid cell and plane.
-double component_cost_in_fft_cells() {
-#if defined(__x86_64__) && defined(__GNUC__)
-  static const bool vector_clone = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-  if (vector_clone) return 0.12;
-#endif
-  return 0.3;
-}
+double component_cost_in_fft_cells() { return has_avx2() ? 0.12 : 0.3; }
+
+// The component list stays below 2.6 MB, which the memory plan leaves out, whatever the
+// rule allows (a rank with few rows would allow every pixel of a dense model).
+constexpr std::size_t max_direct_components = 65536;
 
 }  // namespace
 
@@ -121,14 +130,21 @@ void predict_direct(const std::vector<ModelComponent>& components, int num_stoke
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
     const std::size_t first = static_cast<std::size_t>(b) * block_rows;
-    predict_block(components, num_stokes, uvw_lambda, first, std::min(block_rows, count - first), vis);
+    const std::size_t rows = std::min(block_rows, count - first);
+#if defined(__x86_64__) && defined(__GNUC__)
+    if (has_avx2()) {
+      predict_block_avx2(components, num_stokes, uvw_lambda, first, rows, vis);
+      continue;
+    }
+#endif
+    predict_block(components, num_stokes, uvw_lambda, first, rows, vis);
   }
 }
 
 std::size_t direct_predict_limit(std::size_t count, int w_planes, std::size_t grid_cells) {
   const double fft_cells = static_cast<double>(w_planes) * static_cast<double>(grid_cells);
-  return static_cast<std::size_t>(
-      fft_cells / (component_cost_in_fft_cells() * static_cast<double>(std::max<std::size_t>(count, 1))));
+  const double limit = fft_cells / (component_cost_in_fft_cells() * static_cast<double>(std::max<std::size_t>(count, 1)));
+  return limit >= static_cast<double>(max_direct_components) ? max_direct_components : static_cast<std::size_t>(limit);
 }
 
 }  // namespace spip::imaging

@@ -82,9 +82,9 @@ double clean_bytes_per_pixel(const CleanConfig& clean, const imaging::ImageGeome
   const int n = geometry.size;
   // The GPU backend keeps host copies of the residual (the noise estimate) and of a
   // second image set (a group's sums, multiscale's model), and runs multiscale's minor
-  // cycles on the host with the mask and its convolver's complex input plane there too;
+  // cycles on the host with the mask and its two convolvers' complex input planes there too;
   // point CLEAN makes its PSF of twice the image's side on the host.
-  constexpr double gpu_images = 2 * 4 * 4.0, gpu_multiscale = 1 + 8;
+  constexpr double gpu_images = 2 * 4 * 4.0, gpu_multiscale = 1 + 2 * 8;
   if (gpu)
     return gpu_images + (clean.multiscale ? gpu_multiscale + MultiscaleClean::bytes_per_pixel(clean.scales, n, false)
                                           : deconv::minor_psf_bytes_per_pixel(geometry));

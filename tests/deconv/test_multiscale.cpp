@@ -157,12 +157,19 @@ TEST(MultiscaleClean, TheSmoothingsShortFftsAgreeWithADirectConvolutionToTheEdge
 // A pass subtracts its components convolved with the PSF and their scale's kernel
 // through FFTs of 3N/2 plus the widest kernel's radius (convolver_shape's reach): the
 // product's reach, which components at the image's corners test. The reference is the
-// direct double-precision convolution, on a canvas wide enough that nothing is cut.
+// direct double-precision convolution of the PSF's copies (each N x N, as the filter's)
+// with the kernel, on a canvas that holds all the kernel reaches into the image.
 TEST(MultiscaleClean, TheComponentsSubtractionAgreesWithADirectConvolutionToTheCorners) {
   constexpr int n = 64;
   const std::vector<float> psf = lumpy_psf(n);
-  const ScaleKernel kernel = scale_kernel(31.0);  // radius 16: the widest that fits in N/4
-  ASSERT_EQ(MultiscaleClean::convolver_shape({0, 31.0}, n).reach, kernel.radius);
+  const ScaleKernel kernel = scale_kernel(29.0);  // radius 15: the widest whose kernel fits in N/2
+  ASSERT_EQ(MultiscaleClean::convolver_shape({0, 29.0}, n).reach, kernel.radius);
+  std::vector<int> reaches;  // those MultiscaleClean asks of its convolver maker
+  MultiscaleClean clean(psf.data(), n, {{0, 29.0}, 0.6, 4.0}, [&reaches](int reach) {
+    reaches.push_back(reach);
+    return spip::deconv::make_host_convolver(n, reach);
+  });
+  EXPECT_EQ(reaches, (std::vector<int>{kernel.radius, spip::deconv::kernel_reach(n, kernel.radius)}));
   auto convolver = spip::deconv::make_host_convolver(n, kernel.radius);
   const int psf_filter = convolver->add_filter(psf.data(), n);
   const int kernel_filter = convolver->add_filter(kernel.values.data(), 2 * kernel.radius + 1);

@@ -3,7 +3,7 @@
 // exp(+2 pi i (u l_c + v m_c + w (n_c - 1))) over the model's non-zero pixels, the
 // gridder's convention (gridder.hpp). A point CLEAN's model holds tens of pixels,
 // where a gridded predict still pays a full grid's FFTs per w-plane; evaluated
-// directly it is also exact, not good to the gridder's accuracy.
+// directly it is also exact to single precision, not good to the gridder's accuracy.
 #include <array>
 #include <complex>
 #include <cstddef>
@@ -30,7 +30,8 @@ void predict_direct(const std::vector<ModelComponent>& components, int num_stoke
                     std::size_t count, std::complex<float>* vis);
 
 // The most components whose direct evaluation over `count` visibilities costs less than
-// a gridded predict whose FFTs alone transform `w_planes` grids of `grid_cells`.
+// a gridded predict whose FFTs alone transform `w_planes` grids of `grid_cells` (and at
+// most 65,536, so that their list stays small).
 std::size_t direct_predict_limit(std::size_t count, int w_planes, std::size_t grid_cells);
 
 }  // namespace spip::imaging
