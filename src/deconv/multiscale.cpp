@@ -14,15 +14,6 @@ namespace {
 using detail::Component;
 constexpr int num_stokes = 4;
 
-// An N x N image holding `kernel` centred at (N/2, N/2).
-std::vector<float> centred(const ScaleKernel& kernel, int n) {
-  std::vector<float> image(static_cast<std::size_t>(n) * n, 0.0f);
-  for (int dy = -kernel.radius; dy <= kernel.radius; ++dy)
-    for (int dx = -kernel.radius; dx <= kernel.radius; ++dx)
-      image[static_cast<std::size_t>(n / 2 + dy) * n + n / 2 + dx] = kernel.at(dx, dy);
-  return image;
-}
-
 // model_s += flux_s times the kernel about each component, where it falls on the image:
 // the model stays exactly zero away from the components, as the auto-mask needs.
 void stamp(const ScaleKernel& kernel, const std::vector<Component>& components, int n, float* model) {
@@ -113,8 +104,9 @@ MultiscaleClean::MultiscaleClean(const float* psf, int n, const MultiscaleSetup&
       scales_.push_back(std::move(scale));
       continue;
     }
-    scale.filter = convolver_->add_filter(centred(scale.kernel, n).data(), n);
-    scale.smoothing = smoother_->add_filter(scale.kernel.values.data(), 2 * scale.kernel.radius + 1);
+    const int side = 2 * scale.kernel.radius + 1;
+    scale.filter = convolver_->add_filter(scale.kernel.values.data(), side);
+    scale.smoothing = smoother_->add_filter(scale.kernel.values.data(), side);
     std::vector<float> once(psf_.size());
     scale.twice.resize(psf_.size());
     convolver_->convolve(psf_.data(), 1, {{scale.filter}, {scale.filter, scale.filter}}, {once.data(), scale.twice.data()});

@@ -75,6 +75,14 @@ inline float round_float(float x) {
 // AVX2 and FMA, where the CPU has them, more than double the loop's rate (docs/
 // benchmarks.md, issue 46); the build's baseline is SSE2, so the AVX2 copy is chosen
 // at run time.
+using BlockPredict = void (*)(const std::vector<ModelComponent>&, int, const double*, std::size_t, std::size_t,
+                              std::complex<float>*);
+
+void predict_block_baseline(const std::vector<ModelComponent>& components, int num_stokes, const double* uvw_lambda,
+                            std::size_t first, std::size_t rows, std::complex<float>* vis) {
+  predict_block(components, num_stokes, uvw_lambda, first, rows, vis);
+}
+
 #if defined(__x86_64__) && defined(__GNUC__)
 __attribute__((target("avx2,fma"))) void predict_block_avx2(const std::vector<ModelComponent>& components,
                                                             int num_stokes, const double* uvw_lambda,
@@ -87,8 +95,12 @@ bool has_avx2() {
   static const bool avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return avx2;
 }
+
+BlockPredict block_predict() { return has_avx2() ? predict_block_avx2 : predict_block_baseline; }
 #else
 bool has_avx2() { return false; }
+
+BlockPredict block_predict() { return predict_block_baseline; }
 #endif
 
 // The cost of one component at one visibility, in grid cells of one plane's FFT, from
@@ -117,7 +129,7 @@ std::vector<ModelComponent> model_components(const float* images, int num_stokes
         any = any || c.flux[s] != 0.0f;
       }
       if (!any) continue;
-      if (wstacking) c.n_minus_1 = std::sqrt(std::max(0.0, 1.0 - c.l * c.l - c.m * c.m)) - 1.0;
+      if (wstacking) c.n_minus_1 = geometry.n_minus_1(x, y);
       components.push_back(c);
       if (components.size() > limit) return components;
     }
@@ -126,18 +138,12 @@ std::vector<ModelComponent> model_components(const float* images, int num_stokes
 
 void predict_direct(const std::vector<ModelComponent>& components, int num_stokes, const double* uvw_lambda,
                     std::size_t count, std::complex<float>* vis) {
+  const BlockPredict block = block_predict();
   const auto blocks = static_cast<std::ptrdiff_t>((count + block_rows - 1) / block_rows);
 #pragma omp parallel for schedule(static)
   for (std::ptrdiff_t b = 0; b < blocks; ++b) {
     const std::size_t first = static_cast<std::size_t>(b) * block_rows;
-    const std::size_t rows = std::min(block_rows, count - first);
-#if defined(__x86_64__) && defined(__GNUC__)
-    if (has_avx2()) {
-      predict_block_avx2(components, num_stokes, uvw_lambda, first, rows, vis);
-      continue;
-    }
-#endif
-    predict_block(components, num_stokes, uvw_lambda, first, rows, vis);
+    block(components, num_stokes, uvw_lambda, first, std::min(block_rows, count - first), vis);
   }
 }
 

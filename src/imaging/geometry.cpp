@@ -1,5 +1,6 @@
 #include "spip/imaging/geometry.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <initializer_list>
 
@@ -12,6 +13,11 @@ int good_fft_size(int target) {
       while (rest % p == 0) rest /= p;
     if (rest == 1) return n;
   }
+}
+
+double ImageGeometry::n_minus_1(int x, int y) const {
+  const double l_x = l(x), m_y = m(y);
+  return std::sqrt(std::max(0.0, 1.0 - l_x * l_x - m_y * m_y)) - 1.0;
 }
 
 ImageGeometry ImageGeometry::make(int size, double cell_rad, double padding) {

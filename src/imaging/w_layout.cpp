@@ -38,9 +38,8 @@ GridCorrection make_grid_correction(const ImageGeometry& geometry, const WStacki
   g.correction.resize(geometry.pixels());
   for (int y = 0; y < n; ++y)
     for (int x = 0; x < n; ++x) {
-      const double l = geometry.l(x), m = geometry.m(y);
       const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
-      g.x_shifted[pixel] = std::sqrt(std::max(0.0, 1.0 - l * l - m * m)) - 1.0 - stacking.x0;
+      g.x_shifted[pixel] = geometry.n_minus_1(x, y) - stacking.x0;
       g.correction[pixel] = 1.0 / (psi[x] * psi[y]);
     }
   if (!stacking.enabled) return g;

@@ -15,6 +15,9 @@ struct ImageGeometry {
   std::size_t pixels() const { return static_cast<std::size_t>(size) * size; }
   double l(int x) const { return -(x - size / 2) * cell_rad; }
   double m(int y) const { return (y - size / 2) * cell_rad; }
+  // n - 1 = sqrt(1 - l^2 - m^2) - 1 at pixel (x, y), -1 beyond the horizon: the w-term's
+  // factor, which the gridder and the direct predict must take alike.
+  double n_minus_1(int x, int y) const;
   double uv_cell() const { return 1.0 / (grid_size * cell_rad); }  // wavelengths per grid cell
 };
 
