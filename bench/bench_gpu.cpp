@@ -17,6 +17,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <fstream>
 #include <stdexcept>
 #include <future>
@@ -92,7 +93,8 @@ void row(const char* what, double seconds, double rate, const char* unit, const 
 }  // namespace
 
 int main(int argc, char** argv) {
-  spip::keep_freed_memory();  // as spip does
+  spip::keep_freed_memory(spip::kept_heap_bytes(std::numeric_limits<double>::max()));  // as spip does on a GPU rank
+  spip::heap_per_thread();
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s MS [channels] [image_size] [scale_arcsec] [DUMP] [accuracy]\n", argv[0]);
     return 2;

@@ -11,6 +11,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstdio>
+#include <limits>
 #include <fstream>
 #include <stdexcept>
 #include <string>
@@ -84,7 +85,8 @@ void print_predict_times(const spip::imaging::ChannelImager& imager, const spip:
 }  // namespace
 
 int main(int argc, char** argv) {
-  spip::share_one_heap();  // as spip does
+  spip::share_one_heap();  // as spip does on a CPU rank
+  spip::keep_freed_memory(spip::kept_heap_bytes(std::numeric_limits<double>::max()));
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s MS [channel] [image_size] [scale_arcsec] [repeats] [DUMP] [accuracy]\n", argv[0]);
     return 2;

@@ -53,7 +53,7 @@ class DeviceConvolver final : public deconv::Convolver {
     std::vector<cufftComplex> grid(cells(), cufftComplex{0, 0});
     for (int sy = 0; sy < side; ++sy)
       for (int sx = 0; sx < side; ++sx)
-        grid[deconv::filter_cell(sx, sy, side, m_)] = {filter[static_cast<std::size_t>(sy) * side + sx], 0};
+        grid[deconv::filter_cell(sx, sy, side, m_, m_)] = {filter[static_cast<std::size_t>(sy) * side + sx], 0};
     DeviceArray<cufftComplex>& transform = transforms_.emplace_back(cells());
     SPIP_CUDA_CHECK(cudaMemcpy(transform.get(), grid.data(), transform.bytes(), cudaMemcpyHostToDevice));
     SPIP_CUDA_CHECK(cufftExecC2C(plan_, transform.get(), transform.get(), CUFFT_FORWARD));

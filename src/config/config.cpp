@@ -549,7 +549,7 @@ const std::vector<Key>& keys() {
              "OpenMP threads per rank; 0: all available cores"),
       scalar("parallel.memory_gb", &Config::parallel, &ParallelConfig::memory_gb,
              [](double v) { return v >= 0; }, "a number >= 0", "GB",
-             "memory a rank may hold (the process itself, 0.06 GB; channel blocks, grids, CLEAN's buffers, Faraday chunks); 0: the node's memory over its ranks"),
+             "memory a rank may hold (the process itself, 0.06 GB; freed memory kept for reuse, at most 0.27 GB; channel blocks, grids, CLEAN's buffers, Faraday chunks); 0: the node's memory over its ranks"),
       scalar("parallel.scratch", &Config::parallel, &ParallelConfig::scratch, [](std::string) { return true; },
              "a path", "",
              "node-local folder for the image planes a rank keeps when they exceed parallel.memory_gb; empty: $TMPDIR or /tmp"),

@@ -28,7 +28,7 @@ class FftConvolver final : public Convolver {
     std::fill(grid, grid + cells(), std::complex<float>{});
     for (int sy = 0; sy < side; ++sy)
       for (int sx = 0; sx < side; ++sx)
-        grid[filter_cell(sx, sy, side, m_)] = filter[static_cast<std::size_t>(sy) * side + sx];
+        grid[filter_cell(sx, sy, side, m_, fft_.pitch())] = filter[static_cast<std::size_t>(sy) * side + sx];
     fft_.forward(grid, all_, all_);
     const float scale = 1.0f / grid_cells();
     std::vector<std::complex<float>>& transform = transforms_.emplace_back(cells());
@@ -56,7 +56,7 @@ class FftConvolver final : public Convolver {
   }
 
  private:
-  std::size_t cells() const { return static_cast<std::size_t>(m_) * m_; }
+  std::size_t cells() const { return fft_.cells(); }  // rows fft_.pitch() apart
   float grid_cells() const { return static_cast<float>(m_) * static_cast<float>(m_); }
 
   // spectrum_ = the transform of re + i im on the grid; false where both are zero. Only
@@ -72,7 +72,7 @@ class FftConvolver final : public Convolver {
         const std::size_t p = static_cast<std::size_t>(y) * n_ + x;
         const std::complex<float> v(re[p], im ? im[p] : 0.0f);
         if (v == std::complex<float>{}) continue;
-        grid[static_cast<std::size_t>(y) * m_ + x] = v;
+        grid[static_cast<std::size_t>(y) * fft_.pitch() + x] = v;
         occupied.rows[y] = occupied.columns[x] = 1;
         any = true;
       }
@@ -92,7 +92,7 @@ class FftConvolver final : public Convolver {
 #pragma omp parallel for schedule(static)
     for (int y = 0; y < n_; ++y)
       for (int x = 0; x < n_; ++x) {
-        const std::complex<float> v = grid[static_cast<std::size_t>(y) * m_ + x];
+        const std::complex<float> v = grid[static_cast<std::size_t>(y) * fft_.pitch() + x];
         out_re[static_cast<std::size_t>(y) * n_ + x] = v.real();
         if (out_im) out_im[static_cast<std::size_t>(y) * n_ + x] = v.imag();
       }
@@ -112,8 +112,9 @@ int convolution_size(int n, int reach) { return imaging::good_fft_size((3 * n + 
 std::unique_ptr<Convolver> make_host_convolver(int n, int reach) { return std::make_unique<FftConvolver>(n, reach); }
 
 double host_convolver_bytes_per_pixel(int n, int reach, int filters) {
-  const double m = convolution_size(n, reach);
-  return (2 + filters) * sizeof(std::complex<float>) * m * m / (static_cast<double>(n) * n);
+  const int m = convolution_size(n, reach);
+  const double cells = static_cast<double>(m) * imaging::Fft2d::row_pitch(m);
+  return (2 + filters) * sizeof(std::complex<float>) * cells / (static_cast<double>(n) * n);
 }
 
 }  // namespace spip::deconv

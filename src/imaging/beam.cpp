@@ -170,8 +170,8 @@ void restore_directly(const float* model, int n, const SampledBeam& beam, float*
 // its real and imaginary parts.
 void restore_by_fft(const float* model, const ImageGeometry& g, const Beam& beam, float* image, int planes) {
   const int n = g.size, p = 2 * n, reach = beam_reach(beam, g);
-  const std::size_t cells = static_cast<std::size_t>(p) * p, pixels = g.pixels();
   const Fft2d& fft = Fft2d::shared(p);
+  const std::size_t cells = fft.cells(), pixels = g.pixels(), pitch = fft.pitch();
   const Fft2d::Support all = Fft2d::full(p);
   Fft2d::Support image_part{std::vector<std::uint8_t>(p, 0), std::vector<std::uint8_t>(p, 0)};
   std::fill_n(image_part.rows.begin(), n, 1);
@@ -183,10 +183,10 @@ void restore_by_fft(const float* model, const ImageGeometry& g, const Beam& beam
   const GaussianBeam gaussian(beam);
   for (int dy = -reach; dy <= reach; ++dy)
     for (int dx = -reach; dx <= reach; ++dx)
-      k[static_cast<std::size_t>((dy + p) % p) * p + (dx + p) % p] =
+      k[static_cast<std::size_t>((dy + p) % p) * pitch + (dx + p) % p] =
           static_cast<float>(gaussian(-dx * g.cell_rad, dy * g.cell_rad));
   fft.forward(k, all, all);
-  const float norm = 1.0f / static_cast<float>(cells);
+  const float norm = 1.0f / (static_cast<float>(p) * static_cast<float>(p));
   for (std::size_t c = 0; c < cells; ++c) k[c] = k[c].real() * norm;  // real: the beam is even
 
   std::complex<float>* q = plane.data();
@@ -198,7 +198,7 @@ void restore_by_fft(const float* model, const ImageGeometry& g, const Beam& beam
     for (int y = 0; y < n; ++y)
       for (int x = 0; x < n; ++x) {
         const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
-        q[static_cast<std::size_t>(y) * p + x] = {a[pixel], b ? b[pixel] : 0.0f};
+        q[static_cast<std::size_t>(y) * pitch + x] = {a[pixel], b ? b[pixel] : 0.0f};
       }
     fft.forward(q, image_part, all);
     for (std::size_t c = 0; c < cells; ++c) q[c] *= k[c].real();
@@ -208,7 +208,7 @@ void restore_by_fft(const float* model, const ImageGeometry& g, const Beam& beam
     for (int y = 0; y < n; ++y)
       for (int x = 0; x < n; ++x) {
         const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
-        const std::complex<float> value = q[static_cast<std::size_t>(y) * p + x];
+        const std::complex<float> value = q[static_cast<std::size_t>(y) * pitch + x];
         out_a[pixel] += value.real();
         if (out_b) out_b[pixel] += value.imag();
       }

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -87,12 +88,14 @@ FftBuffer::~FftBuffer() { std::free(data_); }
 // multiple of it. Columns go in wider blocks: FFTW then runs its SIMD codelets across
 // neighbouring columns instead of copying each block out and back (fftwf_cpy2d), which
 // halved the column pass (7.6 against 4.0 ms for all 1536 columns of 1536^2 on 2
-// threads, blocks of 8 and 32, measured on the benchmark machine).
+// threads, blocks of 8 and 32, rows 1536 cells apart, measured on the benchmark
+// machine; with 1552 blocks of 16 to 64 columns all take 3.1-3.2 ms).
 int lines_per_block(bool columns) { return columns ? 32 : 8; }
 
-// A strided column transform costs 2.3 times a contiguous row's (4.0 against 1.75 ms
-// for all 1536 lines of 1536^2 on 2 threads, measured there too).
-constexpr double column_cost = 2.3;
+// A strided column transform costs 1.6 times a contiguous row's (measured there too,
+// all lines on 2 threads, rows pitch() apart: 3.1 against 2.2 ms at 1536^2, 1.2
+// against 0.6 ms at 1024^2, 6.9 against 4.2 ms at 2048^2).
+constexpr double column_cost = 1.6;
 
 // Single-threaded transforms of one block of rows or columns, and of the last block.
 struct LinePlans {
@@ -105,13 +108,24 @@ struct Fft2d::Plans {
 
 namespace {
 
-// FFTW_UNALIGNED: a block can start anywhere in the grid, and grids of several lanes
-// do not keep the planning array's alignment.
+// Plans assume the planning array's alignment, which lets FFTW take its aligned SIMD
+// codelets: with FFTW_UNALIGNED, a 1250^2 transform took 9.9 ms and 1280^2 5.2 ms,
+// against 8.7 and 3.6 ms aligned. Every block then has to start on a 64-byte boundary
+// (the widest SIMD alignment FFTW has), which check_aligned() asks of the grid.
 fftwf_plan plan_lines(int n, int count, bool columns, int sign, fftwf_complex* data, unsigned rigour) {
   if (count == 0) return nullptr;
-  const int stride = columns ? n : 1, distance = columns ? 1 : n;
+  const int pitch = Fft2d::row_pitch(n), stride = columns ? pitch : 1, distance = columns ? 1 : pitch;
   return fftwf_plan_many_dft(1, &n, count, data, nullptr, stride, distance, data, nullptr, stride, distance, sign,
-                             rigour | FFTW_UNALIGNED);
+                             rigour);
+}
+
+constexpr std::size_t simd_alignment = 64;
+
+// A block of rows starts 8 pitches (64 bytes each) after the last and a block of
+// columns 32 cells, so every block is aligned where the grid is.
+void check_aligned(const std::complex<float>* data) {
+  if (reinterpret_cast<std::uintptr_t>(data) % simd_alignment != 0)
+    SPIP_THROW(Error, "an FFT grid must start on a 64-byte boundary");
 }
 
 // Transforms the blocks of lines (rows, or columns) that hold a flagged line.
@@ -119,7 +133,7 @@ void transform_lines(const LinePlans& plans, std::complex<float>* data, int n, b
                      const std::vector<std::uint8_t>& flagged) {
   const int per_block = lines_per_block(columns);
   const int blocks = (n + per_block - 1) / per_block;
-  const std::size_t step = columns ? 1 : static_cast<std::size_t>(n);
+  const std::size_t step = columns ? 1 : static_cast<std::size_t>(Fft2d::row_pitch(n));
 #pragma omp parallel for schedule(dynamic, 4)
   for (int b = 0; b < blocks; ++b) {
     const int first = b * per_block, end = std::min(n, first + per_block);
@@ -171,7 +185,7 @@ Fft2d::Fft2d(int n) : n_(n), plans_(std::make_unique<Plans>()) {
   static const bool imported = !wisdom.empty() && fftwf_import_wisdom_from_filename(wisdom.c_str());
   (void)imported;
   const unsigned rigour = estimate_plans() ? FFTW_ESTIMATE : FFTW_MEASURE;
-  FftBuffer scratch(static_cast<std::size_t>(n) * n);
+  FftBuffer scratch(static_cast<std::size_t>(n) * row_pitch(n));
   auto* data = reinterpret_cast<fftwf_complex*>(scratch.data());
   bool planned = true;
   for (int direction = 0; direction < 2; ++direction)
@@ -209,10 +223,12 @@ const Fft2d& Fft2d::shared(int n) {
 }
 
 void Fft2d::forward(std::complex<float>* data, const Support& input, const Support& output) const {
+  check_aligned(data);
   transform_pruned(plans_->lines[0][0], plans_->lines[0][1], data, n_, input, output);
 }
 
 void Fft2d::backward(std::complex<float>* data, const Support& input, const Support& output) const {
+  check_aligned(data);
   transform_pruned(plans_->lines[1][0], plans_->lines[1][1], data, n_, input, output);
 }
 
@@ -229,10 +245,10 @@ void Fft2d::clear(std::complex<float>* data, const Support& input, const Support
       runs.emplace_back(c, c + 1);
     else if (columns[c])
       ++runs.back().second;
-  const auto n = static_cast<std::size_t>(n_);
+  const auto n = static_cast<std::size_t>(n_), pitch = static_cast<std::size_t>(row_pitch(n_));
 #pragma omp parallel for schedule(static)
   for (int r = 0; r < n_; ++r) {
-    std::complex<float>* row = data + r * n;
+    std::complex<float>* row = data + r * pitch;
     if (whole_rows[r]) {
       std::fill(row, row + n, std::complex<float>{});
     } else {

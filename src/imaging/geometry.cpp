@@ -7,7 +7,7 @@
 namespace spip::imaging {
 
 int good_fft_size(int target) {
-  for (int n = target + (target & 1);; n += 2) {
+  for (int n = (std::max(target, 1) + 7) / 8 * 8;; n += 8) {
     int rest = n;
     for (int p : {2, 3, 5, 7})
       while (rest % p == 0) rest /= p;

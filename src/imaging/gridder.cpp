@@ -152,7 +152,7 @@ struct Gridder::Impl {
   // With `source` (the direct groups, which hold every visibility once), each point's
   // kernel values are copied from its own or its mirror's there rather than evaluated.
   PlaneGroups make_groups(const std::vector<GridPoint>& points, const PlaneGroups* source = nullptr) const;
-  std::size_t grid_cells() const { return static_cast<std::size_t>(geo.grid_size) * geo.grid_size; }
+  std::size_t grid_cells() const { return fft.cells(); }  // one lane's, rows fft.pitch() apart
   int w_support() const { return stacking.enabled ? stacking.w_kernel.support : 1; }
   float plane_weight(const PlaneGroups& groups, std::size_t i, int p) const {
     return groups.w_weights[i * w_support() + (p - groups.first[i].plane)];
@@ -367,7 +367,7 @@ std::vector<int> Gridder::Impl::band_edges(const PlaneGroups& groups, int p, int
 // whose first row is in a tile row that reaches its band (for_points_near_band()).
 void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* values, int num_lanes,
                                cfloat* grids) const {
-  const int n = geo.grid_size;
+  const int n = geo.grid_size, pitch = fft.pitch();
   const std::size_t cells = grid_cells();
   const int support = stacking.kernel.support;
   std::vector<int> edges;
@@ -401,7 +401,7 @@ void Gridder::Impl::grid_plane(int p, const PlaneGroups& groups, const cfloat* v
         cfloat* grid = grids + q * cells;
         for (int j = 0; j < support; ++j) {
           if (rows.index[j] < row_lo || rows.index[j] >= row_hi) continue;
-          cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
+          cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * pitch;
           const cfloat row_value = value * fv[j];
           if (columns.contiguous) {
             float* cell = reinterpret_cast<float*>(row + first.u);
@@ -464,7 +464,7 @@ void Gridder::Impl::accumulate_plane(int p, const cfloat* grids, int num_lanes, 
         const int yg = y + offset;
         for (int q = 0; q < num_lanes; ++q) {
           const auto* cell_row =
-              reinterpret_cast<const float*>(grids + q * cells + static_cast<std::size_t>(yg) * geo.grid_size + offset);
+              reinterpret_cast<const float*>(grids + q * cells + static_cast<std::size_t>(yg) * fft.pitch() + offset);
           auto* image_row = reinterpret_cast<float*>(images + q * pixels + static_cast<std::size_t>(y) * n);
           for (int x = 0; x < n; ++x) {
             const float fr = factor_re[x], fi = factor_im[x];
@@ -493,9 +493,9 @@ Gridder::Impl::ModelPixels Gridder::Impl::model_pixels(const float* images, int 
       for (int s = 0; s < num_stokes; ++s) empty = empty && images[s * pixels + pixel] == 0;
       if (empty) continue;
       const ImageCell at = image_cell(x, y, n, p);
-      const auto cell = static_cast<std::size_t>(at.cell);
-      model.support.rows[cell / p] = model.support.columns[cell % p] = 1;
-      model.cell.push_back(cell);
+      const auto row = static_cast<std::size_t>(at.cell / p), column = static_cast<std::size_t>(at.cell % p);
+      model.support.rows[row] = model.support.columns[column] = 1;
+      model.cell.push_back(row * fft.pitch() + column);
       model.screen_at.push_back(screen_index(x, y));
       const double scale = at.sign * corr.correction[pixel];
       for (int q = 0; q < num_lanes; ++q) {
@@ -543,7 +543,7 @@ void Gridder::Impl::find_uv_support() {
 void Gridder::Impl::degrid_plane(int p, const PlaneGroups& groups, const cfloat* grids, int num_lanes,
                                  cdouble* out) const {
   const auto [lo, hi] = plane_range(groups, p);
-  const int n = geo.grid_size;
+  const int n = geo.grid_size, pitch = fft.pitch();
   const int support = stacking.kernel.support;
 #pragma omp parallel for schedule(static)
   for (std::size_t i = lo; i < hi; ++i) {
@@ -556,7 +556,7 @@ void Gridder::Impl::degrid_plane(int p, const PlaneGroups& groups, const cfloat*
       const cfloat* grid = grids + q * grid_cells();
       cfloat sum{};
       for (int j = 0; j < support; ++j) {
-        const cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * n;
+        const cfloat* row = grid + static_cast<std::size_t>(rows.index[j]) * pitch;
         cfloat row_sum{};
         if (columns.contiguous) {
           const cfloat* cell = row + first.u;

@@ -6,11 +6,13 @@
 #include <cmath>
 #include <filesystem>
 
+#include "spip/common/freed_memory.hpp"
 #include "spip/cuda/scale_convolver.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/deconv/multiscale.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/spectrum_math.hpp"
+#include "spip/imaging/fft.hpp"
 #include "spip/job/log.hpp"
 
 namespace spip::pipeline {
@@ -59,7 +61,7 @@ std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb 
 // mosaic's pointings' images.
 double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_per_pixel, int pointings) {
   const double pixels = static_cast<double>(geometry.size) * geometry.size;
-  const double cells = static_cast<double>(geometry.grid_size) * geometry.grid_size;
+  const double cells = static_cast<double>(geometry.grid_size) * imaging::Fft2d::row_pitch(geometry.grid_size);
   const double mosaic = pointings > 1 ? mosaic_bytes_per_pixel + mosaic_bytes_per_pixel_and_pointing * pointings : 0.0;
   // CLEAN's buffers are zero exactly where no CLEAN runs (clean_bytes_per_pixel()).
   const double cleaned = clean_bytes_per_pixel > 0 ? cleaned_images_bytes_per_pixel : 0.0;
@@ -69,7 +71,8 @@ double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_pe
 }  // namespace
 
 std::string MemoryPlan::describe() const {
-  return "memory plan of " + gigabytes(budget) + " per rank: the process itself " + gigabytes(process) + ", imaging " +
+  return "memory plan of " + gigabytes(budget) + " per rank: the process itself " + gigabytes(process) +
+         ", freed memory kept for reuse " + gigabytes(kept_heap) + ", imaging " +
          gigabytes(imaging) + ", channel data " +
          gigabytes(channel_data) + ", read blocks 2 x " + gigabytes(block) + " (" + std::to_string(block_channels) +
          " channels), Faraday row groups " + gigabytes(faraday_group) + ", kept planes " + gigabytes(kept) +
@@ -143,7 +146,9 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
                                 ", but parallel.memory_gb allows " + gigabytes(plan.budget) +
                                 "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
 
-  double left = plan.budget - plan.process - plan.imaging - plan.channel_data;
+  // A tight budget keeps less freed memory for reuse rather than fail.
+  plan.kept_heap = std::clamp(plan.budget - needed - needs.faraday_row_bytes, 0.0, kept_heap_bytes(plan.budget));
+  double left = plan.budget - plan.process - plan.kept_heap - plan.imaging - plan.channel_data;
   const int channels = std::max(1, needs.my_channels);
   plan.block_channels = needs.block_channels > 0
                             ? needs.block_channels

@@ -166,7 +166,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     const parallel::ChannelBlock& block = plan.imaged[static_cast<std::size_t>(r)];
     const MemoryNeeds needs = memory_needs(config, plan, r, basis);
     const MemoryPlan memory = plan_memory(needs);
-    const double host = memory.process + memory.imaging + memory.channel_data + 2 * memory.block +
+    const double host = memory.process + memory.kept_heap + memory.imaging + memory.channel_data + 2 * memory.block +
                         (memory.kept_spilled ? 0.0 : memory.kept);
     const double seconds = rank_seconds(rates, block.size(), slab_pixels(r, ranks, plan.geometry));
     const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, plan.geometry.size);

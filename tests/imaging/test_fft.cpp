@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "spip/error.hpp"
 #include "spip/imaging/fft.hpp"
 
 namespace spip::imaging {
@@ -43,14 +44,16 @@ TEST(Fft2d, PrunedTransformsMatchADirectDftWhereTheOutputsMeet) {
   std::normal_distribution<float> normal;
   for (int sign : {-1, +1})
     for (const Case& c : cases(n)) {
-      FftBuffer grid(static_cast<std::size_t>(n) * n);
+      FftBuffer grid(fft.cells());
+      const std::complex<float> sentinel(99.0f, -99.0f);  // past n in each row: never touched
+      std::fill(grid.data(), grid.data() + grid.size(), sentinel);
       std::vector<cdouble> input(static_cast<std::size_t>(n) * n);
       for (int y = 0; y < n; ++y)
         for (int x = 0; x < n; ++x) {
-          const std::size_t cell = static_cast<std::size_t>(y) * n + x;
+          const std::size_t pixel = static_cast<std::size_t>(y) * n + x;
           const bool held = c.input.rows[y] && c.input.columns[x];
-          input[cell] = held ? cdouble(normal(random), normal(random)) : cdouble{};
-          grid.data()[cell] = std::complex<float>(input[cell]);
+          input[pixel] = held ? cdouble(normal(random), normal(random)) : cdouble{};
+          grid.data()[static_cast<std::size_t>(y) * fft.pitch() + x] = std::complex<float>(input[pixel]);
         }
       if (sign < 0)
         fft.forward(grid.data(), c.input, c.output);
@@ -65,10 +68,14 @@ TEST(Fft2d, PrunedTransformsMatchADirectDftWhereTheOutputsMeet) {
             for (int x = 0; x < n; ++x)
               sum += input[static_cast<std::size_t>(y) * n + x] *
                      std::polar(1.0, sign * 2 * M_PI * (static_cast<double>(ky) * y + static_cast<double>(kx) * x) / n);
-          worst = std::max(worst, std::abs(sum - cdouble(grid.data()[static_cast<std::size_t>(ky) * n + kx])));
+          worst = std::max(worst, std::abs(sum - cdouble(grid.data()[static_cast<std::size_t>(ky) * fft.pitch() + kx])));
           peak = std::max(peak, std::abs(sum));
         }
       EXPECT_LT(worst, 1e-5 * peak) << "sign " << sign;
+      std::size_t touched = 0;
+      for (int y = 0; y < n; ++y)
+        for (int x = n; x < fft.pitch(); ++x) touched += grid.data()[static_cast<std::size_t>(y) * fft.pitch() + x] != sentinel;
+      EXPECT_EQ(touched, 0u);
     }
 }
 
@@ -77,10 +84,11 @@ TEST(Fft2d, ClearZeroesEveryCellATransformWrote) {
   const Fft2d& fft = Fft2d::shared(n);
   for (int backward = 0; backward < 2; ++backward)
     for (const Case& c : cases(n)) {
-      FftBuffer grid(static_cast<std::size_t>(n) * n);
+      FftBuffer grid(fft.cells());
+      std::fill(grid.data(), grid.data() + grid.size(), std::complex<float>{});
       for (int y = 0; y < n; ++y)
         for (int x = 0; x < n; ++x)
-          grid.data()[static_cast<std::size_t>(y) * n + x] =
+          grid.data()[static_cast<std::size_t>(y) * fft.pitch() + x] =
               c.input.rows[y] && c.input.columns[x] ? std::complex<float>(1.0f + x, 2.0f - y) : std::complex<float>{};
       if (backward)
         fft.backward(grid.data(), c.input, c.output);
@@ -94,6 +102,18 @@ TEST(Fft2d, ClearZeroesEveryCellATransformWrote) {
       for (std::size_t i = 0; i < grid.size(); ++i) left += grid.data()[i] != std::complex<float>{};
       EXPECT_EQ(left, 0u) << "of " << written << " cells written, " << (backward ? "backward" : "forward");
     }
+}
+
+// The plans take FFTW's aligned codelets, which would read a grid off its 64-byte
+// boundary wrongly; such a grid is refused instead.
+TEST(Fft2d, AGridOffA64ByteBoundaryIsRefused) {
+  const int n = 72;
+  const Fft2d& fft = Fft2d::shared(n);
+  FftBuffer grid(fft.cells() + 4);
+  std::fill(grid.data(), grid.data() + grid.size(), std::complex<float>{});
+  EXPECT_THROW(fft.forward(grid.data() + 4, Fft2d::full(n), Fft2d::full(n)), Error);
+  EXPECT_THROW(fft.backward(grid.data() + 2, Fft2d::full(n), Fft2d::full(n)), Error);
+  EXPECT_NO_THROW(fft.forward(grid.data(), Fft2d::full(n), Fft2d::full(n)));
 }
 
 }  // namespace

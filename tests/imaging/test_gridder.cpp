@@ -236,8 +236,10 @@ TEST(Gridder, VisibilitiesBeyondTheGridAreCountedAndSkipped) {
   EXPECT_EQ(gridder.num_outside(), 1u);
 }
 
-TEST(Geometry, GoodFftSizesAreEvenAndSmooth) {
-  EXPECT_EQ(good_fft_size(614), 630);
+TEST(Geometry, GoodFftSizesAreMultiplesOf8AndSmooth) {
+  EXPECT_EQ(good_fft_size(614), 640);
+  EXPECT_EQ(good_fft_size(1229), 1280);
+  EXPECT_EQ(good_fft_size(1290), 1296);
   EXPECT_EQ(good_fft_size(512), 512);
   EXPECT_EQ(good_fft_size(77), 80);
   const ImageGeometry g = ImageGeometry::make(512, 1e-4, 1.2);

@@ -36,15 +36,16 @@ int convolution_size(int n, int reach);
 inline int kernel_reach(int n, int radius) { return radius - (n + 1) / 2; }
 
 // What make_host_convolver(n, reach) holds with `filters` filters, per image pixel:
-// its two complex work planes and each filter's transform, all M x M.
+// its two complex work planes and each filter's transform, all M x M (rows a pitch apart).
 double host_convolver_bytes_per_pixel(int n, int reach, int filters);
 
-// Where filter pixel (sx, sy) of a side x side filter goes on the M x M grid:
-// (sx - side/2, sy - side/2) mod M, so that the grid's circular convolution leaves each
-// input pixel's response centred on it. Image pixel (x, y) sits at (x, y).
-inline std::size_t filter_cell(int sx, int sy, int side, int m) {
+// Where filter pixel (sx, sy) of a side x side filter goes on the M x M grid whose rows
+// lie `pitch` cells apart: (sx - side/2, sy - side/2) mod M, so that the grid's circular
+// convolution leaves each input pixel's response centred on it. Image pixel (x, y) sits
+// at (x, y).
+inline std::size_t filter_cell(int sx, int sy, int side, int m, int pitch) {
   const int gx = (sx - side / 2 + m) % m, gy = (sy - side / 2 + m) % m;
-  return static_cast<std::size_t>(gy) * m + gx;
+  return static_cast<std::size_t>(gy) * pitch + gx;
 }
 
 // The product of filter transforms t[0] ... t[k-1], each scaled by 1 / M^2 when it was

@@ -21,7 +21,11 @@ struct ImageGeometry {
   double uv_cell() const { return 1.0 / (grid_size * cell_rad); }  // wavelengths per grid cell
 };
 
-// Smallest even n >= target whose only prime factors are 2, 3, 5 and 7.
+// Smallest n >= target that is a multiple of 8 and whose only prime factors are 2, 3,
+// 5 and 7. Sizes with a single factor 2 transform at half the speed: a whole 2-D FFT
+// of 1250^2 took 8.6 ms over 2 threads where 1280^2 took 4.6 ms, 630^2 1.5 ms where
+// 640^2 took 0.9 ms (FFTW 3.3.10, AVX2, benchmark machine). A multiple of 8 also keeps
+// every lane of a multi-lane grid on the 64-byte boundary that Fft2d's plans assume.
 int good_fft_size(int target);
 
 }  // namespace spip::imaging

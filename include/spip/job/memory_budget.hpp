@@ -18,6 +18,7 @@ namespace spip::pipeline {
 struct MemoryPlan {
   double budget = 0;
   double process = 0;        // what the process holds before any of the rest
+  double kept_heap = 0;      // freed memory the heap keeps for reuse (keep_freed_memory())
   double imaging = 0;
   double channel_data = 0;
   double block = 0;          // one block; two are held
