@@ -121,8 +121,9 @@ fftwf_plan plan_lines(int n, int count, bool columns, int sign, fftwf_complex* d
 
 constexpr std::size_t simd_alignment = 64;
 
-// A block of rows starts 8 pitches (64 bytes each) after the last and a block of
-// columns 32 cells, so every block is aligned where the grid is.
+// A block of rows starts 8 pitches after the last (8 (n + 16) cells of 8 bytes, a
+// multiple of 64) and a block of columns 32 cells, so every block is aligned where the
+// grid is.
 void check_aligned(const std::complex<float>* data) {
   if (reinterpret_cast<std::uintptr_t>(data) % simd_alignment != 0)
     SPIP_THROW(Error, "an FFT grid must start on a 64-byte boundary");

@@ -146,9 +146,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
                                 ", but parallel.memory_gb allows " + gigabytes(plan.budget) +
                                 "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
 
-  // A tight budget keeps less freed memory for reuse rather than fail.
-  plan.kept_heap = std::clamp(plan.budget - needed - needs.faraday_row_bytes, 0.0, kept_heap_bytes(plan.budget));
-  double left = plan.budget - plan.process - plan.kept_heap - plan.imaging - plan.channel_data;
+  double left = plan.budget - plan.process - plan.imaging - plan.channel_data;
   const int channels = std::max(1, needs.my_channels);
   plan.block_channels = needs.block_channels > 0
                             ? needs.block_channels
@@ -160,6 +158,11 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   plan.kept = needs.kept_bytes;
   plan.kept_spilled = needs.kept_bytes + needs.faraday_row_bytes > left;
   if (!plan.kept_spilled) left -= needs.kept_bytes;
+  // Freed memory kept for reuse comes out of what the blocks, the kept planes and the
+  // smallest row group leave: a tight budget (or wide input.block_channels) keeps less,
+  // or none, rather than fail or spill.
+  plan.kept_heap = std::clamp(left - needs.faraday_row_bytes, 0.0, kept_heap_bytes(plan.budget));
+  left -= plan.kept_heap;
   plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));
   return plan;
 }

@@ -6,12 +6,15 @@
 // in a page at a time, on the thread that first writes them, mostly while the other
 // threads wait. keep_freed_memory(), called by a rank before it images, keeps them in
 // the process for reuse: on 8 channels of the realistic cleaned set (1024^2, 2 threads)
-// a run took 14.1-15.3 s instead of 16.1-18.2 s, with 1.7 instead of 2.9 s in the
+// a run took 13.8-14.3 s instead of 15.9-16.9 s, with 1.7 instead of 2.9 s in the
 // kernel (docs/benchmarks.md, issue 46); a GPU rank, whose device images a channel
 // faster than the faults can be taken, gains more. glibc allows it for blocks up to
 // 32 MB (the most M_MMAP_THRESHOLD takes: a 1448^2 image in four Stokes parameters);
 // larger ones are still mapped and unmapped. The top of the heap is given back only past
-// the memory plan's kept_heap free, which the plan counts beside the process's own.
+// the memory plan's kept_heap free, which the plan counts beside the process's own. That
+// bounds what a heap keeps at its top, not the holes freed below a block still in use,
+// and a GPU rank's staging threads have a heap each (heap_per_thread()), each of which
+// may keep that much; the plan counts one.
 #include <malloc.h>
 
 #include <algorithm>
@@ -30,13 +33,14 @@ inline void heap_per_thread() { mallopt(M_ARENA_MAX, 0); }  // glibc's default
 
 // The most freed memory the heap may keep for reuse: 256 MB (a few channels' images),
 // or an eighth of a small budget. The memory plan grants less where the budget is tight.
-inline double kept_heap_bytes(double budget_bytes) { return std::min(256.0 * (1 << 20), budget_bytes / 8); }
+inline constexpr double max_kept_heap_bytes = 256.0 * (1 << 20);
+inline double kept_heap_bytes(double budget_bytes) { return std::min(max_kept_heap_bytes, budget_bytes / 8); }
 
 // Nothing is kept where the plan grants nothing: glibc's adaptive thresholds then stay.
 inline void keep_freed_memory(double kept_bytes) {
   if (kept_bytes < 1 << 20) return;
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, static_cast<int>(kept_bytes));
+  mallopt(M_TRIM_THRESHOLD, static_cast<int>(std::min(kept_bytes, max_kept_heap_bytes)));
 }
 
 }  // namespace spip

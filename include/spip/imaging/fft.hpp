@@ -33,7 +33,7 @@ class FftBuffer {
 // pitch() cells apart, 16 more than n: a column pass strides from row to row, and
 // strides of a large power of 2 in bytes meet the same cache sets over and over
 // (all 1536 columns of 1536^2 took 5.7 ms over 2 threads with rows 1536 cells apart,
-// 3.1 ms with 1552; rows 1.2 and 0.6 ms at 1024^2, FFTW 3.3.10, benchmark machine).
+// 3.1 ms with 1552; FFTW 3.3.10, benchmark machine).
 // Cells past n in a row are never read or written by a transform.
 class Fft2d {
  public:

@@ -9,7 +9,7 @@ namespace spip::imaging {
 struct ImageGeometry {
   int size = 0;          // N, image pixels per side
   double cell_rad = 0;   // pixel size
-  int grid_size = 0;     // P >= N * padding, even and FFT-friendly
+  int grid_size = 0;     // P >= N * padding, good_fft_size(): a multiple of 8
 
   static ImageGeometry make(int size, double cell_rad, double padding);
   std::size_t pixels() const { return static_cast<std::size_t>(size) * size; }
