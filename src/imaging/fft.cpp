@@ -186,7 +186,7 @@ Fft2d::Fft2d(int n) : n_(n), plans_(std::make_unique<Plans>()) {
   static const bool imported = !wisdom.empty() && fftwf_import_wisdom_from_filename(wisdom.c_str());
   (void)imported;
   const unsigned rigour = estimate_plans() ? FFTW_ESTIMATE : FFTW_MEASURE;
-  FftBuffer scratch(static_cast<std::size_t>(n) * row_pitch(n));
+  FftBuffer scratch(cells());
   auto* data = reinterpret_cast<fftwf_complex*>(scratch.data());
   bool planned = true;
   for (int direction = 0; direction < 2; ++direction)
