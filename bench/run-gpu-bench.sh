@@ -2,8 +2,9 @@
 # GPU backend rates (scripts/build.sh first): end-to-end imaging, the per-stage table of
 # a channel (preparation, gridding, FFTs, screens; upload, weighting, host waits), the
 # gridding kernel's rate and share of the FP32 peak, RM synthesis beside cuBLAS, and
-# RM-CLEAN, with the CPU backend from the same run; and, where ducc0 imports (PyPI), its
-# wgridder on every core on the same points (bench/gpu_baselines.py). Prints that no
+# RM-CLEAN, with the CPU backend from the same run; and, where they import, ducc0's
+# wgridder on every core and cuFINUFFT's spreading on the same points
+# (bench/gpu_baselines.py; bench/device-pack.sh carries both to a lent GPU). Prints that no
 # GPU is usable where none is, and exits 0.
 #   bench/run-gpu-bench.sh [channels] [image_size] [scale_arcsec]   the sample MS
 #   bench/run-gpu-bench.sh realistic   the realistic set (bench/make-realistic-ms.sh):
@@ -21,12 +22,10 @@ if [[ ${1:-} != realistic && ${1:-} != dense ]]; then
 fi
 work=$(mktemp -d "${TMPDIR:-/tmp}/spip-gpu-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
-baselines() {  # ducc0 on the channel bench_gpu wrote
-  if python3 -c "import ducc0" 2>/dev/null; then
-    python3 bench/gpu_baselines.py "$work/channel.bin" 1024 15
-  else
-    echo "ducc0 baseline not run: ducc0 does not import (python3 -m pip install ducc0)"
-  fi
+baselines() {  # ducc0 and cuFINUFFT on the channel bench_gpu wrote, onto the grid it used
+  local grid
+  grid=$(grep -o 'on a [0-9]*^2 grid' "$work/rates.txt" | head -1 | grep -o '[0-9][0-9]*')
+  python3 bench/gpu_baselines.py "$work/channel.bin" 1024 15 "$grid"
 }
 if [[ $1 == dense ]]; then
   bench/make-realistic-ms.sh "$work/dense.ms" 2 2000

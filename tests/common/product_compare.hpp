@@ -1,7 +1,7 @@
 #pragma once
 // Products of two runs of the same job compared as a radio astronomer would, each to a
 // fraction of the scale of what it measures: the images and their moments of the
-// restored Stokes I peak, the Faraday products mostly of their own peaks, and the maps
+// restored Stokes I peak (of Stokes I's mean in a run on another imager's cubes), the Faraday products mostly of their own peaks, and the maps
 // that are non-linear in the data only where a source is (see expect_equal_products).
 #include <filesystem>
 #include <string>

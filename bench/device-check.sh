@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# The GPU checks of a session with a lent device, run there from the repository's copy,
+# over what bench/device-pack.sh made here. Two calls, back to back on the warm machine
+# (the first leaves the baselines in device-kit/site, which git ignores):
+#   bench/device-check.sh baselines                     carry device-kit/baselines.tar.xz
+#   bench/device-check.sh [tests] [realistic] [dense]   carry device-kit/spip.tar.xz
+# The second unpacks spip and runs what it is given (all three where none is named):
+# `ctest -R cuda_`, then bench/run-gpu-bench.sh on the realistic and the dense set, with
+# the ducc0 and cuFINUFFT baselines where the first call left them. Each step has a
+# limit of its own, so that a hung one leaves the others their time. Logs go to $OUT
+# (the device tool's folder) or device-out/; the last lines sum them up.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+kit=device-kit
+out=${OUT:-$PWD/device-out}
+mkdir -p "$out"
+export PYTHONUNBUFFERED=1
+fail() { echo "device-check: $*" | tee -a "$out/summary.txt"; exit 1; }
+say() { echo "$*" | tee -a "$out/summary.txt"; }
+
+describe_machine() {
+  say "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
+  say "CUDA: $( (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | grep -o 'release [0-9.]*, V[0-9.]*')"
+  say "CPU: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs)"
+  say "Open MPI: $(mpiexec --version 2>/dev/null | head -1)"
+}
+
+# The folders of CUDA's libraries that the loader's cache does not know, on
+# LD_LIBRARY_PATH (spip's programs and libcufinufft.so also look in /usr/local/cuda/lib64).
+find_cuda_libraries() {
+  local dirs=() found lib
+  for lib in libcudart.so.13 libcufft.so.12 libcublas.so.13; do
+    ldconfig -p | grep -F "$lib " >/dev/null && continue
+    found=$(find /usr/local/cuda*/ /usr/lib /opt -name "$lib" -print -quit 2>/dev/null)
+    [[ -n $found ]] || fail "no $lib on this machine"
+    dirs+=("$(dirname "$found")")
+  done
+  ((${#dirs[@]} == 0)) && return 0
+  local IFS=:
+  export LD_LIBRARY_PATH="${dirs[*]}${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+}
+
+install_baselines() {
+  [[ -f $kit/baselines.tar.xz ]] || fail "no $kit/baselines.tar.xz: carry it (bench/device-pack.sh makes it)"
+  rm -rf "$kit/site"
+  tar -xJf "$kit/baselines.tar.xz" -C "$kit" || fail "$kit/baselines.tar.xz did not unpack"
+  PYTHONPATH=$kit/site python3 -c "import ducc0; print('ducc0', ducc0.__version__)" 2>&1 | tail -1 |
+    tee -a "$out/summary.txt"
+  PYTHONPATH=$kit/site python3 -c "import cufinufft, cupy; print('cufinufft', cufinufft.__version__)" 2>&1 |
+    tail -1 | tee -a "$out/summary.txt"
+}
+
+unpack_spip() {
+  [[ -f $kit/spip.tar.xz ]] || fail "no $kit/spip.tar.xz: carry it (bench/device-pack.sh makes it)"
+  rm -rf build "${kit:?}/lib" "$kit/casacore-data"
+  tar -xJf "$kit/spip.tar.xz" || fail "$kit/spip.tar.xz did not unpack"
+  say "spip: $(cat "$kit/commit")"
+  # The tests hold the absolute paths of the checkout they were built in; a link left by
+  # an earlier call on this machine may point to another copy.
+  local root here
+  root=$(cat "$kit/root")
+  here=$(realpath .)
+  if [[ $(realpath -m "$root") != "$here" ]]; then
+    [[ -e $root && ! -L $root ]] && fail "$root, where the kit was built, exists on this machine too"
+    { mkdir -p "$(dirname "$root")" && ln -sfn "$here" "$root"; } || fail "cannot link $root to $here"
+  fi
+  # The tests start spip under the mpiexec they were built with.
+  local mpiexec
+  mpiexec=$(command -v mpiexec) || fail "no mpiexec on this machine"
+  [[ -e /usr/bin/mpiexec ]] || ln -s "$mpiexec" /usr/bin/mpiexec || fail "cannot link /usr/bin/mpiexec"
+  echo "measures.directory: $(realpath "$kit/casacore-data")" > "$TMPDIR/casarc"
+  export CASARCFILES=$TMPDIR/casarc
+  build/src/app/spip --version >/dev/null 2>"$out/spip-version.err" ||
+    { ldd build/src/app/spip | grep 'not found' >> "$out/spip-version.err"
+      fail "spip does not start: $(tail -3 "$out/spip-version.err" | tr '\n' ' ')"; }
+}
+
+run_tests() {
+  # Not the CUB 12.0 header check: it compiles in CI here, and there it would wait on PyPI.
+  # Verbose, for the "[ measured ]" lines of the tests that pass.
+  (cd build && timeout 300 ctest -R cuda_ -E cuda_cub_cuda12_0_headers -V) > "$out/ctest.log" 2>&1 || status=1
+  say "ctest -R cuda_: $(grep -E '% tests passed|Total Test time' "$out/ctest.log" | tr '\n' ' ')"
+  grep -E '^ *[0-9]+/[0-9]+ Test' "$out/ctest.log" | tee -a "$out/summary.txt"
+  grep -F '[ measured ]' "$out/ctest.log" | sed 's/^[0-9]*: //' > "$out/measured.txt"
+  grep -E 'largest difference|agree' "$out/measured.txt" | tee -a "$out/summary.txt"
+}
+
+run_bench() {
+  local set=$1
+  say "--- $set"
+  PYTHONPATH=$PWD/$kit/site timeout 300 bench/run-gpu-bench.sh "$set" > "$out/$set.log" 2>&1 ||
+    { status=1; say "run-gpu-bench.sh $set failed: $(tail -2 "$out/$set.log" | tr '\n' ' ')"; }
+  grep -E 'Stokes visibilities/s|Faraday samples/s|pixels/s|whole job|ducc0|cuFINUFFT|no usable GPU' \
+    "$out/$set.log" | tee -a "$out/summary.txt"
+}
+
+if [[ ${1:-} == baselines ]]; then
+  (($# == 1)) || fail "baselines is a call of its own"
+else
+  (($# > 0)) || set -- tests realistic dense
+  for step in "$@"; do
+    [[ $step == tests || $step == realistic || $step == dense ]] ||
+      fail "unknown step $step (tests, realistic, dense, or baselines alone)"
+  done
+fi
+export TMPDIR
+TMPDIR=$(mktemp -d /tmp/spip-device.XXXXXX)
+trap 'rm -rf "$TMPDIR"' EXIT
+rm -f "$out/summary.txt"
+describe_machine
+find_cuda_libraries
+if [[ $1 == baselines ]]; then
+  install_baselines
+  exit 0
+fi
+unpack_spip
+[[ -d $kit/site ]] || say "no baselines here: ducc0 and cuFINUFFT are left out (run 'baselines' first on the same warm machine)"
+status=0
+for step in "$@"; do
+  case $step in
+    tests) run_tests ;;
+    *) run_bench "$step" ;;
+  esac
+done
+exit "$status"
