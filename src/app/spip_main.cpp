@@ -67,6 +67,8 @@ int main(int argc, char** argv) {
         return 0;
       } catch (const spip::Error& e) {
         return report(mpi, e.what(), e.code());
+      } catch (const std::exception& e) {  // only rank 0 plans: one line, no abort of the others
+        return report(mpi, std::string("--plan: ") + e.what(), spip::ExitCode::failure);
       }
     case spip::CommandAction::run:
       break;

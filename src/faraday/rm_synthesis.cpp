@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numbers>
 #include <type_traits>
 
@@ -51,7 +52,17 @@ SynthesisSetup make_setup(const std::vector<double>& freq_hz, const std::vector<
   const double dphi = config.dphi > 0 ? config.dphi : setup.fwhm_theory / config.samples_per_fwhm;
   setup.phi_max = config.phi_max > 0 ? config.phi_max : std::max(setup.phi_max_unsmeared, 10.0 * setup.fwhm_theory);
   setup.axis.dphi = dphi;
-  setup.axis.count = 2 * static_cast<int>(std::lround(setup.phi_max / dphi)) + 1;
+  const double half = std::round(setup.phi_max / dphi);
+  if (!(2 * half + 1 <= max_depths)) {
+    char message[320];
+    std::snprintf(message, sizeof message,
+                  "faraday.phi_max %g rad/m^2 in steps of %g rad/m^2 (faraday.dphi%s) makes %.3g Faraday depths, more "
+                  "than the %d an axis may have: choose a smaller faraday.phi_max or a larger faraday.dphi",
+                  setup.phi_max, dphi, config.dphi > 0 ? "" : " 0: the RMSF FWHM / faraday.samples_per_fwhm",
+                  2 * half + 1, max_depths);
+    SPIP_THROW(ConfigError, message);
+  }
+  setup.axis.count = 2 * static_cast<int>(half) + 1;
   setup.axis.phi_first = -0.5 * (setup.axis.count - 1) * dphi;
   return setup;
 }

@@ -44,7 +44,16 @@ std::string mismatch(const fits::SpectralCube& cube, const fits::SpectralCube& r
 std::optional<fits::SpectralCube> open_cube(const std::string& key, const std::string& path, fits::Stokes stokes,
                                             const std::optional<fits::SpectralCube>& reference) {
   if (path.empty()) return std::nullopt;
-  fits::SpectralCube cube = fits::open_spectral_cube(path);
+  // A file that is there but is no FITS image is unusable input too (exit code 3).
+  fits::SpectralCube cube = [&] {
+    try {
+      return fits::open_spectral_cube(path);
+    } catch (const InputError&) {
+      throw;
+    } catch (const Error& e) {
+      SPIP_THROW(InputError, key + ": " + e.what());
+    }
+  }();
   constexpr const char* names[] = {"", "I", "Q", "U", "V"};
   if (cube.stokes && *cube.stokes != stokes)
     SPIP_THROW(InputError, named(key, path) + " holds Stokes " + names[static_cast<int>(*cube.stokes)] +

@@ -118,6 +118,11 @@ TEST(SpipCli, InputErrorsExitWithCode3) {
   expect_one_line_error(run_spip("--input.ms " + scratch("none.ms").string()), 3, {"none.ms", "no such file"});
   expect_one_line_error(run_spip(base_args("d") + " --input.column CORRECTED_DATA"), 3, {"CORRECTED_DATA", "not found"});
   expect_one_line_error(run_spip(base_args("e") + " --input.channel_end 41"), 3, {"41", "40 channels"});
+  // A cube that is there but is not FITS: the key, the file and CFITSIO's reason.
+  const std::string not_fits = data_dir + "/oskar_small.truth.json";
+  expect_one_line_error(run_spip("--input.cube_q " + not_fits + " --input.cube_u " + not_fits + " --output.dir " +
+                                 scratch("f").string()),
+                        3, {"input.cube_q", not_fits, "not SIMPLE"});
 }
 
 TEST(SpipCli, AFailingRunUnderMpiexecPrintsItsErrorAlone) {
@@ -260,6 +265,15 @@ TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {
                         {"--plan-ranks and --plan-rates go with --plan"});
 }
 
+// --plan times RM synthesis and RM-CLEAN on a sample of the run's depth axis: for 1.56
+// million depths, 4096 pixels' spectra would take 51 GB (it ended in bad_alloc).
+TEST(SpipCli, PlanTimesALongDepthAxisOnASample) {
+  const Outcome plan = run_spip(sample_args("long_axis") + " --faraday.phi_max 1e5 --plan");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("1564303 Faraday depths"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("Faraday stage"), std::string::npos) << plan.out;
+}
+
 TEST(SpipCli, RunsThatCannotFitStopBeforeWritingAnything) {
   // Memory: an image no rank can hold is refused at planning time, not by bad_alloc.
   const Outcome huge = run_spip(sample_args("huge") + " --image.size 5000000");
@@ -274,6 +288,11 @@ TEST(SpipCli, RunsThatCannotFitStopBeforeWritingAnything) {
   expect_one_line_error(run_spip(sample_args("depths") + " --faraday.phi_max 100000 --faraday.dphi 0.01 "
                                  "--parallel.memory_gb 1"),
                         2, {"the Faraday stage needs", "one image row", "parallel.memory_gb allows 1.00 GB"});
+  // Depths: an axis no int indexes (1.6e10 depths at the sample's default step) is
+  // refused before anything is imaged.
+  const Outcome axis = run_spip(sample_args("axis") + " --faraday.phi_max 1e9");
+  expect_one_line_error(axis, 2, {"faraday.phi_max 1e+09 rad/m^2", "Faraday depths, more than the 1073741823"});
+  EXPECT_FALSE(fs::exists(scratch("axis"))) << "nothing may be written";
   // Disk: 6 Faraday depth cubes of 8 x 10^5 depths at 4096^2 pixels need ~300 TB.
   const Outcome disk = run_spip(sample_args("disk") + " --image.size 4096 --faraday.phi_max 20000 --faraday.dphi 0.05"
                                 " --parallel.memory_gb 200");

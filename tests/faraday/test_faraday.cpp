@@ -10,6 +10,7 @@
 #include <numbers>
 #include <random>
 
+#include "spip/error.hpp"
 #include "spip/faraday/moments.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/faraday/spectral_model.hpp"
@@ -104,6 +105,25 @@ TEST(RmSynthesis, DefaultAxisFollowsRmTools) {
   double mean = 0;
   for (double l : setup.lambda_sq) mean += l / setup.lambda_sq.size();
   EXPECT_NEAR(setup.lambda0_sq, mean, 1e-12);
+}
+
+// The axis is counted before it is made: one an int cannot index is refused, naming the
+// keys, where it would have wrapped to a negative count (phi_max 1e9 on the sample).
+TEST(RmSynthesis, AnAxisBeyondMaxDepthsIsRefused) {
+  const std::vector<double> freq = sample_band();
+  const std::vector<double> weight(freq.size(), 1.0);
+  const int half = (max_depths - 1) / 2;
+  EXPECT_EQ(make_setup(freq, weight, fine_axis(half, 1.0)).axis.count, max_depths);
+  try {
+    make_setup(freq, weight, fine_axis(half + 1, 1.0));
+    ADD_FAILURE() << "an axis of max_depths + 2 depths was accepted";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("faraday.phi_max 5.36871e+08 rad/m^2 in steps of 1 rad/m^2 (faraday.dphi) "
+                                         "makes 1.07e+09 Faraday depths, more than the 1073741823"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(make_setup(freq, weight, fine_axis(1e9)), ConfigError);
 }
 
 TEST(RmSynthesis, GemmMatchesADirectDoubleLoop) {
