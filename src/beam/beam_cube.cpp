@@ -47,7 +47,15 @@ double step_rad(const fits::FitsImage& image, std::size_t axis) {
 
 BeamCube read_beam_cube(const std::string& path) {
   if (!std::filesystem::is_regular_file(path)) refuse(path, "no such file");
-  const fits::FitsImage image = fits::read_image(path);
+  const fits::FitsImage image = [&] {
+    try {
+      return fits::read_image(path);
+    } catch (const ConfigError&) {
+      throw;
+    } catch (const Error& e) {  // there, but not a FITS image CFITSIO reads
+      refuse(path, e.what());
+    }
+  }();
   const std::size_t naxis = image.shape.size();
   if (naxis < 3 || naxis > 4 || text_or(image, "CTYPE1", "") != "RA---SIN" ||
       text_or(image, "CTYPE2", "") != "DEC--SIN")

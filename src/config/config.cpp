@@ -76,6 +76,9 @@ bool parse(std::string_view text, std::string& out) {
 
 bool non_empty(std::string text) { return !text.empty(); }
 
+// A prefix names files in output.dir: a '/' would put them in folders spip never made.
+bool file_name_prefix(std::string text) { return !text.empty() && text.find('/') == std::string::npos; }
+
 template <class Enum, std::size_t N>
 bool parse_word(std::string_view text, Enum& out,
                 const std::array<std::pair<std::string_view, Enum>, N>& words) {
@@ -532,7 +535,7 @@ const std::vector<Key>& keys() {
       scalar("output.dir", &Config::output, &OutputConfig::dir, non_empty,
              "a non-empty path", "", "directory for the output images"),
       scalar("output.prefix", &Config::output, &OutputConfig::prefix,
-             non_empty, "a non-empty file name prefix", "",
+             file_name_prefix, "a non-empty file name prefix without '/'", "",
              "file name prefix of the output images"),
       {"output.channel_cubes", "words", "", "per-channel cubes to write, comma-separated: dirty, model, residual, "
        "image (or restored), image-pb (restored and primary-beam corrected, with beam.model), each for all Stokes "

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <string>
@@ -198,6 +199,8 @@ TEST(BeamCube, RefusesCubesItCannotUseInOneLine) {
   flat.stokes.reset();
   fits::write_image(path, flat, std::vector<float>(24, 1.0f));
   EXPECT_EQ(says("expected axes RA---SIN, DEC--SIN, FREQ"), "expected axes RA---SIN, DEC--SIN, FREQ");
+  std::ofstream(path) << "{\"not\": \"FITS\"}\n";
+  EXPECT_EQ(says("FITS: cannot open"), "FITS: cannot open");
 }
 
 // Apparent Stokes parameters of a known source seen through a response and leakages:
