@@ -737,6 +737,22 @@ TEST(SpipSimulate, WritesAnMsThatSpipReads) {
   EXPECT_NEAR(std::stod(match[1]), 0.5, 0.02);
 }
 
+// A noise sigma below 0 (or NaN) and a flag fraction outside [0, 1] are refused before
+// anything is written, not handed to the random distributions.
+TEST(SpipSimulate, RefusesNegativeNoiseAndFlagFractionsOutsideZeroToOne) {
+  const std::string base = std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
+                           oskar_ms + " --out " + scratch("corrupt.ms").string();
+  for (const auto& [args, says] : {std::pair{" --noise -1", "--noise: expected a sigma >= 0 in Jy"},
+                                   std::pair{" --noise nan", "--noise: expected a sigma >= 0 in Jy"},
+                                   std::pair{" --flag-fraction 1.5", "--flag-fraction: expected a fraction in [0, 1]"}}) {
+    const Outcome outcome = run(base + args);
+    EXPECT_EQ(outcome.exit_code, 2) << args;
+    EXPECT_NE(outcome.err.find(says), std::string::npos) << outcome.err;
+    EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+    EXPECT_FALSE(fs::exists(scratch("corrupt.ms"))) << args;
+  }
+}
+
 // --beam is refused in one line without its dish or cube, or with a model spip does not have.
 TEST(SpipSimulate, RefusesABeamWithoutItsDishInOneLine) {
   const std::string base = std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
