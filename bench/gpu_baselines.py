@@ -11,6 +11,9 @@ argument, at accuracies 1e-4 and 1e-5:
   alone (the grid is spip's): cuFINUFFT's default 2 gives narrower kernels than spip's,
   1.25 kernels as wide (7 and 9 cells at 1e-4 and 1e-5); both are timed.
 Each runs where its module imports (ducc0; cufinufft with CuPy) and says so where not.
+Rates count four Stokes visibilities a row, as bench_gpu's kernel rows do; its
+end-to-end rows count five gridded values a row (the PSF's too), and ducc0's line gives
+that unit as well.
 
     bench/gpu_baselines.py DUMP IMAGE_SIZE SCALE_ARCSEC GRID_SIZE [THREADS]
 """
@@ -58,7 +61,8 @@ def ducc0_baseline(uvw, freq, weights, vis, size, scale, threads):
             times.append(time.perf_counter() - start)
         median = statistics.median(times)
         print(f"ducc0 dirty IQUV + PSF, epsilon {epsilon:g}: {median:.4f} s "
-              f"(runs {' '.join(f'{t:.4f}' for t in times)}), {4 * rows / median:.4g} Stokes visibilities/s")
+              f"(runs {' '.join(f'{t:.4f}' for t in times)}), {4 * rows / median:.4g} Stokes visibilities/s "
+              f"({5 * rows / median:.4g} /s in bench_gpu's end-to-end unit)")
 
 
 def cufinufft_baseline(uvw, freq, weights, vis, scale, grid):
