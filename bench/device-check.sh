@@ -18,6 +18,15 @@ export PYTHONUNBUFFERED=1
 fail() { echo "device-check: $*" | tee -a "$out/summary.txt"; exit 1; }
 say() { echo "$*" | tee -a "$out/summary.txt"; }
 
+# tar.xz ARCHIVE into DIR, through Python's tarfile where the machine has no xz.
+unpack() {
+  if xz --version >/dev/null 2>&1; then
+    tar -xJf "$1" -C "$2"
+  else
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="fully_trusted")' "$1" "$2"
+  fi
+}
+
 describe_machine() {
   say "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>&1 | head -1)"
   say "CUDA: $( (nvcc --version || /usr/local/cuda/bin/nvcc --version) 2>/dev/null | grep -o 'release [0-9.]*, V[0-9.]*')"
@@ -43,7 +52,7 @@ find_cuda_libraries() {
 install_baselines() {
   [[ -f $kit/baselines.tar.xz ]] || fail "no $kit/baselines.tar.xz: carry it (bench/device-pack.sh makes it)"
   rm -rf "$kit/site"
-  tar -xJf "$kit/baselines.tar.xz" -C "$kit" || fail "$kit/baselines.tar.xz did not unpack"
+  unpack "$kit/baselines.tar.xz" "$kit" || fail "$kit/baselines.tar.xz did not unpack"
   PYTHONPATH=$kit/site python3 -c "import ducc0; print('ducc0', ducc0.__version__)" 2>&1 | tail -1 |
     tee -a "$out/summary.txt"
   PYTHONPATH=$kit/site python3 -c "import cufinufft, cupy; print('cufinufft', cufinufft.__version__)" 2>&1 |
@@ -53,7 +62,7 @@ install_baselines() {
 unpack_spip() {
   [[ -f $kit/spip.tar.xz ]] || fail "no $kit/spip.tar.xz: carry it (bench/device-pack.sh makes it)"
   rm -rf build "${kit:?}/lib" "$kit/casacore-data"
-  tar -xJf "$kit/spip.tar.xz" || fail "$kit/spip.tar.xz did not unpack"
+  unpack "$kit/spip.tar.xz" . || fail "$kit/spip.tar.xz did not unpack"
   say "spip: $(cat "$kit/commit")"
   # The tests hold the absolute paths of the checkout they were built in; a link left by
   # an earlier call on this machine may point to another copy.
