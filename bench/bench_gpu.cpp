@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
   if (argc > 5 && std::string(argv[5]) != "-") dump_channel(argv[5], input, channels - 1);
   char reference[96];
   std::snprintf(reference, sizeof reference, "CPU backend %.4g /s (%.3f s)", gridded / cpu_s, cpu_s);
-  row("dirty IQUV + PSF, gridded", gpu_s, gridded / gpu_s, "Stokes visibilities/s", reference);
+  row("dirty IQUV + PSF, gridded", gpu_s, gridded / gpu_s, "values/s (5 a row)", reference);
 
   const spip::cuda::TransferStats t = gpu.transfer_stats();
   std::snprintf(reference, sizeof reference, "%.1f of %.1f ms uploads hidden", t.hidden_ms, t.upload_ms);

@@ -99,7 +99,7 @@ run_bench() {
   say "--- $set"
   PYTHONPATH=$PWD/$kit/site timeout 300 bench/run-gpu-bench.sh "$set" > "$out/$set.log" 2>&1 ||
     { status=1; say "run-gpu-bench.sh $set failed: $(tail -2 "$out/$set.log" | tr '\n' ' ')"; }
-  grep -E 'Stokes visibilities/s|Faraday samples/s|pixels/s|whole job|ducc0|cuFINUFFT|no usable GPU' \
+  grep -E 'visibilities/s|values/s|Faraday samples/s|pixels/s|whole job|ducc0|cuFINUFFT|no usable GPU' \
     "$out/$set.log" | tee -a "$out/summary.txt"
 }
 

@@ -113,10 +113,12 @@ int run(const po::variables_map& vm) {
   const spip::sim::SkyModel sky = spip::sim::read_sky_model(vm["sky"].as<std::string>());
   spip::sim::Corruption corruption;
   corruption.noise_sigma_jy = vm["noise"].as<double>();
-  if (!(corruption.noise_sigma_jy >= 0)) SPIP_THROW(spip::ConfigError, "--noise: expected a sigma >= 0 in Jy");
+  if (!(corruption.noise_sigma_jy >= 0 && std::isfinite(corruption.noise_sigma_jy)))
+    SPIP_THROW(spip::ConfigError, "--noise " + std::to_string(corruption.noise_sigma_jy) + ": expected a sigma >= 0 in Jy");
   corruption.flag_fraction = vm["flag-fraction"].as<double>();
   if (!(corruption.flag_fraction >= 0 && corruption.flag_fraction <= 1))
-    SPIP_THROW(spip::ConfigError, "--flag-fraction: expected a fraction in [0, 1]");
+    SPIP_THROW(spip::ConfigError,
+               "--flag-fraction " + std::to_string(corruption.flag_fraction) + ": expected a fraction in [0, 1]");
   corruption.seed = vm["seed"].as<std::uint64_t>();
   if (vm.count("flag-channels")) corruption.flag_channels = vm["flag-channels"].as<std::vector<int>>();
   if (vm.count("ionosphere")) corruption.ionosphere = spip::ms::IonosphereTable::read(vm["ionosphere"].as<std::string>());

@@ -50,8 +50,6 @@ BeamCube read_beam_cube(const std::string& path) {
   const fits::FitsImage image = [&] {
     try {
       return fits::read_image(path);
-    } catch (const ConfigError&) {
-      throw;
     } catch (const Error& e) {  // there, but not a FITS image CFITSIO reads
       refuse(path, e.what());
     }

@@ -54,12 +54,13 @@ SynthesisSetup make_setup(const std::vector<double>& freq_hz, const std::vector<
   setup.axis.dphi = dphi;
   const double half = std::round(setup.phi_max / dphi);
   if (!(2 * half + 1 <= max_depths)) {
-    char message[320];
+    char message[400];
     std::snprintf(message, sizeof message,
-                  "faraday.phi_max %g rad/m^2 in steps of %g rad/m^2 (faraday.dphi%s) makes %.3g Faraday depths, more "
-                  "than the %d an axis may have: choose a smaller faraday.phi_max or a larger faraday.dphi",
-                  setup.phi_max, dphi, config.dphi > 0 ? "" : " 0: the RMSF FWHM / faraday.samples_per_fwhm",
-                  2 * half + 1, max_depths);
+                  "faraday.phi_max %g rad/m^2%s in steps of %g rad/m^2 (faraday.dphi%s) makes %.0f Faraday depths, more "
+                  "than the %d an axis may have: choose a smaller faraday.phi_max or a larger faraday.dphi%s",
+                  setup.phi_max, config.phi_max > 0 ? "" : " (faraday.phi_max 0: the default)", dphi,
+                  config.dphi > 0 ? "" : " 0: the RMSF FWHM / faraday.samples_per_fwhm", 2 * half + 1, max_depths,
+                  config.dphi > 0 ? "" : " (or fewer faraday.samples_per_fwhm)");
     SPIP_THROW(ConfigError, message);
   }
   setup.axis.count = 2 * static_cast<int>(half) + 1;

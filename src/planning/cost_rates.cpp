@@ -69,16 +69,18 @@ void write_synthetic_channel(const Config& config, const Plan& plan, const std::
 }
 
 // RM synthesis and RM-CLEAN of noise spectra (most pixels of a real field hold only
-// noise) on the run's Faraday depth axis, per pixel. The sample's spectra hold at most
-// 2^22 values: fewer pixels on a long axis, and an axis beyond 2^16 depths timed on its
-// central 2^16 + 1 and scaled by its length, as synthesis and each RM-CLEAN pass go.
+// noise) on the run's Faraday depth axis, per pixel, over 4096 pixels: enough blocks for
+// every thread. An axis longer than sampled_depths (the demo's has 241) is timed on its
+// central depths and scaled by its length, as synthesis and each RM-CLEAN pass go; a
+// longer noise spectrum also holds more peaks above the cutoff, so for it this is a lower
+// bound (but one that --plan can make: the whole axis took 51 GB at 1.56 million depths).
 double faraday_seconds_per_pixel(const Config& config, const std::vector<double>& freq_hz) {
+  constexpr int pixels = 4096, sampled_depths = 1025;
   const std::vector<double> weight(freq_hz.size(), 1.0);
   faraday::SynthesisSetup setup = faraday::make_setup(freq_hz, weight, config.faraday);
-  const double axis_scale = static_cast<double>(setup.axis.count) / std::min(setup.axis.count, (1 << 16) + 1);
-  setup.axis.count = std::min(setup.axis.count, (1 << 16) + 1);
+  const double axis_scale = std::max(1.0, static_cast<double>(setup.axis.count) / sampled_depths);
+  setup.axis.count = std::min(setup.axis.count, sampled_depths);
   setup.axis.phi_first = -0.5 * (setup.axis.count - 1) * setup.axis.dphi;
-  const int pixels = std::clamp((1 << 22) / setup.axis.count, 16, 4096);
   const int num_chan = static_cast<int>(freq_hz.size());
   const double sigma = 1.0 / std::sqrt(static_cast<double>(num_chan));  // of the FDF, unit channel noise
   const FaradayConfig& f = config.faraday;

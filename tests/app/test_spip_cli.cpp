@@ -742,9 +742,10 @@ TEST(SpipSimulate, WritesAnMsThatSpipReads) {
 TEST(SpipSimulate, RefusesNegativeNoiseAndFlagFractionsOutsideZeroToOne) {
   const std::string base = std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
                            oskar_ms + " --out " + scratch("corrupt.ms").string();
-  for (const auto& [args, says] : {std::pair{" --noise -1", "--noise: expected a sigma >= 0 in Jy"},
-                                   std::pair{" --noise nan", "--noise: expected a sigma >= 0 in Jy"},
-                                   std::pair{" --flag-fraction 1.5", "--flag-fraction: expected a fraction in [0, 1]"}}) {
+  for (const auto& [args, says] : {std::pair{" --noise -1", "--noise -1.000000: expected a sigma >= 0 in Jy"},
+                                   std::pair{" --noise nan", ": expected a sigma >= 0 in Jy"},
+                                   std::pair{" --noise inf", ": expected a sigma >= 0 in Jy"},
+                                   std::pair{" --flag-fraction 1.5", "--flag-fraction 1.500000: expected a fraction in [0, 1]"}}) {
     const Outcome outcome = run(base + args);
     EXPECT_EQ(outcome.exit_code, 2) << args;
     EXPECT_NE(outcome.err.find(says), std::string::npos) << outcome.err;

@@ -119,7 +119,7 @@ TEST(RmSynthesis, AnAxisBeyondMaxDepthsIsRefused) {
     ADD_FAILURE() << "an axis of max_depths + 2 depths was accepted";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("faraday.phi_max 5.36871e+08 rad/m^2 in steps of 1 rad/m^2 (faraday.dphi) "
-                                         "makes 1.07e+09 Faraday depths, more than the 1073741823"),
+                                         "makes 1073741825 Faraday depths, more than the 1073741823"),
               std::string::npos)
         << e.what();
   }

@@ -21,13 +21,14 @@ struct SynthesisSetup {
   FaradayAxis axis;
 };
 
-// Depths are indexed by int, and RM-CLEAN's RMSF spans twice the axis.
+// RM-CLEAN's RMSF has 2 count - 1 samples, indexed by int.
 inline constexpr int max_depths = (1 << 30) - 1;
 
 // lambda^2, lambda0^2 and the phi grid with RM-Tools' rmsynth3d defaults: dphi = FWHM /
 // samples_per_fwhm, phi_max = max(sqrt(3) / dlambda^2_max, 10 FWHM), N = 2 round(phi_max / dphi) + 1
 // centred on 0; faraday.phi_max and faraday.dphi override them. An axis of more than
-// max_depths is refused (ConfigError): memory and disk refuse far shorter ones.
+// max_depths is refused (ConfigError); the memory plan and the disk check usually
+// refuse far shorter ones.
 SynthesisSetup make_setup(const std::vector<double>& freq_hz, const std::vector<double>& weight,
                           const FaradayConfig& config);
 

@@ -111,7 +111,9 @@ SPIP_HOST_DEVICE inline void restore_spectrum(Spectrum<const Sample> residual, S
                                               int num_phi, double dphi, double fwhm, Spectrum<Sample> clean) {
   const double half_power_log = 0.69314718055994531;
   const double factor = 4 * half_power_log / (fwhm * fwhm);
-  const int reach = static_cast<int>(ceil(2.5 * fwhm / dphi));
+  // Clamped in double: a step far finer than the RMSF would overflow the int.
+  const double wide = ceil(2.5 * fwhm / dphi);
+  const int reach = wide < num_phi ? static_cast<int>(wide) : num_phi;
   for (int k = 0; k < num_phi; ++k) clean[k] = residual[k];
   for (int j = 0; j < num_phi; ++j) {
     const Sample component = model[j];
@@ -268,9 +270,10 @@ SPIP_HOST_DEVICE inline double measured_fdf_noise(Spectrum<const Sample> fdf, co
       highest = a;
       peak = k;
     }
-  const int reach = 2 * static_cast<int>(ceil(fwhm / axis.dphi));
+  const double wide = 2 * ceil(fwhm / axis.dphi);  // clamped in double, as restore_spectrum's
+  const int reach = wide < n ? static_cast<int>(wide) : n;
   const int masked_from = peak - reach > 0 ? peak - reach : 0, masked_to = peak + reach < n ? peak + reach : n;
-  const bool mask = 10 * (n - (masked_to - masked_from)) >= 3 * n;
+  const bool mask = 10.0 * (n - (masked_to - masked_from)) >= 3.0 * n;
   int kept = 0;
   for (int k = 0; k < n; ++k) {
     if (!(amplitude(fdf[k]) <= DBL_MAX)) return NAN;  // a blanked pixel's spectrum
