@@ -133,8 +133,8 @@ ChannelImages clean_channel(CleanBackend& backend, const CleanConfig& clean, con
   // Point CLEAN subtracts the PSF of twice the image's side where the image's would let it
   // run away; multiscale CLEAN convolves with the image's.
   MinorCycleStep kind{.search = clean.peak, .gain = clean.gain};
-  kind.whole_image_psf =
-      !clean.multiscale && (out.degenerate_psf || far_sidelobe(out.psf.data(), geometry.size) >= whole_psf_sidelobe);
+  out.far_sidelobe = far_sidelobe(out.psf.data(), geometry.size);
+  kind.whole_image_psf = !clean.multiscale && (out.degenerate_psf || out.far_sidelobe >= whole_psf_sidelobe);
   std::unique_ptr<MinorAlgorithm> algorithm;
   if (clean.niter > 0) {
     if (out.degenerate_psf && clean.multiscale) {

@@ -669,11 +669,18 @@ void RankRun::log_clean_marks(int channel, const deconv::ChannelImages& images) 
     log_.info(name + "degenerate PSF: a sidelobe at " + fixed(images.degenerate_psf->value, 4) + " of its peak, " +
               fixed(images.degenerate_psf->distance_px, 1) + " pixels from it (one line of baselines?)" +
               clean_note());
+  // Where point CLEAN would have taken the PSF of twice the side, say why multiscale may not follow.
+  const bool far = config_.clean.multiscale && images.far_sidelobe >= deconv::whole_psf_sidelobe;
   if (images.clean_stop == deconv::CleanStop::diverged)
     log_.info(name + "CLEAN DIVERGED: its peak rose to " + fixed(images.diverged_peak, 3) +
               " Jy/beam, past clean.divergence_limit = " + fixed(config_.clean.divergence_limit, 2) +
               " times the lowest peak a cycle started from; stopped with the model from before that cycle, and the " +
-              "Faraday stage gives the channel weight 0");
+              "Faraday stage gives the channel weight 0" +
+              (far ? "; the PSF reaches " + fixed(images.far_sidelobe, 2) +
+                         " of its peak a quarter of the image or more from it, which multiscale CLEAN's image-sized "
+                         "PSF cannot subtract across the image: point CLEAN (clean.multiscale false) subtracts the "
+                         "PSF of twice the side there, or image a wider field"
+                   : ""));
 }
 
 // The run's last word on CLEAN (rank 0): how many channels diverged or had a degenerate

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -306,5 +307,27 @@ TEST(EastWestSnapshot, UnequalFeedGainsConvergeToTheSkyTheGainsShow) {
     std::printf("[ measured ] east-west snapshot, Stokes %s: model %.4f Jy of %.4f, %d iterations\n",
                 stokes_names[s], flux, expected[s], qa.at("iterations").get<int>());
     EXPECT_NEAR(flux, expected[s], 0.02 * expected[0]) << stokes_names[s];
+  }
+}
+
+// OVRO-LWA's 20 antennas at 28 MHz (data/real) on 128 pixels of 60": the PSF's lobe is
+// wider than the image, so it still holds its full height a quarter of the image from
+// its centre. Point CLEAN takes the PSF of twice the side there and does not diverge; multiscale
+// CLEAN subtracts the image's, diverges, and the guard's line says why and what to do.
+TEST(WideLobe, MultiscaleDivergesWherePointCleanDoesNotAndTheLogSaysWhy) {
+  const std::string lwa = std::string(SPIP_TEST_DATA) + "/real/ovrolwa_zenith_28mhz.ms";
+  for (const std::string extra : {"", " --clean.multiscale true"}) {
+    const fs::path out = spip::test::scratch_path(extra.empty() ? "point" : "multiscale");
+    const std::string command = std::string(SPIP_BIN) + " --input.ms " + lwa + " --output.dir " + out.string() +
+                                " --image.size 128 --image.scale 60 --input.channel_end 1 --clean.niter 300" +
+                                " --faraday.cubes none --parallel.threads 2" + extra;
+    ASSERT_EQ(run(command, out.string() + ".log"), 0) << "see " << out << ".log";
+    std::ifstream in(out.string() + ".log");
+    const std::string log{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    EXPECT_EQ(channel_qa(out).at("clean_stop"), extra.empty() ? "niter" : "diverged") << log;
+    const bool says_why = log.find("the PSF reaches 1.00 of its peak a quarter of the image or more from it") !=
+                          std::string::npos &&
+                          log.find("point CLEAN (clean.multiscale false)") != std::string::npos;
+    EXPECT_EQ(says_why, !extra.empty()) << log;
   }
 }

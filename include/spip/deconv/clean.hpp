@@ -101,6 +101,7 @@ struct ChannelImages {
   CleanStop clean_stop = CleanStop::none;
   std::optional<PsfSidelobe> degenerate_psf;  // set where the PSF is degenerate
   double diverged_peak = 0;  // the search peak that stopped a diverged channel's CLEAN
+  double far_sidelobe = 0;   // the PSF's highest value N/4 or more from its centre (far_sidelobe())
   double residual_sigma = 0;   // MAD sigma of the Stokes I residual
   double residual_peak = 0;    // largest |residual| over the Stokes planes
 };
