@@ -86,7 +86,13 @@ std::vector<Beam> channel_beams(const std::string& path, int channels, int stoke
 SpectralCube open_spectral_cube(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) refuse(path, "no such file");
-  const FitsImage header = read_header(path);
+  const FitsImage header = [&] {
+    try {
+      return read_header(path);
+    } catch (const Error& e) {  // there, but no FITS image CFITSIO reads: unusable input too
+      refuse(path, e.what());
+    }
+  }();
   SpectralCube cube;
   cube.path = path;
   for (long n : header.shape) cube.naxis.push_back(n);

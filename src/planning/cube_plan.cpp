@@ -44,13 +44,11 @@ std::string mismatch(const fits::SpectralCube& cube, const fits::SpectralCube& r
 std::optional<fits::SpectralCube> open_cube(const std::string& key, const std::string& path, fits::Stokes stokes,
                                             const std::optional<fits::SpectralCube>& reference) {
   if (path.empty()) return std::nullopt;
-  // A file that is there but is no FITS image is unusable input too (exit code 3).
+  // The reader's refusals name the file; the key says which of the cubes it was.
   fits::SpectralCube cube = [&] {
     try {
       return fits::open_spectral_cube(path);
-    } catch (const InputError&) {
-      throw;
-    } catch (const Error& e) {
+    } catch (const InputError& e) {
       SPIP_THROW(InputError, key + ": " + e.what());
     }
   }();
