@@ -467,7 +467,7 @@ const std::vector<Key>& keys() {
              [](double v) { return v >= 0; }, "a number >= 0", "rad/m^2",
              "Faraday depth step; 0: RMSF FWHM / samples_per_fwhm"),
       scalar("faraday.samples_per_fwhm", &Config::faraday, &FaradayConfig::samples_per_fwhm,
-             [](double v) { return v > 0; }, "a number > 0", "",
+             [](double v) { return v >= 1; }, "a number >= 1", "",
              "Faraday depth samples per RMSF FWHM when dphi is 0"),
       scalar("faraday.variance_weights", &Config::faraday, &FaradayConfig::variance_weights, any<bool>,
              "true or false", "", "weight channels by 1/sigma^2 of their Q, U residual; false: uniform"),
@@ -750,6 +750,14 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
   if (input.freq_max_hz > 0 && input.freq_max_hz < input.freq_min_hz)
     SPIP_THROW(ConfigError, "input.freq_max = " + text(input.freq_max_hz) + " Hz is below input.freq_min = " +
                                 text(input.freq_min_hz) + " Hz: expected 0 (no limit) or a number >= freq_min");
+  // The SIN projection's direction cosines lie within [-1, 1]: a pixel past l = 1 on the
+  // image's axes is on no sky, and gridding would fold the visibilities' fringes onto it.
+  const double half_width = 0.5 * config.image.size * config.pixel_scale_rad();
+  if (half_width > 1)
+    SPIP_THROW(ConfigError, "image.size = " + std::to_string(config.image.size) + " and image.scale = " +
+                                text(config.image.scale_arcsec) + " arcsec put the image's edges at l = " +
+                                text(half_width) + " in the SIN projection, beyond the horizon at l = 1: expected "
+                                "image.size x image.scale at most 2 rad (412530 arcsec)");
   const CleanConfig& clean = config.clean;
   if (clean.auto_mask > 0 && !(clean.auto_threshold > 0 && clean.auto_threshold < clean.auto_mask))
     SPIP_THROW(ConfigError, "clean.auto_mask = " + text(clean.auto_mask) +

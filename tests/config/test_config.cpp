@@ -479,7 +479,8 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"faraday.rmclean_gain", "0", "a number in (0, 1]"},
                     OutOfRange{"faraday.rmclean_cutoff", "-1", "a number >= 0"},
                     OutOfRange{"faraday.dphi", "-0.5", "a number >= 0"},
-                    OutOfRange{"faraday.samples_per_fwhm", "0", "a number > 0"},
+                    OutOfRange{"faraday.samples_per_fwhm", "0", "a number >= 1"},
+                    OutOfRange{"faraday.samples_per_fwhm", "0.5", "a number >= 1"},
                     OutOfRange{"parallel.threads", "-1", "an integer >= 0"},
                     OutOfRange{"parallel.channels_per_rank", "-2", "an integer >= 0"},
                     OutOfRange{"parallel.memory_gb", "-1", "a number >= 0"},
@@ -713,6 +714,14 @@ TEST(Config, DemoConfigParses) {
 }
 
 }  // namespace
+
+TEST(Config, AnImageBeyondTheHorizonIsRefused) {
+  // 16 pixels of 25781" span 2 rad: the edges sit on the horizon, and a hair more passes it.
+  const Config whole_sky = parse({"--input.ms", "a.ms", "--image.size", "16", "--image.scale", "25783"}).config;
+  EXPECT_EQ(whole_sky.image.scale_arcsec, 25783.0);
+  expect_config_error([] { parse({"--input.ms", "a.ms", "--image.size", "16", "--image.scale", "25785"}); },
+                      {"image.size = 16 and image.scale = 25785 arcsec put the image's edges at l = 1.0000", "beyond the horizon"});
+}
 
 TEST(Config, AutoMaskNeedsAShallowerAutoThresholdBelowIt) {
   expect_config_error([] { parse({"--input.ms", "a.ms", "--clean.auto_mask", "5"}); },
