@@ -10,9 +10,9 @@ constexpr int threads_per_block = 256;
 // the sums come out the same for the same densities.
 constexpr int sum_blocks = 256;
 
-// The weight a row counts in the densities: its Stokes I weight times the limits and taper.
+// The weight a row counts in the densities (imaging::density_weight), within the limits.
 __device__ double counted_weight(const imaging::UvTerms& terms, const float* weights, long long k, double u, double v) {
-  return weights[4 * k] * imaging::uv_factor(terms, u, v);
+  return imaging::density_weight(weights + 4 * k, 4, imaging::uv_limits(terms, u, v));
 }
 
 __global__ void density_kernel(const double* uvw_m, double scale, const float* weights, long long rows,
@@ -58,18 +58,19 @@ __global__ void briggs_f2_kernel(const double* partials, double robust, double* 
   *f2 = imaging::briggs_f2(robust, sum, squares);
 }
 
-// densities null: the limits and the taper only.
+// densities null: the limits and the taper only; else the density between them.
 __global__ void weights_kernel(const double* uvw_m, double scale, float* weights, long long rows,
                                imaging::UvTerms terms, int size, double cell, const double* density, bool uniform,
                                const double* f2) {
   const long long k = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   if (k >= rows) return;
   const double u = uvw_m[3 * k] * scale, v = uvw_m[3 * k + 1] * scale;
-  double factor = imaging::uv_factor(terms, u, v);
-  if (density && weights[4 * k] * factor > 0) {
+  double factor = imaging::uv_limits(terms, u, v);
+  if (density && counted_weight(terms, weights, k, u, v) > 0) {
     const long long c = imaging::density_cell(size, cell, u, v);
     if (c >= 0) factor /= imaging::density_divisor(uniform, density[c], uniform ? 0.0 : *f2);
   }
+  factor *= imaging::uv_taper(terms, u, v);
   for (int s = 0; s < 4; ++s) weights[4 * k + s] = static_cast<float>(weights[4 * k + s] * factor);
 }
 

@@ -26,15 +26,15 @@ void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& schem
   if (weights_unchanged(scheme)) return;
   const UvTerms terms = uv_terms(scheme);
   std::vector<double> factor(count);
-  for (std::size_t k = 0; k < count; ++k) factor[k] = uv_factor(terms, uvw[3 * k] * uv_scale, uvw[3 * k + 1] * uv_scale);
+  for (std::size_t k = 0; k < count; ++k) factor[k] = uv_limits(terms, uvw[3 * k] * uv_scale, uvw[3 * k + 1] * uv_scale);
   if (scheme.mode != Weighting::natural) {
     const int size = density_grid_size(geometry);
     const double cell = density_cell_size(geometry);
     std::vector<double> density(static_cast<std::size_t>(size) * size, 0.0);
     std::vector<long long> cells(count, -1);
     for (std::size_t k = 0; k < count; ++k) {
-      const double w = weight[k * num_stokes] * factor[k];
-      if (w <= 0) continue;
+      const double w = density_weight(weight + k * num_stokes, num_stokes, factor[k]);
+      if (!(w > 0)) continue;
       const double u = uvw[3 * k] * uv_scale, v = uvw[3 * k + 1] * uv_scale;
       cells[k] = density_cell(size, cell, u, v);
       // Each visibility together with its Hermitian conjugate.
@@ -52,6 +52,8 @@ void apply_weighting(const ImageGeometry& geometry, const WeightingScheme& schem
     for (std::size_t k = 0; k < count; ++k)
       if (cells[k] >= 0) factor[k] /= density_divisor(uniform, density[cells[k]], f2);
   }
+  if (terms.taper > 0)
+    for (std::size_t k = 0; k < count; ++k) factor[k] *= uv_taper(terms, uvw[3 * k] * uv_scale, uvw[3 * k + 1] * uv_scale);
   for (std::size_t k = 0; k < count; ++k)
     for (int s = 0; s < num_stokes; ++s)
       weight[k * num_stokes + s] = static_cast<float>(weight[k * num_stokes + s] * factor[k]);

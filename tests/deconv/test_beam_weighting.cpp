@@ -266,53 +266,85 @@ TEST(Weighting, UvRangeAndTaper) {
   }
 }
 
-// Briggs weights with a taper and a uv range, from the definition written out here in
-// double precision (Briggs 1995, each visibility counted with its conjugate): the
-// arithmetic of weighting_math.hpp, which the GPU imager's kernels run too.
-TEST(Weighting, BriggsWithTaperEqualsItsDefinition) {
-  const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
-  const double cell = 1.0 / (density_cells * 1e-3);
-  Coverage c = coverage(g);
-  std::mt19937 rng(4);
-  std::uniform_real_distribution<float> natural(0.5f, 2.0f);
-  for (std::size_t k = 0; k < c.weight.size(); k += 4) std::fill_n(&c.weight[k], 4, natural(rng));
-  const std::vector<float> before = c.weight;
-  WeightingScheme scheme{Weighting::briggs, 0.5};
-  scheme.uv_max = 50 * cell;
-  scheme.taper_fwhm_rad = 4e-3;
-  const double uv_scale = 1.5;  // coordinates in metres at 1.5 wavelengths per metre
-  const std::size_t rows = c.weight.size() / 4;
-  apply_weighting(g, scheme, c.uvw.data(), uv_scale, rows, 4, c.weight.data());
+// Briggs and uniform weights with a taper, a uv range and rows whose Stokes I is flagged
+// (XX flagged: I and Q weigh 0, U and V do not), from the definition written out here in
+// double precision (Briggs 1995, each visibility counted with its conjugate; the taper
+// after the densities, as CASA and WSClean apply it): the arithmetic of
+// weighting_math.hpp, which the GPU imager's kernels run too.
+TEST(Weighting, DensityWeightsWithTaperAndFlaggedStokesIEqualTheirDefinition) {
+  for (const Weighting mode : {Weighting::briggs, Weighting::uniform}) {
+    const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
+    const double cell = 1.0 / (density_cells * 1e-3);
+    Coverage c = coverage(g);
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> natural(0.5f, 2.0f);
+    for (std::size_t k = 0; k < c.weight.size(); k += 4) {
+      std::fill_n(&c.weight[k], 4, natural(rng));
+      if (k % 28 == 0) c.weight[k] = c.weight[k + 1] = 0;  // one row in seven has XX flagged
+    }
+    const std::vector<float> before = c.weight;
+    WeightingScheme scheme{mode, 0.5};
+    scheme.uv_max = 50 * cell;
+    scheme.taper_fwhm_rad = 4e-3;
+    const double uv_scale = 1.5;  // coordinates in metres at 1.5 wavelengths per metre
+    const std::size_t rows = c.weight.size() / 4;
+    apply_weighting(g, scheme, c.uvw.data(), uv_scale, rows, 4, c.weight.data());
 
+    const double taper = std::pow(std::numbers::pi * 4e-3, 2) / (4 * std::log(2.0));
+    std::vector<double> counted(rows);
+    std::map<std::pair<long, long>, double> density;
+    auto cell_of = [&](double u, double v) { return std::pair{std::lround(u / cell), std::lround(v / cell)}; };
+    auto on_image = [](std::pair<long, long> iuv) {
+      return iuv.first >= -40 && iuv.first < 40 && iuv.second >= -40 && iuv.second < 40;
+    };
+    for (std::size_t k = 0; k < rows; ++k) {
+      const double u = c.uvw[3 * k] * uv_scale, v = c.uvw[3 * k + 1] * uv_scale, r = std::hypot(u, v);
+      const double w = before[4 * k] > 0 ? before[4 * k] : before[4 * k + 2];
+      counted[k] = r > scheme.uv_max ? 0.0 : w;
+      if (counted[k] <= 0) continue;
+      for (const auto& iuv : {cell_of(u, v), cell_of(-u, -v)})
+        if (on_image(iuv)) density[iuv] += counted[k];
+    }
+    double sum = 0, squares = 0;
+    for (const auto& [iuv, d] : density) {
+      sum += d;
+      squares += d * d;
+    }
+    const double f2 = std::pow(5 * std::pow(10.0, -0.5), 2) * sum / squares;
+    int cut = 0, off_image = 0, flagged_i = 0;
+    for (std::size_t k = 0; k < rows; ++k) {
+      const double u = c.uvw[3 * k] * uv_scale, v = c.uvw[3 * k + 1] * uv_scale, r = std::hypot(u, v);
+      double factor = counted[k] > 0 ? std::exp(-taper * r * r) : 0.0;
+      if (factor > 0 && on_image(cell_of(u, v)))
+        factor /= mode == Weighting::uniform ? density[cell_of(u, v)] : 1 + density[cell_of(u, v)] * f2;
+      cut += factor == 0;
+      off_image += factor > 0 && !on_image(cell_of(u, v));
+      flagged_i += factor > 0 && before[4 * k] == 0;
+      for (int s = 0; s < 4; ++s)
+        ASSERT_NEAR(c.weight[4 * k + s], before[4 * k + s] * factor, 1e-6 * before[4 * k + 2]) << k << " " << s;
+    }
+    EXPECT_GT(cut, 50);         // the uv range takes some rows out
+    EXPECT_GT(off_image, 100);  // and some beyond the image's uv cells keep their tapered weight
+    EXPECT_GT(flagged_i, 100);  // rows with Stokes I flagged have U and V weighted in their cells
+  }
+}
+
+// Under uniform weighting every occupied cell's weights add up to the same total, and a
+// Gaussian taper then shapes those totals: it is not divided out by the densities.
+TEST(Weighting, UniformWeightsKeepTheTaper) {
+  const ImageGeometry g = ImageGeometry::make(64, 1e-3, 1.2);
+  Coverage plain = coverage(g), tapered = coverage(g);
+  const std::size_t rows = plain.weight.size() / 4;
+  WeightingScheme scheme{Weighting::uniform};
+  apply_weighting(g, scheme, plain.uvw.data(), 1.0, rows, 4, plain.weight.data());
+  scheme.taper_fwhm_rad = 4e-3;
+  apply_weighting(g, scheme, tapered.uvw.data(), 1.0, rows, 4, tapered.weight.data());
   const double taper = std::pow(std::numbers::pi * 4e-3, 2) / (4 * std::log(2.0));
-  std::vector<double> tapered(rows);
-  std::map<std::pair<long, long>, double> density;
-  auto cell_of = [&](double u, double v) { return std::pair{std::lround(u / cell), std::lround(v / cell)}; };
-  auto on_image = [](std::pair<long, long> iuv) {
-    return iuv.first >= -40 && iuv.first < 40 && iuv.second >= -40 && iuv.second < 40;
-  };
+  double smallest = 1;
   for (std::size_t k = 0; k < rows; ++k) {
-    const double u = c.uvw[3 * k] * uv_scale, v = c.uvw[3 * k + 1] * uv_scale, r = std::hypot(u, v);
-    tapered[k] = r > scheme.uv_max ? 0.0 : before[4 * k] * std::exp(-taper * r * r);
-    if (tapered[k] <= 0) continue;
-    for (const auto& iuv : {cell_of(u, v), cell_of(-u, -v)})
-      if (on_image(iuv)) density[iuv] += tapered[k];
+    const double r = std::hypot(plain.uvw[3 * k], plain.uvw[3 * k + 1]), t = std::exp(-taper * r * r);
+    ASSERT_NEAR(tapered.weight[4 * k], plain.weight[4 * k] * t, 1e-6 * plain.weight[4 * k]) << k;
+    smallest = std::min(smallest, t);
   }
-  double sum = 0, squares = 0;
-  for (const auto& [iuv, d] : density) {
-    sum += d;
-    squares += d * d;
-  }
-  const double f2 = std::pow(5 * std::pow(10.0, -0.5), 2) * sum / squares;
-  int cut = 0, off_image = 0;
-  for (std::size_t k = 0; k < rows; ++k) {
-    const double u = c.uvw[3 * k] * uv_scale, v = c.uvw[3 * k + 1] * uv_scale;
-    double expected = tapered[k];
-    if (expected > 0 && on_image(cell_of(u, v))) expected /= 1 + density[cell_of(u, v)] * f2;
-    cut += expected == 0;
-    off_image += expected > 0 && !on_image(cell_of(u, v));
-    for (int s = 0; s < 4; ++s) ASSERT_NEAR(c.weight[4 * k + s], expected, 1e-6 * before[4 * k]) << k;
-  }
-  EXPECT_GT(cut, 50);         // the uv range takes some rows out
-  EXPECT_GT(off_image, 100);  // and some beyond the image's uv cells keep their tapered weight
+  EXPECT_LT(smallest, 0.5);  // the taper reaches the outer baselines
 }

@@ -35,8 +35,9 @@ inline double density_cell_size(const ImageGeometry& geometry) {
 
 // Rewrites weight[k][s] (num_stokes interleaved) in place. Densities for uniform and
 // Briggs weighting are counted on density_grid_size()^2 cells of density_cell_size(), each
-// visibility together with its Hermitian conjugate, from the Stokes I weights (slot 0);
-// the same factor then applies to every Stokes parameter of a visibility.
+// visibility together with its Hermitian conjugate, from the Stokes I weights (slot 0;
+// density_weight()) within the uv limits; the same factor, times the taper, then applies
+// to every Stokes parameter of a visibility.
 // The coordinates are uvw [k][3] times `uv_scale` wavelengths: 1 for uvw in
 // wavelengths, frequency / c for uvw in metres. With a group, these are this rank's
 // share of the channel's rows, and the densities are counted over the whole group.

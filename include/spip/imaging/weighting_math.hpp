@@ -16,12 +16,28 @@ struct UvTerms {
   double taper = 0;      // exp(-taper |uv|^2); 0: no taper
 };
 
-// The factor of the limits and the taper at (u, v): 0 outside the limits.
-SPIP_HOST_DEVICE inline double uv_factor(const UvTerms& terms, double u, double v) {
+// 1 within the uv limits at (u, v), 0 outside them.
+SPIP_HOST_DEVICE inline double uv_limits(const UvTerms& terms, double u, double v) {
   const double uv_sq = u * u + v * v;
-  double factor = uv_sq < terms.uv_min_sq || (terms.uv_max_sq > 0 && uv_sq > terms.uv_max_sq) ? 0.0 : 1.0;
-  if (terms.taper > 0) factor *= exp(-terms.taper * uv_sq);
-  return factor;
+  return uv_sq < terms.uv_min_sq || (terms.uv_max_sq > 0 && uv_sq > terms.uv_max_sq) ? 0.0 : 1.0;
+}
+
+// The taper's factor at (u, v), 1 without one. It multiplies the density-weighted
+// weights, as in CASA and WSClean: folded in before the densities, it would cancel under
+// uniform weighting (t w / (t W) = w / W) and shift Briggs's f^2.
+SPIP_HOST_DEVICE inline double uv_taper(const UvTerms& terms, double u, double v) {
+  return terms.taper > 0 ? exp(-terms.taper * (u * u + v * v)) : 1.0;
+}
+
+// The weight a visibility adds to its density cell: its Stokes I weight within the
+// limits, or where I is flagged (one of XX and YY is) the largest of its other Stokes
+// weights, so that its Q, U or V still find their cell and are weighted like their
+// neighbours' instead of keeping their natural weight.
+SPIP_HOST_DEVICE inline double density_weight(const float* stokes_weights, int num_stokes, double limits) {
+  double w = stokes_weights[0];
+  if (!(w > 0))
+    for (int s = 1; s < num_stokes; ++s) w = fmax(w, static_cast<double>(stokes_weights[s]));
+  return w * limits;
 }
 
 // Density cell of (u, v) on `size` x `size` cells of `cell` wavelengths centred on
