@@ -231,9 +231,13 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
                                   {&maps.stokes_i, "Stokes I"}})
     require_shape(*map, pi, name);
   const Map sigma = local_noise(maps.pi_err, settings.box);
+  // Above the threshold in the pixel's own FDF noise too: it exceeds the box's where a
+  // bright source's deconvolution errors, or with faraday.fractional a faint pixel's
+  // steep fitted spectrum, raise it, and peaks there are those errors amplified.
   std::vector<char> mask(pi.values.size());
   for (std::size_t p = 0; p < mask.size(); ++p)
-    mask[p] = pi.values[p] > settings.threshold * sigma.values[p] && sigma.values[p] > 0;
+    mask[p] = pi.values[p] > settings.threshold * sigma.values[p] && sigma.values[p] > 0 &&
+              !(pi.values[p] <= settings.threshold * maps.pi_err.values[p]);
 
   // Islands numbered brightest first: by their peaks, each island's pixels sorted by
   // falling PI, which is also the order their components are sought in.

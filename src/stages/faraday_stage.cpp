@@ -149,8 +149,10 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
 
 // Each pixel's FDF noise from its residual Q and U over the channels, K sqrt(sum_c w_c^2
 // (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
-// deconvolution errors alike. Empty without residual cubes.
-std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::vector<double>& weight) const {
+// deconvolution errors alike. With `flattening` (faraday.fractional), each residual is
+// scaled as the pixel's spectrum was. Empty without residual cubes.
+std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::vector<double>& weight,
+                                             const Flattening& flattening) const {
   if (!group.has_residuals()) return {};
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   double weight_sum = 0;
@@ -161,7 +163,7 @@ std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::v
     for (std::size_t c = 0; c < weight.size(); ++c)
       if (weight[c] > 0)
         for (std::size_t i = 0; i < pixels; ++i) {
-          const double r = residual[c * pixels + i];
+          const double r = residual[c * pixels + i] * flattening.factor(i, c);
           power[i] += 0.5 * weight[c] * weight[c] * r * r;
         }
   }
@@ -232,7 +234,7 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   const std::vector<float>& stokes_i_rows = group.image(stokes_i);
   const std::vector<float> mean_i = write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
   write_moment_rows(stokes_v, first_row, group.image(stokes_v), weight);
-  const std::vector<float> sigmas = synthesis ? pixel_noise(group, weight) : std::vector<float>();
+  const std::vector<float> sigmas = synthesis ? pixel_noise(group, weight, {}) : std::vector<float>();
   const std::vector<float>& q = group.image(stokes_q);
   const std::vector<float>& u = group.image(stokes_u);
   write_moment_rows(stokes_q, first_row, q, weight);
@@ -254,16 +256,19 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
         if (!outside(i)) p[i] = cfloat(q[i], u[i]);
   // With faraday.fractional: each pixel's Stokes I at nu0 and spectral index, NaN where blanked.
   std::vector<float> i0, alpha;
-  if (!synthesis->log_nu_ratio.empty())
+  std::vector<float> fdf_sigmas = sigmas;  // of the spectra as synthesised
+  if (!synthesis->log_nu_ratio.empty()) {
     i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, sigmas, p, alpha);
+    fdf_sigmas = flattened_noise(*synthesis, group, weight, {&alpha, &synthesis->log_nu_ratio});
+  }
   const int num_chan = static_cast<int>(weight.size());
   faraday::SlabCubes kept{false, false};
   for (const CubeChoice& cube : synthesis->cubes) (cube.clean ? kept.clean : kept.dirty) = true;
   const faraday::SlabSpectra slab =
       gpu_device_ >= 0 ? cuda::synthesise_slab(gpu_device_, synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
-                                               synthesis->rmsf_double, synthesis->settings, sigmas, kept)
+                                               synthesis->rmsf_double, synthesis->settings, fdf_sigmas, kept)
                        : faraday::synthesise_slab(synthesis->a, num_chan, p.data(), static_cast<int>(pixels),
-                                                  synthesis->rmsf_double, synthesis->settings, sigmas, kept);
+                                                  synthesis->rmsf_double, synthesis->settings, fdf_sigmas, kept);
   iterations += slab.iterations;
   // A blanked pixel (NaN i0, or outside the beam) has a zero spectrum; its products say
   // it was not measured.
@@ -276,8 +281,13 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
     for (std::size_t i = 0; i < source.size(); ++i) values[i] = measured(i, part_of(source[i], cube.part));
     writer_->rows(products_.fdf_cube(cube.name), first_row, values);
   }
+  // The FDF noise is known wherever the pixel was imaged, also where faraday.fractional
+  // found no power law to divide by: the catalogue's local noise, measured on it over
+  // boxes, would otherwise see only the pixels of bright Stokes I and their
+  // deconvolution errors (3 times the noise on the sample).
   std::vector<float> maps(slab.maps.size());
-  for (std::size_t i = 0; i < maps.size(); ++i) maps[i] = measured(i, slab.maps[i]);
+  for (std::size_t i = 0; i < maps.size(); ++i)
+    maps[i] = i / pixels == static_cast<std::size_t>(faraday::map_pi_err) ? (outside(i) ? NAN : slab.maps[i]) : measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
     writer_->rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
   const std::vector<float> complexity = sigma_add_rows(*synthesis, p, maps, alpha, weight, sigmas);
@@ -317,6 +327,34 @@ std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, con
     }
   }
   return i0;
+}
+
+// faraday.fractional: each pixel's FDF noise once its channels' noise is scaled as its
+// spectrum was, by (nu_c / nu0)^-alpha. The field's is K sqrt(sum_c w_c^2 sigma_c^2
+// f_c^2), the residuals' pixel_noise() with the same factors, and the larger counts.
+// Unscaled where no power law was fitted; a spectrum steeper than its noise (a faint
+// pixel's fitted alpha far from the source's) then keeps its excess out of the detections.
+std::vector<float> FaradayStage::flattened_noise(const Synthesis& synthesis, const RowBatch& group,
+                                                 const std::vector<double>& weight,
+                                                 const Flattening& flattening) const {
+  const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
+  std::vector<float> sigma = pixel_noise(group, weight, flattening);
+  sigma.resize(pixels, 0.0f);
+  std::vector<double> channel_variance(weight.size(), 0.0);  // of each channel's part of the FDF
+  double plain = 0;
+  for (std::size_t c = 0; c < weight.size(); ++c)
+    if (weight[c] > 0) plain += channel_variance[c] = weight[c] * weight[c] * synthesis.channel_sigma[c] * synthesis.channel_sigma[c];
+  if (!(plain > 0)) return sigma;
+  for (std::size_t x = 0; x < pixels; ++x) {
+    double scaled = 0;
+    for (std::size_t c = 0; c < weight.size(); ++c) {
+      const double f = flattening.factor(x, c);
+      scaled += channel_variance[c] * f * f;
+    }
+    const double field = synthesis.settings.sigma * std::sqrt(scaled / plain);
+    sigma[x] = std::max(sigma[x], static_cast<float>(field));
+  }
+  return sigma;
 }
 
 // sigma_add and its lower and upper errors per pixel ([3][pixel]) of the residuals of Q

@@ -6,6 +6,7 @@
 // product is read back; each rank then computes the moment images, runs RM synthesis,
 // RM-CLEAN and the peak fit, and writes the rows straight into the products. Memory is
 // bounded by the row group, not by the channels or the depths.
+#include <cmath>
 #include <complex>
 #include <memory>
 #include <optional>
@@ -100,7 +101,19 @@ class FaradayStage {
                     long long& iterations) const;
   std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                                        const std::vector<double>& weight) const;
-  std::vector<float> pixel_noise(const RowBatch& group, const std::vector<double>& weight) const;
+  // faraday.fractional's scaling of a pixel's channel: (nu_c / nu0)^-alpha where a power
+  // law was fitted, 1 elsewhere and without one.
+  struct Flattening {
+    const std::vector<float>* alpha = nullptr;          // per pixel, NaN where no law
+    const std::vector<double>* log_nu_ratio = nullptr;  // ln(nu_c / nu0)
+    double factor(std::size_t pixel, std::size_t channel) const {
+      return alpha && !std::isnan((*alpha)[pixel]) ? std::exp(-(*alpha)[pixel] * (*log_nu_ratio)[channel]) : 1.0;
+    }
+  };
+  std::vector<float> pixel_noise(const RowBatch& group, const std::vector<double>& weight,
+                                 const Flattening& flattening) const;
+  std::vector<float> flattened_noise(const Synthesis& synthesis, const RowBatch& group,
+                                     const std::vector<double>& weight, const Flattening& flattening) const;
   std::vector<float> flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
                                      const std::vector<float>& mean_i, const std::vector<double>& weight,
                                      const std::vector<float>& sigmas, std::vector<std::complex<float>>& p,
