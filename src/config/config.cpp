@@ -395,7 +395,8 @@ const std::vector<Key>& keys() {
              "restore every channel with the largest fitted beam (needed for RM synthesis); false: its own (BEAMS table)"),
       {"image.beam", "numbers", "arcsec",
        "restoring beam MAJOR,MINOR,PA for every channel (FWHM in arcsec, PA in deg east of north), as WSClean's "
-       "-beam-shape; empty: fitted to each channel's PSF",
+       "-beam-shape; empty: fitted to each channel's PSF; with input.cube_q: the cubes' beam where their headers give "
+       "none",
        "MAJOR,MINOR,PA in arcsec, arcsec, deg with MAJOR >= MINOR > 0, or nothing", false, set_restoring_beam,
        [](const Config& c) { return std::vector<std::string>{restoring_beam_text(c.image)}; }},
       {"image.centre", "numbers", "deg",

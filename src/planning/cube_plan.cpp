@@ -110,6 +110,17 @@ CubePlan open_cube_plan(const Config& config, int ranks) {
   plan.base = cubes.q->grid;
   plan.base.spectral.reset();
   plan.base.stokes.reset();
+  // The catalogue sizes its noise boxes, separates components and scales position errors
+  // by the restoring beam: a cube without one takes image.beam, or is refused.
+  const ImageConfig& image = config.image;
+  if (!plan.base.beam && image.beam_major_arcsec > 0)
+    plan.base.beam = fits::Beam{image.beam_major_arcsec / rad_to_arcsec, image.beam_minor_arcsec / rad_to_arcsec,
+                                image.beam_pa_deg / rad_to_deg};
+  if (!plan.base.beam && config.catalogue.threshold > 0)
+    SPIP_THROW(InputError, named("input.cube_q", input.cube_q) +
+                               " gives no restoring beam (BMAJ and BMIN, or a BEAMS table), which the catalogue "
+                               "needs for its noise boxes, its components and their position errors: expected "
+                               "image.beam MAJOR,MINOR,PA (arcsec, deg), or catalogue.threshold 0");
   for (int r = 0; r < ranks; ++r) {
     const auto [begin, end] = FaradayStage::slab_rows(r, ranks, channels);
     plan.blocks.push_back({begin, end});

@@ -291,6 +291,32 @@ def check_given_positions(one, catalogue):
                       f"  its phi and sigma_add are those the island catalogue found there")
 
 
+def check_beamless_cubes(one):
+    """Cubes whose headers give no restoring beam: refused in one line, since the catalogue
+    sizes its boxes and components by the beam, unless image.beam gives it; with the
+    cubes' own beam as image.beam the catalogue is the one of the cubes with it."""
+    beamless = f"{WORK}/beamless"
+    os.mkdir(beamless)
+    for name in ("q", "u", "i"):
+        with fits.open(f"{WORK}/{name}.fits") as hdul:
+            h = hdul[0].header.copy()
+            for key in ("BMAJ", "BMIN", "BPA"):
+                del h[key]
+            fits.PrimaryHDU(hdul[0].data, h).writeto(f"{beamless}/{name}.fits")
+    run = subprocess.run([SPIP, "--input.cube_q", f"{beamless}/q.fits", "--input.cube_u", f"{beamless}/u.fits",
+                          "--output.dir", f"{beamless}/refused"], capture_output=True, text=True)
+    lines = run.stderr.strip().splitlines()
+    check(run.returncode == 3 and len(lines) == 1 and "no restoring beam" in lines[0] and "image.beam" in lines[0],
+          f"cubes without a beam are refused in one line (exit {run.returncode}): {run.stderr.strip()}")
+    check(not os.path.exists(f"{beamless}/refused"), "and nothing is written")
+    run = spip(1, f"{beamless}/given", beamless, "--image.beam", "15,12,30")
+    check(run.returncode == 0, f"with image.beam they run (exit {run.returncode}): {run.stderr.strip()[-500:]}")
+    if run.returncode == 0:
+        with open(f"{one}/c-rmtable.csv") as a, open(f"{beamless}/given/c-rmtable.csv") as b:
+            check(a.read() == b.read(), "and the RMTable is the one of the cubes with that beam in their headers")
+    shutil.rmtree(beamless)
+
+
 def check_stop_and_rerun():
     """What Slurm does at the time limit: SIGTERM to one rank once the Faraday stage has
     begun (cubes large enough, and row groups small enough, to catch it there). Every rank
@@ -452,6 +478,7 @@ def main():
           f"{run.stderr.strip()}")
     check(not os.path.exists(f"{WORK}/refused"), "and nothing is written")
 
+    check_beamless_cubes(one)
     check_stop_and_rerun()
 
 
