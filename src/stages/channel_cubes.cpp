@@ -87,17 +87,19 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
     h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: the largest");
   if (const auto& beam = plan.primary_beam) {
     std::ostringstream line;
-    line << "primary beam: " << to_string(config.beam.model) << ", " << beam->describe()
+    line << "primary beam: " << beam->describe()
          << "; image-pb cubes blank below a response of " << config.beam.limit;
     h.history.push_back(line.str());
   }
   if (plan.mosaic()) {
     h.history.push_back("linear mosaic of " + std::to_string(plan.pointings.size()) +
-                        " pointings: apparent planes sum_p B_p w_p X_p / sqrt(sum_p B_p^2 w_p sum_p w_p), "
-                        "w_p = 1/sigma_p^2; pb: sqrt(sum_p w_p B_p^2 / sum_p w_p)");
-    for (const Direction& pointing : plan.pointings)
-      h.history.push_back("mosaic pointing RA " + fixed(pointing.ra_rad * rad_to_deg, 6) + " Dec " +
+                        " pointings: apparent planes sum_p B_p w_p X_p / sqrt(sum_p B_p^2 w_p w_max), "
+                        "w_p = 1/sigma_p^2, w_max the largest; pb: sqrt(sum_p w_p B_p^2 / w_max)");
+    for (const Direction& pointing : plan.pointings) {
+      const double ra_deg = pointing.ra_rad * rad_to_deg;
+      h.history.push_back("mosaic pointing RA " + fixed(ra_deg - 360 * std::floor(ra_deg / 360), 6) + " Dec " +
                           fixed(pointing.dec_rad * rad_to_deg, 6) + " deg");
+    }
   }
   return cubes;
 }

@@ -529,6 +529,19 @@ TEST(Mosaic, TwoPointingsGiveTheTrueSkyOnTwoRanks) {
   const auto pb_i = spip::fits::read_image((out / "spip-image-pb-I.fits").string());
   EXPECT_NEAR(pb_i.number("CRVAL1"), 0, 1e-9);  // the pointings' middle
   EXPECT_NEAR(pb_i.number("CRVAL2"), dec0_deg, 1e-9);
+  // HISTORY states the planes' rule (CFITSIO splits long lines into cards of 70) and
+  // each pointing, with its RA in [0, 360) as qa.json gives it.
+  std::string history;
+  int pointings_listed = 0;
+  for (const std::string& line : pb_i.history) {
+    history += line;
+    if (!line.starts_with("mosaic pointing RA ")) continue;
+    ++pointings_listed;
+    const double ra = std::stod(line.substr(19));
+    EXPECT_TRUE(ra >= 0 && ra < 360) << line;
+  }
+  EXPECT_EQ(pointings_listed, 2) << history;
+  EXPECT_NE(history.find("w_max the largest; pb: sqrt(sum_p w_p B_p^2 / w_max)"), std::string::npos) << history;
   EXPECT_FALSE(fs::exists(out / "spip-psf.fits"));  // each pointing has its own
   EXPECT_FALSE(fs::exists(out / "spip-model-I.fits"));
   const std::string qa = spip::test::file_text(out / "spip-qa.json");
