@@ -181,7 +181,7 @@ void write_cards(fitsfile* fptr, const ImageHeader& h, const std::string& path) 
   // For SIN the native pole is fixed; stating both stops readers from guessing.
   cards.real("LONPOLE", 180.0, "");
   cards.real("LATPOLE", h.dec_rad * rad_to_deg, "");
-  if (h.spectral && h.spectral->ctype == "FREQ") cards.text("SPECSYS", "TOPOCENT", "");
+  if (h.spectral && h.spectral->ctype == "FREQ") cards.text("SPECSYS", h.specsys, "");
   cards.text("DATE-OBS", h.date_obs, "");
   cards.text("TELESCOP", h.telescope, "");
   cards.text("OBJECT", h.object, "");

@@ -143,6 +143,7 @@ SpectralCube open_spectral_cube(const std::string& path) {
   if (has(header, "BUNIT")) grid.bunit = header.text("BUNIT");
   if (has(header, "TELESCOP")) grid.telescope = header.text("TELESCOP");
   if (has(header, "DATE-OBS")) grid.date_obs = header.text("DATE-OBS");
+  if (has(header, "SPECSYS")) grid.specsys = header.text("SPECSYS");
   if (has(header, "OBJECT")) grid.object = header.text("OBJECT");
 
   const std::string n = std::to_string(f + 1);

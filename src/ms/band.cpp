@@ -111,6 +111,14 @@ std::pair<int, int> Band::stored_range(int input, int begin, int end) const {
 }
 
 Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector<int>>& selected) {
+  // One FITS axis has one frame: frequencies of two frames differ by up to 1e-4 (LSRK
+  // against TOPO), several channels of a fine band.
+  for (const MsInfo& info : inputs)
+    if (info.spectral_frame != inputs.front().spectral_frame)
+      SPIP_THROW(InputError, input_name(info) + "'s frequencies are " + info.spectral_frame + ", " +
+                                 input_name(inputs.front()) + "'s " + inputs.front().spectral_frame +
+                                 ": expected one frame on one frequency axis (regrid with CASA's mstransform, "
+                                 "outframe)");
   const std::vector<std::vector<Stored>> merged = same_channels(inputs, sorted_channels(inputs, selected));
   Band band;
   const Stored& lowest = merged.front().front();

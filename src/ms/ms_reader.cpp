@@ -2,6 +2,7 @@
 #include "spip/ms/ms_reader.hpp"
 
 #include <casacore/casa/Arrays/Array.h>
+#include <casacore/casa/Arrays/Slicer.h>
 #include <casacore/casa/Arrays/Vector.h>
 #include <casacore/casa/Containers/Record.h>
 #include <casacore/casa/Exceptions/Error.h>
@@ -19,6 +20,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <iterator>
+#include <limits>
 #include <numeric>
 #include <sstream>
 #include <vector>
@@ -31,6 +34,39 @@ namespace {
 namespace cc = casacore;
 
 [[noreturn]] void bad_input(const std::string& message) { SPIP_THROW(InputError, message); }
+
+// The observation's start, as FITS's DATE-OBS means it: the earliest row's TIME (the
+// middle of its integration) less half its INTERVAL, whatever the rows' order. Read in
+// slices, so that a large MS costs no more memory than a slice.
+double start_time(const cc::Table& main) {
+  const cc::ScalarColumn<double> time(main, "TIME");
+  const bool has_interval = main.tableDesc().isColumn("INTERVAL");
+  constexpr cc::rownr_t slice = 1 << 20;
+  double start = std::numeric_limits<double>::infinity();
+  for (cc::rownr_t first = 0; first < main.nrow(); first += slice) {
+    const cc::Slicer rows(cc::IPosition(1, static_cast<long long>(first)),
+                          cc::IPosition(1, static_cast<long long>(std::min(slice, main.nrow() - first))));
+    const cc::Vector<double> t = time.getColumnRange(rows);
+    cc::Vector<double> interval;
+    if (has_interval) interval = cc::ScalarColumn<double>(main, "INTERVAL").getColumnRange(rows);
+    for (std::size_t r = 0; r < t.size(); ++r) start = std::min(start, t[r] - (has_interval ? 0.5 * interval[r] : 0.0));
+  }
+  return start;
+}
+
+// FITS SPECSYS of a window's MEAS_FREQ_REF, casacore's MFrequency types in their order
+// (REST, LSRK, LSRD, BARY, GEO, TOPO, GALACTO, LGROUP, CMB); TOPOCENT where the
+// column is missing.
+std::string spectral_frame(const cc::Table& windows, int spw, const std::string& path) {
+  if (!windows.tableDesc().isColumn("MEAS_FREQ_REF")) return "TOPOCENT";
+  constexpr const char* specsys[] = {"SOURCE",   "LSRK",     "LSRD",     "BARYCENT", "GEOCENTR",
+                                     "TOPOCENT", "GALACTOC", "LOCALGRP", "CMBDIPOL"};
+  const int frame = cc::ScalarColumn<int>(windows, "MEAS_FREQ_REF")(static_cast<cc::rownr_t>(spw));
+  if (frame < 0 || frame >= static_cast<int>(std::size(specsys)))
+    bad_input(path + ": spectral window " + std::to_string(spw) + " has MEAS_FREQ_REF " + std::to_string(frame) +
+              ", not a frequency frame; expected 0 to 8 (REST to CMB)");
+  return specsys[frame];
+}
 
 // Read-only and without locks: many ranks read the same MS at once.
 cc::Table open_table(const std::string& path) {
@@ -170,7 +206,7 @@ void MsReader::Impl::open(const std::string& path) {
   read_windows();
   read_field();
   choose_weights();
-  if (info.num_rows > 0) info.first_time_mjd_s = cc::ScalarColumn<double>(main, "TIME")(0);
+  if (info.num_rows > 0) info.start_time_mjd_s = start_time(main);
   const cc::Table observation = open_subtable(path, "OBSERVATION");
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
@@ -209,6 +245,7 @@ void MsReader::Impl::read_windows() {
   const cc::Vector<double> width = cc::ArrayColumn<double>(windows, "CHAN_WIDTH")(info.spw);
   info.freq_hz.assign(freq.begin(), freq.end());
   info.chan_width_hz.assign(width.begin(), width.end());
+  info.spectral_frame = spectral_frame(windows, info.spw, info.path);
 
   const cc::Table descriptions = open_subtable(info.path, "DATA_DESCRIPTION");
   const cc::ScalarColumn<int> spw_of(descriptions, "SPECTRAL_WINDOW_ID");
@@ -571,7 +608,7 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin
 }
 
 std::string MsInfo::date_obs() const {
-  const cc::MVTime time(first_time_mjd_s / 86400.0);
+  const cc::MVTime time(start_time_mjd_s / 86400.0);
   std::string iso = time.string(cc::MVTime::FITS, 9);
   return iso;
 }

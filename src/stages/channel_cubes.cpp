@@ -77,7 +77,12 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
   h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", plan.freq_hz.front(), plan.band.step_hz, 1.0, plan.band.size()});
   h.bunit = "Jy/beam";
   h.beam = fits::Beam{};  // placeholder values until write_restoring_beam
-  h.date_obs = info.date_obs();
+  // The earliest input's start; merge_band has made sure the inputs share one frame.
+  const auto earliest = std::min_element(plan.readers.begin(), plan.readers.end(), [](const auto& a, const auto& b) {
+    return a.info().start_time_mjd_s < b.info().start_time_mjd_s;
+  });
+  h.date_obs = earliest->info().date_obs();
+  h.specsys = info.spectral_frame;
   h.telescope = info.telescope;
   h.object = info.field_name;
   h.history.push_back("spip: " + std::to_string(config.input.ms.size()) + " MS, " +

@@ -276,13 +276,13 @@ TEST(SpipCli, PlanTimesALongDepthAxisOnASample) {
 
 TEST(SpipCli, RunsThatCannotFitStopBeforeWritingAnything) {
   // Memory: an image no rank can hold is refused at planning time, not by bad_alloc.
-  const Outcome huge = run_spip(sample_args("huge") + " --image.size 5000000");
+  const Outcome huge = run_spip(sample_args("huge") + " --image.size 5000000 --image.scale 0.05");
   expect_one_line_error(huge, 2, {"imaging 5000000^2 pixels", "GB per rank (the process itself 0.060 GB), but parallel.memory_gb allows"});
   EXPECT_FALSE(fs::exists(scratch("huge"))) << "nothing may be written";
   // The same with multiscale CLEAN on automatic scales: its buffers are planned (and
   // named) without making any kernel of that size.
   expect_one_line_error(run_spip(sample_args("huge_multiscale") +
-                                 " --image.size 5000000 --clean.niter 10 --clean.multiscale true"),
+                                 " --image.size 5000000 --image.scale 0.05 --clean.niter 10 --clean.multiscale true"),
                         2, {"imaging 5000000^2 pixels", "(the process itself 0.060 GB, CLEAN's buffers", "clean.scales"});
   // Memory: one row of a Faraday spectrum too long for the budget.
   expect_one_line_error(run_spip(sample_args("depths") + " --faraday.phi_max 100000 --faraday.dphi 0.01 "

@@ -75,7 +75,8 @@ TEST(MsReader, DescribesTheOskarSample) {
   EXPECT_NEAR(info.ra_rad, 0.0, 1e-12);
   EXPECT_NEAR(info.dec_rad, M_PI / 3, 1e-12);
   EXPECT_EQ(info.stokes_summary(), "XX XY YX YY");
-  EXPECT_EQ(info.date_obs().substr(0, 19), "2025-03-20T00:03:20");
+  EXPECT_EQ(info.date_obs().substr(0, 19), "2025-03-20T00:00:00");  // the first 400 s dump's start
+  EXPECT_EQ(info.spectral_frame, "TOPOCENT");
   for (bool determined : info.stokes_determined) EXPECT_TRUE(determined);
 }
 
@@ -201,6 +202,29 @@ TEST(MsReader, WeightColumnGivesInverseVariances) {
   corruption.noise_sigma_jy = 2.0;  // the simulator writes WEIGHT = 1/SIGMA^2 = 1/4
   const VisBlock block = MsReader(simulated("noisy.ms", corruption), Selection{}).read(0, 1);
   EXPECT_FLOAT_EQ(block.weight[block.index(0, 0, 0)], 0.5f);  // 4 w_a w_b / (w_a + w_b), w = 1/4
+}
+
+// DATE-OBS is when the observation started, as FITS means it: the earliest row's TIME
+// (the middle of its integration) less half its INTERVAL, wherever that row is in the
+// table. SPECSYS follows the window's MEAS_FREQ_REF, and inputs in two frames cannot
+// share one frequency axis.
+TEST(MsReader, StartTimeAndFrequencyFrameAsTheTablesGiveThem) {
+  const std::string ms = simulated("frames.ms");
+  {
+    cc::Table table(ms, cc::Table::Update);
+    cc::ScalarColumn<double> time(table, "TIME");
+    time.put(0, time(table.nrow() - 1) + 3600);  // the first row, an hour after the last
+    cc::Table windows(ms + "/SPECTRAL_WINDOW", cc::Table::Update);
+    cc::ScalarColumn<int>(windows, "MEAS_FREQ_REF").put(0, 1);  // LSRK
+  }
+  const spip::ms::MsInfo lsrk = MsReader(ms, Selection{}).info();
+  EXPECT_EQ(lsrk.date_obs().substr(0, 19), "2025-03-20T00:00:00");
+  EXPECT_EQ(lsrk.spectral_frame, "LSRK");
+  const spip::ms::MsInfo topo = MsReader(oskar_ms, Selection{}).info();
+  std::vector<int> every(40);
+  std::iota(every.begin(), every.end(), 0);
+  expect_input_error([&] { spip::ms::merge_band({topo, lsrk}, {every, every}); },
+                     {"frames.ms's frequencies are LSRK", "oskar_small.ms's TOPOCENT", "one frame"});
 }
 
 TEST(MsReaderErrors, PathThatDoesNotExist) {

@@ -329,5 +329,7 @@ TEST(WideLobe, MultiscaleDivergesWherePointCleanDoesNotAndTheLogSaysWhy) {
                           std::string::npos &&
                           log.find("point CLEAN (clean.multiscale false)") != std::string::npos;
     EXPECT_EQ(says_why, !extra.empty()) << log;
+    // The set's frequencies are LSRK (MEAS_FREQ_REF 1), and its cubes say so.
+    EXPECT_EQ(spip::fits::read_image((out / "spip-image-I.fits").string()).text("SPECSYS"), "LSRK");
   }
 }

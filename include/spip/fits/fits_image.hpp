@@ -48,6 +48,7 @@ struct ImageHeader {
   std::optional<Beam> beam;        // BMAJ/BMIN/BPA on restored products
   bool beam_per_plane = false;     // CASAMBM = T: CubeFile::write_beams adds the planes' own beams
   std::string date_obs;            // ISO 8601 UTC
+  std::string specsys = "TOPOCENT";  // the frequency axis's frame (FITS SPECSYS)
   std::string telescope;
   std::string object;
   std::map<std::string, double> extra_keys;  // e.g. LAMSQ0

@@ -35,14 +35,15 @@ struct MsInfo {
   double dish_diameter_m = 0;         // the antennas' positive DISH_DIAMETERs where they agree to 1 %; 0 where not
   std::string dish_range;             // what the ANTENNA table holds, e.g. "22 m" or "7 to 12 m", for messages
   std::string field_name;
-  double first_time_mjd_s = 0;        // TIME of the first row, MJD seconds (UTC)
+  double start_time_mjd_s = 0;        // the earliest row's TIME less half its INTERVAL, MJD seconds (UTC)
+  std::string spectral_frame = "TOPOCENT";  // FITS SPECSYS of the window's MEAS_FREQ_REF
   bool has_weight_spectrum = false;
   // Channels in one tile of the data column (all of them in OSKAR's and spip-simulate's
   // layout, where any channel block reads every tile); 0 where it is not tiled.
   int data_tile_channels = 0;
 
   int num_channels() const { return static_cast<int>(freq_hz.size()); }
-  std::string date_obs() const;       // ISO 8601 of first_time_mjd_s
+  std::string date_obs() const;       // ISO 8601 of start_time_mjd_s, the observation's start (FITS DATE-OBS)
   std::string stokes_summary() const; // e.g. "I Q U V" or "I Q (U, V not determined by [XX YY])"
 };
 
