@@ -6,6 +6,7 @@
 #include <string>
 
 #include "spip/beam/primary_beam.hpp"
+#include "spip/common/celestial.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
 #include "spip/fits/fits_image.hpp"
@@ -82,6 +83,25 @@ BeamCube read_beam_cube(const std::string& path) {
   cube.ref_y = number_or(image, "CRPIX2", 1) - 1;
   cube.dl = step_rad(image, 0);
   cube.dm = step_rad(image, 1);
+  // A field imaged about another centre says where its pointing is in OBSRA and OBSDEC
+  // (spip's own pb.fits, and CASA's images): the beam is centred there, not on CRPIX.
+  if (image.keywords.contains("OBSRA") && image.keywords.contains("OBSDEC")) {
+    const Direction centre{number_or(image, "CRVAL1", 0) / rad_to_deg, number_or(image, "CRVAL2", 0) / rad_to_deg};
+    const Direction pointing{image.number("OBSRA") / rad_to_deg, image.number("OBSDEC") / rad_to_deg};
+    const auto [l, m] = direction_cosines(pointing, centre);
+    cube.ref_x += l / cube.dl;
+    cube.ref_y += m / cube.dm;
+  }
+  // A mosaic's effective response (spip's pb.fits of several pointings) is not one
+  // antenna's beam: it has several centres and exceeds 1 where they overlap.
+  for (const std::string& line : image.history)
+    if (line.starts_with("linear mosaic of "))
+      refuse(path, "its HISTORY says it is a linear mosaic's effective response, not one pointing's beam");
+  float highest = 0;
+  for (float v : image.data) highest = v > highest ? v : highest;  // blank (NaN) pixels are never larger
+  if (highest > 1.01f)
+    refuse(path, "its response reaches " + std::to_string(highest) +
+                     ", above the 1 of a beam at its pointing (a mosaic's effective response?)");
   const std::size_t fa = static_cast<std::size_t>(freq_axis);
   const long planes = image.shape[fa];
   const double crval = image.number(key("CRVAL", fa)), cdelt = number_or(image, key("CDELT", fa), 0);

@@ -16,6 +16,8 @@
 
 #include <algorithm>
 #include <array>
+#include <sys/wait.h>
+
 #include <cmath>
 #include <complex>
 #include <filesystem>
@@ -358,6 +360,21 @@ TEST(BeamCorrection, ImagedAtAnotherCentreTheBeamStaysOnThePointing) {
   }
   EXPECT_TRUE(target_listed);
   EXPECT_TRUE(pointing_listed);
+  // That pb.fits as beam.fits: centred on its OBSRA and OBSDEC, the pointing, it gives
+  // the analytic beam's response again. The cube is read as a grid in (l, m) about the
+  // pointing, 0.57 deg from its own centre: the two projections part by up to 1.3
+  // pixels at the image's edge (3e-4 rad, second order), where the outermost pixels then
+  // fall off the cube; inside them the smooth beam differs by 1e-4.
+  const fs::path reused = corrected(ms, "reused", "--beam.model fits --beam.fits " + (out / "spip-pb.fits").string() +
+                                                     " --image.centre " + centre.str() + " --faraday.cubes none");
+  const auto pb_reused = spip::fits::read_image((reused / "spip-pb.fits").string());
+  double worst_pb = 0;
+  for (int c = 0; c < channels; ++c)
+    for (int y = 3; y < size - 3; y += 7)
+      for (int x = 3; x < size - 3; x += 7)
+        if (value(pb, x, y, c) > 0.05) worst_pb = std::max(worst_pb, std::abs(value(pb_reused, x, y, c) - value(pb, x, y, c)));
+  std::printf("[ measured ] image.centre's pb.fits as beam.fits: largest difference from the Airy beam %.2e\n", worst_pb);
+  EXPECT_LT(worst_pb, 2e-3);
   // A centre on the far side of the sky (an RA in hours taken for degrees, say) is refused.
   EXPECT_NE(run(std::string(SPIP_BIN) + " --input.ms " + ms.string() + " --image.centre 180,-50 --output.dir " +
                 scratch("far").string() + " --plan"),
@@ -592,6 +609,12 @@ TEST(Mosaic, TwoPointingsGiveTheTrueSkyOnTwoRanks) {
         ASSERT_EQ(a.data[i], b.data[i]) << name << " " << i;
       }
   }
+  // The mosaic's pb.fits is not one antenna's beam: as beam.fits it is refused.
+  EXPECT_EQ(WEXITSTATUS(run(std::string(SPIP_BIN) + " --input.ms " + east.string() + " --beam.model fits --beam.fits " +
+                            (out / "spip-pb.fits").string() + " --output.dir " + scratch("mosaic-beam").string())),
+            2);
+  EXPECT_NE(spip::test::file_text(scratch("log.txt")).find("a linear mosaic's effective response"), std::string::npos)
+      << spip::test::file_text(scratch("log.txt"));
   // With image.beam each channel is restored as soon as its pointings are imaged, from
   // their models in memory rather than kept ones: the same truth.
   const fs::path chosen = scratch("chosen-beam");
