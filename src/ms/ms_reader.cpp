@@ -11,6 +11,7 @@
 #include <casacore/measures/Measures/MCDirection.h>
 #include <casacore/measures/TableMeasures/ArrayMeasColumn.h>
 #include <casacore/tables/Tables/ArrayColumn.h>
+#include <casacore/tables/Tables/RowNumbers.h>
 #include <casacore/tables/DataMan/TiledStManAccessor.h>
 #include <casacore/tables/Tables/TableColumn.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
@@ -113,13 +114,16 @@ int select_row(int requested, std::size_t rows, const std::string& ms_path, cons
 struct MsReader::Impl {
   Selection selection;
   MsInfo info;
-  cc::Table main;
+  cc::Table stored;                // the main table as stored, for its storage managers
+  cc::Table main;                  // the rows read: stored, or its selected window's (select_window_rows)
+  cc::rownr_t first_stored_row = 0;  // main's first row in stored
   std::vector<int> data_desc_ids;  // DATA_DESC_IDs that point at the selected window
   std::array<StokesRule, num_stokes> rules{};
   std::string weight_column;       // WEIGHT_SPECTRUM, WEIGHT or SIGMA
 
   void open(const std::string& path);
   void read_windows();
+  void select_window_rows();
   void read_field();
   void read_dishes();
   void choose_weights();
@@ -169,9 +173,9 @@ struct MsReader::Impl {
   template <typename F>
   void for_each_tiled_column(F&& f) const {
     for (const char* column : {"DATA", "FLAG", "WEIGHT_SPECTRUM", "CORRECTED_DATA", "MODEL_DATA"}) {
-      if (!main.tableDesc().isColumn(column)) continue;
+      if (!stored.tableDesc().isColumn(column)) continue;
       try {
-        cc::ROTiledStManAccessor tiles(main, column, true);
+        cc::ROTiledStManAccessor tiles(stored, column, true);
         f(tiles, column);
       } catch (const cc::AipsError&) {
         // Not a tiled storage manager: nothing cached per tile.
@@ -197,13 +201,14 @@ void MsReader::Impl::open(const std::string& path) {
   if (!std::filesystem::exists(path)) bad_input(path + ": no such file or directory");
   if (!cc::Table::isReadable(path))
     bad_input(path + ": not a casacore table; expected a MeasurementSet directory");
-  main = open_table(path);
+  main = stored = open_table(path);
   for (const char* column : {"UVW", "ANTENNA1", "ANTENNA2", "FLAG", "FLAG_ROW", "FIELD_ID",
                              "DATA_DESC_ID", "TIME"})
     require_column(main, column, path + " (not a MeasurementSet?)");
   require_column(main, selection.column, path);
-  info.num_rows = static_cast<std::int64_t>(main.nrow());
   read_windows();
+  select_window_rows();
+  info.num_rows = static_cast<std::int64_t>(main.nrow());
   read_field();
   choose_weights();
   if (info.num_rows > 0) info.start_time_mjd_s = start_time(main);
@@ -291,6 +296,38 @@ void MsReader::Impl::read_field() {
     info.field_name = cc::ScalarColumn<cc::String>(fields, "NAME")(info.field);
 }
 
+// casacore reads a range of rows only where their cells share one shape: where other
+// windows of the MS have another channel count or other correlations, the reader works
+// on a reference table of the rows of the selected window alone.
+void MsReader::Impl::select_window_rows() {
+  const cc::Table descriptions = open_subtable(info.path, "DATA_DESCRIPTION");
+  const cc::Table windows = open_subtable(info.path, "SPECTRAL_WINDOW");
+  const cc::Table polarizations = open_subtable(info.path, "POLARIZATION");
+  const cc::ScalarColumn<int> spw_of(descriptions, "SPECTRAL_WINDOW_ID"), pol_of(descriptions, "POLARIZATION_ID");
+  const cc::ScalarColumn<int> channels_of(windows, "NUM_CHAN"), correlations_of(polarizations, "NUM_CORR");
+  bool other_shape = false;
+  for (cc::rownr_t d = 0; d < descriptions.nrow(); ++d) {
+    const int spw = spw_of(d), pol = pol_of(d);
+    if (std::find(data_desc_ids.begin(), data_desc_ids.end(), static_cast<int>(d)) != data_desc_ids.end() || spw < 0 ||
+        pol < 0 || static_cast<cc::rownr_t>(spw) >= windows.nrow() || static_cast<cc::rownr_t>(pol) >= polarizations.nrow())
+      continue;
+    other_shape = other_shape || channels_of(static_cast<cc::rownr_t>(spw)) != info.num_channels() ||
+                  correlations_of(static_cast<cc::rownr_t>(pol)) != static_cast<int>(info.corr_types.size());
+  }
+  if (!other_shape) return;
+  const cc::ScalarColumn<int> ddid(stored, "DATA_DESC_ID");
+  std::vector<cc::rownr_t> rows;
+  constexpr cc::rownr_t slice = 1 << 20;
+  for (cc::rownr_t first = 0; first < stored.nrow(); first += slice) {
+    const cc::Vector<int> ids = ddid.getColumnRange(cc::Slicer(
+        cc::IPosition(1, static_cast<long long>(first)), cc::IPosition(1, static_cast<long long>(std::min(slice, stored.nrow() - first)))));
+    for (std::size_t r = 0; r < ids.size(); ++r)
+      if (std::find(data_desc_ids.begin(), data_desc_ids.end(), ids[r]) != data_desc_ids.end()) rows.push_back(first + r);
+  }
+  main = stored(cc::RowNumbers(cc::Vector<cc::rownr_t>(rows.begin(), rows.end())));
+  first_stored_row = rows.empty() ? 0 : rows.front();
+}
+
 void MsReader::Impl::choose_weights() {
   const auto& desc = main.tableDesc();
   if (desc.isColumn("WEIGHT_SPECTRUM") && main.nrow() > 0 &&
@@ -325,7 +362,7 @@ MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_
 // The storage manager's files: table.f<SEQNR> of the manager that holds the column,
 // and its tile files (table.f<SEQNR>_TSM0, ...) where it is a tiled one.
 std::string MsReader::Impl::file_of(const std::string& column) const {
-  const cc::Record managers = main.dataManagerInfo();
+  const cc::Record managers = stored.dataManagerInfo();
   for (cc::uInt m = 0; m < managers.nfields(); ++m) {
     const cc::Record manager = managers.subRecord(m);
     const cc::Vector<cc::String> columns = manager.asArrayString("COLUMNS");
@@ -366,7 +403,7 @@ cc::rownr_t MsReader::Impl::rows_per_chunk() const {
 // a row axis (TiledCellStMan's, one per row) are left alone.
 void MsReader::Impl::cache_one_band_of_tiles() const {
   for_each_tiled_column([&](cc::ROTiledStManAccessor& tiles, const char* column) {
-    const int cell_axes = main.tableDesc().columnDesc(column).ndim();  // -1: not fixed
+    const int cell_axes = stored.tableDesc().columnDesc(column).ndim();  // -1: not fixed
     for (cc::uInt h = 0; cell_axes > 0 && h < tiles.nhypercubes(); ++h) {
       const cc::IPosition& shape = tiles.getHypercubeShape(h);
       const cc::IPosition& tile = tiles.getTileShape(h);
@@ -386,12 +423,12 @@ void MsReader::Impl::release_tiles() const {
   cache_one_band_of_tiles();
 }
 
-// The data column's tile width in channels, of the hypercube that holds row 0 (in
-// TiledShapeStMan, hypercube 0 is an empty one).
+// The data column's tile width in channels, of the hypercube that holds the first row
+// read (in TiledShapeStMan, hypercube 0 is an empty one).
 int MsReader::Impl::tile_channels() const {
   if (main.nrow() == 0) return 0;
   try {
-    const cc::IPosition& tile = cc::ROTiledStManAccessor(main, selection.column, true).tileShape(0);
+    const cc::IPosition& tile = cc::ROTiledStManAccessor(stored, selection.column, true).tileShape(first_stored_row);
     return tile.size() == 3 ? static_cast<int>(tile(1)) : 0;
   } catch (const cc::AipsError&) {
     return 0;  // not tiled

@@ -18,6 +18,7 @@
 #include <casacore/tables/DataMan/IncrementalStMan.h>
 #include <casacore/tables/DataMan/StandardStMan.h>
 #include <casacore/tables/DataMan/TiledColumnStMan.h>
+#include <casacore/tables/DataMan/TiledShapeStMan.h>
 #include <casacore/tables/Tables/ArrColDesc.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/SetupNewTab.h>
@@ -218,13 +219,17 @@ void bind_tiled(cc::SetupNewTable& setup, const char* column, const char* manage
   setup.bindColumn(column, tiled);
 }
 
+// `varying_channels`: DATA and FLAG cells of any shape, as an MS of spectral windows
+// with different channel counts stores them (a hypercube per shape, TiledShapeStMan),
+// with tiles of up to array.num_channels channels.
 cc::MeasurementSet create_ms(const std::string& path, const ArrayDescription& array,
-                             cc::rownr_t num_rows) {
+                             cc::rownr_t num_rows, bool varying_channels = false) {
   cc::TableDesc desc = cc::MS::requiredTableDesc();
   cc::MS::addColumnToDesc(desc, cc::MS::DATA, 2);
   desc.rwColumnDesc(cc::MS::columnName(cc::MS::DATA)).rwKeywordSet().define("UNIT", "Jy");
   const cc::IPosition cell(2, 4, array.num_channels);
-  for (const char* name : {"DATA", "FLAG"}) desc.rwColumnDesc(name).setShape(cell);
+  if (!varying_channels)
+    for (const char* name : {"DATA", "FLAG"}) desc.rwColumnDesc(name).setShape(cell);
   for (const char* name : {"WEIGHT", "SIGMA"}) desc.rwColumnDesc(name).setShape(cc::IPosition(1, 4));
 
   cc::SetupNewTable setup(path, desc, cc::Table::New);
@@ -238,8 +243,15 @@ cc::MeasurementSet create_ms(const std::string& path, const ArrayDescription& ar
   bind_tiled(setup, "UVW", "TiledUVW", cc::IPosition(2, 3, rows_per_tile));
   bind_tiled(setup, "WEIGHT", "TiledWeight", cc::IPosition(2, 4, rows_per_tile));
   bind_tiled(setup, "SIGMA", "TiledSigma", cc::IPosition(2, 4, rows_per_tile));
-  bind_tiled(setup, "DATA", "TiledData", cc::IPosition(3, 4, array.num_channels, rows_per_tile));
-  bind_tiled(setup, "FLAG", "TiledFlag", cc::IPosition(3, 4, array.num_channels, rows_per_tile));
+  for (const auto& [column, manager] : {std::pair{"DATA", "TiledData"}, {"FLAG", "TiledFlag"}}) {
+    const cc::IPosition tile(3, 4, array.num_channels, rows_per_tile);
+    if (varying_channels) {
+      cc::TiledShapeStMan shaped(manager, tile);
+      setup.bindColumn(column, shaped);
+    } else {
+      bind_tiled(setup, column, manager, tile);
+    }
+  }
   cc::MeasurementSet ms(setup, num_rows);
   ms.createDefaultSubtables(cc::Table::New);
   return ms;
@@ -416,7 +428,8 @@ void repeat_cells(const cc::Table& in, cc::Table& out, const char* column, std::
     target.putColumnRange(cc::Slicer(cc::IPosition(1, w * in.nrow()), cc::IPosition(1, in.nrow())), values);
 }
 
-// DATA or FLAG: window w's rows take the input's channels windows[w].
+// DATA or FLAG: window w's rows take the input's channels windows[w], cell by cell,
+// which also gives each cell its shape where the windows' channel counts differ.
 template <typename T>
 void split_channels(const cc::Table& in, cc::Table& out, const char* column, const std::vector<std::vector<int>>& windows) {
   const cc::Array<T> values = cc::ArrayColumn<T>(in, column).getColumn();  // [corr][chan][row]
@@ -424,11 +437,12 @@ void split_channels(const cc::Table& in, cc::Table& out, const char* column, con
   cc::ArrayColumn<T> target(out, column);
   for (std::size_t w = 0; w < windows.size(); ++w) {
     const auto n = static_cast<long>(windows[w].size());
-    cc::Array<T> part(cc::IPosition(3, shape(0), n, shape(2)));
-    for (long r = 0; r < shape(2); ++r)
+    cc::Matrix<T> cell(shape(0), n);
+    for (long r = 0; r < shape(2); ++r) {
       for (long c = 0; c < n; ++c)
-        for (long k = 0; k < shape(0); ++k) part(cc::IPosition(3, k, c, r)) = values(cc::IPosition(3, k, windows[w][c], r));
-    target.putColumnRange(cc::Slicer(cc::IPosition(1, w * in.nrow()), cc::IPosition(1, in.nrow())), part);
+        for (long k = 0; k < shape(0); ++k) cell(k, c) = values(cc::IPosition(3, k, windows[w][c], r));
+      target.put(w * in.nrow() + static_cast<cc::rownr_t>(r), cell);
+    }
   }
 }
 
@@ -451,13 +465,17 @@ void split_windows(const std::string& in_ms, const std::string& out_ms, const st
     const cc::Vector<double> freq = columns.spectralWindow().chanFreq()(0);
     const cc::Vector<double> width = columns.spectralWindow().chanWidth()(0);
     ArrayDescription layout;
-    layout.num_channels = static_cast<int>(windows.front().size());
-    for (const std::vector<int>& window : windows)
+    bool varying = false;
+    for (const std::vector<int>& window : windows) {
+      if (window.empty()) SPIP_THROW(InputError, "--windows: a window without channels");
       for (int c : window)
-        if (static_cast<int>(window.size()) != layout.num_channels || c < 0 || c >= static_cast<int>(freq.size()))
-          SPIP_THROW(InputError, "--windows: each window needs " + std::to_string(layout.num_channels) +
-                                     " channels of the " + std::to_string(freq.size()) + " in " + in_ms);
-    cc::MeasurementSet out = create_ms(partial_name(out_ms), layout, in.nrow() * windows.size());
+        if (c < 0 || c >= static_cast<int>(freq.size()))
+          SPIP_THROW(InputError, "--windows: channel " + std::to_string(c) + " is not one of the " +
+                                     std::to_string(freq.size()) + " in " + in_ms);
+      varying = varying || window.size() != windows.front().size();
+      layout.num_channels = std::max(layout.num_channels, static_cast<int>(window.size()));
+    }
+    cc::MeasurementSet out = create_ms(partial_name(out_ms), layout, in.nrow() * windows.size(), varying);
     for (const char* name : {"ANTENNA", "FEED", "FIELD", "POLARIZATION", "OBSERVATION"}) copy_subtable(in, out, name);
     cc::MSColumns target(out);
     for (std::size_t w = 0; w < windows.size(); ++w) {

@@ -227,6 +227,40 @@ TEST(MsReader, StartTimeAndFrequencyFrameAsTheTablesGiveThem) {
                      {"frames.ms's frequencies are LSRK", "oskar_small.ms's TOPOCENT", "one frame"});
 }
 
+// Spectral windows of different channel counts, as the VLA records them: their DATA
+// and FLAG cells differ in shape, which casacore cannot stack in one range of rows. Each
+// window reads exactly the sample's channels it holds, and the merged band is the
+// sample's, channels 0-7 and 8-11 from two windows.
+TEST(MsReader, WindowsOfDifferentChannelCountsReadAsTheChannelsTheyHold) {
+  const std::string split = scratch("unequal_windows.ms");
+  std::vector<int> wide(8), narrow(4);
+  std::iota(wide.begin(), wide.end(), 0);
+  std::iota(narrow.begin(), narrow.end(), 8);
+  spip::sim::split_windows(oskar_ms, split, {wide, narrow});
+  const MsReader whole(oskar_ms, Selection{});
+  std::vector<spip::ms::MsInfo> infos;
+  for (int spw : {0, 1}) {
+    Selection selection;
+    selection.spw = spw;
+    const MsReader reader(split, selection);
+    infos.push_back(reader.info());
+    EXPECT_EQ(reader.info().num_rows, 9936) << spw;  // the window's rows alone
+    const int channels = spw == 0 ? 8 : 4, first = spw == 0 ? 0 : 8;
+    ASSERT_EQ(reader.info().num_channels(), channels);
+    const VisBlock block = reader.read(0, channels), reference = whole.read(first, first + channels);
+    ASSERT_EQ(block.vis.size(), reference.vis.size()) << spw;
+    EXPECT_EQ(block.vis, reference.vis) << spw;
+    EXPECT_EQ(block.weight, reference.weight) << spw;
+    EXPECT_EQ(block.uvw_m, reference.uvw_m) << spw;
+    const std::vector<std::int64_t> unflagged = whole.unflagged_per_channel();
+    EXPECT_EQ(reader.unflagged_per_channel(),
+              std::vector<std::int64_t>(unflagged.begin() + first, unflagged.begin() + first + channels));
+  }
+  const spip::ms::Band band = spip::ms::merge_band(infos, {wide, {0, 1, 2, 3}});
+  ASSERT_EQ(band.size(), 12);
+  for (int c = 0; c < 12; ++c) EXPECT_DOUBLE_EQ(band.channels[c].freq_hz, whole.info().freq_hz[c]) << c;
+}
+
 TEST(MsReaderErrors, PathThatDoesNotExist) {
   expect_input_error([] { MsReader(scratch("nowhere.ms"), Selection{}); }, {"nowhere.ms", "no such file"});
 }

@@ -21,7 +21,7 @@ struct Selection {
 
 struct MsInfo {
   std::string path;
-  std::int64_t num_rows = 0;          // rows in the main table
+  std::int64_t num_rows = 0;          // rows in the main table (the window's alone where others' cells differ in shape)
   int field = 0;
   int spw = 0;
   int num_windows = 1;                // spectral windows in the MS

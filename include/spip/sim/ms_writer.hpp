@@ -34,7 +34,8 @@ void simulate_from_template(const std::string& template_ms, const std::string& o
 // (a reversed list stores them high to low), and each input row appears once per
 // window with DATA_DESC_ID w. Copies DATA, FLAG, WEIGHT, SIGMA and the row columns; for
 // tests of inputs that arrive split (sub-bands, windows) without another tool's copy.
-// Every window has the same number of channels.
+// Windows of different channel counts are stored as real ones are, with DATA and FLAG
+// cells of varying shape.
 void split_windows(const std::string& in_ms, const std::string& out_ms, const std::vector<std::vector<int>>& windows);
 
 struct ArrayDescription {
