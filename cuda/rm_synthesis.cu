@@ -75,7 +75,8 @@ __global__ void fit_peaks_kernel(const Sample* clean, const Sample* model, const
   if (x >= num_pixels) return;
   const double sigma = faraday::pixel_sigma(settings.sigma, pixel_sigmas, x);
   const faraday::PeakFit fit = faraday::fit_spectrum_peak(Spectrum<const Sample>(clean + x, num_pixels), settings.axis,
-                                                          settings.lambda0_sq, settings.fwhm, sigma);
+                                                          settings.lambda0_sq, settings.fwhm, sigma,
+                                                          settings.chi0_lever);
   const double m2 = faraday::component_spread(Spectrum<const Sample>(model + x, num_pixels), settings.axis);
   const double fdf_noise = faraday::pixel_fdf_noise(fit, Spectrum<const Sample>(clean + x, num_pixels), settings.axis,
                                                     settings.fwhm, Spectrum<Sample>(scratch + x, num_pixels));

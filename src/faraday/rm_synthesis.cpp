@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <numbers>
 #include <type_traits>
 
@@ -140,8 +141,22 @@ SpectrumSettings spectrum_settings(const SynthesisSetup& setup, double sigma, co
   settings.lambda0_sq = setup.lambda0_sq;
   settings.fwhm = measured_fwhm(setup);
   settings.sigma = sigma;
+  settings.chi0_lever = chi0_lever(setup);
   settings.clean = clean;
   return settings;
+}
+
+double chi0_lever(const SynthesisSetup& setup) {
+  double n = 0, sum = 0, squares = 0;
+  for (std::size_t c = 0; c < setup.lambda_sq.size(); ++c)
+    if (setup.weight[c] > 0) {
+      n += 1;
+      sum += setup.lambda_sq[c];
+      squares += setup.lambda_sq[c] * setup.lambda_sq[c];
+    }
+  const double variance = n > 1 ? (squares - sum * sum / n) / (n - 1) : 0;
+  if (!(n > 2) || !(variance > 0)) return std::numeric_limits<double>::infinity();
+  return ((n - 1) + n * setup.lambda0_sq * setup.lambda0_sq / variance) / (n - 2);
 }
 
 std::vector<std::complex<float>> rmsf_for_clean(const SynthesisSetup& setup) {
@@ -163,8 +178,8 @@ RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<
 }
 
 PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double lambda0_sq, double fwhm,
-                 double sigma) {
-  return fit_spectrum_peak(samples(fdf), axis, lambda0_sq, fwhm, sigma);
+                 double sigma, double chi0_lever) {
+  return fit_spectrum_peak(samples(fdf), axis, lambda0_sq, fwhm, sigma, chi0_lever);
 }
 
 SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
@@ -205,7 +220,8 @@ SlabSpectra clean_slab(std::vector<std::complex<float>> dirty, int num_pixels,
                                                        pixel_control(settings.clean, settings.sigma, sigma), model.data());
         iterations += pixel_iterations;
         restore_spectrum(residual, model.data(), num_phi, settings.axis.dphi, settings.fwhm, clean);
-        const PeakFit fit = fit_spectrum_peak(clean, settings.axis, settings.lambda0_sq, settings.fwhm, sigma);
+        const PeakFit fit = fit_spectrum_peak(clean, settings.axis, settings.lambda0_sq, settings.fwhm, sigma,
+                                                  settings.chi0_lever);
         const double m2 = component_spread(model.data(), settings.axis);
         const double fdf_noise = pixel_fdf_noise(fit, clean, settings.axis, settings.fwhm, residual);
         for (int m = 0; m < pixel_map_count; ++m)

@@ -109,6 +109,48 @@ TEST(RmSynthesis, DefaultAxisFollowsRmTools) {
 
 // The axis is counted before it is made: one an int cannot index is refused, naming the
 // keys, where it would have wrapped to a negative count (phi_max 1e9 on the sample).
+// The peak as RM-Tools 1.5's measure_FDF_parms measures it: sought among the inner
+// samples, NaN where an end sample is higher (the peak lies at or past the axis's end),
+// and the derotated angle's error from Brentjens & de Bruyn's eq. A.20 as written there,
+// over the channels that count.
+TEST(RmSynthesis, PeakFitAsRmToolsMeasuresIt) {
+  const std::vector<double> freq = sample_band();
+  std::vector<double> weight(freq.size(), 1.0);
+  weight[3] = weight[17] = 0;  // flagged channels do not count
+  const SynthesisSetup setup = make_setup(freq, weight, fine_axis(60, 0.5));
+  const FaradayAxis& axis = setup.axis;
+  std::vector<std::complex<float>> f(axis.count);
+  synthesise(synthesis_matrix(setup, axis), axis.count, static_cast<int>(freq.size()),
+             spectrum(freq, {{0.2, 0.4, 12.0}}).data(), 1, f.data());
+  const double sigma = 0.002, lever = chi0_lever(setup);
+  const PeakFit fit = fit_peak(f.data(), axis, setup.lambda0_sq, 1.0, sigma, lever);
+  double n = 0, sum = 0, squares = 0;
+  for (std::size_t c = 0; c < freq.size(); ++c)
+    if (weight[c] > 0) {
+      const double l2 = std::pow(299792458.0 / freq[c], 2);
+      n += 1;
+      sum += l2;
+      squares += l2 * l2;
+    }
+  const double var = (squares - sum * sum / n) / (n - 1);
+  const double peak = std::abs(f[static_cast<std::size_t>(std::lround((fit.phi - axis.phi_first) / axis.dphi))]);
+  const double a20 = std::sqrt(sigma * sigma * n / (4 * (n - 2) * peak * peak) *
+                               ((n - 1) / n + std::pow(setup.lambda0_sq, 2) / var));
+  EXPECT_NEAR(fit.phi, 12.0, 0.01);
+  EXPECT_NEAR(fit.chi0_err, a20, 0.01 * a20);  // the peak's parabola lifts PI by under 1 %
+  EXPECT_GT(fit.chi0_err, sigma / (2 * 0.2));  // A.20 adds the derotation's lever
+  // A spectrum rising to the end of the axis: its peak there is not measured.
+  std::vector<std::complex<float>> rising(axis.count);
+  for (int k = 0; k < axis.count; ++k) rising[k] = {static_cast<float>(k + 1), 0.0f};
+  const PeakFit edge = fit_peak(rising.data(), axis, setup.lambda0_sq, 1.0, sigma, lever);
+  EXPECT_TRUE(std::isnan(edge.phi) && std::isnan(edge.pi) && std::isnan(edge.chi0) && std::isnan(edge.chi0_err));
+  // Highest one sample in from the end: found there, and fitted.
+  rising.back() = {0.5f, 0.0f};
+  const PeakFit inside = fit_peak(rising.data(), axis, setup.lambda0_sq, 1.0, sigma, lever);
+  EXPECT_GT(inside.phi, axis.phi(axis.count - 2) - axis.dphi / 2);
+  EXPECT_LT(inside.phi, axis.phi(axis.count - 1));
+}
+
 TEST(RmSynthesis, AnAxisBeyondMaxDepthsIsRefused) {
   const std::vector<double> freq = sample_band();
   const std::vector<double> weight(freq.size(), 1.0);
@@ -201,14 +243,14 @@ TEST(RmSynthesis, ThinSourcesAreRecoveredByCleanAndPeakFit) {
   EXPECT_NEAR(near_bright, bright.p, 0.01);
   EXPECT_NEAR(near_faint, faint.p, 0.01);
 
-  const PeakFit fit = fit_peak(clean.data(), axis, setup.lambda0_sq, fwhm, 0.0);
+  const PeakFit fit = fit_peak(clean.data(), axis, setup.lambda0_sq, fwhm, 0.0, chi0_lever(setup));
   EXPECT_NEAR(fit.phi, bright.rm, 0.02);
   EXPECT_NEAR(fit.pi, bright.p, 0.005);
   EXPECT_NEAR(fit.chi0, bright.chi0, 0.02);
   // The dirty FDF of a lone source peaks exactly at its RM, PI and angle.
   const auto lone = spectrum(freq, {bright});
   synthesise(synthesis_matrix(setup, axis), axis.count, static_cast<int>(freq.size()), lone.data(), 1, f.data());
-  const PeakFit dirty = fit_peak(f.data(), axis, setup.lambda0_sq, fwhm, 0.001);
+  const PeakFit dirty = fit_peak(f.data(), axis, setup.lambda0_sq, fwhm, 0.001, chi0_lever(setup));
   EXPECT_NEAR(dirty.phi, bright.rm, 0.01);
   EXPECT_NEAR(dirty.pi, std::sqrt(bright.p * bright.p - 2.3e-6), 1e-3);
   EXPECT_NEAR(dirty.chi0, bright.chi0, 0.01);
@@ -312,7 +354,7 @@ TEST(RmSynthesis, SlabCleansAndFitsEveryPixelAsItsOwnSpectrum) {
     iterations += pixel_iterations;
     for (int k = 0; k < num_phi; ++k)
       ASSERT_EQ(slab.clean[static_cast<std::size_t>(k) * pixels + x], clean[k]) << "pixel " << x << ", depth " << k;
-    const PeakFit fit = fit_peak(clean.data(), setup.axis, setup.lambda0_sq, settings.fwhm, settings.sigma);
+    const PeakFit fit = fit_peak(clean.data(), setup.axis, setup.lambda0_sq, settings.fwhm, settings.sigma, settings.chi0_lever);
     const double m2 = component_spread(reinterpret_cast<const Sample*>(model.data()), setup.axis);
     const double noise = pixel_fdf_noise(fit, reinterpret_cast<const Sample*>(clean.data()), setup.axis, settings.fwhm,
                                          reinterpret_cast<Sample*>(residual.data()));
@@ -409,7 +451,7 @@ TEST(SpectrumMath, StridedCubeViewsGiveTheContiguousResults) {
     const int pixel_iterations = rm_clean_spectrum(r, num_phi, rmsf.data(), settings.clean, m);
     iterations += pixel_iterations;
     restore_spectrum(r, m, num_phi, settings.axis.dphi, settings.fwhm, c);
-    const PeakFit fit = fit_spectrum_peak(c, settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma);
+    const PeakFit fit = fit_spectrum_peak(c, settings.axis, settings.lambda0_sq, settings.fwhm, settings.sigma, settings.chi0_lever);
     const double noise = pixel_fdf_noise(fit, c, settings.axis, settings.fwhm, r);  // r is spent, as on the GPU
     for (int k = 0; k < pixel_map_count; ++k)
       EXPECT_EQ(static_cast<float>(pixel_map_value(fit, component_spread(m, settings.axis), noise, pixel_iterations, k)),

@@ -300,7 +300,7 @@ TEST_F(OskarTruth, FractionalPolarisationRecoversPiAtTheReferenceFrequency) {
   const auto pi_err = spip::fits::read_image(product("peak-pi-err"));
   const auto plain_pi_err = spip::fits::read_image(out + "/demo-peak-pi-err.fits");
   EXPECT_TRUE(std::isnan(pi.data[0])) << "faraday.fractional blanks the faint corner";
-  EXPECT_FLOAT_EQ(pi_err.data[0], plain_pi_err.data[0]);
+  EXPECT_NEAR(pi_err.data[0], plain_pi_err.data[0], 1e-4 * plain_pi_err.data[0]);  // two runs: FFTW's rounding
   const spip::fits::Table table = spip::fits::read_table(out_ + "/demo-catalogue.fits");
   const spip::fits::Table plain = spip::fits::read_table(out + "/demo-catalogue.fits");
   const auto& sigma_qu = table.values<double>("sigma_qu");

@@ -57,7 +57,7 @@ RmCleanResult rm_clean(std::complex<float>* fdf, int num_phi, const std::vector<
 
 // fit_spectrum_peak() of spectrum_math.hpp on a contiguous FDF.
 PeakFit fit_peak(const std::complex<float>* fdf, const FaradayAxis& axis, double lambda0_sq, double fwhm,
-                 double sigma);
+                 double sigma, double chi0_lever);
 
 // What the per-pixel stage of a pixel slab needs besides the data. With
 // clean.max_iterations = 0 the peak is fitted to the dirty spectrum.
@@ -66,8 +66,15 @@ struct SpectrumSettings {
   double lambda0_sq = 0;
   double fwhm = 1;    // of the RMSF's main lobe, rad/m^2
   double sigma = 0;   // FDF noise, for the bias correction and the errors
+  double chi0_lever = 1;  // of the derotated angle's error (chi0_lever())
   RmCleanControl clean;
 };
+
+// Brentjens & de Bruyn (2005) eq. A.20, as RM-Tools' measure_FDF_parms gives the
+// derotated angle's error, dchi0 = sigma / (2 PI) sqrt(lever): lever = ((N - 1) + N
+// lambda0^4 / var(lambda^2)) / (N - 2) over the N channels of weight > 0 (var with N - 1,
+// unweighted); infinite with two channels.
+double chi0_lever(const SynthesisSetup& setup);
 
 // The settings for `setup`'s axis and measured RMSF width.
 SpectrumSettings spectrum_settings(const SynthesisSetup& setup, double sigma, const RmCleanControl& clean);

@@ -156,24 +156,32 @@ SPIP_HOST_DEVICE inline double wrap_angle(double chi) {
 // Peak of |F| by parabolic interpolation, its Faraday depth, the bias-corrected
 // polarised intensity (George, Stil & Keller 2012: PI_0 = sqrt(PI^2 - 2.3 sigma^2)) and
 // the intrinsic angle derotated to lambda^2 = 0, with errors for an FDF noise sigma:
-// dphi = FWHM sigma / (2 PI), dchi = sigma / (2 PI).
+// dphi = FWHM sigma / (2 PI), dchi0 = sigma / (2 PI) sqrt(chi0_lever) (chi0_lever()).
+// As RM-Tools' measure_FDF_parms, the peak is sought among the inner samples, whose
+// neighbours the parabola needs; where an end sample is higher still, the peak lies at
+// or past the axis's end, and every value is NaN (not measured).
 SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, const FaradayAxis& axis,
-                                                  double lambda0_sq, double fwhm, double sigma) {
+                                                  double lambda0_sq, double fwhm, double sigma, double chi0_lever) {
   // The search compares squares, a square root per spectrum instead of per sample.
-  int k = 0;
-  double highest = squared_amplitude(fdf[0]);
-  for (int j = 1; j < axis.count; ++j)
+  const bool inner = axis.count >= 3;
+  int k = inner ? 1 : 0;
+  double highest = squared_amplitude(fdf[k]);
+  for (int j = k + 1; j < (inner ? axis.count - 1 : axis.count); ++j)
     if (const double s = squared_amplitude(fdf[j]); s > highest) {
       highest = s;
       k = j;
     }
+  PeakFit fit;
+  if (inner && (squared_amplitude(fdf[0]) > highest || squared_amplitude(fdf[axis.count - 1]) > highest)) {
+    fit.phi = fit.pi = fit.chi0 = fit.phi_err = fit.pi_err = fit.chi0_err = NAN;
+    return fit;
+  }
   double peak = sqrt(highest), offset = 0;
-  if (k > 0 && k + 1 < axis.count) {
+  if (inner) {
     const Vertex vertex = parabola_vertex(amplitude(fdf[k - 1]), peak, amplitude(fdf[k + 1]));
     offset = vertex.offset;
     peak = vertex.height;
   }
-  PeakFit fit;
   fit.phi = axis.phi(k) + offset * axis.dphi;
   const double debiased = peak * peak - 2.3 * sigma * sigma;
   fit.pi = debiased > 0 ? sqrt(debiased) : 0.0;
@@ -181,9 +189,7 @@ SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, co
   fit.chi0 = wrap_angle(chi_at_lambda0 - fit.phi * lambda0_sq);
   fit.pi_err = sigma;
   fit.phi_err = peak > 0 ? fwhm * sigma / (2 * peak) : 0;
-  const double chi_err = peak > 0 ? sigma / (2 * peak) : 0;
-  const double derotation_err = lambda0_sq * fit.phi_err;
-  fit.chi0_err = sqrt(chi_err * chi_err + derotation_err * derotation_err);
+  fit.chi0_err = peak > 0 ? sigma / (2 * peak) * sqrt(chi0_lever) : 0;
   return fit;
 }
 
