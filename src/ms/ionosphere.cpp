@@ -65,9 +65,24 @@ void derotate(VisBlock& block, const IonosphereTable& table) {
   std::vector<double> rm(block.num_rows());
   for (std::size_t r = 0; r < rm.size(); ++r) rm[r] = table.rm_at(block.time_mjd_s[r]);
   for (int c = 0; c < block.num_channels(); ++c)
-    for (std::size_t r = 0; r < rm.size(); ++r)
-      rotate_linear_polarisation(block.vis[block.index(r, c, stokes_q)], block.vis[block.index(r, c, stokes_u)],
-                                 -rm[r] * lambda_sq[static_cast<std::size_t>(c)]);
+    for (std::size_t r = 0; r < rm.size(); ++r) {
+      const std::size_t iq = block.index(r, c, stokes_q), iu = block.index(r, c, stokes_u);
+      float &wq = block.weight[iq], &wu = block.weight[iu];
+      // Each derotated value needs both: with one of them flagged (linear feeds take Q
+      // from XX and YY, U from XY and YX), neither can be had.
+      if (!(wq > 0) || !(wu > 0)) {
+        block.vis[iq] = block.vis[iu] = {};
+        wq = wu = 0;
+        continue;
+      }
+      const double angle = -rm[r] * lambda_sq[static_cast<std::size_t>(c)];
+      rotate_linear_polarisation(block.vis[iq], block.vis[iu], angle);
+      // Each rotated value's variance is its share of both.
+      const double cos_sq = std::pow(std::cos(2 * angle), 2), sin_sq = 1 - cos_sq;
+      const double var_q = 1.0 / wq, var_u = 1.0 / wu;
+      wq = static_cast<float>(1 / (cos_sq * var_q + sin_sq * var_u));
+      wu = static_cast<float>(1 / (sin_sq * var_q + cos_sq * var_u));
+    }
 }
 
 }  // namespace spip::ms

@@ -19,6 +19,7 @@
 #include "spip/error.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/ms/ionosphere.hpp"
+#include "spip/ms/ms_reader.hpp"
 #include "scratch.hpp"
 
 namespace fs = std::filesystem;
@@ -93,6 +94,33 @@ TEST(IonosphereTable, RotationTurnsTheAngleAndBackAgain) {
   spip::ms::rotate_linear_polarisation(q, u, -0.25);
   EXPECT_NEAR(std::abs(q - q0), 0.0, 1e-6);
   EXPECT_NEAR(std::abs(u - u0), 0.0, 1e-6);
+}
+
+// Derotating a block: a sample whose Q or U is flagged loses both (each rotated value
+// needs the two), and unequal weights are shared as the rotation shares the variances.
+TEST(IonosphereTable, DerotationFlagsQAndUTogetherAndSharesTheirWeights) {
+  spip::ms::VisBlock block;
+  block.chan_begin = 0;
+  block.chan_end = 1;
+  block.freq_hz = {299792458.0};  // lambda^2 = 1 m^2
+  block.uvw_m = {10, 0, 0, 20, 0, 0};
+  block.time_mjd_s = {150, 150};
+  block.vis.assign(8, {0.5f, 0.25f});
+  block.weight = {1, 1, 4, 1, 1, 0, 4, 1};  // row 0: Q weight 1, U 4; row 1: Q flagged
+  const spip::ms::IonosphereTable table("t", {100.0, 200.0}, {0.3, 0.3});  // angle -0.3: 2a = -0.6
+  spip::ms::derotate(block, table);
+  const double c2 = std::pow(std::cos(0.6), 2), s2 = 1 - c2;
+  EXPECT_NEAR(block.weight[1], 1 / (c2 / 1 + s2 / 4), 1e-6);
+  EXPECT_NEAR(block.weight[2], 1 / (s2 / 1 + c2 / 4), 1e-6);
+  EXPECT_EQ(block.weight[0], 1.0f);  // I and V are not turned
+  const std::complex<double> v(0.5, 0.25);
+  const double c = std::cos(-0.6), s = std::sin(-0.6);
+  EXPECT_NEAR(std::abs(std::complex<double>(block.vis[1]) - (c - s) * v), 0.0, 1e-6);  // Q' = Q cos 2a - U sin 2a
+  EXPECT_NEAR(std::abs(std::complex<double>(block.vis[2]) - (s + c) * v), 0.0, 1e-6);  // U' = Q sin 2a + U cos 2a
+  EXPECT_EQ(block.weight[5], 0.0f);
+  EXPECT_EQ(block.weight[6], 0.0f);
+  EXPECT_EQ(block.vis[6], std::complex<float>());
+  EXPECT_EQ(block.weight[4], 1.0f);
 }
 
 TEST_F(Ionosphere, CorrectionRecoversTheRmAndThePolarisedIntensity) {

@@ -34,7 +34,9 @@ class IonosphereTable {
 // chi + angle): Q' = Q cos 2a - U sin 2a, U' = Q sin 2a + U cos 2a.
 void rotate_linear_polarisation(std::complex<float>& q, std::complex<float>& u, double angle);
 
-// Undoes the table's rotation in every row and channel of `block` (angle -RM_ion(t) lambda^2).
+// Undoes the table's rotation in every row and channel of `block` (angle -RM_ion(t) lambda^2),
+// with the weights of the rotated Q and U; where either of them is flagged (weight 0), both
+// are.
 void derotate(VisBlock& block, const IonosphereTable& table);
 
 }  // namespace spip::ms
