@@ -26,7 +26,7 @@ double main_lobe_end(const PolynomialFit& fit) {
 // https://library.nrao.edu/public/memos/evla/EVLAM_195.pdf; CASA's PBMath1DEVLA and
 // EveryBeam carry the same table). The memo fits every 64-128 MHz; here is one fit per
 // band, the one nearest the band's centre: within a band the fits' half-power widths
-// differ by about 1 %. From L to Q band their half powers lie at 41.7 to 42.5 arcmin GHz,
+// differ by about 1 %. From L to Q band their half powers lie at 41.8 to 42.7 arcmin GHz,
 // the "theta_PB = 42 / nu_GHz" arcmin of the VLA's Observational Status Summary.
 PrimaryBeam vla() {
   const std::vector<std::pair<double, std::vector<double>>> table{
