@@ -101,12 +101,16 @@ fits::ImageHeader cube_header(int stokes_planes) {
   return h;
 }
 
+// Each pixel's place, 1000 s + 100 f + 10 y + x, in units of 2^-12 (exact in a float):
+// below 1, as a beam's response is, which the reader checks.
+float coded(int place) { return static_cast<float>(place) / 4096.0f; }
+
 std::vector<float> cube_pixels(int stokes_planes) {
   std::vector<float> data;
   for (int s = 0; s < stokes_planes; ++s)
     for (int f = 0; f < 3; ++f)
       for (int y = 0; y < 4; ++y)
-        for (int x = 0; x < 6; ++x) data.push_back(static_cast<float>(1000 * s + 100 * f + 10 * y + x));
+        for (int x = 0; x < 6; ++x) data.push_back(coded(1000 * s + 100 * f + 10 * y + x));
   return data;
 }
 
@@ -126,16 +130,16 @@ TEST(BeamCube, ReadsTheResponseAndLeakagePlanesOfAFitsCube) {
   ASSERT_EQ(cube.response.size(), 3u * 24);
   ASSERT_EQ(cube.leakage.size(), 3u * 3 * 24);
   // Plane 0 of the read cube is the file's last FREQ plane (f = 2).
-  EXPECT_EQ(cube.response[0 * 24 + 2 * 6 + 5], 200 + 25);
-  EXPECT_EQ(cube.response[2 * 24 + 1 * 6 + 3], 13);
-  EXPECT_EQ(cube.leakage[(0 * 3 + 0) * 24 + 3 * 6 + 1], 1000 + 200 + 31);  // I -> Q
-  EXPECT_EQ(cube.leakage[(2 * 3 + 1) * 24 + 0], 3000 + 100);              // I -> V
+  EXPECT_EQ(cube.response[0 * 24 + 2 * 6 + 5], coded(200 + 25));
+  EXPECT_EQ(cube.response[2 * 24 + 1 * 6 + 3], coded(13));
+  EXPECT_EQ(cube.leakage[(0 * 3 + 0) * 24 + 3 * 6 + 1], coded(1000 + 200 + 31));  // I -> Q
+  EXPECT_EQ(cube.leakage[(2 * 3 + 1) * 24 + 0], coded(3000 + 100));             // I -> V
   // The response alone, with or without a STOKES axis.
   fits::ImageHeader plain = cube_header(1);
   plain.stokes.reset();
   fits::write_image(path, plain, cube_pixels(1));
   EXPECT_TRUE(read_beam_cube(path).leakage.empty());
-  EXPECT_EQ(read_beam_cube(path).response[24 + 7], 100 + 11);
+  EXPECT_EQ(read_beam_cube(path).response[24 + 7], coded(100 + 11));
   // A wholly blank plane (a flagged channel of spip's own pb cube) is left out: the
   // planes either side of it are interpolated across it.
   std::vector<float> flagged = cube_pixels(1);
@@ -143,8 +147,13 @@ TEST(BeamCube, ReadsTheResponseAndLeakagePlanesOfAFitsCube) {
   fits::write_image(path, plain, flagged);
   const BeamCube gapped = read_beam_cube(path);
   EXPECT_EQ(gapped.freq_hz, (std::vector<double>{1.0e9, 1.5e9}));
-  EXPECT_EQ(gapped.response[7], 200 + 11);
-  EXPECT_EQ(gapped.response[24 + 7], 11);
+  EXPECT_EQ(gapped.response[7], coded(200 + 11));
+  EXPECT_EQ(gapped.response[24 + 7], coded(11));
+  // A response above 1 is no beam's at its pointing (a mosaic's effective response?).
+  std::vector<float> above = cube_pixels(1);
+  above[30] = 1.5f;
+  fits::write_image(path, plain, above);
+  EXPECT_THROW(read_beam_cube(path), spip::ConfigError);
 }
 
 // Through the reader and the image grid, a cube linear in l and m keeps its gradient's
