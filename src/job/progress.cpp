@@ -88,20 +88,28 @@ std::string first_change(const std::string& before, const std::string& now) {
 
 }  // namespace
 
-std::string input_fingerprint(const std::vector<std::string>& ms_paths, const std::vector<std::int64_t>& rows) {
+std::string input_fingerprint(const std::vector<std::string>& ms_paths, const std::vector<std::int64_t>& rows,
+                              const std::vector<std::string>& files_read) {
   std::ostringstream out;
+  // A file that vanishes meanwhile has no size or time: a change like any other.
+  std::error_code error;
+  const auto describe = [&](const fs::path& file, const std::string& name) {
+    out << "  " << name << " " << fs::file_size(file, error) << " "
+        << fs::last_write_time(file, error).time_since_epoch().count() << "\n";
+  };
   for (std::size_t k = 0; k < ms_paths.size(); ++k) {
     const fs::path ms = fs::canonical(ms_paths[k]);
     out << "input " << ms.string() << " rows " << rows[k] << "\n";
-    // A file that vanishes meanwhile has no size or time: a change like any other.
-    std::error_code error;
     std::vector<fs::path> files;
     for (const auto& entry : fs::recursive_directory_iterator(ms, fs::directory_options::follow_directory_symlink))
       if (entry.path().filename() != "table.lock" && entry.is_regular_file(error)) files.push_back(entry.path());
     std::sort(files.begin(), files.end());
-    for (const fs::path& file : files)
-      out << "  " << fs::relative(file, ms).string() << " " << fs::file_size(file, error) << " "
-          << fs::last_write_time(file, error).time_since_epoch().count() << "\n";
+    for (const fs::path& file : files) describe(file, fs::relative(file, ms).string());
+  }
+  for (const std::string& path : files_read) {
+    const fs::path file = fs::canonical(path);
+    out << "input " << file.string() << " rows 0\n";
+    describe(file, file.filename().string());
   }
   return out.str();
 }

@@ -38,15 +38,26 @@
 namespace spip::pipeline {
 namespace {
 
-// What the progress markers must match besides the settings: every input as it is now.
-std::string fingerprint_of(const Plan& plan) {
+// What the progress markers must match besides the settings: every input as it is now,
+// with the files besides them that shape each channel's planes.
+std::string fingerprint_of(const Config& config, const Plan& plan) {
   std::vector<std::string> paths;
   std::vector<std::int64_t> rows;
   for (const ms::MsReader& reader : plan.readers) {
     paths.push_back(reader.info().path);
     rows.push_back(reader.info().num_rows);
   }
-  return input_fingerprint(paths, rows);
+  std::vector<std::string> files;
+  for (const std::string& file : {config.faraday.ionosphere, config.beam.fits})
+    if (!file.empty()) files.push_back(file);
+  return input_fingerprint(paths, rows, files);
+}
+
+// The settings the markers must match: the configuration, and what planning chose that
+// changes a channel's bits (a group of ranks sums its images; a GPU rounds otherwise).
+std::string progress_settings(const Config& config, const Plan& plan) {
+  return to_ini(config) + "\n[plan]\nranks_per_channel = " + std::to_string(plan.ranks_per_channel) +
+         "\nbackend = " + (plan.backend.starts_with("gpu") ? "gpu" : "cpu") + "\n";
 }
 
 // Each imaged channel's restoring beam, from the QA records of every rank (a zero beam
@@ -155,7 +166,8 @@ class RankRun {
         imaging_group_(group_ ? std::make_unique<MpiRowGroup>(group_->imaging()) : nullptr),
         staging_group_(group_ ? std::make_unique<MpiRowGroup>(group_->staging()) : nullptr),
         // Rank 0 decides whether to resume for all (start_or_resume): only it needs the inputs' fingerprint.
-        progress_(plan.products.progress_dir(), to_ini(config), mpi.is_root() ? fingerprint_of(plan) : ""),
+        progress_(plan.products.progress_dir(), progress_settings(config, plan),
+                  mpi.is_root() ? fingerprint_of(config, plan) : ""),
         cubes_(make_cube_set(config, plan)), chosen_(chosen_beam(config.image)),
         qa_(static_cast<std::size_t>(mine_.size())), noise_(static_cast<std::size_t>(mine_.size())) {}
 

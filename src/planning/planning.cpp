@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <numbers>
 #include <optional>
@@ -628,7 +629,16 @@ std::string stokes_list(const std::array<bool, ms::num_stokes>& stokes, bool det
 }  // namespace
 
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
-  Plan plan = open_plan(config);
+  // Each rank opens the inputs itself: one that cannot (a path not mounted on its node)
+  // says so through rank 0, and every rank stops, instead of the others waiting for it.
+  Plan plan;
+  std::exception_ptr opening;
+  try {
+    plan = open_plan(config);
+  } catch (...) {
+    opening = std::current_exception();
+  }
+  agree_on_failure(mpi, opening);
   log.root("spip " + std::string(version) + " on " + std::to_string(mpi.size()) + " rank(s): channels [" +
            std::to_string(plan.chan_begin) + ", " + std::to_string(plan.chan_end) + ") of " +
            input_count(plan) + " into " + std::to_string(config.image.size) +
@@ -670,14 +680,17 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   const MemoryBasis basis{-mpi.max(-memory_budget_bytes(config.parallel, mpi.local_size())),
                           mpi.max(clean_bytes_per_pixel(config.clean, plan.geometry, device.has_value())),
                           imaging_bytes_per_row(config.image, config.clean, plan.geometry)};
-  const double gpu_share = device ? -mpi.max(-static_cast<double>(share.each())) : 0.0;
+  // The least device share of the GPU ranks, which every rank, with a device or not,
+  // reaches and plans with, so that a job whose nodes differ decides alike everywhere.
+  const double gpu_share = -mpi.max(device ? -static_cast<double>(share.each()) : -std::numeric_limits<double>::infinity());
+  const bool any_device = std::isfinite(gpu_share);
   const double clean_device = clean_device_bytes(config.clean, plan.geometry.size);
   const auto fits = [&](double share) {
     const double rows = share * static_cast<double>(plan.max_visibilities);
     return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
                                  basis.clean_bytes_per_pixel, basis.row_bytes,
                                  static_cast<int>(plan.pointings.size())) <= basis.budget &&
-           (!device || static_cast<double>(cuda::DeviceImager::device_bytes(
+           (!any_device || static_cast<double>(cuda::DeviceImager::device_bytes(
                            plan.geometry, static_cast<std::size_t>(std::ceil(rows)), weighting_scheme(config))) +
                                clean_device <=
                            gpu_share);

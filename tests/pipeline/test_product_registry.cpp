@@ -17,6 +17,7 @@
 #include "spip/faraday/spectrum_math.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/job/product_registry.hpp"
+#include "spip/job/progress.hpp"
 #include "spip/planning/planning.hpp"
 
 namespace spip::pipeline {
@@ -200,6 +201,30 @@ TEST(ProductRegistry, ARunWritesExactlyTheRegisteredProducts) {
     ++compared;
   }
   EXPECT_EQ(compared, 20 + 6 + 14 + 2 + 2);  // moments, FDF cubes, pixel maps, RMSF cube and FWHM map, catalogues
+}
+
+// A killed run resumes only where its channels would come out as before: the same
+// settings, the same inputs, the same files that shape every channel beside them (an
+// ionosphere table, a beam cube) and the same group size and backend that planning chose.
+TEST(ChannelProgress, ResumesOnlyWithTheSameInputsFilesAndPlan) {
+  const fs::path dir = spip::test::scratch_path("progress"), ms = spip::test::scratch_path("set.ms"),
+                 table = spip::test::scratch_path("ionosphere.txt");
+  fs::create_directories(ms);
+  std::ofstream(ms / "table.f0") << "rows";
+  std::ofstream(table) << "0 1.0\n100 1.5\n";
+  const std::string settings = "[clean]\nniter = 5\n\n[plan]\nranks_per_channel = 1\nbackend = cpu\n";
+  const auto fingerprint = [&] { return input_fingerprint({ms.string()}, {10}, {table.string()}); };
+  ChannelProgress(dir.string(), settings, fingerprint()).start_fresh();
+  EXPECT_TRUE(ChannelProgress(dir.string(), settings, fingerprint()).decide({}).resume);
+  std::string regrouped = settings;
+  regrouped.replace(regrouped.find("= 1"), 3, "= 2");
+  const ResumeDecision grouped = ChannelProgress(dir.string(), regrouped, fingerprint()).decide({});
+  EXPECT_FALSE(grouped.resume);
+  EXPECT_NE(grouped.reason.find("plan.ranks_per_channel 1 -> 2"), std::string::npos) << grouped.reason;
+  std::ofstream(table) << "0 1.0\n100 2.5\n200 3.0\n";  // regenerated under the same name
+  const ResumeDecision redone = ChannelProgress(dir.string(), settings, fingerprint()).decide({});
+  EXPECT_FALSE(redone.resume);
+  EXPECT_NE(redone.reason.find("ionosphere.txt changed"), std::string::npos) << redone.reason;
 }
 
 }  // namespace

@@ -52,7 +52,9 @@ class ChannelProgress {
 
 // Each input's canonical path and row count, and the size and modification time of
 // every file of its tables (the lock files excepted): what changes when the data are
-// recalibrated, flagged or replaced, read without opening a table.
-std::string input_fingerprint(const std::vector<std::string>& ms_paths, const std::vector<std::int64_t>& rows);
+// recalibrated, flagged or replaced, read without opening a table. `files_read`: other
+// files whose contents shape every channel (faraday.ionosphere, beam.fits), likewise.
+std::string input_fingerprint(const std::vector<std::string>& ms_paths, const std::vector<std::int64_t>& rows,
+                              const std::vector<std::string>& files_read = {});
 
 }  // namespace spip::pipeline
