@@ -452,7 +452,7 @@ const std::vector<Key>& keys() {
              "multiscale CLEAN: components are tapered quadratic kernels of clean.scales, with the same joined "
              "peak search"),
       {"clean.scales", "list", "pixels",
-       "multiscale kernel sizes, e.g. 0,8,16,32; empty: 0, then twice WSClean's beam (1 / longest baseline, "
+       "multiscale kernel sizes, e.g. 0,8,16,32; empty: 0, then four times WSClean's beam (1 / longest baseline, "
        "or the taper), doubling below half the image",
        "nothing, or sizes >= 0 in pixels separated by commas", false, set_scales,
        [](const Config& c) { return std::vector<std::string>{scales_text(c.clean)}; }},

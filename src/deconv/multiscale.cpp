@@ -63,7 +63,9 @@ int scale_radius(double scale) { return scale > 0 ? static_cast<int>(std::ceil(s
 
 std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size) {
   std::vector<double> scales{0.0};
-  for (double scale = 2 * beam_fwhm_pixels; 2 * scale_radius(scale) + 1 <= image_size / 2; scale *= 2)
+  // WSClean 3.1 and Radler count from twice the beam, but the count's first step is
+  // scale 0, and the doubling comes before the first wide scale: four times the beam.
+  for (double scale = 4 * beam_fwhm_pixels; 2 * scale_radius(scale) + 1 <= image_size / 2; scale *= 2)
     scales.push_back(scale);
   return scales;
 }

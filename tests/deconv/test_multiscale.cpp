@@ -77,9 +77,10 @@ TEST(ScaleKernel, TaperedQuadraticOfUnitSumAndItsSupport) {
 }
 
 TEST(ScaleKernel, AutomaticScalesAndBiasFollowWsclean) {
-  EXPECT_EQ(spip::deconv::auto_scales(3.0, 200), (std::vector<double>{0, 6, 12, 24, 48, 96}));
+  // WSClean 3.1 (multiscalealgorithm.cpp) and Radler start at four times the beam.
+  EXPECT_EQ(spip::deconv::auto_scales(3.0, 200), (std::vector<double>{0, 12, 24, 48, 96}));
   // Below half the image, but its 33-pixel kernel would not fit in 32: left out.
-  EXPECT_EQ(spip::deconv::auto_scales(3.9, 64), (std::vector<double>{0, 7.8, 15.6}));
+  EXPECT_EQ(spip::deconv::auto_scales(1.95, 64), (std::vector<double>{0, 7.8, 15.6}));
   const std::vector<double> bias = spip::deconv::scale_bias_factors({0, 6, 12, 24}, 0.6, 6.0);
   EXPECT_DOUBLE_EQ(bias[0], 1.0);
   EXPECT_DOUBLE_EQ(bias[1], 1.0);

@@ -29,13 +29,12 @@ ScaleKernel scale_kernel(double scale);
 // scale_kernel(scale).radius, without making the kernel.
 int scale_radius(double scale);
 
-// WSClean's automatic scales: 0, then twice the beam's FWHM (pixels), doubling while a
-// scale's kernel fits in half the image.
+// WSClean's automatic scales: 0, then four times the beam's FWHM (pixels), doubling
+// while a scale's kernel fits in half the image.
 std::vector<double> auto_scales(double beam_fwhm_pixels, int image_size);
 
 // clean.scale_bias's factors, as WSClean's -multiscale-scale-bias: bias^-log2(scale /
-// reference) with reference twice the beam's FWHM (pixels), the first automatic scale;
-// 1 for scale 0.
+// reference) with reference twice the beam's FWHM (pixels), as WSClean's; 1 for scale 0.
 std::vector<double> scale_bias_factors(const std::vector<double>& scales, double scale_bias, double reference);
 
 // Scales and bias for one channel's multiscale CLEAN: clean.scales, or auto_scales() of
