@@ -95,7 +95,7 @@ struct ChannelImages {
   int major_cycles = 0;
   std::vector<double> scales;        // multiscale CLEAN's scales (pixels); empty for point CLEAN or none run
   std::vector<int> scale_iterations; // the iterations spent at each of them
-  double search_noise = 0;     // of the final residual, when clean.auto_threshold is set
+  double search_noise = 0;     // measured when the last major cycle began (clean.auto_threshold set): what CLEAN stopped against
   double clean_threshold = 0;  // max(clean.threshold, auto_threshold * search_noise) at the end
   bool threshold_reached = true;  // false: CLEAN stopped for another reason (clean_stop) first
   CleanStop clean_stop = CleanStop::none;
