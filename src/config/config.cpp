@@ -392,7 +392,8 @@ const std::vector<Key>& keys() {
              any<bool>, "true or false", "",
              "w-stacking; false: 2-D imaging (wrong for wide fields)"),
       scalar("image.common_beam", &Config::image, &ImageConfig::common_beam, any<bool>, "true or false", "",
-             "restore every channel with the largest fitted beam (needed for RM synthesis); false: its own (BEAMS table)"),
+             "restore every channel with one beam that holds every fitted one (needed for RM synthesis); false: its own "
+             "(BEAMS table)"),
       {"image.beam", "numbers", "arcsec",
        "restoring beam MAJOR,MINOR,PA for every channel (FWHM in arcsec, PA in deg east of north), as WSClean's "
        "-beam-shape; empty: fitted to each channel's PSF; with input.cube_q: the cubes' beam where their headers give "

@@ -121,6 +121,92 @@ Beam theoretical_beam(double max_uv_wavelengths, double taper_fwhm_rad) {
   return Beam{fwhm, fwhm, 0.0};
 }
 
+namespace {
+
+// A beam's half-power ellipse as the symmetric matrix S = a^2 u u^T + b^2 v v^T (a, b
+// its semi-axes, u its major axis (east, north) = (sin pa, cos pa)): the ellipse of S
+// holds that of T where S - T has no negative eigenvalue.
+struct Ellipse {
+  double xx = 0, xy = 0, yy = 0;
+};
+
+Ellipse ellipse_of(const Beam& beam) {
+  const double a = beam.major_rad / 2, b = beam.minor_rad / 2;
+  const double ux = std::sin(beam.pa_rad), uy = std::cos(beam.pa_rad);
+  return {a * a * ux * ux + b * b * uy * uy, (a * a - b * b) * ux * uy, a * a * uy * uy + b * b * ux * ux};
+}
+
+// Eigenvalues (larger first) of a symmetric 2 x 2 matrix, and the unit eigenvector of the larger.
+struct Eigen {
+  double large = 0, small = 0, x = 0, y = 1;
+};
+Eigen eigen(const Ellipse& e) {
+  const double mean = 0.5 * (e.xx + e.yy), half_gap = std::hypot(0.5 * (e.xx - e.yy), e.xy);
+  Eigen out{mean + half_gap, mean - half_gap, 0, 1};
+  const double angle = 0.5 * std::atan2(2 * e.xy, e.xx - e.yy);  // of the larger's axis from x
+  out.x = std::cos(angle);
+  out.y = std::sin(angle);
+  return out;
+}
+
+// A symmetric matrix from its eigenvalues and the larger one's unit eigenvector.
+Ellipse compose(double large, double small, double x, double y) {
+  return {large * x * x + small * y * y, (large - small) * x * y, large * y * y + small * x * x};
+}
+
+// S^(1/2) and S^(-1/2) of a positive definite S.
+Ellipse power(const Ellipse& s, double p) {
+  const Eigen e = eigen(s);
+  return compose(std::pow(e.large, p), std::pow(e.small, p), e.x, e.y);
+}
+
+Ellipse product(const Ellipse& a, const Ellipse& b, const Ellipse& c) {  // a b c, a symmetric result here
+  const double m00 = a.xx * b.xx + a.xy * b.xy, m01 = a.xx * b.xy + a.xy * b.yy;
+  const double m10 = a.xy * b.xx + a.yy * b.xy, m11 = a.xy * b.xy + a.yy * b.yy;
+  return {m00 * c.xx + m01 * c.xy, 0.5 * (m00 * c.xy + m01 * c.yy + m10 * c.xx + m11 * c.xy), m10 * c.xy + m11 * c.yy};
+}
+
+bool holds(const Ellipse& outer, const Ellipse& inner) {
+  const Ellipse gap{outer.xx - inner.xx, outer.xy - inner.xy, outer.yy - inner.yy};
+  return eigen(gap).small >= -1e-12 * (outer.xx + outer.yy);
+}
+
+}  // namespace
+
+Beam enclosing_beam(const std::vector<Beam>& beams) {
+  if (beams.empty()) return {};
+  const auto largest = std::max_element(beams.begin(), beams.end(), [](const Beam& a, const Beam& b) {
+    return a.major_rad * a.minor_rad < b.major_rad * b.minor_rad;
+  });
+  Ellipse common = ellipse_of(*largest);
+  for (const Beam& beam : beams) {
+    const Ellipse next = ellipse_of(beam);
+    if (holds(common, next)) continue;
+    const Ellipse root = power(common, 0.5), inverse_root = power(common, -0.5);
+    const Eigen seen = eigen(product(inverse_root, next, inverse_root));  // `common` a unit circle
+    const Ellipse widened = compose(std::max(1.0, seen.large), std::max(1.0, seen.small), seen.x, seen.y);
+    common = product(root, widened, root);
+  }
+  const Eigen axes = eigen(common);
+  double pa = std::atan2(axes.x, axes.y);  // the major axis (east, north) from north through east
+  while (pa <= -std::numbers::pi / 2) pa += std::numbers::pi;
+  while (pa > std::numbers::pi / 2) pa -= std::numbers::pi;
+  return {2 * std::sqrt(axes.large), 2 * std::sqrt(std::max(0.0, axes.small)), pa};
+}
+
+RestoringBeam common_restoring_beam(const std::vector<RestoringBeam>& beams) {
+  const bool any_fitted = std::any_of(beams.begin(), beams.end(),
+                                      [](const RestoringBeam& b) { return b.origin != BeamOrigin::theoretical; });
+  std::vector<Beam> counted;
+  BeamOrigin origin = BeamOrigin::theoretical;
+  for (const RestoringBeam& b : beams)
+    if ((b.origin != BeamOrigin::theoretical) == any_fitted) {
+      counted.push_back(b.beam);
+      origin = b.origin;
+    }
+  return {enclosing_beam(counted), origin};
+}
+
 RestoringBeam restoring_beam(const std::optional<Beam>& fit, double max_uv_wavelengths, double taper_fwhm_rad,
                              const ImageGeometry& geometry, const std::optional<Beam>& chosen) {
   if (chosen) return {*chosen, BeamOrigin::chosen};

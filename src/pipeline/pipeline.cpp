@@ -71,31 +71,21 @@ std::vector<fits::Beam> channel_beams(const std::vector<ChannelQa>& records, con
 }
 
 // The beam every channel is restored to (RM synthesis needs one resolution): image.beam
-// where given; else the largest, by area, of the beams fitted to the channels of all
-// ranks. A theoretical beam that stood in for a fit that was not a beam counts only
-// where no channel has a fitted one.
-// The common-beam rule between two beams: a fitted (or chosen) one beats a theoretical
-// one, then the larger area.
-bool wider(const imaging::RestoringBeam& a, const imaging::RestoringBeam& b) {
-  const bool a_fitted = a.origin != imaging::BeamOrigin::theoretical;
-  const bool b_fitted = b.origin != imaging::BeamOrigin::theoretical;
-  if (a_fitted != b_fitted) return a_fitted;
-  return a.beam.major_rad * a.beam.minor_rad > b.beam.major_rad * b.beam.minor_rad;
-}
-
+// where given; else the one that holds every beam fitted to the channels of all ranks
+// (imaging::common_restoring_beam). A theoretical beam that stood in for a fit that was
+// not a beam counts only where no channel has a fitted one.
 fits::Beam common_beam(const std::vector<imaging::RestoringBeam>& mine, const parallel::MpiContext& mpi) {
   std::vector<double> flat;
   for (const imaging::RestoringBeam& b : mine)
     flat.insert(flat.end(), {b.beam.major_rad, b.beam.minor_rad, b.beam.pa_rad,
                              b.origin == imaging::BeamOrigin::theoretical ? 0.0 : 1.0});
   const std::vector<double> all = mpi.gather_to_all(flat);
-  std::optional<imaging::RestoringBeam> largest;
-  for (std::size_t k = 0; k + 3 < all.size(); k += 4) {
-    const imaging::RestoringBeam beam{{all[k], all[k + 1], all[k + 2]},
-                                      all[k + 3] > 0 ? imaging::BeamOrigin::fitted : imaging::BeamOrigin::theoretical};
-    if (!largest || wider(beam, *largest)) largest = beam;
-  }
-  return largest ? fits::Beam{largest->beam.major_rad, largest->beam.minor_rad, largest->beam.pa_rad} : fits::Beam{};
+  std::vector<imaging::RestoringBeam> beams;
+  for (std::size_t k = 0; k + 3 < all.size(); k += 4)
+    beams.push_back({{all[k], all[k + 1], all[k + 2]},
+                     all[k + 3] > 0 ? imaging::BeamOrigin::fitted : imaging::BeamOrigin::theoretical});
+  const imaging::Beam common = imaging::common_restoring_beam(beams).beam;
+  return fits::Beam{common.major_rad, common.minor_rad, common.pa_rad};
 }
 
 // image.beam, if the user chose one.
@@ -552,9 +542,8 @@ std::optional<MosaicSum> RankRun::mosaic_sum(int c) const {
                                   plan_.freq_hz.at(static_cast<std::size_t>(c)), plan_.geometry, chosen_);
 }
 
-// Restored with the channel's own beam: in a mosaic the one of its pointings' that the
-// common-beam rule picks (so that a resumed run, which recalls only that beam, agrees on
-// the common beam), from each pointing's fit and longest baseline (`max_uv`). A mosaic's
+// Restored with the channel's own beam: in a mosaic the one that holds its pointings'
+// (so that a resumed run, which recalls only that beam, agrees on the common beam), from each pointing's fit and longest baseline (`max_uv`). A mosaic's
 // images come from its `sum`; its `pointings` hold their fitted beams and models.
 void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::optional<deconv::ChannelImages>> pointings,
                             const std::vector<double>& max_uv, std::optional<MosaicSum> sum, double imaging_s,
@@ -564,18 +553,20 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
   const std::size_t pixels = plan_.geometry.pixels();
   if (!leads()) return;  // the leader holds the same images, and writes them
   const double taper = weighting_scheme(config_).taper_fwhm_rad;
-  std::optional<imaging::RestoringBeam> own;
+  std::vector<imaging::RestoringBeam> pointing_beams;
   for (std::size_t p = 0; p < pointings.size(); ++p) {
     if (!pointings[p]) continue;
     const std::optional<imaging::Beam>& fit = pointings[p]->fitted_beam;
-    const imaging::RestoringBeam beam =
-        imaging::restoring_beam(fit, kept_max_uv(config_, max_uv[p]), taper, plan_.geometry, chosen_);
-    if (beam.origin == imaging::BeamOrigin::theoretical)
-      log_.info(theoretical_beam_reason(plan_.chan_begin + c, fit, beam.beam));
-    if (!own || wider(beam, *own)) own = beam;
+    pointing_beams.push_back(
+        imaging::restoring_beam(fit, kept_max_uv(config_, max_uv[p]), taper, plan_.geometry, chosen_));
+    if (pointing_beams.back().origin == imaging::BeamOrigin::theoretical)
+      log_.info(theoretical_beam_reason(plan_.chan_begin + c, fit, pointing_beams.back().beam));
   }
-  beams_.push_back(*own);
-  const bool theoretical = own->origin == imaging::BeamOrigin::theoretical;
+  // A mosaic's pointings, seen at other hour angles, have beams at other angles: the
+  // channel's holds them all.
+  const imaging::RestoringBeam own = imaging::common_restoring_beam(pointing_beams);
+  beams_.push_back(own);
+  const bool theoretical = own.origin == imaging::BeamOrigin::theoretical;
   deconv::ChannelImages images;
   std::vector<float> restored;  // with a mosaic's image.beam, from its sum
   std::vector<double> weights;  // a mosaic's
@@ -592,9 +583,9 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
       restored = images.residual;  // each channel its own beam (image.common_beam = false), known only now
       for (std::size_t p = 0; p < pointings.size(); ++p)
         if (pointings[p])
-          add_restored_model(p, pointings[p]->model.data(), plan_.geometry, own->beam, *mosaic, restored.data());
+          add_restored_model(p, pointings[p]->model.data(), plan_.geometry, own.beam, *mosaic, restored.data());
     } else {
-      restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan_.geometry, own->beam);
+      restored = deconv::restore_channel(images.model.data(), images.residual.data(), plan_.geometry, own.beam);
     }
   }
   const double peak_i = restored.empty() ? nan : *std::max_element(restored.begin(), restored.begin() + pixels);
@@ -610,7 +601,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
                  data.nonfinite_samples,
                  data.weight_sum,
                  data.max_uv,
-                 own->beam,
+                 own.beam,
                  theoretical,
                  images.iterations,
                  images.major_cycles,

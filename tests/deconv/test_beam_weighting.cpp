@@ -126,6 +126,53 @@ INSTANTIATE_TEST_SUITE_P(SmallAndHugeBeams, RestoreMethods,
                          testing::Values(RestoreCase{6, 4, 15}, RestoreCase{30, 12, 1800}, RestoreCase{1e5, 3, 12},
                                          RestoreCase{1e5, 3, 1800}));
 
+// The common beam holds every channel's: each point of a beam's half-power ellipse lies
+// within the common beam's (its Gaussian is at least half there), checked point by
+// point around each ellipse, independently of the matrices enclosing_beam() works with.
+TEST(RestoringBeam, TheCommonBeamHoldsEveryChannelsBeam) {
+  const double arcsec = std::numbers::pi / (180 * 3600);
+  const auto gaussian = [](const Beam& b, double east, double north) {
+    const double along = east * std::sin(b.pa_rad) + north * std::cos(b.pa_rad);
+    const double across = east * std::cos(b.pa_rad) - north * std::sin(b.pa_rad);
+    return std::exp(-4 * std::log(2.0) * (std::pow(along / b.major_rad, 2) + std::pow(across / b.minor_rad, 2)));
+  };
+  const auto expect_holds = [&](const Beam& common, const std::vector<Beam>& beams) {
+    for (const Beam& b : beams)
+      for (int k = 0; k < 360; ++k) {
+        const double t = k * std::numbers::pi / 180;  // around b's half-power ellipse
+        const double along = 0.5 * b.major_rad * std::cos(t), across = 0.5 * b.minor_rad * std::sin(t);
+        const double east = along * std::sin(b.pa_rad) + across * std::cos(b.pa_rad);
+        const double north = along * std::cos(b.pa_rad) - across * std::sin(b.pa_rad);
+        ASSERT_GE(gaussian(common, east, north), 0.5 - 1e-9) << b.major_rad / arcsec << " at " << k << " deg";
+      }
+  };
+  // Beams that narrow as 1 / nu at one angle: the widest, exactly.
+  const std::vector<Beam> band{{30 * arcsec, 20 * arcsec, 0.3}, {25 * arcsec, 16.7 * arcsec, 0.3}};
+  const Beam widest = enclosing_beam(band);
+  EXPECT_NEAR(widest.major_rad, 30 * arcsec, 1e-12);
+  EXPECT_NEAR(widest.minor_rad, 20 * arcsec, 1e-12);
+  EXPECT_NEAR(widest.pa_rad, 0.3, 1e-9);
+  // At other angles the largest by area (20" x 16" east-west) does not hold the 30" x 10"
+  // north-south beam; the common beam holds both, and is no wider than 30" either way.
+  const std::vector<Beam> crossed{{30 * arcsec, 10 * arcsec, 0.0}, {20 * arcsec, 16 * arcsec, std::numbers::pi / 2}};
+  const Beam common = enclosing_beam(crossed);
+  expect_holds(common, crossed);
+  EXPECT_NEAR(common.major_rad, 30 * arcsec, 1e-9);
+  EXPECT_NEAR(common.minor_rad, 20 * arcsec, 1e-9);
+  EXPECT_NEAR(common.pa_rad, 0.0, 1e-9);
+  // Three beams at three angles, none holding the others.
+  const std::vector<Beam> three{{40 * arcsec, 12 * arcsec, 0.2}, {35 * arcsec, 15 * arcsec, -0.9},
+                                {30 * arcsec, 18 * arcsec, 1.3}};
+  const Beam held = enclosing_beam(three);
+  expect_holds(held, three);
+  EXPECT_LT(held.major_rad * held.minor_rad, 40.0 * 40.0 * arcsec * arcsec);  // less than the circle of 40"
+  // Fitted beams count before theoretical ones.
+  const RestoringBeam chosen = common_restoring_beam(
+      {{{50 * arcsec, 50 * arcsec, 0}, BeamOrigin::theoretical}, {{30 * arcsec, 20 * arcsec, 0.3}, BeamOrigin::fitted}});
+  EXPECT_EQ(chosen.origin, BeamOrigin::fitted);
+  EXPECT_NEAR(chosen.beam.major_rad, 30 * arcsec, 1e-12);
+}
+
 TEST(RestoringBeam, IsTheFitOnlyWhereTheFitIsABeam) {
   const ImageGeometry g = ImageGeometry::make(128, 1e-5, 1.2);
   const double max_uv = 2e4;  // theoretical FWHM 5e-5 rad = 5 pixels

@@ -3,6 +3,7 @@
 // the fit is not a beam, the diffraction limit of the longest baseline.
 #include <algorithm>
 #include <optional>
+#include <vector>
 
 #include "spip/imaging/geometry.hpp"
 
@@ -46,6 +47,19 @@ struct RestoringBeam {
   Beam beam;
   BeamOrigin origin = BeamOrigin::fitted;
 };
+
+// The beam that every one of `beams` fits inside (each one's half-power ellipse within
+// its own), as CASA's common beam: the largest by area where it holds the others, else
+// widened, beam by beam, to the smallest ellipse holding it and the next (in the frame
+// where it is a circle, to the larger of 1 and the next one's extent along that one's
+// axes). Beams that narrow as 1 / nu at one angle give the widest; beams at different
+// angles (a mosaic's pointings, or sub-bands seen at other hour angles) give one wider
+// than each. Empty `beams`: a zero beam.
+Beam enclosing_beam(const std::vector<Beam>& beams);
+
+// The beam to restore every one of `beams` with: the enclosing_beam() of the fitted (or
+// chosen) ones, or where there are none of the theoretical ones, with that origin.
+RestoringBeam common_restoring_beam(const std::vector<RestoringBeam>& beams);
 
 // `chosen` (image.beam) when given; else the fit where it is a beam (see
 // max_beam_elongation); else the theoretical beam.
