@@ -155,6 +155,19 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
            fixed(plan.freq_hz.back() / 1e6, 4) + " MHz; channel noise " +
            (plan.noise.empty() ? "from the cubes" : "from " + config.input.cube_noise) + "; products in " +
            config.output.dir + " (prefix " + config.output.prefix + ")");
+  // RM synthesis takes the channels as they are: at several resolutions, a source's
+  // flux per beam changes across the band, which reads as depolarisation.
+  if (const std::vector<fits::Beam>& beams = plan.cubes.q->channel_beams; !beams.empty()) {
+    const auto [small, large] = std::minmax_element(beams.begin(), beams.end(), [](const fits::Beam& a, const fits::Beam& b) {
+      return a.major_rad * a.minor_rad < b.major_rad * b.minor_rad;
+    });
+    if (large->major_rad * large->minor_rad > 1.01 * small->major_rad * small->minor_rad)
+      log.root("WARNING: input.cube_q's channels have beams from " + fixed(small->major_rad * rad_to_arcsec, 2) +
+               "\" x " + fixed(small->minor_rad * rad_to_arcsec, 2) + "\" to " +
+               fixed(large->major_rad * rad_to_arcsec, 2) + "\" x " + fixed(large->minor_rad * rad_to_arcsec, 2) +
+               "\" (its BEAMS table); the Faraday stage takes them at these resolutions: convolve the cubes to "
+               "one beam first (CASA's imsmooth, RACS-tools' beamcon_3D) for RM synthesis of extended emission");
+  }
   if (!plan.cubes.i && (config.catalogue.threshold > 0 || !config.catalogue.sources.empty()))
     log.root("no catalogue: it compares each source's polarised intensity with Stokes I; give input.cube_i");
   plan.claim = claim_run(config, plan.products, break_claim, mpi, log);

@@ -317,6 +317,32 @@ def check_beamless_cubes(one):
     shutil.rmtree(beamless)
 
 
+def check_channel_beams():
+    """Cubes with CASA's per-channel beams that differ: the run goes on, and rank 0 says in
+    a WARNING line that the channels are taken at their own resolutions."""
+    beamed = f"{WORK}/beamed"
+    os.mkdir(beamed)
+    for name in ("q", "u"):
+        with fits.open(f"{WORK}/{name}.fits") as hdul:
+            h = hdul[0].header.copy()
+            h["CASAMBM"] = True
+            major = 15.0 * FREQ[0] / FREQ  # arcsec, narrowing as 1 / nu
+            beams = fits.BinTableHDU.from_columns([
+                fits.Column(name="BMAJ", format="E", unit="arcsec", array=major),
+                fits.Column(name="BMIN", format="E", unit="arcsec", array=0.8 * major),
+                fits.Column(name="BPA", format="E", unit="deg", array=np.full(NC, 30.0)),
+                fits.Column(name="CHAN", format="J", array=np.arange(NC)),
+                fits.Column(name="POL", format="J", array=np.zeros(NC, int))], name="BEAMS")
+            beams.header["NCHAN"], beams.header["NPOL"] = NC, 1
+            fits.HDUList([fits.PrimaryHDU(hdul[0].data, h), beams]).writeto(f"{beamed}/{name}.fits")
+    shutil.copy(f"{WORK}/i.fits", f"{beamed}/i.fits")
+    run = spip(1, f"{beamed}/out", beamed)
+    check(run.returncode == 0 and "WARNING: input.cube_q's channels have beams from" in run.stdout,
+          f"per-channel beams that differ: the run goes on and warns (exit {run.returncode}): "
+          f"{[line for line in run.stdout.splitlines() if 'WARNING' in line]} {run.stderr.strip()[:400]}")
+    shutil.rmtree(beamed)
+
+
 def check_stop_and_rerun():
     """What Slurm does at the time limit: SIGTERM to one rank once the Faraday stage has
     begun (cubes large enough, and row groups small enough, to catch it there). Every rank
@@ -486,6 +512,7 @@ def main():
     check(not os.path.exists(f"{WORK}/refused"), "and nothing is written")
 
     check_beamless_cubes(one)
+    check_channel_beams()
     check_stop_and_rerun()
 
 
