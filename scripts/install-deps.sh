@@ -46,16 +46,22 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# astropy reads every FITS product back in the tests and after the demo.
-if ! python3 -c "import astropy" 2>/dev/null; then
-  echo "spip: installing astropy (pip)"
-  python3 -m pip install -q astropy || pip install -q astropy
-fi
-# matplotlib draws scripts/quicklook.py's page after the demo and in its test.
-if ! python3 -c "import matplotlib" 2>/dev/null; then
-  echo "spip: installing matplotlib (pip)"
-  python3 -m pip install -q matplotlib || pip install -q matplotlib
-fi
+# astropy reads every FITS product back in the tests and after the demo; matplotlib
+# draws scripts/quicklook.py's page after the demo and in its test. Debian's own python3
+# takes Debian's packages (its pip refuses to install beside them, PEP 668); another
+# python3 first on PATH (a pyenv or conda one) takes them from PyPI.
+for module in astropy matplotlib; do
+  python3 -c "import $module" 2>/dev/null && continue
+  if [ "$(readlink -f "$(command -v python3)")" = "$(readlink -f /usr/bin/python3)" ]; then
+    echo "spip: installing python3-$module"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get install -y -qq --no-install-recommends "python3-$module" >/dev/null ||
+      { apt-get update -qq && apt-get install -y -qq --no-install-recommends "python3-$module" >/dev/null; }
+  else
+    echo "spip: installing $module (pip)"
+    python3 -m pip install -q "$module"
+  fi
+done
 
 # With --tests: RM-Tools and rmtable, the references of the Faraday stage on other
 # imagers' cubes and of the RMTable catalogue (tests/scripts/check_cube_faraday.py), in a
