@@ -21,7 +21,7 @@ __global__ void density_kernel(const double* uvw_m, double scale, const float* w
   if (k >= rows) return;
   const double u = uvw_m[3 * k] * scale, v = uvw_m[3 * k + 1] * scale;
   const double w = counted_weight(terms, weights, k, u, v);
-  if (w <= 0) return;
+  if (!(w > 0)) return;
   // Each visibility together with its Hermitian conjugate.
   const long long cell_of_point = imaging::density_cell(size, cell, u, v);
   const long long cell_of_mirror = imaging::density_cell(size, cell, -u, -v);

@@ -29,14 +29,32 @@ time_left_s() {
   left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
   [[ $left =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]] || return
   days=${BASH_REMATCH[2]:-0} h=${BASH_REMATCH[4]:-0} m=${BASH_REMATCH[5]} s=${BASH_REMATCH[6]}
-  local seconds=$(((10#$days * 24 + 10#$h) * 3600 + 10#$m * 60 + 10#$s - ${SPIP_WARNING_S:-0}))
+  local total=$(((10#$days * 24 + 10#$h) * 3600 + 10#$m * 60 + 10#$s))
+  local seconds=$((total - ${SPIP_WARNING_S:-0}))
+  # A limit shorter than the warning (a debug queue's ten minutes) leaves nothing after
+  # it: spip gets the whole allocation rather than a second.
+  if ((seconds < 60)); then
+    echo "spip job $SLURM_JOB_ID: ${total} s left, less than a minute beyond the warning's ${SPIP_WARNING_S:-0} s:" \
+         "spip plans with all of it" >&2
+    seconds=$total
+  fi
   echo $((seconds > 1 ? seconds : 1))
 }
 limit=$(time_left_s)
-time_option=()
-if [[ -n $limit ]]; then time_option=(--parallel.time_limit "$limit"); fi
-
 threads=${SLURM_CPUS_PER_TASK:-1}
+
+# The options this script gives spip, less those the user gave after OUTPUT_DIR (spip
+# takes each key once).
+given() {
+  local option
+  for option in "${@:2}"; do [[ $option == "$1" || $option == "$1="* ]] && return 0; done
+  return 1
+}
+options=(--config "$config")
+given --output.dir "$@" || options+=(--output.dir "$out")
+given --parallel.threads "$@" || options+=(--parallel.threads "$threads")
+if [[ -n $limit ]] && ! given --parallel.time_limit "$@"; then options+=(--parallel.time_limit "$limit"); fi
+
 export OMP_NUM_THREADS=$threads OMP_PLACES=cores OMP_PROC_BIND=close
 log=$(scontrol show job "$SLURM_JOB_ID" 2>/dev/null | sed -n 's/^ *StdOut=//p')
 echo "spip job $SLURM_JOB_ID, start $((restarts + 1)): $SLURM_NTASKS rank(s) on $SLURM_JOB_NUM_NODES node(s)" \
@@ -45,22 +63,27 @@ echo "spip job $SLURM_JOB_ID: config $config; products in $out; log in ${log:-th
      "time left ${limit:-unlimited} s"
 
 # Slurm's warning (--signal=B:USR1@SECONDS) reaches this shell only: pass it on. Each
-# rank then finishes its channel, and all exit with the resumable code.
+# rank then finishes its channel, and all exit with the resumable code. A TERM that no
+# warning came before is scancel (or an administrator): spip stops the same way and
+# keeps its progress, but the job is not requeued.
 launcher_pid=
-interrupted=0
-trap 'interrupted=1; echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop after the current channel"
-      [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' USR1 TERM
+interrupted=0 warned=0 cancelled=0
+trap 'interrupted=1 warned=1; echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop after the current channel"
+      [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' USR1
+trap 'interrupted=1; ((warned)) || cancelled=1
+      echo "spip job $SLURM_JOB_ID: terminated; asking spip to stop after the current channel"
+      [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' TERM
 
 case $launcher in
   srun)
-    srun --mpi=pmix --cpu-bind=cores "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" \
-      "${time_option[@]}" "$@" &
+    # -c: from Slurm 22.05 to 23.02 srun does not take --cpus-per-task from the job,
+    # and would bind each rank and all its threads to one core.
+    srun --mpi=pmix --cpu-bind=cores --cpus-per-task="$threads" "$bin" "${options[@]}" "$@" &
     ;;
   mpirun)
     flags=(-q --bind-to core --map-by "ppr:${SLURM_NTASKS_PER_NODE:-$SLURM_NTASKS}:node:PE=$threads")
     if [[ $(id -u) -eq 0 ]]; then flags+=(--allow-run-as-root); fi
-    mpirun "${flags[@]}" "$bin" --config "$config" --output.dir "$out" --parallel.threads "$threads" \
-      "${time_option[@]}" "$@" &
+    mpirun "${flags[@]}" "$bin" "${options[@]}" "$@" &
     ;;
   *)
     echo "spip job: SPIP_LAUNCHER must be srun or mpirun, not '$launcher'" >&2
@@ -81,6 +104,11 @@ while :; do
   ((interrupted)) || break
 done
 
+if ((status == resumable && cancelled)); then
+  echo "spip job $SLURM_JOB_ID: cancelled; its progress is saved, and it is not requeued." \
+       "Resume by submitting the same command again."
+  exit "$status"
+fi
 if ((status == resumable)); then
   if ((restarts >= max_restarts)); then
     echo "spip job $SLURM_JOB_ID: stopped early $((restarts + 1)) times; not requeued (SPIP_MAX_RESTARTS=$max_restarts)." \

@@ -51,6 +51,15 @@ SynthesisSetup make_setup(const std::vector<double>& freq_hz, const std::vector<
   setup.phi_max_unsmeared = std::sqrt(3.0) / largest_step;
 
   const double dphi = config.dphi > 0 ? config.dphi : setup.fwhm_theory / config.samples_per_fwhm;
+  // Coarser than the RMSF's FWHM, the axis would step over peaks it cannot resolve.
+  if (dphi > setup.fwhm_theory) {
+    char message[300];
+    std::snprintf(message, sizeof message,
+                  "faraday.dphi = %g rad/m^2 is coarser than the RMSF's FWHM of these channels, %g rad/m^2 (3.8 / "
+                  "their lambda^2 span): expected at most that, or 0 (the FWHM / faraday.samples_per_fwhm)",
+                  dphi, setup.fwhm_theory);
+    SPIP_THROW(ConfigError, message);
+  }
   setup.phi_max = config.phi_max > 0 ? config.phi_max : std::max(setup.phi_max_unsmeared, 10.0 * setup.fwhm_theory);
   setup.axis.dphi = dphi;
   const double half = std::round(setup.phi_max / dphi);

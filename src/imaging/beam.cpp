@@ -179,14 +179,17 @@ Beam enclosing_beam(const std::vector<Beam>& beams) {
     return a.major_rad * a.minor_rad < b.major_rad * b.minor_rad;
   });
   Ellipse common = ellipse_of(*largest);
+  bool widened = false;
   for (const Beam& beam : beams) {
     const Ellipse next = ellipse_of(beam);
     if (holds(common, next)) continue;
+    widened = true;
     const Ellipse root = power(common, 0.5), inverse_root = power(common, -0.5);
     const Eigen seen = eigen(product(inverse_root, next, inverse_root));  // `common` a unit circle
-    const Ellipse widened = compose(std::max(1.0, seen.large), std::max(1.0, seen.small), seen.x, seen.y);
-    common = product(root, widened, root);
+    const Ellipse grown = compose(std::max(1.0, seen.large), std::max(1.0, seen.small), seen.x, seen.y);
+    common = product(root, grown, root);
   }
+  if (!widened) return *largest;  // as given: a circular beam keeps its position angle
   const Eigen axes = eigen(common);
   double pa = std::atan2(axes.x, axes.y);  // the major axis (east, north) from north through east
   while (pa <= -std::numbers::pi / 2) pa += std::numbers::pi;

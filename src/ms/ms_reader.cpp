@@ -36,11 +36,14 @@ namespace cc = casacore;
 
 [[noreturn]] void bad_input(const std::string& message) { SPIP_THROW(InputError, message); }
 
-// The observation's start, as FITS's DATE-OBS means it: the earliest row's TIME (the
-// middle of its integration) less half its INTERVAL, whatever the rows' order. Read in
-// slices, so that a large MS costs no more memory than a slice.
-double start_time(const cc::Table& main) {
+// The observation's start, as FITS's DATE-OBS means it: the earliest TIME (the middle of
+// its integration) less half its INTERVAL among the rows of the selected field and
+// window, whatever the rows' order (a calibrator's scan before the target's is not the
+// target's start). Read in slices, so that a large MS costs no more memory than a slice.
+// NaN where no row is of them.
+double start_time(const cc::Table& main, int field, const std::vector<int>& data_desc_ids) {
   const cc::ScalarColumn<double> time(main, "TIME");
+  const cc::ScalarColumn<int> field_of(main, "FIELD_ID"), description_of(main, "DATA_DESC_ID");
   const bool has_interval = main.tableDesc().isColumn("INTERVAL");
   constexpr cc::rownr_t slice = 1 << 20;
   double start = std::numeric_limits<double>::infinity();
@@ -48,11 +51,15 @@ double start_time(const cc::Table& main) {
     const cc::Slicer rows(cc::IPosition(1, static_cast<long long>(first)),
                           cc::IPosition(1, static_cast<long long>(std::min(slice, main.nrow() - first))));
     const cc::Vector<double> t = time.getColumnRange(rows);
+    const cc::Vector<int> fields = field_of.getColumnRange(rows), descriptions = description_of.getColumnRange(rows);
     cc::Vector<double> interval;
     if (has_interval) interval = cc::ScalarColumn<double>(main, "INTERVAL").getColumnRange(rows);
-    for (std::size_t r = 0; r < t.size(); ++r) start = std::min(start, t[r] - (has_interval ? 0.5 * interval[r] : 0.0));
+    for (std::size_t r = 0; r < t.size(); ++r)
+      if (fields[r] == field &&
+          std::find(data_desc_ids.begin(), data_desc_ids.end(), descriptions[r]) != data_desc_ids.end())
+        start = std::min(start, t[r] - (has_interval ? 0.5 * interval[r] : 0.0));
   }
-  return start;
+  return std::isinf(start) ? std::numeric_limits<double>::quiet_NaN() : start;
 }
 
 // FITS SPECSYS of a window's MEAS_FREQ_REF, casacore's MFrequency types in their order
@@ -211,7 +218,7 @@ void MsReader::Impl::open(const std::string& path) {
   info.num_rows = static_cast<std::int64_t>(main.nrow());
   read_field();
   choose_weights();
-  if (info.num_rows > 0) info.start_time_mjd_s = start_time(main);
+  info.start_time_mjd_s = start_time(main, info.field, data_desc_ids);
   const cc::Table observation = open_subtable(path, "OBSERVATION");
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
@@ -645,6 +652,7 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin
 }
 
 std::string MsInfo::date_obs() const {
+  if (!std::isfinite(start_time_mjd_s)) return "";
   const cc::MVTime time(start_time_mjd_s / 86400.0);
   std::string iso = time.string(cc::MVTime::FITS, 9);
   return iso;

@@ -116,11 +116,11 @@ CubePlan open_cube_plan(const Config& config, int ranks) {
   if (!plan.base.beam && image.beam_major_arcsec > 0)
     plan.base.beam = fits::Beam{image.beam_major_arcsec / rad_to_arcsec, image.beam_minor_arcsec / rad_to_arcsec,
                                 image.beam_pa_deg / rad_to_deg};
-  if (!plan.base.beam && config.catalogue.threshold > 0)
+  if (!plan.base.beam && (config.catalogue.threshold > 0 || !config.catalogue.sources.empty()))
     SPIP_THROW(InputError, named("input.cube_q", input.cube_q) +
                                " gives no restoring beam (BMAJ and BMIN, or a BEAMS table), which the catalogue "
                                "needs for its noise boxes, its components and their position errors: expected "
-                               "image.beam MAJOR,MINOR,PA (arcsec, deg), or catalogue.threshold 0");
+                               "image.beam MAJOR,MINOR,PA (arcsec, deg), or catalogue.threshold 0 and no catalogue.sources");
   for (int r = 0; r < ranks; ++r) {
     const auto [begin, end] = FaradayStage::slab_rows(r, ranks, channels);
     plan.blocks.push_back({begin, end});
@@ -157,7 +157,11 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
            config.output.dir + " (prefix " + config.output.prefix + ")");
   // RM synthesis takes the channels as they are: at several resolutions, a source's
   // flux per beam changes across the band, which reads as depolarisation.
-  if (const std::vector<fits::Beam>& beams = plan.cubes.q->channel_beams; !beams.empty()) {
+  // A blanked channel's zero beam (spip's own per-channel cubes) is no resolution.
+  std::vector<fits::Beam> beams;
+  for (const fits::Beam& b : plan.cubes.q->channel_beams)
+    if (b.major_rad > 0 && b.minor_rad > 0) beams.push_back(b);
+  if (!beams.empty()) {
     const auto [small, large] = std::minmax_element(beams.begin(), beams.end(), [](const fits::Beam& a, const fits::Beam& b) {
       return a.major_rad * a.minor_rad < b.major_rad * b.minor_rad;
     });

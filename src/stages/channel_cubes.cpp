@@ -77,9 +77,11 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
   h.spectral.emplace(fits::LinearAxis{"FREQ", "Hz", plan.freq_hz.front(), plan.band.step_hz, 1.0, plan.band.size()});
   h.bunit = "Jy/beam";
   h.beam = fits::Beam{};  // placeholder values until write_restoring_beam
-  // The earliest input's start; merge_band has made sure the inputs share one frame.
+  // The earliest input's start (an input without rows of its field has none); merge_band
+  // has made sure the inputs share one frame.
   const auto earliest = std::min_element(plan.readers.begin(), plan.readers.end(), [](const auto& a, const auto& b) {
-    return a.info().start_time_mjd_s < b.info().start_time_mjd_s;
+    const double ta = a.info().start_time_mjd_s, tb = b.info().start_time_mjd_s;
+    return std::isnan(tb) ? !std::isnan(ta) : ta < tb;
   });
   h.date_obs = earliest->info().date_obs();
   h.specsys = info.spectral_frame;
@@ -89,7 +91,8 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
                       std::to_string(plan.readers.size()) + " spectral window(s), " + config.input.column +
                       ", weighting " + to_string(config.image.weighting));
   if (!config.image.common_beam)
-    h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: the largest");
+    h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: one "
+                        "that holds them all");
   if (const auto& beam = plan.primary_beam) {
     std::ostringstream line;
     line << "primary beam: " << beam->describe()

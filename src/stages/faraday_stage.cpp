@@ -331,7 +331,8 @@ std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, con
 
 // faraday.fractional: each pixel's FDF noise once its channels' noise is scaled as its
 // spectrum was, by (nu_c / nu0)^-alpha. The field's is K sqrt(sum_c w_c^2 sigma_c^2
-// f_c^2), the residuals' pixel_noise() with the same factors, and the larger counts.
+// f_c^2), the residuals' pixel_noise() with the same factors, and the larger counts (never
+// less than the unflattened field's: pixel_sigma() keeps that floor for every pixel).
 // Unscaled where no power law was fitted; a spectrum steeper than its noise (a faint
 // pixel's fitted alpha far from the source's) then keeps its excess out of the detections.
 std::vector<float> FaradayStage::flattened_noise(const Synthesis& synthesis, const RowBatch& group,

@@ -166,6 +166,11 @@ TEST(RestoringBeam, TheCommonBeamHoldsEveryChannelsBeam) {
   const Beam held = enclosing_beam(three);
   expect_holds(held, three);
   EXPECT_LT(held.major_rad * held.minor_rad, 40.0 * 40.0 * arcsec * arcsec);  // less than the circle of 40"
+  // A circular beam that holds the others comes back as given, its angle too.
+  const Beam circle{40 * arcsec, 40 * arcsec, 0.0};
+  const Beam as_given = enclosing_beam({circle, {30 * arcsec, 20 * arcsec, 0.7}});
+  EXPECT_EQ(as_given.major_rad, circle.major_rad);
+  EXPECT_EQ(as_given.pa_rad, 0.0);
   // Fitted beams count before theoretical ones.
   const RestoringBeam chosen = common_restoring_beam(
       {{{50 * arcsec, 50 * arcsec, 0}, BeamOrigin::theoretical}, {{30 * arcsec, 20 * arcsec, 0.3}, BeamOrigin::fitted}});

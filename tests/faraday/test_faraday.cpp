@@ -139,16 +139,37 @@ TEST(RmSynthesis, PeakFitAsRmToolsMeasuresIt) {
   EXPECT_NEAR(fit.phi, 12.0, 0.01);
   EXPECT_NEAR(fit.chi0_err, a20, 0.01 * a20);  // the peak's parabola lifts PI by under 1 %
   EXPECT_GT(fit.chi0_err, sigma / (2 * 0.2));  // A.20 adds the derotation's lever
-  // A spectrum rising to the end of the axis: its peak there is not measured.
+  // A spectrum rising straight to the end of the axis: its peak lies past it, not
+  // measured; the pixel's noise still is.
   std::vector<std::complex<float>> rising(axis.count);
   for (int k = 0; k < axis.count; ++k) rising[k] = {static_cast<float>(k + 1), 0.0f};
   const PeakFit edge = fit_peak(rising.data(), axis, setup.lambda0_sq, 1.0, sigma, lever);
   EXPECT_TRUE(std::isnan(edge.phi) && std::isnan(edge.pi) && std::isnan(edge.chi0) && std::isnan(edge.chi0_err));
+  EXPECT_EQ(edge.pi_err, sigma);
+  // The end sample a little higher than the inner peak, the three curving down: the
+  // vertex lies before the end (at 0.61 of the last step), and is measured there.
+  std::vector<std::complex<float>> bent(axis.count, {0.01f, 0.0f});
+  bent[axis.count - 3] = {0.0f, 0.0f};
+  bent[axis.count - 2] = {1.0f, 0.0f};
+  bent[axis.count - 1] = {1.1f, 0.0f};
+  const PeakFit bend = fit_peak(bent.data(), axis, setup.lambda0_sq, 1.0, sigma, lever);
+  EXPECT_NEAR(bend.phi, axis.phi(axis.count - 2) + (1.1 / 1.8) * axis.dphi, 1e-6);
   // Highest one sample in from the end: found there, and fitted.
   rising.back() = {0.5f, 0.0f};
   const PeakFit inside = fit_peak(rising.data(), axis, setup.lambda0_sq, 1.0, sigma, lever);
   EXPECT_GT(inside.phi, axis.phi(axis.count - 2) - axis.dphi / 2);
   EXPECT_LT(inside.phi, axis.phi(axis.count - 1));
+}
+
+// A depth step coarser than the RMSF's FWHM (1.28 rad/m^2 over the sample's band) would
+// step over peaks it cannot resolve: refused, the FWHM itself allowed.
+TEST(RmSynthesis, AStepCoarserThanTheRmsfIsRefused) {
+  const std::vector<double> freq = sample_band();
+  const std::vector<double> weight(freq.size(), 1.0);
+  const double fwhm = make_setup(freq, weight, fine_axis()).fwhm_theory;
+  EXPECT_NEAR(fwhm, 1.28, 0.01);
+  EXPECT_NO_THROW(make_setup(freq, weight, fine_axis(60, fwhm)));
+  EXPECT_THROW(make_setup(freq, weight, fine_axis(60, 1.01 * fwhm)), ConfigError);
 }
 
 TEST(RmSynthesis, AnAxisBeyondMaxDepthsIsRefused) {

@@ -2,7 +2,8 @@
 # The bundled sbatch script on a real (one-node) Slurm cluster, with 2 tasks on the
 # sample: an uninterrupted job, then jobs warned of their time limit mid-run (srun,
 # and the mpirun variant) that must stop, requeue themselves, resume and finish with
-# products identical to the uninterrupted job's.
+# products identical to the uninterrupted job's, and a job cancelled mid-run, which must
+# not requeue itself.
 #   test_slurm_job.sh SOURCE_DIR SPIP_BIN WORK_DIR
 # Exit 77 (skipped) only when Slurm or munge is not installed.
 set -uo pipefail
@@ -111,6 +112,28 @@ PY
 }
 interrupted_job warned "$launcher"
 if [[ $launcher == srun ]]; then interrupted_job warned-mpirun mpirun; fi
+
+# 3. Cancelled mid-run (scancel: TERM without a warning before it): not requeued.
+submit cancelled "$launcher"
+markers=0
+for _ in $(seq 600); do
+  markers=$(ls "$job_out/.demo.progress" 2>/dev/null | grep -c '^channel-[0-9]*$')
+  ((markers >= 2)) && break
+  sleep 0.1
+done
+job=$(squeue -h -o %i | head -n 1)
+if [[ -z $job ]]; then
+  fail "cancelled: no running job to cancel"
+else
+  scancel "$job"
+  wait "$job_pid"
+  for _ in $(seq 100); do [[ -n $(final_state "$job") ]] && break; sleep 0.2; done
+  sleep 3  # a requeued job would be pending again by now
+  echo "cancelled job $job: cancelled after $markers channel markers; $(final_state "$job")"
+  if grep -q "requeueing to resume" "$job_log"; then fail "cancelled: the script requeued a cancelled job"; fi
+  [[ -z $(squeue -h -j "$job" -o %i 2>/dev/null) ]] || fail "cancelled: the job is queued again"
+  [[ $(final_state "$job") == *"JobState=CANCELLED"* ]] || fail "cancelled: job not CANCELLED"
+fi
 
 slurm_cluster_stop  # before its folder goes: the daemons keep their sockets and state there
 if ((failures)); then

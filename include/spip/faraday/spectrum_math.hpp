@@ -158,8 +158,9 @@ SPIP_HOST_DEVICE inline double wrap_angle(double chi) {
 // the intrinsic angle derotated to lambda^2 = 0, with errors for an FDF noise sigma:
 // dphi = FWHM sigma / (2 PI), dchi0 = sigma / (2 PI) sqrt(chi0_lever) (chi0_lever()).
 // As RM-Tools' measure_FDF_parms, the peak is sought among the inner samples, whose
-// neighbours the parabola needs; where an end sample is higher still, the peak lies at
-// or past the axis's end, and every value is NaN (not measured).
+// neighbours the parabola needs, and where the parabola puts it past the axis's end
+// (an end sample higher still, and no vertex before it) it is not measured: NaN but for
+// pi_err, the pixel's noise, which the noise map and the catalogue read everywhere.
 SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, const FaradayAxis& axis,
                                                   double lambda0_sq, double fwhm, double sigma, double chi0_lever) {
   // The search compares squares, a square root per spectrum instead of per sample.
@@ -172,22 +173,28 @@ SPIP_HOST_DEVICE inline PeakFit fit_spectrum_peak(Spectrum<const Sample> fdf, co
       k = j;
     }
   PeakFit fit;
-  if (inner && (squared_amplitude(fdf[0]) > highest || squared_amplitude(fdf[axis.count - 1]) > highest)) {
-    fit.phi = fit.pi = fit.chi0 = fit.phi_err = fit.pi_err = fit.chi0_err = NAN;
-    return fit;
-  }
+  fit.pi_err = sigma;
   double peak = sqrt(highest), offset = 0;
+  bool past_the_end = false;
   if (inner) {
-    const Vertex vertex = parabola_vertex(amplitude(fdf[k - 1]), peak, amplitude(fdf[k + 1]));
+    const double before = amplitude(fdf[k - 1]), after = amplitude(fdf[k + 1]);
+    const Vertex vertex = parabola_vertex(before, peak, after);
+    // A neighbour above the peak is an end sample: the parabola's vertex lies beyond it,
+    // or it does not curve down at all.
+    past_the_end = (before > peak || after > peak) && (vertex.offset == 0 || k + vertex.offset < 0 ||
+                                                       k + vertex.offset > axis.count - 1);
     offset = vertex.offset;
     peak = vertex.height;
+  }
+  if (past_the_end) {
+    fit.phi = fit.pi = fit.chi0 = fit.phi_err = fit.chi0_err = NAN;
+    return fit;
   }
   fit.phi = axis.phi(k) + offset * axis.dphi;
   const double debiased = peak * peak - 2.3 * sigma * sigma;
   fit.pi = debiased > 0 ? sqrt(debiased) : 0.0;
   const double chi_at_lambda0 = 0.5 * atan2(static_cast<double>(fdf[k].im), static_cast<double>(fdf[k].re));
   fit.chi0 = wrap_angle(chi_at_lambda0 - fit.phi * lambda0_sq);
-  fit.pi_err = sigma;
   fit.phi_err = peak > 0 ? fwhm * sigma / (2 * peak) : 0;
   fit.chi0_err = peak > 0 ? sigma / (2 * peak) * sqrt(chi0_lever) : 0;
   return fit;

@@ -35,7 +35,7 @@ struct MsInfo {
   double dish_diameter_m = 0;         // the antennas' positive DISH_DIAMETERs where they agree to 1 %; 0 where not
   std::string dish_range;             // what the ANTENNA table holds, e.g. "22 m" or "7 to 12 m", for messages
   std::string field_name;
-  double start_time_mjd_s = 0;        // the earliest row's TIME less half its INTERVAL, MJD seconds (UTC)
+  double start_time_mjd_s = 0;        // the field and window's earliest TIME less half its INTERVAL, MJD s (UTC); NaN: no row
   std::string spectral_frame = "TOPOCENT";  // FITS SPECSYS of the window's MEAS_FREQ_REF
   bool has_weight_spectrum = false;
   // Channels in one tile of the data column (all of them in OSKAR's and spip-simulate's
