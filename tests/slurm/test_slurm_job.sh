@@ -67,15 +67,22 @@ check_products reference "$job_out" "$job_log" "$status"
 [[ $(final_state "$job") == *"JobState=COMPLETED"*"ExitCode=0:0"* ]] || fail "reference: job not COMPLETED with 0:0"
 reference=$job_out
 
+# wait_for_markers COUNT: until the submitted job has left COUNT channel markers (or a
+# minute has passed); sets markers.
+wait_for_markers() {
+  markers=0
+  for _ in $(seq 600); do
+    markers=$(ls "$job_out/.demo.progress" 2>/dev/null | grep -c '^channel-[0-9]*$')
+    ((markers >= $1)) && break
+    sleep 0.1
+  done
+}
+
 # 2. Warned mid-run as --signal=B:USR1@... would, then requeued and resumed.
 interrupted_job() {  # NAME LAUNCHER
   submit "$1" "$2"
-  local job="" markers=0
-  for _ in $(seq 600); do
-    markers=$(ls "$job_out/.demo.progress" 2>/dev/null | grep -c '^channel-[0-9]*$')
-    ((markers >= 4)) && break
-    sleep 0.1
-  done
+  local job=""
+  wait_for_markers 4
   job=$(squeue -h -o %i | head -n 1)
   [[ -n $job ]] || { fail "$1: no running job to warn"; wait "$job_pid"; return; }
   scancel --batch --signal=USR1 "$job"
@@ -115,12 +122,7 @@ if [[ $launcher == srun ]]; then interrupted_job warned-mpirun mpirun; fi
 
 # 3. Cancelled mid-run (scancel: TERM without a warning before it): not requeued.
 submit cancelled "$launcher"
-markers=0
-for _ in $(seq 600); do
-  markers=$(ls "$job_out/.demo.progress" 2>/dev/null | grep -c '^channel-[0-9]*$')
-  ((markers >= 2)) && break
-  sleep 0.1
-done
+wait_for_markers 2
 job=$(squeue -h -o %i | head -n 1)
 if [[ -z $job ]]; then
   fail "cancelled: no running job to cancel"
