@@ -54,10 +54,12 @@ std::string fingerprint_of(const Config& config, const Plan& plan) {
 }
 
 // The settings the markers must match: the configuration, and what planning chose that
-// changes a channel's bits (a group of ranks sums its images; a GPU rounds otherwise).
+// changes a channel's bits (a group of ranks sums its images; a GPU rounds otherwise; a
+// spip that pads to another grid size).
 std::string progress_settings(const Config& config, const Plan& plan) {
   return to_ini(config) + "\n[plan]\nranks_per_channel = " + std::to_string(plan.ranks_per_channel) +
-         "\nbackend = " + (plan.backend.starts_with("gpu") ? "gpu" : "cpu") + "\n";
+         "\nbackend = " + (plan.backend.starts_with("gpu") ? "gpu" : "cpu") +
+         "\ngrid_size = " + std::to_string(plan.geometry.grid_size) + "\n";
 }
 
 // Each imaged channel's restoring beam, from the QA records of every rank (a zero beam

@@ -9,6 +9,7 @@
 #include "spip/catalogue/source_finder.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
+#include "spip/imaging/beam.hpp"
 #include "spip/job/log.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/planning/planning.hpp"
@@ -110,6 +111,15 @@ CubePlan open_cube_plan(const Config& config, int ranks) {
   plan.base = cubes.q->grid;
   plan.base.spectral.reset();
   plan.base.stokes.reset();
+  // Per-channel beams: the products' is one that holds them all, as after imaging
+  // (a blanked channel's zero beam is none).
+  std::vector<imaging::Beam> channel_beams;
+  for (const fits::Beam& b : cubes.q->channel_beams)
+    if (b.major_rad > 0 && b.minor_rad > 0) channel_beams.push_back({b.major_rad, b.minor_rad, b.pa_rad});
+  if (!channel_beams.empty()) {
+    const imaging::Beam common = imaging::enclosing_beam(channel_beams);
+    plan.base.beam = fits::Beam{common.major_rad, common.minor_rad, common.pa_rad};
+  }
   // The catalogue sizes its noise boxes, separates components and scales position errors
   // by the restoring beam: a cube without one takes image.beam, or is refused.
   const ImageConfig& image = config.image;

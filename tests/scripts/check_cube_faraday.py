@@ -324,19 +324,21 @@ def check_beamless_cubes(one):
 
 
 def check_channel_beams():
-    """Cubes with CASA's per-channel beams that differ: the run goes on, and rank 0 says in
-    a WARNING line that the channels are taken at their own resolutions."""
+    """Cubes with CASA's per-channel beams that differ: the run goes on, rank 0 says in a
+    WARNING line that the channels are taken at their own resolutions, and the products'
+    beam holds every channel's: of 20" x 10" north-south and 19" x 11" east-west, not the
+    larger by area but 20" x 19" north-south."""
     beamed = f"{WORK}/beamed"
     os.mkdir(beamed)
     for name in ("q", "u"):
         with fits.open(f"{WORK}/{name}.fits") as hdul:
             h = hdul[0].header.copy()
             h["CASAMBM"] = True
-            major = 15.0 * FREQ[0] / FREQ  # arcsec, narrowing as 1 / nu
+            half = np.arange(NC) < NC // 2
             beams = fits.BinTableHDU.from_columns([
-                fits.Column(name="BMAJ", format="E", unit="arcsec", array=major),
-                fits.Column(name="BMIN", format="E", unit="arcsec", array=0.8 * major),
-                fits.Column(name="BPA", format="E", unit="deg", array=np.full(NC, 30.0)),
+                fits.Column(name="BMAJ", format="E", unit="arcsec", array=np.where(half, 20.0, 19.0)),
+                fits.Column(name="BMIN", format="E", unit="arcsec", array=np.where(half, 10.0, 11.0)),
+                fits.Column(name="BPA", format="E", unit="deg", array=np.where(half, 0.0, 90.0)),
                 fits.Column(name="CHAN", format="J", array=np.arange(NC)),
                 fits.Column(name="POL", format="J", array=np.zeros(NC, int))], name="BEAMS")
             beams.header["NCHAN"], beams.header["NPOL"] = NC, 1
@@ -346,6 +348,11 @@ def check_channel_beams():
     check(run.returncode == 0 and "WARNING: input.cube_q's channels have beams from" in run.stdout,
           f"per-channel beams that differ: the run goes on and warns (exit {run.returncode}): "
           f"{[line for line in run.stdout.splitlines() if 'WARNING' in line]} {run.stderr.strip()[:400]}")
+    if run.returncode == 0:
+        h = fits.getheader(f"{beamed}/out/c-peak-pi.fits")
+        check(abs(h["BMAJ"] * 3600 - 20) < 1e-3 and abs(h["BMIN"] * 3600 - 19) < 1e-3 and abs(h["BPA"]) < 1e-3,
+              f"  the products' beam holds every channel's: {h['BMAJ'] * 3600:.3f}\" x {h['BMIN'] * 3600:.3f}\" at "
+              f"{h['BPA']:.3f} deg")
     shutil.rmtree(beamed)
 
 
