@@ -36,20 +36,27 @@ namespace cc = casacore;
 
 [[noreturn]] void bad_input(const std::string& message) { SPIP_THROW(InputError, message); }
 
+// Calls f(rows, first) for consecutive slices of 2^20 of a table's `count` rows: a scalar
+// column read a slice at a time costs no more memory than a slice, however large the MS.
+template <typename F>
+void for_each_slice(cc::rownr_t count, F&& f) {
+  constexpr cc::rownr_t slice = 1 << 20;
+  for (cc::rownr_t first = 0; first < count; first += slice)
+    f(cc::Slicer(cc::IPosition(1, static_cast<long long>(first)),
+                 cc::IPosition(1, static_cast<long long>(std::min(slice, count - first)))),
+      first);
+}
+
 // The observation's start, as FITS's DATE-OBS means it: the earliest TIME (the middle of
 // its integration) less half its INTERVAL among the rows of the selected field and
 // window, whatever the rows' order (a calibrator's scan before the target's is not the
-// target's start). Read in slices, so that a large MS costs no more memory than a slice.
-// NaN where no row is of them.
+// target's start). NaN where no row is of them.
 double start_time(const cc::Table& main, int field, const std::vector<int>& data_desc_ids) {
   const cc::ScalarColumn<double> time(main, "TIME");
   const cc::ScalarColumn<int> field_of(main, "FIELD_ID"), description_of(main, "DATA_DESC_ID");
   const bool has_interval = main.tableDesc().isColumn("INTERVAL");
-  constexpr cc::rownr_t slice = 1 << 20;
   double start = std::numeric_limits<double>::infinity();
-  for (cc::rownr_t first = 0; first < main.nrow(); first += slice) {
-    const cc::Slicer rows(cc::IPosition(1, static_cast<long long>(first)),
-                          cc::IPosition(1, static_cast<long long>(std::min(slice, main.nrow() - first))));
+  for_each_slice(main.nrow(), [&](const cc::Slicer& rows, cc::rownr_t) {
     const cc::Vector<double> t = time.getColumnRange(rows);
     const cc::Vector<int> fields = field_of.getColumnRange(rows), descriptions = description_of.getColumnRange(rows);
     cc::Vector<double> interval;
@@ -58,7 +65,7 @@ double start_time(const cc::Table& main, int field, const std::vector<int>& data
       if (fields[r] == field &&
           std::find(data_desc_ids.begin(), data_desc_ids.end(), descriptions[r]) != data_desc_ids.end())
         start = std::min(start, t[r] - (has_interval ? 0.5 * interval[r] : 0.0));
-  }
+  });
   return std::isinf(start) ? std::numeric_limits<double>::quiet_NaN() : start;
 }
 
@@ -324,13 +331,11 @@ void MsReader::Impl::select_window_rows() {
   if (!other_shape) return;
   const cc::ScalarColumn<int> ddid(stored, "DATA_DESC_ID");
   std::vector<cc::rownr_t> rows;
-  constexpr cc::rownr_t slice = 1 << 20;
-  for (cc::rownr_t first = 0; first < stored.nrow(); first += slice) {
-    const cc::Vector<int> ids = ddid.getColumnRange(cc::Slicer(
-        cc::IPosition(1, static_cast<long long>(first)), cc::IPosition(1, static_cast<long long>(std::min(slice, stored.nrow() - first)))));
+  for_each_slice(stored.nrow(), [&](const cc::Slicer& slice, cc::rownr_t first) {
+    const cc::Vector<int> ids = ddid.getColumnRange(slice);
     for (std::size_t r = 0; r < ids.size(); ++r)
       if (std::find(data_desc_ids.begin(), data_desc_ids.end(), ids[r]) != data_desc_ids.end()) rows.push_back(first + r);
-  }
+  });
   main = stored(cc::RowNumbers(cc::Vector<cc::rownr_t>(rows.begin(), rows.end())));
   first_stored_row = rows.empty() ? 0 : rows.front();
 }

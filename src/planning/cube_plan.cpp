@@ -91,6 +91,15 @@ std::vector<double> read_noise(const std::string& path, std::size_t channels) {
   return noise;
 }
 
+// A cube's per-channel beams (its BEAMS table), less blanked channels' zero beams (spip's
+// own per-channel cubes), which are no resolution.
+std::vector<fits::Beam> measured_beams(const fits::SpectralCube& cube) {
+  std::vector<fits::Beam> beams;
+  for (const fits::Beam& b : cube.channel_beams)
+    if (b.major_rad > 0 && b.minor_rad > 0) beams.push_back(b);
+  return beams;
+}
+
 }  // namespace
 
 CubePlan open_cube_plan(const Config& config, int ranks) {
@@ -111,11 +120,9 @@ CubePlan open_cube_plan(const Config& config, int ranks) {
   plan.base = cubes.q->grid;
   plan.base.spectral.reset();
   plan.base.stokes.reset();
-  // Per-channel beams: the products' is one that holds them all, as after imaging
-  // (a blanked channel's zero beam is none).
+  // Per-channel beams: the products' is one that holds them all, as after imaging.
   std::vector<imaging::Beam> channel_beams;
-  for (const fits::Beam& b : cubes.q->channel_beams)
-    if (b.major_rad > 0 && b.minor_rad > 0) channel_beams.push_back({b.major_rad, b.minor_rad, b.pa_rad});
+  for (const fits::Beam& b : measured_beams(*cubes.q)) channel_beams.push_back({b.major_rad, b.minor_rad, b.pa_rad});
   if (!channel_beams.empty()) {
     const imaging::Beam common = imaging::enclosing_beam(channel_beams);
     plan.base.beam = fits::Beam{common.major_rad, common.minor_rad, common.pa_rad};
@@ -167,11 +174,7 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
            config.output.dir + " (prefix " + config.output.prefix + ")");
   // RM synthesis takes the channels as they are: at several resolutions, a source's
   // flux per beam changes across the band, which reads as depolarisation.
-  // A blanked channel's zero beam (spip's own per-channel cubes) is no resolution.
-  std::vector<fits::Beam> beams;
-  for (const fits::Beam& b : plan.cubes.q->channel_beams)
-    if (b.major_rad > 0 && b.minor_rad > 0) beams.push_back(b);
-  if (!beams.empty()) {
+  if (const std::vector<fits::Beam> beams = measured_beams(*plan.cubes.q); !beams.empty()) {
     const auto [small, large] = std::minmax_element(beams.begin(), beams.end(), [](const fits::Beam& a, const fits::Beam& b) {
       return a.major_rad * a.minor_rad < b.major_rad * b.minor_rad;
     });
