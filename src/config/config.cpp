@@ -393,11 +393,12 @@ const std::vector<Key>& keys() {
              "w-stacking; false: 2-D imaging (wrong for wide fields)"),
       scalar("image.common_beam", &Config::image, &ImageConfig::common_beam, any<bool>, "true or false", "",
              "restore every channel with one beam that holds every fitted one (needed for RM synthesis); false: its own "
-             "(BEAMS table)"),
+             "(BEAMS table); with input.cube_q: convolve every channel to the products' beam (image.beam, or one that "
+             "holds every channel's), as CASA's imsmooth; false: take the channels as they are"),
       {"image.beam", "numbers", "arcsec",
        "restoring beam MAJOR,MINOR,PA for every channel (FWHM in arcsec, PA in deg east of north), as WSClean's "
-       "-beam-shape; empty: fitted to each channel's PSF; with input.cube_q: the cubes' beam where their headers give "
-       "none",
+       "-beam-shape; empty: fitted to each channel's PSF; with input.cube_q: the beam every channel is convolved to "
+       "(image.common_beam), or the cubes' beam where their headers give none",
        "MAJOR,MINOR,PA in arcsec, arcsec, deg with MAJOR >= MINOR > 0, or nothing", false, set_restoring_beam,
        [](const Config& c) { return std::vector<std::string>{restoring_beam_text(c.image)}; }},
       {"image.centre", "numbers", "deg",

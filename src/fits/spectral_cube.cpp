@@ -211,6 +211,13 @@ std::vector<float> read_box(const SpectralCube& cube, int first_row, int rows, i
 
 }  // namespace
 
+std::optional<Beam> SpectralCube::beam_of(int channel) const {
+  if (channel_beams.empty()) return grid.beam;
+  const Beam& beam = channel_beams[static_cast<std::size_t>(channel)];
+  if (beam.major_rad > 0 && beam.minor_rad > 0) return beam;
+  return std::nullopt;
+}
+
 std::vector<float> read_cube_rows(const SpectralCube& cube, int first_row, int rows) {
   return read_box(cube, first_row, rows, 0, cube.channels());
 }

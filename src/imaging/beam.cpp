@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <complex>
+#include <cstdint>
 #include <numbers>
 #include <vector>
 
@@ -195,6 +196,136 @@ Beam enclosing_beam(const std::vector<Beam>& beams) {
   while (pa <= -std::numbers::pi / 2) pa += std::numbers::pi;
   while (pa > std::numbers::pi / 2) pa -= std::numbers::pi;
   return {2 * std::sqrt(axes.large), 2 * std::sqrt(std::max(0.0, axes.small)), pa};
+}
+
+bool holds(const Beam& outer, const Beam& inner) { return holds(ellipse_of(outer), ellipse_of(inner)); }
+
+bool alike(const Beam& a, const Beam& b) {
+  const Ellipse x = ellipse_of(a), y = ellipse_of(b);
+  const double tolerance = 1e-5 * (x.xx + x.yy);
+  return std::abs(x.xx - y.xx) <= tolerance && std::abs(x.xy - y.xy) <= tolerance && std::abs(x.yy - y.yy) <= tolerance;
+}
+
+namespace {
+
+// The smoothing kernel's covariance in pixels^2, on the grid's axes (x = -l, y = m): the
+// difference of the two beams' (a half-power semi-axis a is a Gaussian's sigma times
+// sqrt(2 ln 2)), rounding's negative eigenvalue taken as zero.
+Ellipse kernel_covariance(const Beam& from, const Beam& to, double cell_rad) {
+  const Ellipse outer = ellipse_of(to), inner = ellipse_of(from);
+  const double to_pixels = 1 / (2 * half_power_log * cell_rad * cell_rad);
+  const Eigen gap = eigen({outer.xx - inner.xx, outer.xy - inner.xy, outer.yy - inner.yy});
+  const Ellipse kernel = compose(std::max(0.0, gap.large) * to_pixels, std::max(0.0, gap.small) * to_pixels, gap.x, gap.y);
+  return {kernel.xx, -kernel.xy, kernel.yy};
+}
+
+// A kernel narrower than this (sigma^2, pixels^2) leaves an image as it is.
+constexpr double alike_sigma_sq = 1e-6;
+
+// How far past the image a kernel of largest variance `sigma_sq` (pixels^2) reaches:
+// to 5.7 sigma, where it is below 1e-7 of its peak. A circular convolution on a grid
+// that much wider than the image wraps nothing onto it.
+int smoothing_reach(double sigma_sq) { return static_cast<int>(std::ceil(5.7 * std::sqrt(sigma_sq))) + 1; }
+
+// The share of the kernel's weight on measured pixels below which a pixel is blank.
+constexpr float least_weight = 0.99f;
+
+// The grid's transform of a (real part) and b, or where b is null a's mask of measured
+// pixels (imaginary part), convolved with the kernel: one transform for both, since the
+// kernel is real and even and so is its transform. Pixels off the image are unmeasured.
+void convolve_into(const float* a, const float* b, int nx, int ny, const Fft2d& fft,
+                   const std::vector<float>& transform, std::complex<float>* grid) {
+  const std::size_t pitch = fft.pitch();
+  const int p = fft.size();
+  Fft2d::Support image{std::vector<std::uint8_t>(p, 0), std::vector<std::uint8_t>(p, 0)};
+  std::fill_n(image.rows.begin(), ny, 1);
+  std::fill_n(image.columns.begin(), nx, 1);
+  const Fft2d::Support all = Fft2d::full(p);
+  std::fill(grid, grid + fft.cells(), std::complex<float>(0));
+#pragma omp parallel for
+  for (int y = 0; y < ny; ++y)
+    for (int x = 0; x < nx; ++x) {
+      const std::size_t pixel = static_cast<std::size_t>(y) * nx + x;
+      const bool measured = std::isfinite(a[pixel]);
+      grid[y * pitch + x] = {measured ? a[pixel] : 0.0f, b ? b[pixel] : (measured ? 1.0f : 0.0f)};
+    }
+  fft.forward(grid, image, all);
+  for (std::size_t c = 0; c < fft.cells(); ++c) grid[c] *= transform[c];
+  fft.backward(grid, all, image);
+}
+
+// A measured pixel's convolved value over the kernel's weight on measured pixels.
+float normalised(float convolved, float weight, float gain) {
+  return weight >= least_weight ? gain * convolved / weight : NAN;
+}
+
+}  // namespace
+
+int smoothing_grid(int nx, int ny, double cell_rad, const std::vector<Beam>& from, const Beam& to) {
+  double widest = 0;
+  for (const Beam& beam : from) widest = std::max(widest, eigen(kernel_covariance(beam, to, cell_rad)).large);
+  return good_fft_size(std::max(nx, ny) + (widest < alike_sigma_sq ? 0 : smoothing_reach(widest)));
+}
+
+void convolve_to_beam(float* planes, int count, int nx, int ny, double cell_rad, const Beam& from, const Beam& to,
+                      int grid) {
+  if (!holds(to, from)) SPIP_THROW(Error, "internal error: convolving an image to a beam that does not hold its own");
+  if (grid < smoothing_grid(nx, ny, cell_rad, {from}, to))
+    SPIP_THROW(Error, "internal error: a smoothing grid too small for its kernel");
+  const float gain = static_cast<float>((to.major_rad * to.minor_rad) / (from.major_rad * from.minor_rad));
+  const std::size_t pixels = static_cast<std::size_t>(nx) * ny;
+  const Ellipse kernel = kernel_covariance(from, to, cell_rad);
+  if (eigen(kernel).large < alike_sigma_sq) {  // a change of units at most
+    std::for_each(planes, planes + pixels * count, [gain](float& v) { v *= gain; });
+    return;
+  }
+  const Fft2d& fft = Fft2d::shared(grid);
+  const int p = fft.size();
+  const std::size_t pitch = fft.pitch();
+  // exp(-2 pi^2 f^T C f) at frequencies f (cycles per pixel), with FFTW's 1 / p^2.
+  std::vector<float> transform(fft.cells(), 0.0f);
+  const double norm = 1.0 / (static_cast<double>(p) * p);
+  for (int j = 0; j < p; ++j)
+    for (int i = 0; i < p; ++i) {
+      const double fx = static_cast<double>(i <= p / 2 ? i : i - p) / p;
+      const double fy = static_cast<double>(j <= p / 2 ? j : j - p) / p;
+      const double quadratic = kernel.xx * fx * fx + 2 * kernel.xy * fx * fy + kernel.yy * fy * fy;
+      transform[static_cast<std::size_t>(j) * pitch + i] =
+          static_cast<float>(norm * std::exp(-2 * std::numbers::pi * std::numbers::pi * quadratic));
+    }
+  FftBuffer buffer(fft.cells());
+  std::complex<float>* cells = buffer.data();
+  const auto at = [&](std::size_t pixel) { return cells[(pixel / nx) * pitch + pixel % nx]; };
+  // A plane with blanks goes beside its own mask. The first without goes beside the
+  // image's mask, which gives the weight on measured pixels of every plane without
+  // blanks; those then go in pairs.
+  std::vector<float> weight;
+  float* waiting = nullptr;
+  for (int k = 0; k < count; ++k) {
+    float* plane = planes + k * pixels;
+    const bool blanks = std::any_of(plane, plane + pixels, [](float v) { return !std::isfinite(v); });
+    if (blanks || weight.empty()) {
+      convolve_into(plane, nullptr, nx, ny, fft, transform, cells);
+      if (!blanks) weight.resize(pixels);
+      for (std::size_t i = 0; i < pixels; ++i) {
+        if (!blanks) weight[i] = at(i).imag();
+        if (std::isfinite(plane[i])) plane[i] = normalised(at(i).real(), at(i).imag(), gain);
+      }
+    } else if (waiting) {
+      convolve_into(waiting, plane, nx, ny, fft, transform, cells);
+      for (std::size_t i = 0; i < pixels; ++i) {
+        waiting[i] = normalised(at(i).real(), weight[i], gain);
+        plane[i] = normalised(at(i).imag(), weight[i], gain);
+      }
+      waiting = nullptr;
+    } else {
+      waiting = plane;
+    }
+  }
+  if (waiting) {
+    convolve_into(waiting, nullptr, nx, ny, fft, transform, cells);
+    for (std::size_t i = 0; i < pixels; ++i) waiting[i] = normalised(at(i).real(), weight[i], gain);
+  }
 }
 
 RestoringBeam common_restoring_beam(const std::vector<RestoringBeam>& beams) {

@@ -167,7 +167,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   return plan;
 }
 
-MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes) {
+MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes) {
   MemoryPlan plan;
   plan.budget = budget;
   plan.process = process_bytes;
@@ -175,10 +175,16 @@ MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plan
   if (process_bytes + plane_bytes + faraday_row_bytes > budget)
     SPIP_THROW(ConfigError, "the Faraday stage on the cubes needs " + gigabytes(faraday_row_bytes) +
                                 " per rank for one image row of its spectra and " + gigabytes(plane_bytes) +
-                                " for a channel's Q and U planes beside the process's own " + gigabytes(process_bytes) +
+                                " for a channel's planes beside the process's own " + gigabytes(process_bytes) +
                                 ", but parallel.memory_gb allows " + gigabytes(budget) +
                                 "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
-  plan.faraday_group = std::max(faraday_row_bytes, std::min(0.5 * (budget - process_bytes), faraday_group_cap));
+  // As after imaging: convolved planes stay in memory where they fit beside the least
+  // row group, else in parallel.scratch.
+  double left = budget - process_bytes;
+  plan.kept = kept_bytes;
+  plan.kept_spilled = kept_bytes + faraday_row_bytes > left - plane_bytes;
+  if (!plan.kept_spilled) left -= kept_bytes;
+  plan.faraday_group = std::max(faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));
   return plan;
 }
 

@@ -6,48 +6,107 @@
 
 #include "spip/common/stopwatch.hpp"
 #include "spip/deconv/clean.hpp"
+#include "spip/imaging/beam.hpp"
 #include "spip/job/log.hpp"
 #include "spip/job/qa.hpp"
 #include "spip/job/stop_request.hpp"
 #include "spip/job/text_file.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/planning/planning.hpp"
+#include "spip/stages/faraday_rows.hpp"
 #include "spip/stages/faraday_stage.hpp"
+#include "spip/stages/plane_store.hpp"
 
 namespace spip::pipeline {
 namespace {
 
 // The MAD sigma of a plane's measured pixels; NaN where none is measured.
-double plane_sigma(const std::vector<float>& plane) {
+double plane_sigma(const float* plane, std::size_t pixels) {
   std::vector<float> measured;
-  for (float value : plane)
-    if (std::isfinite(value)) measured.push_back(value);
+  for (std::size_t i = 0; i < pixels; ++i)
+    if (std::isfinite(plane[i])) measured.push_back(plane[i]);
   return measured.empty() ? NAN : deconv::mad_sigma(measured.data(), measured.size());
+}
+
+double plane_sigma(const std::vector<float>& plane) { return plane_sigma(plane.data(), plane.size()); }
+
+// The given cubes in Stokes order (I, Q, U, V), each with its Stokes index.
+std::vector<std::pair<int, const fits::SpectralCube*>> stokes_cubes(const fits::StokesCubes& cubes) {
+  std::vector<std::pair<int, const fits::SpectralCube*>> given;
+  int stokes = 0;
+  for (const std::optional<fits::SpectralCube>* cube : {&cubes.i, &cubes.q, &cubes.u, &cubes.v}) {
+    if (*cube) given.emplace_back(stokes, &**cube);
+    ++stokes;
+  }
+  return given;
+}
+
+// Channel c's planes of every given cube, [stokes][y][x] in stokes_cubes() order, each
+// convolved from its own beam to the products' (CubePlan::smoothing_grid). Empty, with
+// the reason, where a cube gives the channel no beam to convolve from.
+std::vector<float> convolved_channel(const CubePlan& plan, int c, std::string& blank) {
+  const fits::ImageHeader& grid = plan.base;
+  const fits::Beam& common = *grid.beam;
+  const std::size_t pixels = static_cast<std::size_t>(grid.nx) * grid.ny;
+  std::vector<float> planes;
+  planes.reserve(stokes_cubes(plan.cubes).size() * pixels);
+  for (const auto& [stokes, cube] : stokes_cubes(plan.cubes)) {
+    const std::optional<fits::Beam> beam = cube->beam_of(c);
+    if (!beam) {
+      blank = "no beam in " + cube->path + "'s BEAMS table";
+      return {};
+    }
+    std::vector<float> plane = fits::read_cube_plane(*cube, c);
+    imaging::convolve_to_beam(plane.data(), 1, grid.nx, grid.ny, grid.cell_rad,
+                              {beam->major_rad, beam->minor_rad, beam->pa_rad},
+                              {common.major_rad, common.minor_rad, common.pa_rad}, plan.smoothing_grid);
+    planes.insert(planes.end(), plane.begin(), plane.end());
+  }
+  return planes;
 }
 
 // Each channel of this rank's block: its polarised noise, the mean of its Q and U
 // planes' MAD sigmas, or input.cube_noise's; -1 where Q or U is blank (NaN) throughout,
 // which gives the channel no weight. Every plane is read once, a channel at a time.
-std::vector<double> channel_noise(const CubePlan& plan, int rank, std::vector<ChannelQa>& records, const Log& log) {
+// With `convolved`, every Stokes's plane is first convolved to the products' beam and
+// kept there for the Faraday stage's exchange of rows.
+std::vector<double> channel_noise(const CubePlan& plan, int rank, PlaneStore* convolved, std::vector<ChannelQa>& records,
+                                  const Log& log) {
   const parallel::ChannelBlock block = plan.blocks[static_cast<std::size_t>(rank)];
+  const std::size_t pixels = static_cast<std::size_t>(plan.base.nx) * plan.base.ny;
   std::vector<double> noise;
   int blank = 0;
   for (int c = block.begin; c < block.end; ++c) {
-    const double q = plane_sigma(fits::read_cube_plane(*plan.cubes.q, c));
-    const double u = plane_sigma(fits::read_cube_plane(*plan.cubes.u, c));
+    std::string why;
+    double q = NAN, u = NAN;
+    if (convolved) {
+      const std::vector<float> planes = convolved_channel(plan, c, why);
+      int k = 0;
+      for (const auto& [stokes, cube] : stokes_cubes(plan.cubes)) {
+        const float* plane = planes.empty() ? nullptr : planes.data() + k++ * pixels;
+        if (plane) convolved->put(c - block.begin, kept_image + stokes, plane);
+        if (plane && stokes == 1) q = plane_sigma(plane, pixels);
+        if (plane && stokes == 2) u = plane_sigma(plane, pixels);
+      }
+    } else {
+      q = plane_sigma(fits::read_cube_plane(*plan.cubes.q, c));
+      u = plane_sigma(fits::read_cube_plane(*plan.cubes.u, c));
+    }
     const bool measured = std::isfinite(q) && std::isfinite(u);
+    if (!measured && why.empty()) why = "Q or U blank (NaN) throughout";
     noise.push_back(!measured ? -1.0 : plan.noise.empty() ? 0.5 * (q + u) : plan.noise[static_cast<std::size_t>(c)]);
     ChannelQa qa;
     qa.channel = c;
     qa.freq_hz = plan.freq_hz[static_cast<std::size_t>(c)];
     qa.rank = rank;
-    qa.blank = measured ? "" : "Q or U blank (NaN) throughout";
+    qa.blank = measured ? "" : why;
     qa.residual_sigma_jy = measured ? 0.5 * (q + u) : NAN;
     records.push_back(qa);
     blank += measured ? 0 : 1;
   }
-  log.info("channels [" + std::to_string(block.begin) + ", " + std::to_string(block.end) + ") measured" +
-           (blank > 0 ? ": " + std::to_string(blank) + " blank in Q or U, weighted 0" : std::string()));
+  log.info("channels [" + std::to_string(block.begin) + ", " + std::to_string(block.end) + ") " +
+           (convolved ? "convolved to the products' beam and measured" : "measured") +
+           (blank > 0 ? ": " + std::to_string(blank) + " blank, weighted 0" : std::string()));
   return noise;
 }
 
@@ -64,13 +123,24 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
   rank_qa.channel_begin = plan.blocks[static_cast<std::size_t>(mpi.rank())].begin;
   rank_qa.channel_end = plan.blocks[static_cast<std::size_t>(mpi.rank())].end;
   const Stopwatch reading;
-  const std::vector<double> noise = channel_noise(plan, mpi.rank(), records, log);
+  // Convolved planes go to every slab's owner through the exchange the imaged channels
+  // take; planes as they are, each rank reads its own rows of.
+  std::unique_ptr<PlaneStore> convolved;
+  if (plan.smoothing_grid > 0)
+    convolved = std::make_unique<PlaneStore>(rank_qa.channel_end - rank_qa.channel_begin, 4,
+                                             static_cast<std::size_t>(plan.base.nx) * plan.base.ny,
+                                             plan.memory.kept_spilled ? scratch_folder(config.parallel) : "");
+  const std::vector<double> noise = channel_noise(plan, mpi.rank(), convolved.get(), records, log);
   rank_qa.read_s = reading.seconds();
   stop.leave_if_requested("nothing is written yet");
 
   const Stopwatch watch;
+  std::unique_ptr<FaradayRows> rows = cube_rows(plan.cubes);
+  if (convolved)
+    rows = kept_rows(*convolved, plan.blocks, false, plan.base.nx, plan.base.ny, static_cast<int>(plan.freq_hz.size()),
+                     {plan.cubes.i.has_value(), true, true, plan.cubes.v.has_value()});
   FaradayStage faraday(config, plan.products, plan.base, plan.freq_hz, plan.memory.faraday_group, plan.gpu_device,
-                       plan.gpu_share_bytes, cube_rows(plan.cubes), std::nullopt, beam::Pointings{});
+                       plan.gpu_share_bytes, std::move(rows), std::nullopt, beam::Pointings{});
   CommittedProducts products;
   products.paths = faraday.finish(noise, mpi, log, stop);
   RunQa run;

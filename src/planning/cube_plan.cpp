@@ -14,6 +14,7 @@
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/planning/planning.hpp"
 #include "spip/stages/faraday_stage.hpp"
+#include "spip/stages/plane_store.hpp"
 #include "spip/version.hpp"
 
 namespace spip::pipeline {
@@ -91,13 +92,56 @@ std::vector<double> read_noise(const std::string& path, std::size_t channels) {
   return noise;
 }
 
-// A cube's per-channel beams (its BEAMS table), less blanked channels' zero beams (spip's
-// own per-channel cubes), which are no resolution.
-std::vector<fits::Beam> measured_beams(const fits::SpectralCube& cube) {
-  std::vector<fits::Beam> beams;
-  for (const fits::Beam& b : cube.channel_beams)
-    if (b.major_rad > 0 && b.minor_rad > 0) beams.push_back(b);
+imaging::Beam imaging_beam(const fits::Beam& b) { return {b.major_rad, b.minor_rad, b.pa_rad}; }
+
+std::string described(const imaging::Beam& b) {
+  return fixed(b.major_rad * rad_to_arcsec, 2) + "\" x " + fixed(b.minor_rad * rad_to_arcsec, 2) + "\" at " +
+         fixed(b.pa_rad * rad_to_deg, 1) + " deg";
+}
+
+// The given cubes with their keys, Q first.
+std::vector<std::pair<std::string, const fits::SpectralCube*>> given_cubes(const fits::StokesCubes& cubes) {
+  std::vector<std::pair<std::string, const fits::SpectralCube*>> given;
+  for (const auto& [key, cube] : {std::pair{"input.cube_q", &cubes.q}, std::pair{"input.cube_u", &cubes.u},
+                                  std::pair{"input.cube_i", &cubes.i}, std::pair{"input.cube_v", &cubes.v}})
+    if (*cube) given.emplace_back(key, &**cube);
+  return given;
+}
+
+// Every given cube's channels' beams (BEAMS tables' or headers'), less blanked channels'
+// zero beams (spip's own per-channel cubes), which are no resolution.
+std::vector<imaging::Beam> measured_beams(const fits::StokesCubes& cubes) {
+  std::vector<imaging::Beam> beams;
+  for (const auto& [key, cube] : given_cubes(cubes))
+    for (int c = 0; c < cube->channels(); ++c)
+      if (const std::optional<fits::Beam> beam = cube->beam_of(c)) beams.push_back(imaging_beam(*beam));
   return beams;
+}
+
+// With image.common_beam: the side of the FFT grid on which the channels whose beams are
+// not `common` are convolved to it; 0 where every channel's is. A channel that `common`
+// (image.beam) does not hold is refused: no convolution makes an image sharper.
+int plan_smoothing(const Config& config, const fits::StokesCubes& cubes, const imaging::Beam& common) {
+  std::vector<imaging::Beam> from;
+  for (const auto& [key, cube] : given_cubes(cubes))
+    for (int c = 0; c < cube->channels(); ++c)
+      if (const std::optional<fits::Beam> given = cube->beam_of(c)) {
+        const imaging::Beam beam = imaging_beam(*given);
+        if (!imaging::holds(common, beam))
+          SPIP_THROW(ConfigError, named(key, cube->path) + "'s channel " + std::to_string(c) + " has a beam of " +
+                                      described(beam) + ", which image.beam " + described(common) +
+                                      " does not hold: expected a larger image.beam, or image.common_beam false to "
+                                      "take the channels as they are");
+        if (!imaging::alike(beam, common)) from.push_back(beam);
+      }
+  if (from.empty()) return 0;
+  if (!config.input.cube_noise.empty())
+    SPIP_THROW(ConfigError, named("input.cube_noise", config.input.cube_noise) +
+                                " gives each channel's noise at its own beam, but the channels are convolved to " +
+                                described(common) + " (image.common_beam), which changes it: expected no "
+                                "input.cube_noise (spip then measures it after convolving), or image.common_beam false");
+  const fits::ImageHeader& grid = cubes.q->grid;
+  return imaging::smoothing_grid(grid.nx, grid.ny, grid.cell_rad, from, common);
 }
 
 }  // namespace
@@ -120,19 +164,22 @@ CubePlan open_cube_plan(const Config& config, int ranks) {
   plan.base = cubes.q->grid;
   plan.base.spectral.reset();
   plan.base.stokes.reset();
-  // Per-channel beams: the products' is one that holds them all, as after imaging.
-  std::vector<imaging::Beam> channel_beams;
-  for (const fits::Beam& b : measured_beams(*cubes.q)) channel_beams.push_back({b.major_rad, b.minor_rad, b.pa_rad});
-  if (!channel_beams.empty()) {
-    const imaging::Beam common = imaging::enclosing_beam(channel_beams);
+  // The products' beam: image.beam where given, else one that holds every channel's, as
+  // after imaging; with image.common_beam every channel is convolved to it.
+  const ImageConfig& image = config.image;
+  std::optional<imaging::Beam> chosen;
+  if (image.beam_major_arcsec > 0)
+    chosen = imaging::Beam{image.beam_major_arcsec / rad_to_arcsec, image.beam_minor_arcsec / rad_to_arcsec,
+                           image.beam_pa_deg / rad_to_deg};
+  if (const std::vector<imaging::Beam> beams = measured_beams(cubes); !beams.empty()) {
+    const imaging::Beam common = chosen && image.common_beam ? *chosen : imaging::enclosing_beam(beams);
     plan.base.beam = fits::Beam{common.major_rad, common.minor_rad, common.pa_rad};
+    if (image.common_beam) plan.smoothing_grid = plan_smoothing(config, cubes, common);
+  } else if (chosen) {
+    plan.base.beam = fits::Beam{chosen->major_rad, chosen->minor_rad, chosen->pa_rad};
   }
   // The catalogue sizes its noise boxes, separates components and scales position errors
   // by the restoring beam: a cube without one takes image.beam, or is refused.
-  const ImageConfig& image = config.image;
-  if (!plan.base.beam && image.beam_major_arcsec > 0)
-    plan.base.beam = fits::Beam{image.beam_major_arcsec / rad_to_arcsec, image.beam_minor_arcsec / rad_to_arcsec,
-                                image.beam_pa_deg / rad_to_deg};
   if (!plan.base.beam && (config.catalogue.threshold > 0 || !config.catalogue.sources.empty()))
     SPIP_THROW(InputError, named("input.cube_q", input.cube_q) +
                                " gives no restoring beam (BMAJ and BMIN, or a BEAMS table), which the catalogue "
@@ -172,18 +219,19 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
            fixed(plan.freq_hz.back() / 1e6, 4) + " MHz; channel noise " +
            (plan.noise.empty() ? "from the cubes" : "from " + config.input.cube_noise) + "; products in " +
            config.output.dir + " (prefix " + config.output.prefix + ")");
-  // RM synthesis takes the channels as they are: at several resolutions, a source's
-  // flux per beam changes across the band, which reads as depolarisation.
-  if (const std::vector<fits::Beam> beams = measured_beams(*plan.cubes.q); !beams.empty()) {
-    const auto [small, large] = std::minmax_element(beams.begin(), beams.end(), [](const fits::Beam& a, const fits::Beam& b) {
+  // At several resolutions, a source's flux per beam changes across the band, which
+  // RM synthesis reads as depolarisation.
+  if (const std::vector<imaging::Beam> beams = measured_beams(plan.cubes); !beams.empty()) {
+    const auto [small, large] = std::minmax_element(beams.begin(), beams.end(), [](const imaging::Beam& a, const imaging::Beam& b) {
       return a.major_rad * a.minor_rad < b.major_rad * b.minor_rad;
     });
-    if (large->major_rad * large->minor_rad > 1.01 * small->major_rad * small->minor_rad)
-      log.root("WARNING: input.cube_q's channels have beams from " + fixed(small->major_rad * rad_to_arcsec, 2) +
-               "\" x " + fixed(small->minor_rad * rad_to_arcsec, 2) + "\" to " +
-               fixed(large->major_rad * rad_to_arcsec, 2) + "\" x " + fixed(large->minor_rad * rad_to_arcsec, 2) +
-               "\" (its BEAMS table); the Faraday stage takes them at these resolutions: convolve the cubes to "
-               "one beam first (CASA's imsmooth, RACS-tools' beamcon_3D) for RM synthesis of extended emission");
+    const std::string range = "the cubes' channels have beams from " + described(*small) + " to " + described(*large);
+    const imaging::Beam common = imaging_beam(*grid.beam);
+    if (plan.smoothing_grid > 0)
+      log.root(range + ": each is convolved to " + described(common) + " (image.common_beam) on " +
+               std::to_string(plan.smoothing_grid) + "^2 FFTs");
+    else if (!config.image.common_beam && large->major_rad * large->minor_rad > 1.01 * small->major_rad * small->minor_rad)
+      log.root("WARNING: " + range + "; the Faraday stage takes them at these resolutions (image.common_beam false)");
   }
   if (!plan.cubes.i && (config.catalogue.threshold > 0 || !config.catalogue.sources.empty()))
     log.root("no catalogue: it compares each source's polarised intensity with Stokes I; give input.cube_i");
@@ -195,9 +243,21 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
   plan.gpu_share_bytes = chosen.share_bytes();
   try {
     const double pixels = static_cast<double>(grid.nx) * grid.ny;
+    // Measuring the noise reads a channel's Q and U planes and copies the measured pixels
+    // of one; convolving holds every Stokes's planes and the one being read beside the
+    // FFT grid, and the rank keeps them for the exchange of rows.
+    const int stokes = static_cast<int>(given_cubes(plan.cubes).size());
+    const bool smoothing = plan.smoothing_grid > 0;
+    const double plane_bytes =
+        smoothing ? 4.0 * (stokes + 1) * pixels + imaging::smoothing_bytes(plan.smoothing_grid) : 12.0 * pixels;
+    const double kept_bytes =
+        smoothing ? PlaneStore::bytes(plan.blocks[static_cast<std::size_t>(mpi.rank())].size(), stokes,
+                                      static_cast<std::size_t>(pixels))
+                  : 0.0;
     plan.memory = plan_cube_memory(
         memory_budget_bytes(config.parallel, mpi.local_size()),
-        FaradayStage::bytes_per_pixel(static_cast<int>(plan.freq_hz.size()), plan.num_phi) * grid.nx, 8.0 * pixels);
+        FaradayStage::bytes_per_pixel(static_cast<int>(plan.freq_hz.size()), plan.num_phi) * grid.nx, plane_bytes,
+        kept_bytes);
     if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {
     failure = std::current_exception();

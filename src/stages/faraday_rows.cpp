@@ -1,6 +1,7 @@
 #include "spip/stages/faraday_rows.hpp"
 
 #include <algorithm>
+#include <array>
 #include <numeric>
 #include <tuple>
 #include <utility>
@@ -23,10 +24,12 @@ std::pair<int, int> group_of(int rank, int ranks, int ny, int round, int group_r
 class KeptRows final : public FaradayRows {
  public:
   KeptRows(const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks, bool residuals, int nx, int ny,
-           int channels)
-      : kept_(kept), blocks_(std::move(blocks)), nx_(nx), ny_(ny), channels_(channels) {
+           int channels, std::array<bool, 4> stokes)
+      : kept_(kept), blocks_(std::move(blocks)), nx_(nx), ny_(ny), channels_(channels), batch_planes_(residuals ? 6 : 4) {
+    for (int s = 0; s < 4; ++s)
+      if (stokes[static_cast<std::size_t>(s)]) carried_.push_back({kept_image + s, static_cast<std::size_t>(s)});
     if (residuals)
-      for (int stokes : {1, 2}) slots_.push_back(kept_residual + stokes);
+      for (int s : {1, 2}) carried_.push_back({kept_residual + s, static_cast<std::size_t>(3 + s)});
   }
 
   // Every rank sends each other slab owner that owner's rows of its kept planes, for each
@@ -35,7 +38,7 @@ class KeptRows final : public FaradayRows {
   RowBatch fetch(int round, int group_rows, const parallel::MpiContext& mpi) override {
     const Stopwatch watch;
     const int ranks = mpi.size(), me = mpi.rank();
-    const std::size_t quantities = slots_.size(), nx = static_cast<std::size_t>(nx_);
+    const std::size_t quantities = carried_.size(), nx = static_cast<std::size_t>(nx_);
     const parallel::ChannelBlock& mine = blocks_[static_cast<std::size_t>(me)];
     // Rows for the other ranks go through MPI; this rank's own rows go straight from its
     // kept planes into the group.
@@ -51,8 +54,8 @@ class KeptRows final : public FaradayRows {
       const auto [first, rows] = group_of(d, ranks, ny_, round, group_rows);
       const std::size_t count = static_cast<std::size_t>(rows) * nx;
       for (int c = 0; c < mine.size(); ++c)
-        for (int slot : slots_) {
-          kept_.read(c, slot, static_cast<std::size_t>(first) * nx, count, to_send);
+        for (const Carried& carried : carried_) {
+          kept_.read(c, carried.slot, static_cast<std::size_t>(first) * nx, count, to_send);
           to_send += count;
         }
     }
@@ -65,15 +68,17 @@ class KeptRows final : public FaradayRows {
     const std::vector<float> received = mpi.all_to_all(send, send_rows, receive_rows, nx);
     mpi_bytes_ += 4.0 * static_cast<double>(send.size());
     const std::size_t pixels = static_cast<std::size_t>(group.rows) * nx;
-    group.planes.assign(quantities, std::vector<float>(static_cast<std::size_t>(channels_) * pixels));
+    group.planes.assign(batch_planes_, std::vector<float>());
+    for (const Carried& carried : carried_)
+      group.planes[carried.plane].resize(static_cast<std::size_t>(channels_) * pixels);
     const float* from = received.data();
     for (int s = 0; s < ranks; ++s) {
       const parallel::ChannelBlock& block = blocks_[static_cast<std::size_t>(s)];
       for (int c = block.begin; c < block.end; ++c)
-        for (std::size_t k = 0; k < quantities; ++k) {
-          float* to = group.planes[k].data() + static_cast<std::size_t>(c) * pixels;
+        for (const Carried& carried : carried_) {
+          float* to = group.planes[carried.plane].data() + static_cast<std::size_t>(c) * pixels;
           if (s == me) {
-            kept_.read(c - block.begin, slots_[k], static_cast<std::size_t>(group.first_row) * nx, pixels, to);
+            kept_.read(c - block.begin, carried.slot, static_cast<std::size_t>(group.first_row) * nx, pixels, to);
           } else {
             std::copy_n(from, pixels, to);
             from += pixels;
@@ -91,8 +96,14 @@ class KeptRows final : public FaradayRows {
   const PlaneStore& kept_;
   std::vector<parallel::ChannelBlock> blocks_;
   int nx_, ny_, channels_;
-  // The kept planes exchanged, in the order of RowBatch::planes.
-  std::vector<int> slots_{kept_image, kept_image + 1, kept_image + 2, kept_image + 3};
+  // The kept planes exchanged, each with its place in RowBatch::planes (of
+  // batch_planes_; the Stokes not carried stay empty there).
+  struct Carried {
+    int slot;
+    std::size_t plane;
+  };
+  std::vector<Carried> carried_;
+  std::size_t batch_planes_;
   double mpi_bytes_ = 0, exchange_s_ = 0;
 };
 
@@ -117,8 +128,8 @@ class CubeRows final : public FaradayRows {
 }  // namespace
 
 std::unique_ptr<FaradayRows> kept_rows(const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-                                       bool residuals, int nx, int ny, int channels) {
-  return std::make_unique<KeptRows>(kept, std::move(blocks), residuals, nx, ny, channels);
+                                       bool residuals, int nx, int ny, int channels, std::array<bool, 4> stokes) {
+  return std::make_unique<KeptRows>(kept, std::move(blocks), residuals, nx, ny, channels, stokes);
 }
 
 std::unique_ptr<FaradayRows> cube_rows(const fits::StokesCubes& cubes) { return std::make_unique<CubeRows>(cubes); }

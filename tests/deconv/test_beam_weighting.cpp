@@ -178,6 +178,101 @@ TEST(RestoringBeam, TheCommonBeamHoldsEveryChannelsBeam) {
   EXPECT_NEAR(chosen.beam.major_rad, 30 * arcsec, 1e-12);
 }
 
+namespace {
+
+// A Jy/beam image of nx x ny pixels of `cell` (x = -l, y = m): a point source of
+// `flux` at pixel (x0, y0) seen at resolution `beam`, in double precision.
+std::vector<float> point_at_resolution(int nx, int ny, double cell, double x0, double y0, double flux, const Beam& beam) {
+  std::vector<float> image(static_cast<std::size_t>(nx) * ny);
+  for (int y = 0; y < ny; ++y)
+    for (int x = 0; x < nx; ++x) {
+      const double east = -(x - x0) * cell, north = (y - y0) * cell;
+      const double along = east * std::sin(beam.pa_rad) + north * std::cos(beam.pa_rad);
+      const double across = east * std::cos(beam.pa_rad) - north * std::sin(beam.pa_rad);
+      image[static_cast<std::size_t>(y) * nx + x] = static_cast<float>(
+          flux * std::exp(-4 * std::log(2.0) * (std::pow(along / beam.major_rad, 2) + std::pow(across / beam.minor_rad, 2))));
+    }
+  return image;
+}
+
+}  // namespace
+
+// A point source at one resolution, convolved to another, is the same point source at
+// that one: Gaussians convolve to the Gaussian of the summed covariances, and in Jy/beam
+// its peak stays its flux. Of beams alike along one axis (the kernel then has no width
+// there), at other angles, and of several planes at once (in pairs, one left over).
+TEST(ConvolveToBeam, APointSourceTakesTheTargetBeamAndKeepsItsFlux) {
+  const double arcsec = std::numbers::pi / (180 * 3600), cell = 2 * arcsec;
+  const int nx = 72, ny = 60;
+  const struct {
+    Beam from, to;
+  } cases[] = {
+      {{20 * arcsec, 10 * arcsec, 0.0}, {20 * arcsec, 19 * arcsec, 0.0}},
+      {{15 * arcsec, 12 * arcsec, 0.5}, {25 * arcsec, 20 * arcsec, -0.7}},
+      {{12 * arcsec, 12 * arcsec, 0.0}, {12 * arcsec, 12 * arcsec, 0.0}},
+  };
+  for (const auto& [from, to] : cases) {
+    ASSERT_TRUE(holds(to, from));
+    std::vector<float> planes;
+    for (double flux : {1.0, -0.4, 2.5}) {
+      const std::vector<float> plane = point_at_resolution(nx, ny, cell, 34, 29, flux, from);
+      planes.insert(planes.end(), plane.begin(), plane.end());
+    }
+    convolve_to_beam(planes.data(), 3, nx, ny, cell, from, to, smoothing_grid(nx, ny, cell, {from}, to));
+    double worst = 0;
+    int k = 0;
+    for (double flux : {1.0, -0.4, 2.5}) {
+      const std::vector<float> truth = point_at_resolution(nx, ny, cell, 34, 29, flux, to);
+      for (std::size_t i = 0; i < truth.size(); ++i) {
+        const float got = planes[k * truth.size() + i];
+        const int x = static_cast<int>(i) % nx, y = static_cast<int>(i) / nx;
+        if (x >= 12 && x < nx - 12 && y >= 12 && y < ny - 12) {
+          ASSERT_TRUE(std::isfinite(got)) << x << ", " << y;
+          worst = std::max(worst, std::abs(got - truth[i]) / std::abs(flux));
+        }
+      }
+      ++k;
+    }
+    EXPECT_LT(worst, 1e-5) << "from " << from.major_rad / arcsec << "\" x " << from.minor_rad / arcsec << "\"";
+  }
+  EXPECT_FALSE(holds({20 * arcsec, 10 * arcsec, 0.0}, {20 * arcsec, 10 * arcsec, 0.3}));
+}
+
+// Blanks stay blank; a pixel that the kernel sees mostly over blanks (a mosaic's edge, or
+// the image's own) is blanked; one that sees few of them takes the mean of the measured
+// pixels, so it is not pulled towards zero: a flat field stays flat up to the edge.
+TEST(ConvolveToBeam, BlanksStayBlankAndEdgesAreNotPulledToZero) {
+  const double arcsec = std::numbers::pi / (180 * 3600), cell = 2 * arcsec;
+  const int nx = 64, ny = 64;
+  const Beam from{10 * arcsec, 10 * arcsec, 0}, to{20 * arcsec, 16 * arcsec, 0.4};
+  std::vector<float> planes(2 * static_cast<std::size_t>(nx) * ny, 0.7f);
+  for (int y = 0; y < ny; ++y)
+    for (int x = 0; x < 20; ++x) planes[static_cast<std::size_t>(y) * nx + x] = NAN;  // plane 0's blank edge
+  convolve_to_beam(planes.data(), 2, nx, ny, cell, from, to, smoothing_grid(nx, ny, cell, {from}, to));
+  const float gain = static_cast<float>((20.0 * 16.0) / (10.0 * 10.0));
+  int kept = 0, blanked = 0;
+  for (int k = 0; k < 2; ++k)
+    for (int y = 0; y < ny; ++y)
+      for (int x = 0; x < nx; ++x) {
+        const float value = planes[(k * static_cast<std::size_t>(ny) + y) * nx + x];
+        const int from_blank = std::min({k == 0 ? x - 20 : x, nx - 1 - x, y, ny - 1 - y});
+        if (k == 0 && x < 20) {
+          ASSERT_TRUE(std::isnan(value)) << x << ", " << y;
+        } else if (from_blank >= 14) {  // beyond the kernel's reach: as before, in Jy per larger beam
+          ASSERT_NEAR(value, 0.7f * gain, 1e-5) << k << ": " << x << ", " << y;
+        } else if (std::isfinite(value)) {
+          ASSERT_NEAR(value, 0.7f * gain, 1e-4) << k << ": " << x << ", " << y;
+          ++kept;
+        } else {
+          ASSERT_LE(from_blank, 9) << k << ": " << x << ", " << y;
+          ++blanked;
+        }
+      }
+  EXPECT_GT(kept, 0);
+  EXPECT_GT(blanked, 0);
+  for (int k = 0; k < 2; ++k) EXPECT_TRUE(std::isnan(planes[(k * static_cast<std::size_t>(ny) + 32) * nx + 63]));
+}
+
 TEST(RestoringBeam, IsTheFitOnlyWhereTheFitIsABeam) {
   const ImageGeometry g = ImageGeometry::make(128, 1e-5, 1.2);
   const double max_uv = 2e4;  // theoretical FWHM 5e-5 rad = 5 pixels

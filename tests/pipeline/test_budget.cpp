@@ -17,7 +17,9 @@
 #include "spip/deconv/clean.hpp"
 #include "spip/deconv/convolver.hpp"
 #include "spip/deconv/multiscale.hpp"
+#include "spip/imaging/beam.hpp"
 #include "spip/imaging/channel_imager.hpp"
+#include "spip/imaging/fft.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/job/memory_budget.hpp"
 
@@ -205,4 +207,23 @@ TEST(MemoryBudget, PlainHogbomHoldsItsKeptModelAndPsfAndNoCleanNothing) {
   clean.multiscale = true;
   clean.niter = 0;
   EXPECT_EQ(spip::pipeline::clean_bytes_per_pixel(clean, geometry, false), 0.0);
+}
+
+// Convolving planes to another beam: what it allocates through operator new (the
+// kernel's transform, the weights) and its FFT grid (aligned_alloc, 8 bytes a cell) are
+// within smoothing_bytes(), which asks for little more.
+TEST(MemoryBudget, CountsWhatConvolvingToABeamHolds) {
+  const double arcsec = 1 / 206264.806;
+  const spip::imaging::Beam from{12 * arcsec, 8 * arcsec, 0.3}, to{30 * arcsec, 20 * arcsec, -0.2};
+  const int nx = 200, ny = 150;
+  std::vector<float> planes(3 * static_cast<std::size_t>(nx) * ny, 1.0f);
+  planes[5] = NAN;  // the first plane goes beside its own mask, the others in a pair
+  const int grid = spip::imaging::smoothing_grid(nx, ny, 2 * arcsec, {from}, to);
+  spip::imaging::Fft2d::shared(grid);  // FFTW's plans are the process's, made once
+  const double held = peak_of([&] { spip::imaging::convolve_to_beam(planes.data(), 3, nx, ny, 2 * arcsec, from, to, grid); }) +
+                      8.0 * grid * spip::imaging::Fft2d::row_pitch(grid);
+  const double planned = spip::imaging::smoothing_bytes(grid);
+  std::cout << "convolving held " << held << " B; the plan counts " << planned << "\n";
+  EXPECT_LE(held, planned);
+  EXPECT_GE(held, 0.8 * planned);
 }

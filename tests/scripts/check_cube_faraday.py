@@ -16,6 +16,8 @@ mosaic's edge has, and then checks:
     and its measured FDF noise as RM-Tools measures it;
   - blank pixels: NaN in every product, and nothing else blank;
   - cubes whose grids or frequency axes disagree: refused in one line naming both;
+  - cubes of per-channel beams: each channel convolved to one beam, against the analytic
+    image of an extended source at that beam;
   - a run stopped by SIGTERM in the Faraday stage: exit 75, nothing final, and the same
     command then makes the uninterrupted run's products.
 """
@@ -323,36 +325,115 @@ def check_beamless_cubes(one):
     shutil.rmtree(beamless)
 
 
+def beam_covariance(major, minor, pa_deg, cell):
+    """A beam's Gaussian covariance in pixels^2 on the (x, y) axes of a cube whose x runs
+    east to west (CDELT1 < 0): FWHM = 2 sqrt(2 ln 2) sigma, major axis PA east of north."""
+    pa = math.radians(pa_deg)
+    u = np.array([-math.sin(pa), math.cos(pa)])  # the major axis in (x, y)
+    v = np.array([math.cos(pa), math.sin(pa)])
+    to_sigma = 1 / (2 * math.sqrt(2 * math.log(2)) * cell)
+    return (major * to_sigma) ** 2 * np.outer(u, u) + (minor * to_sigma) ** 2 * np.outer(v, v)
+
+
+def extended_source(shape, centre, flux, source_cov, beam_cov):
+    """Jy/beam of a Gaussian source of total flux `flux` seen at beam `beam_cov`: its
+    brightness is the Gaussian of the summed covariances, scaled by the beam's area."""
+    total = source_cov + beam_cov
+    y, x = np.mgrid[0:shape[0], 0:shape[1]]
+    d = np.stack([x - centre[0], y - centre[1]])
+    inverse = np.linalg.inv(total)
+    quadratic = np.einsum("i...,ij,j...->...", d, inverse, d)
+    beam_area = 2 * math.pi * math.sqrt(np.linalg.det(beam_cov))
+    return flux * beam_area * np.exp(-0.5 * quadratic) / (2 * math.pi * math.sqrt(np.linalg.det(total)))
+
+
 def check_channel_beams():
-    """Cubes with CASA's per-channel beams that differ: the run goes on, rank 0 says in a
-    WARNING line that the channels are taken at their own resolutions, and the products'
-    beam holds every channel's: of 20" x 10" north-south and 19" x 11" east-west, not the
-    larger by area but 20" x 19" north-south."""
+    """Cubes with CASA's per-channel beams, narrowing as 1 / nu at one angle with one
+    channel's round beam at another, of an extended polarised source of constant Q and U:
+    - each channel is convolved to one beam that holds every channel's, which the
+      products carry, and the mean Q and U maps are the source seen at that beam (to 1e-3
+      of its peak, the noise's share), on 1 rank and bit for bit on 2;
+    - taken as they are (image.common_beam false), rank 0 warns and the maps differ from
+      it by more than 5 % at the source's centre, which is what the convolution is for;
+    - image.beam that does not hold a channel's beam, and input.cube_noise beside the
+      convolution, are refused in one line."""
     beamed = f"{WORK}/beamed"
     os.mkdir(beamed)
-    for name in ("q", "u"):
-        with fits.open(f"{WORK}/{name}.fits") as hdul:
-            h = hdul[0].header.copy()
-            h["CASAMBM"] = True
-            half = np.arange(NC) < NC // 2
-            beams = fits.BinTableHDU.from_columns([
-                fits.Column(name="BMAJ", format="E", unit="arcsec", array=np.where(half, 20.0, 19.0)),
-                fits.Column(name="BMIN", format="E", unit="arcsec", array=np.where(half, 10.0, 11.0)),
-                fits.Column(name="BPA", format="E", unit="deg", array=np.where(half, 0.0, 90.0)),
-                fits.Column(name="CHAN", format="J", array=np.arange(NC)),
-                fits.Column(name="POL", format="J", array=np.zeros(NC, int))], name="BEAMS")
-            beams.header["NCHAN"], beams.header["NPOL"] = NC, 1
-            fits.HDUList([fits.PrimaryHDU(hdul[0].data, h), beams]).writeto(f"{beamed}/{name}.fits")
-    shutil.copy(f"{WORK}/i.fits", f"{beamed}/i.fits")
-    run = spip(1, f"{beamed}/out", beamed)
-    check(run.returncode == 0 and "WARNING: input.cube_q's channels have beams from" in run.stdout,
-          f"per-channel beams that differ: the run goes on and warns (exit {run.returncode}): "
-          f"{[line for line in run.stdout.splitlines() if 'WARNING' in line]} {run.stderr.strip()[:400]}")
-    if run.returncode == 0:
-        h = fits.getheader(f"{beamed}/out/c-peak-pi.fits")
-        check(abs(h["BMAJ"] * 3600 - 20) < 1e-3 and abs(h["BMIN"] * 3600 - 19) < 1e-3 and abs(h["BPA"]) < 1e-3,
-              f"  the products' beam holds every channel's: {h['BMAJ'] * 3600:.3f}\" x {h['BMIN'] * 3600:.3f}\" at "
-              f"{h['BPA']:.3f} deg")
+    n, cell = 64, 4.0  # pixels, arcsec
+    scale = FREQ[0] / FREQ
+    major, minor, pa = 24.0 * scale, 16.0 * scale, np.full(NC, 20.0)
+    major[7], minor[7], pa[7] = 20.0, 20.0, 0.0
+    source_cov = beam_covariance(20.0, 12.0, -35.0, cell)
+    centre, q_flux, u_flux = (30.3, 33.6), 0.4, -0.25
+    rng = np.random.default_rng(3)
+    planes = {"q": [], "u": []}
+    for c in range(NC):
+        shape = extended_source((n, n), centre, 1.0, source_cov, beam_covariance(major[c], minor[c], pa[c], cell))
+        planes["q"].append(q_flux * shape + rng.normal(size=(n, n)) * 1e-4)
+        planes["u"].append(u_flux * shape + rng.normal(size=(n, n)) * 1e-4)
+    for stokes, name in ((2, "q"), (3, "u")):
+        h = header(stokes, ["RA", "DEC", "FREQ", "STOKES"])
+        h["CDELT1"], h["CDELT2"], h["CRPIX1"], h["CRPIX2"] = -cell / 3600, cell / 3600, 33.0, 33.0
+        del h["BMAJ"], h["BMIN"], h["BPA"]
+        h["CASAMBM"] = True
+        beams = fits.BinTableHDU.from_columns([
+            fits.Column(name="BMAJ", format="E", unit="arcsec", array=major),
+            fits.Column(name="BMIN", format="E", unit="arcsec", array=minor),
+            fits.Column(name="BPA", format="E", unit="deg", array=pa),
+            fits.Column(name="CHAN", format="J", array=np.arange(NC)),
+            fits.Column(name="POL", format="J", array=np.zeros(NC, int))], name="BEAMS")
+        beams.header["NCHAN"], beams.header["NPOL"] = NC, 1
+        data = np.array(planes[name])[:, None].astype(np.float32)  # [freq][stokes][y][x]
+        fits.HDUList([fits.PrimaryHDU(np.transpose(data, (1, 0, 2, 3)), h), beams]).writeto(f"{beamed}/{name}.fits")
+
+    def run(ranks, out, *extra):  # ranks 0: spip alone, whose refusals are its own
+        command = (MPIEXEC + [str(ranks)] if ranks else []) + [SPIP, "--input.cube_q", f"{beamed}/q.fits", "--input.cube_u",
+                             f"{beamed}/u.fits", "--output.dir", f"{beamed}/{out}", "--output.prefix", "c",
+                             "--catalogue.threshold", "0", "--parallel.threads", "1", *extra]
+        return subprocess.run(command, capture_output=True, text=True)
+
+    def mean_maps(out):
+        return [fits.getdata(f"{beamed}/{out}/c-moment-mean-{s}.fits").squeeze().astype(np.float64) for s in "QU"]
+
+    one, two = run(1, "one"), run(2, "two")
+    check(one.returncode == 0 and "each is convolved to" in one.stdout,
+          f"per-channel beams: convolved to one beam (exit {one.returncode}) {one.stderr.strip()[-400:]}")
+    if one.returncode != 0:
+        return
+    h = fits.getheader(f"{beamed}/one/c-moment-mean-Q.fits")
+    common = beam_covariance(h["BMAJ"] * 3600, h["BMIN"] * 3600, h["BPA"], cell)
+    held = all(np.linalg.eigvalsh(common - beam_covariance(major[c], minor[c], pa[c], cell)).min() > -1e-9
+               for c in range(NC))
+    check(held and h["BMAJ"] * 3600 < 24.0 + 1e-3,
+          f"  the products' beam {h['BMAJ'] * 3600:.3f}\" x {h['BMIN'] * 3600:.3f}\" at {h['BPA']:.2f} deg holds "
+          "every channel's and is no wider than the widest")
+    truth = extended_source((n, n), centre, 1.0, source_cov, common)
+    peak = truth.max()
+    for flux, ours, name in zip((q_flux, u_flux), mean_maps("one"), "QU"):
+        finite = np.isfinite(ours)
+        worst = np.abs(ours[finite] - flux * truth[finite]).max() / (abs(flux) * peak)
+        check(worst < 1e-3 and finite[8:-8, 8:-8].all(),
+              f"  mean {name}: the source at the products' beam to {worst:.1e} of its peak; "
+              f"{(~finite).sum()} edge pixels blank")
+    check(two.returncode == 0 and same_products(f"{beamed}/one", f"{beamed}/two")[0],
+          f"  on 2 ranks (the convolved planes exchanged), the same products bit for bit (exit {two.returncode})")
+    as_is = run(1, "as-is", "--image.common_beam", "false")
+    check(as_is.returncode == 0 and "WARNING: the cubes' channels have beams from" in as_is.stdout,
+          f"  image.common_beam false: taken as they are, with a warning (exit {as_is.returncode})")
+    if as_is.returncode == 0:
+        ours = mean_maps("as-is")[0]
+        y, x = round(centre[1]), round(centre[0])
+        off = abs(ours[y, x] / (q_flux * truth[y, x]) - 1)
+        check(off > 0.05, f"  and the mean Q at the source's centre is then {off:.1%} from it")
+    small = run(0, "small", "--image.beam", "22,16,20")
+    lines = small.stderr.strip().splitlines()
+    check(small.returncode == 2 and len(lines) == 1 and "does not hold" in lines[0] and "channel 0" in lines[0],
+          f"  an image.beam finer than a channel's is refused in one line (exit {small.returncode}): {small.stderr.strip()}")
+    np.savetxt(f"{beamed}/noise.txt", np.full(NC, 1e-4))
+    noisy = run(0, "noisy", "--input.cube_noise", f"{beamed}/noise.txt")
+    check(noisy.returncode == 2 and "input.cube_noise" in noisy.stderr and "image.common_beam" in noisy.stderr,
+          f"  input.cube_noise beside the convolution is refused (exit {noisy.returncode}): {noisy.stderr.strip()}")
+    check(not any(os.path.exists(f"{beamed}/{out}") for out in ("small", "noisy")), "  and nothing is written")
     shutil.rmtree(beamed)
 
 

@@ -25,6 +25,9 @@ struct SpectralCube {
   std::vector<long long> naxis;
 
   int channels() const { return static_cast<int>(freq_hz.size()); }
+  // Channel `channel`'s resolution: its BEAMS table's beam, or the header's; none where
+  // the cube gives none, or its table a zero beam (a blanked plane's).
+  std::optional<Beam> beam_of(int channel) const;
 };
 
 // Another imager's Stokes cubes: Q and U, and I or V where given.

@@ -57,6 +57,36 @@ struct RestoringBeam {
 // than each. Empty `beams`: a zero beam.
 Beam enclosing_beam(const std::vector<Beam>& beams);
 
+// Whether `outer`'s half-power ellipse holds `inner`'s (to rounding): whether an image at
+// resolution `inner` can be convolved to `outer`.
+bool holds(const Beam& outer, const Beam& inner);
+
+// Whether two beams are one to a part in 1e-5 of their half-power extent: an image at
+// one needs no convolution to the other.
+bool alike(const Beam& a, const Beam& b);
+
+// Convolves `count` planes of nx x ny pixels (x = -l, y = m, `cell_rad` square), in
+// Jy/beam at resolution `from`, to resolution `to` (which holds() `from`): each with the
+// Gaussian whose covariance is the difference of the two beams', scaled by the ratio of
+// their areas so that the result is in Jy per `to` beam, as CASA's imsmooth and
+// RACS-tools' beamcon_3D make a cube's channels one resolution for RM synthesis. The
+// kernel's transform is applied analytically on an FFT grid wide enough that nothing
+// wraps around, so a kernel narrower than a pixel in one direction (two beams alike
+// along one axis) is exact too. NaN pixels stay NaN; a measured pixel becomes NaN where
+// less than 99 % of the kernel's weight falls on measured ones, and elsewhere takes the
+// weighted mean of those (normalised convolution), so that a mosaic's edge does not
+// pull its neighbours towards zero. `grid`: a smoothing_grid() for these beams.
+void convolve_to_beam(float* planes, int count, int nx, int ny, double cell_rad, const Beam& from, const Beam& to,
+                      int grid);
+
+// The side of the FFT grid on which convolve_to_beam() takes nx x ny planes from any of
+// `from` (a cube's channels) to `to`: one size for them all, so that FFTW plans it once.
+int smoothing_grid(int nx, int ny, double cell_rad, const std::vector<Beam>& from, const Beam& to);
+
+// What convolve_to_beam() holds beside the planes on a grid of that side: its complex
+// grid, the kernel's transform and the weights on measured pixels.
+inline double smoothing_bytes(int grid) { return 16.0 * grid * (grid + 16); }
+
 // The beam to restore every one of `beams` with: the enclosing_beam() of the fitted (or
 // chosen) ones, or where there are none of the theoretical ones, with that origin.
 RestoringBeam common_restoring_beam(const std::vector<RestoringBeam>& beams);

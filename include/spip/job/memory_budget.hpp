@@ -71,10 +71,12 @@ double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows
 // the Faraday stage's smallest row group, cannot fit the budget.
 MemoryPlan plan_memory(const MemoryNeeds& needs);
 
-// The Faraday stage alone, on another imager's cubes: its row groups, and the Q and U
-// planes of one channel (`plane_bytes`) that measuring the channels' noise reads at a
-// time (MemoryPlan::block). Throws ConfigError where one row and the planes cannot fit.
-MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes);
+// The Faraday stage alone, on another imager's cubes: its row groups, the planes of one
+// channel (`plane_bytes`) that measuring the channels' noise (and convolving them to one
+// beam) takes at a time (MemoryPlan::block), and the convolved planes a rank keeps of its
+// channels (`kept_bytes`), in memory where they fit. Throws ConfigError where one row and
+// the planes cannot fit.
+MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes = 0);
 
 // parallel.memory_gb in bytes, or this node's memory shared by its `local_ranks`.
 double memory_budget_bytes(const ParallelConfig& config, int local_ranks);

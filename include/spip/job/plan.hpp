@@ -93,6 +93,10 @@ struct CubePlan {
   std::vector<double> noise;                     // input.cube_noise's sigma per channel; empty: from the cubes
   std::vector<parallel::ChannelBlock> blocks;    // per rank: the channels whose planes it measures
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels)
+  // With image.common_beam, where a channel's beam is not the products' (base.beam): the
+  // side of the FFT grid on which every plane is convolved to it; 0: the cubes are taken
+  // at the resolutions they have.
+  int smoothing_grid = 0;
   std::string backend = "cpu";                   // or "gpu <index>": where RM synthesis and RM-CLEAN run
   int gpu_device = -1;
   std::size_t gpu_share_bytes = 0;               // of the GPU's free memory, this rank's

@@ -2,6 +2,7 @@
 // Where the Faraday stage's rows come from: the ranks' kept planes of the channels they
 // imaged, exchanged with one MPI all-to-all per row group, or another imager's cubes on
 // disk, of which each rank reads its own rows.
+#include <array>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -44,10 +45,12 @@ class FaradayRows {
   virtual double exchange_seconds() const { return 0; }
 };
 
-// The kept restored I, Q, U, V (and with `residuals` the residual Q, U) planes of every
-// rank's channel block (`blocks`, in rank order) of `channels` channels of nx x ny.
+// The kept restored I, Q, U, V (those of `stokes`; the others empty) and with
+// `residuals` the residual Q, U planes of every rank's channel block (`blocks`, in rank
+// order) of `channels` channels of nx x ny.
 std::unique_ptr<FaradayRows> kept_rows(const PlaneStore& kept, std::vector<parallel::ChannelBlock> blocks,
-                                       bool residuals, int nx, int ny, int channels);
+                                       bool residuals, int nx, int ny, int channels,
+                                       std::array<bool, 4> stokes = {true, true, true, true});
 
 // Another imager's cubes, on one grid and one frequency axis (planning checked them).
 std::unique_ptr<FaradayRows> cube_rows(const fits::StokesCubes& cubes);
