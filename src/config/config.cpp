@@ -41,7 +41,7 @@ constexpr std::array<std::pair<std::string_view, BeamModel>, 5> beam_model_words
     {"airy", BeamModel::airy},
     {"fits", BeamModel::fits},
     {"auto", BeamModel::automatic}}};
-constexpr std::array<std::string_view, 3> column_words{"DATA", "CORRECTED_DATA", "MODEL_DATA"};
+constexpr std::array<std::string_view, 4> column_words{"auto", "DATA", "CORRECTED_DATA", "MODEL_DATA"};
 
 // ---- text -> value: false when the text is not a value of that type --------
 
@@ -321,8 +321,9 @@ const std::vector<Key>& keys() {
        },
        [](const Config& c) { return c.input.ms; }},
       with_type("word", scalar("input.column", &Config::input, &InputConfig::column, is_column,
-                               "one of DATA, CORRECTED_DATA, MODEL_DATA", "",
-                               "visibility column: DATA, CORRECTED_DATA or MODEL_DATA")),
+                               "one of auto, DATA, CORRECTED_DATA, MODEL_DATA", "",
+                               "visibility column: DATA, CORRECTED_DATA or MODEL_DATA; auto: CORRECTED_DATA in an MS "
+                               "that has it, else DATA, as WSClean")),
       scalar("input.cube_q", &Config::input, &InputConfig::cube_q, any<std::string>, "a FITS cube, or nothing", "",
              "instead of input.ms: a Stokes Q cube another imager made (RA---SIN, DEC--SIN and FREQ axes in any "
              "order, an optional degenerate STOKES axis), on which the Faraday stage runs alone; with input.cube_u"),

@@ -219,7 +219,9 @@ void MsReader::Impl::open(const std::string& path) {
   for (const char* column : {"UVW", "ANTENNA1", "ANTENNA2", "FLAG", "FLAG_ROW", "FIELD_ID",
                              "DATA_DESC_ID", "TIME"})
     require_column(main, column, path + " (not a MeasurementSet?)");
+  if (selection.column == "auto") selection.column = main.tableDesc().isColumn("CORRECTED_DATA") ? "CORRECTED_DATA" : "DATA";
   require_column(main, selection.column, path);
+  info.column = selection.column;
   read_windows();
   select_window_rows();
   info.num_rows = static_cast<std::int64_t>(main.nrow());
@@ -229,6 +231,8 @@ void MsReader::Impl::open(const std::string& path) {
   const cc::Table observation = open_subtable(path, "OBSERVATION");
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
+  info.askap_instrument_frame = info.telescope.rfind("ASKAP", 0) == 0 && info.column == "DATA" &&
+                                !main.tableDesc().isColumn("DATA_ASKAP");
   read_dishes();
   info.data_tile_channels = tile_channels();
   cache_one_band_of_tiles();

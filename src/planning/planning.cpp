@@ -649,7 +649,13 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
     log.root("input " + ms::input_name(reader.info()) + ": " + std::to_string(reader.info().num_rows) + " rows, " +
              std::to_string(reader.info().num_channels()) + " channels from " +
              fixed(reader.info().freq_hz.front() / 1e6, 4) + " to " + fixed(reader.info().freq_hz.back() / 1e6, 4) +
-             " MHz, correlations [" + reader.info().stokes_summary() + "]");
+             " MHz, correlations [" + reader.info().stokes_summary() + "] from " + reader.info().column);
+  for (const ms::MsReader& reader : plan.readers)
+    if (reader.info().askap_instrument_frame)
+      log.root("WARNING: input " + ms::input_name(reader.info()) + " is ASKAP's DATA as the observatory writes it: "
+               "correlations in the instrument frame with I = XX + YY, which spip takes as sky-frame correlations "
+               "with I = (XX + YY) / 2, so every flux is halved and Q and U are mixed; run FixMS's "
+               "fix_ms_corrs first (it writes CORRECTED_DATA, which input.column auto reads)");
   for (const std::string& line : sky_lines(plan)) log.root(line);
   log.root("frequency axis: " + std::to_string(plan.band.size()) + " channels from " +
            fixed(plan.freq_hz.front() / 1e6, 4) + " MHz in steps of " + fixed(plan.band.step_hz / 1e3, 3) + " kHz" +

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <set>
 #include <sstream>
 
 #include "spip/common/constants.hpp"
@@ -87,8 +88,12 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
   h.specsys = info.spectral_frame;
   h.telescope = info.telescope;
   h.object = info.field_name;
+  std::set<std::string> read;  // input.column auto may take CORRECTED_DATA of one MS and DATA of another
+  for (const ms::MsReader& reader : plan.readers) read.insert(reader.info().column);
+  std::string columns;
+  for (const std::string& column : read) columns += (columns.empty() ? "" : " and ") + column;
   h.history.push_back("spip: " + std::to_string(config.input.ms.size()) + " MS, " +
-                      std::to_string(plan.readers.size()) + " spectral window(s), " + config.input.column +
+                      std::to_string(plan.readers.size()) + " spectral window(s), " + columns +
                       ", weighting " + to_string(config.image.weighting));
   if (!config.image.common_beam)
     h.history.push_back("each channel restored with its own fitted beam (the image cubes' BEAMS table); BMAJ/BMIN/BPA: one "

@@ -159,7 +159,7 @@ TEST(Config, DefaultsFromTheHeader) {
   expected.input.ms = {"a.ms"};
   expect_same(parsed.config, expected);
   // Spelled out as well, so a changed default in the header is noticed here.
-  EXPECT_EQ(parsed.config.input.column, "DATA");
+  EXPECT_EQ(parsed.config.input.column, "auto");
   EXPECT_TRUE(parsed.config.input.fields.empty());
   EXPECT_EQ(parsed.config.input.channel_end, -1);
   EXPECT_EQ(parsed.config.input.row_chunk, 65536);
@@ -513,7 +513,7 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"input.spw", "1,1", "-1, all, or spectral window ids >= 0 separated by commas"},
                     OutOfRange{"input.spw", "1,x", "-1, all, or spectral window ids >= 0 separated by commas"},
                     OutOfRange{"input.freq_min", "-1", "a number >= 0"},
-                    OutOfRange{"input.column", "FLAG", "one of DATA, CORRECTED_DATA, MODEL_DATA"},
+                    OutOfRange{"input.column", "FLAG", "one of auto, DATA, CORRECTED_DATA, MODEL_DATA"},
                     OutOfRange{"input.ms", "", "a Measurement Set path"},
                     OutOfRange{"output.dir", "", "a non-empty path"},
                     OutOfRange{"output.prefix", "", "a non-empty file name prefix without '/'"},

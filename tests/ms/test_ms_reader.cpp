@@ -2,7 +2,9 @@
 #include <numeric>
 #include <casacore/casa/Arrays/Array.h>
 #include <casacore/casa/Arrays/Matrix.h>
+#include <casacore/tables/DataMan/StandardStMan.h>
 #include <casacore/tables/DataMan/TiledStManAccessor.h>
+#include <casacore/tables/Tables/ArrColDesc.h>
 #include <casacore/tables/Tables/ArrayColumn.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/Table.h>
@@ -259,6 +261,65 @@ TEST(MsReader, WindowsOfDifferentChannelCountsReadAsTheChannelsTheyHold) {
   const spip::ms::Band band = spip::ms::merge_band(infos, {wide, {0, 1, 2, 3}});
   ASSERT_EQ(band.size(), 12);
   for (int c = 0; c < 12; ++c) EXPECT_DOUBLE_EQ(band.channels[c].freq_hz, whole.info().freq_hz[c]) << c;
+}
+
+// input.column auto reads CORRECTED_DATA where the MS has it (after CASA's applycal),
+// else DATA, as WSClean does: an MS calibrated in CASA is not imaged uncalibrated.
+TEST(MsReader, AutoReadsCorrectedDataWhereTheMsHasIt) {
+  EXPECT_EQ(MsReader(oskar_ms, Selection{}).info().column, "DATA");
+  const std::string ms = simulated("corrected.ms");
+  {
+    cc::Table table(ms, cc::Table::Update);
+    table.addColumn(cc::ArrayColumnDesc<cc::Complex>("CORRECTED_DATA", 2), cc::StandardStMan("CorrectedData"));
+    cc::Array<cc::Complex> all = cc::ArrayColumn<cc::Complex>(table, "DATA").getColumn();
+    all *= cc::Complex(3.0f, 0.0f);
+    cc::ArrayColumn<cc::Complex>(table, "CORRECTED_DATA").putColumn(all);
+  }
+  Selection data;
+  data.column = "DATA";
+  const VisBlock raw = MsReader(ms, data).read(0, 2);
+  const MsReader automatic(ms, Selection{});
+  EXPECT_EQ(automatic.info().column, "CORRECTED_DATA");
+  const VisBlock corrected = automatic.read(0, 2);
+  ASSERT_EQ(corrected.vis.size(), raw.vis.size());
+  double largest = 0;
+  for (std::size_t i = 0; i < raw.vis.size(); ++i) {
+    ASSERT_LE(std::abs(corrected.vis[i] - 3.0f * raw.vis[i]), 1e-6f * (1 + std::abs(raw.vis[i]))) << i;
+    largest = std::max(largest, static_cast<double>(std::abs(raw.vis[i])));
+  }
+  EXPECT_GT(largest, 0.1);
+}
+
+// An ASKAP MS read from DATA as the observatory wrote it is marked (the planner warns),
+// but not after FixMS: its CORRECTED_DATA (which auto reads), or DATA beside DATA_ASKAP.
+TEST(MsReader, MarksAskapCorrelationsInTheInstrumentFrame) {
+  const std::string ms = simulated("askap.ms");
+  EXPECT_FALSE(MsReader(ms, Selection{}).info().askap_instrument_frame);
+  {
+    cc::Table observation(ms + "/OBSERVATION", cc::Table::Update);
+    cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME").put(0, "ASKAP");
+  }
+  EXPECT_TRUE(MsReader(ms, Selection{}).info().askap_instrument_frame);
+  const auto add_copy_of_data = [&](const char* name) {
+    cc::Table table(ms, cc::Table::Update);
+    table.addColumn(cc::ArrayColumnDesc<cc::Complex>(name, 2), cc::StandardStMan(name));
+    cc::ArrayColumn<cc::Complex>(table, name).putColumn(cc::ArrayColumn<cc::Complex>(table, "DATA").getColumn());
+  };
+  add_copy_of_data("DATA_ASKAP");
+  EXPECT_FALSE(MsReader(ms, Selection{}).info().askap_instrument_frame);
+  const std::string fixed = simulated("askap_fixed.ms");
+  {
+    cc::Table observation(fixed + "/OBSERVATION", cc::Table::Update);
+    cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME").put(0, "ASKAP");
+  }
+  {
+    cc::Table table(fixed, cc::Table::Update);
+    table.addColumn(cc::ArrayColumnDesc<cc::Complex>("CORRECTED_DATA", 2), cc::StandardStMan("CorrectedData"));
+    cc::ArrayColumn<cc::Complex>(table, "CORRECTED_DATA").putColumn(cc::ArrayColumn<cc::Complex>(table, "DATA").getColumn());
+  }
+  const MsReader automatic(fixed, Selection{});
+  EXPECT_EQ(automatic.info().column, "CORRECTED_DATA");
+  EXPECT_FALSE(automatic.info().askap_instrument_frame);
 }
 
 TEST(MsReaderErrors, PathThatDoesNotExist) {

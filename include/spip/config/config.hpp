@@ -17,7 +17,7 @@ enum class BeamModel { none, gaussian, airy, fits, automatic };
 
 struct InputConfig {
   std::vector<std::string> ms;        // one or more Measurement Set paths
-  std::string column = "DATA";        // DATA | CORRECTED_DATA | MODEL_DATA
+  std::string column = "auto";        // auto | DATA | CORRECTED_DATA | MODEL_DATA
   std::vector<int> fields;            // FIELD_IDs to select, each an input; empty: the MS must have one field
   std::vector<int> spw;               // SPECTRAL_WINDOW ids; empty: each MS must have one window
   bool all_windows = false;           // input.spw = all: every window of every MS

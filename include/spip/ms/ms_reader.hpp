@@ -13,7 +13,7 @@
 namespace spip::ms {
 
 struct Selection {
-  std::string column = "DATA";  // DATA | CORRECTED_DATA | MODEL_DATA
+  std::string column = "auto";  // DATA | CORRECTED_DATA | MODEL_DATA; auto: CORRECTED_DATA where the MS has it, else DATA
   int field = -1;               // -1: the MS must have exactly one field
   int spw = -1;                 // -1: the MS must have exactly one spectral window
   std::size_t row_chunk = 65536;
@@ -35,6 +35,11 @@ struct MsInfo {
   double dish_diameter_m = 0;         // the antennas' positive DISH_DIAMETERs where they agree to 1 %; 0 where not
   std::string dish_range;             // what the ANTENNA table holds, e.g. "22 m" or "7 to 12 m", for messages
   std::string field_name;
+  std::string column;                 // the visibility column read (Selection::column, auto resolved)
+  // ASKAP's DATA as the observatory writes it: correlations in the instrument frame with
+  // I = XX + YY, which FixMS's fix_ms_corrs turns into the sky frame (in CORRECTED_DATA,
+  // or in DATA beside the original kept as DATA_ASKAP).
+  bool askap_instrument_frame = false;
   double start_time_mjd_s = 0;        // the field and window's earliest TIME less half its INTERVAL, MJD s (UTC); NaN: no row
   std::string spectral_frame = "TOPOCENT";  // FITS SPECSYS of the window's MEAS_FREQ_REF
   bool has_weight_spectrum = false;
