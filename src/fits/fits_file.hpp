@@ -9,6 +9,7 @@
 #include <system_error>
 #include <utility>
 
+#include "spip/common/durable_rename.hpp"
 #include "spip/error.hpp"
 
 namespace spip::fits::detail {
@@ -129,8 +130,7 @@ inline void remove_stale(const std::string& path) {
 }
 
 inline void rename_into_place(const std::string& from, const std::string& to) {
-  std::error_code ec;
-  std::filesystem::rename(from, to, ec);  // atomic on POSIX, and replaces an existing file
+  const std::error_code ec = durable_rename(from, to);  // atomic on POSIX, and replaces an existing file
   if (ec) SPIP_THROW(spip::Error, "FITS: cannot rename '" + from + "' to '" + to + "': " + ec.message());
 }
 

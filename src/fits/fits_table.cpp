@@ -101,6 +101,12 @@ void write_table_hdu(const FitsFile& file, const Table& table) {
 
 }  // namespace
 
+const std::string& Table::unit(const std::string& name) const {
+  for (const TableColumn& c : columns)
+    if (c.name == name) return c.unit;
+  throw_missing(name);
+}
+
 void Table::throw_missing(const std::string& name) const {
   SPIP_THROW(spip::Error, "FITS table " + extname + ": no column '" + name + "' of the type asked for");
 }
@@ -143,12 +149,17 @@ void append_table(const std::string& path, const Table& table) {
   file.close();
 }
 
-Table read_table(const std::string& path, const std::vector<std::string>& key_names) {
+Table read_table(const std::string& path, const std::vector<std::string>& key_names, const std::string& extname) {
   FitsFile file = FitsFile::open(path, READONLY);
   int status = 0, hdu_type = 0, columns = 0;
-  fits_movabs_hdu(file.get(), 2, &hdu_type, &status);
-  check(status, "find a table extension in", path);
-  if (hdu_type != BINARY_TBL) SPIP_THROW(spip::Error, "FITS: '" + path + "': HDU 2 is not a binary table");
+  if (extname.empty()) {
+    fits_movabs_hdu(file.get(), 2, &hdu_type, &status);
+    check(status, "find a table extension in", path);
+    if (hdu_type != BINARY_TBL) SPIP_THROW(spip::Error, "FITS: '" + path + "': HDU 2 is not a binary table");
+  } else {
+    fits_movnam_hdu(file.get(), BINARY_TBL, const_cast<char*>(extname.c_str()), 0, &status);
+    check(status, "find the " + extname + " table in", path);
+  }
   LONGLONG rows = 0;
   fits_get_num_rowsll(file.get(), &rows, &status);
   fits_get_num_cols(file.get(), &columns, &status);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -61,11 +62,30 @@ Beam largest(const std::vector<Beam>& beams) {
   return best;
 }
 
+// Radians per unit of a BEAMS column, as casacore writes it (TUNIT) or, without one,
+// arcsec for the axes and deg for the angle, as CASA's tables hold them.
+double radians_per(const Table& table, const std::string& column, const std::string& fallback, const std::string& path) {
+  std::string unit = table.unit(column);
+  if (unit.empty()) unit = fallback;
+  if (unit == "arcsec") return 1 / rad_to_arcsec;
+  if (unit == "arcmin") return 60 / rad_to_arcsec;
+  if (unit == "deg" || unit == "degree" || unit == "degrees") return 1 / rad_to_deg;
+  if (unit == "rad") return 1;
+  refuse(path, "its BEAMS table gives " + column + " in '" + unit + "', not arcsec, arcmin, deg or rad");
+}
+
 std::vector<Beam> channel_beams(const std::string& path, int channels, int stokes_planes) {
-  const Table table = read_table(path);
-  const std::vector<double>& major = table.values<double>("BMAJ");
-  const std::vector<double>& minor = table.values<double>("BMIN");
-  const std::vector<double>& pa = table.values<double>("BPA");
+  const Table table = [&] {
+    try {
+      return read_table(path, {}, "BEAMS");
+    } catch (const Error& e) {
+      refuse(path, std::string("CASAMBM = T (a beam per channel), but no BEAMS table is read: ") + e.what());
+    }
+  }();
+  std::vector<double> major = table.values<double>("BMAJ"), minor = table.values<double>("BMIN"),
+                      pa = table.values<double>("BPA");
+  const double axis_unit = radians_per(table, "BMAJ", "arcsec", path), minor_unit = radians_per(table, "BMIN", "arcsec", path),
+               angle_unit = radians_per(table, "BPA", "deg", path);
   const std::vector<std::int32_t>& chan = table.values<std::int32_t>("CHAN");
   std::vector<Beam> beams(static_cast<std::size_t>(channels));
   std::vector<bool> found(beams.size(), false);
@@ -73,7 +93,7 @@ std::vector<Beam> channel_beams(const std::string& path, int channels, int stoke
     if (chan[k] < 0 || chan[k] >= channels)
       refuse(path, "its BEAMS table names channel " + std::to_string(chan[k]) + " of " + std::to_string(channels));
     const auto c = static_cast<std::size_t>(chan[k]);
-    beams[c] = {major[k] / rad_to_arcsec, minor[k] / rad_to_arcsec, pa[k] / rad_to_deg};
+    beams[c] = {major[k] * axis_unit, minor[k] * minor_unit, pa[k] * angle_unit};
     found[c] = true;
   }
   if (std::count(found.begin(), found.end(), false) > 0 || stokes_planes > 1)
@@ -125,7 +145,33 @@ SpectralCube open_spectral_cube(const std::string& path) {
   cube.freq_axis = f;
   if (s >= 0) {
     const int code = static_cast<int>(std::lround(number_or(header, "CRVAL" + std::to_string(s + 1), 1)));
-    if (code >= 1 && code <= 4) cube.stokes = static_cast<Stokes>(code);
+    if (code < 1 || code > 4) {
+      constexpr const char* correlations[] = {"RR", "LL", "RL", "LR", "XX", "YY", "XY", "YX"};
+      refuse(path, "its STOKES axis holds " +
+                       (code <= -1 && code >= -8 ? std::string(correlations[-code - 1]) + " (" + std::to_string(code) + ")"
+                                                 : "code " + std::to_string(code)) +
+                       ", not Stokes I, Q, U or V");
+    }
+    cube.stokes = static_cast<Stokes>(code);
+  }
+
+  // Positions are taken, and the products labelled, as FK5 J2000 (or ICRS, 20 mas from
+  // it) in a plain SIN projection; anything else would move every source.
+  const std::string frame = has(header, "RADESYS") ? header.text("RADESYS") : "";
+  if (!frame.empty() && frame != "FK5" && frame != "ICRS")
+    refuse(path, "its RADESYS is " + frame + "; spip takes FK5 (J2000) or ICRS positions");
+  if (frame != "ICRS" && has(header, "EQUINOX") && std::abs(header.number("EQUINOX") - 2000) > 1e-6)
+    refuse(path, "its EQUINOX is " + std::to_string(header.number("EQUINOX")) + "; spip takes J2000 (FK5) or ICRS positions");
+  for (const std::string& term : {"PV" + std::to_string(y + 1) + "_1", "PV" + std::to_string(y + 1) + "_2"})
+    if (number_or(header, term, 0) != 0)
+      refuse(path, "its SIN projection has " + term + " = " + std::to_string(header.number(term)) +
+                       " (NCP or slant); spip takes the plain SIN projection");
+  if (has(header, "BUNIT")) {
+    std::string unit = header.text("BUNIT");
+    std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (unit != "jy/beam")
+      refuse(path, "its BUNIT is '" + header.text("BUNIT") +
+                       "'; spip takes cubes in Jy/beam, the unit of its products, catalogue and RMTable");
   }
 
   const double dx = axis_step(header, x, y), dy = axis_step(header, y, x);
@@ -148,10 +194,12 @@ SpectralCube open_spectral_cube(const std::string& path) {
 
   const std::string n = std::to_string(f + 1);
   const double scale = hz_per(has(header, "CUNIT" + n) ? header.text("CUNIT" + n) : "", path);
+  // CDn_n, or CDELTn times PCn_n (Paper I).
   const double crval = number_or(header, "CRVAL" + n, 0), crpix = number_or(header, "CRPIX" + n, 1),
-               cdelt = number_or(header, "CDELT" + n, 0);
+               cdelt = has(header, "CD" + n + "_" + n) ? header.number("CD" + n + "_" + n)
+                                                        : number_or(header, "CDELT" + n, 0) * number_or(header, "PC" + n + "_" + n, 1);
   const long long channels = header.shape[static_cast<std::size_t>(f)];
-  if (channels > 1 && cdelt == 0) refuse(path, "its FREQ axis has no CDELT");
+  if (channels > 1 && cdelt == 0) refuse(path, "its FREQ axis has no CDELT or CD");
   for (long long c = 0; c < channels; ++c) {
     const double hz = (crval + (static_cast<double>(c) + 1 - crpix) * cdelt) * scale;
     if (!(hz > 0)) refuse(path, "channel " + std::to_string(c) + " has a frequency of " + std::to_string(hz) + " Hz");

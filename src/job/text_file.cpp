@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "spip/common/durable_rename.hpp"
 #include "spip/error.hpp"
 
 namespace spip::pipeline {
@@ -31,8 +32,8 @@ void write_text_atomically(const std::string& path, const std::string& text) {
     std::remove(partial.c_str());
     SPIP_THROW(InputError, partial + ": cannot write: " + std::strerror(reason));
   }
-  if (std::rename(partial.c_str(), path.c_str()) != 0)
-    SPIP_THROW(InputError, path + ": cannot rename from .partial: " + std::strerror(errno));
+  if (const std::error_code error = durable_rename(partial, path))
+    SPIP_THROW(InputError, path + ": cannot rename from .partial: " + error.message());
 }
 
 }  // namespace spip::pipeline

@@ -17,6 +17,7 @@
 #include "scratch.hpp"
 #include "spip/error.hpp"
 #include "spip/fits/fits_image.hpp"
+#include "spip/fits/fits_table.hpp"
 #include "spip/fits/spectral_cube.hpp"
 
 namespace {
@@ -182,6 +183,33 @@ TEST_F(SpectralCubeTest, ABeamsTableGivesEachChannelItsBeam) {
   EXPECT_EQ(*cube.stokes, spip::fits::Stokes::U);
 }
 
+// A BEAMS table is found by its name wherever it is among the extensions, and its beams
+// are read in the units its TUNITs give, as casacore reads them back.
+TEST_F(SpectralCubeTest, ABeamsTableIsReadInItsOwnUnitsWhereverItIs) {
+  std::vector<std::string> cards = axis_cards({"RA", "DEC", "FREQ"});
+  cards.push_back(card("CASAMBM", "T"));
+  cards.push_back(card("EXTEND", "T"));
+  const std::string file = path("deg-beams.fits");
+  write_fits(file, {4, 4, 2}, cards, std::vector<float>(32, 1.0f));
+  spip::fits::Table other;
+  other.extname = "HISTORY_TABLE";
+  other.columns.push_back({"N", "", "", std::vector<std::int32_t>{1, 2}});
+  spip::fits::append_table(file, other);
+  spip::fits::Table beams;
+  beams.extname = "BEAMS";
+  beams.columns.push_back({"BMAJ", "deg", "", std::vector<double>{0.004, 0.003}});
+  beams.columns.push_back({"BMIN", "arcmin", "", std::vector<double>{0.15, 0.1}});
+  beams.columns.push_back({"BPA", "rad", "", std::vector<double>{0.5, -0.25}});
+  beams.columns.push_back({"CHAN", "", "", std::vector<std::int32_t>{0, 1}});
+  beams.columns.push_back({"POL", "", "", std::vector<std::int32_t>{0, 0}});
+  spip::fits::append_table(file, beams);
+  const SpectralCube cube = spip::fits::open_spectral_cube(file);
+  ASSERT_EQ(cube.channel_beams.size(), 2u);
+  EXPECT_NEAR(cube.channel_beams[0].major_rad, 0.004 * deg, 1e-12);
+  EXPECT_NEAR(cube.channel_beams[1].minor_rad, 0.1 / 60 * deg, 1e-12);
+  EXPECT_NEAR(cube.channel_beams[1].pa_rad, -0.25, 1e-12);
+}
+
 // What spip cannot take is refused in one line naming the file and the reason.
 TEST_F(SpectralCubeTest, CubesSpipCannotTakeAreRefusedSayingWhy) {
   const auto refusal = [&](const std::string& name, const std::vector<long>& naxis, const std::vector<std::string>& cards) {
@@ -209,4 +237,36 @@ TEST_F(SpectralCubeTest, CubesSpipCannotTakeAreRefusedSayingWhy) {
   EXPECT_NE(refusal("rotated.fits", {4, 4, 2}, rotated).find("rotated"), std::string::npos);
   EXPECT_NE(refusal("missing.fits", {}, {}).find("no RA and Dec"), std::string::npos);
   EXPECT_THROW(spip::fits::open_spectral_cube(path("absent.fits")), spip::InputError);
+  // What would move every source or scale every flux without a word: other sky frames,
+  // NCP's SIN, units other than Jy/beam, correlations instead of Stokes parameters.
+  const auto with = [&](std::vector<std::string> cards, const std::vector<std::string>& more) {
+    cards.insert(cards.end(), more.begin(), more.end());
+    return cards;
+  };
+  const std::vector<std::string> plain = axis_cards({"RA", "DEC", "FREQ"});
+  EXPECT_NE(refusal("b1950.fits", {4, 4, 2}, with(plain, {card("EQUINOX", "1950.0")})).find("EQUINOX"), std::string::npos);
+  EXPECT_NE(refusal("fk4.fits", {4, 4, 2}, with(plain, {card("RADESYS", "'FK4'")})).find("FK4"), std::string::npos);
+  EXPECT_NE(refusal("ncp.fits", {4, 4, 2}, with(plain, {card("PV2_2", "1.7320508")})).find("PV2_2"), std::string::npos);
+  EXPECT_NE(refusal("kelvin.fits", {4, 4, 2}, with(plain, {card("BUNIT", "'K'")})).find("'K'"), std::string::npos);
+  EXPECT_NE(refusal("mjy.fits", {4, 4, 2}, with(plain, {card("BUNIT", "'mJy/beam'")})).find("Jy/beam"), std::string::npos);
+  std::vector<std::string> xx = axis_cards({"RA", "DEC", "FREQ", "STOKES"});
+  for (std::string& c : xx)
+    if (c.starts_with("CRVAL4")) c = card("CRVAL4", "-5.0");
+  EXPECT_NE(refusal("xx.fits", {4, 4, 2, 1}, xx).find("XX"), std::string::npos);
+  EXPECT_NE(refusal("casambm.fits", {4, 4, 2}, with(plain, {card("CASAMBM", "T")})).find("BEAMS"), std::string::npos);
+}
+
+// What is accepted as it is meant: ICRS and J2000 positions, BUNIT in capitals, PV2
+// terms of zero (casacore writes them), and a FREQ step in a CD matrix (Paper I).
+TEST_F(SpectralCubeTest, EquivalentSpellingsOfTheSameCubeAreTaken) {
+  std::vector<std::string> cards = axis_cards({"RA", "DEC", "FREQ"});
+  for (std::string& c : cards)
+    if (c.starts_with("CDELT3")) c = card("CD3_3", "0.01");
+  cards.insert(cards.end(), {card("RADESYS", "'ICRS'"), card("EQUINOX", "2000.0"), card("PV2_1", "0.0"),
+                             card("PV2_2", "0.0"), card("BUNIT", "'JY/BEAM'")});
+  const std::string file = path("spelled.fits");
+  write_fits(file, {4, 4, 2}, cards, std::vector<float>(32, 1.0f));
+  const SpectralCube cube = spip::fits::open_spectral_cube(file);
+  ASSERT_EQ(cube.freq_hz.size(), 2u);
+  EXPECT_NEAR(cube.freq_hz[1] - cube.freq_hz[0], 1e7, 1e-3);
 }

@@ -34,6 +34,9 @@ struct Table {
   std::vector<std::string> comments;   // COMMENT cards of the table's header
 
   // The values of the column `name` as T; throws spip::Error if there is none of that type.
+  // The TUNIT of the column `name`; throws spip::Error if there is no such column.
+  const std::string& unit(const std::string& name) const;
+
   template <class T>
   const std::vector<T>& values(const std::string& name) const {
     for (const TableColumn& c : columns)
@@ -53,8 +56,10 @@ void write_table(const std::string& path, const Table& table);
 // extension of the same EXTNAME left by an interrupted earlier call.
 void append_table(const std::string& path, const Table& table);
 
-// The first table extension of `path`, its 'D', 'E', 'J', 'I' and 'A' columns (numbers
-// as double or int32), and its keys from `key_names`.
-Table read_table(const std::string& path, const std::vector<std::string>& key_names = {});
+// The first table extension of `path` (or the binary table named `extname`, wherever it
+// is), its 'D', 'E', 'J', 'I' and 'A' columns (numbers as double or int32), and its keys
+// from `key_names`.
+Table read_table(const std::string& path, const std::vector<std::string>& key_names = {},
+                 const std::string& extname = "");
 
 }  // namespace spip::fits
