@@ -660,10 +660,10 @@ class DeviceImager::DeviceBackend::Multiscale final : public deconv::MinorAlgori
     SPIP_CUDA_CHECK(cudaStreamSynchronize(m.compute));
     const deconv::MinorCycleResult result =
         clean_->run(residual.data(), model.data(), b_.masked_ ? mask_host.data() : nullptr, step.search, step.gain,
-                    step.stop_level, step.max_iterations);
+                    step.stop_level, step.max_iterations, step.divergence_level);
     b_.upload(m.residual.get(), residual);
     b_.upload(m.model.get(), model);
-    return {result.iterations, 0.0, false};
+    return result;
   }
   const deconv::MultiscaleClean* multiscale() const override { return clean_.get(); }
 

@@ -101,7 +101,7 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
 }
 
 std::vector<Component> clean_active_set(ActiveSet& set, MinorPsf psf, PeakSearch search, double gain,
-                                        int max_iterations, int& iterations) {
+                                        int max_iterations, int& iterations, double divergence_level, bool* diverged) {
   const std::size_t count = set.size();
   std::vector<Component> components;
   std::unordered_map<std::size_t, std::size_t> component_of;
@@ -115,6 +115,10 @@ std::vector<Component> clean_active_set(ActiveSet& set, MinorPsf psf, PeakSearch
         best = value;
         at = i;
       }
+    }
+    if (divergence_level > 0 && !(std::sqrt(static_cast<double>(best)) <= divergence_level)) {
+      *diverged = true;
+      break;
     }
     if (!(std::sqrt(static_cast<double>(best)) > set.level)) break;
     float flux[num_stokes];
@@ -192,17 +196,21 @@ MinorCycleResult subminor_cycles(float* residual, MinorPsf psf, const imaging::I
     }
     if (!(result.peak > stop_level)) break;
     ActiveSet set = select_active(search, residual, pixels, n, stop_level, mask);
-    const std::vector<Component> components =
-        clean_active_set(set, psf, search, gain, max_iterations - result.iterations, result.iterations);
-    if (components.empty()) break;
+    const std::vector<Component> components = clean_active_set(
+        set, psf, search, gain, max_iterations - result.iterations, result.iterations, divergence_level, &result.diverged);
     for (const Component& c : components)
       for (int s = 0; s < num_stokes; ++s) model[s * pixels + c.pixel] += c.flux[s];
+    if (components.empty()) break;
     if (!convolution.convolver && components.size() > direct_subtraction_limit) {
       convolution.convolver = make_host_convolver(n, psf_reach(psf.side, n));
       convolution.psf = convolution.convolver->add_filter(psf.data, psf.side);
     }
     subtract_components(components, convolution.convolver.get(), {convolution.psf}, psf, n, residual,
                         convolution.planes);
+    if (result.diverged) {  // within the pass: the model and residual agree, the peak is the residual's
+      result.peak = find_peak(search, residual, pixels, mask).value;
+      break;
+    }
   }
   convolution.planes = {};  // not held through the prediction and imaging that follow
   return result;
@@ -433,7 +441,8 @@ class HostCleanBackend::Multiscale final : public MinorAlgorithm {
       clean_ = std::make_unique<MultiscaleClean>(images_.psf_.data(), n, setup_,
                                                  [n](int reach) { return make_host_convolver(n, reach); });
     const MinorImages on = images_.minor_images(step);
-    return clean_->run(on.residual, on.model, on.mask, step.search, step.gain, step.stop_level, step.max_iterations);
+    return clean_->run(on.residual, on.model, on.mask, step.search, step.gain, step.stop_level, step.max_iterations,
+                       step.divergence_level);
   }
   const MultiscaleClean* multiscale() const override { return clean_.get(); }
 

@@ -108,7 +108,9 @@ void major_cycles(CleanBackend& backend, MinorAlgorithm* algorithm, const CleanC
       out.clean_stop = CleanStop::no_components;
       return;
     }
-    if (limits.final_cycle && out.iterations < clean.niter) {
+    // Minor cycles cut short at the divergence level, though the exact residual came
+    // down, did not reach the floor: another cycle starts from that residual.
+    if (limits.final_cycle && !minor.diverged && out.iterations < clean.niter) {
       if (finding_mask) {
         backend.mask_model_pixels();
         masked = true;

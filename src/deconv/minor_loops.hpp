@@ -74,9 +74,11 @@ ActiveSet select_active(PeakSearch search, const float* residual, std::size_t pi
 // Hogbom iterations among the active pixels only, down to the set's level, with a PSF
 // of peak 1 (multiscale's twice-convolved PSFs peak below it): each takes gain times the
 // pixel's values. Returns the components found,
-// one per pixel, and adds their iterations to `iterations`.
+// one per pixel, and adds their iterations to `iterations`. Where the search value
+// passes `divergence_level` (0: not watched) the loop stops and sets `diverged`.
 std::vector<Component> clean_active_set(ActiveSet& set, MinorPsf psf, PeakSearch search, double gain,
-                                        int max_iterations, int& iterations);
+                                        int max_iterations, int& iterations, double divergence_level = 0,
+                                        bool* diverged = nullptr);
 
 // residual -= the components convolved with the filters `product` of `convolver`, in
 // `planes`; with a `psf` (the same response as an image) and few components, shifted

@@ -158,7 +158,7 @@ std::vector<float> MultiscaleClean::cross_term(int j, int k) {
 }
 
 MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search_mode,
-                                      double gain, double stop_level, int max_iterations) {
+                                      double gain, double stop_level, int max_iterations, double divergence_level) {
   const std::size_t pixels = psf_.size();
   const int count = scale_count();
   // The residual convolved with each kernel; scale 0's is the residual itself.
@@ -188,6 +188,14 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
   std::vector<bool> active(count, true);
   MinorCycleResult result;
   while (result.iterations < max_iterations) {
+    if (divergence_level > 0) {
+      const double raw = detail::find_peak(search_mode, residual, pixels, mask).value;
+      if (!(raw <= divergence_level)) {
+        result.peak = raw;
+        result.diverged = true;
+        break;
+      }
+    }
     std::vector<std::vector<int>> products;
     std::vector<float*> outputs;
     for (int k = 0; k < count; ++k)
@@ -214,8 +222,10 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
     const double level = std::max(stop_level, (1 - subminor_gain) * peak[best]) / scale.bias;
     detail::ActiveSet set = detail::select_active(search_mode, image_of(best), pixels, n_, level, search_mask(best));
     const int before = result.iterations;
-    std::vector<Component> found = detail::clean_active_set(set, {scale.twice.data(), n_}, search_mode, gain,
-                                                             max_iterations - result.iterations, result.iterations);
+    // The kernels sum to 1, so a smoothed residual past the level means the residual is.
+    std::vector<Component> found =
+        detail::clean_active_set(set, {scale.twice.data(), n_}, search_mode, gain, max_iterations - result.iterations,
+                                 result.iterations, divergence_level, &result.diverged);
     if (found.empty()) break;
     iterations_[best] += result.iterations - before;
     // A component of flux F at this scale lifts the smoothed residual by F times the
@@ -228,6 +238,10 @@ MinorCycleResult MultiscaleClean::run(float* residual, float* model, const std::
     else
       detail::subtract_components(found, convolver_.get(), {psf_filter_, scale.filter}, {}, n_, residual,
                                   *planes_);
+    if (result.diverged) {
+      result.peak = detail::find_peak(search_mode, residual, pixels, mask).value;
+      break;
+    }
   }
   *planes_ = {};  // not held through the prediction and imaging that follow
   return result;

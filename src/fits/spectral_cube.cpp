@@ -167,9 +167,11 @@ SpectralCube open_spectral_cube(const std::string& path) {
       refuse(path, "its SIN projection has " + term + " = " + std::to_string(header.number(term)) +
                        " (NCP or slant); spip takes the plain SIN projection");
   if (has(header, "BUNIT")) {
-    std::string unit = header.text("BUNIT");
-    std::transform(unit.begin(), unit.end(), unit.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (unit != "jy/beam")
+    // Jy/beam as imagers spell it: JY/BEAM (CASA), Jy/beam, or astropy's "Jy beam-1".
+    std::string unit;
+    for (unsigned char c : header.text("BUNIT"))
+      if (c != ' ' && c != '.' && c != '*' && c != '^') unit += static_cast<char>(std::tolower(c));
+    if (unit != "jy/beam" && unit != "jybeam-1")
       refuse(path, "its BUNIT is '" + header.text("BUNIT") +
                        "'; spip takes cubes in Jy/beam, the unit of its products, catalogue and RMTable");
   }

@@ -282,16 +282,21 @@ void convolve_to_beam(float* planes, int count, int nx, int ny, double cell_rad,
   const Fft2d& fft = Fft2d::shared(grid);
   const int p = fft.size();
   const std::size_t pitch = fft.pitch();
-  // exp(-2 pi^2 f^T C f) at frequencies f (cycles per pixel), with FFTW's 1 / p^2.
+  // exp(-2 pi^2 f^T C f) at frequencies f (cycles per pixel), with FFTW's 1 / p^2. The
+  // Nyquist row and column stand for +1/2 and -1/2 alike: there the mean of the two, so
+  // that the transform stays even and the kernel real, and a plane's mask in the
+  // imaginary part does not leak into its values through a tilted kernel.
   std::vector<float> transform(fft.cells(), 0.0f);
-  const double norm = 1.0 / (static_cast<double>(p) * p);
+  const double norm = 1.0 / (static_cast<double>(p) * p), two_pi_sq = 2 * std::numbers::pi * std::numbers::pi;
   for (int j = 0; j < p; ++j)
     for (int i = 0; i < p; ++i) {
       const double fx = static_cast<double>(i <= p / 2 ? i : i - p) / p;
       const double fy = static_cast<double>(j <= p / 2 ? j : j - p) / p;
-      const double quadratic = kernel.xx * fx * fx + 2 * kernel.xy * fx * fy + kernel.yy * fy * fy;
+      const double even = std::exp(-two_pi_sq * (kernel.xx * fx * fx + kernel.yy * fy * fy));
+      const double cross = 2 * two_pi_sq * kernel.xy * fx * fy;
+      const bool nyquist = 2 * i == p || 2 * j == p;
       transform[static_cast<std::size_t>(j) * pitch + i] =
-          static_cast<float>(norm * std::exp(-2 * std::numbers::pi * std::numbers::pi * quadratic));
+          static_cast<float>(norm * even * (nyquist ? std::cosh(cross) : std::exp(-cross)));
     }
   FftBuffer buffer(fft.cells());
   std::complex<float>* cells = buffer.data();

@@ -42,8 +42,9 @@ std::vector<std::pair<int, const fits::SpectralCube*>> stokes_cubes(const fits::
 }
 
 // Channel c's planes of every given cube, [stokes][y][x] in stokes_cubes() order, each
-// convolved from its own beam to the products' (CubePlan::smoothing_grid). Empty, with
-// the reason, where a cube gives the channel no beam to convolve from.
+// convolved from its own beam to the products' (CubePlan::smoothing_grid). Where the
+// Q or U cube gives the channel no beam (a zero one in its BEAMS table) the channel is
+// blank: empty, with the reason; where I or V does, that plane alone is blank (NaN).
 std::vector<float> convolved_channel(const CubePlan& plan, int c, std::string& blank) {
   const fits::ImageHeader& grid = plan.base;
   const fits::Beam& common = *grid.beam;
@@ -52,9 +53,13 @@ std::vector<float> convolved_channel(const CubePlan& plan, int c, std::string& b
   planes.reserve(stokes_cubes(plan.cubes).size() * pixels);
   for (const auto& [stokes, cube] : stokes_cubes(plan.cubes)) {
     const std::optional<fits::Beam> beam = cube->beam_of(c);
-    if (!beam) {
-      blank = "no beam in " + cube->path + "'s BEAMS table";
+    if (!beam && (stokes == 1 || stokes == 2)) {
+      blank = "a zero beam in " + cube->path + "'s BEAMS table";
       return {};
+    }
+    if (!beam) {
+      planes.resize(planes.size() + pixels, NAN);
+      continue;
     }
     std::vector<float> plane = fits::read_cube_plane(*cube, c);
     imaging::convolve_to_beam(plane.data(), 1, grid.nx, grid.ny, grid.cell_rad,

@@ -123,9 +123,12 @@ std::vector<imaging::Beam> measured_beams(const fits::StokesCubes& cubes) {
 // (image.beam) does not hold is refused: no convolution makes an image sharper.
 int plan_smoothing(const Config& config, const fits::StokesCubes& cubes, const imaging::Beam& common) {
   std::vector<imaging::Beam> from;
-  for (const auto& [key, cube] : given_cubes(cubes))
+  std::string beamless;  // a cube of no beam at all, which cannot be convolved beside the others
+  for (const auto& [key, cube] : given_cubes(cubes)) {
+    bool any = false;
     for (int c = 0; c < cube->channels(); ++c)
       if (const std::optional<fits::Beam> given = cube->beam_of(c)) {
+        any = true;
         const imaging::Beam beam = imaging_beam(*given);
         if (!imaging::holds(common, beam))
           SPIP_THROW(ConfigError, named(key, cube->path) + "'s channel " + std::to_string(c) + " has a beam of " +
@@ -134,7 +137,13 @@ int plan_smoothing(const Config& config, const fits::StokesCubes& cubes, const i
                                       "take the channels as they are");
         if (!imaging::alike(beam, common)) from.push_back(beam);
       }
+    if (!any && beamless.empty()) beamless = named(key, cube->path);
+  }
   if (from.empty()) return 0;
+  if (!beamless.empty())
+    SPIP_THROW(InputError, beamless + " gives no beam (BMAJ and BMIN, or a BEAMS table), so it cannot be convolved to " +
+                               described(common) + " beside the other cubes (image.common_beam): expected its beam, or "
+                               "image.common_beam false to take the cubes as they are");
   if (!config.input.cube_noise.empty())
     SPIP_THROW(ConfigError, named("input.cube_noise", config.input.cube_noise) +
                                 " gives each channel's noise at its own beam, but the channels are convolved to " +

@@ -74,9 +74,8 @@ namespace fs = std::filesystem;
 // Phase centres closer than this (0.2 mas) are the same field.
 constexpr double same_direction_rad = 1e-9;
 
-bool same_direction(Direction a, Direction b) {
-  return std::abs(a.ra_rad - b.ra_rad) <= same_direction_rad && std::abs(a.dec_rad - b.dec_rad) <= same_direction_rad;
-}
+// On the sky, not by coordinates: RA 359.99999999 and 0 deg, or any RA at a pole, are one.
+bool same_direction(Direction a, Direction b) { return angular_distance_rad(a, b) <= same_direction_rad; }
 
 // One reader per Measurement Set and spectral window (input.spw: the listed ones, all,
 // or the MS's only one), each MS named once.

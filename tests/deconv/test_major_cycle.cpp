@@ -63,6 +63,7 @@ class Spy final : public deconv::CleanBackend {
   int restorations = 0;
   int runaway_cycle = 0;       // the minor cycle (from 1) made to run away; 0: none
   bool watch_runaway = true;   // whether that cycle watches its own peak
+  int cut_short_cycle = 0;     // the minor cycle (from 1) stopped after a few iterations as if it diverged
   int mask_after_cycle = -1;  // how many minor cycles ran before the mask was made
 
  private:
@@ -72,6 +73,13 @@ class Spy final : public deconv::CleanBackend {
     Watched(Spy& spy, std::unique_ptr<deconv::MinorAlgorithm> algorithm) : spy_(spy), algorithm_(std::move(algorithm)) {}
     deconv::MinorCycleResult run(const deconv::MinorCycleStep& step) override {
       spy_.steps.push_back(step);
+      if (static_cast<int>(spy_.steps.size()) == spy_.cut_short_cycle) {
+        deconv::MinorCycleStep few = step;
+        few.max_iterations = 3;
+        deconv::MinorCycleResult result = algorithm_->run(few);
+        result.diverged = true;
+        return result;
+      }
       if (static_cast<int>(spy_.steps.size()) != spy_.runaway_cycle) return algorithm_->run(step);
       // A loop gain above 2 overshoots every component: Hogbom runs away for real.
       deconv::MinorCycleStep runaway = step;
@@ -204,6 +212,44 @@ TEST(MajorCycle, TheDivergenceGuardKeepsTheModelFromBeforeTheCycleThatRanAway) {
     EXPECT_EQ(spy->subtractions, 3) << "the cycle's exact residual decides, then the kept model's is made";
     EXPECT_EQ(images.model, one_cycle.model) << watched;
     EXPECT_EQ(images.residual, one_cycle.residual) << watched;
+  }
+}
+
+// Minor cycles stopped early by the divergence watch, whose exact residual nonetheless
+// came down, have not reached the floor, even in a cycle meant to be the last (here the
+// first: 2 Jy down to a threshold above (1 - mgain) of it): CLEAN goes on from that
+// residual to the threshold, as Radler decides from the peak actually left.
+TEST(MajorCycle, ACycleCutShortIsNotTheLastThoughItWasMeantToBe) {
+  Channel channel(0.0);
+  const CleanConfig config = deep(0.5);
+  auto spy = std::make_unique<Spy>(channel.imager, channel.vis);
+  spy->cut_short_cycle = 1;
+  const deconv::ChannelImages images = deconv::clean_channel(*spy, config, geometry, 0.0);
+  EXPECT_EQ(images.clean_stop, deconv::CleanStop::threshold);
+  EXPECT_TRUE(images.threshold_reached);
+  ASSERT_GE(spy->steps.size(), 2u) << "the cut-short cycle is followed by another";
+  EXPECT_DOUBLE_EQ(spy->steps[0].stop_level, 0.5) << "the first was meant to be the last";
+  double model_i = 0;
+  for (std::size_t p = 0; p < geometry.pixels(); ++p) model_i += images.model[p];
+  EXPECT_GT(model_i, 1.5) << "cleaned to 0.5 Jy, not left after the 3 iterations of the cut-short cycle";
+}
+
+// A runaway within the sub-minor loop's pass or within multiscale's loop is stopped at
+// the divergence level, not after every iteration the cycle may take: watched, it takes
+// far fewer than unwatched, and the model is that of before the cycle either way.
+TEST(MajorCycle, TheSubminorAndMultiscaleLoopsStopARunawayAtTheDivergenceLevel) {
+  Channel channel(0.0);
+  for (const bool multiscale : {false, true}) {
+    CleanConfig config = deep(0.001);
+    config.max_major = 5;
+    config.subminor = true;
+    config.multiscale = multiscale;
+    const auto [watched_spy, watched] = clean(channel, config, 2, true);
+    const auto [unwatched_spy, unwatched] = clean(channel, config, 2, false);
+    EXPECT_EQ(watched.clean_stop, deconv::CleanStop::diverged) << multiscale;
+    EXPECT_EQ(unwatched.clean_stop, deconv::CleanStop::diverged) << multiscale;
+    EXPECT_LT(watched.iterations, unwatched.iterations - 100) << multiscale;
+    EXPECT_EQ(watched.model, unwatched.model) << multiscale;
   }
 }
 

@@ -256,14 +256,14 @@ TEST_F(SpectralCubeTest, CubesSpipCannotTakeAreRefusedSayingWhy) {
   EXPECT_NE(refusal("casambm.fits", {4, 4, 2}, with(plain, {card("CASAMBM", "T")})).find("BEAMS"), std::string::npos);
 }
 
-// What is accepted as it is meant: ICRS and J2000 positions, BUNIT in capitals, PV2
+// What is accepted as it is meant: ICRS and J2000 positions, BUNIT as astropy writes it, PV2
 // terms of zero (casacore writes them), and a FREQ step in a CD matrix (Paper I).
 TEST_F(SpectralCubeTest, EquivalentSpellingsOfTheSameCubeAreTaken) {
   std::vector<std::string> cards = axis_cards({"RA", "DEC", "FREQ"});
   for (std::string& c : cards)
     if (c.starts_with("CDELT3")) c = card("CD3_3", "0.01");
   cards.insert(cards.end(), {card("RADESYS", "'ICRS'"), card("EQUINOX", "2000.0"), card("PV2_1", "0.0"),
-                             card("PV2_2", "0.0"), card("BUNIT", "'JY/BEAM'")});
+                             card("PV2_2", "0.0"), card("BUNIT", "'Jy beam-1'")});
   const std::string file = path("spelled.fits");
   write_fits(file, {4, 4, 2}, cards, std::vector<float>(32, 1.0f));
   const SpectralCube cube = spip::fits::open_spectral_cube(file);

@@ -355,8 +355,8 @@ def check_channel_beams():
       of its peak, the noise's share), on 1 rank and bit for bit on 2;
     - taken as they are (image.common_beam false), rank 0 warns and the maps differ from
       it by more than 5 % at the source's centre, which is what the convolution is for;
-    - image.beam that does not hold a channel's beam, and input.cube_noise beside the
-      convolution, are refused in one line."""
+    - image.beam that does not hold a channel's beam, input.cube_noise beside the
+      convolution and an I cube of no beam beside them are refused in one line."""
     beamed = f"{WORK}/beamed"
     os.mkdir(beamed)
     n, cell = 64, 4.0  # pixels, arcsec
@@ -433,7 +433,17 @@ def check_channel_beams():
     noisy = run(0, "noisy", "--input.cube_noise", f"{beamed}/noise.txt")
     check(noisy.returncode == 2 and "input.cube_noise" in noisy.stderr and "image.common_beam" in noisy.stderr,
           f"  input.cube_noise beside the convolution is refused (exit {noisy.returncode}): {noisy.stderr.strip()}")
-    check(not any(os.path.exists(f"{beamed}/{out}") for out in ("small", "noisy")), "  and nothing is written")
+    with fits.open(f"{beamed}/q.fits") as hdul:  # an I cube of no beam beside them
+        h = hdul[0].header.copy()
+        del h["CASAMBM"]
+        h["CRVAL4"] = 1.0
+        fits.PrimaryHDU(hdul[0].data, h).writeto(f"{beamed}/i-beamless.fits")
+    beamless = run(0, "beamless", "--input.cube_i", f"{beamed}/i-beamless.fits")
+    lines = beamless.stderr.strip().splitlines()
+    check(beamless.returncode == 3 and len(lines) == 1 and "i-beamless.fits" in lines[0] and "no beam" in lines[0],
+          f"  an I cube of no beam beside convolved ones is refused in one line (exit {beamless.returncode}): "
+          f"{beamless.stderr.strip()}")
+    check(not any(os.path.exists(f"{beamed}/{out}") for out in ("small", "noisy", "beamless")), "  and nothing is written")
     shutil.rmtree(beamed)
 
 

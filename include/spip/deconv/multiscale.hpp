@@ -90,9 +90,11 @@ class MultiscaleClean {
   ~MultiscaleClean();
 
   // Minor cycles on the residual planes [4][N^2] down to `stop_level` (a biased search
-  // value, Jy/beam) or `max_iterations`, within the mask (or everywhere: null).
+  // value, Jy/beam) or `max_iterations`, within the mask (or everywhere: null); stopped,
+  // diverged, where the residual's own search peak passes `divergence_level` (0: not
+  // watched), as a runaway's does long before its values overflow.
   MinorCycleResult run(float* residual, float* model, const std::uint8_t* mask, PeakSearch search_mode, double gain,
-                       double stop_level, int max_iterations);
+                       double stop_level, int max_iterations, double divergence_level = 0);
 
   int scale_count() const { return static_cast<int>(scales_.size()); }
   double scale(int k) const { return scales_[k].size; }
