@@ -123,6 +123,11 @@ int run(const po::variables_map& vm) {
   if (vm.count("flag-channels")) corruption.flag_channels = vm["flag-channels"].as<std::vector<int>>();
   if (vm.count("ionosphere")) corruption.ionosphere = spip::ms::IonosphereTable::read(vm["ionosphere"].as<std::string>());
   if (vm.count("beam")) corruption.primary_beam = primary_beam(vm);
+  // The ionosphere turns the sky before the antennas leak I into Q and U; the simulator
+  // turns what they receive, leakage included, so it takes one or the other.
+  if (corruption.ionosphere && corruption.primary_beam && corruption.primary_beam->has_leakage())
+    SPIP_THROW(spip::ConfigError, "--ionosphere with --beam-fits leakage planes: the simulator would turn the leaked "
+                                  "polarisation too; give a beam cube of STOKES I only");
   const std::string out = vm["out"].as<std::string>();
   if (vm.count("template")) {
     spip::sim::simulate_from_template(vm["template"].as<std::string>(), out, sky, corruption);

@@ -516,6 +516,13 @@ Plan open_plan(const Config& config) {
   std::vector<ms::MsInfo> infos;
   for (const ms::MsReader& reader : plan.readers) infos.push_back(reader.info());
   plan.primary_beam = primary_beam(config.beam, infos);
+  // The ionosphere turns the sky's polarisation before the antennas leak I into Q and U:
+  // derotating the visibilities turns the leaked part too, which the leakage planes,
+  // subtracted after imaging, do not.
+  if (plan.ionosphere && plan.primary_beam && plan.primary_beam->has_leakage())
+    SPIP_THROW(ConfigError, "faraday.ionosphere derotates the visibilities, the antennas' leakage of I into Q and U "
+                            "with them, while beam.fits's leakage planes are subtracted after imaging unrotated: "
+                            "expected a beam cube of STOKES I only beside faraday.ionosphere");
   find_pointings(infos, plan);
   plan.image_centre = config.image.centre_deg.empty()
                           ? middle(plan.pointings)

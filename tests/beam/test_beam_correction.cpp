@@ -496,6 +496,32 @@ TEST(BeamCorrection, TwoPointingsWithoutABeamAreRefusedInOneLineThatNamesBeamMod
   }
 }
 
+// The ionosphere turns the sky's polarisation before the antennas leak I into Q and U:
+// derotating the visibilities would turn the leaked part too, which the leakage planes
+// do not. faraday.ionosphere beside a beam cube's leakage planes is refused in one line,
+// and so are spip-simulate's --ionosphere and leakage planes together.
+TEST(BeamCorrection, TheIonosphereBesideLeakagePlanesIsRefusedInOneLine) {
+  const fs::path ms = apparent_ms("ionosphere.ms", "");
+  const fs::path leaking = airy_cube("leaking-ionosphere.fits", {0.01, 0.0, 0.0});
+  const fs::path table = scratch("rm.txt");
+  std::ofstream(table) << "0 1.0\n1e12 1.0\n";
+  EXPECT_EQ(run(std::string(SPIP_BIN) + " --input.ms " + ms.string() + " --beam.model fits --beam.fits " +
+                leaking.string() + " --faraday.ionosphere " + table.string() + " --output.dir " +
+                scratch("refused").string()) >> 8,
+            2);
+  std::string log = spip::test::file_text(scratch("log.txt"));
+  EXPECT_NE(log.find("faraday.ionosphere derotates the visibilities"), std::string::npos) << log;
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+  EXPECT_FALSE(fs::exists(scratch("refused")));
+  EXPECT_NE(run(std::string(SPIP_SIMULATE_BIN) + " --template " + ms.string() + " --sky " +
+                scratch("ionosphere.ms.sky.txt").string() + " --ionosphere " + table.string() +
+                " --beam fits --beam-fits " + leaking.string() + " --out " + scratch("both.ms").string()),
+            0);
+  log = spip::test::file_text(scratch("log.txt"));
+  EXPECT_NE(log.find("--ionosphere with --beam-fits leakage planes"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(scratch("both.ms")));
+}
+
 // Sets from telescopes without a model here are refused in one line that names the keys.
 TEST(BeamCorrection, AutoRefusesTelescopesWithoutAModelInOneLine) {
   for (const char* set : {"mwa_1102865728_small.ms", "hera_drift_zen2458432.ms", "ovrolwa_zenith_28mhz.ms"}) {
