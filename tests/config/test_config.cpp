@@ -406,7 +406,7 @@ TEST(Config, AcceptedSpellings) {
   EXPECT_TRUE(parse({"--input.ms", "a", "--image.wstacking", "On"}).config.image.wstacking);
   EXPECT_EQ(parse({"--input.ms", "a", "--image.robust", "+1.5"}).config.image.robust, 1.5);
   EXPECT_EQ(parse({"--input.ms", "a", "--image.robust", "-2"}).config.image.robust, -2.0);
-  EXPECT_EQ(parse({"--input.ms", "a", "--image.accuracy", "1e-7"}).config.image.accuracy, 1e-7);
+  EXPECT_EQ(parse({"--input.ms", "a", "--image.accuracy", "1e-6"}).config.image.accuracy, 1e-6);
   EXPECT_EQ(parse({"--input.ms", "a", "--image.weighting", "natural"}).config.image.weighting,
             Weighting::natural);
   EXPECT_EQ(parse({"--input.ms", "a", "--input.column", "MODEL_DATA"}).config.input.column,
@@ -456,9 +456,9 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"image.scale", "-1", "a number > 0"},
                     OutOfRange{"image.robust", "3", "a number in [-2, 2]"},
                     OutOfRange{"image.robust", "-2.5", "a number in [-2, 2]"},
-                    OutOfRange{"image.accuracy", "0.2", "a number in [1e-7, 0.1]"},
-                    OutOfRange{"image.accuracy", "1e-8", "a number in [1e-7, 0.1]"},
-                    OutOfRange{"image.accuracy", "0", "a number in [1e-7, 0.1]"},
+                    OutOfRange{"image.accuracy", "0.2", "a number in [1e-6, 0.1]"},
+                    OutOfRange{"image.accuracy", "9e-7", "a number in [1e-6, 0.1]"},
+                    OutOfRange{"image.accuracy", "0", "a number in [1e-6, 0.1]"},
                     OutOfRange{"image.padding", "0.9", "a number in [1, 4]"},
                     OutOfRange{"image.padding", "4.5", "a number in [1, 4]"},
                     OutOfRange{"image.weighting", "robust", "one of natural, uniform, briggs"},
@@ -620,7 +620,7 @@ TEST(Config, ToIniRoundTrip) {
   const Config original = parse({"--config", path, "--image.scale", "0.30000000000000004",
                                  "--clean.threshold", "1e-300", "--faraday.dphi",
                                  "0.3333333333333333", "--faraday.phi_max", "123456789.125",
-                                 "--image.accuracy", "1e-7"})
+                                 "--image.accuracy", "3.3333333333333333e-6"})
                               .config;
   const std::string ini = to_ini(original);
   const std::string again_path = write_config(ini, "again");
