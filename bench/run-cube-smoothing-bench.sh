@@ -15,7 +15,7 @@
 # beamcon_3D's convolved cubes against spip's moment-mean maps (uniform channel weights),
 # with each tool's own beam and with spip given beamcon_3D's (image.beam), relative to the
 # map's peak, where both are finite and in the interior (bench/smoothing_compare.py).
-# Needs ~1.5 GB in $TMPDIR (or /tmp), which it deletes (SMOOTHING_BENCH_KEEP=1 keeps it).
+# Needs ~0.7 GB in $TMPDIR (or /tmp), which it deletes (SMOOTHING_BENCH_KEEP=1 keeps it).
 # Run after scripts/build.sh; racs-tools goes into $SPIP_BENCH_VENV (default
 # /opt/spip/bench-venv) where it is missing.
 #   bench/run-cube-smoothing-bench.sh [runs] [channels] [size] [scale_arcsec]

@@ -60,6 +60,27 @@ float pi_or_floor(const Map& pi, int x, int y) {
   return std::isfinite(value) ? value : -std::numeric_limits<float>::infinity();
 }
 
+// RM-Tools' snrDoBiasCorrect: below it, PI is listed as measured.
+constexpr double bias_correction_snr = 5;
+
+// Whether a pixel's four neighbours are all measured: a peak without them may be the
+// edge of a source beyond the image or a blank region.
+bool measured_around(const Map& pi, int x, int y) {
+  for (const auto& [dx, dy] : {std::pair{-1, 0}, std::pair{1, 0}, std::pair{0, -1}, std::pair{0, 1}})
+    if (!std::isfinite(pi_or_floor(pi, x + dx, y + dy))) return false;
+  return true;
+}
+
+// Whether two pixels lie at least a beam's FWHM apart along the line joining them: beyond
+// the ellipse of the beam's full widths (x runs west, as RA falls).
+bool beam_apart(const FinderSettings& settings, int p, int q, int nx) {
+  const double east = -(p % nx - q % nx), north = p / nx - q / nx;
+  const double sin_pa = std::sin(settings.beam_pa_rad), cos_pa = std::cos(settings.beam_pa_rad);
+  const double along = (east * sin_pa + north * cos_pa) / settings.beam_major_pix;
+  const double across = (east * cos_pa - north * sin_pa) / settings.beam_minor_pix;
+  return along * along + across * across >= 1;
+}
+
 bool is_local_maximum(const Map& pi, int x, int y) {
   const float value = pi.at(x, y);
   for (int dy = -1; dy <= 1; ++dy)
@@ -138,13 +159,15 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   s.beamdist_deg = beam_distance_deg(projection, settings, {ra, dec});
 
   // PI at the peak between pixels; the other quantities are the peak pixel's. The maps'
-  // bias correction and errors used the pixel's own noise; redo them with the local one.
-  // Every error is proportional to sigma.
-  s.sigma = sigma.at(x, y);
+  // bias correction and errors used the pixel's own noise; redo them with the local one,
+  // or the pixel's where that is higher (near a bright source's deconvolution errors).
+  // Every error is proportional to sigma. As RM-Tools' measure_FDF_parms, the bias is
+  // corrected only at a signal-to-noise of 5 or more.
   const double pixel_sigma = maps.pi_err.at(x, y);
+  s.sigma = std::fmax(sigma.at(x, y), pixel_sigma);
   const double peak = along_x.height + along_y.height - at;
-  const double peak_sq = peak * peak + 2.3 * pixel_sigma * pixel_sigma;
-  s.pi = std::sqrt(std::max(0.0, peak_sq - 2.3 * s.sigma * s.sigma));
+  const double measured = std::sqrt(peak * peak + 2.3 * pixel_sigma * pixel_sigma);
+  s.pi = measured >= bias_correction_snr * s.sigma ? std::sqrt(measured * measured - 2.3 * s.sigma * s.sigma) : measured;
   const double scale = pixel_sigma > 0 ? s.sigma / pixel_sigma : 1.0;
   s.pi_err = s.sigma;
   s.phi = maps.phi.at(x, y);
@@ -152,8 +175,13 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   s.chi0_deg = maps.chi0.at(x, y) * rad_to_deg;
   s.chi0_err_deg = maps.chi0_err.at(x, y) * scale * rad_to_deg;
   s.snr = s.pi / s.sigma;
-  s.position_err_deg = s.pi > 0 ? settings.beam_fwhm_pix * projection.cell_rad * rad_to_deg * s.sigma / (2 * s.pi)
-                                : std::numeric_limits<double>::infinity();
+  const double per_fwhm = s.pi > 0 ? projection.cell_rad * rad_to_deg * s.sigma / (2 * s.pi)
+                                   : std::numeric_limits<double>::infinity();
+  const double along_major = settings.beam_major_pix * per_fwhm, along_minor = settings.beam_minor_pix * per_fwhm;
+  const double sin_pa = std::sin(settings.beam_pa_rad), cos_pa = std::cos(settings.beam_pa_rad);
+  s.ra_err_deg = std::hypot(along_major * sin_pa, along_minor * cos_pa);
+  s.dec_err_deg = std::hypot(along_major * cos_pa, along_minor * sin_pa);
+  s.position_err_deg = along_major;
   s.stokes_i = maps.stokes_i.at(x, y);
   s.frac_pol = s.stokes_i > 0 ? s.pi / s.stokes_i : std::numeric_limits<double>::quiet_NaN();
   s.m2 = maps.m2.at(x, y);
@@ -224,7 +252,7 @@ Map local_noise(const Map& noise, int box) {
 }
 
 std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& projection,
-                                 const FinderSettings& settings) {
+                                 const FinderSettings& settings, int* truncated) {
   const Map& pi = maps.pi;
   for (const auto& [map, name] : {std::pair{&maps.phi, "phi"}, {&maps.chi0, "chi0"}, {&maps.phi_err, "phi error"},
                                   {&maps.pi_err, "PI error"}, {&maps.chi0_err, "chi0 error"}, {&maps.m2, "m2"},
@@ -248,19 +276,21 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
             [&](const auto& a, const auto& b) { return pi.values[a.front()] > pi.values[b.front()]; });
 
   std::vector<Source> sources;
-  const double separation_sq = settings.beam_fwhm_pix * settings.beam_fwhm_pix;
+  if (truncated) *truncated = 0;
   for (std::size_t n = 0; n < islands.size(); ++n) {
     std::vector<int> kept;
     for (int p : islands[n]) {
       if (!is_local_maximum(pi, p % pi.nx, p / pi.nx)) continue;
-      const bool apart = std::all_of(kept.begin(), kept.end(), [&](int q) {
-        const double dx = p % pi.nx - q % pi.nx, dy = p / pi.nx - q / pi.nx;
-        return dx * dx + dy * dy >= separation_sq;
-      });
+      const bool apart =
+          std::all_of(kept.begin(), kept.end(), [&](int q) { return beam_apart(settings, p, q, pi.nx); });
       if (apart) kept.push_back(p);
     }
     int component = 0;
     for (int p : kept) {
+      if (!measured_around(pi, p % pi.nx, p / pi.nx)) {
+        if (truncated) ++*truncated;
+        continue;
+      }
       Source s = measure(maps, sigma, p % pi.nx, p / pi.nx, projection, settings);
       if (!has_stokes_i(s)) continue;
       s.island = static_cast<int>(n + 1);
@@ -289,7 +319,7 @@ std::vector<Source> sources_at(const PixelMaps& maps, const SinProjection& proje
     s.ra_deg = position.ra_deg;
     s.dec_deg = position.dec_deg;
     s.beamdist_deg = beam_distance_deg(projection, settings, {s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg});
-    s.position_err_deg = std::numeric_limits<double>::quiet_NaN();  // the list's, not measured here
+    s.position_err_deg = s.ra_err_deg = s.dec_err_deg = std::numeric_limits<double>::quiet_NaN();  // the list's
     s.name = position.id.empty() ? source_name(s.ra_deg, s.dec_deg) : position.id;
     s.island = static_cast<int>(sources.size()) + 1;
     s.component = 1;

@@ -47,9 +47,10 @@ std::vector<std::pair<int, const fits::SpectralCube*>> stokes_cubes(const fits::
 // blank: empty, with the reason; where I or V does, that plane alone is blank (NaN).
 std::vector<float> convolved_channel(const CubePlan& plan, int c, std::string& blank) {
   const fits::ImageHeader& grid = plan.base;
-  const fits::Beam& common = *grid.beam;
+  const imaging::Beam common{grid.beam->major_rad, grid.beam->minor_rad, grid.beam->pa_rad};
   const std::size_t pixels = static_cast<std::size_t>(grid.nx) * grid.ny;
   std::vector<float> planes;
+  std::vector<std::optional<imaging::Beam>> beams;
   planes.reserve(stokes_cubes(plan.cubes).size() * pixels);
   for (const auto& [stokes, cube] : stokes_cubes(plan.cubes)) {
     const std::optional<fits::Beam> beam = cube->beam_of(c);
@@ -57,15 +58,24 @@ std::vector<float> convolved_channel(const CubePlan& plan, int c, std::string& b
       blank = "a zero beam in " + cube->path + "'s BEAMS table";
       return {};
     }
-    if (!beam) {
+    if (beam) {
+      const std::vector<float> plane = fits::read_cube_plane(*cube, c);
+      planes.insert(planes.end(), plane.begin(), plane.end());
+      beams.emplace_back(imaging::Beam{beam->major_rad, beam->minor_rad, beam->pa_rad});
+    } else {
       planes.resize(planes.size() + pixels, NAN);
-      continue;
+      beams.emplace_back();
     }
-    std::vector<float> plane = fits::read_cube_plane(*cube, c);
-    imaging::convolve_to_beam(plane.data(), 1, grid.nx, grid.ny, grid.cell_rad,
-                              {beam->major_rad, beam->minor_rad, beam->pa_rad},
-                              {common.major_rad, common.minor_rad, common.pa_rad}, plan.smoothing_grid);
-    planes.insert(planes.end(), plane.begin(), plane.end());
+  }
+  // Planes of one beam (usually all of a channel's) in one call: one kernel transform,
+  // and two planes to each FFT.
+  for (std::size_t first = 0; first < beams.size();) {
+    std::size_t end = first + 1;
+    while (end < beams.size() && beams[first] && beams[end] && imaging::alike(*beams[first], *beams[end])) ++end;
+    if (beams[first])
+      imaging::convolve_to_beam(planes.data() + first * pixels, static_cast<int>(end - first), grid.nx, grid.ny,
+                                grid.cell_rad, *beams[first], common, plan.smoothing_grid);
+    first = end;
   }
   return planes;
 }

@@ -50,6 +50,11 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   catalogue::FinderSettings settings;
   settings.threshold = config.catalogue.threshold;
   settings.beam_fwhm_pix = base.beam ? std::sqrt(base.beam->major_rad * base.beam->minor_rad) / base.cell_rad : 1.0;
+  if (base.beam) {
+    settings.beam_major_pix = base.beam->major_rad / base.cell_rad;
+    settings.beam_minor_pix = base.beam->minor_rad / base.cell_rad;
+    settings.beam_pa_rad = base.beam->pa_rad;
+  }
   settings.box = config.catalogue.box > 0
                      ? config.catalogue.box
                      : std::clamp(static_cast<int>(std::lround(20 * settings.beam_fwhm_pix)), 16, std::max(base.nx, base.ny));
@@ -59,7 +64,11 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
 
   std::vector<catalogue::Source> sources;
   if (config.catalogue.sources.empty()) {
-    sources = catalogue::find_sources(maps, projection, settings);
+    int truncated = 0;
+    sources = catalogue::find_sources(maps, projection, settings, &truncated);
+    if (truncated > 0)
+      log.root("catalogue: " + std::to_string(truncated) + " peak(s) above the threshold at the image's edge or next to "
+               "blank pixels not listed: the sources may lie beyond, where they are not measured");
   } else {
     const std::vector<catalogue::SourcePosition> positions = catalogue::read_source_positions(config.catalogue.sources);
     sources = catalogue::sources_at(maps, projection, settings, positions);
@@ -92,6 +101,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                                           std::pow(speed_of_light / inputs.reference_freq_hz, 2),
                                           base.beam.value_or(fits::Beam{}),
                                           inputs.channel_freq_hz,
+                                          inputs.channel_width_hz,
                                           inputs.noise_chan};
   const fits::Table standard = catalogue::rmtable(sources, settings, context);
   fits::write_table(products.rmtable_table(), standard);

@@ -100,7 +100,7 @@ TEST(FindSources, ComponentsOfIslandsAtTheirSubPixelPeaks) {
                                 {50.0, 50.0, 0.3, 5.0, 0.0, -0.2}};
   FinderSettings settings;
   settings.box = 16;
-  settings.beam_fwhm_pix = fwhm;
+  settings.beam_fwhm_pix = settings.beam_major_pix = settings.beam_minor_pix = fwhm;
   settings.rmsf_fwhm = 1.3;
   const std::vector<Source> sources = find_sources(maps_with(64, blobs, 1e-4f, fwhm), projection, settings);
   ASSERT_EQ(sources.size(), 3u);
@@ -123,10 +123,77 @@ TEST(FindSources, ComponentsOfIslandsAtTheirSubPixelPeaks) {
   EXPECT_TRUE(b.faraday_complex);
   // Error along each coordinate: FWHM sigma / (2 PI).
   EXPECT_NEAR(a.position_err_deg, fwhm * 20.0 / 3600 * 1e-4 / (2 * a.pi), 1e-12);
+  EXPECT_NEAR(a.ra_err_deg, a.position_err_deg, 1e-15);
+  EXPECT_NEAR(a.dec_err_deg, a.position_err_deg, 1e-15);
   double ra = 0, dec = 0;
   projection.world(a.x, a.y, ra, dec);
   EXPECT_DOUBLE_EQ(a.ra_deg, ra / deg);
   EXPECT_EQ(a.name, source_name(a.ra_deg, a.dec_deg));
+}
+
+// Of a 3:1 beam, north-south: errors along each axis (Condon 1997), the larger as the
+// one position error, and two components 1.5 minor axes apart east-west are two, though
+// closer than the beam's mean width (sqrt(3) minor axes).
+TEST(FindSources, AnEllipticalBeamGivesErrorsAndSeparationsAlongItsAxes) {
+  const double minor = 4, major = 12;
+  FinderSettings settings;
+  settings.box = 16;
+  settings.beam_fwhm_pix = std::sqrt(major * minor);
+  settings.beam_major_pix = major;
+  settings.beam_minor_pix = minor;
+  settings.rmsf_fwhm = 1.3;
+  const std::vector<Source> sources =
+      find_sources(maps_with(64, {{30.0, 32.0, 1.0, 5.0, 0, 5.0}, {36.0, 32.0, 0.8, 5.0, 0, 5.0}}, 1e-4f, minor),
+                   projection, settings);
+  ASSERT_EQ(sources.size(), 2u);
+  const Source& a = sources[0];
+  const double per_fwhm = 20.0 / 3600 * 1e-4 / (2 * a.pi);
+  EXPECT_NEAR(a.dec_err_deg, major * per_fwhm, 1e-12);
+  EXPECT_NEAR(a.ra_err_deg, minor * per_fwhm, 1e-12);
+  EXPECT_NEAR(a.position_err_deg, major * per_fwhm, 1e-12);
+}
+
+// A peak at the image's edge or beside blank pixels is not listed: the source may lie
+// beyond it. Here one beyond the left edge and one beyond a blank column, both counted.
+TEST(FindSources, PeaksAtTheEdgeOrBesideBlanksAreCountedNotListed) {
+  const double fwhm = 4;
+  FinderSettings settings;
+  settings.box = 16;
+  settings.beam_fwhm_pix = settings.beam_major_pix = settings.beam_minor_pix = fwhm;
+  PixelMaps maps = maps_with(64, {{-1.5, 20.0, 1.0, 5.0, 0, 5.0}, {44.0, 40.0, 1.0, 5.0, 0, 5.0},
+                                  {20.0, 50.0, 0.5, 5.0, 0, 5.0}}, 1e-4f, fwhm);
+  for (int y = 0; y < 64; ++y)
+    for (int x = 44; x < 64; ++x) maps.pi.values[static_cast<std::size_t>(y) * 64 + x] = std::nanf("");
+  int truncated = -1;
+  const std::vector<Source> sources = find_sources(maps, projection, settings, &truncated);
+  ASSERT_EQ(sources.size(), 1u);
+  EXPECT_NEAR(sources[0].x, 20.0, 0.1);
+  EXPECT_EQ(truncated, 2);
+}
+
+// As RM-Tools' measure_FDF_parms: the bias is taken off at a signal-to-noise of 5 or
+// more only; and errors scale with the pixel's own noise where it is above the box's.
+TEST(SourcesAt, CorrectTheBiasFromFiveSigmaAndTakeTheHigherNoise) {
+  const double fwhm = 4, sigma = 1e-4;
+  FinderSettings settings;
+  settings.box = 64;
+  settings.beam_fwhm_pix = settings.beam_major_pix = settings.beam_minor_pix = fwhm;
+  // The PI map as the Faraday stage writes it: bias-corrected with the pixel's noise.
+  const double faint = std::sqrt(16 - 2.3) * sigma, bright = std::sqrt(100 - 2.3) * sigma;
+  PixelMaps maps = maps_with(64, {{16, 16, faint, 5.0, 0, 5.0}, {48, 48, bright, 5.0, 0, 5.0}}, static_cast<float>(sigma), fwhm);
+  maps.pi_err.values[static_cast<std::size_t>(48) * 64 + 48] = static_cast<float>(2 * sigma);  // a noisier pixel
+  double ra = 0, dec = 0;
+  std::vector<SourcePosition> positions;
+  for (const auto& [x, y] : {std::pair{16, 16}, std::pair{48, 48}}) {
+    projection.world(x, y, ra, dec);
+    positions.push_back({"", ra / deg, dec / deg});
+  }
+  const std::vector<Source> sources = sources_at(maps, projection, settings, positions);
+  ASSERT_EQ(sources.size(), 2u);
+  EXPECT_NEAR(sources[0].pi, 4 * sigma, 1e-9) << "4 sigma as measured, not bias-corrected";
+  EXPECT_NEAR(sources[1].sigma, 2 * sigma, 1e-9) << "the pixel's noise, above the box's";
+  const double measured_sq = bright * bright + 2.3 * 4 * sigma * sigma;
+  EXPECT_NEAR(sources[1].pi, std::sqrt(measured_sq - 2.3 * 4 * sigma * sigma), 1e-9);
 }
 
 TEST(FindSources, AFlatFieldHasNone) {

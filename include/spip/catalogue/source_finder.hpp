@@ -48,6 +48,9 @@ struct FinderSettings {
   double threshold = 8;         // island pixels: PI above this many local sigma
   int box = 0;                  // side of the local-noise boxes, pixels
   double beam_fwhm_pix = 1;     // geometric mean of the restoring beam's axes
+  // The restoring beam's FWHMs (pixels) and PA (east of north): position errors along
+  // each axis, and how far apart two components of an island must be.
+  double beam_major_pix = 1, beam_minor_pix = 1, beam_pa_rad = 0;
   double rmsf_fwhm = 1;         // rad/m^2
   double complexity = 0.5;      // Faraday-complex when m2 > complexity * RMSF FWHM
   std::vector<Direction> pointings;  // beamdist is the distance from the nearest; none: from the image's centre
@@ -58,7 +61,9 @@ struct Source {
   int island = 0, component = 0;  // 1-based; components by falling PI within their island
   double x = 0, y = 0;          // zero-based pixel of the peak, parabolic sub-pixel
   double ra_deg = 0, dec_deg = 0;
-  double position_err_deg = 0;  // on the sky, per coordinate: beam FWHM sigma / (2 PI)
+  // On the sky, FWHM sigma / (2 PI) along each beam axis (Condon 1997): projected on RA
+  // and Dec, and the larger (along the major axis) as one conservative error (RMTable's pos_err).
+  double ra_err_deg = 0, dec_err_deg = 0, position_err_deg = 0;
   double phi = 0, phi_err = 0;  // rad/m^2
   double pi = 0, pi_err = 0;    // Jy/beam, bias-corrected with the local sigma
   double chi0_deg = 0, chi0_err_deg = 0;
@@ -80,8 +85,11 @@ struct Source {
   bool complex_sigma_add() const { return sigma_add > 3 * sigma_add_minus; }
 };
 
-// Sources sorted by falling PI.
-std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& projection, const FinderSettings& settings);
+// Sources sorted by falling PI. A peak at the image's edge or next to a blank pixel is
+// not listed (the source may lie beyond it, where its position and flux are not
+// measured); `truncated`, where given, counts them.
+std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& projection, const FinderSettings& settings,
+                                 int* truncated = nullptr);
 
 // A position another catalogue gives (Stokes I components: Selavy, PyBDSF, Aegean).
 struct SourcePosition {
