@@ -63,11 +63,17 @@ float pi_or_floor(const Map& pi, int x, int y) {
 // RM-Tools' snrDoBiasCorrect: below it, PI is listed as measured.
 constexpr double bias_correction_snr = 5;
 
-// Whether a pixel's four neighbours are all measured: a peak without them may be the
-// edge of a source beyond the image or a blank region.
+// Whether a peak stands clear of the image's edge and of blank regions, beyond which its
+// source may lie unmeasured: none of its four neighbours is off the image, or blank with
+// the pixel beyond it blank too. A lone blank pixel (one bad pixel of a cube) is no
+// region: measure() refines the peak along the other axis only.
 bool measured_around(const Map& pi, int x, int y) {
-  for (const auto& [dx, dy] : {std::pair{-1, 0}, std::pair{1, 0}, std::pair{0, -1}, std::pair{0, 1}})
-    if (!std::isfinite(pi_or_floor(pi, x + dx, y + dy))) return false;
+  const auto inside = [&](int px, int py) { return px >= 0 && py >= 0 && px < pi.nx && py < pi.ny; };
+  for (const auto& [dx, dy] : {std::pair{-1, 0}, std::pair{1, 0}, std::pair{0, -1}, std::pair{0, 1}}) {
+    if (!inside(x + dx, y + dy)) return false;
+    if (!std::isfinite(pi_or_floor(pi, x + dx, y + dy)) && !std::isfinite(pi_or_floor(pi, x + 2 * dx, y + 2 * dy)))
+      return false;
+  }
   return true;
 }
 
@@ -166,7 +172,8 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   const double pixel_sigma = maps.pi_err.at(x, y);
   s.sigma = std::fmax(sigma.at(x, y), pixel_sigma);
   const double peak = along_x.height + along_y.height - at;
-  const double measured = std::sqrt(peak * peak + 2.3 * pixel_sigma * pixel_sigma);
+  // A map value of 0 was clipped there: what was measured below sqrt(2.3) sigma is not known.
+  const double measured = peak > 0 ? std::sqrt(peak * peak + 2.3 * pixel_sigma * pixel_sigma) : 0.0;
   s.pi = measured >= bias_correction_snr * s.sigma ? std::sqrt(measured * measured - 2.3 * s.sigma * s.sigma) : measured;
   const double scale = pixel_sigma > 0 ? s.sigma / pixel_sigma : 1.0;
   s.pi_err = s.sigma;
@@ -281,16 +288,17 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
     std::vector<int> kept;
     for (int p : islands[n]) {
       if (!is_local_maximum(pi, p % pi.nx, p / pi.nx)) continue;
+      // A cut-off peak is left out before it can hide fainter components near it.
+      if (!measured_around(pi, p % pi.nx, p / pi.nx)) {
+        if (truncated) ++*truncated;
+        continue;
+      }
       const bool apart =
           std::all_of(kept.begin(), kept.end(), [&](int q) { return beam_apart(settings, p, q, pi.nx); });
       if (apart) kept.push_back(p);
     }
     int component = 0;
     for (int p : kept) {
-      if (!measured_around(pi, p % pi.nx, p / pi.nx)) {
-        if (truncated) ++*truncated;
-        continue;
-      }
       Source s = measure(maps, sigma, p % pi.nx, p / pi.nx, projection, settings);
       if (!has_stokes_i(s)) continue;
       s.island = static_cast<int>(n + 1);

@@ -116,6 +116,7 @@ std::vector<Component> clean_active_set(ActiveSet& set, MinorPsf psf, PeakSearch
         at = i;
       }
     }
+    if (best < 0) break;  // an empty set
     if (divergence_level > 0 && !(std::sqrt(static_cast<double>(best)) <= divergence_level)) {
       *diverged = true;
       break;

@@ -151,10 +151,25 @@ TEST(FindSources, AnEllipticalBeamGivesErrorsAndSeparationsAlongItsAxes) {
   EXPECT_NEAR(a.dec_err_deg, major * per_fwhm, 1e-12);
   EXPECT_NEAR(a.ra_err_deg, minor * per_fwhm, 1e-12);
   EXPECT_NEAR(a.position_err_deg, major * per_fwhm, 1e-12);
+  // At PA 45 deg (major axis north-east), two sources 6 pixels apart along the minor axis
+  // (north-west) are two, and along the major axis (north-east: x falls as RA grows) one.
+  settings.beam_pa_rad = 45 * deg;
+  const double step = 6 / std::sqrt(2.0);
+  EXPECT_EQ(find_sources(maps_with(64, {{30.0, 30.0, 1.0, 5.0, 0, 5.0}, {30.0 + step, 30.0 + step, 0.8, 5.0, 0, 5.0}},
+                                   1e-4f, minor),
+                         projection, settings)
+                .size(),
+            2u);
+  EXPECT_EQ(find_sources(maps_with(64, {{30.0, 30.0, 1.0, 5.0, 0, 5.0}, {30.0 - step, 30.0 + step, 0.8, 5.0, 0, 5.0}},
+                                   1e-4f, minor),
+                         projection, settings)
+                .size(),
+            1u);
 }
 
-// A peak at the image's edge or beside blank pixels is not listed: the source may lie
-// beyond it. Here one beyond the left edge and one beyond a blank column, both counted.
+// A peak at the image's edge or beside a blank region is not listed: the source may lie
+// beyond it. Here one beyond the left edge and one beyond a blank band, both counted; a
+// source with one bad (blank) pixel beside its peak is still listed.
 TEST(FindSources, PeaksAtTheEdgeOrBesideBlanksAreCountedNotListed) {
   const double fwhm = 4;
   FinderSettings settings;
@@ -164,10 +179,12 @@ TEST(FindSources, PeaksAtTheEdgeOrBesideBlanksAreCountedNotListed) {
                                   {20.0, 50.0, 0.5, 5.0, 0, 5.0}}, 1e-4f, fwhm);
   for (int y = 0; y < 64; ++y)
     for (int x = 44; x < 64; ++x) maps.pi.values[static_cast<std::size_t>(y) * 64 + x] = std::nanf("");
+  maps.pi.values[static_cast<std::size_t>(50) * 64 + 21] = std::nanf("");
   int truncated = -1;
   const std::vector<Source> sources = find_sources(maps, projection, settings, &truncated);
   ASSERT_EQ(sources.size(), 1u);
-  EXPECT_NEAR(sources[0].x, 20.0, 0.1);
+  EXPECT_NEAR(sources[0].x, 20.0, 0.01) << "on its pixel, not refined towards the bad one";
+  EXPECT_NEAR(sources[0].y, 50.0, 0.1);
   EXPECT_EQ(truncated, 2);
 }
 
