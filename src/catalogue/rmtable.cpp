@@ -69,6 +69,12 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   const double lambda0_sq = context.lambda0_sq;
   const double nu0 = lambda0_sq > 0 ? speed_of_light / std::sqrt(lambda0_sq) : nan;
   const auto [low, high] = std::minmax_element(context.freq_hz.begin(), context.freq_hz.end());
+  // The axis's median step: a blank channel between two weighted ones does not widen it.
+  std::vector<double> steps;
+  for (std::size_t c = 1; c < context.axis_freq_hz.size(); ++c)
+    steps.push_back(std::abs(context.axis_freq_hz[c] - context.axis_freq_hz[c - 1]));
+  std::nth_element(steps.begin(), steps.begin() + static_cast<long>(steps.size() / 2), steps.end());
+  const double channel_width = steps.empty() ? nan : steps[steps.size() / 2];
   const fits::Beam& beam = context.beam;
   const std::string telescope = standard_telescope(context.telescope);
   // Where the bias-corrected PI is 0 (a listed position without polarisation) its
@@ -130,7 +136,7 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.blank("reffreq_beam", "Hz", "Reference frequency for beam");
   c.real("minfreq", "Hz", "Lowest frequency", [&](S) { return low == context.freq_hz.end() ? nan : *low; });
   c.real("maxfreq", "Hz", "Highest frequency", [&](S) { return high == context.freq_hz.end() ? nan : *high; });
-  c.real("channelwidth", "Hz", "Typical channel width", [&](S) { return context.channel_width_hz; });
+  c.real("channelwidth", "Hz", "Typical channel width", [&](S) { return channel_width; });
   c.add<std::int32_t>("Nchan", "", "Number of channels", [&](S) { return static_cast<double>(context.freq_hz.size()); });
   c.real("rmsf_fwhm", "rad.m-2", "Full-width at half maximum of the RMSF", [&](S) { return settings.rmsf_fwhm; });
   c.real("noise_chan", "Jy", "Typical per-channel noise in Q;U", [&](S) { return context.noise_chan; });

@@ -30,18 +30,7 @@ double plane_sigma(const float* plane, std::size_t pixels) {
 
 double plane_sigma(const std::vector<float>& plane) { return plane_sigma(plane.data(), plane.size()); }
 
-// The given cubes in Stokes order (I, Q, U, V), each with its Stokes index.
-std::vector<std::pair<int, const fits::SpectralCube*>> stokes_cubes(const fits::StokesCubes& cubes) {
-  std::vector<std::pair<int, const fits::SpectralCube*>> given;
-  int stokes = 0;
-  for (const std::optional<fits::SpectralCube>* cube : {&cubes.i, &cubes.q, &cubes.u, &cubes.v}) {
-    if (*cube) given.emplace_back(stokes, &**cube);
-    ++stokes;
-  }
-  return given;
-}
-
-// Channel c's planes of every given cube, [stokes][y][x] in stokes_cubes() order, each
+// Channel c's planes of every given cube, [stokes][y][x] in StokesCubes::given() order, each
 // convolved from its own beam to the products' (CubePlan::smoothing_grid). Where the
 // Q or U cube gives the channel no beam (a zero one in its BEAMS table) the channel is
 // blank: empty, with the reason; where I or V does, that plane alone is blank (NaN).
@@ -51,10 +40,10 @@ std::vector<float> convolved_channel(const CubePlan& plan, int c, std::string& b
   const std::size_t pixels = static_cast<std::size_t>(grid.nx) * grid.ny;
   std::vector<float> planes;
   std::vector<std::optional<imaging::Beam>> beams;
-  planes.reserve(stokes_cubes(plan.cubes).size() * pixels);
-  for (const auto& [stokes, cube] : stokes_cubes(plan.cubes)) {
+  planes.reserve(plan.cubes.given().size() * pixels);
+  for (const auto& [stokes, cube] : plan.cubes.given()) {
     const std::optional<fits::Beam> beam = cube->beam_of(c);
-    if (!beam && (stokes == 1 || stokes == 2)) {
+    if (!beam && (stokes == fits::Stokes::Q || stokes == fits::Stokes::U)) {
       blank = "a zero beam in " + cube->path + "'s BEAMS table";
       return {};
     }
@@ -97,11 +86,12 @@ std::vector<double> channel_noise(const CubePlan& plan, int rank, PlaneStore* co
     if (convolved) {
       const std::vector<float> planes = convolved_channel(plan, c, why);
       int k = 0;
-      for (const auto& [stokes, cube] : stokes_cubes(plan.cubes)) {
+      for (const auto& [stokes, cube] : plan.cubes.given()) {
         const float* plane = planes.empty() ? nullptr : planes.data() + k++ * pixels;
-        if (plane) convolved->put(c - block.begin, kept_image + stokes, plane);
-        if (plane && stokes == 1) q = plane_sigma(plane, pixels);
-        if (plane && stokes == 2) u = plane_sigma(plane, pixels);
+        if (!plane) continue;
+        convolved->put(c - block.begin, kept_image + static_cast<int>(stokes) - 1, plane);  // I in slot 0
+        if (stokes == fits::Stokes::Q) q = plane_sigma(plane, pixels);
+        if (stokes == fits::Stokes::U) u = plane_sigma(plane, pixels);
       }
     } else {
       q = plane_sigma(fits::read_cube_plane(*plan.cubes.q, c));

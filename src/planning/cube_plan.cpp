@@ -99,20 +99,17 @@ std::string described(const imaging::Beam& b) {
          fixed(b.pa_rad * rad_to_deg, 1) + " deg";
 }
 
-// The given cubes with their keys, Q first.
-std::vector<std::pair<std::string, const fits::SpectralCube*>> given_cubes(const fits::StokesCubes& cubes) {
-  std::vector<std::pair<std::string, const fits::SpectralCube*>> given;
-  for (const auto& [key, cube] : {std::pair{"input.cube_q", &cubes.q}, std::pair{"input.cube_u", &cubes.u},
-                                  std::pair{"input.cube_i", &cubes.i}, std::pair{"input.cube_v", &cubes.v}})
-    if (*cube) given.emplace_back(key, &**cube);
-  return given;
+// The configuration key that names a given cube.
+std::string key_of(fits::Stokes stokes) {
+  constexpr const char* names[] = {"", "i", "q", "u", "v"};
+  return std::string("input.cube_") + names[static_cast<int>(stokes)];
 }
 
 // Every given cube's channels' beams (BEAMS tables' or headers'), less blanked channels'
 // zero beams (spip's own per-channel cubes), which are no resolution.
 std::vector<imaging::Beam> measured_beams(const fits::StokesCubes& cubes) {
   std::vector<imaging::Beam> beams;
-  for (const auto& [key, cube] : given_cubes(cubes))
+  for (const auto& [stokes, cube] : cubes.given())
     for (int c = 0; c < cube->channels(); ++c)
       if (const std::optional<fits::Beam> beam = cube->beam_of(c)) beams.push_back(imaging_beam(*beam));
   return beams;
@@ -124,7 +121,8 @@ std::vector<imaging::Beam> measured_beams(const fits::StokesCubes& cubes) {
 int plan_smoothing(const Config& config, const fits::StokesCubes& cubes, const imaging::Beam& common) {
   std::vector<imaging::Beam> from;
   std::string beamless;  // a cube of no beam at all, which cannot be convolved beside the others
-  for (const auto& [key, cube] : given_cubes(cubes)) {
+  for (const auto& [stokes, cube] : cubes.given()) {
+    const std::string key = key_of(stokes);
     bool any = false;
     for (int c = 0; c < cube->channels(); ++c)
       if (const std::optional<fits::Beam> given = cube->beam_of(c)) {
@@ -255,7 +253,7 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
     // Measuring the noise reads a channel's Q and U planes and copies the measured pixels
     // of one; convolving holds every Stokes's planes and the one being read beside the
     // FFT grid, and the rank keeps them for the exchange of rows.
-    const int stokes = static_cast<int>(given_cubes(plan.cubes).size());
+    const int stokes = static_cast<int>(plan.cubes.given().size());
     const bool smoothing = plan.smoothing_grid > 0;
     const double plane_bytes =
         smoothing ? 4.0 * (stokes + 1) * pixels + imaging::smoothing_bytes(plan.smoothing_grid) : 12.0 * pixels;

@@ -101,7 +101,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                                           std::pow(speed_of_light / inputs.reference_freq_hz, 2),
                                           base.beam.value_or(fits::Beam{}),
                                           inputs.channel_freq_hz,
-                                          inputs.channel_width_hz,
+                                          inputs.axis_freq_hz,
                                           inputs.noise_chan};
   const fits::Table standard = catalogue::rmtable(sources, settings, context);
   fits::write_table(products.rmtable_table(), standard);

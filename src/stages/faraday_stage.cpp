@@ -436,7 +436,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
                                  {products_.sigma_add_map(0), products_.sigma_add_map(1), products_.sigma_add_map(2)},
                                  synthesis->log_nu_ratio.empty() ? "" : products_.alpha_map(),
                                  {},
-                                 0};
+                                 freq_hz_};
     std::vector<double> used_noise;
     for (std::size_t c = 0; c < weight.size(); ++c)
       if (weight[c] > 0) {
@@ -445,11 +445,6 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
       }
     std::nth_element(used_noise.begin(), used_noise.begin() + static_cast<long>(used_noise.size() / 2), used_noise.end());
     inputs.noise_chan = used_noise[used_noise.size() / 2];
-    // The axis's step, over every channel: a blank one between two weighted ones does not widen it.
-    std::vector<double> steps;
-    for (std::size_t c = 1; c < freq_hz_.size(); ++c) steps.push_back(std::abs(freq_hz_[c] - freq_hz_[c - 1]));
-    std::nth_element(steps.begin(), steps.begin() + static_cast<long>(steps.size() / 2), steps.end());
-    inputs.channel_width_hz = steps.empty() ? std::numeric_limits<double>::quiet_NaN() : steps[steps.size() / 2];
     for (const std::string& file : write_catalogue(config_, base_, inputs, products_, log)) written.push_back(file);
   }
   return written;

@@ -48,7 +48,7 @@ TEST(RmTable, AnglesLieInTheStandardsRangeAndQAndUMakeThePolarisedIntensity) {
   s.sigma = 1e-4;
   // Every second channel blank: the weighted ones lie 200 MHz apart, the channels are 100 MHz wide.
   const RmTableContext context{"spip test", "MeerKAT", false, false, 0.09, {1e-3, 5e-4, -1.2},
-                               {1.0e9, 1.2e9, 1.4e9}, 1e8, 2e-3};
+                               {1.0e9, 1.2e9, 1.4e9}, {1.0e9, 1.1e9, 1.2e9, 1.3e9, 1.4e9}, 2e-3};
   const spip::fits::Table table = rmtable({s}, FinderSettings{}, context);
   ASSERT_GE(table.columns.size(), 58u);
   EXPECT_EQ(table.columns[0].name, "ra");

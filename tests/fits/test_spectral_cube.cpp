@@ -263,10 +263,14 @@ TEST_F(SpectralCubeTest, EquivalentSpellingsOfTheSameCubeAreTaken) {
   for (std::string& c : cards)
     if (c.starts_with("CDELT3")) c = card("CD3_3", "0.01");
   cards.insert(cards.end(), {card("RADESYS", "'ICRS'"), card("EQUINOX", "2000.0"), card("PV2_1", "0.0"),
-                             card("PV2_2", "0.0"), card("BUNIT", "'Jy beam-1'")});
-  const std::string file = path("spelled.fits");
-  write_fits(file, {4, 4, 2}, cards, std::vector<float>(32, 1.0f));
-  const SpectralCube cube = spip::fits::open_spectral_cube(file);
-  ASSERT_EQ(cube.freq_hz.size(), 2u);
-  EXPECT_NEAR(cube.freq_hz[1] - cube.freq_hz[0], 1e7, 1e-3);
+                             card("PV2_2", "0.0")});
+  for (const std::string unit : {"'Jy beam-1'", "'JY/BEAM'"}) {
+    std::vector<std::string> spelled = cards;
+    spelled.push_back(card("BUNIT", unit));
+    const std::string file = path("spelled-" + std::to_string(unit.size()) + ".fits");
+    write_fits(file, {4, 4, 2}, spelled, std::vector<float>(32, 1.0f));
+    const SpectralCube cube = spip::fits::open_spectral_cube(file);
+    ASSERT_EQ(cube.freq_hz.size(), 2u) << unit;
+    EXPECT_NEAR(cube.freq_hz[1] - cube.freq_hz[0], 1e7, 1e-3) << unit;
+  }
 }

@@ -22,7 +22,7 @@ struct RmTableContext {
   double lambda0_sq = 0;          // m^2: the angles' and Q, U's reference
   fits::Beam beam;                // the restoring beam
   std::vector<double> freq_hz;    // the channels that were weighted
-  double channel_width_hz = 0;    // one channel's (the axis's step), whichever channels were weighted
+  std::vector<double> axis_freq_hz;  // every channel of the axis, weighted or blank: channelwidth is its step
   double noise_chan = 0;          // Jy/beam: the median channel's noise in Q and U
 };
 

@@ -5,6 +5,7 @@
 // They are read a slab of image rows at a time, never whole.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spip/fits/fits_image.hpp"
@@ -33,6 +34,15 @@ struct SpectralCube {
 // Another imager's Stokes cubes: Q and U, and I or V where given.
 struct StokesCubes {
   std::optional<SpectralCube> i, q, u, v;
+
+  // The given ones with their parameters, in the order I, Q, U, V.
+  std::vector<std::pair<Stokes, const SpectralCube*>> given() const {
+    std::vector<std::pair<Stokes, const SpectralCube*>> out;
+    for (const auto& [stokes, cube] : {std::pair{Stokes::I, &i}, std::pair{Stokes::Q, &q}, std::pair{Stokes::U, &u},
+                                       std::pair{Stokes::V, &v}})
+      if (*cube) out.emplace_back(stokes, &**cube);
+    return out;
+  }
 };
 
 // Reads the header (and a BEAMS table) of a spectral cube; one-line InputErrors for

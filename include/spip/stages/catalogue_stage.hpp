@@ -24,7 +24,7 @@ struct CatalogueInputs {
   std::vector<std::string> sigma_add;   // the sigma_add map and its lower and upper errors
   std::string alpha;                    // with faraday.fractional: the Stokes I spectral index map, else empty
   std::vector<double> channel_freq_hz;  // the channels RM synthesis weighted
-  double channel_width_hz = 0;          // the frequency axis's step, blank channels or not; NaN for one channel
+  std::vector<double> axis_freq_hz;     // every channel of the frequency axis, weighted or blank
   double noise_chan = 0;                // the median of their noise in Q and U, Jy/beam
 };
 
