@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <memory>
 
 #include "spip/common/freed_memory.hpp"
 #include "spip/config/config.hpp"
@@ -43,7 +44,14 @@ int report(const spip::parallel::MpiContext& mpi, const std::string& message, sp
 int main(int argc, char** argv) {
   spin_briefly_at_barriers(argv);
   spip::share_one_heap();
-  spip::parallel::MpiContext mpi(argc, argv);
+  std::unique_ptr<spip::parallel::MpiContext> world;
+  try {
+    world = std::make_unique<spip::parallel::MpiContext>(argc, argv);
+  } catch (const spip::Error& e) {  // before MPI runs no rank is known: each process says it
+    std::fprintf(stderr, "spip: error: %s\n", e.what());
+    return static_cast<int>(e.code());
+  }
+  const spip::parallel::MpiContext& mpi = *world;
   spip::ParsedCommand command;
   try {
     command = spip::parse_command_line(argc, argv);

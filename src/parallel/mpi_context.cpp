@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <limits>
 #include <stdexcept>
 
 #include "spip/error.hpp"
+#include "spip/parallel/mpi_count.hpp"
 
 namespace spip::parallel {
 
@@ -46,29 +46,41 @@ double MpiContext::max(double local) const {
   return result;
 }
 
-std::vector<double> MpiContext::gather_to_root(const std::vector<double>& local) const {
-  const int count = static_cast<int>(local.size());
-  std::vector<int> counts(is_root() ? size_ : 0), offsets(is_root() ? size_ : 0);
-  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::vector<double> all;
-  if (is_root()) {
-    for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
-    all.resize(static_cast<std::size_t>(offsets.back() + counts.back()));
+namespace {
+// Offsets of each rank's part in a gathered whole, checked against MPI's int limit.
+std::vector<int> offsets_of(const std::vector<int>& counts, const char* what) {
+  std::vector<int> offsets(counts.size(), 0);
+  std::size_t total = 0;
+  for (std::size_t r = 0; r < counts.size(); ++r) {
+    offsets[r] = mpi_count(total, what);
+    total += static_cast<std::size_t>(counts[r]);
   }
+  mpi_count(total, what);
+  return offsets;
+}
+
+std::size_t total_of(const std::vector<int>& counts, const std::vector<int>& offsets) {
+  return counts.empty() ? 0 : static_cast<std::size_t>(offsets.back()) + static_cast<std::size_t>(counts.back());
+}
+}  // namespace
+
+std::vector<double> MpiContext::gather_to_root(const std::vector<double>& local) const {
+  const int count = mpi_count(local.size(), "gather_to_root");
+  std::vector<int> counts(is_root() ? size_ : 0), offsets;
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  offsets = offsets_of(counts, "gather_to_root");
+  std::vector<double> all(total_of(counts, offsets));
   MPI_Gatherv(local.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE, 0,
               MPI_COMM_WORLD);
   return all;
 }
 
 std::vector<std::string> MpiContext::gather_text_to_root(const std::string& local) const {
-  const int count = static_cast<int>(local.size());
-  std::vector<int> counts(is_root() ? size_ : 0), offsets(is_root() ? size_ : 0);
+  const int count = mpi_count(local.size(), "gather_text_to_root");
+  std::vector<int> counts(is_root() ? size_ : 0), offsets;
   MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
-  std::string all;
-  if (is_root()) {
-    for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
-    all.resize(static_cast<std::size_t>(offsets.back() + counts.back()));
-  }
+  offsets = offsets_of(counts, "gather_text_to_root");
+  std::string all(total_of(counts, offsets), '\0');
   MPI_Gatherv(local.data(), count, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR, 0, MPI_COMM_WORLD);
   std::vector<std::string> texts;
   for (std::size_t r = 0; r < counts.size(); ++r) texts.push_back(all.substr(offsets[r], counts[r]));
@@ -79,32 +91,28 @@ std::string MpiContext::broadcast_text(const std::string& from_root) const {
   std::uint64_t length = is_root() ? from_root.size() : 0;
   MPI_Bcast(&length, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
   std::string text = is_root() ? from_root : std::string(length, '\0');
-  MPI_Bcast(text.data(), static_cast<int>(length), MPI_CHAR, 0, MPI_COMM_WORLD);
+  MPI_Bcast(text.data(), mpi_count(length, "broadcast_text"), MPI_CHAR, 0, MPI_COMM_WORLD);
   return text;
 }
 
 std::vector<double> MpiContext::gather_to_all(const std::vector<double>& local) const {
-  const int count = static_cast<int>(local.size());
-  std::vector<int> counts(size_), offsets(size_, 0);
+  const int count = mpi_count(local.size(), "gather_to_all");
+  std::vector<int> counts(size_);
   MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD);
-  for (int r = 1; r < size_; ++r) offsets[r] = offsets[r - 1] + counts[r - 1];
-  std::vector<double> all(static_cast<std::size_t>(offsets.back() + counts.back()));
+  const std::vector<int> offsets = offsets_of(counts, "gather_to_all");
+  std::vector<double> all(total_of(counts, offsets));
   MPI_Allgatherv(local.data(), count, MPI_DOUBLE, all.data(), counts.data(), offsets.data(), MPI_DOUBLE,
                  MPI_COMM_WORLD);
   return all;
 }
 
 void MpiContext::sum_all(std::vector<std::int64_t>& values) const {
-  MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
+  MPI_Allreduce(MPI_IN_PLACE, values.data(), mpi_count(values.size(), "sum_all"), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
 }
 
 std::vector<float> MpiContext::all_to_all(const std::vector<float>& send, const std::vector<std::size_t>& send_units,
                                           const std::vector<std::size_t>& receive_units, std::size_t unit) const {
-  const auto to_int = [](std::size_t units) {
-    if (units > static_cast<std::size_t>(std::numeric_limits<int>::max()))
-      throw std::length_error("all_to_all: more units than MPI counts hold");
-    return static_cast<int>(units);
-  };
+  const auto to_int = [](std::size_t units) { return mpi_count(units, "all_to_all"); };
   std::vector<int> send_counts(size_), send_offsets(size_, 0), receive_counts(size_), receive_offsets(size_, 0);
   for (int r = 0; r < size_; ++r) {
     send_counts[r] = to_int(send_units[r]);
@@ -163,7 +171,7 @@ StopNotice::~StopNotice() {
   // it the job is failing and about to abort: waiting here could hang, so only test.
   int complete = 0;
   if (!pending_->sends.empty())
-    MPI_Testall(static_cast<int>(pending_->sends.size()), pending_->sends.data(), &complete, MPI_STATUSES_IGNORE);
+    MPI_Testall(mpi_count(pending_->sends.size(), "StopNotice"), pending_->sends.data(), &complete, MPI_STATUSES_IGNORE);
 }
 
 void StopNotice::announce() {

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "spip/error.hpp"
+#include "spip/parallel/mpi_count.hpp"
 
 namespace spip::parallel {
 
@@ -69,8 +70,8 @@ int GroupCollectives::from_leader(int value) const {
 }
 
 std::vector<int> GroupCollectives::from_leader(std::vector<int> values) const {
-  values.resize(static_cast<std::size_t>(from_leader(static_cast<int>(values.size()))));
-  MPI_Bcast(values.data(), static_cast<int>(values.size()), MPI_INT, 0, comm_->comm);
+  values.resize(static_cast<std::size_t>(from_leader(mpi_count(values.size(), "from_leader"))));
+  MPI_Bcast(values.data(), mpi_count(values.size(), "from_leader"), MPI_INT, 0, comm_->comm);
   return values;
 }
 
