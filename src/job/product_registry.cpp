@@ -1,5 +1,7 @@
 #include "spip/job/product_registry.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <iterator>
@@ -81,6 +83,7 @@ std::string ProductRegistry::rmtable_table() const { return path("rmtable.fits")
 std::string ProductRegistry::rmtable_csv() const { return path("rmtable.csv"); }
 std::string ProductRegistry::qa() const { return path("qa.json"); }
 std::string ProductRegistry::effective_config() const { return path("config.ini"); }
+std::string ProductRegistry::quicklook() const { return path("quicklook.png"); }
 std::string ProductRegistry::claim() const { return (std::filesystem::path(dir_) / ("." + prefix_ + ".claim")).string(); }
 std::string ProductRegistry::progress_dir() const {
   return (std::filesystem::path(dir_) / ("." + prefix_ + ".progress")).string();
@@ -159,14 +162,48 @@ std::vector<Product> ProductRegistry::all() const {
   return products;
 }
 
+namespace {
+
+// Bytes the file holds on disk. A partial cube is created at its full length but sparse
+// (ftruncate), so its length says nothing of the planes written into it.
+double allocated_bytes(const std::string& path) {
+  struct stat status;
+  if (stat(path.c_str(), &status) != 0) return 0;
+  return 512.0 * static_cast<double>(status.st_blocks);
+}
+
+}  // namespace
+
+std::vector<std::string> ProductRegistry::earlier_runs_files() const {
+  std::vector<std::string> cubes, others;
+  for (const ChannelCubeKind kind : {ChannelCubeKind::dirty, ChannelCubeKind::model, ChannelCubeKind::residual,
+                                     ChannelCubeKind::image, ChannelCubeKind::image_pb})
+    for (int s = 0; s < ms::num_stokes; ++s) cubes.push_back(channel_cube(kind, s));
+  cubes.push_back(channel_cube(ChannelCubeKind::psf));
+  cubes.push_back(channel_cube(ChannelCubeKind::pb));
+  for (int q = 0; q < moment_quantities; ++q)
+    for (int o = 0; o < moment_orders; ++o) others.push_back(moment(q, o));
+  for (const std::string& cube : faraday_cube_names()) others.push_back(fdf_cube(cube));
+  for (int map = 0; map < faraday::pixel_map_count; ++map) others.push_back(pixel_map(map));
+  for (int k = 0; k < 3; ++k) others.push_back(sigma_add_map(k));
+  for (const std::string& name : {fracpol_map(), alpha_map(), rmsf_fwhm_map(), rmsf_cube()}) others.push_back(name);
+  std::vector<std::string> files = cubes;
+  for (const std::string& name : others) {
+    files.push_back(name);
+    files.push_back(fits::CubeFile::partial_path(name));  // a killed Faraday stage's: never resumed from
+  }
+  for (const std::string& name : {rmsf_text(), catalogue_table(), catalogue_csv(), rmtable_table(), rmtable_csv(),
+                                  qa(), quicklook()})
+    files.push_back(name);
+  return files;
+}
+
 double ProductRegistry::bytes_to_write() const {
   double bytes = 0;
   for (const Product& product : all()) {
-    std::error_code error;
-    const auto present = product.kind == ProductKind::channel_cube
-                             ? std::filesystem::file_size(fits::CubeFile::partial_path(product.path), error)
-                             : 0;
-    bytes += std::max(0.0, product.bytes - (error ? 0.0 : static_cast<double>(present)));
+    const double present =
+        product.kind == ProductKind::channel_cube ? allocated_bytes(fits::CubeFile::partial_path(product.path)) : 0;
+    bytes += std::max(0.0, product.bytes - present);
   }
   return bytes;
 }

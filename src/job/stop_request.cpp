@@ -27,20 +27,13 @@ struct sigaction handler_for(void (*handler)(int)) {
   return action;
 }
 
-struct sigaction saved_term, saved_usr1;
-
 }  // namespace
 
 StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
   signalled.store(0);
   const struct sigaction action = handler_for(on_stop_signal);
-  sigaction(SIGTERM, &action, &saved_term);
-  sigaction(SIGUSR1, &action, &saved_usr1);
-}
-
-StopRequest::~StopRequest() {
-  sigaction(SIGTERM, &saved_term, nullptr);
-  sigaction(SIGUSR1, &saved_usr1, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  sigaction(SIGUSR1, &action, nullptr);
 }
 
 bool StopRequest::requested() {

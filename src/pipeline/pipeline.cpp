@@ -472,10 +472,12 @@ void RankRun::image_channels(const std::vector<int>& todo) {
   }
   feed.reset();
   writer.finish();
-  stop_.leave_if_requested(std::to_string(mine_.size() - static_cast<int>(todo.size()) + handled) +
-                           " of this rank's " + std::to_string(mine_.size()) +
-                           " channels are imaged, each with its progress marker");
+  // Before the stop point: it waits for the slowest rank, which is not this rank's time.
   rank_qa_.image_s = watch.seconds() - rank_qa_.read_s;
+  stop_.leave_if_requested(leads() ? std::to_string(mine_.size() - static_cast<int>(todo.size()) + handled) +
+                                         " of this rank's " + std::to_string(mine_.size()) +
+                                         " channels are imaged, each with its progress marker"
+                                   : "this rank shares its group's channels, which the group's first rank keeps");
   log_.info("waited " + fixed(rank_qa_.read_s, 2) + " s for reads, imaging " + fixed(rank_qa_.image_s, 2) + " s; " +
             std::to_string(imaging_->staged_channels()) + " channel(s) staged; writer thread " +
             fixed(writer.busy_s(), 2) + " s, of which the imaging waited " + fixed(writer.waited_s(), 2) + " s");
@@ -762,9 +764,9 @@ void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector
     qa_of(c).restored_peak_i_jy = peak;
     qa_of(c).dynamic_range = dynamic_range(peak, qa_of(c).residual_sigma_jy);
   }
+  rank_qa_.restore_s = watch.seconds();  // before the stop point, which waits for the slowest rank
   stop_.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine_.size()) +
                            " channels are restored with the common beam, each with its marker");
-  rank_qa_.restore_s = watch.seconds();
   log_.info("restored " + std::to_string(restored_here) + " channels with the common beam from their kept model and " +
             "residual planes in " + fixed(rank_qa_.restore_s, 2) + " s");
 }

@@ -270,7 +270,7 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
     failure = std::current_exception();
   }
   agree_on_failure(mpi, failure);
-  write_effective_config(config, plan.products, mpi, log);
+  prepare_output(config, plan.products, plan.memory.kept_spilled, mpi, log);
   return plan;
 }
 

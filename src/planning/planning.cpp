@@ -379,19 +379,48 @@ std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry&
   return claim;
 }
 
-void write_effective_config(const Config& config, const ProductRegistry& products, const parallel::MpiContext& mpi,
-                            const Log& log) {
+namespace {
+
+// An earlier run's products left beside this run's would pass for its own (the
+// quick-look page drew a 64-pixel run's catalogue on a 128-pixel run's maps); the run
+// writes all of them anew, so none is worth keeping. The partial channel cubes stay:
+// resume continues them, and a fresh start recreates them.
+int clear_earlier_products(const ProductRegistry& products) {
+  int cleared = 0;
+  for (const std::string& file : products.earlier_runs_files()) {
+    std::error_code error;
+    if (fs::remove(file, error)) ++cleared;
+    if (error) SPIP_THROW(InputError, "cannot remove an earlier run's " + file + ": " + error.message());
+  }
+  return cleared;
+}
+
+}  // namespace
+
+void prepare_output(const Config& config, const ProductRegistry& products, bool spills,
+                    const parallel::MpiContext& mpi, const Log& log) {
   std::exception_ptr failure;
+  try {
+    if (spills) PlaneStore::check_scratch(scratch_folder(config.parallel));
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  agree_on_failure(mpi, failure);
   const std::string path = products.effective_config();
+  int cleared = 0;
   try {
     if (mpi.is_root()) {
       fs::create_directories(config.output.dir);
+      cleared = clear_earlier_products(products);
       write_text_atomically(path, to_ini(config));
     }
   } catch (...) {
     failure = std::current_exception();
   }
   agree_on_failure(mpi, failure);
+  if (cleared > 0)
+    log.root("removed " + std::to_string(cleared) + " file(s) an earlier run left under the prefix " +
+             config.output.prefix + " in " + config.output.dir);
   log.root("effective configuration in " + path);
 }
 
@@ -724,7 +753,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   agree_on_failure(mpi, failure);
   check_budgets(config, mpi, log, plan);
   check_time(config, mpi, log, plan);
-  write_effective_config(config, plan.products, mpi, log);
+  prepare_output(config, plan.products, plan.memory.kept_spilled, mpi, log);
   return plan;
 }
 

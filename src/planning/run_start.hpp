@@ -41,8 +41,10 @@ RankDevice choose_rank_device(const Config& config, const parallel::MpiContext& 
 std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry& products, bool break_claim,
                                     const parallel::MpiContext& mpi, const Log& log);
 
-// The effective configuration next to the products, once the run is known to start.
-void write_effective_config(const Config& config, const ProductRegistry& products, const parallel::MpiContext& mpi,
-                            const Log& log);
+// Once the run is known to start: a usable parallel.scratch on every rank whose kept
+// planes spill there, an earlier run's products of the prefix cleared, and the
+// effective configuration next to the products.
+void prepare_output(const Config& config, const ProductRegistry& products, bool spills,
+                    const parallel::MpiContext& mpi, const Log& log);
 
 }  // namespace spip::pipeline

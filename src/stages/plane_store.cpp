@@ -19,7 +19,20 @@ namespace {
   SPIP_THROW(InputError, "parallel.scratch " + dir + ": " + what + ": " + std::strerror(errno));
 }
 
+// An unnamed file in `dir`: nothing is left behind, however the run ends.
+int unnamed_file(const std::string& dir) {
+  std::error_code error;
+  std::filesystem::create_directories(dir, error);
+  std::string path = (std::filesystem::path(dir) / "spip-planes-XXXXXX").string();
+  const int fd = mkstemp(path.data());
+  if (fd < 0) scratch_failure(dir, "cannot create a file");
+  unlink(path.c_str());
+  return fd;
+}
+
 }  // namespace
+
+void PlaneStore::check_scratch(const std::string& scratch_dir) { close(unnamed_file(scratch_dir)); }
 
 PlaneStore::PlaneStore(int channels, int slots, std::size_t pixels, const std::string& scratch_dir)
     : slots_(slots), pixels_(pixels), scratch_dir_(scratch_dir),
@@ -28,12 +41,7 @@ PlaneStore::PlaneStore(int channels, int slots, std::size_t pixels, const std::s
     planes_.resize(present_.size());
     return;
   }
-  std::error_code error;
-  std::filesystem::create_directories(scratch_dir, error);
-  std::string path = (std::filesystem::path(scratch_dir) / "spip-planes-XXXXXX").string();
-  fd_ = mkstemp(path.data());
-  if (fd_ < 0) scratch_failure(scratch_dir, "cannot create a file");
-  unlink(path.c_str());  // unnamed from here on: nothing is left behind, however the run ends
+  fd_ = unnamed_file(scratch_dir);
 }
 
 PlaneStore::~PlaneStore() {

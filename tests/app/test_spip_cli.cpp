@@ -154,6 +154,42 @@ TEST(SpipCli, AnErrorEveryRankFindsIsPrintedOnce) {
   expect_one_line_error(outcome, 2, {"parallel.memory_gb allows 0.001 GB"});
 }
 
+// A scratch folder no file can be made in is found by the planner on every rank whose
+// kept planes spill there: one line, exit 3, before any product exists. Found later,
+// it was one line per rank and MPI's abort banner.
+TEST(SpipCli, AnUnusableScratchFolderIsRefusedBeforeTheRun) {
+  const fs::path file = scratch("scratch_is_a_file");
+  std::ofstream(file).put('x');
+  // The demo's CLEAN at 512^2 keeps 0.17 GB of planes, which a 0.3 GB budget cannot hold.
+  const Outcome outcome = run(std::string(SPIP_MPIEXEC) + " 2 -q " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG + " " +
+                              sample_args("scratch_out") + " --parallel.memory_gb 0.3 --parallel.scratch " +
+                              (file / "x").string());
+  expect_one_line_error(outcome, 3, {"parallel.scratch", "Not a directory"});
+  EXPECT_FALSE(fs::exists(scratch("scratch_out") / "spip-dirty-I.fits.partial")) << "nothing may be written";
+}
+
+// A run clears what an earlier run of its prefix left: products this run does not make
+// would pass for its own (the quick-look page once drew a 64-pixel run's catalogue on a
+// 128-pixel run's maps). Another prefix's products in the folder are not touched.
+TEST(SpipCli, ARunClearsAnEarlierRunsProductsOfItsPrefixAlone) {
+  const fs::path out = scratch("earlier");
+  ASSERT_EQ(run_spip(base_args("earlier") + " --input.channel_end 8 --catalogue.threshold 3").exit_code, 0);
+  ASSERT_EQ(run_spip(base_args("earlier") + " --input.channel_end 8 --output.prefix other").exit_code, 0);
+  std::ofstream(out / "spip-quicklook.png").put('x');
+  for (const char* name : {"spip-FDF_tot_dirty.fits", "spip-dirty-I.fits", "spip-catalogue.csv", "spip-rmsf.txt"})
+    ASSERT_TRUE(fs::exists(out / name)) << name;
+  const Outcome second = run_spip(base_args("earlier") + " --input.channel_end 8 --faraday.cubes none " +
+                                  "--catalogue.threshold 0 --output.channel_cubes image");
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_NE(second.out.find("removed"), std::string::npos) << second.out;
+  for (const char* name : {"spip-FDF_tot_dirty.fits", "spip-dirty-I.fits", "spip-catalogue.csv", "spip-quicklook.png"})
+    EXPECT_FALSE(fs::exists(out / name)) << name << " of the earlier run is left";
+  for (const char* name : {"spip-image-I.fits", "spip-peak-pi.fits", "spip-rmsf.txt", "spip-qa.json"})
+    EXPECT_TRUE(fs::exists(out / name)) << name;
+  for (const char* name : {"other-FDF_tot_dirty.fits", "other-dirty-I.fits", "other-qa.json"})
+    EXPECT_TRUE(fs::exists(out / name)) << name << " of another prefix was removed";
+}
+
 // The same MS twice would double every visibility and weight.
 TEST(SpipCli, TheSameMsTwiceIsRefused) {
   const std::string again = data_dir + "/../data/./oskar_small.ms/";

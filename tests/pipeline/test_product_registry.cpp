@@ -134,17 +134,25 @@ TEST(ProductRegistry, SizesAreThoseOfTheFitsFiles) {
   }
 }
 
-// Partial channel cubes that a resumed run finds are already on disk.
+// Partial channel cubes that a resumed run finds hold the planes written into them, and
+// no more: they are created at full length but sparse, so their length does not count.
 TEST(ProductRegistry, BytesToWriteLeaveOutWhatPartialCubesHold) {
   Config config = demo_names();
   config.output.dir = spip::test::scratch_path("out").string();
   const ProductRegistry products(config, {full_stokes, 40, 128, 121});
   const double before = products.bytes_to_write();
-  const std::string partial = products.channel_cube(ChannelCubeKind::image, ms::stokes_u) + ".partial";
   fs::create_directories(config.output.dir);
-  std::ofstream(partial).close();
-  fs::resize_file(partial, 1000000);
-  EXPECT_DOUBLE_EQ(products.bytes_to_write(), before - 1000000);
+  const std::string sparse = products.channel_cube(ChannelCubeKind::image, ms::stokes_q) + ".partial";
+  std::ofstream(sparse).close();
+  fs::resize_file(sparse, 1 << 20);
+  EXPECT_NEAR(products.bytes_to_write(), before, 65536.0);
+
+  const std::string written = products.channel_cube(ChannelCubeKind::image, ms::stokes_u) + ".partial";
+  const std::string planes(1 << 20, 'x');
+  std::ofstream(written, std::ios::binary).write(planes.data(), static_cast<std::streamsize>(planes.size()));
+  const double saved = before - products.bytes_to_write();
+  EXPECT_GE(saved, 1 << 20);
+  EXPECT_LT(saved, (1 << 20) + 65536.0);
 }
 
 // The demo's configuration at 128^2 on one rank: every file it leaves is registered,

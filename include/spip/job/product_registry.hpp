@@ -78,6 +78,7 @@ class ProductRegistry {
   std::string rmtable_csv() const;
   std::string qa() const;
   std::string effective_config() const;
+  std::string quicklook() const;  // scripts/quicklook.py's page, beside the products
   // Not products, but a run's: its claim on the folder and prefix, and its resume markers.
   std::string claim() const;
   std::string progress_dir() const;
@@ -105,6 +106,10 @@ class ProductRegistry {
   std::vector<Product> all() const;
   // Bytes the products will add: all() less what partial channel cubes already hold.
   double bytes_to_write() const;
+  // Every file a run with this prefix may leave, whatever its settings, but the effective
+  // configuration and the partial channel cubes a resumed run continues: the files a
+  // starting run clears, so that no earlier run's product is taken for one of its own.
+  std::vector<std::string> earlier_runs_files() const;
 
  private:
   std::string path(const std::string& name) const;

@@ -13,9 +13,11 @@ class Log;
 
 class StopRequest {
  public:
-  // Installs the handlers for the life of the object.
+  // Installs the handlers for the rest of the process: a signal after the last point
+  // where ranks meet is one the run is past, and ignored. With the default handling back
+  // in place there, Slurm's warning killed ranks waiting in MPI_Finalize while rank 0
+  // was still committing a complete run's products.
   StopRequest(const parallel::MpiContext& mpi, const Log& log);
-  ~StopRequest();
   StopRequest(const StopRequest&) = delete;
   StopRequest& operator=(const StopRequest&) = delete;
 

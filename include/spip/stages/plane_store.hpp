@@ -35,6 +35,10 @@ class PlaneStore {
   // blanked channel).
   void read(int channel, int slot, std::size_t first, std::size_t count, float* out) const;
 
+  // Throws InputError in one line where no file can be made in `scratch_dir` (made if
+  // missing): what the planner asks of every rank whose planes will spill, before it starts.
+  static void check_scratch(const std::string& scratch_dir);
+
   bool spilled() const { return fd_ >= 0; }
   double scratch_bytes_read() const { return scratch_read_; }
   // The bytes a store of this shape holds.

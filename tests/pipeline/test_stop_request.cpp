@@ -1,0 +1,40 @@
+// The stop request under mpiexec: one rank's signal stops every rank, and a signal that
+// comes once the run is past its last stop point is ignored rather than fatal.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include "spip/job/failures.hpp"
+#include "spip/job/log.hpp"
+#include "spip/job/stop_request.hpp"
+#include "spip/parallel/mpi_context.hpp"
+
+namespace {
+spip::parallel::MpiContext* mpi = nullptr;
+}
+
+TEST(StopRequest, OneRanksSignalStopsEveryRankAtTheNextStopPoint) {
+  const spip::pipeline::Log log(mpi->rank(), mpi->size());
+  spip::pipeline::StopRequest stop(*mpi, log);
+  stop.leave_if_requested("nothing");  // no signal yet: every rank goes on
+  if (mpi->is_root()) raise(SIGUSR1);
+  EXPECT_THROW(stop.leave_if_requested("nothing"), spip::pipeline::Interrupted);
+}
+
+// Slurm's warning may come while rank 0 commits a complete run and the others wait in
+// MPI_Finalize: with the default handling back, it killed them and the job exited 138.
+TEST(StopRequest, ASignalAfterTheRunIsIgnored) {
+  const spip::pipeline::Log log(mpi->rank(), mpi->size());
+  { spip::pipeline::StopRequest stop(*mpi, log); }
+  raise(SIGUSR1);
+  raise(SIGTERM);
+  mpi->barrier();  // reached only by a rank the signals did not end
+}
+
+int main(int argc, char** argv) {
+  spip::parallel::MpiContext context(argc, argv);
+  mpi = &context;
+  testing::InitGoogleTest(&argc, argv);
+  const int failed = RUN_ALL_TESTS();
+  return context.sum(failed) == 0 ? 0 : 1;
+}
