@@ -8,11 +8,12 @@
 #include <vector>
 #include <thread>
 
+#include "mpi_main.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/parallel/rank_group.hpp"
 
 namespace {
-spip::parallel::MpiContext* mpi = nullptr;
+const spip::parallel::MpiContext* const& mpi = spip::test::world;
 }
 
 TEST(MpiContext, SumAndMaxAgreeOnEveryRank) {
@@ -171,11 +172,3 @@ TEST(RankGroup, SumsStayInTheGroupAndGiveEveryMemberTheSameBits) {
   EXPECT_EQ(todo, (std::vector<int>{3, 5, 8}));
 }
 
-int main(int argc, char** argv) {
-  spip::parallel::MpiContext context(argc, argv);
-  mpi = &context;
-  testing::InitGoogleTest(&argc, argv);
-  const int failed = RUN_ALL_TESTS();
-  // Any rank's failure fails the test.
-  return context.sum(failed) == 0 ? 0 : 1;
-}

@@ -15,11 +15,12 @@
 #include "spip/error.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/parallel/file_io.hpp"
+#include "mpi_main.hpp"
 #include "spip/parallel/mpi_context.hpp"
 
 namespace {
 
-spip::parallel::MpiContext* mpi = nullptr;
+const spip::parallel::MpiContext* const& mpi = spip::test::world;
 
 std::vector<float> random_bits(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -125,10 +126,3 @@ TEST(SharedWrites, AFileThatIsNotThereIsNamedInTheError) {
   }
 }
 
-int main(int argc, char** argv) {
-  spip::parallel::MpiContext context(argc, argv);
-  mpi = &context;
-  testing::InitGoogleTest(&argc, argv);
-  const int failed = RUN_ALL_TESTS();
-  return context.sum(failed) == 0 ? 0 : 1;
-}

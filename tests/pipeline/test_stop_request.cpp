@@ -7,10 +7,11 @@
 #include "spip/job/failures.hpp"
 #include "spip/job/log.hpp"
 #include "spip/job/stop_request.hpp"
+#include "mpi_main.hpp"
 #include "spip/parallel/mpi_context.hpp"
 
 namespace {
-spip::parallel::MpiContext* mpi = nullptr;
+const spip::parallel::MpiContext* const& mpi = spip::test::world;
 }
 
 TEST(StopRequest, OneRanksSignalStopsEveryRankAtTheNextStopPoint) {
@@ -31,10 +32,3 @@ TEST(StopRequest, ASignalAfterTheRunIsIgnored) {
   mpi->barrier();  // reached only by a rank the signals did not end
 }
 
-int main(int argc, char** argv) {
-  spip::parallel::MpiContext context(argc, argv);
-  mpi = &context;
-  testing::InitGoogleTest(&argc, argv);
-  const int failed = RUN_ALL_TESTS();
-  return context.sum(failed) == 0 ? 0 : 1;
-}
