@@ -35,4 +35,23 @@ std::array<StokesRule, num_stokes> stokes_rules(const int* c, int n) {
   };
 }
 
+bool is_correlation(int corr_type) {
+  return corr_type >= static_cast<int>(CorrType::RR) && corr_type <= static_cast<int>(CorrType::YY);
+}
+
+std::complex<float> correlation(int corr_type, const std::array<std::complex<float>, num_stokes>& s) {
+  const std::complex<float> i_unit(0, 1);
+  switch (static_cast<CorrType>(corr_type)) {
+    case CorrType::RR: return s[stokes_i] + s[stokes_v];
+    case CorrType::RL: return s[stokes_q] + i_unit * s[stokes_u];
+    case CorrType::LR: return s[stokes_q] - i_unit * s[stokes_u];
+    case CorrType::LL: return s[stokes_i] - s[stokes_v];
+    case CorrType::XX: return s[stokes_i] + s[stokes_q];
+    case CorrType::XY: return s[stokes_u] + i_unit * s[stokes_v];
+    case CorrType::YX: return s[stokes_u] - i_unit * s[stokes_v];
+    case CorrType::YY: return s[stokes_i] - s[stokes_q];
+  }
+  return {};
+}
+
 }  // namespace spip::ms

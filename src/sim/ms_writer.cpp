@@ -25,6 +25,8 @@
 #include <casacore/tables/Tables/TableCopy.h>
 #include <casacore/tables/Tables/TableLock.h>
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -33,6 +35,7 @@
 
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
+#include "spip/ms/stokes.hpp"
 
 namespace spip::sim {
 namespace {
@@ -44,10 +47,48 @@ constexpr cc::rownr_t rows_per_chunk = 4096;
 
 std::string partial_name(const std::string& out_ms) { return out_ms + ".partial"; }
 
-// Atomic publication: the MS appears under its name only once it is complete.
-void publish(const std::string& out_ms) {
+// Replaces only a Measurement Set (or nothing): a mistyped --out must not delete a folder.
+void check_replaceable(const std::string& out_ms) {
+  if (fs::exists(out_ms) && !cc::Table::isReadable(out_ms))
+    SPIP_THROW(InputError, "--out " + out_ms + " exists and is not a Measurement Set; it is not replaced");
+}
+
+// A set too large for its folder's free space is refused before it is begun.
+void check_space(const std::string& out_ms, double bytes) {
+  std::error_code error;
+  const fs::path folder = fs::absolute(out_ms).parent_path();
+  const fs::space_info space = fs::space(folder, error);
+  if (!error && bytes > static_cast<double>(space.available))
+    SPIP_THROW(InputError, "--out " + out_ms + ": the MS needs about " + std::to_string(bytes / 1e9) + " GB and " +
+                               folder.string() + " has " + std::to_string(static_cast<double>(space.available) / 1e9) +
+                               " GB free");
+}
+
+// An input MS may not be the output it would be replaced by.
+void check_distinct(const std::string& in_ms, const std::string& out_ms, const char* option) {
+  std::error_code error;
+  if (fs::equivalent(in_ms, out_ms, error))
+    SPIP_THROW(InputError, std::string(option) + " " + in_ms + " is also --out; write the new MS elsewhere");
+}
+
+// Atomic publication: `make` writes the MS under a partial name, which becomes `out_ms`
+// only once it is complete. However `make` fails, nothing of it is left.
+template <class Make>
+void write_atomically(const std::string& out_ms, Make make) {
+  check_replaceable(out_ms);
+  const std::string partial = partial_name(out_ms);
+  fs::remove_all(partial);
+  try {
+    make(partial);
+  } catch (const cc::AipsError& e) {
+    fs::remove_all(partial);
+    SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));
+  } catch (...) {
+    fs::remove_all(partial);
+    throw;
+  }
   fs::remove_all(out_ms);
-  fs::rename(partial_name(out_ms), out_ms);
+  fs::rename(partial, out_ms);
 }
 
 // The ionosphere's Faraday rotation of [XX, XY, YX, YY] = [I+Q, U+iV, U-iV, I-Q] per row,
@@ -70,20 +111,81 @@ void rotate_by_ionosphere(const ms::IonosphereTable& table, const cc::Vector<dou
   }
 }
 
-// DATA for rows [first, first + count): exact visibilities plus optional noise and flags.
-void write_chunk(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& corruption,
-                 const std::vector<double>& freq_hz, double ra0, double dec0, cc::rownr_t first,
-                 cc::rownr_t count, std::mt19937_64& rng) {
+// What the rows of one DATA_DESCRIPTION hold: their window's channels and their
+// correlations.
+struct Description {
+  std::vector<double> freq_hz;
+  std::vector<int> corr_types;
+};
+
+std::vector<Description> descriptions(const cc::MSColumns& columns) {
+  std::vector<Description> all;
+  for (cc::rownr_t d = 0; d < columns.dataDescription().nrow(); ++d) {
+    const int window = columns.dataDescription().spectralWindowId()(d);
+    const int polarization = columns.dataDescription().polarizationId()(d);
+    const cc::Vector<double> freq = columns.spectralWindow().chanFreq()(window);
+    const cc::Vector<int> types = columns.polarization().corrType()(polarization);
+    Description description{{freq.begin(), freq.end()}, {types.begin(), types.end()}};
+    for (int type : description.corr_types)
+      if (!ms::is_correlation(type))
+        SPIP_THROW(InputError, "POLARIZATION row " + std::to_string(polarization) + ": correlation type " +
+                                   std::to_string(type) + " is neither linear (XX, XY, YX, YY) nor circular (RR, RL, LR, LL)");
+    all.push_back(std::move(description));
+  }
+  return all;
+}
+
+// Each field's phase centre (RA, Dec) in J2000.
+std::vector<std::pair<double, double>> phase_centres(const cc::MSColumns& columns) {
+  std::vector<std::pair<double, double>> centres;
+  for (cc::rownr_t f = 0; f < columns.field().nrow(); ++f) {
+    const cc::MDirection centre =
+        cc::MDirection::Convert(columns.field().phaseDirMeasCol()(f)(cc::IPosition(1, 0)), cc::MDirection::J2000)();
+    const cc::Vector<double> angles = centre.getAngle("rad").getValue();
+    centres.emplace_back(angles(0), angles(1));
+  }
+  return centres;
+}
+
+// The template's correlations from the predicted [XX, XY, YX, YY] of each channel and row.
+cc::Array<cc::Complex> to_correlations(const cc::Array<cc::Complex>& linear, const std::vector<int>& corr_types) {
+  const cc::IPosition shape = linear.shape();
+  const std::size_t num_corr = corr_types.size();
+  cc::Array<cc::Complex> data(cc::IPosition(3, static_cast<long>(num_corr), shape(1), shape(2)));
+  const cc::Complex* v = linear.data();
+  cc::Complex* out = data.data();
+  const std::complex<float> minus_i(0, -1);
+  for (std::size_t k = 0; k < linear.nelements() / 4; ++k, v += 4, out += num_corr) {
+    const std::array<std::complex<float>, ms::num_stokes> stokes{0.5f * (v[0] + v[3]), 0.5f * (v[0] - v[3]),
+                                                                 0.5f * (v[1] + v[2]), 0.5f * minus_i * (v[1] - v[2])};
+    for (std::size_t c = 0; c < num_corr; ++c) out[c] = ms::correlation(corr_types[c], stokes);
+  }
+  return data;
+}
+
+template <typename T>
+void put_if_present(cc::MeasurementSet& ms, const char* column, const cc::Slicer& rows, const cc::Array<T>& values) {
+  if (ms.tableDesc().isColumn(column)) cc::ArrayColumn<T>(ms, column).putColumnRange(rows, values);
+}
+
+// DATA for rows [first, first + count) of one description and field: exact visibilities
+// plus optional noise and flags, with weights that say the noise.
+void write_rows(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& corruption,
+                const Description& description, std::pair<double, double> centre, cc::rownr_t first,
+                cc::rownr_t count, std::mt19937_64& rng) {
   const cc::Slicer rows(cc::IPosition(1, first), cc::IPosition(1, count));
   const cc::Array<double> uvw = cc::ArrayColumn<double>(ms, "UVW").getColumnRange(rows);
+  const std::vector<double>& freq_hz = description.freq_hz;
   const std::size_t num_chan = freq_hz.size();
-  cc::Array<cc::Complex> data(cc::IPosition(3, 4, num_chan, count));
-  predict(sky, ra0, dec0, uvw.data(), count, freq_hz, data.data(),
+  cc::Array<cc::Complex> linear(cc::IPosition(3, 4, num_chan, count));
+  predict(sky, centre.first, centre.second, uvw.data(), count, freq_hz, linear.data(),
           corruption.primary_beam ? &*corruption.primary_beam : nullptr);
   if (corruption.ionosphere) {
     const cc::Vector<double> time = cc::ScalarColumn<double>(ms, "TIME").getColumnRange(rows);
-    rotate_by_ionosphere(*corruption.ionosphere, time, freq_hz, data);
+    rotate_by_ionosphere(*corruption.ionosphere, time, freq_hz, linear);
   }
+  cc::Array<cc::Complex> data = to_correlations(linear, description.corr_types);
+  const long num_corr = static_cast<long>(description.corr_types.size());
   cc::Array<bool> flag(data.shape(), false);
   if (corruption.noise_sigma_jy > 0) {
     std::normal_distribution<float> noise(0.0f, static_cast<float>(corruption.noise_sigma_jy));
@@ -92,34 +194,54 @@ void write_chunk(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& 
   if (corruption.flag_fraction > 0) {
     std::bernoulli_distribution flagged(corruption.flag_fraction);
     bool* f = flag.data();
-    for (std::size_t k = 0; k < flag.nelements(); k += 4)
-      if (flagged(rng)) f[k] = f[k + 1] = f[k + 2] = f[k + 3] = true;
+    for (std::size_t k = 0; k < flag.nelements(); k += static_cast<std::size_t>(num_corr))
+      if (flagged(rng)) std::fill(f + k, f + k + num_corr, true);
   }
   for (int channel : corruption.flag_channels) {
     if (channel < 0 || static_cast<std::size_t>(channel) >= num_chan)
       SPIP_THROW(InputError, "--flag-channels: channel " + std::to_string(channel) + " is outside the band");
     for (cc::rownr_t r = 0; r < count; ++r)
-      for (int k = 0; k < 4; ++k) flag(cc::IPosition(3, k, channel, r)) = true;
+      for (long k = 0; k < num_corr; ++k) flag(cc::IPosition(3, k, channel, r)) = true;
   }
   cc::ArrayColumn<cc::Complex>(ms, "DATA").putColumnRange(rows, data);
   cc::ArrayColumn<bool>(ms, "FLAG").putColumnRange(rows, flag);
   const float sigma = corruption.noise_sigma_jy > 0 ? static_cast<float>(corruption.noise_sigma_jy) : 1.0f;
-  cc::ArrayColumn<float>(ms, "SIGMA").putColumnRange(rows, cc::Array<float>(cc::IPosition(2, 4, count), sigma));
+  cc::ArrayColumn<float>(ms, "SIGMA").putColumnRange(rows, cc::Array<float>(cc::IPosition(2, num_corr, count), sigma));
   cc::ArrayColumn<float>(ms, "WEIGHT")
-      .putColumnRange(rows, cc::Array<float>(cc::IPosition(2, 4, count), 1.0f / (sigma * sigma)));
+      .putColumnRange(rows, cc::Array<float>(cc::IPosition(2, num_corr, count), 1.0f / (sigma * sigma)));
+  // Readers take these before WEIGHT and SIGMA where they exist (a template's).
+  put_if_present(ms, "SIGMA_SPECTRUM", rows, cc::Array<float>(data.shape(), sigma));
+  put_if_present(ms, "WEIGHT_SPECTRUM", rows, cc::Array<float>(data.shape(), 1.0f / (sigma * sigma)));
 }
 
+// Every row in runs of one data description and field, so that each run is predicted
+// with its own channels, correlations and phase centre.
 void fill_data(cc::MeasurementSet& ms, const SkyModel& sky, const Corruption& corruption) {
   const cc::MSColumns columns(ms);
-  const cc::Vector<double> freq = columns.spectralWindow().chanFreq()(0);
-  const std::vector<double> freq_hz(freq.begin(), freq.end());
-  const cc::MDirection centre = cc::MDirection::Convert(
-      columns.field().phaseDirMeasCol()(0)(cc::IPosition(1, 0)), cc::MDirection::J2000)();
-  const cc::Vector<double> angles = centre.getAngle("rad").getValue();
+  const std::vector<Description> described = descriptions(columns);
+  const std::vector<std::pair<double, double>> centres = phase_centres(columns);
+  const cc::Vector<int> description = columns.dataDescId().getColumn(), field = columns.fieldId().getColumn();
   std::mt19937_64 rng(corruption.seed);
-  for (cc::rownr_t first = 0; first < ms.nrow(); first += rows_per_chunk)
-    write_chunk(ms, sky, corruption, freq_hz, angles(0), angles(1), first,
-                std::min(rows_per_chunk, ms.nrow() - first), rng);
+  for (cc::rownr_t first = 0; first < ms.nrow();) {
+    cc::rownr_t end = first + 1;
+    while (end < ms.nrow() && end - first < rows_per_chunk && description(end) == description(first) &&
+           field(end) == field(first))
+      ++end;
+    if (description(first) < 0 || static_cast<std::size_t>(description(first)) >= described.size() ||
+        field(first) < 0 || static_cast<std::size_t>(field(first)) >= centres.size())
+      SPIP_THROW(InputError, "row " + std::to_string(first) + " names a DATA_DESC_ID or FIELD_ID the MS does not have");
+    write_rows(ms, sky, corruption, described[static_cast<std::size_t>(description(first))],
+               centres[static_cast<std::size_t>(field(first))], first, end - first, rng);
+    first = end;
+  }
+}
+
+// What a template held besides the layout is not the simulated sky's: calibrated or
+// model visibilities that imagers would take before DATA, and rows flagged whole.
+void forget_template_data(cc::MeasurementSet& ms) {
+  for (const char* column : {"CORRECTED_DATA", "MODEL_DATA"})
+    if (ms.tableDesc().isColumn(column)) ms.removeColumn(column);
+  cc::ScalarColumn<bool>(ms, "FLAG_ROW").fillColumn(false);
 }
 
 }  // namespace
@@ -128,21 +250,16 @@ void simulate_from_template(const std::string& template_ms, const std::string& o
                             const SkyModel& sky, const Corruption& corruption) {
   if (!cc::Table::isReadable(template_ms))
     SPIP_THROW(InputError, template_ms + ": not a readable MeasurementSet (--template)");
-  fs::remove_all(partial_name(out_ms));
-  try {
+  check_distinct(template_ms, out_ms, "--template");
+  write_atomically(out_ms, [&](const std::string& partial) {
     {
       const cc::Table source(template_ms, cc::TableLock(cc::TableLock::NoLocking));
-      source.deepCopy(partial_name(out_ms), cc::Table::New, true);
+      source.deepCopy(partial, cc::Table::New, true);
     }
-    {
-      cc::MeasurementSet ms(partial_name(out_ms), cc::Table::Update);
-      fill_data(ms, sky, corruption);
-    }
-  } catch (const cc::AipsError& e) {
-    fs::remove_all(partial_name(out_ms));
-    SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));
-  }
-  publish(out_ms);
+    cc::MeasurementSet ms(partial, cc::Table::Update);
+    forget_template_data(ms);
+    fill_data(ms, sky, corruption);
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -165,7 +282,7 @@ std::vector<std::string> data_lines(const std::string& path) {
 }
 
 // Station positions in ITRF: the site's geodetic position plus ENU offsets rotated
-// to the geocentric frame (horizontal offsets, up = 0).
+// to the geocentric frame.
 std::vector<cc::MVPosition> itrf_positions(const ArrayDescription& array) {
   const cc::MPosition site(
       cc::MVPosition(cc::Quantity(array.alt_m, "m"), cc::Quantity(array.lon_rad, "rad"),
@@ -176,10 +293,10 @@ std::vector<cc::MVPosition> itrf_positions(const ArrayDescription& array) {
   const double sl = std::sin(array.lon_rad), cl = std::cos(array.lon_rad);
   const double sp = std::sin(array.lat_rad), cp = std::cos(array.lat_rad);
   std::vector<cc::MVPosition> positions;
-  for (const auto& en : array.station_en_m) {
-    const double e = en[0], n = en[1];
-    positions.emplace_back(centre(0) - sl * e - sp * cl * n, centre(1) + cl * e - sp * sl * n,
-                           centre(2) + cp * n);
+  for (const auto& en : array.station_enu_m) {
+    const double e = en[0], n = en[1], u = en[2];
+    positions.emplace_back(centre(0) - sl * e - sp * cl * n + cp * cl * u, centre(1) + cl * e - sp * sl * n + cp * sl * u,
+                           centre(2) + cp * n + sp * u);
   }
   return positions;
 }
@@ -302,7 +419,7 @@ void fill_subtables(cc::MeasurementSet& ms, const ArrayDescription& array,
   spw.resolution().put(0, width);
   spw.numChan().put(0, array.num_channels);
   spw.refFrequency().put(0, freq(0));
-  spw.totalBandwidth().put(0, array.num_channels * array.freq_inc_hz);
+  spw.totalBandwidth().put(0, array.num_channels * std::abs(array.freq_inc_hz));
   spw.measFreqRef().put(0, 5);  // TOPO, as OSKAR
   spw.netSideband().put(0, 1);
 
@@ -373,15 +490,16 @@ void read_oskar_telescope(const std::string& dir, ArrayDescription& array) {
   if (!site && !site.eof()) SPIP_THROW(InputError, dir + "/position.txt: expected lon lat [alt]");
   array.lon_rad = lon_deg * M_PI / 180;
   array.lat_rad = lat_deg * M_PI / 180;
-  array.station_en_m.clear();
+  array.station_enu_m.clear();
   for (const std::string& line : data_lines(dir + "/layout.txt")) {
     std::istringstream fields(line);
-    std::array<double, 2> en{};
-    if (!(fields >> en[0] >> en[1]))
-      SPIP_THROW(InputError, dir + "/layout.txt: expected 'East North' per line, got '" + line + "'");
-    array.station_en_m.push_back(en);
+    std::array<double, 3> enu{};
+    if (!(fields >> enu[0] >> enu[1]))
+      SPIP_THROW(InputError, dir + "/layout.txt: expected 'East North [Up]' per line, got '" + line + "'");
+    if (!(fields >> enu[2])) enu[2] = 0;
+    array.station_enu_m.push_back(enu);
   }
-  if (array.station_en_m.size() < 2) SPIP_THROW(InputError, dir + "/layout.txt: fewer than 2 stations");
+  if (array.station_enu_m.size() < 2) SPIP_THROW(InputError, dir + "/layout.txt: fewer than 2 stations");
 }
 
 double parse_utc(const std::string& text) {
@@ -392,22 +510,28 @@ double parse_utc(const std::string& text) {
 
 void simulate_from_array(const ArrayDescription& array, const std::string& out_ms,
                          const SkyModel& sky, const Corruption& corruption) {
-  if (array.num_channels < 1 || array.num_times < 1 || array.station_en_m.size() < 2)
+  if (array.num_channels < 1 || array.num_times < 1 || array.station_enu_m.size() < 2)
     SPIP_THROW(InputError, "array description needs channels, time steps and two stations");
-  const std::size_t n = array.station_en_m.size();
+  const double last_hz = array.freq_start_hz + (array.num_channels - 1) * array.freq_inc_hz;
+  if (!(array.freq_start_hz > 0 && last_hz > 0 && std::isfinite(last_hz)))
+    SPIP_THROW(InputError, "--freq-start and --freq-inc give channels from " + std::to_string(array.freq_start_hz) +
+                               " to " + std::to_string(last_hz) + " Hz; every channel must be above 0 Hz");
+  if (array.num_channels > 1 && !(array.freq_inc_hz != 0))
+    SPIP_THROW(InputError, "--freq-inc 0 puts every channel at one frequency");
+  if (!(array.dump_s > 0 && std::isfinite(array.dump_s)))
+    SPIP_THROW(InputError, "--dump " + std::to_string(array.dump_s) + ": expected a dump time above 0 s");
+  if (!(std::abs(array.dec_rad) <= M_PI / 2 && std::isfinite(array.ra_rad)))
+    SPIP_THROW(InputError, "--ra/--dec: the declination must lie in [-90, 90] degrees");
+  const std::size_t n = array.station_enu_m.size();
   const cc::rownr_t num_rows = array.num_times * n * (n - 1) / 2;
-  fs::remove_all(partial_name(out_ms));
-  try {
+  check_space(out_ms, static_cast<double>(num_rows) * array.num_channels * 4 * (sizeof(cc::Complex) + 1));
+  write_atomically(out_ms, [&](const std::string& partial) {
     const std::vector<cc::MVPosition> stations = itrf_positions(array);
-    cc::MeasurementSet ms = create_ms(partial_name(out_ms), array, num_rows);
+    cc::MeasurementSet ms = create_ms(partial, array, num_rows);
     fill_subtables(ms, array, stations);
     fill_main(ms, array, stations);
     fill_data(ms, sky, corruption);
-  } catch (const cc::AipsError& e) {
-    fs::remove_all(partial_name(out_ms));
-    SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));
-  }
-  publish(out_ms);
+  });
 }
 
 namespace {
@@ -458,8 +582,8 @@ void copy_subtable(const cc::MeasurementSet& in, cc::MeasurementSet& out, const 
 void split_windows(const std::string& in_ms, const std::string& out_ms, const std::vector<std::vector<int>>& windows) {
   if (!cc::Table::isReadable(in_ms)) SPIP_THROW(InputError, in_ms + ": not a readable MeasurementSet (--split)");
   if (windows.empty()) SPIP_THROW(InputError, "--windows: no window given");
-  fs::remove_all(partial_name(out_ms));
-  try {
+  check_distinct(in_ms, out_ms, "--split");
+  write_atomically(out_ms, [&](const std::string& partial) {
     const cc::MeasurementSet in(in_ms, cc::TableLock(cc::TableLock::NoLocking));
     const cc::MSColumns columns(in);
     const cc::Vector<double> freq = columns.spectralWindow().chanFreq()(0);
@@ -475,7 +599,7 @@ void split_windows(const std::string& in_ms, const std::string& out_ms, const st
       varying = varying || window.size() != windows.front().size();
       layout.num_channels = std::max(layout.num_channels, static_cast<int>(window.size()));
     }
-    cc::MeasurementSet out = create_ms(partial_name(out_ms), layout, in.nrow() * windows.size(), varying);
+    cc::MeasurementSet out = create_ms(partial, layout, in.nrow() * windows.size(), varying);
     for (const char* name : {"ANTENNA", "FEED", "FIELD", "POLARIZATION", "OBSERVATION"}) copy_subtable(in, out, name);
     cc::MSColumns target(out);
     for (std::size_t w = 0; w < windows.size(); ++w) {
@@ -511,11 +635,7 @@ void split_windows(const std::string& in_ms, const std::string& out_ms, const st
     cc::ScalarColumn<int> ddid(out, "DATA_DESC_ID");
     for (std::size_t w = 0; w < windows.size(); ++w)
       for (cc::rownr_t r = 0; r < in.nrow(); ++r) ddid.put(w * in.nrow() + r, static_cast<int>(w));
-  } catch (const cc::AipsError& e) {
-    fs::remove_all(partial_name(out_ms));
-    SPIP_THROW(Error, out_ms + ": " + std::string(e.what()));
-  }
-  publish(out_ms);
+  });
 }
 
 }  // namespace spip::sim

@@ -23,10 +23,15 @@ std::string trim(const std::string& text) {
   return text.substr(first, last - first + 1);
 }
 
-std::vector<std::string> split_commas(const std::string& line) {
+// OSKAR separates fields by commas or, in a line without one, by spaces.
+std::vector<std::string> split_fields(const std::string& line) {
   std::vector<std::string> fields;
   std::stringstream stream(line);
   std::string field;
+  if (line.find(',') == std::string::npos) {
+    while (stream >> field) fields.push_back(trim(field));
+    return fields;
+  }
   while (std::getline(stream, field, ',')) fields.push_back(trim(field));
   if (!line.empty() && line.back() == ',') fields.emplace_back();
   return fields;
@@ -51,10 +56,10 @@ struct Row {
     try {
       std::size_t used = 0;
       const double value = std::stod(text, &used);
-      if (used == text.size()) return value;
+      if (used == text.size() && std::isfinite(value)) return value;
     } catch (const std::exception&) {
     }
-    SPIP_THROW(InputError, where + ": column " + key + " = '" + text + "' is not a number");
+    SPIP_THROW(InputError, where + ": column " + key + " = '" + text + "' is not a finite number");
   }
 };
 
@@ -76,9 +81,14 @@ Component component_from(const Row& row, std::size_t index) {
   if (row.has("PolarizedFraction")) {
     c.pol_frac = row.number("PolarizedFraction");
     c.chi0_rad = row.number("PolarizationAngle") * deg;
-  } else if ((row.has("Q") || row.has("U")) && c.i0_jy != 0) {
-    // Q, U given at the reference frequency: derotate to lambda^2 = 0.
+  } else if (row.has("Q") || row.has("U")) {
+    // Q, U given at the reference frequency: derotate to lambda^2 = 0. Without one,
+    // OSKAR neither scales nor rotates them, which no Faraday depth describes.
     const double q = row.number("Q"), u = row.number("U");
+    if ((q != 0 || u != 0) && c.i0_jy == 0)
+      SPIP_THROW(InputError, row.where + ": Q and U need I other than 0 (polarisation is kept as a fraction of I)");
+    if (c.rm_rad_m2 != 0 && !(c.ref_freq_hz > 0))
+      SPIP_THROW(InputError, row.where + ": RotationMeasure with Q and U needs the ReferenceFrequency they are given at");
     const double lambda_sq_ref =
         c.ref_freq_hz > 0 ? std::pow(speed_of_light / c.ref_freq_hz, 2) : 0.0;
     c.pol_frac = std::hypot(q, u) / c.i0_jy;
@@ -114,10 +124,10 @@ SkyModel read_sky_model(const std::string& path) {
     const std::string content = trim(line);
     if (content.empty() || content[0] == '#') continue;
     if (content.rfind("Format", 0) == 0 && content.find('=') != std::string::npos) {
-      format = split_commas(content.substr(content.find('=') + 1));
+      format = split_fields(content.substr(content.find('=') + 1));
       continue;
     }
-    const std::vector<std::string> fields = split_commas(content);
+    const std::vector<std::string> fields = split_fields(content);
     Row row;
     row.where = path + ":" + std::to_string(line_number);
     if (fields.size() > format.size())

@@ -57,6 +57,26 @@ TEST(StokesRules, CorrelationOrderDoesNotMatter) {
   expect_recovers(types, corr, s, {true, true, true, true});
 }
 
+// The simulator's correlations are the ones the reader's rules turn back into the sky,
+// in both bases and any order; and they are the IAU definitions above.
+TEST(StokesRules, CorrelationsFromStokesAreTheirInverse) {
+  const Sky s;
+  const std::array<std::complex<float>, 4> sky{s.i, s.q, s.u, s.v};
+  for (const auto& types : {std::array{9, 10, 11, 12}, std::array{5, 6, 7, 8}, std::array{12, 10, 9, 11},
+                            std::array{8, 6, 5, 7}}) {
+    std::complex<float> corr[4];
+    for (int k = 0; k < 4; ++k) {
+      ASSERT_TRUE(is_correlation(types[k]));
+      corr[k] = correlation(types[k], sky);
+    }
+    expect_recovers(types.data(), corr, s, {true, true, true, true});
+  }
+  EXPECT_EQ(correlation(5, sky), s.i + s.v);
+  EXPECT_EQ(correlation(10, sky), s.u + j * s.v);
+  EXPECT_FALSE(is_correlation(1)) << "Stokes I as a correlation is not a feed's";
+  EXPECT_FALSE(is_correlation(13));
+}
+
 TEST(StokesRules, DualPolarisationGivesOnlyWhatItDetermines) {
   const int linear[] = {9, 12};
   auto rules = stokes_rules(linear, 2);

@@ -3,17 +3,25 @@
 #include <casacore/casa/Arrays/Array.h>
 #include <casacore/tables/Tables/ArrayColumn.h>
 #include <casacore/tables/Tables/ScalarColumn.h>
+#include <casacore/measures/Measures/MCDirection.h>
+#include <casacore/measures/Measures/MDirection.h>
+#include <casacore/ms/MeasurementSets/MSColumns.h>
+#include <casacore/ms/MeasurementSets/MeasurementSet.h>
+#include <casacore/tables/Tables/ArrColDesc.h>
 #include <casacore/tables/Tables/Table.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <complex>
 #include <filesystem>
+#include <array>
 #include <fstream>
+#include <utility>
 
 #include "spip/error.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
+#include "ms_edit.hpp"
 #include "scratch.hpp"
 
 namespace cc = casacore;
@@ -228,4 +236,207 @@ TEST(Simulator, APrimaryBeamAttenuatesEachComponentAtItsDistanceAndFrequency) {
   EXPECT_DOUBLE_EQ(cc::ScalarColumn<double>(antennas, "DISH_DIAMETER")(0), 25.0);
   std::cout << "[ measured ] beam attenuation from " << highest << " to " << lowest << ", max |seen - B true| = "
             << worst << " Jy\n";
+}
+
+namespace {
+
+// The J2000 phase centre of an MS's field `f`.
+std::pair<double, double> phase_centre(const std::string& ms, int f = 0) {
+  const cc::MeasurementSet table(ms);
+  const cc::MSColumns columns(table);
+  const cc::MDirection centre =
+      cc::MDirection::Convert(columns.field().phaseDirMeasCol()(f)(cc::IPosition(1, 0)), cc::MDirection::J2000)();
+  const cc::Vector<double> angles = centre.getAngle("rad").getValue();
+  return {angles(0), angles(1)};
+}
+
+// A flat-spectrum point at (ra, dec) with I 1, Q 0.5, U 0.25, V 0.1 Jy at every frequency.
+SkyModel polarised_point(std::pair<double, double> at) {
+  spip::sim::Component c;
+  c.ra_rad = at.first;
+  c.dec_rad = at.second;
+  c.i0_jy = 1.0;
+  c.v0_jy = 0.1;
+  c.pol_frac = std::hypot(0.5, 0.25);
+  c.chi0_rad = 0.5 * std::atan2(0.25, 0.5);
+  return SkyModel{{c}};
+}
+
+}  // namespace
+
+// At the phase centre every visibility is the source's flux, so each correlation must be
+// the IAU combination of I, Q, U, V its CORR_TYPE names: circular VLA feeds, and
+// OVRO-LWA's linear feeds stored as XX YY XY YX. The simulator once wrote XX, XY, YX,
+// YY into every template's slots (RR 1.5 for I 1 and Q 0.5).
+TEST(Simulator, TemplateModeWritesTheTemplatesOwnCorrelations) {
+  const std::complex<float> j(0, 1), i(1, 0), q(0.5f, 0), u(0.25f, 0), v(0.1f, 0);
+  for (const auto& [name, expected] :
+       {std::pair{"vla_j1008_36ghz.ms", std::array{i + v, q + j * u, q - j * u, i - v}},
+        std::pair{"ovrolwa_zenith_28mhz.ms", std::array{i + q, i - q, u + j * v, u - j * v}}}) {
+    const std::string real = data_dir + "/real/" + name, out = scratch(std::string("sim-") + name);
+    spip::sim::simulate_from_template(real, out, polarised_point(phase_centre(real)), {});
+    const cc::Array<cc::Complex> data = column_data(out);
+    ASSERT_EQ(data.shape()(0), 4) << name;
+    double worst = 0;
+    for (long row = 0; row < data.shape()(2); ++row)
+      for (long c = 0; c < data.shape()(1); ++c)
+        for (int k = 0; k < 4; ++k)
+          worst = std::max(worst, static_cast<double>(std::abs(data(cc::IPosition(3, k, c, row)) - expected[k])));
+    EXPECT_LT(worst, 1e-5) << name;
+  }
+}
+
+// Rows of every spectral window are predicted at their window's frequencies, and rows of
+// every field about their field's centre: a template split into two windows gives each
+// window's rows the channels of the whole band's simulation, and a second field's rows
+// are those that field simulated alone.
+TEST(Simulator, TemplateModeSimulatesEachWindowAndFieldWithItsOwnAxisAndCentre) {
+  const SkyModel sky = spip::sim::read_sky_model(oskar_sky);
+  const std::string whole = scratch("whole.ms"), split = scratch("split.ms"), resimulated = scratch("resimulated.ms");
+  spip::sim::simulate_from_template(oskar_ms, whole, sky, {});
+  std::vector<int> low(20), high(20);
+  for (int c = 0; c < 20; ++c) low[c] = c, high[c] = 20 + c;
+  spip::sim::split_windows(oskar_ms, split, {low, high});
+  spip::sim::simulate_from_template(split, resimulated, sky, {});
+  const cc::Array<cc::Complex> all = column_data(whole);
+  const cc::Table rows(resimulated);
+  const cc::ArrayColumn<cc::Complex> data(rows, "DATA");
+  const cc::rownr_t per_window = rows.nrow() / 2;
+  double worst = 0;
+  for (cc::rownr_t r = 0; r < rows.nrow(); ++r) {
+    const cc::Matrix<cc::Complex> cell = data(r);
+    for (int c = 0; c < 20; ++c)
+      for (int k = 0; k < 4; ++k)
+        worst = std::max(worst, static_cast<double>(std::abs(
+                                    cell(k, c) - all(cc::IPosition(3, k, (r < per_window ? 0 : 20) + c,
+                                                                   static_cast<long>(r % per_window))))));
+  }
+  EXPECT_LT(worst, 1e-6) << "a window's rows differ from the band's channels they hold";
+
+  spip::sim::ArrayDescription elsewhere = oskar_small_array();
+  elsewhere.dec_rad = 61.0 * M_PI / 180.0;
+  const std::string second = scratch("second.ms"), two_fields = scratch("two_fields.ms");
+  spip::sim::simulate_from_array(elsewhere, second, sky, {});
+  fs::copy(oskar_ms, two_fields, fs::copy_options::recursive);
+  spip::test::append_as_field(two_fields, second);
+  const std::string both = scratch("both.ms");
+  spip::sim::simulate_from_template(two_fields, both, sky, {});
+  const cc::Array<cc::Complex> joined = column_data(both), alone = column_data(second);
+  const long first_of_second = joined.shape()(2) - alone.shape()(2);
+  double worst_field = 0;
+  for (long r = 0; r < alone.shape()(2); ++r)
+    for (long c = 0; c < alone.shape()(1); ++c)
+      for (int k = 0; k < 4; ++k)
+        worst_field = std::max(worst_field, static_cast<double>(std::abs(
+                                                joined(cc::IPosition(3, k, c, first_of_second + r)) -
+                                                alone(cc::IPosition(3, k, c, r)))));
+  EXPECT_LT(worst_field, 1e-5) << "the second field's rows were not predicted about its centre";
+}
+
+// What the template held that is not the simulated sky goes: its WEIGHT_SPECTRUM (which
+// readers take before WEIGHT) says the simulated noise, CORRECTED_DATA and MODEL_DATA
+// (which imagers take before DATA) are removed, and no row stays flagged whole.
+TEST(Simulator, TemplateModeLeavesNoneOfTheTemplatesWeightsOrCalibratedData) {
+  const std::string calibrated = scratch("calibrated.ms");
+  fs::copy(data_dir + "/real/mwa_1102865728_small.ms", calibrated, fs::copy_options::recursive);
+  {
+    cc::Table table(calibrated, cc::Table::Update);
+    table.addColumn(cc::ArrayColumnDesc<cc::Complex>("CORRECTED_DATA", 2));
+    const cc::ArrayColumn<cc::Complex> data(table, "DATA");
+    cc::ArrayColumn<cc::Complex> corrected(table, "CORRECTED_DATA");
+    for (cc::rownr_t r = 0; r < table.nrow(); ++r) corrected.put(r, data(r));
+    cc::ScalarColumn<bool>(table, "FLAG_ROW").put(0, true);
+  }
+  Corruption noisy;
+  noisy.noise_sigma_jy = 0.5;
+  const std::string out = scratch("from_calibrated.ms");
+  spip::sim::simulate_from_template(calibrated, out, spip::sim::read_sky_model(oskar_sky), noisy);
+  const cc::Table table(out);
+  EXPECT_FALSE(table.tableDesc().isColumn("CORRECTED_DATA"));
+  const cc::Array<float> weights = cc::ArrayColumn<float>(table, "WEIGHT_SPECTRUM").getColumn();
+  EXPECT_EQ(cc::min(weights), 4.0f);
+  EXPECT_EQ(cc::max(weights), 4.0f);
+  EXPECT_FALSE(cc::anyEQ(cc::ScalarColumn<bool>(table, "FLAG_ROW").getColumn(), true));
+}
+
+// However a simulation fails, no partial MS is left; --out replaces an MS but never
+// another folder, and never the template it reads.
+TEST(Simulator, AFailedSimulationLeavesNothingAndReplacesOnlyMeasurementSets) {
+  const SkyModel sky = spip::sim::read_sky_model(oskar_sky);
+  Corruption outside;
+  outside.flag_channels = {40};
+  const std::string out = scratch("failed.ms");
+  EXPECT_THROW(spip::sim::simulate_from_template(oskar_ms, out, sky, outside), spip::InputError);
+  EXPECT_FALSE(fs::exists(out + ".partial"));
+  EXPECT_FALSE(fs::exists(out));
+
+  const std::string notes = scratch("notes");
+  fs::create_directories(notes);
+  std::ofstream(notes + "/keep.txt") << "mine";
+  EXPECT_THROW(spip::sim::simulate_from_template(oskar_ms, notes, sky, {}), spip::InputError);
+  EXPECT_TRUE(fs::exists(notes + "/keep.txt"));
+  EXPECT_THROW(spip::sim::simulate_from_template(oskar_ms, oskar_ms, sky, {}), spip::InputError);
+
+  spip::sim::ArrayDescription array = oskar_small_array();
+  array.freq_start_hz = 0;
+  EXPECT_THROW(spip::sim::simulate_from_array(array, out, sky, {}), spip::InputError);
+  array = oskar_small_array();
+  array.dump_s = 0;
+  EXPECT_THROW(spip::sim::simulate_from_array(array, out, sky, {}), spip::InputError);
+  EXPECT_FALSE(fs::exists(out));
+}
+
+// OSKAR's layout.txt may give each station's height: a station 100 m up moves its
+// baselines' UVW by the rotated height difference, which the stations' ITRF positions
+// must show.
+TEST(Simulator, ALayoutsThirdColumnIsTheStationsHeight) {
+  const std::string flat = scratch("flat.tm"), raised = scratch("raised.tm");
+  for (const std::string& dir : {flat, raised}) {
+    fs::create_directories(dir);
+    std::ofstream(dir + "/position.txt") << "116.67 -26.70 377\n";
+  }
+  std::ofstream(flat + "/layout.txt") << "0,0\n100,0\n0,100\n";
+  std::ofstream(raised + "/layout.txt") << "0,0,0\n100,0,100\n0,100,0\n";
+  spip::sim::ArrayDescription a = oskar_small_array(), b = oskar_small_array();
+  spip::sim::read_oskar_telescope(flat, a);
+  spip::sim::read_oskar_telescope(raised, b);
+  EXPECT_EQ(b.station_enu_m[1][2], 100.0);
+  for (spip::sim::ArrayDescription* array : {&a, &b}) {
+    array->num_channels = 1;
+    array->num_times = 1;
+  }
+  const SkyModel sky = spip::sim::read_sky_model(oskar_sky);
+  spip::sim::simulate_from_array(a, scratch("flat.ms"), sky, {});
+  spip::sim::simulate_from_array(b, scratch("raised.ms"), sky, {});
+  const cc::Matrix<double> pa = cc::ArrayColumn<double>(cc::Table(scratch("flat.ms") + "/ANTENNA"), "POSITION").getColumn();
+  const cc::Matrix<double> pb = cc::ArrayColumn<double>(cc::Table(scratch("raised.ms") + "/ANTENNA"), "POSITION").getColumn();
+  // Station 1 is 100 m further from the Earth's centre; the others are where they were.
+  const auto radius = [](const cc::Matrix<double>& p, int s) { return std::hypot(p(0, s), p(1, s), p(2, s)); };
+  EXPECT_NEAR(radius(pb, 1) - radius(pa, 1), 100.0, 0.01);
+  EXPECT_NEAR(radius(pb, 2) - radius(pa, 2), 0.0, 1e-6);
+}
+
+// Polarisation that no Faraday depth describes is refused: Q and U with I = 0 (kept
+// as a fraction of I), and a RotationMeasure for Q and U without the frequency they are
+// given at (which OSKAR would leave unrotated). OSKAR's space-separated rows are read.
+TEST(SkyModel, RefusesPolarisationWithoutItsReferenceAndReadsSpaceSeparatedRows) {
+  const std::string path = scratch("pol_sky.txt");
+  const auto refuses = [&](const std::string& row, const std::string& says) {
+    std::ofstream(path) << "Format = RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex, RotationMeasure\n" << row;
+    try {
+      spip::sim::read_sky_model(path);
+      ADD_FAILURE() << "accepted: " << row;
+    } catch (const spip::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+  };
+  refuses("0, 60, 0, 0.5, 0, 0, 1e8, 0, 0\n", "need I other than 0");
+  refuses("0, 60, 1, 0.5, 0, 0, 0, 0, 20\n", "needs the ReferenceFrequency");
+  refuses("0, 60, nan, 0, 0, 0, 0, 0, 0\n", "not a finite number");
+  std::ofstream(path) << "0 60 2 0.5 0 0 1e8 -0.7 20\n";
+  const SkyModel sky = spip::sim::read_sky_model(path);
+  ASSERT_EQ(sky.components.size(), 1u);
+  EXPECT_DOUBLE_EQ(sky.components[0].i0_jy, 2.0);
+  EXPECT_DOUBLE_EQ(sky.components[0].spectral_index, -0.7);
+  EXPECT_NEAR(std::abs(sky.components[0].linear_pol(1e8)), 0.5, 1e-12);
 }

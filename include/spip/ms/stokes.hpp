@@ -50,4 +50,11 @@ SPIP_HOST_DEVICE inline float combine_weights(float weight_a, float weight_b) {
 // The four rules (I, Q, U, V) for an MS correlation axis given as CORR_TYPE codes.
 std::array<StokesRule, num_stokes> stokes_rules(const int* corr_types, int num_corr);
 
+// Whether `corr_type` is one of CorrType's codes (linear or circular), which
+// correlation() can make.
+bool is_correlation(int corr_type);
+// The correlation of code `corr_type` that sees the Stokes visibilities [I, Q, U, V]:
+// the inverse of stokes_rules, for simulating an MS. Requires is_correlation(corr_type).
+std::complex<float> correlation(int corr_type, const std::array<std::complex<float>, num_stokes>& stokes);
+
 }  // namespace spip::ms

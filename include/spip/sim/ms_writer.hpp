@@ -39,7 +39,7 @@ void simulate_from_template(const std::string& template_ms, const std::string& o
 void split_windows(const std::string& in_ms, const std::string& out_ms, const std::vector<std::vector<int>>& windows);
 
 struct ArrayDescription {
-  std::vector<std::array<double, 2>> station_en_m;  // horizontal East, North offsets
+  std::vector<std::array<double, 3>> station_enu_m;  // East, North, Up offsets from the site
   double lon_rad = 0, lat_rad = 0, alt_m = 0;       // site (WGS84)
   double ra_rad = 0, dec_rad = 0;                   // phase centre
   bool apparent_phase_centre = false;  // treat RA/Dec as apparent, as OSKAR does
