@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
     case spip::CommandAction::plan:
       if (!mpi.is_root()) return 0;
       try {
-        spip::pipeline::print_plan(command.config, {command.plan_ranks, command.plan_rates}, mpi.size(), std::cout);
+        spip::pipeline::print_plan(command.config, {command.plan_ranks, command.plan_rates, command.plan_node_ranks}, mpi.size(), std::cout);
         return 0;
       } catch (const spip::Error& e) {
         return report(mpi, e.what(), e.code());

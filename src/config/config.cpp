@@ -599,6 +599,7 @@ po::options_description generic_options() {
       ("print-config", "")
       ("plan", "")
       ("plan-ranks", po::value<int>())
+      ("plan-node-ranks", po::value<int>())
       ("plan-rates", po::value<std::string>())
       ("break-claim", "")
       ("version", "");
@@ -705,13 +706,15 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
   }
   if (command_line.count("print-config")) parsed.action = CommandAction::print_config;
   if (command_line.count("plan")) parsed.action = CommandAction::plan;
-  if ((command_line.count("plan-ranks") || command_line.count("plan-rates")) && !command_line.count("plan"))
-    SPIP_THROW(ConfigError, "--plan-ranks and --plan-rates go with --plan");
-  if (command_line.count("plan-ranks")) {
-    parsed.plan_ranks = command_line["plan-ranks"].as<int>();
-    if (parsed.plan_ranks < 1)
-      SPIP_THROW(ConfigError, "--plan-ranks " + std::to_string(parsed.plan_ranks) + ": expected an integer >= 1");
-  }
+  if ((command_line.count("plan-ranks") || command_line.count("plan-node-ranks") || command_line.count("plan-rates")) &&
+      !command_line.count("plan"))
+    SPIP_THROW(ConfigError, "--plan-ranks, --plan-node-ranks and --plan-rates go with --plan");
+  for (const auto& [option, value] : {std::pair{"plan-ranks", &parsed.plan_ranks}, {"plan-node-ranks", &parsed.plan_node_ranks}})
+    if (command_line.count(option)) {
+      *value = command_line[option].as<int>();
+      if (*value < 1)
+        SPIP_THROW(ConfigError, "--" + std::string(option) + " " + std::to_string(*value) + ": expected an integer >= 1");
+    }
   if (command_line.count("plan-rates")) parsed.plan_rates = command_line["plan-rates"].as<std::string>();
   parsed.break_claim = command_line.count("break-claim") > 0;
 
@@ -833,8 +836,11 @@ std::string help_text() {
          "  --plan           print what the run needs per rank (memory, disk, estimated time, from\n"
          "                   the MS metadata and rates timed here) and the sbatch options to ask\n"
          "                   for, then exit; --plan-ranks N plans for N ranks (default: the ranks\n"
-         "                   spip runs on), --plan-rates QA_JSON takes the rates from a previous\n"
-         "                   run's qa.json (the first few channels of the job, say) instead\n"
+         "                   spip runs on), M of them sharing a node's memory with\n"
+         "                   --plan-node-ranks M (default: as many as this node's cores hold at\n"
+         "                   parallel.threads each), --plan-rates QA_JSON takes the rates from a\n"
+         "                   previous run's qa.json (the first few channels of the job, say)\n"
+         "                   instead\n"
          "  --break-claim    take the output folder and prefix although another run's claim\n"
          "                   names them (.PREFIX.claim there): for a claim left by a killed job\n"
          "                   of another node, whose end this node cannot see\n"

@@ -4,7 +4,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <sstream>
+#include <string>
 
 #include "spip/common/freed_memory.hpp"
 #include "spip/cuda/scale_convolver.hpp"
@@ -76,7 +82,8 @@ std::string MemoryPlan::describe() const {
          gigabytes(imaging) + ", channel data " +
          gigabytes(channel_data) + ", read blocks 2 x " + gigabytes(block) + " (" + std::to_string(block_channels) +
          " channels), Faraday row groups " + gigabytes(faraday_group) + ", kept planes " + gigabytes(kept) +
-         (kept_spilled ? " in parallel.scratch" : " in memory");
+         (kept_spilled ? " in parallel.scratch" : " in memory") +
+         (catalogue > 0 ? ", the catalogue's maps " + gigabytes(catalogue) : "");
 }
 
 double clean_bytes_per_pixel(const CleanConfig& clean, const imaging::ImageGeometry& geometry, bool gpu) {
@@ -149,9 +156,16 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   double left = plan.budget - plan.process - plan.imaging - plan.channel_data;
   const int channels = std::max(1, needs.my_channels);
   plan.block_channels = needs.block_channels > 0
-                            ? needs.block_channels
+                            ? std::min(needs.block_channels, channels)
                             : std::clamp(static_cast<int>(std::min(block_cap, 0.25 * left) / block_per_channel), 1, channels);
   plan.block = plan.block_channels * block_per_channel;
+  if (needs.block_channels > 0 && 2 * plan.block + needs.faraday_row_bytes > left)
+    SPIP_THROW(ConfigError, "input.block_channels " + std::to_string(needs.block_channels) + " reads blocks of " +
+                                gigabytes(plan.block) + " (two are held), but parallel.memory_gb leaves " +
+                                gigabytes(left - needs.faraday_row_bytes) + " beside imaging; use at most " +
+                                std::to_string(std::max(0, static_cast<int>((left - needs.faraday_row_bytes) /
+                                                                            (2 * block_per_channel)))) +
+                                ", or 0 to size them from the budget");
   left -= 2 * plan.block;
   // Kept planes in memory save a pass through the scratch disk; the Faraday stage's
   // smallest row group must still fit beside them.
@@ -167,31 +181,102 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   return plan;
 }
 
-MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes) {
+MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes,
+                            double catalogue_bytes) {
   MemoryPlan plan;
   plan.budget = budget;
   plan.process = process_bytes;
   plan.block = plane_bytes;
+  plan.catalogue = catalogue_bytes;
   if (process_bytes + plane_bytes + faraday_row_bytes > budget)
     SPIP_THROW(ConfigError, "the Faraday stage on the cubes needs " + gigabytes(faraday_row_bytes) +
                                 " per rank for one image row of its spectra and " + gigabytes(plane_bytes) +
                                 " for a channel's planes beside the process's own " + gigabytes(process_bytes) +
                                 ", but parallel.memory_gb allows " + gigabytes(budget) +
                                 "; use fewer Faraday depths (faraday.phi_max, faraday.dphi) or more memory");
+  if (process_bytes + catalogue_bytes > budget)
+    SPIP_THROW(ConfigError, "the catalogue holds " + gigabytes(catalogue_bytes) + " of maps on rank 0 beside the "
+                                "process's own " + gigabytes(process_bytes) + ", but parallel.memory_gb allows " +
+                                gigabytes(budget) + "; use more memory, or catalogue.threshold 0 and no catalogue.sources");
   // As after imaging: convolved planes stay in memory where they fit beside the least
-  // row group, else in parallel.scratch.
+  // row group and, later, beside the catalogue's maps; else they go to parallel.scratch.
   double left = budget - process_bytes;
   plan.kept = kept_bytes;
-  plan.kept_spilled = kept_bytes + faraday_row_bytes > left - plane_bytes;
+  plan.kept_spilled = kept_bytes + faraday_row_bytes > left - plane_bytes || kept_bytes + catalogue_bytes > left;
   if (!plan.kept_spilled) left -= kept_bytes;
   plan.faraday_group = std::max(faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));
   return plan;
 }
 
+namespace {
+
+// A limit file's bytes; infinity for "max", a missing file or an unset limit (cgroup v1
+// writes one near 2^63).
+double limit_in(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  std::string text;
+  if (!(in >> text) || text == "max") return std::numeric_limits<double>::infinity();
+  try {
+    const double bytes = std::stod(text);
+    return bytes > 0 && bytes < 0x1p60 ? bytes : std::numeric_limits<double>::infinity();
+  } catch (const std::exception&) {
+    return std::numeric_limits<double>::infinity();
+  }
+}
+
+// The least of `file` in the cgroup folder `path` and in each folder above it, up to `root`.
+double least_up_the_tree(const std::filesystem::path& root, std::string path, const char* file) {
+  double least = limit_in(root / file);
+  while (!path.empty() && path != "/") {
+    least = std::min(least, limit_in(root / path.substr(1) / file));
+    path = path.substr(0, path.rfind('/'));
+  }
+  return least;
+}
+
+double megabytes_from(const char* variable) {
+  const char* text = std::getenv(variable);
+  if (!text) return std::numeric_limits<double>::infinity();
+  char* end = nullptr;
+  const double mb = std::strtod(text, &end);
+  return end != text && mb > 0 ? mb * (1u << 20) : std::numeric_limits<double>::infinity();
+}
+
+}  // namespace
+
+double cgroup_limit_bytes(const std::filesystem::path& cgroup_root, const std::string& self_cgroup) {
+  double least = std::numeric_limits<double>::infinity();
+  std::istringstream lines(self_cgroup);
+  for (std::string line; std::getline(lines, line);) {
+    // "0::/path" (v2), or "4:memory:/path" (v1, controllers maybe comma-joined).
+    const auto first = line.find(':'), second = line.find(':', first + 1);
+    if (first == std::string::npos || second == std::string::npos) continue;
+    std::istringstream controllers(line.substr(first + 1, second - first - 1));
+    const std::string path = line.substr(second + 1);
+    if (second == first + 1) least = std::min(least, least_up_the_tree(cgroup_root, path, "memory.max"));
+    for (std::string controller; std::getline(controllers, controller, ',');)
+      if (controller == "memory")
+        least = std::min(least, least_up_the_tree(cgroup_root / "memory", path, "memory.limit_in_bytes"));
+  }
+  return least;
+}
+
+double node_memory_bytes() {
+  double node = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  // A job's share of a shared node: its cgroup's limit (Slurm's ConstrainRAMSpace, a
+  // container's), or what it asked Slurm for.
+  std::ifstream self("/proc/self/cgroup");
+  const std::string cgroups((std::istreambuf_iterator<char>(self)), std::istreambuf_iterator<char>());
+  node = std::min(node, cgroup_limit_bytes("/sys/fs/cgroup", cgroups));
+  node = std::min(node, megabytes_from("SLURM_MEM_PER_NODE"));
+  if (const char* cpus = std::getenv("SLURM_CPUS_ON_NODE"))
+    node = std::min(node, megabytes_from("SLURM_MEM_PER_CPU") * std::max(1.0, std::atof(cpus)));
+  return node;
+}
+
 double memory_budget_bytes(const ParallelConfig& config, int local_ranks) {
   if (config.memory_gb > 0) return config.memory_gb * gb;
-  const double node = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
-  return node / std::max(1, local_ranks);
+  return node_memory_bytes() / std::max(1, local_ranks);
 }
 
 double fits_bytes(double pixels) {

@@ -152,7 +152,13 @@ std::vector<double> largest_channel_uvw_m(const Plan& plan) {
 
 CostRates measure_rates(const Config& config, const Plan& plan) {
   CostRates rates;
-  const std::vector<double> uvw_m = largest_channel_uvw_m(plan);
+  // A group's member images its share of a channel's rows, and plans its memory for that
+  // share alone: the whole channel could exceed what a rank holds.
+  std::vector<double> uvw_m = largest_channel_uvw_m(plan);
+  const auto share_rows = static_cast<std::size_t>(
+      std::ceil(plan.member_share(plan.ranks_per_channel) * static_cast<double>(uvw_m.size() / 3)));
+  uvw_m.resize(3 * std::min(uvw_m.size() / 3, std::max<std::size_t>(share_rows, 1)));
+  uvw_m.shrink_to_fit();
   const double freq_hz = plan.freq_hz[plan.freq_hz.size() / 2];
   const Stopwatch setup;
   const std::unique_ptr<ImagingStage> cpu =

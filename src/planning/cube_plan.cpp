@@ -13,6 +13,7 @@
 #include "spip/job/log.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/planning/planning.hpp"
+#include "spip/stages/catalogue_stage.hpp"
 #include "spip/stages/faraday_stage.hpp"
 #include "spip/stages/plane_store.hpp"
 #include "spip/version.hpp"
@@ -208,6 +209,25 @@ CubePlan open_cube_plan(const Config& config, int ranks) {
   return plan;
 }
 
+MemoryPlan cube_memory(const CubePlan& plan, int rank, double budget) {
+  const double pixels = static_cast<double>(plan.base.nx) * plan.base.ny;
+  // Measuring the noise reads a channel's Q and U planes and copies the measured pixels
+  // of one; convolving holds every Stokes's planes and the one being read beside the
+  // FFT grid, and the rank keeps them for the exchange of rows.
+  const int stokes = static_cast<int>(plan.cubes.given().size());
+  const bool smoothing = plan.smoothing_grid > 0;
+  const double plane_bytes =
+      smoothing ? 4.0 * (stokes + 1) * pixels + imaging::smoothing_bytes(plan.smoothing_grid) : 12.0 * pixels;
+  const double kept_bytes =
+      smoothing ? PlaneStore::bytes(plan.blocks[static_cast<std::size_t>(rank)].size(), stokes,
+                                    static_cast<std::size_t>(pixels))
+                : 0.0;
+  const double catalogue = rank == 0 && plan.products.has_catalogue() ? catalogue_bytes(pixels) : 0.0;
+  return plan_cube_memory(budget,
+                          FaradayStage::bytes_per_pixel(static_cast<int>(plan.freq_hz.size()), plan.num_phi) * plan.base.nx,
+                          plane_bytes, kept_bytes, catalogue);
+}
+
 CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim) {
   CubePlan plan;
   std::exception_ptr failure;
@@ -249,22 +269,7 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
   plan.gpu_device = chosen.index();
   plan.gpu_share_bytes = chosen.share_bytes();
   try {
-    const double pixels = static_cast<double>(grid.nx) * grid.ny;
-    // Measuring the noise reads a channel's Q and U planes and copies the measured pixels
-    // of one; convolving holds every Stokes's planes and the one being read beside the
-    // FFT grid, and the rank keeps them for the exchange of rows.
-    const int stokes = static_cast<int>(plan.cubes.given().size());
-    const bool smoothing = plan.smoothing_grid > 0;
-    const double plane_bytes =
-        smoothing ? 4.0 * (stokes + 1) * pixels + imaging::smoothing_bytes(plan.smoothing_grid) : 12.0 * pixels;
-    const double kept_bytes =
-        smoothing ? PlaneStore::bytes(plan.blocks[static_cast<std::size_t>(mpi.rank())].size(), stokes,
-                                      static_cast<std::size_t>(pixels))
-                  : 0.0;
-    plan.memory = plan_cube_memory(
-        memory_budget_bytes(config.parallel, mpi.local_size()),
-        FaradayStage::bytes_per_pixel(static_cast<int>(plan.freq_hz.size()), plan.num_phi) * grid.nx, plane_bytes,
-        kept_bytes);
+    plan.memory = cube_memory(plan, mpi.rank(), memory_budget_bytes(config.parallel, mpi.local_size()));
     if (mpi.is_root()) require_disk_space(config.output.dir, plan.products.bytes_to_write());
   } catch (...) {
     failure = std::current_exception();

@@ -2,6 +2,7 @@
 #include "spip/planning/plan_report.hpp"
 
 #include <omp.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,6 +26,25 @@
 namespace spip::pipeline {
 
 namespace {
+
+// How many of the planned ranks share a node's memory: --plan-node-ranks, or as many as a
+// node like this one has cores for at `threads` each.
+struct NodeShare {
+  int ranks = 1;
+  bool given = false;
+  std::string describe(const Config& config) const {
+    return "memory: " + std::to_string(ranks) + " rank(s) a node" +
+           (given ? " (--plan-node-ranks)" : " (as many as this node's cores hold; --plan-node-ranks sets it)") +
+           (config.parallel.memory_gb > 0 ? ", parallel.memory_gb each"
+                                           : ", sharing this node's " + fixed(node_memory_bytes() / 1e9, 1) + " GB");
+  }
+};
+
+NodeShare node_share(int ranks, int threads, int given) {
+  if (given > 0) return {std::min(given, ranks), true};
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  return {std::clamp(static_cast<int>(cores / std::max(1, threads)), 1, ranks), false};
+}
 
 std::string clock_time(double seconds) {
   const long total = static_cast<long>(std::ceil(seconds));
@@ -74,27 +94,27 @@ std::string device_plan(const cuda::DeviceProbe& probe, double rank_bytes) {
 namespace {
 
 // The Faraday stage on another imager's cubes: what each rank measures, reads and holds.
-void print_cube_plan(const Config& config, int ranks, std::ostream& out) {
+void print_cube_plan(const Config& config, int ranks, const NodeShare& node, std::ostream& out) {
   const CubePlan plan = open_cube_plan(config, ranks);
   const int nx = plan.base.nx, ny = plan.base.ny, num_chan = static_cast<int>(plan.freq_hz.size());
-  const MemoryPlan memory =
-      plan_cube_memory(memory_budget_bytes(config.parallel, ranks),
-                       FaradayStage::bytes_per_pixel(num_chan, plan.num_phi) * nx, 8.0 * nx * ny);
   out << "spip " << version << " plan: " << ranks << " rank(s); the Faraday stage on another imager's cubes of "
-      << nx << " x " << ny << " pixels, " << num_chan << " channels; " << plan.num_phi << " Faraday depths\n\n";
-  char line[160];
-  std::snprintf(line, sizeof line, "%5s %15s %15s %14s %12s\n", "rank", "channels", "slab rows", "rows a group",
-                "Faraday mem");
+      << nx << " x " << ny << " pixels, " << num_chan << " channels; " << plan.num_phi << " Faraday depths\n"
+      << node.describe(config) << "\n\n";
+  char line[200];
+  std::snprintf(line, sizeof line, "%5s %15s %15s %14s %12s %20s\n", "rank", "channels", "slab rows", "rows a group",
+                "Faraday mem", "kept planes");
   out << line;
   for (int r = 0; r < ranks; ++r) {
+    const MemoryPlan memory = cube_memory(plan, r, memory_budget_bytes(config.parallel, node.ranks));
     const parallel::ChannelBlock& block = plan.blocks[static_cast<std::size_t>(r)];
     const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, ny);
-    char channels[48], rows[48];
+    char channels[48], rows[48], kept[48];
     std::snprintf(channels, sizeof channels, "[%d, %d)", block.begin, block.end);
     std::snprintf(rows, sizeof rows, "[%d, %d)", y0, y1);
-    std::snprintf(line, sizeof line, "%5d %15s %15s %14d %12s\n", r, channels, rows,
+    std::snprintf(kept, sizeof kept, "%s %s", gb(memory.kept).c_str(), memory.kept_spilled ? "scratch" : "memory");
+    std::snprintf(line, sizeof line, "%5d %15s %15s %14d %12s %20s\n", r, channels, rows,
                   FaradayStage::group_rows(memory.faraday_group, num_chan, plan.num_phi, nx, y1 - y0, 0),
-                  gb(memory.faraday_group).c_str());
+                  gb(memory.faraday_group).c_str(), memory.kept > 0 ? kept : "none");
     out << line;
   }
   out << "\neach rank reads its channels' Q and U planes once (their noise and blanks), then its slab's rows of every "
@@ -106,30 +126,29 @@ void print_cube_plan(const Config& config, int ranks, std::ostream& out) {
 
 void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out) {
   const int ranks = request.ranks > 0 ? request.ranks : mpi_ranks;
-  if (config.input.cubes()) return print_cube_plan(config, ranks, out);
   // Without parallel.threads, the ranks share this machine's cores, as they would in a
   // run here; for other nodes, set parallel.threads to the intended --cpus-per-task.
   omp_set_num_threads(config.parallel.threads > 0 ? config.parallel.threads : std::max(1, omp_get_num_procs() / ranks));
   const int threads = omp_get_max_threads();
+  const NodeShare node = node_share(ranks, threads, request.node_ranks);
+  if (config.input.cubes()) return print_cube_plan(config, ranks, node, out);
   Plan plan = open_plan(config);
   const int num_chan = plan.chan_end - plan.chan_begin;
   const int num_phi = plan.num_phi;
   // From the metadata alone every row counts in every channel; a run balances the
   // unflagged visibilities, which it counts from FLAG.
   const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
-  // From the metadata alone the busiest channel holds every row.
-  plan.busiest_channel = static_cast<std::int64_t>(plan.max_visibilities);
   const cuda::DeviceProbe probe = cuda::probe_devices();
   const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
-  // The ranks share one node, as in a run here, and may image on either backend.
-  const MemoryBasis basis{memory_budget_bytes(config.parallel, ranks),
+  // The ranks share nodes like this one, and may image on either backend.
+  const MemoryBasis basis{memory_budget_bytes(config.parallel, node.ranks),
                           std::max(clean_bytes_per_pixel(config.clean, plan.geometry, false),
                                    gpu ? clean_bytes_per_pixel(config.clean, plan.geometry, true) : 0.0),
                           imaging_bytes_per_row(config.image, config.clean, plan.geometry)};
   decompose(
       config, uniform, ranks,
       [&](double share) {
-        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.busiest_channel),
+        return channel_imaging_bytes(plan.geometry, share * static_cast<double>(plan.max_visibilities),
                                      basis.clean_bytes_per_pixel, basis.row_bytes,
                                      static_cast<int>(plan.pointings.size())) <= basis.budget;
       },
@@ -139,7 +158,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["
       << plan.chan_begin << ", " << plan.chan_end << ") of " << input_count(plan) << ", "
       << plan.max_visibilities << " rows per channel; " << plan.geometry.size << "^2 pixels on a "
-      << plan.geometry.grid_size << "^2 grid; " << num_phi << " Faraday depths\n";
+      << plan.geometry.grid_size << "^2 grid; " << num_phi << " Faraday depths\n"
+      << node.describe(config) << "\n";
   const CostRates rates =
       request.previous_qa.empty() ? measure_rates(config, plan) : rates_from_qa(request.previous_qa, config, plan);
   out << "rates " << rates.from << ":\n  set-up " << fixed(rates.setup_s, 2) << " s; per channel: image and CLEAN "

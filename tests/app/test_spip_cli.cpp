@@ -1,4 +1,5 @@
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <cmath>
 
 #include "spip/fits/fits_image.hpp"
@@ -301,6 +302,21 @@ TEST(SpipCli, PlanAndRunAgreeOnTheMemoryPlan) {
   std::printf("[ measured ] %s\n", memory_line(job.out).c_str());
 }
 
+// --plan-ranks N plans for N ranks over nodes like this one: as many share a node's
+// memory as its cores hold (here 2 cores: 2 ranks a node), not all N. Planned as one
+// node's 512 ranks, the sample did not fit; --plan-node-ranks says how many share it.
+TEST(SpipCli, PlanSharesANodesMemoryAmongTheRanksItsCoresHold) {
+  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  const Outcome many = run_spip(sample_args("plan512") + " --image.size 128 --input.channel_end 2 --plan --plan-ranks 512");
+  ASSERT_EQ(many.exit_code, 0) << many.err;
+  EXPECT_NE(many.out.find("memory: " + std::to_string(std::min(cores, 512L)) + " rank(s) a node"), std::string::npos)
+      << many.out;
+  expect_one_line_error(run_spip(sample_args("plan512n") + " --image.size 128 --input.channel_end 2 --plan --plan-ranks 512 " +
+                                 "--plan-node-ranks 100000"),
+                        2, {"parallel.memory_gb allows"});
+  expect_one_line_error(run_spip(sample_args("plan_n0") + " --plan --plan-node-ranks 0"), 2, {"--plan-node-ranks 0"});
+}
+
 TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {
   ASSERT_EQ(run_spip(base_args("rates")).exit_code, 0);
   const fs::path qa = scratch("rates") / "spip-qa.json";
@@ -310,7 +326,7 @@ TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {
   expect_one_line_error(run_spip(base_args("rates_bad") + " --plan --plan-rates " + oskar_ms + "/table.dat"), 3,
                         {"table.dat", "not a spip qa.json"});
   expect_one_line_error(run_spip(base_args("rates_alone") + " --plan-rates " + qa.string()), 2,
-                        {"--plan-ranks and --plan-rates go with --plan"});
+                        {"--plan-ranks, --plan-node-ranks and --plan-rates go with --plan"});
 }
 
 // --plan times RM synthesis and RM-CLEAN on a sample of the run's depth axis: for 1.56

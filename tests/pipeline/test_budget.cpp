@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <iostream>
 #include <limits>
 #include <new>
@@ -17,11 +19,14 @@
 #include "spip/deconv/clean.hpp"
 #include "spip/deconv/convolver.hpp"
 #include "spip/deconv/multiscale.hpp"
+#include "spip/error.hpp"
 #include "spip/imaging/beam.hpp"
 #include "spip/imaging/channel_imager.hpp"
 #include "spip/imaging/fft.hpp"
 #include "spip/imaging/geometry.hpp"
 #include "spip/job/memory_budget.hpp"
+#include "spip/stages/catalogue_stage.hpp"
+#include "scratch.hpp"
 
 namespace {
 
@@ -226,4 +231,82 @@ TEST(MemoryBudget, CountsWhatConvolvingToABeamHolds) {
   std::cout << "convolving held " << held << " B; the plan counts " << planned << "\n";
   EXPECT_LE(held, planned);
   EXPECT_GE(held, 0.8 * planned);
+}
+
+// A job on a shared node may use what its cgroup allows, not the node's memory: v2's
+// memory.max and v1's memory.limit_in_bytes, on its own cgroup or one above it (Slurm
+// limits the job and runs its steps below), "max" and v1's 2^63 meaning none.
+TEST(MemoryBudget, TheNodesMemoryIsWhatTheJobsCgroupAllows) {
+  namespace fs = std::filesystem;
+  const fs::path root = spip::test::scratch_path("cgroup");
+  const auto write = [&](const fs::path& file, const std::string& text) {
+    fs::create_directories(file.parent_path());
+    std::ofstream(file) << text << "\n";
+  };
+  write(root / "slurm/job_7/memory.max", "4294967296");
+  write(root / "slurm/job_7/step_0/memory.max", "max");
+  EXPECT_EQ(spip::pipeline::cgroup_limit_bytes(root, "0::/slurm/job_7/step_0\n"), 4294967296.0);
+  write(root / "memory/docker/abc/memory.limit_in_bytes", "2147483648");
+  write(root / "memory/memory.limit_in_bytes", "9223372036854771712");
+  EXPECT_EQ(spip::pipeline::cgroup_limit_bytes(root, "4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n"),
+            2147483648.0);
+  EXPECT_EQ(spip::pipeline::cgroup_limit_bytes(root, "4:cpu:/docker/abc\n"), std::numeric_limits<double>::infinity());
+  EXPECT_EQ(spip::pipeline::cgroup_limit_bytes(root, "0::/elsewhere\n"), std::numeric_limits<double>::infinity());
+}
+
+// Without parallel.memory_gb the ranks of a node share what Slurm gave the job there.
+TEST(MemoryBudget, TheDefaultBudgetSharesWhatSlurmGaveTheJob) {
+  const spip::ParallelConfig unset;
+  const double whole = spip::pipeline::memory_budget_bytes(unset, 1);
+  setenv("SLURM_MEM_PER_NODE", "1024", 1);
+  EXPECT_EQ(spip::pipeline::memory_budget_bytes(unset, 4), 256.0 * (1 << 20));
+  unsetenv("SLURM_MEM_PER_NODE");
+  setenv("SLURM_MEM_PER_CPU", "100", 1);
+  setenv("SLURM_CPUS_ON_NODE", "8", 1);
+  EXPECT_EQ(spip::pipeline::memory_budget_bytes(unset, 2), 400.0 * (1 << 20));
+  unsetenv("SLURM_MEM_PER_CPU");
+  unsetenv("SLURM_CPUS_ON_NODE");
+  EXPECT_EQ(spip::pipeline::memory_budget_bytes(unset, 1), whole);
+}
+
+// Every row of a channel is read and staged, flagged or not: the imaging needs of a
+// channel grow with its rows, and an input.block_channels that two blocks of cannot
+// fit is refused in one line rather than run past the budget.
+TEST(MemoryBudget, AFixedBlockWidthThatCannotFitIsRefused) {
+  spip::pipeline::MemoryNeeds needs;
+  needs.budget = 0.2e9;
+  needs.geometry = spip::imaging::ImageGeometry::make(128, 1e-4, 1.2);
+  needs.rows_per_channel = 80640;
+  needs.my_channels = 32;
+  needs.faraday_row_bytes = 1e5;
+  needs.block_channels = 32;
+  try {
+    spip::pipeline::plan_memory(needs);
+    FAIL() << "32 channels of 80640 rows in each of two blocks fit 0.2 GB";
+  } catch (const spip::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("input.block_channels 32"), std::string::npos) << e.what();
+  }
+  needs.block_channels = 4;
+  EXPECT_EQ(spip::pipeline::plan_memory(needs).block_channels, 4);
+  needs.block_channels = 64;  // beyond the rank's channels: its channels
+  needs.budget = 1e9;
+  EXPECT_EQ(spip::pipeline::plan_memory(needs).block_channels, 32);
+}
+
+// On another imager's cubes, rank 0's catalogue holds its maps after the Faraday stage:
+// 2048^2 cubes on a 0.13 GB budget peaked at 0.23 GB with a catalogue and 0.095 GB
+// without. Its maps count, and kept planes that cannot sit beside them spill.
+TEST(MemoryBudget, OnCubesTheCatalogueMapsCount) {
+  const double pixels = 2048.0 * 2048.0, row = 1e5, plane = 12 * pixels;
+  EXPECT_NO_THROW(spip::pipeline::plan_cube_memory(0.13e9, row, plane, 0, 0));
+  try {
+    spip::pipeline::plan_cube_memory(0.13e9, row, plane, 0, spip::pipeline::catalogue_bytes(pixels));
+    FAIL() << "a catalogue of 2048^2 maps fit 0.13 GB";
+  } catch (const spip::ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("catalogue"), std::string::npos) << e.what();
+  }
+  const double kept = 0.1e9;
+  EXPECT_FALSE(spip::pipeline::plan_cube_memory(0.4e9, row, plane, kept, 0).kept_spilled);
+  EXPECT_TRUE(spip::pipeline::plan_cube_memory(0.4e9, row, plane, kept, spip::pipeline::catalogue_bytes(pixels) * 1.5)
+                  .kept_spilled);
 }

@@ -26,6 +26,7 @@ struct MemoryPlan {
   double faraday_group = 0;  // one row group of the Faraday stage
   double kept = 0;           // the planes a rank keeps of its channels (PlaneStore)
   bool kept_spilled = false; // kept in parallel.scratch: they do not fit beside the rest
+  double catalogue = 0;      // rank 0's maps for the catalogue, after the Faraday stage (on cubes)
   std::string describe() const;
 };
 
@@ -74,12 +75,23 @@ MemoryPlan plan_memory(const MemoryNeeds& needs);
 // The Faraday stage alone, on another imager's cubes: its row groups, the planes of one
 // channel (`plane_bytes`) that measuring the channels' noise (and convolving them to one
 // beam) takes at a time (MemoryPlan::block), and the convolved planes a rank keeps of its
-// channels (`kept_bytes`), in memory where they fit. Throws ConfigError where one row and
-// the planes cannot fit.
-MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes = 0);
+// channels (`kept_bytes`), in memory where they fit, and rank 0's catalogue maps
+// (`catalogue_bytes`, 0 elsewhere). Throws ConfigError where one row and the planes, or
+// the catalogue's maps, cannot fit.
+MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes,
+                            double catalogue_bytes);
 
-// parallel.memory_gb in bytes, or this node's memory shared by its `local_ranks`.
+// parallel.memory_gb in bytes, or this node's memory (node_memory_bytes) shared by its
+// `local_ranks`.
 double memory_budget_bytes(const ParallelConfig& config, int local_ranks);
+// The memory this job may use on this node: the physical memory, or less where its cgroup
+// limits it or Slurm gave it less (SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU times
+// SLURM_CPUS_ON_NODE).
+double node_memory_bytes();
+// The least memory limit of the cgroups that /proc/self/cgroup's text names, and of those
+// above them, under `cgroup_root` (v2's memory.max, v1's memory/memory.limit_in_bytes);
+// infinity where none is set.
+double cgroup_limit_bytes(const std::filesystem::path& cgroup_root, const std::string& self_cgroup);
 
 // Bytes of a FITS file holding `pixels` float32 values (header and padding included).
 double fits_bytes(double pixels);

@@ -61,7 +61,6 @@ struct Plan {
   std::size_t gpu_share_bytes = 0;               // of the GPU's free memory, this rank's
   imaging::ImageGeometry geometry;
   std::size_t max_visibilities = 0;              // the most rows one image channel holds, of all its inputs
-  std::int64_t busiest_channel = 0;              // unflagged visibilities of the fullest imaged channel
   ProductRegistry products;                      // every file the run writes, with its size
   MemoryPlan memory;                             // this rank's
   std::unique_ptr<RunClaim> claim;               // rank 0's on the output, held while the plan lives

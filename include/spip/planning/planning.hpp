@@ -45,6 +45,9 @@ Plan open_plan(const Config& config);
 // both where they differ), input.cube_noise read, each of `ranks` ranks given a block
 // of channels to measure, the products named. What --plan and the run both see.
 CubePlan open_cube_plan(const Config& config, int ranks);
+// Rank `rank`'s memory plan on another imager's cubes, within `budget` bytes: a run's and
+// --plan's alike.
+MemoryPlan cube_memory(const CubePlan& plan, int rank, double budget);
 // That, with the claim on the output, the memory and disk checks and the effective
 // configuration, as make_plan does for Measurement Sets. Collective.
 CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
