@@ -19,7 +19,12 @@ void check(int rc, const std::string& what, const std::string& path) {
   char text[MPI_MAX_ERROR_STRING] = {};
   int length = 0;
   MPI_Error_string(rc, text, &length);
-  SPIP_THROW(spip::Error, "cannot " + what + " '" + path + "' (MPI-IO): " + std::string(text, static_cast<std::size_t>(length)));
+  const std::string message = "cannot " + what + " '" + path + "' (MPI-IO): " + std::string(text, static_cast<std::size_t>(length));
+  int error_class = 0;
+  MPI_Error_class(rc, &error_class);
+  // A full disk or quota is the output's, as the disk check at the start would have said.
+  if (error_class == MPI_ERR_NO_SPACE || error_class == MPI_ERR_QUOTA) SPIP_THROW(spip::InputError, message);
+  SPIP_THROW(spip::Error, message);
 }
 
 void write_extent(MPI_File file, const FileExtent& extent, const std::string& path) {
@@ -33,9 +38,9 @@ void write_extent(MPI_File file, const FileExtent& extent, const std::string& pa
           "write", path);
     int written = 0;
     MPI_Get_count(&status, MPI_BYTE, &written);
-    if (written != count)
-      SPIP_THROW(spip::Error, "cannot write '" + path + "' (MPI-IO): " + std::to_string(written) + " of " +
-                                  std::to_string(count) + " bytes written");
+    if (written != count)  // a short write: the disk or the quota is full
+      SPIP_THROW(spip::InputError, "cannot write '" + path + "' (MPI-IO): " + std::to_string(written) + " of " +
+                                       std::to_string(count) + " bytes written; is the disk or the quota full?");
   }
 }
 

@@ -126,3 +126,18 @@ TEST(SharedWrites, AFileThatIsNotThereIsNamedInTheError) {
   }
 }
 
+
+// A full disk is the output's fault, as the disk check at the start says: exit 3
+// (InputError) with the file named, not an internal failure (exit 1). /dev/full fails
+// every write with ENOSPC.
+TEST(SharedWrites, AFullDiskIsAnInputErrorNamingTheFile) {
+  spip::FileWrite write{"/dev/full", {{0, std::vector<std::byte>(4096)}}};
+  try {
+    spip::parallel::FileWriter files;
+    files.write(write);
+    files.close();
+    FAIL() << "no exception";
+  } catch (const spip::InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("/dev/full"), std::string::npos) << e.what();
+  }
+}
