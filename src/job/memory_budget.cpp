@@ -176,8 +176,11 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   // smallest row group leave: a tight budget (or wide input.block_channels) keeps less,
   // or none, rather than fail or spill.
   plan.kept_heap = std::clamp(left - needs.faraday_row_bytes, 0.0, kept_heap_bytes(plan.budget));
-  left -= plan.kept_heap;
-  plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * left, faraday_group_cap));
+  // The Faraday stage starts once the imaging, the channel data and the blocks are freed:
+  // its row groups take half of what the process, the heap's kept blocks and the kept
+  // planes leave. Sized beside the imaging, a 1024^2 multiscale run had groups of one row.
+  const double after_imaging = plan.budget - plan.process - plan.kept_heap - (plan.kept_spilled ? 0.0 : plan.kept);
+  plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * after_imaging, faraday_group_cap));
   return plan;
 }
 

@@ -196,7 +196,10 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
         gpu && num_phi > 0 ? static_cast<double>(cuda::slab_bytes(num_phi, num_chan, group_rows * plan.geometry.size))
                            : 0;
     gpu_peak = std::max(gpu_peak, gpu_faraday);
-    peak_bytes = std::max(peak_bytes, host + memory.faraday_group);
+    // Imaging is freed before the Faraday stage, which holds its row group beside the kept planes.
+    const double faraday_host =
+        memory.process + memory.kept_heap + (memory.kept_spilled ? 0.0 : memory.kept) + memory.faraday_group;
+    peak_bytes = std::max({peak_bytes, host, faraday_host});
     slowest_s = std::max(slowest_s, seconds);
     char channels[48];
     std::snprintf(channels, sizeof channels, "[%d, %d)", plan.chan_begin + block.begin, plan.chan_begin + block.end);
