@@ -242,7 +242,8 @@ double megabytes_from(const char* variable) {
   if (!text) return std::numeric_limits<double>::infinity();
   char* end = nullptr;
   const double mb = std::strtod(text, &end);
-  return end != text && mb > 0 ? mb * (1u << 20) : std::numeric_limits<double>::infinity();
+  // Slurm writes plain megabytes; anything else ("4G" set by hand) is not read as a limit.
+  return end != text && *end == '\0' && mb > 0 ? mb * (1u << 20) : std::numeric_limits<double>::infinity();
 }
 
 }  // namespace
@@ -264,8 +265,12 @@ double cgroup_limit_bytes(const std::filesystem::path& cgroup_root, const std::s
   return least;
 }
 
+double physical_memory_bytes() {
+  return static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+}
+
 double node_memory_bytes() {
-  double node = static_cast<double>(sysconf(_SC_PHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGE_SIZE));
+  double node = physical_memory_bytes();
   // A job's share of a shared node: its cgroup's limit (Slurm's ConstrainRAMSpace, a
   // container's), or what it asked Slurm for.
   std::ifstream self("/proc/self/cgroup");

@@ -28,15 +28,20 @@ namespace spip::pipeline {
 namespace {
 
 // How many of the planned ranks share a node's memory: --plan-node-ranks, or as many as a
-// node like this one has cores for at `threads` each.
+// node like this one has cores for at `threads` each. Cores and memory are the whole
+// node's, not this step's (srun -n1 -c8 --plan for a job of many ranks a node).
 struct NodeShare {
   int ranks = 1;
   bool given = false;
+  double budget(const Config& config) const {
+    return config.parallel.memory_gb > 0 ? config.parallel.memory_gb * 1e9 : physical_memory_bytes() / ranks;
+  }
   std::string describe(const Config& config) const {
     return "memory: " + std::to_string(ranks) + " rank(s) a node" +
            (given ? " (--plan-node-ranks)" : " (as many as this node's cores hold; --plan-node-ranks sets it)") +
            (config.parallel.memory_gb > 0 ? ", parallel.memory_gb each"
-                                           : ", sharing this node's " + fixed(node_memory_bytes() / 1e9, 1) + " GB");
+                                           : ", sharing a node's " + fixed(physical_memory_bytes() / 1e9, 1) +
+                                                 " GB (a run takes less where its cgroup or Slurm gives it less)");
   }
 };
 
@@ -105,7 +110,7 @@ void print_cube_plan(const Config& config, int ranks, const NodeShare& node, std
                 "Faraday mem", "kept planes");
   out << line;
   for (int r = 0; r < ranks; ++r) {
-    const MemoryPlan memory = cube_memory(plan, r, memory_budget_bytes(config.parallel, node.ranks));
+    const MemoryPlan memory = cube_memory(plan, r, node.budget(config));
     const parallel::ChannelBlock& block = plan.blocks[static_cast<std::size_t>(r)];
     const auto [y0, y1] = FaradayStage::slab_rows(r, ranks, ny);
     char channels[48], rows[48], kept[48];
@@ -136,12 +141,12 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   const int num_chan = plan.chan_end - plan.chan_begin;
   const int num_phi = plan.num_phi;
   // From the metadata alone every row counts in every channel; a run balances the
-  // unflagged visibilities, which it counts from FLAG.
+  // unflagged visibilities plus each channel's grid work, counting them from FLAG.
   const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
   const cuda::DeviceProbe probe = cuda::probe_devices();
   const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
   // The ranks share nodes like this one, and may image on either backend.
-  const MemoryBasis basis{memory_budget_bytes(config.parallel, node.ranks),
+  const MemoryBasis basis{node.budget(config),
                           std::max(clean_bytes_per_pixel(config.clean, plan.geometry, false),
                                    gpu ? clean_bytes_per_pixel(config.clean, plan.geometry, true) : 0.0),
                           imaging_bytes_per_row(config.image, config.clean, plan.geometry)};

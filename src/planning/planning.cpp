@@ -386,7 +386,26 @@ namespace {
 // quick-look page drew a 64-pixel run's catalogue on a 128-pixel run's maps); the run
 // writes all of them anew, so none is worth keeping. The partial channel cubes stay:
 // resume continues them, and a fresh start recreates them.
-int clear_earlier_products(const ProductRegistry& products) {
+// The files the configuration reads.
+std::vector<std::string> input_files(const Config& config) {
+  std::vector<std::string> files = config.input.ms;
+  for (const std::string* file : {&config.input.cube_i, &config.input.cube_q, &config.input.cube_u,
+                                  &config.input.cube_v, &config.input.cube_noise, &config.faraday.ionosphere,
+                                  &config.catalogue.sources, &config.beam.fits})
+    if (!file->empty()) files.push_back(*file);
+  return files;
+}
+
+int clear_earlier_products(const Config& config, const ProductRegistry& products) {
+  const std::vector<std::string> inputs = input_files(config);
+  for (const std::string& file : products.earlier_runs_files())
+    for (const std::string& input : inputs) {
+      std::error_code error;
+      if (fs::equivalent(file, input, error))
+        SPIP_THROW(ConfigError, "the input " + input + " is a product name of output.prefix " + config.output.prefix +
+                                    " in " + config.output.dir + ", which this run would replace; choose another "
+                                    "output.prefix or output.dir");
+    }
   int cleared = 0;
   for (const std::string& file : products.earlier_runs_files()) {
     std::error_code error;
@@ -412,7 +431,7 @@ void prepare_output(const Config& config, const ProductRegistry& products, bool 
   try {
     if (mpi.is_root()) {
       fs::create_directories(config.output.dir);
-      cleared = clear_earlier_products(products);
+      cleared = clear_earlier_products(config, products);
       write_text_atomically(path, to_ini(config));
     }
   } catch (...) {

@@ -64,11 +64,12 @@ void check_space(const std::string& out_ms, double bytes) {
                                " GB free");
 }
 
-// An input MS may not be the output it would be replaced by.
+// An input MS may not be the output it would be replaced by, nor hold it (a subtable).
 void check_distinct(const std::string& in_ms, const std::string& out_ms, const char* option) {
-  std::error_code error;
-  if (fs::equivalent(in_ms, out_ms, error))
-    SPIP_THROW(InputError, std::string(option) + " " + in_ms + " is also --out; write the new MS elsewhere");
+  const fs::path in = fs::weakly_canonical(in_ms), out = fs::weakly_canonical(out_ms);
+  const auto [end, unused] = std::mismatch(in.begin(), in.end(), out.begin(), out.end());
+  if (end == in.end())
+    SPIP_THROW(InputError, std::string(option) + " " + in_ms + " holds --out " + out_ms + "; write the new MS elsewhere");
 }
 
 // Atomic publication: `make` writes the MS under a partial name, which becomes `out_ms`

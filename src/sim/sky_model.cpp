@@ -85,7 +85,8 @@ Component component_from(const Row& row, std::size_t index) {
     // Q, U given at the reference frequency: derotate to lambda^2 = 0. Without one,
     // OSKAR neither scales nor rotates them, which no Faraday depth describes.
     const double q = row.number("Q"), u = row.number("U");
-    if ((q != 0 || u != 0) && c.i0_jy == 0)
+    if (q == 0 && u == 0) return c;  // unpolarised (OSKAR's default columns give every row Q and U)
+    if (c.i0_jy == 0)
       SPIP_THROW(InputError, row.where + ": Q and U need I other than 0 (polarisation is kept as a fraction of I)");
     if (c.rm_rad_m2 != 0 && !(c.ref_freq_hz > 0))
       SPIP_THROW(InputError, row.where + ": RotationMeasure with Q and U needs the ReferenceFrequency they are given at");

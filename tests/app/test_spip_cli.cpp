@@ -189,6 +189,14 @@ TEST(SpipCli, ARunClearsAnEarlierRunsProductsOfItsPrefixAlone) {
     EXPECT_TRUE(fs::exists(out / name)) << name;
   for (const char* name : {"other-FDF_tot_dirty.fits", "other-dirty-I.fits", "other-qa.json"})
     EXPECT_TRUE(fs::exists(out / name)) << name << " of another prefix was removed";
+  // The earlier run's cubes or catalogue as this run's input, under a name this run
+  // would replace: refused before anything is removed, not deleted and then missed.
+  const std::string cube_q = (out / "spip-image-Q.fits").string();
+  expect_one_line_error(run_spip("--input.cube_q " + cube_q + " --input.cube_u " + (out / "spip-image-U.fits").string() +
+                                 " --output.dir " + out.string() + " --parallel.threads 1"),
+                        2, {cube_q, "output.prefix"});
+  EXPECT_TRUE(fs::exists(cube_q));
+  EXPECT_TRUE(fs::exists(out / "spip-image-I.fits"));
 }
 
 // The same MS twice would double every visibility and weight.

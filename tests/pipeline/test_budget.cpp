@@ -13,6 +13,7 @@
 #include <limits>
 #include <new>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "spip/config/config.hpp"
@@ -256,17 +257,26 @@ TEST(MemoryBudget, TheNodesMemoryIsWhatTheJobsCgroupAllows) {
 
 // Without parallel.memory_gb the ranks of a node share what Slurm gave the job there.
 TEST(MemoryBudget, TheDefaultBudgetSharesWhatSlurmGaveTheJob) {
+  // The test may itself run in a Slurm job: its variables are set aside, then restored.
+  const char* names[] = {"SLURM_MEM_PER_NODE", "SLURM_MEM_PER_CPU", "SLURM_CPUS_ON_NODE"};
+  std::vector<std::pair<std::string, std::string>> saved;
+  for (const char* name : names)
+    if (const char* value = std::getenv(name)) saved.emplace_back(name, value);
+  for (const char* name : names) unsetenv(name);
   const spip::ParallelConfig unset;
   const double whole = spip::pipeline::memory_budget_bytes(unset, 1);
+  ASSERT_GT(whole, 1e9) << "a cgroup limit below 1 GB leaves Slurm's figures below nothing to compare";
   setenv("SLURM_MEM_PER_NODE", "1024", 1);
   EXPECT_EQ(spip::pipeline::memory_budget_bytes(unset, 4), 256.0 * (1 << 20));
+  setenv("SLURM_MEM_PER_NODE", "4G", 1);  // not Slurm's form: not read as 4 MB
+  EXPECT_EQ(spip::pipeline::memory_budget_bytes(unset, 1), whole);
   unsetenv("SLURM_MEM_PER_NODE");
   setenv("SLURM_MEM_PER_CPU", "100", 1);
   setenv("SLURM_CPUS_ON_NODE", "8", 1);
   EXPECT_EQ(spip::pipeline::memory_budget_bytes(unset, 2), 400.0 * (1 << 20));
-  unsetenv("SLURM_MEM_PER_CPU");
-  unsetenv("SLURM_CPUS_ON_NODE");
+  for (const char* name : names) unsetenv(name);
   EXPECT_EQ(spip::pipeline::memory_budget_bytes(unset, 1), whole);
+  for (const auto& [name, value] : saved) setenv(name.c_str(), value.c_str(), 1);
 }
 
 // Every row of a channel is read and staged, flagged or not: the imaging needs of a

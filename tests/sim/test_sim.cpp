@@ -376,6 +376,11 @@ TEST(Simulator, AFailedSimulationLeavesNothingAndReplacesOnlyMeasurementSets) {
   EXPECT_THROW(spip::sim::simulate_from_template(oskar_ms, notes, sky, {}), spip::InputError);
   EXPECT_TRUE(fs::exists(notes + "/keep.txt"));
   EXPECT_THROW(spip::sim::simulate_from_template(oskar_ms, oskar_ms, sky, {}), spip::InputError);
+  const std::string copy = scratch("template_copy.ms");
+  fs::copy(oskar_ms, copy, fs::copy_options::recursive);
+  EXPECT_THROW(spip::sim::simulate_from_template(copy, copy + "/SOURCE", sky, {}), spip::InputError);
+  EXPECT_FALSE(fs::exists(copy + "/SOURCE/table.f0") && fs::exists(copy + "/SOURCE/ANTENNA"))
+      << "a subtable of the template was replaced by an MS";
 
   spip::sim::ArrayDescription array = oskar_small_array();
   array.freq_start_hz = 0;
@@ -433,6 +438,14 @@ TEST(SkyModel, RefusesPolarisationWithoutItsReferenceAndReadsSpaceSeparatedRows)
   refuses("0, 60, 0, 0.5, 0, 0, 1e8, 0, 0\n", "need I other than 0");
   refuses("0, 60, 1, 0.5, 0, 0, 0, 0, 20\n", "needs the ReferenceFrequency");
   refuses("0, 60, nan, 0, 0, 0, 0, 0, 0\n", "not a finite number");
+  // Unpolarised rows keep OSKAR's meaning: a pure Stokes V source (Q and U 0 with I 0),
+  // and an RM without a reference frequency that has nothing to rotate.
+  std::ofstream(path) << "0 60 0 0 0 1\n0 60 1 0 0 0 0 0 50\n";
+  const SkyModel unpolarised = spip::sim::read_sky_model(path);
+  ASSERT_EQ(unpolarised.components.size(), 2u);
+  EXPECT_EQ(unpolarised.components[0].pol_frac, 0.0);
+  EXPECT_EQ(unpolarised.components[0].stokes_v(1e8), 1.0);
+  EXPECT_EQ(unpolarised.components[1].pol_frac, 0.0);
   std::ofstream(path) << "0 60 2 0.5 0 0 1e8 -0.7 20\n";
   const SkyModel sky = spip::sim::read_sky_model(path);
   ASSERT_EQ(sky.components.size(), 1u);

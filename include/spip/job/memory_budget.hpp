@@ -84,6 +84,8 @@ MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plan
 // parallel.memory_gb in bytes, or this node's memory (node_memory_bytes) shared by its
 // `local_ranks`.
 double memory_budget_bytes(const ParallelConfig& config, int local_ranks);
+// This node's physical memory.
+double physical_memory_bytes();
 // The memory this job may use on this node: the physical memory, or less where its cgroup
 // limits it or Slurm gave it less (SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU times
 // SLURM_CPUS_ON_NODE).
