@@ -76,6 +76,7 @@ class Run:
     catalogue: Table | None  # None: the run wrote no catalogue
     qa: dict | None
     pi_map: tuple | None  # (data, header) of peak-pi.fits
+    config_text: str = ""  # the run's effective configuration (PREFIX-config.ini)
 
 
 def read_image(path: Path):
@@ -240,7 +241,7 @@ def brightest_source(catalogue, pi_map):
         row = catalogue[int(np.argmax(catalogue["pi"]))]
         x, y = int(round(row["x_pix"])), int(round(row["y_pix"]))
         return x, y, f"{row['name']} at pixel ({x}, {y})", float(row["phi"])
-    if pi_map is None:
+    if pi_map is None or not np.isfinite(pi_map[0]).any():
         return None
     # No catalogue row to go by (an empty catalogue or an older run): the brightest pixel.
     y, x = np.unravel_index(np.nanargmax(pi_map[0]), pi_map[0].shape)
@@ -251,7 +252,9 @@ def cube_column(path: Path, x: int, y: int):
     """(phi axis, spectrum, header) at one pixel, reading only that column of the cube."""
     with fits.open(path, memmap=True) as hdul:
         hdu = hdul[0]
-        spectrum = np.asarray(hdu.section[:, y, x], dtype=float)
+        # The real and imaginary cubes carry RM-Tools' degenerate STOKES axis after FDEP.
+        leading = (0,) * (hdu.header["NAXIS"] - 3)
+        spectrum = np.asarray(hdu.section[leading + (slice(None), y, x)], dtype=float)
         header = hdu.header.copy()
     steps = np.arange(spectrum.size) + 1 - header.get("CRPIX3", 1.0)
     return header.get("CRVAL3", 0.0) + steps * header.get("CDELT3", 1.0), spectrum, header
@@ -278,7 +281,7 @@ def panel_fdf(fig, cell, run: Run):
     ax = fig.add_subplot(cell)
     source = brightest_source(run.catalogue, run.pi_map)
     if source is None:
-        note(ax, "no catalogue and no peak-pi.fits: no source to show the FDF of")
+        note(ax, "no catalogue and no measured peak PI: no source to show the FDF of")
         return
     x, y, what, phi_peak = source
     spectra = {kind: fdf_amplitude(run.prefix, kind, x, y) for kind in ("dirty", "clean")}
@@ -301,8 +304,9 @@ def panel_fdf(fig, cell, run: Run):
 
 
 def channel_column(channels, key: str):
-    # null in the JSON (a channel without CLEAN, say) becomes a gap in the line.
-    return np.array([np.nan if c.get(key) is None else c[key] for c in channels], dtype=float)
+    # null in the JSON (a channel without CLEAN, say), or a blank channel (nothing imaged,
+    # its figures 0), becomes a gap in the line.
+    return np.array([np.nan if c.get(key) is None or c.get("blank") else c[key] for c in channels], dtype=float)
 
 
 def panel_qa(fig, cell, run: Run):
@@ -317,11 +321,21 @@ def panel_qa(fig, cell, run: Run):
     ax.set_xlabel("frequency [MHz]")
     ax.set_ylabel("residual MAD σ [mJy/beam]", color="tab:blue")
     beam = ax.twinx()
+    # The beam is fitted to the PSF unless image.beam gave it or the fit fell back to the
+    # theoretical one.
+    kind = "fitted"
+    if run.config_text and re.search(r"^beam[ \t]*=[ \t]*\S", run.config_text, re.MULTILINE):
+        kind = "given (image.beam)"
+    elif any(c.get("beam_theoretical") for c in channels):
+        kind = "fitted or theoretical"
     beam.plot(mhz, channel_column(channels, "beam_major_arcsec"), "s-", ms=3, color="tab:green",
-              label="fitted beam major")
+              label=f"{kind} beam major")
     beam.plot(mhz, channel_column(channels, "beam_minor_arcsec"), "^-", ms=3, color="tab:purple",
-              label="fitted beam minor")
-    beam.set_ylabel("fitted beam FWHM [arcsec]")
+              label=f"{kind} beam minor")
+    beam.set_ylabel(f"{kind} beam FWHM [arcsec]")
+    blank = [c["freq_hz"] / 1e6 for c in channels if c.get("blank")]
+    for freq in blank:
+        ax.axvline(freq, color="0.7", lw=2, label="blank (nothing imaged)")
     for stop, colour in (("diverged", "tab:red"), ("degenerate_psf", "tab:orange")):
         for freq in marked_mhz(channels, stop):
             ax.axvline(freq, color=colour, alpha=0.5, lw=2, label=MARKS[stop])
@@ -364,7 +378,9 @@ def page_title(run: Run) -> str:
 
 def render(prefix: Path, out: Path) -> str:
     """Draws the page into out and returns its title."""
-    run = Run(prefix, read_catalogue(prefix), read_qa(prefix), read_image(product(prefix, "peak-pi.fits")))
+    config = product(prefix, "config.ini")
+    run = Run(prefix, read_catalogue(prefix), read_qa(prefix), read_image(product(prefix, "peak-pi.fits")),
+              config.read_text() if config.exists() else "")
     fig = plt.figure(figsize=PAGE_INCHES, dpi=DPI)
     left, bottom, right, top = PANEL_AREA
     grid = fig.add_gridspec(GRID_ROWS, GRID_COLS, left=left, bottom=bottom, right=right, top=top,

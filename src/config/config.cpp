@@ -754,6 +754,10 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
     SPIP_THROW(ConfigError, "image.channels_out = " + std::to_string(config.image.channels_out) +
                                 " and image.channel_width = " + text(config.image.channel_width_hz) +
                                 " Hz both bin the channels: expected one of them, the other 0");
+  if (config.image.uv_max > 0 && config.image.uv_max <= config.image.uv_min)
+    SPIP_THROW(ConfigError, "image.uv_max = " + text(config.image.uv_max) + " lambda is not above image.uv_min = " +
+                                text(config.image.uv_min) + " lambda: no baseline would be kept; expected 0 (no limit) "
+                                "or a number > uv_min");
   if (input.freq_max_hz > 0 && input.freq_max_hz < input.freq_min_hz)
     SPIP_THROW(ConfigError, "input.freq_max = " + text(input.freq_max_hz) + " Hz is below input.freq_min = " +
                                 text(input.freq_min_hz) + " Hz: expected 0 (no limit) or a number >= freq_min");

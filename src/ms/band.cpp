@@ -147,12 +147,18 @@ Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector
 Band bin_band(const Band& band, int count, double width_hz) {
   const BandChannel &first = band.channels.front(), &last = band.channels.back();
   const double low = first.freq_hz - 0.5 * first.width_hz, high = last.freq_hz + 0.5 * last.width_hz;
-  if (count <= 0) count = static_cast<int>(std::ceil((high - low) / width_hz * (1 - 1e-12)));
-  else width_hz = (high - low) / count;
-  if (count > band.size())
-    SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + std::to_string(count) +
+  // In double until checked: a tiny width gives more bins than an int holds.
+  const double bins = count > 0 ? count : std::ceil((high - low) / width_hz * (1 - 1e-12));
+  if (count > 0) width_hz = (high - low) / count;
+  if (!(bins <= band.size()))
+    SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + std::to_string(bins) +
                                " of " + std::to_string(width_hz) + " Hz would leave bins between channels; expected at "
                                "most as many bins as channels (image.channels_out, image.channel_width)");
+  if (width_hz > (high - low) * (1 + 1e-9))
+    SPIP_THROW(InputError, "image.channel_width " + std::to_string(width_hz) + " Hz is wider than the band's " +
+                               std::to_string(high - low) + " Hz; its one bin would be labelled at a frequency outside "
+                               "the data; use image.channels_out 1");
+  count = static_cast<int>(bins);
   Band binned;
   binned.step_hz = width_hz;
   for (int k = 0; k < count; ++k) binned.channels.push_back({low + (k + 0.5) * width_hz, width_hz, {}});

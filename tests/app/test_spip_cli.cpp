@@ -110,6 +110,8 @@ TEST(SpipCli, ConfigErrorsExitWithCode2) {
   expect_one_line_error(run_spip(base_args("a") + " --image.sise 5"), 2, {"image.sise"});
   expect_one_line_error(run_spip(base_args("b") + " --image.robust 3"), 2, {"image.robust", "3", "[-2, 2]"});
   expect_one_line_error(run_spip("--input.ms " + oskar_ms + " --image.size -4"), 2, {"image.size", "-4"});
+  expect_one_line_error(run_spip(base_args("uv") + " --image.uv_min 500 --image.uv_max 100"), 2,
+                        {"image.uv_max", "image.uv_min", "no baseline"});
   const fs::path cfg = scratch("bad.cfg");
   std::ofstream(cfg) << "[image]\nsize = abc\n";
   expect_one_line_error(run_spip("--config " + cfg.string() + " --input.ms x.ms"), 2, {"image.size", "abc", cfg.string()});

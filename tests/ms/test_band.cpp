@@ -129,8 +129,14 @@ TEST(Band, BinsOfEqualWidth) {
   for (const BandChannel& bin : wide.channels) parts += bin.parts.size();
   EXPECT_EQ(parts, 40u);
   EXPECT_NEAR(wide.channels.front().freq_hz, 122.5e6, 1e-3);
-  // More bins than channels would leave bins between them.
+  // More bins than channels would leave bins between them, however many (a width of
+  // 1 mHz once overflowed the count and crashed); one bin wider than the band would be
+  // labelled outside the data.
   EXPECT_THROW(bin_band(band, 41, 0), InputError);
+  EXPECT_THROW(bin_band(band, 0, 1e-3), InputError);
+  EXPECT_THROW(bin_band(band, 0, 1e-300), InputError);
+  EXPECT_THROW(bin_band(band, 0, 1e9), InputError);
+  EXPECT_EQ(bin_band(band, 0, 48e6).size(), 1);
 }
 
 // A bin over a gap between sub-bands holds no part: a blank image channel.

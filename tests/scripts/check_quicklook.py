@@ -145,6 +145,27 @@ def check_empty_catalogue(script: Path, quicklook, prefix: Path, folder: Path) -
     expect_title(quicklook, copy, ["0 catalogue sources"])
 
 
+def check_real_and_imaginary_only(script: Path, quicklook, prefix: Path, folder: Path) -> None:
+    """faraday.cubes without the amplitudes: |FDF| from the real and imaginary cubes,
+    whose STOKES axis once made the page take the wrong column and fail."""
+    copy = copy_of_run(prefix, folder, lambda suffix: "_tot" not in suffix)
+    run_quicklook(script, str(copy), Path(f"{copy}-quicklook.png"))
+    expect_empty(Path(f"{copy}-quicklook.png"), quicklook, [], "run with real and imaginary FDF cubes only")
+
+
+def check_no_polarised_pixel(script: Path, quicklook, prefix: Path, folder: Path) -> None:
+    """A peak-PI map blank everywhere (faraday.fractional_threshold above every source)
+    and an empty catalogue: the page comes, and the FDF panel says why it is empty."""
+    copy = copy_of_run(prefix, folder, lambda suffix: suffix not in ("catalogue.csv", "peak-pi.fits"))
+    with Path(f"{prefix}-catalogue.csv").open() as full, Path(f"{copy}-catalogue.csv").open("w") as empty:
+        empty.writelines(line for line in full if line.startswith("#") or line.startswith("name,"))
+    with fits.open(f"{prefix}-peak-pi.fits") as hdul:
+        blank = hdul[0].data * np.nan
+        fits.PrimaryHDU(blank, hdul[0].header).writeto(f"{copy}-peak-pi.fits")
+    run_quicklook(script, str(copy), Path(f"{copy}-quicklook.png"))
+    expect_empty(Path(f"{copy}-quicklook.png"), quicklook, [5], "run without a polarised pixel")
+
+
 def check_older_run(script: Path, quicklook, prefix: Path, folder: Path) -> None:
     """No catalogue and no FDF cubes: the page still comes, the FDF panel says why."""
     copy = copy_of_run(prefix, folder, lambda suffix: suffix != "catalogue.csv" and "FDF_" not in suffix)
@@ -207,6 +228,7 @@ def main() -> int:
     check_complete_run(script, quicklook, prefix)
     with tempfile.TemporaryDirectory(dir=prefix.parent) as scratch:
         for name, check in (("empty", check_empty_catalogue), ("older", check_older_run),
+                            ("real_imag", check_real_and_imaginary_only), ("blank_pi", check_no_polarised_pixel),
                             ("marked", check_marked_channels), ("mosaic", check_mosaic)):
             (Path(scratch) / name).mkdir()
             check(script, quicklook, prefix, Path(scratch) / name)
