@@ -744,6 +744,17 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
     if (key.name == "input.channel_end") channel_end_where = source->where;
   }
 
+  // Every run writes its configuration beside its products (to_ini), where Boost would
+  // read '#' as a comment and trim edge spaces: such a value would not come back.
+  for (const Key& key : keys())
+    for (const std::string& value : key.get(config))
+      if (value.find('#') != std::string::npos || (!value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
+                                                                       std::isspace(static_cast<unsigned char>(value.back())))))
+        SPIP_THROW(ConfigError, std::string(key.name) + " = '" + value + "': a value with '#' or leading or trailing spaces cannot be "
+                                "written back to the run's configuration file; rename it");
+  if (!config.input.cubes() && config.image.beam_major_arcsec > 0 && !config.image.common_beam)
+    SPIP_THROW(ConfigError, "image.beam restores every channel with one beam, and image.common_beam = false asks for "
+                            "each channel's own: expected one of them");
   const InputConfig& input = config.input;
   if (input.channel_end != -1 && input.channel_end <= input.channel_begin)
     SPIP_THROW(ConfigError, "input.channel_end = " + std::to_string(input.channel_end) + " " +

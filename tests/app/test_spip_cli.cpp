@@ -112,6 +112,12 @@ TEST(SpipCli, ConfigErrorsExitWithCode2) {
   expect_one_line_error(run_spip("--input.ms " + oskar_ms + " --image.size -4"), 2, {"image.size", "-4"});
   expect_one_line_error(run_spip(base_args("uv") + " --image.uv_min 500 --image.uv_max 100"), 2,
                         {"image.uv_max", "image.uv_min", "no baseline"});
+  // A value PREFIX-config.ini could not give back ('#' starts a comment there), and a
+  // beam for every channel beside each channel's own.
+  expect_one_line_error(run_spip("--input.ms " + oskar_ms + " --output.dir " + scratch("o#1").string()), 2,
+                        {"output.dir", "'#'"});
+  expect_one_line_error(run_spip(base_args("beams") + " --image.beam 300,200,10 --image.common_beam false"), 2,
+                        {"image.beam", "image.common_beam"});
   const fs::path cfg = scratch("bad.cfg");
   std::ofstream(cfg) << "[image]\nsize = abc\n";
   expect_one_line_error(run_spip("--config " + cfg.string() + " --input.ms x.ms"), 2, {"image.size", "abc", cfg.string()});
