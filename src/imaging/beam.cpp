@@ -56,38 +56,63 @@ struct GaussianBeam {
 
 }  // namespace
 
-std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& g) {
-  const int n = g.size;
-  if (!(psf[(n / 2) * n + n / 2] > 0.99f && psf[(n / 2) * n + n / 2] < 1.01f))
-    SPIP_THROW(Error, "internal error: the PSF is not normalised to 1 at the centre");
-  // Normal equations of the 3-parameter linear least squares.
+namespace {
+
+// The normal equations of -log(psf) = a dl^2 + b dl dm + c dm^2 over `pixels`.
+struct NormalEquations {
   double ata[3][3] = {}, atb[3] = {};
-  std::vector<int> lobe = main_lobe(psf, g, 0.35f);
-  if (lobe.size() < 5) {
-    // Pixels nearly as large as the beam: fit the positive 3 x 3 neighbourhood.
-    lobe.clear();
-    for (int dy = -1; dy <= 1; ++dy)
-      for (int dx = -1; dx <= 1; ++dx) {
-        const int pixel = (n / 2 + dy) * n + n / 2 + dx;
-        if (psf[pixel] > 0) lobe.push_back(pixel);
-      }
-  }
-  for (int pixel : lobe) {
+};
+
+NormalEquations normal_equations(const float* psf, const ImageGeometry& g, const std::vector<int>& pixels) {
+  const int n = g.size;
+  NormalEquations eq;
+  for (int pixel : pixels) {
     const double dl = g.l(pixel % n), dm = g.m(pixel / n);
     const double row[3] = {dl * dl, dl * dm, dm * dm};
     const double target = -std::log(static_cast<double>(psf[pixel]));
     for (int i = 0; i < 3; ++i) {
-      atb[i] += row[i] * target;
-      for (int j = 0; j < 3; ++j) ata[i][j] += row[i] * row[j];
+      eq.atb[i] += row[i] * target;
+      for (int j = 0; j < 3; ++j) eq.ata[i][j] += row[i] * row[j];
     }
   }
-  // Cramer's rule on the symmetric 3x3 system.
-  auto det3 = [](const double m[3][3]) {
-    return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
-           m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
-  };
-  const double det = det3(ata);
-  if (!(std::abs(det) > 0)) return std::nullopt;  // a lobe of one row or column: a line, no ellipse
+  return eq;
+}
+
+double det3(const double m[3][3]) {
+  return m[0][0] * (m[1][1] * m[2][2] - m[1][2] * m[2][1]) - m[0][1] * (m[1][0] * m[2][2] - m[1][2] * m[2][0]) +
+         m[0][2] * (m[1][0] * m[2][1] - m[1][1] * m[2][0]);
+}
+
+// No ellipse is determined: the pixels lie on a line, or are the centre and two pairs
+// about it (a lobe of 5 pixels of a point-symmetric PSF gives two distinct equations).
+bool singular(const NormalEquations& eq) {
+  const double scale = eq.ata[0][0] + eq.ata[1][1] + eq.ata[2][2];
+  return !(std::abs(det3(eq.ata)) > 1e-12 * scale * scale * scale);
+}
+
+}  // namespace
+
+std::optional<Beam> fit_beam(const float* psf, const ImageGeometry& g) {
+  const int n = g.size;
+  if (!(psf[(n / 2) * n + n / 2] > 0.99f && psf[(n / 2) * n + n / 2] < 1.01f))
+    SPIP_THROW(Error, "internal error: the PSF is not normalised to 1 at the centre");
+  NormalEquations eq = normal_equations(psf, g, main_lobe(psf, g, 0.35f));
+  if (singular(eq)) {
+    // Pixels nearly as large as the beam (a lobe of 5 pixels or fewer, or one pixel wide
+    // along an axis): fit the positive 3 x 3 neighbourhood, which holds four distinct
+    // equations. A circular beam of 1.6-2.3 pixels took the theoretical beam before.
+    std::vector<int> neighbourhood;
+    for (int dy = -1; dy <= 1; ++dy)
+      for (int dx = -1; dx <= 1; ++dx) {
+        const int pixel = (n / 2 + dy) * n + n / 2 + dx;
+        if (psf[pixel] > 0) neighbourhood.push_back(pixel);
+      }
+    eq = normal_equations(psf, g, neighbourhood);
+  }
+  if (singular(eq)) return std::nullopt;  // a line, no ellipse
+  const double det = det3(eq.ata);
+  const double (&ata)[3][3] = eq.ata;
+  const double (&atb)[3] = eq.atb;
   double coefficients[3];
   for (int k = 0; k < 3; ++k) {
     double m[3][3];

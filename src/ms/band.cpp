@@ -154,7 +154,8 @@ Band bin_band(const Band& band, int count, double width_hz) {
     SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + std::to_string(bins) +
                                " of " + std::to_string(width_hz) + " Hz would leave bins between channels; expected at "
                                "most as many bins as channels (image.channels_out, image.channel_width)");
-  if (width_hz > (high - low) * (1 + 1e-9))
+  // A bin wider than the band by more than a channel is labelled where no data are.
+  if (width_hz > high - low + band.step_hz)
     SPIP_THROW(InputError, "image.channel_width " + std::to_string(width_hz) + " Hz is wider than the band's " +
                                std::to_string(high - low) + " Hz; its one bin would be labelled at a frequency outside "
                                "the data; use image.channels_out 1");

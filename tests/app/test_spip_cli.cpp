@@ -422,7 +422,7 @@ TEST(SpipCli, FaradayProductsDoNotDependOnRowGroupsOrRanks) {
   const std::string mpiexec = SPIP_MPIEXEC;
   const fs::path kept = scratch("kept");
   const Outcome groups =
-      run_spip(base_args("groups") + " --parallel.memory_gb 0.084 --parallel.scratch " + kept.string());
+      run_spip(base_args("groups") + " --parallel.memory_gb 0.08 --parallel.scratch " + kept.string());
   ASSERT_EQ(groups.exit_code, 0) << groups.err;
   const std::smatch count = [&] {
     std::smatch m;

@@ -137,6 +137,8 @@ TEST(Band, BinsOfEqualWidth) {
   EXPECT_THROW(bin_band(band, 0, 1e-300), InputError);
   EXPECT_THROW(bin_band(band, 0, 1e9), InputError);
   EXPECT_EQ(bin_band(band, 0, 48e6).size(), 1);
+  EXPECT_EQ(bin_band(band, 0, 48.5e6).size(), 1);  // within a channel of the band: as ATCA's 32 channels
+  EXPECT_THROW(bin_band(band, 0, 49.3e6), InputError);
 }
 
 // A bin over a gap between sub-bands holds no part: a blank image channel.
