@@ -1,6 +1,7 @@
 #include "spip/imaging/beam.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -197,6 +198,69 @@ bool holds(const Ellipse& outer, const Ellipse& inner) {
   return eigen(gap).small >= -1e-12 * (outer.xx + outer.yy);
 }
 
+double area(const Ellipse& e) { return e.xx * e.yy - e.xy * e.xy; }  // its square, in units of pi^2
+
+// Widens `common` just enough to hold each of `ellipses`, one after another: every step
+// is the least widening, but the result depends on the order (CASA's way).
+Ellipse widened_pairwise(Ellipse common, const std::vector<Ellipse>& ellipses) {
+  for (const Ellipse& next : ellipses) {
+    if (holds(common, next)) continue;
+    const Ellipse root = power(common, 0.5), inverse_root = power(common, -0.5);
+    const Eigen seen = eigen(product(inverse_root, next, inverse_root));  // `common` a unit circle
+    const Ellipse grown = compose(std::max(1.0, seen.large), std::max(1.0, seen.small), seen.x, seen.y);
+    common = product(root, grown, root);
+  }
+  return common;
+}
+
+// The least-area ellipse about the origin that holds every one of `ellipses`, as
+// radio_beam (RACS-tools) finds it: Khachiyan's iteration on points of the boundary of
+// their union (in each of a fixed set of directions, the point of the ellipse that
+// reaches furthest, however many ellipses there are), then scaled by the most any
+// ellipse still reaches past it between the points, so that it holds every one exactly.
+Ellipse least_enclosing(const std::vector<Ellipse>& ellipses) {
+  constexpr int directions = 256;
+  std::vector<std::array<double, 2>> points;
+  for (int k = 0; k < directions; ++k) {
+    const double t = 2 * std::numbers::pi * k / directions, dx = std::cos(t), dy = std::sin(t);
+    const Ellipse* furthest = &ellipses.front();
+    double support = 0;  // squared: d^T S d
+    for (const Ellipse& e : ellipses)
+      if (const double h = e.xx * dx * dx + 2 * e.xy * dx * dy + e.yy * dy * dy; h > support) support = h, furthest = &e;
+    // The point of that ellipse where its tangent is normal to d: S d / sqrt(d^T S d).
+    const double norm = std::sqrt(support);
+    points.push_back({(furthest->xx * dx + furthest->xy * dy) / norm, (furthest->xy * dx + furthest->yy * dy) / norm});
+  }
+  // Weights u over the points; X = sum u p p^T; the ellipse x^T (X / d)^-1 x <= 1 with d = 2.
+  std::vector<double> u(points.size(), 1.0 / static_cast<double>(points.size()));
+  Ellipse x;
+  for (int iteration = 0; iteration < 100000; ++iteration) {
+    x = {};
+    for (std::size_t j = 0; j < points.size(); ++j) {
+      x.xx += u[j] * points[j][0] * points[j][0];
+      x.xy += u[j] * points[j][0] * points[j][1];
+      x.yy += u[j] * points[j][1] * points[j][1];
+    }
+    const double det = area(x);
+    std::size_t far = 0;
+    double reach = 0;  // p^T X^-1 p
+    for (std::size_t j = 0; j < points.size(); ++j) {
+      const double px = points[j][0], py = points[j][1];
+      const double m = (x.yy * px * px - 2 * x.xy * px * py + x.xx * py * py) / det;
+      if (m > reach) reach = m, far = j;
+    }
+    if (reach <= 2 * (1 + 1e-7)) break;  // the scaling below makes it hold exactly
+    const double step = (reach - 2) / (2 * (reach - 1));
+    for (double& weight : u) weight *= 1 - step;
+    u[far] += step;
+  }
+  Ellipse common{2 * x.xx, 2 * x.xy, 2 * x.yy};
+  const Ellipse inverse_root = power(common, -0.5);
+  double scale = 0;
+  for (const Ellipse& e : ellipses) scale = std::max(scale, eigen(product(inverse_root, e, inverse_root)).large);
+  return {scale * common.xx, scale * common.xy, scale * common.yy};
+}
+
 }  // namespace
 
 Beam enclosing_beam(const std::vector<Beam>& beams) {
@@ -204,18 +268,15 @@ Beam enclosing_beam(const std::vector<Beam>& beams) {
   const auto largest = std::max_element(beams.begin(), beams.end(), [](const Beam& a, const Beam& b) {
     return a.major_rad * a.minor_rad < b.major_rad * b.minor_rad;
   });
-  Ellipse common = ellipse_of(*largest);
-  bool widened = false;
-  for (const Beam& beam : beams) {
-    const Ellipse next = ellipse_of(beam);
-    if (holds(common, next)) continue;
-    widened = true;
-    const Ellipse root = power(common, 0.5), inverse_root = power(common, -0.5);
-    const Eigen seen = eigen(product(inverse_root, next, inverse_root));  // `common` a unit circle
-    const Ellipse grown = compose(std::max(1.0, seen.large), std::max(1.0, seen.small), seen.x, seen.y);
-    common = product(root, grown, root);
-  }
-  if (!widened) return *largest;  // as given: a circular beam keeps its position angle
+  std::vector<Ellipse> ellipses;
+  for (const Beam& beam : beams) ellipses.push_back(ellipse_of(beam));
+  const Ellipse first = ellipse_of(*largest);
+  if (std::all_of(ellipses.begin(), ellipses.end(), [&](const Ellipse& e) { return holds(first, e); }))
+    return *largest;  // as given: a circular beam keeps its position angle
+  // Of three or more position angles, pairwise widening can be 17 % wider than needed;
+  // the least enclosing ellipse is taken unless, within rounding, it is not smaller.
+  const Ellipse pairwise = widened_pairwise(first, ellipses), least = least_enclosing(ellipses);
+  const Ellipse common = area(least) < area(pairwise) * (1 - 1e-6) ? least : pairwise;
   const Eigen axes = eigen(common);
   double pa = std::atan2(axes.x, axes.y);  // the major axis (east, north) from north through east
   while (pa <= -std::numbers::pi / 2) pa += std::numbers::pi;
