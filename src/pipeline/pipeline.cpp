@@ -421,6 +421,7 @@ bool RankRun::recall_planes(int c) {
 // the planes and then the marker one channel behind.
 void RankRun::image_channels(const std::vector<int>& todo) {
   const Stopwatch watch;
+  source_->want(todo);
   std::optional<ChannelFeed> feed(std::in_place, *source_, *imaging_, plan_, *coordinates_, todo,
                                   staging_group_.get());
   ChannelWriter writer;
@@ -471,6 +472,7 @@ void RankRun::image_channels(const std::vector<int>& todo) {
     }
   }
   feed.reset();
+  source_.reset();  // its blocks, which the Faraday stage's memory plan counts as freed
   writer.finish();
   // Before the stop point: it waits for the slowest rank, which is not this rank's time.
   rank_qa_.image_s = watch.seconds() - rank_qa_.read_s;

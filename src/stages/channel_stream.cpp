@@ -9,18 +9,26 @@
 
 namespace spip::pipeline {
 
+int ChannelSource::next_wanted(int from) const {
+  if (wanted_.empty()) return from;
+  const auto next = std::lower_bound(wanted_.begin(), wanted_.end(), from);
+  return next == wanted_.end() ? mine_.end : *next;
+}
+
 const std::vector<ms::VisBlock>& ChannelSource::blocks_for(int channel, double& wait_s) {
   if (blocks_begin_ < 0 || channel < blocks_begin_ || channel >= block_end(blocks_begin_)) {
     const Stopwatch watch;
     if (next_.valid() && next_begin_ == channel) {
       blocks_ = next_.get();
     } else {
-      if (next_.valid()) next_.wait();
+      // Neither block held is of use: both are freed before the next is read.
+      if (next_.valid()) next_.get();
+      blocks_.clear();
       blocks_ = read_block(channel);
     }
     blocks_begin_ = channel;
     wait_s += watch.seconds();
-    const int following = block_end(channel);
+    const int following = next_wanted(block_end(channel));
     if (following < mine_.end) {
       next_begin_ = following;
       next_ = std::async(std::launch::async, [this, following] { return read_block(following); });

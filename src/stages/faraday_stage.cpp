@@ -115,11 +115,12 @@ std::pair<int, int> FaradayStage::slab_rows(int rank, int ranks, int ny) {
 }
 
 double FaradayStage::bytes_per_pixel(int num_chan, int num_phi) {
-  // Per channel: the six kept planes received (restored I, Q, U, V, residual Q, U), as
-  // many sent to the other slab owners, and P complex; per depth the dirty and clean
-  // spectra and one part of them for writing; the power sums, moments, pixel noise and
-  // pixel maps with sigma_add's three.
-  return 56.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count + 3);
+  // Per channel: the six kept planes (restored I, Q, U, V, residual Q, U) sent to the
+  // other slab owners, as many received, and unpacked into the group's planes, all three
+  // at once in FaradayRows::fetch, then P complex; per depth the dirty and clean spectra
+  // and one part of them for writing; the power sums, moments, pixel noise and pixel
+  // maps with sigma_add's three.
+  return 80.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count + 3);
 }
 
 faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config) {
@@ -174,9 +175,10 @@ std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::v
 
 // The residual planes are divided too, so that each pixel's FDF noise, and with it the
 // catalogue's local noise, rises towards the edge as the corrected images' noise does.
-// The beam narrows with frequency: a pixel below beam.limit in any channel is blank in
-// all of them, so that no pixel's spectrum or moments use some channels only.
-void FaradayStage::correct_for_beam(RowBatch& group) const {
+// The beam narrows with frequency: a pixel below beam.limit in any channel that counts
+// is blank in all of them, so that no pixel's spectrum or moments use some channels
+// only. A channel of weight 0 (blank, a gap, diverged) does not narrow the field.
+void FaradayStage::correct_for_beam(RowBatch& group, const std::vector<double>& weight) const {
   if (!beam_) return;
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   group.outside.assign(pixels, false);
@@ -192,8 +194,9 @@ void FaradayStage::correct_for_beam(RowBatch& group) const {
     // The residuals' leaked Stokes I is a beam leakage's fraction (~1 %) of their noise: they are only divided.
     for (std::size_t k = 4; k < group.planes.size(); ++k)
       beam::divide_by_response(group.planes[k].data() + c * pixels, pixels, response, config_.beam.limit);
-    for (std::size_t i = 0; i < pixels; ++i)
-      if (!(response[i] >= config_.beam.limit)) group.outside[i] = true;
+    if (weight[c] > 0)
+      for (std::size_t i = 0; i < pixels; ++i)
+        if (!(response[i] >= config_.beam.limit)) group.outside[i] = true;
   }
   for (std::vector<float>& plane : group.planes)
     for (std::size_t i = 0; i < plane.size(); ++i)
@@ -540,7 +543,7 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
     stop.leave_if_requested(left_partial);
     RowBatch group = rows_->fetch(round, group_rows, mpi);
     if (group.rows == 0) continue;
-    correct_for_beam(group);
+    correct_for_beam(group, weight);
     blank_unmeasured(group, weight);
     process_rows(group, weight, synthesis, iterations);
     ++groups;

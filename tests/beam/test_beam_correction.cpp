@@ -685,3 +685,37 @@ TEST(Mosaic, FieldsOfOneMeasurementSetAreItsPointings) {
       }
   }
 }
+
+// The beam narrows with frequency, and the Faraday products are blank where it falls
+// below beam.limit in a channel that counts. Channels of no weight (the top ten flagged
+// here) do not narrow the field: they once blanked a ring that every counted channel
+// measured.
+TEST(BeamCorrection, ChannelsOfNoWeightDoNotNarrowTheField) {
+  const std::string template_ms = std::string(SPIP_TEST_DATA) + "/oskar_small.ms";
+  const std::string sky = std::string(SPIP_TEST_DATA) + "/oskar_small.sky.txt";
+  std::string flags;
+  for (int c = 30; c < 40; ++c) {
+    flags += ' ';
+    flags += std::to_string(c);
+  }
+  const fs::path full = scratch("full.ms"), top_flagged = scratch("top_flagged.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky + " --template " + template_ms + " --out " +
+                full.string()), 0);
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky + " --template " + template_ms + " --flag-channels" +
+                flags + " --out " + top_flagged.string()), 0);
+  // A 120 m dish: the beam falls to beam.limit about 0.8 deg out at 167 MHz, 0.9 deg at
+  // 155 MHz, inside the image's 1.07 deg half-width.
+  const auto finite_pixels = [&](const fs::path& ms, const std::string& name) {
+    const fs::path out = scratch(name);
+    EXPECT_EQ(run(std::string(SPIP_BIN) + " --input.ms " + ms.string() + " --output.dir " + out.string() +
+                  " --image.size 64 --image.scale 120 --beam.model gaussian --beam.dish_diameter 120" +
+                  " --faraday.cubes none --catalogue.threshold 0 --parallel.threads 2"),
+              0)
+        << spip::test::file_text(scratch("log.txt"));
+    const auto map = spip::fits::read_image((out / "spip-peak-pi.fits").string());
+    return std::count_if(map.data.begin(), map.data.end(), [](float v) { return std::isfinite(v); });
+  };
+  const long all_channels = finite_pixels(full, "full_out"), fewer = finite_pixels(top_flagged, "flagged_out");
+  EXPECT_GT(all_channels, 1000) << "the field must not be blank";
+  EXPECT_GT(fewer, all_channels + 100) << "the flagged top channels narrowed the field";
+}

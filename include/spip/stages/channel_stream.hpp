@@ -27,17 +27,23 @@ class ChannelSource {
     if (next_.valid()) next_.wait();
   }
 
+  // The channels the run will ask for, ascending (a resumed run's are not every one):
+  // reads ahead go to the block of the next of them. By default every channel.
+  void want(std::vector<int> channels) { wanted_ = std::move(channels); }
   // Visibilities of one image channel (index into plan.band) from every input: per
-  // input, its stored channels of the block of image channels that holds it.
+  // input, its stored channels of the block of image channels that holds it. At most
+  // two blocks are held: this one, and the next one read ahead.
   const std::vector<ms::VisBlock>& blocks_for(int channel, double& wait_s);
 
  private:
   std::vector<ms::VisBlock> read_block(int first) const;
+  int next_wanted(int from) const;
   int block_end(int first) const { return std::min(mine_.end, first + block_channels_); }
 
   const Plan& plan_;
   parallel::ChannelBlock mine_;
   std::vector<std::vector<char>> shares_;
+  std::vector<int> wanted_;
   int block_channels_ = 1;
   std::vector<ms::VisBlock> blocks_;
   int blocks_begin_ = -1;  // the image channels blocks_ holds: [blocks_begin_, block_end(blocks_begin_))

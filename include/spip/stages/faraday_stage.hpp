@@ -95,7 +95,7 @@ class FaradayStage {
   std::vector<std::string> commit_products(const Synthesis* synthesis) const;
   std::vector<std::string> write_rmsf(const Synthesis& synthesis) const;
   double channel_weight(double noise) const;
-  void correct_for_beam(RowBatch& group) const;
+  void correct_for_beam(RowBatch& group, const std::vector<double>& weight) const;
   void blank_unmeasured(RowBatch& group, const std::vector<double>& weight) const;
   void process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
