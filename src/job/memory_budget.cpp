@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 
+#include "spip/common/free_space.hpp"
 #include "spip/common/freed_memory.hpp"
 #include "spip/cuda/scale_convolver.hpp"
 #include "spip/deconv/clean.hpp"
@@ -282,9 +283,9 @@ double node_memory_bytes() {
   return node;
 }
 
-double memory_budget_bytes(const ParallelConfig& config, int local_ranks) {
+double memory_budget_bytes(const ParallelConfig& config, int local_ranks, double node_bytes) {
   if (config.memory_gb > 0) return config.memory_gb * gb;
-  return node_memory_bytes() / std::max(1, local_ranks);
+  return node_bytes / std::max(1, local_ranks);
 }
 
 double fits_bytes(double pixels) {
@@ -293,21 +294,10 @@ double fits_bytes(double pixels) {
   return 4 * record + std::ceil(4.0 * pixels / record) * record;
 }
 
-std::filesystem::path nearest_existing(const std::string& dir) {
-  namespace fs = std::filesystem;
-  fs::path existing = fs::absolute(dir);
-  while (!fs::exists(existing) && existing.has_parent_path() && existing != existing.parent_path())
-    existing = existing.parent_path();
-  return existing;
-}
-
 void require_disk_space(const std::string& dir, double needed) {
-  namespace fs = std::filesystem;
-  const fs::path existing = nearest_existing(dir);
-  std::error_code error;
-  const fs::space_info space = fs::space(existing, error);
-  if (error) return;  // a file system that cannot say: the write itself will tell
-  const double available = static_cast<double>(space.available);
+  const std::optional<double> free = free_bytes(dir);
+  if (!free) return;
+  const double available = *free;
   if (needed > available)
     SPIP_THROW(InputError, "the products need " + gigabytes(needed) + " in " + dir + " but its file system has " +
                                gigabytes(available) +

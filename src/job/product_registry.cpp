@@ -175,26 +175,24 @@ double allocated_bytes(const std::string& path) {
 }  // namespace
 
 std::vector<std::string> ProductRegistry::earlier_runs_files() const {
-  std::vector<std::string> cubes, others;
-  for (const ChannelCubeKind kind : {ChannelCubeKind::dirty, ChannelCubeKind::model, ChannelCubeKind::residual,
-                                     ChannelCubeKind::image, ChannelCubeKind::image_pb})
-    for (int s = 0; s < ms::num_stokes; ++s) cubes.push_back(channel_cube(kind, s));
-  cubes.push_back(channel_cube(ChannelCubeKind::psf));
-  cubes.push_back(channel_cube(ChannelCubeKind::pb));
-  for (int q = 0; q < moment_quantities; ++q)
-    for (int o = 0; o < moment_orders; ++o) others.push_back(moment(q, o));
-  for (const std::string& cube : faraday_cube_names()) others.push_back(fdf_cube(cube));
-  for (int map = 0; map < faraday::pixel_map_count; ++map) others.push_back(pixel_map(map));
-  for (int k = 0; k < 3; ++k) others.push_back(sigma_add_map(k));
-  for (const std::string& name : {fracpol_map(), alpha_map(), rmsf_fwhm_map(), rmsf_cube()}) others.push_back(name);
-  std::vector<std::string> files = cubes;
-  for (const std::string& name : others) {
-    files.push_back(name);
-    files.push_back(fits::CubeFile::partial_path(name));  // a killed Faraday stage's: never resumed from
+  // This registry with every option on names every product a run of the prefix can make.
+  ProductRegistry every = *this;
+  every.shape_.stokes.fill(true);
+  every.shape_.imaged = true;
+  every.shape_.pointings = 1;
+  every.shape_.depths = std::max(shape_.depths, 2);
+  every.cleaned_ = every.beam_ = every.fractional_ = every.catalogue_ = true;
+  every.fdf_cubes_ = faraday_cube_names();
+  every.selected_ = channel_cube_names();
+  std::vector<std::string> files{quicklook()};
+  for (const Product& product : every.all()) {
+    if (product.path == effective_config()) continue;
+    files.push_back(product.path);
+    // A killed Faraday stage's partial products are never resumed from; partial channel cubes are.
+    if (product.kind == ProductKind::moment_image || product.kind == ProductKind::fdf_cube ||
+        product.kind == ProductKind::pixel_map)
+      files.push_back(fits::CubeFile::partial_path(product.path));
   }
-  for (const std::string& name : {rmsf_text(), catalogue_table(), catalogue_csv(), rmtable_table(), rmtable_csv(),
-                                  qa(), quicklook()})
-    files.push_back(name);
   return files;
 }
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/free_space.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"

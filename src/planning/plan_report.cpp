@@ -33,9 +33,7 @@ namespace {
 struct NodeShare {
   int ranks = 1;
   bool given = false;
-  double budget(const Config& config) const {
-    return config.parallel.memory_gb > 0 ? config.parallel.memory_gb * 1e9 : physical_memory_bytes() / ranks;
-  }
+  double budget(const Config& config) const { return memory_budget_bytes(config.parallel, ranks, physical_memory_bytes()); }
   std::string describe(const Config& config) const {
     return "memory: " + std::to_string(ranks) + " rank(s) a node" +
            (given ? " (--plan-node-ranks)" : " (as many as this node's cores hold; --plan-node-ranks sets it)") +

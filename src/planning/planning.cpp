@@ -382,10 +382,6 @@ std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry&
 
 namespace {
 
-// An earlier run's products left beside this run's would pass for its own (the
-// quick-look page drew a 64-pixel run's catalogue on a 128-pixel run's maps); the run
-// writes all of them anew, so none is worth keeping. The partial channel cubes stay:
-// resume continues them, and a fresh start recreates them.
 // The files the configuration reads.
 std::vector<std::string> input_files(const Config& config) {
   std::vector<std::string> files = config.input.ms;
@@ -396,9 +392,13 @@ std::vector<std::string> input_files(const Config& config) {
   return files;
 }
 
+// An earlier run's products left beside this run's would pass for its own (the
+// quick-look page drew a 64-pixel run's catalogue on a 128-pixel run's maps); the run
+// writes all of them anew, so none is worth keeping. The partial channel cubes stay:
+// resume continues them, and a fresh start recreates them. An input among them is refused.
 int clear_earlier_products(const Config& config, const ProductRegistry& products) {
-  const std::vector<std::string> inputs = input_files(config);
-  for (const std::string& file : products.earlier_runs_files())
+  const std::vector<std::string> inputs = input_files(config), earlier = products.earlier_runs_files();
+  for (const std::string& file : earlier)
     for (const std::string& input : inputs) {
       std::error_code error;
       if (fs::equivalent(file, input, error))
@@ -407,7 +407,7 @@ int clear_earlier_products(const Config& config, const ProductRegistry& products
                                     "output.prefix or output.dir");
     }
   int cleared = 0;
-  for (const std::string& file : products.earlier_runs_files()) {
+  for (const std::string& file : earlier) {
     std::error_code error;
     if (fs::remove(file, error)) ++cleared;
     if (error) SPIP_THROW(InputError, "cannot remove an earlier run's " + file + ": " + error.message());

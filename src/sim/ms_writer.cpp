@@ -34,6 +34,7 @@
 #include <sstream>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/free_space.hpp"
 #include "spip/error.hpp"
 #include "spip/ms/stokes.hpp"
 
@@ -55,13 +56,10 @@ void check_replaceable(const std::string& out_ms) {
 
 // A set too large for its folder's free space is refused before it is begun.
 void check_space(const std::string& out_ms, double bytes) {
-  std::error_code error;
-  const fs::path folder = fs::absolute(out_ms).parent_path();
-  const fs::space_info space = fs::space(folder, error);
-  if (!error && bytes > static_cast<double>(space.available))
-    SPIP_THROW(InputError, "--out " + out_ms + ": the MS needs about " + std::to_string(bytes / 1e9) + " GB and " +
-                               folder.string() + " has " + std::to_string(static_cast<double>(space.available) / 1e9) +
-                               " GB free");
+  const std::optional<double> free = free_bytes(out_ms);
+  if (free && bytes > *free)
+    SPIP_THROW(InputError, "--out " + out_ms + ": the MS needs about " + std::to_string(bytes / 1e9) + " GB and its "
+                               "file system has " + std::to_string(*free / 1e9) + " GB free");
 }
 
 // An input MS may not be the output it would be replaced by, nor hold it (a subtable).

@@ -81,15 +81,15 @@ MemoryPlan plan_memory(const MemoryNeeds& needs);
 MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes,
                             double catalogue_bytes);
 
-// parallel.memory_gb in bytes, or this node's memory (node_memory_bytes) shared by its
-// `local_ranks`.
-double memory_budget_bytes(const ParallelConfig& config, int local_ranks);
 // This node's physical memory.
 double physical_memory_bytes();
 // The memory this job may use on this node: the physical memory, or less where its cgroup
 // limits it or Slurm gave it less (SLURM_MEM_PER_NODE, or SLURM_MEM_PER_CPU times
 // SLURM_CPUS_ON_NODE).
 double node_memory_bytes();
+// parallel.memory_gb in bytes, or a node's memory (by default this job's share of this
+// node's) shared by its `local_ranks`.
+double memory_budget_bytes(const ParallelConfig& config, int local_ranks, double node_bytes = node_memory_bytes());
 // The least memory limit of the cgroups that /proc/self/cgroup's text names, and of those
 // above them, under `cgroup_root` (v2's memory.max, v1's memory/memory.limit_in_bytes);
 // infinity where none is set.
@@ -97,9 +97,6 @@ double cgroup_limit_bytes(const std::filesystem::path& cgroup_root, const std::s
 
 // Bytes of a FITS file holding `pixels` float32 values (header and padding included).
 double fits_bytes(double pixels);
-
-// `dir`, or its nearest parent that exists: where a run that has not started yet will write.
-std::filesystem::path nearest_existing(const std::string& dir);
 
 // Throws InputError naming both numbers when `dir` (or the nearest existing parent)
 // has less free space than `needed` bytes.
