@@ -273,7 +273,7 @@ Beam enclosing_beam(const std::vector<Beam>& beams) {
   const Ellipse first = ellipse_of(*largest);
   if (std::all_of(ellipses.begin(), ellipses.end(), [&](const Ellipse& e) { return holds(first, e); }))
     return *largest;  // as given: a circular beam keeps its position angle
-  // Of three or more position angles, pairwise widening can be 17 % wider than needed;
+  // Of three or more position angles, pairwise widening can be wider than needed;
   // the least enclosing ellipse is taken unless, within rounding, it is not smaller.
   const Ellipse pairwise = widened_pairwise(first, ellipses), least = least_enclosing(ellipses);
   const Ellipse common = area(least) < area(pairwise) * (1 - 1e-6) ? least : pairwise;
