@@ -161,7 +161,7 @@ void write_cards(fitsfile* fptr, const ImageHeader& h, const std::string& path) 
   const std::vector<AxisSpec> axes = axes_of(h);
   CardWriter cards(fptr);
   cards.text("BUNIT", h.bunit, "brightness unit");
-  cards.text("BTYPE", "Intensity", "");
+  cards.text("BTYPE", h.btype, "");
   if (h.beam) {
     cards.real("BMAJ", h.beam->major_rad * rad_to_deg, "[deg] restoring beam major axis (FWHM)");
     cards.real("BMIN", h.beam->minor_rad * rad_to_deg, "[deg] restoring beam minor axis (FWHM)");

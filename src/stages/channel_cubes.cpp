@@ -26,7 +26,10 @@ fits::ImageHeader header_for(const CubeSet& cubes, const ChannelCube& cube) {
     header.bunit = "Jy/pixel";
     header.beam.reset();
   }
-  if (cube.kind == ChannelCubeKind::psf || cube.kind == ChannelCubeKind::pb) header.bunit = "";
+  if (cube.kind == ChannelCubeKind::psf || cube.kind == ChannelCubeKind::pb) {
+    header.bunit = "";
+    header.btype = "Beam";
+  }
   if (cube.kind == ChannelCubeKind::pb) header.beam.reset();  // a response, not an image of the sky
   header.beam_per_plane =
       cubes.beam_per_channel && (cube.kind == ChannelCubeKind::image || cube.kind == ChannelCubeKind::image_pb);

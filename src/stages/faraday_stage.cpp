@@ -28,20 +28,23 @@ namespace {
 using cfloat = std::complex<float>;
 constexpr int stokes_i = 0, stokes_q = 1, stokes_u = 2, stokes_v = 3, quantity_p = 4;
 constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", ""};
-static_assert(std::size(map_units) == faraday::pixel_map_count);
+constexpr const char* map_types[] = {"Rotation Measure", "Intensity", "", "", "", "", "", "", ""};
+static_assert(std::size(map_units) == faraday::pixel_map_count && std::size(map_types) == faraday::pixel_map_count);
 // What a stop inside the stage leaves: its inputs (channel images or cubes) are whole.
 constexpr const char* left_partial = "the Faraday products are left partial and a resumed run makes them again";
 
-fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit) {
+fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit, const std::string& btype) {
   header.spectral.reset();
   header.stokes.reset();
   header.bunit = bunit;
+  header.btype = btype;
   return header;
 }
 
 // A per-pixel map of the Faraday stage: LAMSQ0 says which lambda^2 its angles refer to.
-fits::ImageHeader faraday_map(const fits::ImageHeader& base, const std::string& bunit, double lambda0_sq) {
-  fits::ImageHeader header = plain_image(base, bunit);
+fits::ImageHeader faraday_map(const fits::ImageHeader& base, const std::string& bunit, const std::string& btype,
+                              double lambda0_sq) {
+  fits::ImageHeader header = plain_image(base, bunit, btype);
   header.extra_keys["LAMSQ0"] = lambda0_sq;
   return header;
 }
@@ -500,7 +503,9 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
 void FaradayStage::create_products(const Synthesis* synthesis) const {
   for (int quantity = 0; quantity < moment_quantities; ++quantity)
     for (int order = 0; order < moment_orders; ++order)  // mean and std in Jy/beam; skew, kurt dimensionless
-      if (products_.has_moments(quantity)) fits::CubeFile::create(products_.moment(quantity, order), plain_image(base_, order < 2 ? "Jy/beam" : ""));
+      if (products_.has_moments(quantity))
+        fits::CubeFile::create(products_.moment(quantity, order),
+                               plain_image(base_, order < 2 ? "Jy/beam" : "", order == 0 ? "Intensity" : ""));
   if (!synthesis) return;
   for (const CubeChoice& cube : synthesis->cubes) {
     // A degenerate STOKES axis after FDEP says which part a cube holds, as POSSUM and
@@ -512,11 +517,11 @@ void FaradayStage::create_products(const Synthesis* synthesis) const {
   }
   const double lambda0_sq = synthesis->setup.lambda0_sq;
   for (int m = 0; m < faraday::pixel_map_count; ++m)
-    fits::CubeFile::create(products_.pixel_map(m), faraday_map(base_, map_units[m], lambda0_sq));
-  for (int k = 0; k < 3; ++k) fits::CubeFile::create(products_.sigma_add_map(k), faraday_map(base_, "", lambda0_sq));
+    fits::CubeFile::create(products_.pixel_map(m), faraday_map(base_, map_units[m], map_types[m], lambda0_sq));
+  for (int k = 0; k < 3; ++k) fits::CubeFile::create(products_.sigma_add_map(k), faraday_map(base_, "", "", lambda0_sq));
   if (!synthesis->log_nu_ratio.empty()) {
-    fits::CubeFile::create(products_.fracpol_map(), faraday_map(base_, "", lambda0_sq));
-    fits::CubeFile::create(products_.alpha_map(), faraday_map(base_, "", lambda0_sq));
+    fits::CubeFile::create(products_.fracpol_map(), faraday_map(base_, "", "", lambda0_sq));
+    fits::CubeFile::create(products_.alpha_map(), faraday_map(base_, "", "Spectral Index", lambda0_sq));
   }
 }
 
@@ -578,6 +583,7 @@ std::vector<std::string> FaradayStage::write_rmsf(const Synthesis& synthesis) co
   const auto r = faraday::rmsf(setup, axis);
   fits::ImageHeader rmsf_header = fdf_header(base_, setup);
   rmsf_header.bunit = "";
+  rmsf_header.btype = "";
   rmsf_header.nx = rmsf_header.ny = 1;
   rmsf_header.reference_pixel.reset();  // its one pixel at the reference direction, whatever the image's
   rmsf_header.beam.reset();
@@ -593,7 +599,7 @@ std::vector<std::string> FaradayStage::write_rmsf(const Synthesis& synthesis) co
   for (int k = 0; k < axis.count; ++k)
     text << axis.phi(k) << " " << r[k].real() << " " << r[k].imag() << " " << std::abs(r[k]) << "\n";
   write_text_atomically(products_.rmsf_text(), text.str());
-  fits::write_image(products_.rmsf_fwhm_map(), faraday_map(base_, "rad/m^2", setup.lambda0_sq),
+  fits::write_image(products_.rmsf_fwhm_map(), faraday_map(base_, "rad/m^2", "", setup.lambda0_sq),
                     std::vector<float>(static_cast<std::size_t>(base_.nx) * base_.ny,
                                        static_cast<float>(synthesis.settings.fwhm)));
   return {products_.rmsf_cube(), products_.rmsf_text(), products_.rmsf_fwhm_map()};

@@ -175,6 +175,25 @@ TEST_F(OskarTruth, CubesCarryWcsBeamAndUnits) {
   EXPECT_FALSE(fs::exists(product("image-Q") + ".partial"));
 }
 
+// BTYPE in casacore's image types, which CASA's imhead and CARTA show: a map of
+// Faraday depth is not an intensity, and a quantity casacore has no type for has none.
+TEST_F(OskarTruth, ProductsSayWhatTheirPixelsAre) {
+  ASSERT_EQ(status_, 0);
+  const auto btype = [&](const std::string& name) {
+    const auto image = spip::fits::read_header(product(name));
+    const auto it = image.keywords.find("BTYPE");
+    return it == image.keywords.end() ? std::string("(none)") : image.text("BTYPE");
+  };
+  EXPECT_EQ(btype("image-Q"), "Intensity");
+  EXPECT_EQ(btype("peak-pi"), "Intensity");
+  EXPECT_EQ(btype("moment-mean-P"), "Intensity");
+  EXPECT_EQ(btype("psf"), "Beam");
+  EXPECT_EQ(btype("peak-phi"), "Rotation Measure");
+  EXPECT_EQ(btype("stokes-i-alpha"), "Spectral Index");
+  for (const char* name : {"peak-chi0", "peak-phi-err", "peak-fracpol", "fdf-m2", "moment-skew-Q", "sigma-add"})
+    EXPECT_EQ(btype(name), "(none)") << name;
+}
+
 TEST_F(OskarTruth, PeakMapsRecoverEachSourcesRotationMeasureAngleAndIntensity) {
   ASSERT_EQ(status_, 0);
   const auto sky = spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt");

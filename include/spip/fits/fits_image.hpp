@@ -45,6 +45,9 @@ struct ImageHeader {
   std::optional<Stokes> stokes;
   int stokes_planes = 1;           // the STOKES axis's length: stokes, then the parameters after it
   std::string bunit = "Jy/beam";   // "Jy/pixel" for models
+  // What a pixel is, in casacore's image types, which CASA and CARTA show ("Rotation
+  // Measure", "Spectral Index", "Beam"); empty for a quantity they have no type for.
+  std::string btype = "Intensity";
   std::optional<Beam> beam;        // BMAJ/BMIN/BPA on restored products
   bool beam_per_plane = false;     // CASAMBM = T: CubeFile::write_beams adds the planes' own beams
   std::string date_obs;            // ISO 8601 UTC
