@@ -5,7 +5,7 @@
 # range of a plane (plane k holds k + 1e-3 i). Fails on the first disagreement.
 #   check_ds9.sh SAMPLE_DIR
 set -euo pipefail
-dir=$1
+dir=$(cd "$1" && pwd)  # DS9 opens what XPA names from its own working folder
 export XPA_METHOD=local
 name=spip_ds9_$$
 # DS9 and XPA keep their sockets and logs in a folder of this run's own, removed at the end.

@@ -17,7 +17,14 @@ fail() {
   failures=$((failures + 1))
 }
 
-cmake --install "$build" --prefix "$prefix" >"$work/install.log" || { cat "$work/install.log"; exit 1; }
+# `cmake --install` always writes install_manifest.txt into the build tree: the one a
+# user's own install left there is put back afterwards, and this test's is not left.
+manifest=$build/install_manifest.txt
+[[ -e $manifest ]] && cp -p "$manifest" "$work/manifest.saved"
+cmake --install "$build" --prefix "$prefix" >"$work/install.log"
+install_status=$?
+if [[ -e $work/manifest.saved ]]; then mv "$work/manifest.saved" "$manifest"; else rm -f "$manifest"; fi
+((install_status == 0)) || { cat "$work/install.log"; exit 1; }
 for file in bin/spip bin/spip-simulate bin/quicklook.py share/spip/configs/demo.cfg \
             share/spip/data/oskar_small.ms/table.dat share/spip/slurm/one-node.sbatch \
             share/spip/slurm/multi-node.sbatch share/spip/slurm/multi-node-gpu.sbatch \
@@ -37,7 +44,7 @@ status=$?
 grep -q "on 2 rank(s)" job.log || fail "the installed spip did not run on 2 ranks"
 grep -q "spip job 0: done; products in out/demo" job.log || fail "the installed spip-job.sh did not finish"
 [[ -f out/demo/demo-qa.json ]] || fail "no qa.json in $(pwd)/out/demo"
-page=$("$python" "$prefix/bin/quicklook.py" out/demo/demo) || fail "the installed quicklook.py failed"
+page=$(MPLCONFIGDIR=$work/matplotlib XDG_CACHE_HOME=$work/cache "$python" "$prefix/bin/quicklook.py" out/demo/demo) || fail "the installed quicklook.py failed"
 [[ -n $page && -s $page ]] || fail "no quick-look page"
 echo "installed into $prefix; the demo ran from $(pwd): $(ls out/demo/*.fits | wc -l) FITS products, page $page"
 

@@ -4,10 +4,12 @@
 # and the mpirun variant) that must stop, requeue themselves, resume and finish with
 # products identical to the uninterrupted job's, and a job cancelled mid-run, which must
 # not requeue itself.
-#   test_slurm_job.sh SOURCE_DIR SPIP_BIN WORK_DIR
+#   test_slurm_job.sh SOURCE_DIR SPIP_BIN
+# Everything goes into this test's own TMPDIR (fresh_tmpdir.sh makes it), which the
+# daemons and the jobs (sbatch exports the environment) take as theirs.
 # Exit 77 (skipped) only when Slurm or munge is not installed.
 set -uo pipefail
-source_dir=$1 spip_bin=$2 work=$3
+source_dir=$1 spip_bin=$2 work=$TMPDIR/slurm_job
 source "$source_dir/tests/slurm/slurm_cluster.sh"
 
 reason=$(slurm_cluster_missing)
@@ -17,6 +19,7 @@ if [[ -n $reason ]]; then
 fi
 rm -rf "$work"
 mkdir -p "$work"
+chmod 711 "$TMPDIR"  # munged runs as the munge user, which must reach its folder in here
 trap slurm_cluster_stop EXIT
 trap 'exit 1' INT TERM
 slurm_cluster_start "$work/cluster" || exit 1

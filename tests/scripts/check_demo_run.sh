@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# scripts/quicklook.py and astropy on a real run: the demo job as scripts/run-demo.sh
+# runs it (absolute paths, one thread per rank, only the FDF cubes the page reads: the
+# amplitudes, and the real and imaginary dirty ones for the page that has no
+# amplitudes), into this test's own TMPDIR (fresh_tmpdir.sh makes it and removes it,
+# with the products' 1.2 GB, after a success). The page is then checked panel by panel
+# (check_quicklook.py), and astropy must read every product as what it is: images and
+# cubes with their WCS, the catalogue as a table with its columns, units and rows.
+#   check_demo_run.sh SOURCE_DIR DATA_DIR SPIP PYTHON3 MPIEXEC [MPIEXEC_ARGS...]
+set -uo pipefail
+source_dir=$1 data_dir=$2 spip=$3 python=$4
+shift 4
+# matplotlib's font cache, which it would otherwise keep in $HOME.
+export MPLCONFIGDIR=$TMPDIR/matplotlib XDG_CACHE_HOME=$TMPDIR/cache
+out=$TMPDIR/demo
+"$@" "$spip" --config "$source_dir/configs/demo.cfg" --input.ms "$data_dir/oskar_small.ms" --output.dir "$out" \
+  --parallel.threads 1 --faraday.cubes amp-dirty,amp-clean,real-dirty,imag-dirty >"$TMPDIR/demo.log" 2>&1 ||
+  { cat "$TMPDIR/demo.log"; echo "FAIL: the demo job"; exit 1; }
+"$python" "$source_dir/tests/scripts/check_quicklook.py" "$source_dir/scripts/quicklook.py" "$out/demo" ||
+  { echo "FAIL: the quick-look page"; exit 1; }
+"$python" "$source_dir/scripts/check_fits_astropy.py" "$out"/*.fits | tee "$TMPDIR/astropy.log" ||
+  { echo "FAIL: astropy"; exit 1; }
+grep -q "demo-catalogue.fits: table CATALOGUE" "$TMPDIR/astropy.log" || { echo "FAIL: astropy read no catalogue"; exit 1; }
