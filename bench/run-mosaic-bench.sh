@@ -42,7 +42,7 @@ while read -r ra dec; do
   p=$((p + 1))
 done < "$work/pointings.txt"
 common=(--image.size 512 --image.scale 45 --image.centre 0,60 --image.beam 300,300,0 --clean.niter 20000 --clean.auto_threshold 3
-  --beam.model airy --faraday.phi_max 200 --faraday.dphi 1 --faraday.cubes none --parallel.threads 1)
+  --beam.model airy --faraday.phi_max 200 --faraday.dphi 0.5 --faraday.cubes none --parallel.threads 1)
 timed() {  # LABEL LOG COMMAND...: the command's wall time and peak RSS into $work/LABEL.time
   local label=$1 log=$2
   shift 2

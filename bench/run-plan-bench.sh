@@ -12,7 +12,7 @@
 # scripts/build.sh; deletes its products as it goes.
 # Cases: `sample` (configs/demo.cfg: 40 channels, 512^2, 241 depths) and `realistic`
 # (bench/run-imaging-bench.sh's set: 64 stations, 64 channels, 1024^2, auto-threshold 3,
-# 401 depths to +-200 rad/m^2, one Faraday depth cube).
+# 801 depths to +-200 rad/m^2, one Faraday depth cube).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cases=${1:-"sample realistic"}
@@ -81,7 +81,7 @@ for c in $cases; do
       bench/make-realistic-ms.sh "$work/realistic.ms"
       run_case realistic --input.ms "$work/realistic.ms" --image.size 1024 --image.scale 15 --image.weighting briggs \
         --image.robust 0 --clean.niter 1000000 --clean.mgain 0.8 --clean.gain 0.1 --clean.peak iquv \
-        --clean.auto_threshold 3 --faraday.phi_max 200 --faraday.dphi 1 --faraday.cubes amp-clean
+        --clean.auto_threshold 3 --faraday.phi_max 200 --faraday.dphi 0.5 --faraday.cubes amp-clean
       rm -rf "$work/realistic.ms" ;;
     *) echo "unknown case $c (sample, realistic)" >&2; exit 2 ;;
   esac

@@ -4,7 +4,7 @@
 # from the restored cubes), against the MPI all-to-all of the planes each rank kept,
 # at 1, 2 and 4 ranks of one thread, on the realistic set made with 128 channels
 # (bench/make-realistic-ms.sh), 1024^2 of 15", dirty images, faraday.phi_max 200 at
-# faraday.dphi 1 (401 depths: the exchange, not RM-CLEAN, is what differs).
+# faraday.dphi 0.5 (801 depths: the exchange, not RM-CLEAN, is what differs).
 # The two versions alternate. Prints per version and rank count: the Faraday stage's
 # wall time (qa.json) and, for the all-to-all, the slowest rank's time in the exchange,
 # the bytes it sent over MPI and read from disk, and each rank's peak RSS over the whole
@@ -34,7 +34,7 @@ fi
 bench/make-realistic-ms.sh "$work/realistic128.ms" 128
 
 common=(--input.ms "$work/realistic128.ms" --image.size 1024 --image.scale 15 --clean.niter 0
-        --faraday.phi_max 200 --faraday.dphi 1 --faraday.cubes none --catalogue.threshold 0 --parallel.threads 1)
+        --faraday.phi_max 200 --faraday.dphi 0.5 --faraday.cubes none --catalogue.threshold 0 --parallel.threads 1)
 source scripts/mpirun-flags.sh
 mpiexec=(mpiexec "${SPIP_MPIRUN_FLAGS[@]}")
 
@@ -79,7 +79,7 @@ rows = defaultdict(list)
 for line in open(sys.argv[1]):
     version, n, seconds, exchange, mpi, disk, depths, *rss = line.split()
     rows[(int(n), version)].append((float(seconds), float(exchange), float(mpi), float(disk), int(depths), rss))
-print(f"Faraday stage, realistic set: 128 channels, 1024^2, phi_max 200 rad/m^2, dphi 1; two runs each, alternating")
+print(f"Faraday stage, realistic set: 128 channels, 1024^2, phi_max 200 rad/m^2, dphi 0.5; two runs each, alternating")
 print(f"{'ranks':>5} {'version':>10} {'depths':>6} {'stage s (runs)':>16} {'exchange s':>12} {'MPI GB':>7} "
       f"{'disk GB':>7}  peak RSS per rank (MB)")
 for (n, version), runs in sorted(rows.items()):

@@ -566,8 +566,8 @@ const std::vector<Key>& keys() {
       scalar("parallel.ranks_per_channel", &Config::parallel, &ParallelConfig::ranks_per_channel,
              [](int v) { return v >= 0; }, "an integer >= 0", "ranks",
              "ranks that share each channel's rows (a group: each grids its share, the group sums the images "
-             "every major cycle); must divide the ranks; 0: chosen, more than 1 only where the ranks outnumber "
-             "the channels or a channel does not fit a rank's memory"),
+             "every major cycle); must divide the ranks; 0: chosen, more than 1 only where the ranks are twice "
+             "the channels or more, or a channel does not fit a rank's memory"),
       scalar("parallel.time_limit", &Config::parallel, &ParallelConfig::time_limit,
              [](double v) { return v >= 0; }, "a number >= 0", "s",
              "time the run may take (the Slurm scripts pass the job's time left); a run that cannot finish one "
