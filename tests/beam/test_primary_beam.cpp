@@ -100,7 +100,12 @@ TEST(PrimaryBeam, FollowsItsPointingOnAnImageCentredElsewhere) {
       const double l = -(x - 32) * cell, m = (y - 32) * cell, n = std::sqrt(1 - l * l - m * m);
       const Direction pixel{centre.ra_rad + std::atan2(l, n * std::cos(centre.dec_rad) - m * std::sin(centre.dec_rad)),
                             std::asin(m * std::cos(centre.dec_rad) + n * std::sin(centre.dec_rad))};
-      const auto [lp, mp] = direction_cosines(pixel, pointing);
+      // The pixel's direction cosines about the pointing, written out here rather than
+      // taken from spip's celestial helpers.
+      const double dra = pixel.ra_rad - pointing.ra_rad;
+      const double lp = std::cos(pixel.dec_rad) * std::sin(dra);
+      const double mp = std::sin(pixel.dec_rad) * std::cos(pointing.dec_rad) -
+                        std::cos(pixel.dec_rad) * std::sin(pointing.dec_rad) * std::cos(dra);
       EXPECT_NEAR(plane[static_cast<std::size_t>(y) * 64 + x], beam.response(lp, mp, freq), 1e-6) << x << " " << y;
       strongest = std::max(strongest, static_cast<double>(plane[static_cast<std::size_t>(y) * 64 + x]));
     }

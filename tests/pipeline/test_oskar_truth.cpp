@@ -167,10 +167,20 @@ TEST_F(OskarTruth, CubesCarryWcsBeamAndUnits) {
   EXPECT_DOUBLE_EQ(image.number("CRVAL4"), 2.0);
   EXPECT_NEAR(image.number("CRVAL2"), 60.0, 1e-9);
   EXPECT_EQ(image.text("BUNIT"), "Jy/beam");
-  // The common beam is the largest fitted one: the lowest channel's, a few arcmin.
-  EXPECT_GT(image.number("BMAJ") * 60, 2.0);
-  EXPECT_LT(image.number("BMAJ") * 60, 5.0);
-  EXPECT_GE(image.number("BMAJ"), image.number("BMIN"));
+  // The common beam is the largest fitted one, which holds the others: the lowest
+  // channel's, a few arcmin.
+  std::ifstream in(out_ + "/demo-qa.json");
+  const nlohmann::json channels = nlohmann::json::parse(in).at("channels");
+  const nlohmann::json& lowest = channels.front();
+  double largest_major = 0;
+  for (const nlohmann::json& channel : channels)
+    largest_major = std::max(largest_major, channel.at("beam_major_arcsec").get<double>());
+  EXPECT_EQ(lowest.at("beam_major_arcsec").get<double>(), largest_major);
+  EXPECT_NEAR(image.number("BMAJ") * 3600, largest_major, 1e-6);
+  EXPECT_NEAR(image.number("BMIN") * 3600, lowest.at("beam_minor_arcsec").get<double>(), 1e-6);
+  EXPECT_NEAR(image.number("BPA"), lowest.at("beam_pa_deg").get<double>(), 1e-6);
+  EXPECT_GT(largest_major / 60, 2.0);
+  EXPECT_LT(largest_major / 60, 5.0);
   EXPECT_EQ(spip::fits::read_image(product("model-I")).text("BUNIT"), "Jy/pixel");
   EXPECT_FALSE(fs::exists(product("image-Q") + ".partial"));
 }

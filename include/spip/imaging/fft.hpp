@@ -26,6 +26,7 @@ class FftBuffer {
  private:
   std::complex<float>* data_;
   std::size_t size_;
+  std::size_t alignment_ = 0;
 };
 
 // Unnormalised n x n transforms over the calling code's OpenMP threads:
