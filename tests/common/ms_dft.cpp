@@ -8,6 +8,7 @@
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/Table.h>
 
+#include <algorithm>
 #include <cmath>
 #include <complex>
 #include <stdexcept>
@@ -56,6 +57,17 @@ std::array<std::vector<double>, 4> stokes_dft(const std::string& ms, const std::
 
 int channel_count(const std::string& ms) {
   return static_cast<int>(cc::ArrayColumn<double>(cc::Table(ms + "/SPECTRAL_WINDOW"), "CHAN_FREQ")(0).nelements());
+}
+
+double longest_baseline_wavelengths(const std::string& ms, int channel) {
+  const cc::Table main(ms);
+  const cc::Matrix<double> uvw = cc::ArrayColumn<double>(main, "UVW").getColumn();
+  const cc::Vector<bool> flag_row = cc::ScalarColumn<bool>(main, "FLAG_ROW").getColumn();
+  double longest = 0;
+  for (std::size_t r = 0; r < flag_row.size(); ++r)
+    if (!flag_row[r]) longest = std::max(longest, std::hypot(uvw(0, r), uvw(1, r)));
+  const double freq = cc::ArrayColumn<double>(cc::Table(ms + "/SPECTRAL_WINDOW"), "CHAN_FREQ")(0)(cc::IPosition(1, channel));
+  return longest * freq / speed_of_light;
 }
 
 std::array<std::vector<double>, 4> direct_dft(const std::string& ms, int channel, const DftGrid& grid,

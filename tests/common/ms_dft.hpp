@@ -40,4 +40,8 @@ std::vector<double> direct_psf(const std::string& ms, const std::vector<int>& ch
 // The number of channels of the MS's first spectral window.
 int channel_count(const std::string& ms);
 
+// The longest projected baseline, sqrt(u^2 + v^2), of the rows not flagged as a whole,
+// in wavelengths of the first spectral window's channel.
+double longest_baseline_wavelengths(const std::string& ms, int channel);
+
 }  // namespace spip::test

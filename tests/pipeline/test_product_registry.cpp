@@ -217,8 +217,7 @@ TEST(ProductRegistry, ARunWritesExactlyTheRegisteredProducts) {
 TEST(ChannelProgress, ResumesOnlyWithTheSameInputsFilesAndPlan) {
   const fs::path dir = spip::test::scratch_path("progress"), ms = spip::test::scratch_path("set.ms"),
                  table = spip::test::scratch_path("ionosphere.txt");
-  fs::create_directories(ms);
-  std::ofstream(ms / "table.f0") << "rows";
+  fs::copy(std::string(SPIP_TEST_DATA) + "/oskar_small.ms", ms, fs::copy_options::recursive);
   std::ofstream(table) << "0 1.0\n100 1.5\n";
   const std::string settings = "[clean]\nniter = 5\n\n[plan]\nranks_per_channel = 1\nbackend = cpu\n";
   const auto fingerprint = [&] { return input_fingerprint({ms.string()}, {10}, {table.string()}); };
