@@ -31,8 +31,14 @@ case ${BUDGET_CASE:-gridding} in
 esac
 printf "%-12s %-18s %-16s %-14s\n" "budget [GB]" "--plan: host [GB]" "peak RSS [GB]" "RSS / budget"
 for budget in "${budgets[@]}"; do
-  planned=$(build/src/app/spip "${args[@]}" --parallel.memory_gb "$budget" --output.dir "$work/out" --plan |
-    awk '$1 == "0" && $2 ~ /^\[/ { print $5 }')
+  # A budget the planner refuses (the multiscale case's CLEAN alone needs more than 0.6
+  # GB) is a row of its own: the refusal is what a run there would meet.
+  if ! build/src/app/spip "${args[@]}" --parallel.memory_gb "$budget" --output.dir "$work/out" --plan \
+    > "$work/plan.txt" 2>&1; then
+    printf "%-12s refused: %s\n" "$budget" "$(tail -1 "$work/plan.txt" | cut -c1-160)"
+    continue
+  fi
+  planned=$(awk '$1 == "0" && $2 ~ /^\[/ { print $5 }' "$work/plan.txt")
   /usr/bin/time -f "%M" -o "$work/rss.txt" build/src/app/spip "${args[@]}" --parallel.memory_gb "$budget" \
     --output.dir "$work/out" > "$work/run.log" 2>&1 ||
     { echo "spip failed at parallel.memory_gb $budget; its last lines:"; tail -3 "$work/run.log"; exit 1; }

@@ -26,7 +26,7 @@ build/bench/bench_imaging "$work/realistic.ms" 64 1024 15 1 "$work/channel.bin" 
 ratios=()
 for ((try = 1; try <= repeats; ++try)); do
   spip_out=$(build/bench/bench_imaging "$work/realistic.ms" 64 1024 15 3 -)
-  ducc_out=$("$venv/bin/python" bench/gpu_baselines.py "$work/channel.bin" 1024 15 "$threads" | grep "epsilon 0.0001")
+  ducc_out=$("$venv/bin/python" bench/gpu_baselines.py "$work/channel.bin" 1024 15 1536 "$threads" | grep "epsilon 0.0001")
   spip_s=$(awk '/spip dirty IQUV \+ PSF/ {print $6}' <<< "$spip_out")
   ducc_s=$(awk '{print $8}' <<< "$ducc_out")
   (( try == 1 )) && echo "$spip_out" | head -6

@@ -26,10 +26,15 @@ trap 'rm -rf "$work"' EXIT
 hms_to_s() { awk -F: '{print $1 * 3600 + $2 * 60 + $3}' <<<"$1"; }
 
 # The plan's slowest rank (seconds), its largest memory per rank (GB) and its products (GB).
+# The memory is the peak the plan asks Slurm for, a quarter less: the suggested
+# --mem-per-cpu (MiB) times --cpus-per-task over 1.25 (the Faraday row group is not held
+# beside imaging, so the table's host and Faraday columns do not add).
 plan_figures() {
-  awk '/^ +[0-9]+ +\[/ { split($NF, t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3]; if (s > time) time = s;
-                          m = $5 + $7; if (m > mem) mem = m }
+  awk '/^ +[0-9]+ +\[/ { split($NF, t, ":"); s = t[1] * 3600 + t[2] * 60 + t[3]; if (s > time) time = s }
        /^products:/ { disk = $2 }
+       /^suggested:/ { for (i = 1; i <= NF; ++i) { if ($i ~ /^--cpus-per-task=/) { split($i, a, "="); cpus = a[2] }
+                                                   if ($i ~ /^--mem-per-cpu=/) { split($i, b, "="); per_cpu = b[2] + 0 } }
+                       mem = per_cpu * cpus / 1.25 * 1048576 / 1e9 }
        END { printf "%d %.2f %.2f\n", time, mem, disk }' "$1"
 }
 

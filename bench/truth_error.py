@@ -83,14 +83,18 @@ def main():
     sky, kind, out, name = sys.argv[1:5]
     sources = point_sources(sky)
     worst = 0.0
+    compared = 0
     for s, stokes in enumerate("IQUV"):
         for header, freq, plane in planes(kind, out, name, stokes):
+            compared += 1
             wcs = WCS(header).celestial
             for (ra, dec), rows in sources.items():
                 xf, yf = (float(v) for v in wcs.world_to_pixel_values(ra, dec))
                 x, y = int(round(xf)), int(round(yf))
                 expected = truth(rows, s, freq) * beam_at(header, wcs, x, y, xf, yf)
                 worst = max(worst, abs(float(plane[y, x]) - expected))
+    if not compared:
+        sys.exit(f"truth_error.py: no {kind} images named {name} in {out}")
     print(f"{worst:.2e}")
 
 
