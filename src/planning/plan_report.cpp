@@ -158,6 +158,14 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
       plan);
   const int group = plan.ranks_per_channel;
 
+  // A run's refusal before anything is timed; and timing images a channel here, which a
+  // channel that needs more than this node's memory must not try (a login node).
+  const MemoryPlan first = plan_memory(memory_needs(config, plan, 0, basis));
+  const double channel_bytes = first.process + first.imaging + first.channel_data;
+  if (request.previous_qa.empty() && channel_bytes > node_memory_bytes())
+    SPIP_THROW(ConfigError, "timing the rates here would image one channel in " + gb(channel_bytes) +
+                                ", more than this node's " + gb(node_memory_bytes()) +
+                                "; run --plan on a node like the job's, or give --plan-rates a short run's qa.json");
   out << "spip " << version << " plan: " << ranks << " rank(s) of " << threads << " OpenMP thread(s); channels ["
       << plan.chan_begin << ", " << plan.chan_end << ") of " << input_count(plan) << ", "
       << plan.max_visibilities << " rows per channel; " << plan.geometry.size << "^2 pixels on a "

@@ -262,6 +262,25 @@ TEST(SpipCli, RunThatCannotFinishAChannelInItsTimeLimitStopsBeforeReading) {
   std::printf("[ measured ] %s", outcome.err.c_str());
 }
 
+// --plan times its rates by imaging one channel here: a channel larger than this
+// node's memory (a job planned on a login node for bigger nodes) is refused in one line
+// at once, before anything is allocated, instead of taking the node's memory.
+TEST(SpipCli, PlanRefusesToTimeAChannelLargerThanThisNode) {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  double total_kb = 0;
+  while (meminfo >> key >> total_kb && key != "MemTotal:") meminfo.ignore(256, '\n');
+  ASSERT_GT(total_kb, 0);
+  // About 190 B a pixel at least: twice the node's memory, a budget that allows it.
+  const int size = static_cast<int>(std::sqrt(2 * total_kb * 1024 / 190)) / 8 * 8;
+  const Outcome plan = run_spip(sample_args("huge") + " --image.size " + std::to_string(size) +
+                                " --image.scale 1 --parallel.memory_gb " + std::to_string(4 * total_kb / 1e6) +
+                                " --plan --plan-ranks 1");
+  expect_one_line_error(plan, 2, {"timing the rates here would image one channel in", "more than this node's",
+                                  "--plan-rates"});
+  EXPECT_TRUE(plan.out.empty()) << plan.out;
+}
+
 TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
   const Outcome plan = run_spip(sample_args("plan") + " --image.size 256 --faraday.phi_max 60 --faraday.dphi 1 --plan --plan-ranks 3");
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
