@@ -745,13 +745,23 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
   }
 
   // Every run writes its configuration beside its products (to_ini), where Boost would
-  // read '#' as a comment and trim edge spaces: such a value would not come back.
+  // read '#' as a comment and trim edge spaces: such a value would not come back. A
+  // shell's conventions do not hold in a configuration file (or a quoted argument): '~'
+  // would make a folder named '~' (and CFITSIO would expand it to $HOME, elsewhere), and
+  // quotes would be part of the name.
   for (const Key& key : keys())
-    for (const std::string& value : key.get(config))
+    for (const std::string& value : key.get(config)) {
       if (value.find('#') != std::string::npos || (!value.empty() && (std::isspace(static_cast<unsigned char>(value.front())) ||
                                                                        std::isspace(static_cast<unsigned char>(value.back())))))
         SPIP_THROW(ConfigError, std::string(key.name) + " = '" + value + "': a value with '#' or leading or trailing spaces cannot be "
                                 "written back to the run's configuration file; rename it");
+      if (value.starts_with('~'))
+        SPIP_THROW(ConfigError, std::string(key.name) + " = " + value + ": '~' is expanded only by a shell, not in a "
+                                "configuration file or a quoted argument; give the path in full");
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'') && value.back() == value.front())
+        SPIP_THROW(ConfigError, std::string(key.name) + " = " + value + ": the quotes would be part of the value; "
+                                "write it without them");
+    }
   if (!config.input.cubes() && config.image.beam_major_arcsec > 0 && !config.image.common_beam)
     SPIP_THROW(ConfigError, "image.beam restores every channel with one beam, and image.common_beam = false asks for "
                             "each channel's own: expected one of them");

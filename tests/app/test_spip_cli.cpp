@@ -119,6 +119,15 @@ TEST(SpipCli, ConfigErrorsExitWithCode2) {
                         {"output.dir", "'#'"});
   expect_one_line_error(run_spip(base_args("beams") + " --image.beam 300,200,10 --image.common_beam false"), 2,
                         {"image.beam", "image.common_beam"});
+  // A shell's '~' and quotes in a configuration file: no folder named '~' or '"out"'.
+  const fs::path shell_cfg = scratch("shell.cfg");
+  std::ofstream(shell_cfg) << "[output]\ndir = ~/spip_out\n";
+  expect_one_line_error(run_spip("--config " + shell_cfg.string() + " --input.ms " + oskar_ms), 2,
+                        {"output.dir = ~/spip_out", "only by a shell", "in full"});
+  std::ofstream(shell_cfg) << "[output]\ndir = \"quoted\"\n";
+  expect_one_line_error(run_spip("--config " + shell_cfg.string() + " --input.ms " + oskar_ms), 2,
+                        {"output.dir = \"quoted\"", "quotes"});
+  EXPECT_FALSE(fs::exists("~") || fs::exists("\"quoted\""));
   const fs::path cfg = scratch("bad.cfg");
   std::ofstream(cfg) << "[image]\nsize = abc\n";
   expect_one_line_error(run_spip("--config " + cfg.string() + " --input.ms x.ms"), 2, {"image.size", "abc", cfg.string()});
