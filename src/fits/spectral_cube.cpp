@@ -101,6 +101,22 @@ std::vector<Beam> channel_beams(const std::string& path, int channels, int stoke
   return beams;
 }
 
+// A cube cut short (a copy or a transfer that stopped) would fail with CFITSIO's "tried
+// to move past end of file" or "error reading" only when its last rows are read, in the
+// Faraday stage. CFITSIO reads whole 2880-byte records: the last one's padding counts.
+void refuse_truncated(const std::string& path) {
+  FitsFile file = FitsFile::open(path, READONLY);
+  int status = 0;
+  LONGLONG header_start = 0, data_start = 0, data_end = 0;
+  fits_get_hduaddrll(file.get(), &header_start, &data_start, &data_end, &status);
+  check(status, "read the layout of", path);
+  std::error_code ec;
+  const auto size = static_cast<long long>(std::filesystem::file_size(path, ec));
+  if (!ec && size < data_end)
+    refuse(path, "it is truncated: its header and data take " + std::to_string(data_end) +
+                     " bytes in whole FITS records, the file holds " + std::to_string(size) + "; copy it again");
+}
+
 }  // namespace
 
 SpectralCube open_spectral_cube(const std::string& path) {
@@ -113,6 +129,7 @@ SpectralCube open_spectral_cube(const std::string& path) {
       refuse(path, e.what());
     }
   }();
+  refuse_truncated(path);
   SpectralCube cube;
   cube.path = path;
   for (long n : header.shape) cube.naxis.push_back(n);

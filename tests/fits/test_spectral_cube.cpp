@@ -254,6 +254,22 @@ TEST_F(SpectralCubeTest, CubesSpipCannotTakeAreRefusedSayingWhy) {
     if (c.starts_with("CRVAL4")) c = card("CRVAL4", "-5.0");
   EXPECT_NE(refusal("xx.fits", {4, 4, 2, 1}, xx).find("XX"), std::string::npos);
   EXPECT_NE(refusal("casambm.fits", {4, 4, 2}, with(plain, {card("CASAMBM", "T")})).find("BEAMS"), std::string::npos);
+  // A copy cut short, into its data or only its last record's padding (which CFITSIO
+  // reads too): refused when it is opened, not when the Faraday stage reaches its last
+  // rows; its header and first rows are whole.
+  const std::string whole = path("whole.fits"), cut = path("cut.fits");
+  write_fits(whole, {64, 64, 4}, plain, std::vector<float>(64 * 64 * 4, 1.0f));
+  EXPECT_NO_THROW(spip::fits::open_spectral_cube(whole));
+  for (const std::uintmax_t short_by : {100, 5000}) {
+    std::filesystem::copy_file(whole, cut, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::resize_file(cut, std::filesystem::file_size(whole) - short_by);
+    try {
+      spip::fits::open_spectral_cube(cut);
+      ADD_FAILURE() << "a cube " << short_by << " bytes short was taken";
+    } catch (const spip::InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+    }
+  }
 }
 
 // What is accepted as it is meant: ICRS and J2000 positions, BUNIT as astropy writes it, PV2
