@@ -2,6 +2,7 @@
 
 #include "gather_records.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "spip/common/stopwatch.hpp"
@@ -137,6 +138,15 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
                                              plan.memory.kept_spilled ? scratch_folder(config.parallel) : "");
   const std::vector<double> noise = channel_noise(plan, mpi.rank(), convolved.get(), records, log);
   rank_qa.read_s = reading.seconds();
+  // On cubes the Faraday stage is the whole job: without two channels of data there is
+  // nothing to synthesise, and moments alone are not what was asked for. Every rank
+  // knows the count, so every rank stops, and rank 0 says why.
+  const std::int64_t usable = mpi.sum(std::count_if(noise.begin(), noise.end(), [](double n) { return n >= 0; }));
+  if (usable < 2)
+    throw JobFailure("input.cube_q and input.cube_u have " + std::to_string(usable) + " channel(s) of data of " +
+                         std::to_string(plan.freq_hz.size()) +
+                         " (the others blank throughout): RM synthesis needs at least two",
+                     __FILE__, __LINE__, ExitCode::bad_input);
   stop.leave_if_requested("nothing is written yet");
 
   const Stopwatch watch;

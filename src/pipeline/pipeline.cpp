@@ -862,6 +862,8 @@ CommittedProducts after_planning(Steps steps) {
     return steps();
   } catch (const Interrupted&) {
     throw;  // every rank throws it together
+  } catch (const JobFailure&) {
+    throw;  // so does every rank this
   } catch (const Error& e) {
     throw RankFailure(e);
   } catch (const std::exception& e) {

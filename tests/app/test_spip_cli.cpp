@@ -217,6 +217,20 @@ TEST(SpipCli, ARunClearsAnEarlierRunsProductsOfItsPrefixAlone) {
   EXPECT_TRUE(fs::exists(out / "spip-image-I.fits"));
 }
 
+// On another imager's cubes the Faraday stage is the whole job: cubes with fewer than
+// two channels of data are refused (exit 3, one line), not run to moments alone.
+TEST(SpipCli, CubesWithoutTwoChannelsOfDataAreRefused) {
+  const fs::path one = scratch("one_channel");
+  ASSERT_EQ(run_spip(base_args("one_channel") + " --input.channel_end 1 --faraday.cubes none --catalogue.threshold 0 "
+                     "--output.channel_cubes image-Q,image-U").exit_code, 0);
+  const Outcome refused = run_spip("--input.cube_q " + (one / "spip-image-Q.fits").string() + " --input.cube_u " +
+                                   (one / "spip-image-U.fits").string() + " --output.dir " +
+                                   scratch("on_cubes").string() + " --parallel.threads 1");
+  expect_one_line_error(refused, 3, {"1 channel(s) of data of 1", "RM synthesis needs at least two"});
+  for (const char* name : {"spip-moment-mean-Q.fits", "spip-qa.json"})
+    EXPECT_FALSE(fs::exists(scratch("on_cubes") / name)) << name;
+}
+
 // The same MS twice would double every visibility and weight.
 TEST(SpipCli, TheSameMsTwiceIsRefused) {
   const std::string again = data_dir + "/../data/./oskar_small.ms/";
