@@ -18,22 +18,37 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int number) { signalled.store(number); }
 
-struct sigaction handler_for(void (*handler)(int)) {
+struct sigaction handler_for(void (*handler)(int), int flags) {
   struct sigaction action;
   std::memset(&action, 0, sizeof action);
   action.sa_handler = handler;
   sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;  // reads and writes in flight carry on
+  action.sa_flags = SA_RESTART | flags;  // reads and writes in flight carry on
   return action;
+}
+
+const char* signal_name(int number) {
+  switch (number) {
+    case SIGTERM: return "SIGTERM";
+    case SIGUSR1: return "SIGUSR1";
+    case SIGINT: return "SIGINT (Ctrl-C; press it again to stop at once)";
+    case SIGHUP: return "SIGHUP (the terminal closed)";
+    default: return "a signal";
+  }
 }
 
 }  // namespace
 
 StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
   signalled.store(0);
-  const struct sigaction action = handler_for(on_stop_signal);
+  const struct sigaction action = handler_for(on_stop_signal, 0);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
+  // From a terminal (spip run without mpirun, which turns them into SIGTERM): the first
+  // stops the run resumably; the handler then resets, so a second Ctrl-C stops it at once.
+  const struct sigaction once = handler_for(on_stop_signal, SA_RESETHAND);
+  sigaction(SIGINT, &once, nullptr);
+  sigaction(SIGHUP, &once, nullptr);
 }
 
 bool StopRequest::requested() {
@@ -42,7 +57,7 @@ bool StopRequest::requested() {
   const bool stop = number != 0 || notice_.heard();
   if (stop && !logged_) {
     logged_ = true;
-    log_.info(number != 0 ? std::string("received ") + (number == SIGTERM ? "SIGTERM" : "SIGUSR1") +
+    log_.info(number != 0 ? std::string("received ") + signal_name(number) +
                                 "; finishing the current channel, then stopping"
                           : "another rank was asked to stop; finishing the current channel, then stopping");
   }

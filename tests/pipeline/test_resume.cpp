@@ -529,6 +529,48 @@ TEST(Resume, CtrlCToMpirunStopsResumablyAsDocumented) {
   fs::remove_all(base);
 }
 
+// Ctrl-C to spip run from a terminal without mpirun (SIGINT to the process itself): the
+// first stops it resumably, as Slurm's SIGTERM does, and the same command resumes; a
+// second Ctrl-C stops it at once (its shell reports 130, 128 + SIGINT).
+TEST(Resume, CtrlCToSpipAloneStopsResumablyAndASecondAtOnce) {
+  const std::string base = fresh_dir("spip_resume_sigint");
+  const std::string out = base + "/out";
+  std::string alone = command_for(out);
+  alone.replace(alone.find(std::string(SPIP_MPIEXEC) + " 2 "), std::string(SPIP_MPIEXEC).size() + 3, "");
+  // Channels of a second or more, so that the second Ctrl-C comes while the first one's
+  // channel is still being imaged.
+  alone.replace(alone.find("--image.size 256 --image.scale 20"), 33, "--image.size 1024 --image.scale 5");
+  const auto stop = [&](const std::string& log, int markers, int signals) {
+    const pid_t child = start_in_own_session(alone, log);
+    wait_for_markers(out, markers);
+    const std::vector<pid_t> ranks = spip_ranks(child);
+    EXPECT_EQ(ranks.size(), 1u);
+    for (int k = 0; k < signals && !ranks.empty(); ++k) {
+      kill(ranks.front(), SIGINT);
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    int status = 0;
+    waitpid(child, &status, 0);
+    return status;
+  };
+  const int once = stop(base + "/once.log", 4, 1);
+  const std::string log = read_file(base + "/once.log");
+  ASSERT_TRUE(WIFEXITED(once)) << log;
+  EXPECT_EQ(WEXITSTATUS(once), 75) << log;
+  EXPECT_NE(log.find("received SIGINT (Ctrl-C; press it again to stop at once)"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(out + "/.demo.claim")) << "a stopped run releases its claim";
+  const int done = count_markers(out);
+  ASSERT_GE(done, 4);
+  ASSERT_LT(done, 40) << "the run finished before it could be stopped";
+
+  const int twice = stop(base + "/twice.log", done + 1, 2);
+  const std::string again = read_file(base + "/twice.log");
+  EXPECT_NE(again.find("resuming from the progress markers of " + std::to_string(done) + " channel(s)"),
+            std::string::npos) << again;
+  EXPECT_TRUE(WIFEXITED(twice) && WEXITSTATUS(twice) == 128 + SIGINT) << "status " << twice << ": " << again;
+  fs::remove_all(base);
+}
+
 // A mosaic of two pointings 1 deg apart (the sample's sky simulated from each), killed
 // while its channels are imaged: the resumed run images again what the killed one did
 // not restore (a channel keeps each pointing's model only in memory until it is
