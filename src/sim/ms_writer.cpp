@@ -499,28 +499,39 @@ void read_oskar_telescope(const std::string& dir, ArrayDescription& array) {
     array.station_enu_m.push_back(enu);
   }
   if (array.station_enu_m.size() < 2) SPIP_THROW(InputError, dir + "/layout.txt: fewer than 2 stations");
+  // Two stations at one place make a baseline of no length: every visibility of it is
+  // the sky's total flux, which no interferometer measures.
+  for (std::size_t a = 0; a < array.station_enu_m.size(); ++a)
+    for (std::size_t b = a + 1; b < array.station_enu_m.size(); ++b)
+      if (array.station_enu_m[a] == array.station_enu_m[b])
+        SPIP_THROW(InputError, dir + "/layout.txt: stations " + std::to_string(a + 1) + " and " + std::to_string(b + 1) +
+                                   " are at the same position");
 }
 
 double parse_utc(const std::string& text) {
   cc::Quantity time;
-  if (!cc::MVTime::read(time, text)) SPIP_THROW(InputError, "cannot parse time '" + text + "'");
+  if (!cc::MVTime::read(time, text))
+    SPIP_THROW(ConfigError, "--start '" + text + "': expected a UTC time such as '2025-03-20 12:00:00'");
   return time.getValue("s");
 }
 
 void simulate_from_array(const ArrayDescription& array, const std::string& out_ms,
                          const SkyModel& sky, const Corruption& corruption) {
-  if (array.num_channels < 1 || array.num_times < 1 || array.station_enu_m.size() < 2)
-    SPIP_THROW(InputError, "array description needs channels, time steps and two stations");
+  // The options' values: usage errors (exit 2), as spip's configuration errors are.
+  if (array.num_channels < 1)
+    SPIP_THROW(ConfigError, "--channels " + std::to_string(array.num_channels) + ": expected at least 1");
+  if (array.num_times < 1) SPIP_THROW(ConfigError, "--times " + std::to_string(array.num_times) + ": expected at least 1");
+  if (array.station_enu_m.size() < 2) SPIP_THROW(InputError, "the array has fewer than two stations");
   const double last_hz = array.freq_start_hz + (array.num_channels - 1) * array.freq_inc_hz;
   if (!(array.freq_start_hz > 0 && last_hz > 0 && std::isfinite(last_hz)))
-    SPIP_THROW(InputError, "--freq-start and --freq-inc give channels from " + std::to_string(array.freq_start_hz) +
-                               " to " + std::to_string(last_hz) + " Hz; every channel must be above 0 Hz");
+    SPIP_THROW(ConfigError, "--freq-start and --freq-inc give channels from " + std::to_string(array.freq_start_hz) +
+                                " to " + std::to_string(last_hz) + " Hz; every channel must be above 0 Hz");
   if (array.num_channels > 1 && !(array.freq_inc_hz != 0))
-    SPIP_THROW(InputError, "--freq-inc 0 puts every channel at one frequency");
+    SPIP_THROW(ConfigError, "--freq-inc 0 puts every channel at one frequency");
   if (!(array.dump_s > 0 && std::isfinite(array.dump_s)))
-    SPIP_THROW(InputError, "--dump " + std::to_string(array.dump_s) + ": expected a dump time above 0 s");
+    SPIP_THROW(ConfigError, "--dump " + std::to_string(array.dump_s) + ": expected a dump time above 0 s");
   if (!(std::abs(array.dec_rad) <= M_PI / 2 && std::isfinite(array.ra_rad)))
-    SPIP_THROW(InputError, "--ra/--dec: the declination must lie in [-90, 90] degrees");
+    SPIP_THROW(ConfigError, "--ra/--dec: the declination must lie in [-90, 90] degrees");
   const std::size_t n = array.station_enu_m.size();
   const cc::rownr_t num_rows = array.num_times * n * (n - 1) / 2;
   check_space(out_ms, static_cast<double>(num_rows) * array.num_channels * 4 * (sizeof(cc::Complex) + 1));

@@ -70,6 +70,8 @@ Component component_from(const Row& row, std::size_t index) {
     SPIP_THROW(InputError, row.where + ": RaD, DecD and I are required");
   c.ra_rad = row.number("RaD") * deg;
   c.dec_rad = row.number("DecD") * deg;
+  if (std::abs(row.number("DecD")) > 90)
+    SPIP_THROW(InputError, row.where + ": DecD = " + row.values.at("DecD") + " is outside [-90, 90] degrees");
   c.i0_jy = row.number("I");
   c.v0_jy = row.number("V");
   c.ref_freq_hz = row.number("ReferenceFrequency");
@@ -95,6 +97,9 @@ Component component_from(const Row& row, std::size_t index) {
     c.pol_frac = std::hypot(q, u) / c.i0_jy;
     c.chi0_rad = 0.5 * std::atan2(u, q) - c.rm_rad_m2 * lambda_sq_ref;
   }
+  if (!(std::abs(c.pol_frac) <= 1))
+    SPIP_THROW(InputError, row.where + ": a polarised fraction of " + std::to_string(c.pol_frac) +
+                               " (PolarizedFraction, or sqrt(Q^2 + U^2) / I); a source is at most wholly polarised");
   return c;
 }
 

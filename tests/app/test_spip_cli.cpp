@@ -877,6 +877,41 @@ TEST(SpipSimulate, RefusesNegativeNoiseAndFlagFractionsOutsideZeroToOne) {
   }
 }
 
+// What no sky or array holds (a declination past the pole, a source more than wholly
+// polarised, two stations at one place) is refused in one line (exit 3), and option
+// values out of range as usage errors (exit 2); no MS is left.
+TEST(SpipSimulate, RefusesUnphysicalSkiesLayoutsAndOptionValues) {
+  const fs::path telescope = scratch("sim_tel"), out = scratch("sim.ms");
+  fs::create_directories(telescope);
+  std::ofstream(telescope / "position.txt") << "149.55 -30.31 237\n";
+  std::ofstream(telescope / "layout.txt") << "0 0\n100 0\n0 150\n";
+  const auto sky = [&](const std::string& name, const std::string& row) {
+    const fs::path file = scratch(name);
+    std::ofstream(file) << "Format = Name, RaD, DecD, I, Q, U, V, ReferenceFrequency, SpectralIndex\n" << row << "\n";
+    return file.string();
+  };
+  const std::string good = sky("good.sky", "\"a\", 150.0, -45.0, 1.0, 0.1, 0.05, 0.0, 1.4e9, 0.0");
+  const auto expect_refused = [&](const std::string& args, int code, const std::string& says) {
+    const Outcome outcome = run(std::string(SPIP_SIMULATE_BIN) + " --telescope " + telescope.string() + " --out " +
+                                out.string() + " --ra 150 --dec -45 " + args);
+    EXPECT_EQ(outcome.exit_code, code) << args << ": " << outcome.err;
+    EXPECT_NE(outcome.err.find(says), std::string::npos) << outcome.err;
+    EXPECT_EQ(std::count(outcome.err.begin(), outcome.err.end(), '\n'), 1) << outcome.err;
+    EXPECT_FALSE(fs::exists(out)) << args;
+  };
+  const std::string small = " --channels 2 --times 2";
+  expect_refused("--sky " + sky("pole.sky", "\"a\", 150.0, 95.0, 1.0, 0.1, 0.05, 0.0, 1.4e9, 0.0") + small, 3,
+                 "DecD = 95.0 is outside [-90, 90]");
+  expect_refused("--sky " + sky("over.sky", "\"a\", 150.0, -45.0, 1.0, 1.1, 0.05, 0.0, 1.4e9, 0.0") + small, 3,
+                 "at most wholly polarised");
+  expect_refused("--sky " + good + " --channels 0", 2, "--channels 0: expected at least 1");
+  expect_refused("--sky " + good + " --times 0", 2, "--times 0: expected at least 1");
+  expect_refused("--sky " + good + small + " --dump 0", 2, "--dump");
+  expect_refused("--sky " + good + small + " --start garbage", 2, "--start 'garbage'");
+  std::ofstream(telescope / "layout.txt") << "0 0\n100 0\n100 0\n";
+  expect_refused("--sky " + good + small, 3, "stations 2 and 3 are at the same position");
+}
+
 // --beam is refused in one line without its dish or cube, or with a model spip does not have.
 TEST(SpipSimulate, RefusesABeamWithoutItsDishInOneLine) {
   const std::string base = std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
