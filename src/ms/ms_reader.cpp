@@ -17,8 +17,10 @@
 #include <casacore/tables/Tables/ScalarColumn.h>
 #include <casacore/tables/Tables/Table.h>
 #include <casacore/tables/Tables/TableLock.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <filesystem>
 #include <iterator>
@@ -88,10 +90,29 @@ cc::Table open_table(const std::string& path) {
   return cc::Table(path, cc::TableLock(cc::TableLock::NoLocking), cc::Table::Old);
 }
 
+// Permission first, with POSIX's own test: casacore's answers that an unreadable
+// folder is no table, after a warning of its own on stderr.
+bool denied(const std::string& path) {
+  std::error_code error;
+  const bool folder = std::filesystem::is_directory(path, error);
+  return std::filesystem::exists(path, error) && ::access(path.c_str(), folder ? R_OK | X_OK : R_OK) != 0 &&
+         errno == EACCES;
+}
+
+void require_table(const std::string& path, const std::string& what) {
+  if (!std::filesystem::exists(path)) bad_input(what + ": no such file or directory");
+  if (denied(path) || denied(path + "/table.dat") || denied(path + "/table.f0"))
+    bad_input(what + ": permission denied; spip needs to read it");
+  if (!cc::Table::isReadable(path))
+    bad_input(what + (std::filesystem::exists(path + "/table.dat")
+                          ? ": its table.dat cannot be read (a truncated or corrupt file?); expected a MeasurementSet"
+                          : ": not a casacore table; expected a MeasurementSet directory"));
+}
+
 cc::Table open_subtable(const std::string& ms_path, const char* name) {
   const std::string path = ms_path + "/" + name;
-  if (!cc::Table::isReadable(path))
-    bad_input(ms_path + ": the " + name + " subtable is missing; expected a MeasurementSet");
+  if (!std::filesystem::exists(path)) bad_input(ms_path + ": the " + name + " subtable is missing; expected a MeasurementSet");
+  require_table(path, ms_path + ": its " + name + " subtable");
   return open_table(path);
 }
 
@@ -212,9 +233,7 @@ struct MsReader::Impl {
 
 void MsReader::Impl::open(const std::string& path) {
   info.path = path;
-  if (!std::filesystem::exists(path)) bad_input(path + ": no such file or directory");
-  if (!cc::Table::isReadable(path))
-    bad_input(path + ": not a casacore table; expected a MeasurementSet directory");
+  require_table(path, path);
   main = stored = open_table(path);
   for (const char* column : {"UVW", "ANTENNA1", "ANTENNA2", "FLAG", "FLAG_ROW", "FIELD_ID",
                              "DATA_DESC_ID", "TIME"})
@@ -520,8 +539,9 @@ MsReader::MsReader(const std::string& path, const Selection& selection)
   impl_->selection = selection;
   try {
     impl_->open(path);
-  } catch (const cc::AipsError& e) {
-    bad_input(path + ": " + std::string(e.what()));
+  } catch (const cc::AipsError& e) {  // a table file cut short or garbled: casacore's words, and what they mean
+    bad_input(path + ": cannot be opened; the MS is damaged (a truncated or corrupt table file?); casacore: " +
+              std::string(e.what()));
   }
 }
 
@@ -674,8 +694,7 @@ std::string MsInfo::stokes_summary() const {
 }
 
 std::vector<int> spectral_windows(const std::string& path) {
-  if (!std::filesystem::exists(path)) bad_input(path + ": no such file or directory");
-  if (!cc::Table::isReadable(path)) bad_input(path + ": not a casacore table; expected a MeasurementSet directory");
+  require_table(path, path);
   const cc::Table descriptions = open_subtable(path, "DATA_DESCRIPTION");
   const cc::Vector<int> windows = cc::ScalarColumn<int>(descriptions, "SPECTRAL_WINDOW_ID").getColumn();
   std::vector<int> ids(windows.begin(), windows.end());

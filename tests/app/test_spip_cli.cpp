@@ -142,6 +142,13 @@ TEST(SpipCli, InputErrorsExitWithCode3) {
   expect_one_line_error(run_spip("--input.cube_q " + not_fits + " --input.cube_u " + not_fits + " --output.dir " +
                                  scratch("f").string()),
                         3, {"input.cube_q", not_fits, "not SIMPLE"});
+  // An MS whose main table's description was cut short (a copy that stopped): damaged,
+  // in one line, with casacore's words.
+  const fs::path cut = scratch("cut.ms");
+  fs::copy(oskar_ms, cut, fs::copy_options::recursive);
+  fs::resize_file(cut / "table.f0", fs::file_size(cut / "table.f0") / 2);
+  expect_one_line_error(run_spip("--input.ms " + cut.string() + " --output.dir " + scratch("cut_out").string()), 3,
+                        {cut.string(), "the MS is damaged", "casacore:"});
 }
 
 TEST(SpipCli, AFailingRunUnderMpiexecPrintsItsErrorAlone) {
