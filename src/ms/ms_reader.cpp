@@ -647,8 +647,9 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel() const {
 
 void require_unflagged(const MsInfo& info, const std::vector<std::int64_t>& counts) {
   if (std::all_of(counts.begin(), counts.end(), [](std::int64_t n) { return n == 0; }))
-    bad_input(info.path + ": no unflagged cross-correlation data in field " + std::to_string(info.field) +
-              ", spectral window " + std::to_string(info.spw));
+    bad_input(info.path + ": no unflagged cross-correlation data in the selected channels of field " +
+              std::to_string(info.field) + ", spectral window " + std::to_string(info.spw) +
+              " (input.channel_begin, input.channel_end, input.freq_min and input.freq_max select them)");
 }
 
 std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin, std::int64_t row_end) const {

@@ -246,6 +246,13 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
   }
   agree_on_failure(mpi, failure);
   log.root(plan.memory.describe() + " (rank 0)");
+  // A budget the node cannot give: the kernel (or Slurm's cgroup) kills a rank before
+  // the budget ever stops it.
+  const double node = node_memory_bytes(), asked = config.parallel.memory_gb * 1e9 * mpi.local_size();
+  if (config.parallel.memory_gb > 0 && asked > node)
+    log.root("WARNING: parallel.memory_gb " + fixed(config.parallel.memory_gb, 2) + " GB for each of the " +
+             std::to_string(mpi.local_size()) + " rank(s) on this node is more than its " + fixed(node / 1e9, 2) +
+             " GB; a rank may be killed for memory before the budget stops it");
 }
 
 }  // namespace

@@ -382,12 +382,13 @@ TEST(Simulator, AFailedSimulationLeavesNothingAndReplacesOnlyMeasurementSets) {
   EXPECT_FALSE(fs::exists(copy + "/SOURCE/table.f0") && fs::exists(copy + "/SOURCE/ANTENNA"))
       << "a subtable of the template was replaced by an MS";
 
+  // The options' values out of range: usage errors (exit 2).
   spip::sim::ArrayDescription array = oskar_small_array();
   array.freq_start_hz = 0;
-  EXPECT_THROW(spip::sim::simulate_from_array(array, out, sky, {}), spip::InputError);
+  EXPECT_THROW(spip::sim::simulate_from_array(array, out, sky, {}), spip::ConfigError);
   array = oskar_small_array();
   array.dump_s = 0;
-  EXPECT_THROW(spip::sim::simulate_from_array(array, out, sky, {}), spip::InputError);
+  EXPECT_THROW(spip::sim::simulate_from_array(array, out, sky, {}), spip::ConfigError);
   EXPECT_FALSE(fs::exists(out));
 }
 

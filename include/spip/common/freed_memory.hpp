@@ -18,6 +18,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <thread>
 
 namespace spip {
 
@@ -28,8 +29,10 @@ namespace spip {
 // starts, gives every thread the one heap (0.63-0.67 GB, for about 5 % more time:
 // docs/benchmarks.md, issue 46); heap_per_thread() lets threads started afterwards
 // have their own again, which a GPU rank's staging threads are tuned for.
+// glibc ignores M_ARENA_MAX 0 (it keeps the last limit, 1 here): its default limit is
+// eight heaps per core on 64-bit machines, set again explicitly.
 inline void share_one_heap() { mallopt(M_ARENA_MAX, 1); }
-inline void heap_per_thread() { mallopt(M_ARENA_MAX, 0); }  // glibc's default
+inline void heap_per_thread() { mallopt(M_ARENA_MAX, static_cast<int>(8 * std::max(1u, std::thread::hardware_concurrency()))); }
 
 // The most freed memory the heap may keep for reuse: 256 MB (a few channels' images),
 // or an eighth of a small budget. The memory plan grants less where the budget is tight.
