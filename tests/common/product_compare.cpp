@@ -98,10 +98,12 @@ int expect_equal_products(const fs::path& reference, const fs::path& grouped, co
                    .data;
       signal = 0.03 * peak_of(spip::fits::read_image((reference / "demo-moment-std-I.fits").string()).data);
     }
-    const double scale = image                    ? restored_peak
-                         : has("-peak-pi-err")    ? peak_of(pi)
-                         : has("-peak-chi0.fits") ? derotation(reference, pi, bright)
-                                                  : peak_of(a);
+    // The FDF noise map's values lie far below its peak FDF's: its differences are the
+    // clean FDF's, measured against the polarised intensity, as the PI error's are.
+    const double scale = image                                          ? restored_peak
+                         : has("-peak-pi-err") || has("-fdf-noise-mad") ? peak_of(pi)
+                         : has("-peak-chi0.fits")                       ? derotation(reference, pi, bright)
+                                                                        : peak_of(a);
     double worst = 0;
     std::size_t values = 0, one_sided_nan = 0, one_sided_bright = 0;
     for (std::size_t i = 0; i < a.size(); ++i) {

@@ -86,7 +86,12 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
     ASSERT_EQ(cpu.size(), gpu.size()) << name;
     const auto has = [&](const char* part) { return name.find(part) != std::string::npos; };
     const bool peak_map = has("-peak-");
-    const bool pixel_map = peak_map || has("-fdf-m2.") || has("-fdf-noise-mad.") || has("-rmclean-iterations.");
+    // sigma_add is blank where PI is below 5 sigma of the pixel's own FDF noise, and
+    // alpha where Stokes I is below the threshold its residual noise sets: both rest on
+    // the peak fit, compared where PI is bright, as the peak maps are.
+    const bool sampled = has("-sigma-add");
+    const bool bright_only = peak_map || sampled || has("-stokes-i-alpha.");
+    const bool pixel_map = bright_only || has("-fdf-m2.") || has("-fdf-noise-mad.") || has("-rmclean-iterations.");
     const bool faraday = pixel_map || has("-FDF_");
     const bool after_rm_clean = pixel_map || has("-FDF_clean_");
     const bool clean_product = has("-model-") || has("-residual-") || has("-image-");
@@ -104,7 +109,9 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
     if (clean_product) scale = restored_peak;
     const bool phi = name.ends_with("-peak-phi.fits");
     const bool before_clean = name.starts_with("demo-dirty-") || name == "demo-psf.fits";
-    const double tolerance = phi ? 1e-3 : (before_clean ? 1e-5 : 1e-3) * scale;  // rad/m^2 for peak phi
+    // sigma_add is a percentile of a posterior sampled on a grid spanning the residuals'
+    // range: two CPU runs differ by 1e-2 of its peak (tests/common/product_compare.cpp).
+    const double tolerance = phi ? 1e-3 : (before_clean ? 1e-5 : sampled ? 1e-2 : 1e-3) * scale;  // rad/m^2 for peak phi
     double worst = 0;
     std::size_t compared = 0, agree = 0, blanked_on_one = 0;
     for (std::size_t i = 0; i < cpu.size(); ++i) {
@@ -114,7 +121,7 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
         ++blanked_on_one;
         continue;
       }
-      if (!std::isfinite(cpu[i]) || (peak_map && !is_bright) || (shape_moment && !(spread[i] >= signal))) continue;
+      if (!std::isfinite(cpu[i]) || (bright_only && !is_bright) || (shape_moment && !(spread[i] >= signal))) continue;
       const double d = std::abs(static_cast<double>(cpu[i]) - gpu[i]);
       worst = std::max(worst, d);
       ++compared;
@@ -125,7 +132,7 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
                 "%zu blanked on one backend only\n",
                 name.c_str(), worst, scale > 0 ? worst / scale : worst, share, tolerance, compared, blanked_on_one);
     EXPECT_LE(blanked_on_one, cpu.size() / 1000) << name;
-    if (peak_map || shape_moment) {
+    if (bright_only || shape_moment) {
       EXPECT_GT(compared, 0u) << name;
     }
     if (!after_rm_clean) {
@@ -135,7 +142,7 @@ TEST(CudaPipeline, EveryProductMatchesTheCpuBackend) {
       EXPECT_LE(worst, 1) << name;
     } else {
       EXPECT_GE(share, has("-err.") ? 0.95 : 0.98) << name;
-      EXPECT_LT(worst, phi ? 0.05 : 1e-2 * scale) << name;  // 0.05 rad/m^2: 4 % of the RMSF's FWHM
+      EXPECT_LT(worst, phi ? 0.05 : (sampled ? 1e-1 : 1e-2) * scale) << name;  // 0.05 rad/m^2: 4 % of the RMSF's FWHM
     }
     ++files;
   }
@@ -184,8 +191,12 @@ TEST(CudaPipeline, ADegeneratePsfIsCleanedAsOnTheCpu) {
 // differences times the response stay within 1e-3 of the restored Stokes I peak; and the
 // corrected Faraday peak maps agree where a source is, as in
 // EveryProductMatchesTheCpuBackend. With one pointing the response is made on the host
-// for either backend, so the pb cubes are the same bits; a mosaic's weighs each
-// pointing by its noise on each backend, to 1e-4 of the response.
+// for either backend, so the pb cubes are the same bits. A mosaic's weighs each
+// pointing by its residual noise on each backend, which for these noiseless pointings
+// is CLEAN's own error and differs between backends far more than in the last bits: to
+// 2e-2 of the response, and a corrected pixel may be blank on one backend only where the
+// response is that close to beam.limit (two CPU runs already differ there:
+// tests/common/product_compare.cpp), one in a thousand at most.
 namespace {
 
 void expect_beam_corrected_products_match(const std::string& more, bool mosaic) {
@@ -201,7 +212,7 @@ void expect_beam_corrected_products_match(const std::string& more, bool mosaic) 
   if (mosaic) {
     const std::vector<float> gpu = read("gpu", "demo-pb.fits");
     ASSERT_EQ(gpu.size(), pb.size());
-    for (std::size_t i = 0; i < pb.size(); ++i) ASSERT_NEAR(gpu[i], pb[i], 1e-4) << i;
+    for (std::size_t i = 0; i < pb.size(); ++i) ASSERT_NEAR(gpu[i], pb[i], 2e-2) << i;
   } else {
     ASSERT_EQ(read("gpu", "demo-pb.fits"), pb);
   }
@@ -213,11 +224,18 @@ void expect_beam_corrected_products_match(const std::string& more, bool mosaic) 
     ASSERT_EQ(cpu.size(), pb.size()) << name;
     ASSERT_EQ(gpu.size(), pb.size()) << name;
     double worst = 0;
+    std::size_t blanked_on_one = 0;
+    constexpr double beam_limit = 0.2;  // beam.limit's default
     for (std::size_t i = 0; i < cpu.size(); ++i) {
-      ASSERT_EQ(std::isfinite(cpu[i]), std::isfinite(gpu[i])) << name << " pixel " << i;
+      if (std::isfinite(cpu[i]) != std::isfinite(gpu[i])) {
+        ASSERT_TRUE(mosaic && std::abs(pb[i % pb.size()] - beam_limit) < 2e-2) << name << " pixel " << i;
+        ++blanked_on_one;
+        continue;
+      }
       if (std::isfinite(cpu[i]))
         worst = std::max(worst, std::abs(static_cast<double>(cpu[i]) - gpu[i]) * pb[i]);
     }
+    EXPECT_LE(blanked_on_one, cpu.size() / 1000) << name;
     std::printf("[ measured ] %s: max |GPU - CPU| x response = %.3g (%.2e of the restored I peak)\n", name.c_str(),
                 worst, worst / restored_peak);
     EXPECT_LE(worst, 1e-3 * restored_peak) << name;
