@@ -82,6 +82,11 @@ int main(int argc, char** argv) {
       break;
   }
   const spip::pipeline::Log log(mpi.rank(), mpi.size());
+  if (!command.unused_on_cubes.empty()) {
+    std::string keys;
+    for (const std::string& key : command.unused_on_cubes) keys += (keys.empty() ? "" : ", ") + key;
+    log.root("WARNING: on another imager's cubes nothing is imaged or cleaned; these keys have no effect: " + keys);
+  }
   try {
     const spip::pipeline::CommittedProducts products = spip::pipeline::run(command.config, mpi, log, command.break_claim);
     if (mpi.is_root()) {

@@ -729,11 +729,13 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
   const std::array<Source, 2> sources{{{&command_line, "on the command line"},
                                        {&file, "in " + config.config_file}}};
   std::string channel_end_where;
+  std::vector<std::string> given;
   for (const Key& key : keys()) {
     const std::string name(key.name);
     const auto source = std::ranges::find_if(
         sources, [&](const Source& s) { return s.values->count(name) != 0; });
     if (source == sources.end()) continue;
+    given.push_back(name);
     const po::variable_value& value = (*source->values)[name];
     const std::vector<std::string> tokens =
         key.multi ? value.as<std::vector<std::string>>()
@@ -844,6 +846,14 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                "input.ms is not set: expected one or more Measurement Set paths, as "
                "input.ms in the [input] section of the config file or --input.ms on the "
                "command line (or input.cube_q and input.cube_u, another imager's cubes)");
+  // On another imager's cubes nothing is read from a Measurement Set, imaged or cleaned:
+  // what the keys for that would change, the run says it does not.
+  if (input.cubes())
+    for (const std::string& name : given)
+      if (name.starts_with("clean.") || name.starts_with("beam.") ||
+          (name.starts_with("input.") && !name.starts_with("input.cube_")) ||
+          (name.starts_with("image.") && name != "image.beam" && name != "image.common_beam"))
+        parsed.unused_on_cubes.push_back(name);
   return parsed;
 }
 

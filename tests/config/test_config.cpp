@@ -243,6 +243,13 @@ TEST(Config, AnotherImagersCubes) {
   expect_config_error([] { parse({"--input.ms", "a.ms", "--input.cube_i", "i.fits"}); }, {"input.cube_i"});
   expect_config_error([] { parse({"--input.cube_q", "q.fits", "--input.cube_u", "u.fits", "--beam.model", "airy"}); },
                       {"beam.model", "input.cube_q"});
+  // Keys for imaging and CLEAN given with cubes are named (the run warns of them); the
+  // products' beam, the Faraday stage's and the run's own keys are used.
+  const ParsedCommand unused = parse({"--input.cube_q", "q.fits", "--input.cube_u", "u.fits", "--clean.niter", "100",
+                                      "--image.size", "512", "--image.beam", "30,30,0", "--input.column", "DATA",
+                                      "--beam.limit", "0.3", "--faraday.phi_max", "100", "--parallel.threads", "2"});
+  EXPECT_EQ(unused.unused_on_cubes, (std::vector<std::string>{"input.column", "image.size", "clean.niter", "beam.limit"}));
+  EXPECT_TRUE(parse({"--input.ms", "a.ms", "--clean.niter", "100"}).unused_on_cubes.empty());
 }
 
 TEST(Config, ImageCentre) {
