@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     po::notify(vm);
+    spip::sim::quiet_casacore_log();
     return run(vm);
   } catch (const po::error& e) {
     std::cerr << "spip-simulate: " << e.what() << "\n";

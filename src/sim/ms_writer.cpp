@@ -5,6 +5,9 @@
 #include <casacore/casa/Arrays/Matrix.h>
 #include <casacore/casa/Arrays/Vector.h>
 #include <casacore/casa/Exceptions/Error.h>
+#include <casacore/casa/Logging/LogFilter.h>
+#include <casacore/casa/Logging/LogSink.h>
+#include <casacore/casa/Logging/StreamLogSink.h>
 #include <casacore/casa/Quanta/MVTime.h>
 #include <casacore/measures/Measures/MCDirection.h>
 #include <casacore/measures/Measures/MCPosition.h>
@@ -506,6 +509,11 @@ void read_oskar_telescope(const std::string& dir, ArrayDescription& array) {
       if (array.station_enu_m[a] == array.station_enu_m[b])
         SPIP_THROW(InputError, dir + "/layout.txt: stations " + std::to_string(a + 1) + " and " + std::to_string(b + 1) +
                                    " are at the same position");
+}
+
+void quiet_casacore_log() {
+  cc::LogSinkInterface* sink = new cc::StreamLogSink(cc::LogFilter(cc::LogMessage::SEVERE), &std::cerr);
+  cc::LogSink::globalSink(sink);  // casacore owns it from here
 }
 
 double parse_utc(const std::string& text) {

@@ -56,6 +56,12 @@ struct ArrayDescription {
 // position.txt (longitude, latitude [deg], altitude [m]).
 void read_oskar_telescope(const std::string& dir, ArrayDescription& array);
 
+// casacore's log keeps only its severe messages: the measures tables' notes (IERS tables
+// missing, the Earth-orientation range) were eight lines of stderr on every array
+// simulation, about precision the simulation does not need (its UVW and its
+// visibilities come from the same times and directions).
+void quiet_casacore_log();
+
 // Parses "YYYY-MM-DD hh:mm:ss[.sss]" (UTC) to MJD seconds.
 double parse_utc(const std::string& text);
 
