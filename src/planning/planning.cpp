@@ -726,6 +726,18 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
              std::to_string(reader.info().num_channels()) + " channels from " +
              fixed(reader.info().freq_hz.front() / 1e6, 4) + " to " + fixed(reader.info().freq_hz.back() / 1e6, 4) +
              " MHz, correlations [" + reader.info().stokes_summary() + "] from " + reader.info().column);
+  // A copy of an MS under another name is the same observation twice: its visibilities
+  // would count twice, as a second observation of the same channels would count once
+  // more, which spip cannot tell apart from it; the log says where inputs look alike.
+  for (std::size_t k = 0; k < plan.readers.size(); ++k)
+    for (std::size_t earlier = 0; earlier < k; ++earlier) {
+      const ms::MsInfo &a = plan.readers[earlier].info(), &b = plan.readers[k].info();
+      if (a.path != b.path && a.num_rows == b.num_rows && a.start_time_mjd_s == b.start_time_mjd_s &&
+          a.freq_hz == b.freq_hz && a.ra_rad == b.ra_rad && a.dec_rad == b.dec_rad)
+        log.root("WARNING: inputs " + ms::input_name(a) + " and " + ms::input_name(b) +
+                 " have the same rows, start, channels and phase centre: if one is a copy of the other, every "
+                 "visibility counts twice");
+    }
   for (const ms::MsReader& reader : plan.readers)
     if (reader.info().askap_instrument_frame)
       log.root("WARNING: input " + ms::input_name(reader.info()) + " is ASKAP's DATA as the observatory writes it: "

@@ -243,6 +243,18 @@ TEST(SpipCli, TheSameMsTwiceIsRefused) {
   const std::string again = data_dir + "/../data/./oskar_small.ms/";
   expect_one_line_error(run_spip(base_args("twice") + " --input.ms " + again), 2,
                         {"input.ms names " + oskar_ms + " twice", "also as " + again});
+  // A copy under another name cannot be told from a second observation of the same
+  // channels: the run goes on, and says the inputs look alike.
+  const fs::path copy = scratch("copy.ms");
+  fs::copy(oskar_ms, copy, fs::copy_options::recursive);
+  const Outcome copied = run_spip("--input.ms " + oskar_ms + " --input.ms " + copy.string() + " --output.dir " +
+                                  scratch("copied").string() + " --input.freq_max 122e6 --image.size 64 "
+                                  "--image.scale 120 --faraday.cubes none --parallel.threads 1");
+  EXPECT_EQ(copied.exit_code, 0) << copied.err;
+  EXPECT_NE(copied.out.find("WARNING: inputs " + oskar_ms + " and " + copy.string() +
+                            " have the same rows, start, channels and phase centre"),
+            std::string::npos)
+      << copied.out;
 }
 
 // A truncated storage file: the column read and its file are named, and the table is
