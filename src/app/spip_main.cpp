@@ -82,10 +82,10 @@ int main(int argc, char** argv) {
       break;
   }
   const spip::pipeline::Log log(mpi.rank(), mpi.size());
-  if (!command.unused_on_cubes.empty()) {
+  for (const spip::ParsedCommand::Unused& unused : command.unused) {
     std::string keys;
-    for (const std::string& key : command.unused_on_cubes) keys += (keys.empty() ? "" : ", ") + key;
-    log.root("WARNING: on another imager's cubes nothing is imaged or cleaned; these keys have no effect: " + keys);
+    for (const std::string& key : unused.keys) keys += (keys.empty() ? "" : ", ") + key;
+    log.root("WARNING: " + unused.why + "; these keys have no effect: " + keys);
   }
   try {
     const spip::pipeline::CommittedProducts products = spip::pipeline::run(command.config, mpi, log, command.break_claim);

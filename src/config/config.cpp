@@ -846,14 +846,24 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
                "input.ms is not set: expected one or more Measurement Set paths, as "
                "input.ms in the [input] section of the config file or --input.ms on the "
                "command line (or input.cube_q and input.cube_u, another imager's cubes)");
-  // On another imager's cubes nothing is read from a Measurement Set, imaged or cleaned:
-  // what the keys for that would change, the run says it does not.
-  if (input.cubes())
+  // On another imager's cubes nothing is read from a Measurement Set, imaged or cleaned,
+  // and without a beam model nothing is corrected for one: what the keys for that would
+  // change, the run says it does not.
+  const auto unused = [&](const std::string& why, auto&& predicate) {
+    ParsedCommand::Unused list{why, {}};
     for (const std::string& name : given)
-      if (name.starts_with("clean.") || name.starts_with("beam.") ||
-          (name.starts_with("input.") && !name.starts_with("input.cube_")) ||
-          (name.starts_with("image.") && name != "image.beam" && name != "image.common_beam"))
-        parsed.unused_on_cubes.push_back(name);
+      if (predicate(name)) list.keys.push_back(name);
+    if (!list.keys.empty()) parsed.unused.push_back(list);
+  };
+  if (input.cubes())
+    unused("on another imager's cubes nothing is imaged or cleaned", [](const std::string& name) {
+      return name.starts_with("clean.") || name.starts_with("beam.") ||
+             (name.starts_with("input.") && !name.starts_with("input.cube_")) ||
+             (name.starts_with("image.") && name != "image.beam" && name != "image.common_beam");
+    });
+  else if (beam.model == BeamModel::none)
+    unused("without beam.model there is no primary beam to correct for",
+           [](const std::string& name) { return name.starts_with("beam.") && name != "beam.model"; });
   return parsed;
 }
 

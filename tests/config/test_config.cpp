@@ -248,8 +248,14 @@ TEST(Config, AnotherImagersCubes) {
   const ParsedCommand unused = parse({"--input.cube_q", "q.fits", "--input.cube_u", "u.fits", "--clean.niter", "100",
                                       "--image.size", "512", "--image.beam", "30,30,0", "--input.column", "DATA",
                                       "--beam.limit", "0.3", "--faraday.phi_max", "100", "--parallel.threads", "2"});
-  EXPECT_EQ(unused.unused_on_cubes, (std::vector<std::string>{"input.column", "image.size", "clean.niter", "beam.limit"}));
-  EXPECT_TRUE(parse({"--input.ms", "a.ms", "--clean.niter", "100"}).unused_on_cubes.empty());
+  ASSERT_EQ(unused.unused.size(), 1u);
+  EXPECT_EQ(unused.unused[0].keys, (std::vector<std::string>{"input.column", "image.size", "clean.niter", "beam.limit"}));
+  EXPECT_TRUE(parse({"--input.ms", "a.ms", "--clean.niter", "100"}).unused.empty());
+  // Without a beam model, the beam's own keys.
+  const ParsedCommand no_beam = parse({"--input.ms", "a.ms", "--beam.limit", "0.3", "--beam.dish_diameter", "25"});
+  ASSERT_EQ(no_beam.unused.size(), 1u);
+  EXPECT_EQ(no_beam.unused[0].keys, (std::vector<std::string>{"beam.dish_diameter", "beam.limit"}));
+  EXPECT_TRUE(parse({"--input.ms", "a.ms", "--beam.model", "airy", "--beam.dish_diameter", "25"}).unused.empty());
 }
 
 TEST(Config, ImageCentre) {

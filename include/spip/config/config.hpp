@@ -166,7 +166,12 @@ struct ParsedCommand {
   int plan_node_ranks = 0;        // --plan-node-ranks; 0: as many as this node's cores hold
   std::string plan_rates;         // --plan-rates: a previous run's qa.json
   bool break_claim = false;       // --break-claim: clear another run's claim on the output
-  std::vector<std::string> unused_on_cubes;  // keys given that a run on other imagers' cubes has no use for
+  // Keys given that the run has no use for, and why: the run warns of them.
+  struct Unused {
+    std::string why;
+    std::vector<std::string> keys;
+  };
+  std::vector<Unused> unused;
 };
 
 // Parses `--config FILE` (INI sections [input] [image] ...) and `--section.key value`
