@@ -46,9 +46,12 @@ StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : noti
   sigaction(SIGUSR1, &action, nullptr);
   // From a terminal (spip run without mpirun, which turns them into SIGTERM): the first
   // stops the run resumably; the handler then resets, so a second Ctrl-C stops it at once.
+  // Where they are ignored (nohup, a background job of a script), they stay ignored.
   const struct sigaction once = handler_for(on_stop_signal, SA_RESETHAND);
-  sigaction(SIGINT, &once, nullptr);
-  sigaction(SIGHUP, &once, nullptr);
+  for (const int number : {SIGINT, SIGHUP}) {
+    struct sigaction current;
+    if (sigaction(number, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaction(number, &once, nullptr);
+  }
 }
 
 bool StopRequest::requested() {
