@@ -93,8 +93,8 @@ void row(const char* what, double seconds, double rate, const char* unit, const 
 }  // namespace
 
 int main(int argc, char** argv) {
-  spip::keep_freed_memory(spip::kept_heap_bytes(std::numeric_limits<double>::max()));  // as spip does on a GPU rank
-  spip::heap_per_thread();
+  spip::share_one_heap();  // as spip does, GPU ranks included
+  spip::keep_freed_memory(spip::kept_heap_bytes(std::numeric_limits<double>::max()));
   if (argc < 2) {
     std::fprintf(stderr, "usage: %s MS [channels] [image_size] [scale_arcsec] [DUMP] [accuracy]\n", argv[0]);
     return 2;

@@ -33,11 +33,14 @@ printf "%-12s %-18s %-16s %-14s\n" "budget [GB]" "--plan: host [GB]" "peak RSS [
 for budget in "${budgets[@]}"; do
   # A budget the planner refuses (the multiscale case's CLEAN alone needs more than 0.6
   # GB) is a row of its own: the refusal is what a run there would meet.
-  if ! build/src/app/spip "${args[@]}" --parallel.memory_gb "$budget" --output.dir "$work/out" --plan \
-    > "$work/plan.txt" 2>&1; then
+  status=0
+  build/src/app/spip "${args[@]}" --parallel.memory_gb "$budget" --output.dir "$work/out" --plan \
+    > "$work/plan.txt" 2>&1 || status=$?
+  if ((status == 2)); then
     printf "%-12s refused: %s\n" "$budget" "$(tail -1 "$work/plan.txt" | cut -c1-160)"
     continue
   fi
+  ((status == 0)) || { echo "spip --plan failed at parallel.memory_gb $budget:"; tail -3 "$work/plan.txt"; exit 1; }
   planned=$(awk '$1 == "0" && $2 ~ /^\[/ { print $5 }' "$work/plan.txt")
   /usr/bin/time -f "%M" -o "$work/rss.txt" build/src/app/spip "${args[@]}" --parallel.memory_gb "$budget" \
     --output.dir "$work/out" > "$work/run.log" 2>&1 ||

@@ -26,6 +26,7 @@ build/bench/bench_imaging "$work/realistic.ms" 64 1024 15 1 "$work/channel.bin" 
 ratios=()
 for ((try = 1; try <= repeats; ++try)); do
   spip_out=$(build/bench/bench_imaging "$work/realistic.ms" 64 1024 15 3 -)
+  # 1536: the grid spip images 1024^2 on (its default padding; bench_imaging's log names it).
   ducc_out=$("$venv/bin/python" bench/gpu_baselines.py "$work/channel.bin" 1024 15 1536 "$threads" | grep "epsilon 0.0001")
   spip_s=$(awk '/spip dirty IQUV \+ PSF/ {print $6}' <<< "$spip_out")
   ducc_s=$(awk '{print $8}' <<< "$ducc_out")

@@ -729,13 +729,11 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
   const std::array<Source, 2> sources{{{&command_line, "on the command line"},
                                        {&file, "in " + config.config_file}}};
   std::string channel_end_where;
-  std::vector<std::string> given;
   for (const Key& key : keys()) {
     const std::string name(key.name);
     const auto source = std::ranges::find_if(
         sources, [&](const Source& s) { return s.values->count(name) != 0; });
     if (source == sources.end()) continue;
-    given.push_back(name);
     const po::variable_value& value = (*source->values)[name];
     const std::vector<std::string> tokens =
         key.multi ? value.as<std::vector<std::string>>()
@@ -849,10 +847,13 @@ ParsedCommand parse_command_line(int argc, const char* const argv[]) {
   // On another imager's cubes nothing is read from a Measurement Set, imaged or cleaned,
   // and without a beam model nothing is corrected for one: what the keys for that would
   // change, the run says it does not.
+  // Only keys set to other than their defaults: a run's own configuration file, which
+  // lists every key, says nothing by being read back.
+  const Config defaults;
   const auto unused = [&](const std::string& why, auto&& predicate) {
     ParsedCommand::Unused list{why, {}};
-    for (const std::string& name : given)
-      if (predicate(name)) list.keys.push_back(name);
+    for (const Key& key : keys())
+      if (predicate(std::string(key.name)) && key.get(config) != key.get(defaults)) list.keys.emplace_back(key.name);
     if (!list.keys.empty()) parsed.unused.push_back(list);
   };
   if (input.cubes())

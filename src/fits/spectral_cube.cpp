@@ -103,18 +103,24 @@ std::vector<Beam> channel_beams(const std::string& path, int channels, int stoke
 
 // A cube cut short (a copy or a transfer that stopped) would fail with CFITSIO's "tried
 // to move past end of file" or "error reading" only when its last rows are read, in the
-// Faraday stage. CFITSIO reads whole 2880-byte records: the last one's padding counts.
+// Faraday stage: its last pixel is read now. CFITSIO reads whole 2880-byte records, so
+// the last one's padding counts; a compressed (.gz) cube is read as CFITSIO unpacks it.
 void refuse_truncated(const std::string& path) {
   FitsFile file = FitsFile::open(path, READONLY);
-  int status = 0;
-  LONGLONG header_start = 0, data_start = 0, data_end = 0;
-  fits_get_hduaddrll(file.get(), &header_start, &data_start, &data_end, &status);
-  check(status, "read the layout of", path);
-  std::error_code ec;
-  const auto size = static_cast<long long>(std::filesystem::file_size(path, ec));
-  if (!ec && size < data_end)
-    refuse(path, "it is truncated: its header and data take " + std::to_string(data_end) +
-                     " bytes in whole FITS records, the file holds " + std::to_string(size) + "; copy it again");
+  int status = 0, bitpix = 0, axes = 0;
+  LONGLONG lengths[9] = {};
+  fits_get_img_paramll(file.get(), 9, &bitpix, &axes, lengths, &status);
+  check(status, "read the shape of", path);
+  if (axes == 0) return;
+  float last = 0;
+  int any_null = 0;
+  fits_read_pixll(file.get(), TFLOAT, lengths, 1, nullptr, &last, &any_null, &status);
+  if (status == END_OF_FILE || status == READ_ERROR) {
+    fits_clear_errmsg();
+    refuse(path, "it is truncated: its last pixel is past the end of the file (or of its last FITS record); copy "
+                 "it again");
+  }
+  check(status, "read the last pixel of", path);
 }
 
 }  // namespace

@@ -72,18 +72,22 @@ constexpr std::size_t huge_page = std::size_t{2} << 20;
 // Through the aligned operator new, so that the memory tests, which replace it, count
 // the grids as they count every other buffer.
 FftBuffer::FftBuffer(std::size_t cells) : data_(nullptr), size_(cells) {
-  // Grids of 2 MiB or more on 2 MiB boundaries, their whole huge pages marked for
-  // transparent huge pages (fft.hpp); smaller buffers on cache lines, which FFTW's
-  // codelets need. The size is not rounded up to whole huge pages: a grid just over a
-  // multiple of 2 MiB would then hold up to twice its bytes once its last page is
-  // touched (MemoryBudget.CountsWhatTheSubminorLoopHolds measures it); its tail is in
-  // small pages instead.
+  // Grids of 2 MiB or more on 2 MiB boundaries (the allocator rounds their blocks up to
+  // whole 2 MiB), their whole huge pages marked for transparent huge pages (fft.hpp);
+  // smaller buffers on cache lines, which FFTW's codelets need. The tail past the last
+  // whole huge page is marked for small pages: as a huge page, a grid just over a
+  // multiple of 2 MiB held up to twice its bytes once its last cells were written
+  // (FftBuffer.AGridJustOverHugePagesHoldsItsOwnBytes).
   const std::size_t bytes = std::max<std::size_t>(cells * sizeof(std::complex<float>), 1);
   alignment_ = bytes >= huge_page ? huge_page : 64;
   data_ = static_cast<std::complex<float>*>(::operator new(bytes, std::align_val_t{alignment_}, std::nothrow));
   if (!data_) SPIP_THROW(Error, "cannot allocate an FFT grid of " + std::to_string(cells) + " cells");
-#ifdef MADV_HUGEPAGE
-  if (alignment_ == huge_page) ::madvise(data_, bytes / huge_page * huge_page, MADV_HUGEPAGE);
+#if defined(MADV_HUGEPAGE) && defined(MADV_NOHUGEPAGE)
+  if (alignment_ == huge_page) {
+    const std::size_t whole = bytes / huge_page * huge_page;
+    ::madvise(data_, whole, MADV_HUGEPAGE);
+    if (whole < bytes) ::madvise(reinterpret_cast<char*>(data_) + whole, huge_page, MADV_NOHUGEPAGE);
+  }
 #endif
 }
 

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <utility>
 
 #include "spip/job/failures.hpp"
 #include "spip/job/log.hpp"
@@ -44,13 +45,14 @@ StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : noti
   const struct sigaction action = handler_for(on_stop_signal, 0);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
-  // From a terminal (spip run without mpirun, which turns them into SIGTERM): the first
-  // stops the run resumably; the handler then resets, so a second Ctrl-C stops it at once.
-  // Where they are ignored (nohup, a background job of a script), they stay ignored.
-  const struct sigaction once = handler_for(on_stop_signal, SA_RESETHAND);
-  for (const int number : {SIGINT, SIGHUP}) {
+  // From a terminal (spip run without mpirun, which turns them into SIGTERM): Ctrl-C
+  // stops the run resumably, and its handler then resets, so a second one stops it at
+  // once; a hangup, which a closing session may send more than once, always stops it
+  // resumably. Where they are ignored (nohup, a script's background job), they stay so.
+  const struct sigaction once = handler_for(on_stop_signal, SA_RESETHAND), every = handler_for(on_stop_signal, 0);
+  for (const auto& [number, handling] : {std::pair{SIGINT, &once}, std::pair{SIGHUP, &every}}) {
     struct sigaction current;
-    if (sigaction(number, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaction(number, &once, nullptr);
+    if (sigaction(number, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaction(number, handling, nullptr);
   }
 }
 

@@ -92,26 +92,34 @@ cc::Table open_table(const std::string& path) {
 
 // Permission first, with POSIX's own test: casacore's answers that an unreadable
 // folder is no table, after a warning of its own on stderr.
+// A folder above it that may not be entered counts too (stat fails with EACCES).
 bool denied(const std::string& path) {
   std::error_code error;
   const bool folder = std::filesystem::is_directory(path, error);
+  if (error) return error == std::errc::permission_denied;
   return std::filesystem::exists(path, error) && ::access(path.c_str(), folder ? R_OK | X_OK : R_OK) != 0 &&
          errno == EACCES;
 }
 
+bool exists(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::exists(path, error);
+}
+
 void require_table(const std::string& path, const std::string& what) {
-  if (!std::filesystem::exists(path)) bad_input(what + ": no such file or directory");
   if (denied(path) || denied(path + "/table.dat") || denied(path + "/table.f0"))
     bad_input(what + ": permission denied; spip needs to read it");
+  if (!exists(path)) bad_input(what + ": no such file or directory");
   if (!cc::Table::isReadable(path))
-    bad_input(what + (std::filesystem::exists(path + "/table.dat")
+    bad_input(what + (exists(path + "/table.dat")
                           ? ": its table.dat cannot be read (a truncated or corrupt file?); expected a MeasurementSet"
                           : ": not a casacore table; expected a MeasurementSet directory"));
 }
 
 cc::Table open_subtable(const std::string& ms_path, const char* name) {
   const std::string path = ms_path + "/" + name;
-  if (!std::filesystem::exists(path)) bad_input(ms_path + ": the " + name + " subtable is missing; expected a MeasurementSet");
+  if (!denied(path) && !exists(path))
+    bad_input(ms_path + ": the " + name + " subtable is missing; expected a MeasurementSet");
   require_table(path, ms_path + ": its " + name + " subtable");
   return open_table(path);
 }
@@ -539,9 +547,9 @@ MsReader::MsReader(const std::string& path, const Selection& selection)
   impl_->selection = selection;
   try {
     impl_->open(path);
-  } catch (const cc::AipsError& e) {  // a table file cut short or garbled: casacore's words, and what they mean
-    bad_input(path + ": cannot be opened; the MS is damaged (a truncated or corrupt table file?); casacore: " +
-              std::string(e.what()));
+  } catch (const cc::AipsError& e) {  // casacore's words, and what they most often mean
+    bad_input(path + ": cannot be opened (a truncated or corrupt table file, or a storage manager such as Dysco "
+              "that this casacore lacks?); casacore: " + std::string(e.what()));
   }
 }
 

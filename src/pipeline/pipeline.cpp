@@ -270,7 +270,6 @@ void RankRun::announce() const {
 void RankRun::set_up_imaging() {
   const Stopwatch watch;
   keep_freed_memory(plan_.memory.kept_heap);
-  if (plan_.gpu_device >= 0) heap_per_thread();
   if (!mpi_.is_root()) mpi_.barrier();
   imaging_ = ImagingStage::make(plan_.geometry, config_.image, weighting_scheme(config_), plan_.gpu_device,
                                   plan_.rank_visibilities(), imaging_group_.get());

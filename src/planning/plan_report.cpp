@@ -220,7 +220,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
                   gpu ? gb(gpu_faraday).c_str() : "", clock_time(seconds).c_str());
     out << line;
   }
-  out << "\n" << plan_memory(memory_needs(config, plan, 0, basis)).describe() << " (rank 0)\n";
+  out << "\n" << first.describe() << " (rank 0)\n";
   out << "products: " << product_summary(plan.products) << "\n";
   for (const std::string& line : sky_lines(plan)) out << line << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);

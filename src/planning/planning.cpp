@@ -86,8 +86,9 @@ std::vector<ms::MsReader> open_inputs(const Config& config) {
   std::vector<ms::MsReader> readers;
   for (std::size_t k = 0; k < config.input.ms.size(); ++k) {
     const std::string& path = config.input.ms[k];
+    std::error_code unreadable;  // a path that cannot be looked at is the reader's to refuse
     for (std::size_t earlier = 0; earlier < k; ++earlier)
-      if (fs::exists(path) && fs::equivalent(config.input.ms[earlier], path))
+      if (fs::equivalent(config.input.ms[earlier], path, unreadable))
         SPIP_THROW(ConfigError, "input.ms names " + config.input.ms[earlier] + " twice (also as " + path +
                                     "); each Measurement Set once, or its visibilities would count twice");
     const std::vector<int> windows = config.input.all_windows ? ms::spectral_windows(path)
@@ -248,7 +249,7 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
   log.root(plan.memory.describe() + " (rank 0)");
   // A budget the node cannot give: the kernel (or Slurm's cgroup) kills a rank before
   // the budget ever stops it.
-  const double node = node_memory_bytes(), asked = config.parallel.memory_gb * 1e9 * mpi.local_size();
+  const double node = node_memory_bytes(), asked = memory_budget_bytes(config.parallel, 1) * mpi.local_size();
   if (config.parallel.memory_gb > 0 && asked > node)
     log.root("WARNING: parallel.memory_gb " + fixed(config.parallel.memory_gb, 2) + " GB for each of the " +
              std::to_string(mpi.local_size()) + " rank(s) on this node is more than its " + fixed(node / 1e9, 2) +

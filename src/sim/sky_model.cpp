@@ -97,9 +97,10 @@ Component component_from(const Row& row, std::size_t index) {
     c.pol_frac = std::hypot(q, u) / c.i0_jy;
     c.chi0_rad = 0.5 * std::atan2(u, q) - c.rm_rad_m2 * lambda_sq_ref;
   }
-  if (!(std::abs(c.pol_frac) <= 1))
+  if (!(c.pol_frac >= 0 && c.pol_frac <= 1))
     SPIP_THROW(InputError, row.where + ": a polarised fraction of " + std::to_string(c.pol_frac) +
-                               " (PolarizedFraction, or sqrt(Q^2 + U^2) / I); a source is at most wholly polarised");
+                               " (PolarizedFraction, or sqrt(Q^2 + U^2) / I); expected 0 to 1, a source being at most "
+                               "wholly polarised");
   return c;
 }
 

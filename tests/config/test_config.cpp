@@ -246,7 +246,7 @@ TEST(Config, AnotherImagersCubes) {
   // Keys for imaging and CLEAN given with cubes are named (the run warns of them); the
   // products' beam, the Faraday stage's and the run's own keys are used.
   const ParsedCommand unused = parse({"--input.cube_q", "q.fits", "--input.cube_u", "u.fits", "--clean.niter", "100",
-                                      "--image.size", "512", "--image.beam", "30,30,0", "--input.column", "DATA",
+                                      "--image.size", "256", "--image.beam", "30,30,0", "--input.column", "DATA",
                                       "--beam.limit", "0.3", "--faraday.phi_max", "100", "--parallel.threads", "2"});
   ASSERT_EQ(unused.unused.size(), 1u);
   EXPECT_EQ(unused.unused[0].keys, (std::vector<std::string>{"input.column", "image.size", "clean.niter", "beam.limit"}));
@@ -256,6 +256,8 @@ TEST(Config, AnotherImagersCubes) {
   ASSERT_EQ(no_beam.unused.size(), 1u);
   EXPECT_EQ(no_beam.unused[0].keys, (std::vector<std::string>{"beam.dish_diameter", "beam.limit"}));
   EXPECT_TRUE(parse({"--input.ms", "a.ms", "--beam.model", "airy", "--beam.dish_diameter", "25"}).unused.empty());
+  // Keys given at their defaults, as a run's own configuration file gives every key.
+  EXPECT_TRUE(parse({"--input.ms", "a.ms", "--beam.limit", "0.2", "--beam.fits", ""}).unused.empty());
 }
 
 TEST(Config, ImageCentre) {

@@ -568,6 +568,17 @@ TEST(Resume, CtrlCToSpipAloneStopsResumablyAndASecondAtOnce) {
   EXPECT_NE(again.find("resuming from the progress markers of " + std::to_string(done) + " channel(s)"),
             std::string::npos) << again;
   EXPECT_TRUE(WIFEXITED(twice) && WEXITSTATUS(twice) == 128 + SIGINT) << "status " << twice << ": " << again;
+
+  // Under nohup a hangup stays ignored: the run goes on to the end.
+  const std::string quiet = base + "/nohup";
+  std::string nohup = command_for(quiet);
+  nohup.replace(nohup.find(std::string(SPIP_MPIEXEC) + " 2 "), std::string(SPIP_MPIEXEC).size() + 3, "nohup ");
+  const pid_t child = start_in_own_session(nohup, base + "/nohup.log");
+  wait_for_markers(quiet, 2);
+  for (pid_t rank : spip_ranks(child)) kill(rank, SIGHUP);
+  int status = 0;
+  waitpid(child, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << ": " << read_file(base + "/nohup.log");
   fs::remove_all(base);
 }
 

@@ -19,7 +19,7 @@ if [[ -n $reason ]]; then
 fi
 rm -rf "$work"
 mkdir -p "$work"
-chmod 711 "$TMPDIR"  # munged runs as the munge user, which must reach its folder in here
+chmod o+x "$TMPDIR"  # munged runs as the munge user, which must reach its folder in here
 trap slurm_cluster_stop EXIT
 trap 'exit 1' INT TERM
 slurm_cluster_start "$work/cluster" || exit 1

@@ -12,13 +12,10 @@
 // 32 MB (the most M_MMAP_THRESHOLD takes: a 1448^2 image in four Stokes parameters);
 // larger ones are still mapped and unmapped. The top of the heap is given back only past
 // the memory plan's kept_heap free, which the plan counts beside the process's own. That
-// bounds what a heap keeps at its top, not the holes freed below a block still in use,
-// and a GPU rank's staging threads have a heap each (heap_per_thread()), each of which
-// may keep that much; the plan counts one.
+// bounds what the heap keeps at its top, not the holes freed below a block still in use.
 #include <malloc.h>
 
 #include <algorithm>
-#include <thread>
 
 namespace spip {
 
@@ -27,12 +24,10 @@ namespace spip {
 // alone: at a budget of 0.6 GB a CPU rank's live heap peaked at 0.4 GB while its
 // resident memory reached 0.85-0.95 GB. share_one_heap(), called before any thread
 // starts, gives every thread the one heap (0.63-0.67 GB, for about 5 % more time:
-// docs/benchmarks.md, issue 46); heap_per_thread() lets threads started afterwards
-// have their own again, which a GPU rank's staging threads are tuned for.
-// glibc ignores M_ARENA_MAX 0 (it keeps the last limit, 1 here): its default limit is
-// eight heaps per core on 64-bit machines, set again explicitly.
+// docs/benchmarks.md, issue 46). It holds for the whole process, GPU ranks included:
+// glibc fixes the number of heaps the first time a second thread allocates, which MPI's
+// threads do long before a rank knows its backend.
 inline void share_one_heap() { mallopt(M_ARENA_MAX, 1); }
-inline void heap_per_thread() { mallopt(M_ARENA_MAX, static_cast<int>(8 * std::max(1u, std::thread::hardware_concurrency()))); }
 
 // The most freed memory the heap may keep for reuse: 256 MB (a few channels' images),
 // or an eighth of a small budget. The memory plan grants less where the budget is tight.

@@ -1,8 +1,9 @@
 #pragma once
 // A run asked to stop by the batch system: SIGTERM at the time limit, or SIGUSR1 as
 // the warning that Slurm sends ahead of it (--signal=B:USR1@SECONDS, forwarded by the
-// bundled scripts); or from a terminal, SIGINT (Ctrl-C) or SIGHUP. The rank that is signalled tells the others; each finishes the
-// channel it is imaging, and all leave together at the next point where they meet.
+// bundled scripts); or from a terminal, SIGINT (Ctrl-C) or SIGHUP. The rank that is
+// signalled tells the others; each finishes the channel it is imaging, and all leave
+// together at the next point where they meet.
 #include <string>
 
 #include "spip/parallel/mpi_context.hpp"
