@@ -200,19 +200,6 @@ bool holds(const Ellipse& outer, const Ellipse& inner) {
 
 double area(const Ellipse& e) { return e.xx * e.yy - e.xy * e.xy; }  // its square, in units of pi^2
 
-// Widens `common` just enough to hold each of `ellipses`, one after another: every step
-// is the least widening, but the result depends on the order (CASA's way).
-Ellipse widened_pairwise(Ellipse common, const std::vector<Ellipse>& ellipses) {
-  for (const Ellipse& next : ellipses) {
-    if (holds(common, next)) continue;
-    const Ellipse root = power(common, 0.5), inverse_root = power(common, -0.5);
-    const Eigen seen = eigen(product(inverse_root, next, inverse_root));  // `common` a unit circle
-    const Ellipse grown = compose(std::max(1.0, seen.large), std::max(1.0, seen.small), seen.x, seen.y);
-    common = product(root, grown, root);
-  }
-  return common;
-}
-
 // The least-area ellipse about the origin that holds every one of `ellipses`, as
 // radio_beam (RACS-tools) finds it: Khachiyan's iteration on points of the boundary of
 // their union (in each of a fixed set of directions, the point of the ellipse that
@@ -273,10 +260,7 @@ Beam enclosing_beam(const std::vector<Beam>& beams) {
   const Ellipse first = ellipse_of(*largest);
   if (std::all_of(ellipses.begin(), ellipses.end(), [&](const Ellipse& e) { return holds(first, e); }))
     return *largest;  // as given: a circular beam keeps its position angle
-  // Of three or more position angles, pairwise widening can be wider than needed;
-  // the least enclosing ellipse is taken unless, within rounding, it is not smaller.
-  const Ellipse pairwise = widened_pairwise(first, ellipses), least = least_enclosing(ellipses);
-  const Ellipse common = area(least) < area(pairwise) * (1 - 1e-6) ? least : pairwise;
+  const Ellipse common = least_enclosing(ellipses);
   const Eigen axes = eigen(common);
   double pa = std::atan2(axes.x, axes.y);  // the major axis (east, north) from north through east
   while (pa <= -std::numbers::pi / 2) pa += std::numbers::pi;

@@ -90,9 +90,9 @@ cc::Table open_table(const std::string& path) {
   return cc::Table(path, cc::TableLock(cc::TableLock::NoLocking), cc::Table::Old);
 }
 
-// Permission first, with POSIX's own test: casacore's answers that an unreadable
-// folder is no table, after a warning of its own on stderr.
-// A folder above it that may not be entered counts too (stat fails with EACCES).
+// Permission first, with POSIX's own test: casacore answers that an unreadable folder
+// is no table, after a warning of its own on stderr. A folder above it that may not be
+// entered counts too (stat fails with EACCES).
 bool denied(const std::string& path) {
   std::error_code error;
   const bool folder = std::filesystem::is_directory(path, error);

@@ -249,7 +249,7 @@ void check_budgets(const Config& config, const parallel::MpiContext& mpi, const 
   log.root(plan.memory.describe() + " (rank 0)");
   // A budget the node cannot give: the kernel (or Slurm's cgroup) kills a rank before
   // the budget ever stops it.
-  const double node = node_memory_bytes(), asked = memory_budget_bytes(config.parallel, 1) * mpi.local_size();
+  const double node = node_memory_bytes(), asked = memory_budget_bytes(config.parallel, 1, node) * mpi.local_size();
   if (config.parallel.memory_gb > 0 && asked > node)
     log.root("WARNING: parallel.memory_gb " + fixed(config.parallel.memory_gb, 2) + " GB for each of the " +
              std::to_string(mpi.local_size()) + " rank(s) on this node is more than its " + fixed(node / 1e9, 2) +

@@ -703,8 +703,8 @@ TEST(BeamCorrection, ChannelsOfNoWeightDoNotNarrowTheField) {
                 full.string()), 0);
   ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + sky + " --template " + template_ms + " --flag-channels" +
                 flags + " --out " + top_flagged.string()), 0);
-  // A 120 m dish: the beam falls to beam.limit about 0.8 deg out at 167 MHz, 0.9 deg at
-  // 155 MHz, inside the image's 1.07 deg half-width.
+  // A 120 m dish: the beam falls to beam.limit inside the image's 1.07 deg half-width,
+  // nearer the centre the higher the frequency.
   const auto finite_pixels = [&](const fs::path& ms, const std::string& name) {
     const fs::path out = scratch(name);
     EXPECT_EQ(run(std::string(SPIP_BIN) + " --input.ms " + ms.string() + " --output.dir " + out.string() +

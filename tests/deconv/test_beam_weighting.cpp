@@ -182,8 +182,8 @@ TEST(RestoringBeam, TheCommonBeamHoldsEveryChannelsBeam) {
   const Beam held = enclosing_beam(three);
   expect_holds(held, three);
   EXPECT_LT(held.major_rad * held.minor_rad, 40.0 * 40.0 * arcsec * arcsec);  // less than the circle of 40"
-  // Three 2" x 1" beams at 0 and +-60 deg: each pair widened in turn gave 2.24" x 2.00"
-  // (12 % more area); the least ellipse that holds them is the circle of 2" (radio_beam's).
+  // Three 2" x 1" beams at 0 and +-60 deg: the least ellipse that holds them is the
+  // circle of 2" (radio_beam's), not one widened pair by pair.
   const std::vector<Beam> star{{2 * arcsec, 1 * arcsec, 0.0},
                                {2 * arcsec, 1 * arcsec, std::numbers::pi / 3},
                                {2 * arcsec, 1 * arcsec, -std::numbers::pi / 3}};
@@ -191,7 +191,7 @@ TEST(RestoringBeam, TheCommonBeamHoldsEveryChannelsBeam) {
   expect_holds(least, star);
   EXPECT_NEAR(least.major_rad / arcsec, 2.0, 2e-3);
   EXPECT_NEAR(least.minor_rad / arcsec, 2.0, 2e-3);
-  // Many channels' beams: held, and no larger than the pairwise widening of them.
+  // Many channels' beams: held, and at most 0.1 % longer than the longest of them.
   std::vector<Beam> many;
   for (int k = 0; k < 2000; ++k)
     many.push_back({(20 + 10 * std::sin(0.37 * k)) * arcsec, (12 + 3 * std::cos(0.11 * k)) * arcsec, 0.05 * k});
