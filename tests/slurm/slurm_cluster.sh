@@ -39,12 +39,14 @@ slurm_cluster_start() {
   port=$((20000 + $$ % 20000))
   mkdir -p "$dir/state" "$dir/spool" "$dir/munge"
 
-  # munged refuses keys and sockets that others may write; it runs as the munge user.
+  # munged refuses keys that others may read. It runs as root, like every client here
+  # (the daemons, sbatch, the jobs): as the munge user it could not even reach its files
+  # when a folder above DIR is private (mktemp's 700, as CI's TMPDIR is), and --force lets
+  # it serve a socket that only root can reach.
   dd if=/dev/urandom of="$dir/munge/munge.key" bs=128 count=1 status=none
-  chown -R munge:munge "$dir/munge"
-  chmod 711 "$dir/munge"
+  chmod 700 "$dir/munge"
   chmod 400 "$dir/munge/munge.key"
-  runuser -u munge -- munged --socket="$dir/munge/socket" --key-file="$dir/munge/munge.key" \
+  munged --force --socket="$dir/munge/socket" --key-file="$dir/munge/munge.key" \
     --pid-file="$dir/munge/munged.pid" --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/seed" || return 1
   slurm_cluster_pids+=("$(cat "$dir/munge/munged.pid")")
 

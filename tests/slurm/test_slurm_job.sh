@@ -19,7 +19,6 @@ if [[ -n $reason ]]; then
 fi
 rm -rf "$work"
 mkdir -p "$work"
-chmod go+x "$TMPDIR"  # munged (as the munge user) needs every folder above its socket searchable by all
 trap slurm_cluster_stop EXIT
 trap 'exit 1' INT TERM
 slurm_cluster_start "$work/cluster" || exit 1
