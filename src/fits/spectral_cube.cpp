@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 
 #include "fits_file.hpp"
@@ -101,10 +102,22 @@ std::vector<Beam> channel_beams(const std::string& path, int channels, int stoke
   return beams;
 }
 
+// Every FITS file begins with SIMPLE; one CFITSIO opens that does not is compressed
+// (gzip, compress, zip or bzip2), and CFITSIO reads it only by unpacking all of it into
+// memory, at every opening: each plane and each slab every rank reads would hold the
+// whole cube and unpack it again.
+void refuse_compressed(const std::string& path) {
+  char start[6] = {};
+  std::ifstream(path, std::ios::binary).read(start, sizeof start);
+  if (std::string(start, sizeof start) != "SIMPLE")
+    refuse(path, "it is compressed, and CFITSIO unpacks a compressed file whole into memory at every read of a "
+                 "slab; unpack it first (gunzip)");
+}
+
 // A cube cut short (a copy or a transfer that stopped) would fail with CFITSIO's "tried
 // to move past end of file" or "error reading" only when its last rows are read, in the
 // Faraday stage: its last pixel is read now. CFITSIO reads whole 2880-byte records, so
-// the last one's padding counts; a compressed (.gz) cube is read as CFITSIO unpacks it.
+// the last one's padding counts.
 void refuse_truncated(const std::string& path) {
   FitsFile file = FitsFile::open(path, READONLY);
   int status = 0, bitpix = 0, axes = 0;
@@ -135,6 +148,7 @@ SpectralCube open_spectral_cube(const std::string& path) {
       refuse(path, e.what());
     }
   }();
+  refuse_compressed(path);
   refuse_truncated(path);
   SpectralCube cube;
   cube.path = path;
