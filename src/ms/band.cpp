@@ -19,6 +19,16 @@ struct Stored {
   ChannelPart part;
 };
 
+// A number as people write it, without to_string's trailing zeros: "5", "480000".
+std::string number(double value) {
+  std::ostringstream text;
+  text.precision(12);
+  text << value;
+  return text.str();
+}
+
+std::string hz(double value) { return number(value) + " Hz"; }
+
 std::string describe(const std::vector<MsInfo>& inputs, const Stored& c) {
   std::ostringstream text;
   text.precision(12);
@@ -132,7 +142,7 @@ Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector
     if (std::abs(offset - static_cast<double>(position)) * band.step_hz > same_hz)
       SPIP_THROW(InputError, describe(inputs, c) + " is not on the regular frequency axis of " +
                                  describe(inputs, lowest) + " with the smallest spacing of the inputs' channels (" +
-                                 std::to_string(band.step_hz) + " Hz) that FITS cubes need");
+                                 hz(band.step_hz) + ") that FITS cubes need");
     // Gaps in between: blank planes at their place on the axis.
     while (band.channels.size() < position)
       band.channels.push_back(
@@ -151,13 +161,13 @@ Band bin_band(const Band& band, int count, double width_hz) {
   const double bins = count > 0 ? count : std::ceil((high - low) / width_hz * (1 - 1e-12));
   if (count > 0) width_hz = (high - low) / count;
   if (!(bins <= band.size()))
-    SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + std::to_string(bins) +
-                               " of " + std::to_string(width_hz) + " Hz would leave bins between channels; expected at "
+    SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + number(bins) + " bins" +
+                               " of " + hz(width_hz) + " would leave bins between channels; expected at "
                                "most as many bins as channels (image.channels_out, image.channel_width)");
   // A bin wider than the band by more than a channel is labelled where no data are.
   if (width_hz > high - low + band.step_hz)
-    SPIP_THROW(InputError, "image.channel_width " + std::to_string(width_hz) + " Hz is wider than the band's " +
-                               std::to_string(high - low) + " Hz; its one bin would be labelled at a frequency outside "
+    SPIP_THROW(InputError, "image.channel_width " + hz(width_hz) + " is wider than the band's " +
+                               hz(high - low) + "; its one bin would be labelled at a frequency outside "
                                "the data; use image.channels_out 1");
   count = static_cast<int>(bins);
   Band binned;

@@ -680,7 +680,8 @@ void decompose(const Config& config, const std::vector<std::int64_t>& cost, int 
                                                           : parallel::fixed_channel_blocks(channels, per_group, groups);
   if (group_blocks.empty())
     SPIP_THROW(ConfigError, "parallel.channels_per_rank = " + std::to_string(per_group) + " on " +
-                                std::to_string(groups) + (size > 1 ? " groups of ranks" : " ranks") +
+                                std::to_string(groups) + (size > 1 ? " group" : " rank") + (groups > 1 ? "s" : "") +
+                                (size > 1 ? " of ranks" : "") +
                                 " cannot hold " + std::to_string(channels) + " channels; expected at least " +
                                 std::to_string((channels + groups - 1) / groups));
   plan.ranks_per_channel = size;
