@@ -632,7 +632,8 @@ int group_size(const Config& config, int channels, int ranks, const std::functio
   if (asked > 0) {
     if (ranks % asked != 0)
       SPIP_THROW(ConfigError, "parallel.ranks_per_channel = " + std::to_string(asked) + " does not divide the " +
-                                  std::to_string(ranks) + " ranks; expected a divisor of " + std::to_string(ranks));
+                                  std::to_string(ranks) + (ranks > 1 ? " ranks" : " rank") + "; expected a divisor of " +
+                                  std::to_string(ranks));
     why = "parallel.ranks_per_channel = " + std::to_string(asked);
     return asked;
   }
