@@ -127,7 +127,21 @@ double channel_imaging_bytes(const imaging::ImageGeometry& geometry, double rows
          (channel_bytes_per_row + row_bytes) * rows_per_channel + 2 * std::max(1.0, block_bytes_per_row * rows_per_channel);
 }
 
+namespace {
+
+// A budget below the process's own bytes leaves nothing to image or transform with, and
+// no choice of depths or image size helps: said so, rather than blaming either.
+void refuse_below_process(double budget) {
+  if (budget <= process_bytes)
+    SPIP_THROW(ConfigError, "parallel.memory_gb allows " + gigabytes(budget) + " per rank, no more than the " +
+                                gigabytes(process_bytes) + " the process itself holds; expected more memory, or 0 for "
+                                "the node's memory over its ranks");
+}
+
+}  // namespace
+
 MemoryPlan plan_memory(const MemoryNeeds& needs) {
+  refuse_below_process(needs.budget);
   MemoryPlan plan;
   plan.budget = needs.budget;
   plan.process = process_bytes;
@@ -187,6 +201,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
 
 MemoryPlan plan_cube_memory(double budget, double faraday_row_bytes, double plane_bytes, double kept_bytes,
                             double catalogue_bytes) {
+  refuse_below_process(budget);
   MemoryPlan plan;
   plan.budget = budget;
   plan.process = process_bytes;

@@ -336,3 +336,26 @@ TEST(MemoryBudget, OnCubesTheCatalogueMapsCount) {
   EXPECT_TRUE(spip::pipeline::plan_cube_memory(0.4e9, row, plane, kept, spip::pipeline::catalogue_bytes(pixels) * 1.5)
                   .kept_spilled);
 }
+
+// A budget below what the process itself holds is refused as that, on a Measurement Set
+// or on cubes, not as too many Faraday depths or too large an image.
+TEST(MemoryBudget, ABudgetBelowTheProcessItselfIsRefusedAsThat) {
+  spip::pipeline::MemoryNeeds needs;
+  needs.budget = 0.05e9;
+  needs.geometry = spip::imaging::ImageGeometry::make(16, 1e-4, 1.2);
+  needs.rows_per_channel = 10;
+  needs.my_channels = 1;
+  needs.faraday_row_bytes = 1e3;
+  for (int on_cubes = 0; on_cubes < 2; ++on_cubes) {
+    try {
+      if (on_cubes)
+        spip::pipeline::plan_cube_memory(needs.budget, needs.faraday_row_bytes, 1e3, 0, 0);
+      else
+        spip::pipeline::plan_memory(needs);
+      ADD_FAILURE() << "a budget of 0.05 GB was taken" << (on_cubes ? " on cubes" : "");
+    } catch (const spip::ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("the process itself holds"), std::string::npos) << e.what();
+      EXPECT_EQ(std::string(e.what()).find("Faraday"), std::string::npos) << e.what();
+    }
+  }
+}
