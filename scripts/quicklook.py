@@ -92,7 +92,7 @@ def read_catalogue(prefix: Path):
     path = product(prefix, "catalogue.csv")
     if not path.exists():
         return None
-    return Table.read(path, format="ascii.csv", comment="#")
+    return Table.read(path, format="ascii.csv", comment="#")  # earlier versions wrote "#" lines
 
 
 def read_qa(prefix: Path):

@@ -75,14 +75,8 @@ fits::Table catalogue_table(const std::vector<Source>& sources, const FinderSett
   return table;
 }
 
-std::string to_csv(const fits::Table& table, bool comments) {
+std::string to_csv(const fits::Table& table) {
   std::ostringstream out;
-  if (comments) {
-    out << "# " << table.comments.front() << "\n";
-    for (const fits::TableKey& key : table.keys) out << "# " << key.name << " = " << key.value << ": " << key.comment << "\n";
-    for (const fits::TableColumn& c : table.columns)
-      out << "# " << c.name << " [" << c.unit << "]: " << c.description << "\n";
-  }
   for (std::size_t c = 0; c < table.columns.size(); ++c) out << (c ? "," : "") << table.columns[c].name;
   out << "\n";
   const std::size_t rows = table.columns.front().rows();

@@ -105,7 +105,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                                           inputs.noise_chan};
   const fits::Table standard = catalogue::rmtable(sources, settings, context);
   fits::write_table(products.rmtable_table(), standard);
-  write_text_atomically(products.rmtable_csv(), catalogue::to_csv(standard, false));
+  write_text_atomically(products.rmtable_csv(), catalogue::to_csv(standard));
   const auto complex = std::count_if(sources.begin(), sources.end(), [](const auto& s) { return s.faraday_complex; });
   log.root("catalogue: " + std::to_string(sources.size()) +
            (config.catalogue.sources.empty() ? " polarised source(s) above " + fixed(settings.threshold, 1) + " local sigma"

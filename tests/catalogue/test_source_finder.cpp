@@ -238,7 +238,7 @@ TEST(CatalogueTable, CsvHasTheColumnsOfTheFitsTableInOrder) {
             "name,island,component,x_pix,y_pix,ra,ra_err,dec,dec_err,phi,phi_err,pi,pi_err,chi0,chi0_err,stokes_i,"
             "frac_pol,sigma_qu,snr,fdf_noise_mad,m2,faraday_complex,sigma_add,sigma_add_err_minus,sigma_add_err_plus,"
             "complex_sigma_add,beamdist,beam_response");
-  EXPECT_NE(csv.find("\n" + header + "\n"), std::string::npos);
-  EXPECT_NE(csv.find("# pi [Jy/beam]: bias-corrected polarised intensity\n"), std::string::npos);
-  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n') - std::count(csv.begin(), csv.end(), '#'), 3);
+  // The header row first, then the two rows: no '#' lines, which CSV readers take for rows.
+  EXPECT_TRUE(csv.starts_with(header + "\n")) << csv.substr(0, 200);
+  EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
 }

@@ -586,8 +586,14 @@ def main():
               f"spip's {spip_phi[y, x]:.5f}")
 
     # Analytic truth: each source where it was put, at its depth and intensity.
-    rows = [line.split(",") for line in open(f"{one}/c-catalogue.csv") if not line.startswith("#")]
-    table = [dict(zip(rows[0], r)) for r in rows[1:]]
+    # The CSV as astropy's Table.read takes a .csv file, with no options, row for row the
+    # FITS catalogue.
+    from astropy.table import Table
+    csv, fits_table = Table.read(f"{one}/c-catalogue.csv"), Table.read(f"{one}/c-catalogue.fits")
+    check(csv.colnames == fits_table.colnames and list(csv["name"]) == list(fits_table["name"])
+          and np.allclose(csv["phi"], fits_table["phi"], rtol=1e-9),
+          f"Table.read reads the catalogue's CSV as the FITS catalogue: {len(csv)} rows, {csv.colnames[:3]}")
+    table = [{c: str(r[c]) for c in csv.colnames} for r in csv]
     check(len(table) == len(SOURCES) + 1, f"the catalogue lists {len(table)} sources of {len(SOURCES) + 1}")
     wcs = WCS(fits.getheader(f"{WORK}/q.fits")).celestial
     for x, y, p, rm, _, _ in SOURCES:

@@ -11,9 +11,10 @@ namespace spip::catalogue {
 
 fits::Table catalogue_table(const std::vector<Source>& sources, const FinderSettings& settings);
 
-// The table as CSV: '#' lines with the title and each column's unit and description
-// (unless `comments` is false: astropy's fast CSV reader, which rmtable's uses, takes
-// them for rows), a header row, then one row per source; doubles with 10 significant digits.
-std::string to_csv(const fits::Table& table, bool comments = true);
+// The table as CSV: a header row, then one row per source; doubles with 10 significant
+// digits. Nothing else: astropy's CSV reader (Table.read's choice for .csv, and rmtable's),
+// TOPCAT's and pandas' default take '#' lines for rows. Units, descriptions and the
+// finder's settings are in the FITS table.
+std::string to_csv(const fits::Table& table);
 
 }  // namespace spip::catalogue
