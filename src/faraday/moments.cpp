@@ -9,14 +9,20 @@ namespace spip::faraday {
 
 namespace {
 
-// One plane's values added to the power sums [order][pixel] at `sums`.
-void add_plane(double* sums, std::size_t pixels, const float* plane, double weight) {
-  for (std::size_t p = 0; p < pixels; ++p) add_power_terms(sums + p, static_cast<long long>(pixels), plane[p], weight);
-}
+constexpr double unset = std::numeric_limits<double>::quiet_NaN();
 
 }  // namespace
 
-void PowerSums::add(const float* plane, double weight) { add_plane(sums.data(), pixels, plane, weight); }
+PowerSums::PowerSums(std::size_t pixel_count)
+    : pixels(pixel_count), sums(orders * pixel_count, 0.0), centre(pixel_count, unset) {}
+
+void PowerSums::add(const float* plane, double weight) {
+  for (std::size_t p = 0; p < pixels; ++p) {
+    if (!std::isfinite(plane[p])) continue;
+    if (std::isnan(centre[p])) centre[p] = plane[p];
+    add_power_terms(sums.data() + p, static_cast<long long>(pixels), plane[p] - centre[p], weight);
+  }
+}
 
 MomentImages moments(const PowerSums& sums) {
   const std::size_t n = sums.pixels;
@@ -29,7 +35,7 @@ MomentImages moments(const PowerSums& sums) {
     if (!(w > 0)) continue;
     const double m1 = s[n + p] / w, r2 = s[2 * n + p] / w, r3 = s[3 * n + p] / w, r4 = s[4 * n + p] / w;
     const double var = std::max(0.0, r2 - m1 * m1);
-    out.mean[p] = static_cast<float>(m1);
+    out.mean[p] = static_cast<float>(sums.centre[p] + m1);
     out.std[p] = static_cast<float>(std::sqrt(var));
     if (!(var > 0)) continue;
     const double c3 = r3 - 3 * m1 * r2 + 2 * m1 * m1 * m1;
