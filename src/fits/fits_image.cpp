@@ -16,6 +16,7 @@
 #include <bit>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -156,6 +157,23 @@ void write_extra_key(fitsfile* fptr, const std::string& key, double value, const
   check(cards.status(), "write keyword " + key + " to", path);
 }
 
+// DATE-OBS as a Modified Julian Date. Readers through wcslib (astropy, CARTA) otherwise
+// derive it themselves and say so in a warning on every image ('datfix' made the change
+// 'Set MJD-OBS ...'). NaN where CFITSIO does not read the date.
+double mjd_of(const std::string& date_obs) {
+  int year = 0, month = 0, day = 0, hour = 0, minute = 0, status = 0;
+  double second = 0;
+  std::string text = date_obs;
+  fits_str2time(text.data(), &year, &month, &day, &hour, &minute, &second, &status);
+  if (status != 0) {
+    fits_clear_errmsg();
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  constexpr int mjd_of_unix_epoch = 40587;  // 1970-01-01
+  const auto days = std::chrono::sys_days{std::chrono::year{year} / month / day}.time_since_epoch().count();
+  return static_cast<double>(days + mjd_of_unix_epoch) + (hour * 3600.0 + minute * 60.0 + second) / 86400.0;
+}
+
 // Every card after the image's NAXISn, in the HDU just created.
 void write_cards(fitsfile* fptr, const ImageHeader& h, const std::string& path) {
   const std::vector<AxisSpec> axes = axes_of(h);
@@ -183,6 +201,8 @@ void write_cards(fitsfile* fptr, const ImageHeader& h, const std::string& path) 
   cards.real("LATPOLE", h.dec_rad * rad_to_deg, "");
   if (h.spectral && h.spectral->ctype == "FREQ") cards.text("SPECSYS", h.specsys, "");
   cards.text("DATE-OBS", h.date_obs, "");
+  if (const double mjd = mjd_of(h.date_obs); !h.date_obs.empty() && std::isfinite(mjd))
+    cards.real("MJD-OBS", mjd, "[d] DATE-OBS as MJD");
   cards.text("TELESCOP", h.telescope, "");
   cards.text("OBJECT", h.object, "");
   cards.text("ORIGIN", std::string("spip ") + spip::version, "");

@@ -311,6 +311,8 @@ TEST_F(FitsTest, MetadataRoundTrips) {
   EXPECT_NEAR(img.number("BMIN"), 7.25 / 3600, 1e-15);
   EXPECT_NEAR(img.number("BPA"), -35.0, 1e-12);
   EXPECT_EQ(img.text("DATE-OBS"), "2024-03-01T12:34:56.5");
+  // 2024-01-01 is MJD 60310; then 31 + 29 days and 45296.5 s (astropy's Time: 60370.5242650463).
+  EXPECT_NEAR(img.number("MJD-OBS"), 60370 + 45296.5 / 86400, 1e-9);
   EXPECT_EQ(img.text("TELESCOP"), "SKA-LOW");
   EXPECT_EQ(img.text("OBJECT"), "test field");
   EXPECT_EQ(img.text("ORIGIN"), std::string("spip ") + spip::version);

@@ -23,7 +23,8 @@ def check_cube(path, channels):
     with fits.open(path) as hdul:
         header, data = hdul[0].header, hdul[0].data
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", FITSFixedWarning)  # MJD-OBS derived from DATE-OBS
+        # wcslib fixes nothing in spip's header: MJD-OBS is there beside DATE-OBS.
+        warnings.simplefilter("error", FITSFixedWarning)
         spectral = WCS(header).sub(["spectral"])
     planes = data.shape[-3]
     freq = spectral.pixel_to_world_values(np.arange(planes))
