@@ -14,7 +14,8 @@ shopt -s nullglob
 fits=(out/demo/*.fits)
 if ((${#fits[@]})); then python3 scripts/check_fits_astropy.py "${fits[@]}"; fi
 
-# The polarised sources found, brightest first (the CSV has every column and its unit).
+# The polarised sources found, brightest first (every column is in the CSV; the units and
+# descriptions are in demo-catalogue.fits).
 echo
 python3 - out/demo/demo-catalogue.csv <<'PY'
 import sys
@@ -25,7 +26,7 @@ path = Path(sys.argv[1])
 if not path.exists():
     print(f"no catalogue: {path} is absent")
 else:
-    table = Table.read(path, format="ascii.csv", comment="#")
+    table = Table.read(path)
     print(f"polarised-source catalogue {path}: {len(table)} sources")
     if len(table):
         shown = table["name", "ra", "dec", "phi", "phi_err", "pi", "snr", "frac_pol", "faraday_complex"]
