@@ -6,7 +6,7 @@
 # Only the tests use these: WSClean, the peer the tests compare CLEAN's depth with (and
 # the benchmarks its speed); Slurm and munge, the one-node cluster the Slurm test submits
 # the job scripts to; SAOImage DS9, Xvfb and the XPA tools, to open spip's FITS files in
-# DS9 headless.
+# DS9 headless; HEASARC's fitsverify, to judge them against the FITS standard.
 set -euo pipefail
 
 packages=(
@@ -19,6 +19,7 @@ test_packages=(
   wsclean
   slurm-wlm munge
   saods9 xvfb xpa-tools
+  fitsverify
 )
 
 list=false

@@ -4,8 +4,9 @@
 # amplitudes, and the real and imaginary dirty ones for the page that has no
 # amplitudes), into this test's own TMPDIR (fresh_tmpdir.sh makes it and removes it,
 # with the products' 1.2 GB, after a success). The page is then checked panel by panel
-# (check_quicklook.py), and astropy must read every product as what it is: images and
-# cubes with their WCS, the catalogue as a table with its columns, units and rows.
+# (check_quicklook.py), astropy must read every product as what it is: images and
+# cubes with their WCS, the catalogue as a table with its columns, units and rows; and
+# HEASARC's fitsverify must find no error and no warning in any of them.
 #   check_demo_run.sh SOURCE_DIR DATA_DIR SPIP PYTHON3 MPIEXEC [MPIEXEC_ARGS...]
 set -uo pipefail
 source_dir=$1 data_dir=$2 spip=$3 python=$4
@@ -21,3 +22,7 @@ out=$TMPDIR/demo
 "$python" "$source_dir/scripts/check_fits_astropy.py" "$out"/*.fits | tee "$TMPDIR/astropy.log" ||
   { echo "FAIL: astropy"; exit 1; }
 grep -q "demo-catalogue.fits: table CATALOGUE" "$TMPDIR/astropy.log" || { echo "FAIL: astropy read no catalogue"; exit 1; }
+command -v fitsverify >/dev/null || { echo "FAIL: fitsverify is not installed (scripts/install-deps.sh --tests)"; exit 1; }
+verdicts=$(fitsverify -q "$out"/*.fits 2>&1)
+if grep -v '^verification OK: [^,]*$' <<<"$verdicts"; then echo "FAIL: fitsverify"; exit 1; fi
+echo "fitsverify: $(grep -c '^verification OK' <<<"$verdicts") products without an error or a warning"
