@@ -38,7 +38,8 @@ def angle(a, b):
     return np.arctan2(np.linalg.norm(np.cross(a, b)), np.dot(a, b))
 
 
-# spip's headers carry DATE-OBS only; astropy's note that it derived MJD-OBS is noise.
+# Headers without MJD-OBS (reproject's, spip's before it wrote one): astropy's note that
+# it derived MJD-OBS from DATE-OBS is noise here.
 warnings.simplefilter("ignore", FITSFixedWarning)
 
 

@@ -113,7 +113,8 @@ def note(ax, text: str) -> None:
 
 def sky_axes(fig, cell, header, title: str):
     with warnings.catch_warnings():
-        # spip's headers carry DATE-OBS only; astropy's note that it derived MJD-OBS is noise.
+        # Headers without MJD-OBS (spip's before it wrote one, other imagers'): astropy's
+        # note that it derived MJD-OBS from DATE-OBS is noise here.
         warnings.simplefilter("ignore", FITSFixedWarning)
         sky = WCS(header).celestial
     ax = fig.add_subplot(cell, projection=sky)

@@ -17,6 +17,7 @@ PowerSums::PowerSums(std::size_t pixel_count)
     : pixels(pixel_count), sums(orders * pixel_count, 0.0), centre(pixel_count, unset) {}
 
 void PowerSums::add(const float* plane, double weight) {
+  if (!(weight > 0)) return;  // adds nothing, and must not choose the centre
   for (std::size_t p = 0; p < pixels; ++p) {
     if (!std::isfinite(plane[p])) continue;
     if (std::isnan(centre[p])) centre[p] = plane[p];

@@ -159,18 +159,24 @@ void write_extra_key(fitsfile* fptr, const std::string& key, double value, const
 
 // DATE-OBS as a Modified Julian Date. Readers through wcslib (astropy, CARTA) otherwise
 // derive it themselves and say so in a warning on every image ('datfix' made the change
-// 'Set MJD-OBS ...'). NaN where CFITSIO does not read the date.
+// 'Set MJD-OBS ...'). NaN where there is no date: none, or a time alone, which CFITSIO
+// reads as day 0 of month 0.
 double mjd_of(const std::string& date_obs) {
+  constexpr double none = std::numeric_limits<double>::quiet_NaN();
+  if (date_obs.empty()) return none;
   int year = 0, month = 0, day = 0, hour = 0, minute = 0, status = 0;
   double second = 0;
   std::string text = date_obs;
   fits_str2time(text.data(), &year, &month, &day, &hour, &minute, &second, &status);
   if (status != 0) {
     fits_clear_errmsg();
-    return std::numeric_limits<double>::quiet_NaN();
+    return none;
   }
+  const std::chrono::year_month_day date{std::chrono::year{year}, std::chrono::month(static_cast<unsigned>(month)),
+                                         std::chrono::day(static_cast<unsigned>(day))};
+  if (!date.ok()) return none;
   constexpr int mjd_of_unix_epoch = 40587;  // 1970-01-01
-  const auto days = std::chrono::sys_days{std::chrono::year{year} / month / day}.time_since_epoch().count();
+  const auto days = std::chrono::sys_days{date}.time_since_epoch().count();
   return static_cast<double>(days + mjd_of_unix_epoch) + (hour * 3600.0 + minute * 60.0 + second) / 86400.0;
 }
 
@@ -201,7 +207,7 @@ void write_cards(fitsfile* fptr, const ImageHeader& h, const std::string& path) 
   cards.real("LATPOLE", h.dec_rad * rad_to_deg, "");
   if (h.spectral && h.spectral->ctype == "FREQ") cards.text("SPECSYS", h.specsys, "");
   cards.text("DATE-OBS", h.date_obs, "");
-  if (const double mjd = mjd_of(h.date_obs); !h.date_obs.empty() && std::isfinite(mjd))
+  if (const double mjd = mjd_of(h.date_obs); std::isfinite(mjd))
     cards.real("MJD-OBS", mjd, "[d] DATE-OBS as MJD");
   cards.text("TELESCOP", h.telescope, "");
   cards.text("OBJECT", h.object, "");

@@ -102,16 +102,18 @@ std::vector<Beam> channel_beams(const std::string& path, int channels, int stoke
   return beams;
 }
 
-// Every FITS file begins with SIMPLE; one CFITSIO opens that does not is compressed
-// (gzip, compress, zip or bzip2), and CFITSIO reads it only by unpacking all of it into
-// memory, at every opening: each plane and each slab every rank reads would hold the
-// whole cube and unpack it again.
+// A compressed file (gzip, Unix compress, zip, bzip2: their magic bytes) CFITSIO reads
+// only by unpacking all of it into memory, at every opening: each plane and each slab
+// every rank reads would hold the whole cube and unpack it again. Refused before CFITSIO
+// opens it even once.
 void refuse_compressed(const std::string& path) {
-  char start[6] = {};
+  char start[4] = {};
   std::ifstream(path, std::ios::binary).read(start, sizeof start);
-  if (std::string(start, sizeof start) != "SIMPLE")
+  const std::string magic(start, sizeof start);
+  if (magic.starts_with("\x1f\x8b") || magic.starts_with("\x1f\x9d") || magic.starts_with("PK\x03\x04") ||
+      magic.starts_with("BZh"))
     refuse(path, "it is compressed, and CFITSIO unpacks a compressed file whole into memory at every read of a "
-                 "slab; unpack it first (gunzip)");
+                 "slab; decompress it first");
 }
 
 // A cube cut short (a copy or a transfer that stopped) would fail with CFITSIO's "tried
@@ -141,6 +143,7 @@ void refuse_truncated(const std::string& path) {
 SpectralCube open_spectral_cube(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) refuse(path, "no such file");
+  refuse_compressed(path);
   const FitsImage header = [&] {
     try {
       return read_header(path);
@@ -148,7 +151,6 @@ SpectralCube open_spectral_cube(const std::string& path) {
       refuse(path, e.what());
     }
   }();
-  refuse_compressed(path);
   refuse_truncated(path);
   SpectralCube cube;
   cube.path = path;

@@ -121,9 +121,10 @@ double FaradayStage::bytes_per_pixel(int num_chan, int num_phi) {
   // Per channel: the six kept planes (restored I, Q, U, V, residual Q, U) sent to the
   // other slab owners, as many received, and unpacked into the group's planes, all three
   // at once in FaradayRows::fetch, then P complex; per depth the dirty and clean spectra
-  // and one part of them for writing; the power sums, moments, pixel noise and pixel
-  // maps with sigma_add's three.
-  return 80.0 * num_chan + 20.0 * num_phi + 8.0 * faraday::PowerSums::orders + 4.0 * (6 + faraday::pixel_map_count + 3);
+  // and one part of them for writing; the power sums and their centre, moments, pixel
+  // noise and pixel maps with sigma_add's three.
+  return 80.0 * num_chan + 20.0 * num_phi + 8.0 * (faraday::PowerSums::orders + 1) +
+         4.0 * (6 + faraday::pixel_map_count + 3);
 }
 
 faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config) {

@@ -319,6 +319,13 @@ TEST_F(FitsTest, MetadataRoundTrips) {
   EXPECT_EQ(img.number("LAMSQ0"), 0.0451234567890123);
   EXPECT_EQ(img.number("NITER"), 5000.0);
   EXPECT_EQ(img.history, (std::vector<std::string>{"spip image --config run.toml", "second line"}));
+
+  // A DATE-OBS of a time alone (as another imager's cube may give it) names no day: no MJD-OBS.
+  h.date_obs = "12:34:56";
+  spip::fits::write_image(path("time-only.fits"), h, ramp(64));
+  const FitsImage time_only = spip::fits::read_image(path("time-only.fits"));
+  EXPECT_EQ(time_only.text("DATE-OBS"), "12:34:56");
+  EXPECT_EQ(time_only.keywords.count("MJD-OBS"), 0u);
 }
 
 TEST_F(FitsTest, NoBeamKeywordsWithoutBeam) {

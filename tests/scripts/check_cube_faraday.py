@@ -279,7 +279,7 @@ def check_given_positions(one, catalogue):
         if run.returncode != 0:
             print(run.stderr[-2000:])
             continue
-        rows = [line.rstrip("\n").split(",") for line in open(f"{out}/c-catalogue.csv") if not line.startswith("#")]
+        rows = [line.rstrip("\n").split(",") for line in open(f"{out}/c-catalogue.csv")]
         given = [dict(zip(rows[0], r)) for r in rows[1:]]
         names = [g["name"] for g in given]
         check(len(given) == len(pixels) - 1 and (listing == "aegean.csv" or names == ids[:-1]),

@@ -109,7 +109,7 @@ def expect_title(quicklook, prefix: Path, parts: list[str]) -> None:
 
 def catalogue_rows(path: Path) -> int:
     with path.open() as f:
-        return sum(1 for _ in csv.reader(line for line in f if not line.startswith("#"))) - 1
+        return sum(1 for _ in csv.reader(f)) - 1
 
 
 def copy_of_run(prefix: Path, folder: Path, keep) -> Path:
@@ -139,7 +139,7 @@ def check_empty_catalogue(script: Path, quicklook, prefix: Path, folder: Path) -
     """No polarised source found: no markers, the FDF of the brightest PI pixel."""
     copy = copy_of_run(prefix, folder, lambda suffix: suffix != "catalogue.csv")
     with Path(f"{prefix}-catalogue.csv").open() as full, Path(f"{copy}-catalogue.csv").open("w") as empty:
-        empty.writelines(line for line in full if line.startswith("#") or line.startswith("name,"))
+        empty.write(full.readline())  # the header row alone
     run_quicklook(script, str(copy), Path(f"{copy}-quicklook.png"))
     expect_empty(Path(f"{copy}-quicklook.png"), quicklook, [], "empty catalogue")
     expect_title(quicklook, copy, ["0 catalogue sources"])
@@ -158,7 +158,7 @@ def check_no_polarised_pixel(script: Path, quicklook, prefix: Path, folder: Path
     and an empty catalogue: the page comes, and the FDF panel says why it is empty."""
     copy = copy_of_run(prefix, folder, lambda suffix: suffix not in ("catalogue.csv", "peak-pi.fits"))
     with Path(f"{prefix}-catalogue.csv").open() as full, Path(f"{copy}-catalogue.csv").open("w") as empty:
-        empty.writelines(line for line in full if line.startswith("#") or line.startswith("name,"))
+        empty.write(full.readline())  # the header row alone
     with fits.open(f"{prefix}-peak-pi.fits") as hdul:
         blank = hdul[0].data * np.nan
         fits.PrimaryHDU(blank, hdul[0].header).writeto(f"{copy}-peak-pi.fits")
