@@ -30,11 +30,8 @@ std::string number(double value) {
 std::string hz(double value) { return number(value) + " Hz"; }
 
 std::string describe(const std::vector<MsInfo>& inputs, const Stored& c) {
-  std::ostringstream text;
-  text.precision(12);
-  text << input_name(inputs[static_cast<std::size_t>(c.part.input)]) << " channel " << c.part.channel << " ("
-       << c.freq_hz << " Hz, width " << c.width_hz << " Hz)";
-  return text.str();
+  return input_name(inputs[static_cast<std::size_t>(c.part.input)]) + " channel " + std::to_string(c.part.channel) +
+         " (" + hz(c.freq_hz) + ", width " + hz(c.width_hz) + ")";
 }
 
 std::vector<Stored> sorted_channels(const std::vector<MsInfo>& inputs, const std::vector<std::vector<int>>& selected) {

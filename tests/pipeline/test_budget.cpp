@@ -109,6 +109,29 @@ void expect_within_plan(const std::string& what, double held, const spip::CleanC
   EXPECT_GE(held, least * planned) << what;
 }
 
+// One rank's needs: `channels` channels of `rows` visibilities on a `size`^2 image, and
+// Faraday rows of `row_bytes`.
+spip::pipeline::MemoryNeeds needs_of(double budget, int size, double rows, int channels, double row_bytes) {
+  spip::pipeline::MemoryNeeds needs;
+  needs.budget = budget;
+  needs.geometry = spip::imaging::ImageGeometry::make(size, 1e-4, 1.2);
+  needs.rows_per_channel = rows;
+  needs.my_channels = channels;
+  needs.faraday_row_bytes = row_bytes;
+  return needs;
+}
+
+// The message of the ConfigError that `plan` throws; "" where it throws none.
+template <typename Plan>
+std::string refusal(Plan&& plan) {
+  try {
+    plan();
+  } catch (const spip::ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 }  // namespace
 
 void* operator new(std::size_t size) { return counted_new(size); }
@@ -299,12 +322,7 @@ TEST(MemoryBudget, TheDefaultBudgetSharesWhatSlurmGaveTheJob) {
 // channel grow with its rows, and an input.block_channels that two blocks of cannot
 // fit is refused in one line rather than run past the budget.
 TEST(MemoryBudget, AFixedBlockWidthThatCannotFitIsRefused) {
-  spip::pipeline::MemoryNeeds needs;
-  needs.budget = 0.2e9;
-  needs.geometry = spip::imaging::ImageGeometry::make(128, 1e-4, 1.2);
-  needs.rows_per_channel = 80640;
-  needs.my_channels = 32;
-  needs.faraday_row_bytes = 1e5;
+  spip::pipeline::MemoryNeeds needs = needs_of(0.2e9, 128, 80640, 32, 1e5);
   needs.block_channels = 32;
   try {
     spip::pipeline::plan_memory(needs);
@@ -340,22 +358,10 @@ TEST(MemoryBudget, OnCubesTheCatalogueMapsCount) {
 // A budget below what the process itself holds is refused as that, on a Measurement Set
 // or on cubes, not as too many Faraday depths or too large an image.
 TEST(MemoryBudget, ABudgetBelowTheProcessItselfIsRefusedAsThat) {
-  spip::pipeline::MemoryNeeds needs;
-  needs.budget = 0.05e9;
-  needs.geometry = spip::imaging::ImageGeometry::make(16, 1e-4, 1.2);
-  needs.rows_per_channel = 10;
-  needs.my_channels = 1;
-  needs.faraday_row_bytes = 1e3;
-  for (int on_cubes = 0; on_cubes < 2; ++on_cubes) {
-    try {
-      if (on_cubes)
-        spip::pipeline::plan_cube_memory(needs.budget, needs.faraday_row_bytes, 1e3, 0, 0);
-      else
-        spip::pipeline::plan_memory(needs);
-      ADD_FAILURE() << "a budget of 0.05 GB was taken" << (on_cubes ? " on cubes" : "");
-    } catch (const spip::ConfigError& e) {
-      EXPECT_NE(std::string(e.what()).find("the process itself holds"), std::string::npos) << e.what();
-      EXPECT_EQ(std::string(e.what()).find("Faraday"), std::string::npos) << e.what();
-    }
+  const spip::pipeline::MemoryNeeds needs = needs_of(0.05e9, 16, 10, 1, 1e3);
+  for (const std::string& why : {refusal([&] { spip::pipeline::plan_memory(needs); }),
+                                 refusal([&] { spip::pipeline::plan_cube_memory(needs.budget, 1e3, 1e3, 0, 0); })}) {
+    EXPECT_NE(why.find("the process itself holds"), std::string::npos) << "refused as: '" << why << "'";
+    EXPECT_EQ(why.find("Faraday"), std::string::npos) << why;
   }
 }
