@@ -55,6 +55,19 @@ std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageG
   return response;
 }
 
+float highest_response(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
+                       double freq_hz) {
+  const Pointings equal{centres, {std::vector<double>(centres.size(), 1.0)}};
+  constexpr int block_rows = 256;  // a mosaic's pointings hold a block's responses at once, not whole planes
+  float highest = 0;
+  for (int first = 0; first < grid.size; first += block_rows) {
+    const std::vector<float> response =
+        effective_response_rows(beam, grid, equal, 0, freq_hz, first, std::min(block_rows, grid.size - first));
+    highest = std::max(highest, *std::max_element(response.begin(), response.end()));
+  }
+  return highest;
+}
+
 ChannelMosaic::ChannelMosaic(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
                              const std::vector<double>& weights, double freq_hz) {
   const double best = best_weight(centres, weights);

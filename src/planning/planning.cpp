@@ -12,8 +12,11 @@
 #include <numbers>
 #include <optional>
 #include <set>
+#include <sstream>
+#include <iomanip>
 #include <array>
 
+#include "spip/beam/mosaic.hpp"
 #include "spip/catalogue/source_finder.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/cuda/device_imager.hpp"
@@ -562,6 +565,39 @@ void check_centre(const Config& config, Direction centre, Direction pointing, bo
                           "pointings within 90 deg of its centre (image.centre)");
 }
 
+// beam.model corrects each pixel by the response there, and blanks it below beam.limit:
+// an image that no pointing's beam reaches (image.centre some degrees off, a mosaic's
+// centre between pointings far apart) would run to the end and write every corrected
+// product blank. The response is largest at the band's edges, for an analytic beam at its
+// lowest frequency, and for a cube, linear between its planes, at a plane or an edge.
+void check_beam_reaches_image(const Config& config, const Plan& plan) {
+  const beam::PrimaryBeam& beam = *plan.primary_beam;
+  std::vector<double> freq_hz{plan.freq_hz.front(), plan.freq_hz.back()};
+  if (beam.cube)
+    for (double plane_hz : beam.cube->freq_hz)
+      if (plane_hz > freq_hz.front() && plane_hz < freq_hz.back()) freq_hz.push_back(plane_hz);
+  const beam::ImageGrid grid{config.image.size, config.pixel_scale_rad(), plan.image_centre, plan.pointings.front()};
+  float highest = 0;
+  for (double f : freq_hz) highest = std::max(highest, beam::highest_response(beam, grid, plan.pointings, f));
+  if (highest >= config.beam.limit) return;
+  const auto figures = [](double value) {
+    std::ostringstream text;
+    text << std::setprecision(3) << value;
+    return text.str();
+  };
+  const auto degrees = [](Direction d) {
+    return "RA " + fixed(ra_degrees(d), 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
+  };
+  SPIP_THROW(ConfigError,
+             "no pixel of the " + std::to_string(config.image.size) + "^2 image about " + degrees(plan.image_centre) +
+                 " has a primary-beam response of beam.limit = " + figures(config.beam.limit) + " or more (" +
+                 figures(highest) + " at most" +
+                 (plan.mosaic() ? ", all " + std::to_string(plan.pointings.size()) + " pointings together" : "") +
+                 "): every corrected product would be blank; expected image.centre nearer the " +
+                 (plan.mosaic() ? "pointings (the first at " : "pointing (") + degrees(plan.pointings.front()) +
+                 "), a larger image, or a lower beam.limit");
+}
+
 }  // namespace
 
 Plan open_plan(const Config& config) {
@@ -605,8 +641,10 @@ Plan open_plan(const Config& config) {
   plan.chan_begin = stored_numbering(plan, binned) ? plan.band.channels.front().parts.front().channel : 0;
   plan.chan_end = plan.chan_begin + plan.band.size();
   plan.freq_hz = plan.band.freq_hz();
-  if (plan.primary_beam)
+  if (plan.primary_beam) {
     plan.primary_beam->check_band(plan.freq_hz.front(), plan.freq_hz.back());
+    check_beam_reaches_image(config, plan);
+  }
   for (const ms::MsReader& reader : plan.readers)
     for (int s = 0; s < ms::num_stokes; ++s) plan.stokes[s] = plan.stokes[s] || reader.info().stokes_determined[s];
   if (plan.freq_hz.size() >= 2 && plan.polarised())

@@ -384,6 +384,29 @@ TEST(BeamCorrection, ImagedAtAnotherCentreTheBeamStaysOnThePointing) {
                       "centre less than 90 deg from it (RA in degrees, not hours)\n"),
             std::string::npos)
       << spip::test::file_text(scratch("log.txt"));
+  // A centre so far south that the beam is below beam.limit (0.2) on the image's nearest
+  // pixel, its top edge on the pointing's meridian (Dec = centre's + asin(m) there), is
+  // refused; 0.2 deg nearer, it is planned.
+  const double top_edge_deg = std::asin((size - 1 - size / 2) * cell) * 180 / std::numbers::pi;
+  for (const double offset_deg : {2.65, 2.45}) {
+    const double nearest = (offset_deg - top_edge_deg) * std::numbers::pi / 180;
+    const bool beyond = airy(nearest, freq0) < 0.2;
+    ASSERT_EQ(beyond, offset_deg > 2.5) << airy(nearest, freq0);  // the geometry this test means
+    std::ostringstream south;
+    south << "0," << std::setprecision(15) << dec0_deg - offset_deg;
+    EXPECT_EQ(run(std::string(SPIP_BIN) + " --input.ms " + ms.string() + " --image.size " + std::to_string(size) +
+                  " --image.scale " + std::to_string(cell_arcsec) + " --beam.model airy --image.centre " + south.str() +
+                  " --output.dir " + scratch("south").string() + " --plan") != 0,
+              beyond)
+        << spip::test::file_text(scratch("log.txt"));
+    if (beyond) {
+      EXPECT_NE(spip::test::file_text(scratch("log.txt"))
+                    .find("spip: error: no pixel of the 256^2 image about RA 0.000000, Dec 57.350000 deg has a "
+                          "primary-beam response of beam.limit = 0.2 or more ("),
+                std::string::npos)
+          << spip::test::file_text(scratch("log.txt"));
+    }
+  }
   std::printf("[ measured ] image.centre on the source at %.2f deg: I off by %.2f %% at most; peak PI %.4f (truth "
               "%.4f); phi %.3f (truth %.1f)\n",
               target.theta() * 180 / std::numbers::pi, 100 * worst_i, pi, target.mean_pi(), phi, target.rm);

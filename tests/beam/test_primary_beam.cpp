@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "spip/beam/mosaic.hpp"
 #include "spip/beam/primary_beam.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/error.hpp"
@@ -123,6 +124,25 @@ TEST(PrimaryBeam, RefusesDishesBlockagesAndFactorsThatCannotBe) {
   EXPECT_EQ(model_named("airy"), Model::airy);
   EXPECT_EQ(model_named("gaussian"), Model::gaussian);
   EXPECT_FALSE(model_named("cosine").has_value());
+}
+
+// The most any pixel's effective response can be, for the planner's refusal of an image
+// no beam reaches, from the Gaussian's closed form: one pointing 0.2 FWHM beyond the
+// image's top edge (on its meridian, the pixel there lies asin(m) north of the centre)
+// reaches that edge with exp(-4 ln 2 0.2^2); two pointings 0.15 FWHM either side of the
+// centre, closer than their power patterns' sigma (0.3 FWHM), peak between them, at the
+// centre pixel, with sqrt(2) exp(-4 ln 2 0.15^2), more than either beam alone.
+TEST(Mosaic, HighestResponseIsTheNearestPixelsOrThePointingsTogether) {
+  const PrimaryBeam beam{.model = Model::gaussian, .dish_diameter_m = dish, .fwhm_factor = 1.02};
+  const double fwhm = 1.02 * lambda / dish, cell = fwhm / 100;
+  constexpr int size = 64;
+  const Direction centre{0, 0};
+  const double top_edge = std::asin((size - 1 - size / 2) * cell);
+  const ImageGrid grid{size, cell, centre, centre};
+  EXPECT_NEAR(highest_response(beam, grid, {{0, top_edge + 0.2 * fwhm}}, freq), std::exp(-4 * std::log(2.0) * 0.04),
+              1e-6);
+  EXPECT_NEAR(highest_response(beam, grid, {{0, 0.15 * fwhm}, {0, -0.15 * fwhm}}, freq),
+              std::sqrt(2.0) * std::exp(-4 * std::log(2.0) * 0.0225), 1e-6);
 }
 
 }  // namespace

@@ -27,6 +27,12 @@ struct Pointings {
 std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageGrid& grid, const Pointings& pointings,
                                            int channel, double freq_hz, int first_row, int rows);
 
+// The largest effective response any pixel of the image can have at freq_hz, whatever
+// the pointings' weights: with each w_p <= w_max, R <= sqrt(sum_p B_p^2), which equal
+// weights reach. Below beam.limit, every corrected pixel would be blank.
+float highest_response(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
+                       double freq_hz);
+
 // One channel's mosaic on a whole image: its pointings' beams weighed once, then any
 // number of planes added a pointing at a time. (Its response is effective_response_rows().)
 class ChannelMosaic {
