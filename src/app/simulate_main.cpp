@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "spip/beam/primary_beam.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 #include "spip/sim/ms_writer.hpp"
 #include "spip/sim/sky_model.hpp"
@@ -114,11 +115,11 @@ int run(const po::variables_map& vm) {
   spip::sim::Corruption corruption;
   corruption.noise_sigma_jy = vm["noise"].as<double>();
   if (!(corruption.noise_sigma_jy >= 0 && std::isfinite(corruption.noise_sigma_jy)))
-    SPIP_THROW(spip::ConfigError, "--noise " + std::to_string(corruption.noise_sigma_jy) + ": expected a sigma >= 0 in Jy");
+    SPIP_THROW(spip::ConfigError, "--noise " + spip::number_text(corruption.noise_sigma_jy) + ": expected a sigma >= 0 in Jy");
   corruption.flag_fraction = vm["flag-fraction"].as<double>();
   if (!(corruption.flag_fraction >= 0 && corruption.flag_fraction <= 1))
     SPIP_THROW(spip::ConfigError,
-               "--flag-fraction " + std::to_string(corruption.flag_fraction) + ": expected a fraction in [0, 1]");
+               "--flag-fraction " + spip::number_text(corruption.flag_fraction) + ": expected a fraction in [0, 1]");
   corruption.seed = vm["seed"].as<std::uint64_t>();
   if (vm.count("flag-channels")) corruption.flag_channels = vm["flag-channels"].as<std::vector<int>>();
   if (vm.count("ionosphere")) corruption.ionosphere = spip::ms::IonosphereTable::read(vm["ionosphere"].as<std::string>());

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <sstream>
 
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 
 namespace spip::ms {
@@ -19,15 +19,7 @@ struct Stored {
   ChannelPart part;
 };
 
-// A number as people write it, without to_string's trailing zeros: "5", "480000".
-std::string number(double value) {
-  std::ostringstream text;
-  text.precision(12);
-  text << value;
-  return text.str();
-}
-
-std::string hz(double value) { return number(value) + " Hz"; }
+std::string hz(double value) { return number_text(value) + " Hz"; }
 
 std::string describe(const std::vector<MsInfo>& inputs, const Stored& c) {
   return input_name(inputs[static_cast<std::size_t>(c.part.input)]) + " channel " + std::to_string(c.part.channel) +
@@ -158,7 +150,7 @@ Band bin_band(const Band& band, int count, double width_hz) {
   const double bins = count > 0 ? count : std::ceil((high - low) / width_hz * (1 - 1e-12));
   if (count > 0) width_hz = (high - low) / count;
   if (!(bins <= band.size()))
-    SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + number(bins) + " bins" +
+    SPIP_THROW(InputError, "binning " + std::to_string(band.size()) + " channels into " + number_text(bins) + " bins" +
                                " of " + hz(width_hz) + " would leave bins between channels; expected at "
                                "most as many bins as channels (image.channels_out, image.channel_width)");
   // A bin wider than the band by more than a channel is labelled where no data are.

@@ -12,13 +12,12 @@
 #include <numbers>
 #include <optional>
 #include <set>
-#include <sstream>
-#include <iomanip>
 #include <array>
 
 #include "spip/beam/mosaic.hpp"
 #include "spip/catalogue/source_finder.hpp"
 #include "spip/common/constants.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/cuda/device_imager.hpp"
 #include "spip/cuda/device.hpp"
 #include "spip/error.hpp"
@@ -580,18 +579,13 @@ void check_beam_reaches_image(const Config& config, const Plan& plan) {
   float highest = 0;
   for (double f : freq_hz) highest = std::max(highest, beam::highest_response(beam, grid, plan.pointings, f));
   if (highest >= config.beam.limit) return;
-  const auto figures = [](double value) {
-    std::ostringstream text;
-    text << std::setprecision(3) << value;
-    return text.str();
-  };
   const auto degrees = [](Direction d) {
     return "RA " + fixed(ra_degrees(d), 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
   };
   SPIP_THROW(ConfigError,
              "no pixel of the " + std::to_string(config.image.size) + "^2 image about " + degrees(plan.image_centre) +
-                 " has a primary-beam response of beam.limit = " + figures(config.beam.limit) + " or more (" +
-                 figures(highest) + " at most" +
+                 " has a primary-beam response of beam.limit = " + number_text(config.beam.limit, 3) + " or more (" +
+                 number_text(highest, 3) + " at most" +
                  (plan.mosaic() ? ", all " + std::to_string(plan.pointings.size()) + " pointings together" : "") +
                  "): every corrected product would be blank; expected image.centre nearer the " +
                  (plan.mosaic() ? "pointings (the first at " : "pointing (") + degrees(plan.pointings.front()) +

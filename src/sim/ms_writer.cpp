@@ -38,6 +38,7 @@
 
 #include "spip/common/constants.hpp"
 #include "spip/common/free_space.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 #include "spip/ms/stokes.hpp"
 
@@ -61,8 +62,8 @@ void check_replaceable(const std::string& out_ms) {
 void check_space(const std::string& out_ms, double bytes) {
   const std::optional<double> free = free_bytes(out_ms);
   if (free && bytes > *free)
-    SPIP_THROW(InputError, "--out " + out_ms + ": the MS needs about " + std::to_string(bytes / 1e9) + " GB and its "
-                               "file system has " + std::to_string(*free / 1e9) + " GB free");
+    SPIP_THROW(InputError, "--out " + out_ms + ": the MS needs about " + number_text(bytes / 1e9, 3) + " GB and its "
+                               "file system has " + number_text(*free / 1e9, 3) + " GB free");
 }
 
 // An input MS may not be the output it would be replaced by, nor hold it (a subtable).
@@ -532,12 +533,12 @@ void simulate_from_array(const ArrayDescription& array, const std::string& out_m
   if (array.station_enu_m.size() < 2) SPIP_THROW(InputError, "the array has fewer than two stations");
   const double last_hz = array.freq_start_hz + (array.num_channels - 1) * array.freq_inc_hz;
   if (!(array.freq_start_hz > 0 && last_hz > 0 && std::isfinite(last_hz)))
-    SPIP_THROW(ConfigError, "--freq-start and --freq-inc give channels from " + std::to_string(array.freq_start_hz) +
-                                " to " + std::to_string(last_hz) + " Hz; every channel must be above 0 Hz");
+    SPIP_THROW(ConfigError, "--freq-start and --freq-inc give channels from " + number_text(array.freq_start_hz) +
+                                " to " + number_text(last_hz) + " Hz; every channel must be above 0 Hz");
   if (array.num_channels > 1 && !(array.freq_inc_hz != 0))
     SPIP_THROW(ConfigError, "--freq-inc 0 puts every channel at one frequency");
   if (!(array.dump_s > 0 && std::isfinite(array.dump_s)))
-    SPIP_THROW(ConfigError, "--dump " + std::to_string(array.dump_s) + ": expected a dump time above 0 s");
+    SPIP_THROW(ConfigError, "--dump " + number_text(array.dump_s) + ": expected a dump time above 0 s");
   if (!(std::abs(array.dec_rad) <= M_PI / 2 && std::isfinite(array.ra_rad)))
     SPIP_THROW(ConfigError, "--ra/--dec: the declination must lie in [-90, 90] degrees");
   const std::size_t n = array.station_enu_m.size();

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 
 namespace spip::sim {
@@ -98,7 +99,7 @@ Component component_from(const Row& row, std::size_t index) {
     c.chi0_rad = 0.5 * std::atan2(u, q) - c.rm_rad_m2 * lambda_sq_ref;
   }
   if (!(c.pol_frac >= 0 && c.pol_frac <= 1))
-    SPIP_THROW(InputError, row.where + ": a polarised fraction of " + std::to_string(c.pol_frac) +
+    SPIP_THROW(InputError, row.where + ": a polarised fraction of " + number_text(c.pol_frac, 4) +
                                " (PolarizedFraction, or sqrt(Q^2 + U^2) / I); expected 0 to 1, a source being at most "
                                "wholly polarised");
   return c;

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 #include "spip/ms/stokes.hpp"
 
@@ -103,12 +104,12 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::B
                             const imaging::RowGroup* group) {
   constexpr int stokes = ms::num_stokes;
   if (blocks.size() != coordinates.inputs())
-    SPIP_THROW(Error, "the channel at " + std::to_string(channel.freq_hz) + " Hz comes from " +
+    SPIP_THROW(Error, "the channel at " + number_text(channel.freq_hz) + " Hz comes from " +
                           std::to_string(blocks.size()) + " inputs, but the coordinates are of " +
                           std::to_string(coordinates.inputs()));
   const std::size_t rows = channel_rows(channel, coordinates);
   if (out.rows != rows)
-    SPIP_THROW(Error, "the channel at " + std::to_string(channel.freq_hz) + " Hz has " + std::to_string(rows) +
+    SPIP_THROW(Error, "the channel at " + number_text(channel.freq_hz) + " Hz has " + std::to_string(rows) +
                           " rows, but the room made for it " + std::to_string(out.rows));
   ChannelStats stats;
   stats.freq_hz = channel.freq_hz;

@@ -887,10 +887,10 @@ TEST(SpipSimulate, WritesAnMsThatSpipReads) {
 TEST(SpipSimulate, RefusesNegativeNoiseAndFlagFractionsOutsideZeroToOne) {
   const std::string base = std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --template " +
                            oskar_ms + " --out " + scratch("corrupt.ms").string();
-  for (const auto& [args, says] : {std::pair{" --noise -1", "--noise -1.000000: expected a sigma >= 0 in Jy"},
-                                   std::pair{" --noise nan", ": expected a sigma >= 0 in Jy"},
-                                   std::pair{" --noise inf", ": expected a sigma >= 0 in Jy"},
-                                   std::pair{" --flag-fraction 1.5", "--flag-fraction 1.500000: expected a fraction in [0, 1]"}}) {
+  for (const auto& [args, says] : {std::pair{" --noise -1", "--noise -1: expected a sigma >= 0 in Jy"},
+                                   std::pair{" --noise nan", "--noise nan: expected a sigma >= 0 in Jy"},
+                                   std::pair{" --noise inf", "--noise inf: expected a sigma >= 0 in Jy"},
+                                   std::pair{" --flag-fraction 1.5", "--flag-fraction 1.5: expected a fraction in [0, 1]"}}) {
     const Outcome outcome = run(base + args);
     EXPECT_EQ(outcome.exit_code, 2) << args;
     EXPECT_NE(outcome.err.find(says), std::string::npos) << outcome.err;
@@ -925,10 +925,10 @@ TEST(SpipSimulate, RefusesUnphysicalSkiesLayoutsAndOptionValues) {
   expect_refused("--sky " + sky("pole.sky", "\"a\", 150.0, 95.0, 1.0, 0.1, 0.05, 0.0, 1.4e9, 0.0") + small, 3,
                  "DecD = 95.0 is outside [-90, 90]");
   expect_refused("--sky " + sky("over.sky", "\"a\", 150.0, -45.0, 1.0, 1.1, 0.05, 0.0, 1.4e9, 0.0") + small, 3,
-                 "at most wholly polarised");
+                 "a polarised fraction of 1.101 (PolarizedFraction");
   expect_refused("--sky " + good + " --channels 0", 2, "--channels 0: expected at least 1");
   expect_refused("--sky " + good + " --times 0", 2, "--times 0: expected at least 1");
-  expect_refused("--sky " + good + small + " --dump 0", 2, "--dump");
+  expect_refused("--sky " + good + small + " --dump 0", 2, "--dump 0: expected a dump time above 0 s");
   expect_refused("--sky " + good + small + " --start garbage", 2, "--start 'garbage'");
   std::ofstream(telescope / "layout.txt") << "0 0\n100 0\n100 0\n";
   expect_refused("--sky " + good + small, 3, "stations 2 and 3 are at the same position");
