@@ -141,9 +141,14 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.real("rmsf_fwhm", "rad.m-2", "Full-width at half maximum of the RMSF", [&](S) { return settings.rmsf_fwhm; });
   c.real("noise_chan", "Jy", "Typical per-channel noise in Q;U", [&](S) { return context.noise_chan; });
   c.text("telescope", "Name of Telescope(s)", [&](S) { return telescope; });
-  c.blank("int_time", "s", "Integration time");
-  c.blank("epoch", "d", "Median epoch of observation");  // the standard's "day", spelt as FITS spells it
-  c.blank("obs_interval", "d", "Interval of observation");
+  const auto observed = [&](const Source& s) {
+    if (context.pointing_times.empty()) return PointingTime{};
+    return context.pointing_times.at(settings.pointings.size() < 2 ? 0 : nearest_direction(settings.pointings, {s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg}));
+  };
+  c.real("int_time", "s", "Integration time", [&](S s) { return observed(s).int_time_s; });
+  // The standard's "day", spelt as FITS spells it.
+  c.real("epoch", "d", "Median epoch of observation", [&](S s) { return observed(s).epoch_mjd; });
+  c.real("obs_interval", "d", "Interval of observation", [&](S s) { return observed(s).obs_interval_d; });
   c.blank("leakage", "", "Instrumental leakage estimate");
   c.real("beamdist", "deg", "Distance from beam centre - taken as centre of tile", [](S s) { return s.beamdist_deg; });
   c.text("catalog_name", "Name of catalog", [&](S) { return context.catalog_name; });

@@ -53,11 +53,14 @@ void for_each_slice(cc::rownr_t count, F&& f) {
 // its integration) less half its INTERVAL among the rows of the selected field and
 // window, whatever the rows' order (a calibrator's scan before the target's is not the
 // target's start). NaN where no row is of them.
-double start_time(const cc::Table& main, int field, const std::vector<int>& data_desc_ids) {
+// The distinct integrations (TIME, INTERVAL; INTERVAL 0 where the column is missing) of
+// a field and its windows' rows, in the table's order: rows of one time stamp follow one
+// another, so that a change of TIME marks the next.
+std::vector<Integration> integrations(const cc::Table& main, int field, const std::vector<int>& data_desc_ids) {
   const cc::ScalarColumn<double> time(main, "TIME");
   const cc::ScalarColumn<int> field_of(main, "FIELD_ID"), description_of(main, "DATA_DESC_ID");
   const bool has_interval = main.tableDesc().isColumn("INTERVAL");
-  double start = std::numeric_limits<double>::infinity();
+  std::vector<Integration> found;
   for_each_slice(main.nrow(), [&](const cc::Slicer& rows, cc::rownr_t) {
     const cc::Vector<double> t = time.getColumnRange(rows);
     const cc::Vector<int> fields = field_of.getColumnRange(rows), descriptions = description_of.getColumnRange(rows);
@@ -65,10 +68,11 @@ double start_time(const cc::Table& main, int field, const std::vector<int>& data
     if (has_interval) interval = cc::ScalarColumn<double>(main, "INTERVAL").getColumnRange(rows);
     for (std::size_t r = 0; r < t.size(); ++r)
       if (fields[r] == field &&
-          std::find(data_desc_ids.begin(), data_desc_ids.end(), descriptions[r]) != data_desc_ids.end())
-        start = std::min(start, t[r] - (has_interval ? 0.5 * interval[r] : 0.0));
+          std::find(data_desc_ids.begin(), data_desc_ids.end(), descriptions[r]) != data_desc_ids.end() &&
+          (found.empty() || found.back().mid_mjd_s != t[r]))
+        found.push_back({t[r], has_interval ? interval[r] : 0.0});
   });
-  return std::isinf(start) ? std::numeric_limits<double>::quiet_NaN() : start;
+  return found;
 }
 
 // FITS SPECSYS of a window's MEAS_FREQ_REF, casacore's MFrequency types in their order
@@ -254,7 +258,8 @@ void MsReader::Impl::open(const std::string& path) {
   info.num_rows = static_cast<std::int64_t>(main.nrow());
   read_field();
   choose_weights();
-  info.start_time_mjd_s = start_time(main, info.field, data_desc_ids);
+  info.integrations = integrations(main, info.field, data_desc_ids);
+  info.start_time_mjd_s = observing_time(info.integrations).start_mjd_s;
   const cc::Table observation = open_subtable(path, "OBSERVATION");
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);

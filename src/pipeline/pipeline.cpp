@@ -805,7 +805,7 @@ std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
                        plan_.gpu_share_bytes,
                        kept_rows(*kept_, plan_.blocks, plan_.products.made(ChannelCubeKind::residual), base.nx,
                                  base.ny, static_cast<int>(plan_.freq_hz.size())),
-                       plan_.primary_beam, faraday_pointings());
+                       plan_.primary_beam, faraday_pointings(), plan_.pointing_times);
   const Stopwatch watch;
   const std::vector<std::string> written = faraday.finish(faraday_noise(), mpi_, log_, stop_);
   rank_qa_.faraday_mpi_bytes = faraday.mpi_bytes();

@@ -611,6 +611,13 @@ Plan open_plan(const Config& config) {
                             "with them, while beam.fits's leakage planes are subtracted after imaging unrotated: "
                             "expected a beam cube of STOKES I only beside faraday.ionosphere");
   find_pointings(infos, plan);
+  for (std::size_t p = 0; p < plan.pointings.size(); ++p) {
+    std::vector<ms::Integration> integrations;
+    for (std::size_t k = 0; k < infos.size(); ++k)
+      if (plan.input_pointing[k] == static_cast<int>(p))
+        integrations.insert(integrations.end(), infos[k].integrations.begin(), infos[k].integrations.end());
+    plan.pointing_times.push_back(ms::observing_time(std::move(integrations)));
+  }
   plan.image_centre = config.image.centre_deg.empty()
                           ? middle(plan.pointings)
                           : Direction{config.image.centre_deg[0] / rad_to_deg, config.image.centre_deg[1] / rad_to_deg};

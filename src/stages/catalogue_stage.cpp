@@ -94,7 +94,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   const fits::Table table = catalogue::catalogue_table(sources, settings);
   fits::write_table(products.catalogue_table(), table);
   write_text_atomically(products.catalogue_csv(), catalogue::to_csv(table));
-  const catalogue::RmTableContext context{"spip " + config.output.prefix,
+  catalogue::RmTableContext context{"spip " + config.output.prefix,
                                           base.telescope,
                                           config.faraday.fractional,
                                           !config.faraday.ionosphere.empty(),
@@ -103,6 +103,8 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                                           inputs.channel_freq_hz,
                                           inputs.axis_freq_hz,
                                           inputs.noise_chan};
+  for (const ms::ObservingTime& t : inputs.pointing_times)
+    context.pointing_times.push_back({t.median_mjd_s / 86400.0, t.on_source_s, (t.end_mjd_s - t.start_mjd_s) / 86400.0});
   const fits::Table standard = catalogue::rmtable(sources, settings, context);
   fits::write_table(products.rmtable_table(), standard);
   write_text_atomically(products.rmtable_csv(), catalogue::to_csv(standard));

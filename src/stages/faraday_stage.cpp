@@ -89,7 +89,7 @@ struct FaradayStage::Synthesis {
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                            std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                            std::unique_ptr<FaradayRows> rows, std::optional<beam::PrimaryBeam> primary_beam,
-                           beam::Pointings pointings)
+                           beam::Pointings pointings, std::vector<ms::ObservingTime> pointing_times)
     : config_(config),
       products_(products),
       base_(base),
@@ -100,6 +100,7 @@ FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products
       rows_(std::move(rows)),
       beam_(std::move(primary_beam)),
       pointings_(std::move(pointings)),
+      pointing_times_(std::move(pointing_times)),
       grid_{base_.nx, base_.cell_rad, {base_.ra_rad, base_.dec_rad}, pointings_.centres.empty() ? Direction{base_.ra_rad, base_.dec_rad} : pointings_.centres.front()} {}
 
 int FaradayStage::group_rows(double group_bytes, int num_chan, int num_phi, int nx, int slab_rows,
@@ -452,6 +453,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
       }
     std::nth_element(used_noise.begin(), used_noise.begin() + static_cast<long>(used_noise.size() / 2), used_noise.end());
     inputs.noise_chan = used_noise[used_noise.size() / 2];
+    inputs.pointing_times = pointing_times_;
     for (const std::string& file : write_catalogue(config_, base_, inputs, products_, log)) written.push_back(file);
   }
   return written;

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iomanip>
 #include <numbers>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -580,7 +581,9 @@ TEST(Mosaic, TwoPointingsGiveTheTrueSkyOnTwoRanks) {
   const double offset = 45 * cell;  // the pointings at l = +-0.5 deg, m = 0
   const std::vector<std::pair<double, double>> pointings{{offset, 0.0}, {-offset, 0.0}};
   const fs::path east = apparent_ms("east.ms", "--beam airy --noise 0.05 --seed 1", sky, pointings[0]);
-  const fs::path west = apparent_ms("west.ms", "--beam airy --noise 0.1 --seed 2", sky, pointings[1]);
+  // The west pointing observed a day later: each source's RMTable epoch is its nearest pointing's.
+  const fs::path west =
+      apparent_ms("west.ms", "--beam airy --noise 0.1 --seed 2 --start '2025-03-21 00:00:00'", sky, pointings[1]);
   const std::string args = " --input.ms " + east.string() + " " + west.string() + " --image.size " +
                            std::to_string(size) + " --image.scale " + std::to_string(cell_arcsec) +
                            " --clean.niter 4000 --clean.auto_threshold 3 --beam.model airy --parallel.threads 1";
@@ -646,6 +649,22 @@ TEST(Mosaic, TwoPointingsGiveTheTrueSkyOnTwoRanks) {
     const double nearest = std::min(distance_from(pointings[0], x[row], y[row]), distance_from(pointings[1], x[row], y[row]));
     EXPECT_NEAR(beamdist[row], nearest * 180 / std::numbers::pi, 1e-9) << row;
   }
+  // 36 dumps of 400 s from MJD 60754 (east) and 60755 (west): the median 2 h in.
+  const spip::fits::Table standard = spip::fits::read_table((out / "spip-rmtable.fits").string());
+  const auto& epoch = standard.values<double>("epoch");
+  const auto& int_time = standard.values<double>("int_time");
+  const auto& standard_x = standard.values<double>("x_pix");
+  const auto& standard_y = standard.values<double>("y_pix");
+  ASSERT_EQ(epoch.size(), x.size());
+  std::set<int> days;
+  for (std::size_t row = 0; row < epoch.size(); ++row) {
+    const bool west_nearer = distance_from(pointings[1], standard_x[row], standard_y[row]) <
+                             distance_from(pointings[0], standard_x[row], standard_y[row]);
+    days.insert(west_nearer);
+    EXPECT_NEAR(epoch[row], 60754.0 + west_nearer + 2.0 / 24, 1.0 / 256) << row;
+    EXPECT_EQ(int_time[row], 14400.0) << row;
+  }
+  EXPECT_EQ(days.size(), 2u);  // sources nearer each pointing
 
   const fs::path one = scratch("one-rank");
   ASSERT_EQ(run(std::string(SPIP_BIN) + args + " --output.dir " + one.string()), 0)

@@ -78,6 +78,15 @@ TEST(MsReader, DescribesTheOskarSample) {
   EXPECT_NEAR(info.dec_rad, M_PI / 3, 1e-12);
   EXPECT_EQ(info.stokes_summary(), "XX XY YX YY");
   EXPECT_EQ(info.date_obs().substr(0, 19), "2025-03-20T00:00:00");  // the first 400 s dump's start
+  // 36 dumps of 400 s from MJD 60754 (2025-03-20): 4 h on source, the median between the
+  // 18th and 19th dumps' middles.
+  const double start = 60754.0 * 86400;
+  const spip::ms::ObservingTime time = spip::ms::observing_time(info.integrations);
+  EXPECT_EQ(info.integrations.size(), 36u);
+  EXPECT_NEAR(time.start_mjd_s, start, 1e-3);
+  EXPECT_NEAR(time.end_mjd_s, start + 14400, 1e-3);
+  EXPECT_NEAR(time.median_mjd_s, start + 7200, 1e-3);
+  EXPECT_NEAR(time.on_source_s, 14400, 1e-3);
   EXPECT_EQ(info.spectral_frame, "TOPOCENT");
   for (bool determined : info.stokes_determined) EXPECT_TRUE(determined);
 }
@@ -221,6 +230,10 @@ TEST(MsReader, StartTimeAndFrequencyFrameAsTheTablesGiveThem) {
   }
   const spip::ms::MsInfo lsrk = MsReader(ms, Selection{}).info();
   EXPECT_EQ(lsrk.date_obs().substr(0, 19), "2025-03-20T00:00:00");
+  // That row makes a 37th integration after a gap of 3200 s, which is not on source.
+  const spip::ms::ObservingTime time = spip::ms::observing_time(lsrk.integrations);
+  EXPECT_NEAR(time.end_mjd_s - time.start_mjd_s, 14400 + 3600, 1e-3);
+  EXPECT_NEAR(time.on_source_s, 14400 + 400, 1e-3);
   EXPECT_EQ(lsrk.spectral_frame, "LSRK");
   const spip::ms::MsInfo topo = MsReader(oskar_ms, Selection{}).info();
   std::vector<int> every(40);

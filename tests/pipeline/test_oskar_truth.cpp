@@ -281,6 +281,23 @@ TEST_F(OskarTruth, CatalogueListsEachPolarisedSourceOnce) {
   EXPECT_EQ(rows, 3);
 }
 
+// The RMTable says when the sample was observed, from its 36 dumps of 400 s from MJD
+// 60754: epoch the median of their middles, 2 h in; int_time 4 h; obs_interval 4 h in
+// days. The standard's columns are single precision: MJD 60754 is held to 1/256 d.
+TEST_F(OskarTruth, RmTableSaysWhenTheSampleWasObserved) {
+  ASSERT_EQ(status_, 0);
+  const spip::fits::Table table = spip::fits::read_table(out_ + "/demo-rmtable.fits");
+  const auto& epoch = table.values<double>("epoch");
+  const auto& int_time = table.values<double>("int_time");
+  const auto& interval = table.values<double>("obs_interval");
+  ASSERT_EQ(epoch.size(), 3u);
+  for (std::size_t r = 0; r < epoch.size(); ++r) {
+    EXPECT_NEAR(epoch[r], 60754.0 + 7200.0 / 86400, 1.0 / 256) << r;
+    EXPECT_EQ(int_time[r], 14400.0) << r;
+    EXPECT_EQ(interval[r], static_cast<float>(14400.0 / 86400)) << r;
+  }
+}
+
 // faraday.fractional (on in the demo) on the sample: Q and U divided by each pixel's I
 // power law make every source's FDF RMSF-shaped, so RM-CLEAN converges before its 1000
 // iterations with its components at one depth, and the peak is PI at nu0 = c / lambda0 to

@@ -4,6 +4,7 @@
 // `rmtable` package's column names, units, types and blanks, its standard strings and
 // its angle ranges, then the columns of spip's own catalogue that place each source in
 // the image.
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,13 @@
 #include "spip/fits/fits_table.hpp"
 
 namespace spip::catalogue {
+
+// When a pointing was observed, in the standard's units; NaN where not known.
+struct PointingTime {
+  double epoch_mjd = std::numeric_limits<double>::quiet_NaN();       // the median of its integrations, d
+  double int_time_s = std::numeric_limits<double>::quiet_NaN();      // the time its integrations cover
+  double obs_interval_d = std::numeric_limits<double>::quiet_NaN();  // from its first integration's start to its last's end
+};
 
 // What the standard asks of a catalogue besides its sources: the run's and the band's.
 struct RmTableContext {
@@ -24,6 +32,9 @@ struct RmTableContext {
   std::vector<double> freq_hz;    // the channels that were weighted
   std::vector<double> axis_freq_hz;  // every channel of the axis, weighted or blank: channelwidth is its step
   double noise_chan = 0;          // Jy/beam: the median channel's noise in Q and U
+  // Per pointing of FinderSettings::pointings: a source takes its nearest pointing's, as
+  // beamdist does; empty where the inputs do not say (other imagers' cubes).
+  std::vector<PointingTime> pointing_times{};
 };
 
 fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& settings,

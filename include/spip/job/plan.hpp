@@ -20,6 +20,7 @@
 #include "spip/job/run_claim.hpp"
 #include "spip/ms/band.hpp"
 #include "spip/ms/ionosphere.hpp"
+#include "spip/ms/observing_time.hpp"
 #include "spip/ms/rephase.hpp"
 #include "spip/ms/ms_reader.hpp"
 #include "spip/parallel/decomposition.hpp"
@@ -40,6 +41,7 @@ struct Plan {
   // restored planes are combined linearly (beam::Mosaic).
   std::vector<Direction> pointings;
   std::vector<int> input_pointing;               // per input: its pointing's index in `pointings`
+  std::vector<ms::ObservingTime> pointing_times;  // per pointing: when its inputs were observed
   Direction image_centre;                        // image.centre, or the middle of the pointings
   std::vector<std::optional<ms::Rephasing>> rephasing;  // per input: its pointing -> image centre, where they differ
   // The image channels' numbers in logs and records: [chan_begin, chan_end). One

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "spip/ms/observing_time.hpp"
 #include "spip/ms/stokes.hpp"
 
 namespace spip::ms {
@@ -40,7 +41,8 @@ struct MsInfo {
   // I = XX + YY, which FixMS's fix_ms_corrs turns into the sky frame (in CORRECTED_DATA,
   // or in DATA beside the original kept as DATA_ASKAP).
   bool askap_instrument_frame = false;
-  double start_time_mjd_s = 0;        // the field and window's earliest TIME less half its INTERVAL, MJD s (UTC); NaN: no row
+  std::vector<Integration> integrations;  // the field and window's distinct TIMEs with their INTERVALs, MJD s (UTC)
+  double start_time_mjd_s = 0;        // the earliest TIME less half its INTERVAL; NaN: no row
   std::string spectral_frame = "TOPOCENT";  // FITS SPECSYS of the window's MEAS_FREQ_REF
   bool has_weight_spectrum = false;
   // Channels in one tile of the data column (all of them in OSKAR's and spip-simulate's

@@ -8,6 +8,7 @@
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/job/product_registry.hpp"
+#include "spip/ms/observing_time.hpp"
 
 namespace spip::pipeline {
 
@@ -26,6 +27,7 @@ struct CatalogueInputs {
   std::vector<double> channel_freq_hz;  // the channels RM synthesis weighted
   std::vector<double> axis_freq_hz;     // every channel of the frequency axis, weighted or blank
   double noise_chan = 0;                // the median of their noise in Q and U, Jy/beam
+  std::vector<ms::ObservingTime> pointing_times{};  // per pointing: when it was observed; empty: not known
 };
 
 // What rank 0 holds while it makes the catalogue of an image of `pixels` pixels: the

@@ -20,6 +20,7 @@
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/job/product_registry.hpp"
+#include "spip/ms/observing_time.hpp"
 #include "spip/parallel/decomposition.hpp"
 #include "spip/stages/channel_cubes.hpp"
 #include "spip/stages/faraday_rows.hpp"
@@ -51,7 +52,7 @@ class FaradayStage {
   FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
                std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                std::unique_ptr<FaradayRows> rows, std::optional<beam::PrimaryBeam> primary_beam,
-               beam::Pointings pointings);
+               beam::Pointings pointings, std::vector<ms::ObservingTime> pointing_times);
 
   // Collective: every rank calls it once after its last channel's planes are in the
   // cubes, with `channel_noise` of its channels in increasing order: each channel's
@@ -132,6 +133,7 @@ class FaradayStage {
   std::unique_ptr<FaradayRows> rows_;
   std::optional<beam::PrimaryBeam> beam_;
   beam::Pointings pointings_;  // where the beams point, and in a mosaic their weights per channel
+  std::vector<ms::ObservingTime> pointing_times_;  // when each was observed, for the catalogue; empty: not known
   beam::ImageGrid grid_;       // the image (its pointing: the first)
   int depths_ = 0;
   double product_bytes_read_ = 0;
