@@ -128,8 +128,8 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.real("stokesU_err", "Jy", "Error in Stokes U", [](S s) { return s.pi_err; });
   c.real("derot_polangle", "deg", "De-rotated EVPA", [](S s) { return half_turn(s.chi0_deg); });
   c.real("derot_polangle_err", "deg", "Error in De-rotated EVPA", [](S s) { return s.chi0_err_deg; });
-  c.blank("stokesV", "Jy", "Stokes V");
-  c.blank("stokesV_err", "Jy", "Error in Stokes V");
+  c.real("stokesV", "Jy", "Stokes V", [](S s) { return s.stokes_v; });
+  c.real("stokesV_err", "Jy", "Error in Stokes V", [](S s) { return std::isnan(s.stokes_v) ? nan : s.sigma; });
   c.real("beam_maj", "deg", "Beam major axis", [&](S) { return beam.major_rad * rad_to_deg; });
   c.real("beam_min", "deg", "Beam minor axis", [&](S) { return beam.minor_rad * rad_to_deg; });
   c.real("beam_pa", "deg", "Beam position angle", [&](S) { return half_turn(beam.pa_rad * rad_to_deg); });

@@ -91,6 +91,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   at_peak(inputs.sigma_add.at(1), &catalogue::Source::sigma_add_minus);
   at_peak(inputs.sigma_add.at(2), &catalogue::Source::sigma_add_plus);
   if (!inputs.alpha.empty()) at_peak(inputs.alpha, &catalogue::Source::spectral_index);
+  if (!inputs.mean_v.empty()) at_peak(inputs.mean_v, &catalogue::Source::stokes_v);
   const fits::Table table = catalogue::catalogue_table(sources, settings);
   fits::write_table(products.catalogue_table(), table);
   write_text_atomically(products.catalogue_csv(), catalogue::to_csv(table));

@@ -284,9 +284,29 @@ TEST_F(OskarTruth, CatalogueListsEachPolarisedSourceOnce) {
 // The RMTable says when the sample was observed, from its 36 dumps of 400 s from MJD
 // 60754: epoch the median of their middles, 2 h in; int_time 4 h; obs_interval 4 h in
 // days. The standard's columns are single precision: MJD 60754 is held to 1/256 d.
-TEST_F(OskarTruth, RmTableSaysWhenTheSampleWasObserved) {
+TEST_F(OskarTruth, RmTableGivesStokesVAndWhenTheSampleWasObserved) {
   ASSERT_EQ(status_, 0);
   const spip::fits::Table table = spip::fits::read_table(out_ + "/demo-rmtable.fits");
+  // Stokes V too, each source's mean over the 40 channels: S3's -0.024 Jy at 144 MHz on
+  // its spectral index, the others' 0, within the catalogue's noise.
+  const auto sky = spip::sim::read_sky_model(data_dir + "/oskar_small.sky.txt");
+  const auto& x = table.values<double>("x_pix");
+  const auto& y = table.values<double>("y_pix");
+  const auto& stokes_v = table.values<double>("stokesV");
+  const auto& stokes_v_err = table.values<double>("stokesV_err");
+  int listed = 0;
+  for (const auto& c : sky.components) {
+    const SourcePixel p = pixel_of(c);
+    double mean_v = 0;
+    for (int k = 0; k < 40; ++k) mean_v += c.stokes_v(120.6e6 + 1.2e6 * k) / 40;
+    for (std::size_t r = 0; r < x.size(); ++r)
+      if (std::hypot(x[r] - p.x, y[r] - p.y) <= 1.0) {
+        ++listed;
+        EXPECT_NEAR(stokes_v[r], mean_v, 3 * stokes_v_err[r] + 1e-3 * std::abs(mean_v)) << c.name;
+        EXPECT_GT(stokes_v_err[r], 0) << c.name;
+      }
+  }
+  EXPECT_EQ(listed, 3);
   const auto& epoch = table.values<double>("epoch");
   const auto& int_time = table.values<double>("int_time");
   const auto& interval = table.values<double>("obs_interval");

@@ -68,6 +68,7 @@ struct Source {
   double pi = 0, pi_err = 0;    // Jy/beam, bias-corrected with the local sigma
   double chi0_deg = 0, chi0_err_deg = 0;
   double stokes_i = 0;          // Jy/beam
+  double stokes_v = std::numeric_limits<double>::quiet_NaN();  // the mean over the channels, Jy/beam; NaN: V not imaged
   double spectral_index = std::numeric_limits<double>::quiet_NaN();  // of Stokes I's power law, with faraday.fractional
   double frac_pol = 0;          // PI / I; NaN where I <= 0
   double sigma = 0;             // local FDF noise, Jy/beam

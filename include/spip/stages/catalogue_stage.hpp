@@ -28,6 +28,7 @@ struct CatalogueInputs {
   std::vector<double> axis_freq_hz;     // every channel of the frequency axis, weighted or blank
   double noise_chan = 0;                // the median of their noise in Q and U, Jy/beam
   std::vector<ms::ObservingTime> pointing_times{};  // per pointing: when it was observed; empty: not known
+  std::string mean_v{};                 // the mean-V moment image; empty: V not imaged
 };
 
 // What rank 0 holds while it makes the catalogue of an image of `pixels` pixels: the
