@@ -153,7 +153,7 @@ int run(const po::variables_map& vm) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::cout << "spip-simulate: wrote " << out << " (" << sky.components.size() << " components) in "
-            << seconds << " s\n";
+            << spip::number_text(seconds, 3) << " s\n";
   return 0;
 }
 

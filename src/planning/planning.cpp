@@ -763,11 +763,18 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
            "^2 images of " + fixed(config.image.scale_arcsec, 2) + "\" in Stokes " + stokes_list(plan.stokes, true) +
            (plan.polarised() ? ", then the Faraday stage" : "") + "; products in " + config.output.dir + " (prefix " +
            config.output.prefix + ")");
-  for (const ms::MsReader& reader : plan.readers)
+  for (const ms::MsReader& reader : plan.readers) {
+    const ms::ObservingTime observed = ms::observing_time(reader.info().integrations);
     log.root("input " + ms::input_name(reader.info()) + ": " + std::to_string(reader.info().num_rows) + " rows, " +
              std::to_string(reader.info().num_channels()) + " channels from " +
              fixed(reader.info().freq_hz.front() / 1e6, 4) + " to " + fixed(reader.info().freq_hz.back() / 1e6, 4) +
-             " MHz, correlations [" + reader.info().stokes_summary() + "] from " + reader.info().column);
+             " MHz, correlations [" + reader.info().stokes_summary() + "] from " + reader.info().column +
+             (std::isfinite(observed.on_source_s)
+                  ? "; observed from " + reader.info().date_obs().substr(0, 19) + " UTC over " +
+                        fixed((observed.end_mjd_s - observed.start_mjd_s) / 3600, 2) + " h, " +
+                        fixed(observed.on_source_s / 3600, 2) + " h on source"
+                  : ""));
+  }
   // A copy of an MS under another name is the same observation twice: its visibilities
   // would count twice, as a second observation of the same channels would count once
   // more, which spip cannot tell apart from it; the log says where inputs look alike.
