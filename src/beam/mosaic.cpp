@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "spip/error.hpp"
 
@@ -31,6 +32,31 @@ std::vector<std::vector<float>> pointing_responses(const PrimaryBeam& beam, cons
 }
 
 // The best pointing's weight, the mosaic's reference.
+// The frequencies where a response can peak over [low_hz, high_hz]: see highest_response.
+std::vector<double> peak_frequencies(const PrimaryBeam& beam, double low_hz, double high_hz) {
+  std::vector<double> freq_hz{low_hz, high_hz};
+  if (beam.cube)
+    for (double plane_hz : beam.cube->freq_hz)
+      if (plane_hz > low_hz && plane_hz < high_hz) freq_hz.push_back(plane_hz);
+  // Just above the midpoint between two fits, where the higher one begins.
+  for (std::size_t k = 0; k + 1 < beam.fits.size(); ++k) {
+    const double lower = beam.fits[k].freq_hz, upper = beam.fits[k + 1].freq_hz;
+    const double begins = 0.5 * (lower + upper) + 1e-6 * (upper - lower);
+    if (begins > low_hz && begins < high_hz) freq_hz.push_back(begins);
+  }
+  return freq_hz;
+}
+
+// The image's pixel nearest a direction, (x, y), on the image's edge for one outside it.
+std::pair<int, int> nearest_pixel(const ImageGrid& grid, Direction d) {
+  const auto [l, m] = direction_cosines(d, grid.centre);
+  const int half = grid.size / 2;
+  const auto clamped = [&](double pixel) {
+    return static_cast<int>(std::clamp(std::lround(pixel), 0L, static_cast<long>(grid.size - 1)));
+  };
+  return {clamped(half - l / grid.cell_rad), clamped(half + m / grid.cell_rad)};
+}
+
 double best_weight(const std::vector<Direction>& centres, const std::vector<double>& weights) {
   if (weights.size() != centres.size())
     SPIP_THROW(Error, "mosaic: " + std::to_string(weights.size()) + " weights for " + std::to_string(centres.size()) +
@@ -55,15 +81,26 @@ std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageG
   return response;
 }
 
-float highest_response(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
-                       double freq_hz) {
-  const Pointings equal{centres, {std::vector<double>(centres.size(), 1.0)}};
-  constexpr int block_rows = 256;  // a mosaic's pointings hold a block's responses at once, not whole planes
-  float highest = 0;
-  for (int first = 0; first < grid.size; first += block_rows) {
-    const std::vector<float> response =
-        effective_response_rows(beam, grid, equal, 0, freq_hz, first, std::min(block_rows, grid.size - first));
-    highest = std::max(highest, *std::max_element(response.begin(), response.end()));
+double highest_response(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
+                        double low_hz, double high_hz, double enough) {
+  double highest = 0;
+  for (double freq_hz : peak_frequencies(beam, low_hz, high_hz)) {
+    // Where any pointing alone reaches it, as at its own pixel for any realistic image,
+    // the sum does: the whole image is scanned only for an image the beams barely reach.
+    for (const Direction& centre : centres) {
+      const auto [x, y] = nearest_pixel(grid, centre);
+      highest = std::max(highest, static_cast<double>(response_rows(beam, about(grid, centre), freq_hz, y, 1)[x]));
+      if (highest >= enough) return highest;
+    }
+    const Pointings equal{centres, {std::vector<double>(centres.size(), 1.0)}};
+    // The pointings' responses for a block of rows are held at once: about 16 MB of them.
+    const int block_rows = std::max<int>(1, (1 << 22) / (grid.size * static_cast<int>(centres.size())));
+    for (int first = 0; first < grid.size; first += block_rows) {
+      const std::vector<float> response =
+          effective_response_rows(beam, grid, equal, 0, freq_hz, first, std::min(block_rows, grid.size - first));
+      highest = std::max(highest, static_cast<double>(*std::max_element(response.begin(), response.end())));
+      if (highest >= enough) return highest;
+    }
   }
   return highest;
 }

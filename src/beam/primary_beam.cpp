@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 
 namespace spip::beam {
@@ -44,12 +45,6 @@ double polynomial_response(const PolynomialFit& fit, double theta, double freq_h
   if (r > fit.max_arcmin_ghz) return 0;
   const double sum = fit.polynomial(r);
   return fit.inverse ? 1.0 / sum : std::max(0.0, sum);
-}
-
-std::string text(double value) {
-  std::ostringstream out;
-  out << value;
-  return out.str();
 }
 
 // The two planes of a cube around freq_hz and the upper one's weight; outside the outer
@@ -147,22 +142,22 @@ void PrimaryBeam::check() const {
     return;
   }
   if (!(dish_diameter_m > 0))
-    SPIP_THROW(ConfigError, "primary beam: the dish diameter is " + text(dish_diameter_m) +
+    SPIP_THROW(ConfigError, "primary beam: the dish diameter is " + number_text(dish_diameter_m) +
                                 " m; it must be a number > 0");
   if ((model == Model::gaussian || model == Model::cosine) && !(fwhm_factor > 0))
-    SPIP_THROW(ConfigError, "primary beam: the FWHM factor is " + text(fwhm_factor) +
+    SPIP_THROW(ConfigError, "primary beam: the FWHM factor is " + number_text(fwhm_factor) +
                                 "; it must be a number > 0");
   if (model == Model::airy && !(blockage_m >= 0 && blockage_m < dish_diameter_m))
-    SPIP_THROW(ConfigError, "primary beam: the blockage of " + text(blockage_m) +
-                                " m must be >= 0 and smaller than the dish of " + text(dish_diameter_m) +
+    SPIP_THROW(ConfigError, "primary beam: the blockage of " + number_text(blockage_m) +
+                                " m must be >= 0 and smaller than the dish of " + number_text(dish_diameter_m) +
                                 " m");
 }
 
 void PrimaryBeam::check_band(double first_hz, double last_hz) const {
   if (highest_hz == 0 || (first_hz >= lowest_hz && last_hz <= highest_hz)) return;
-  SPIP_THROW(ConfigError, "primary beam: " + name + " holds from " + text(lowest_hz / 1e6) + " to " +
-                              text(highest_hz / 1e6) + " MHz, but the imaged channels span " + text(first_hz / 1e6) +
-                              " to " + text(last_hz / 1e6) + " MHz");
+  SPIP_THROW(ConfigError, "primary beam: " + name + " holds from " + number_text(lowest_hz / 1e6) + " to " +
+                              number_text(highest_hz / 1e6) + " MHz, but the imaged channels span " + number_text(first_hz / 1e6) +
+                              " to " + number_text(last_hz / 1e6) + " MHz");
 }
 
 namespace {

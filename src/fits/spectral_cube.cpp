@@ -13,6 +13,7 @@
 
 #include "fits_file.hpp"
 #include "spip/common/constants.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 #include "spip/fits/fits_table.hpp"
 
@@ -217,8 +218,8 @@ SpectralCube open_spectral_cube(const std::string& path) {
 
   const double dx = axis_step(header, x, y), dy = axis_step(header, y, x);
   if (!(dx < 0 && dy > 0 && std::abs(-dx - dy) <= 1e-6 * dy))
-    refuse(path, "its pixels are not square with RA increasing to the left (CDELT " + std::to_string(dx) + ", " +
-                     std::to_string(dy) + " deg)");
+    refuse(path, "its pixels are not square with RA increasing to the left (CDELT " + number_text(dx) + ", " +
+                     number_text(dy) + " deg)");
   ImageHeader& grid = cube.grid;
   grid.nx = static_cast<int>(header.shape[static_cast<std::size_t>(x)]);
   grid.ny = static_cast<int>(header.shape[static_cast<std::size_t>(y)]);

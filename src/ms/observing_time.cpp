@@ -25,13 +25,18 @@ double covered_s(std::vector<Integration> integrations) {
 
 }  // namespace
 
-ObservingTime observing_time(std::vector<Integration> integrations) {
-  if (integrations.empty()) return {};
-  std::sort(integrations.begin(), integrations.end(),
-            [](const Integration& a, const Integration& b) { return a.mid_mjd_s < b.mid_mjd_s; });
+void distinct_integrations(std::vector<Integration>& integrations) {
+  std::sort(integrations.begin(), integrations.end(), [](const Integration& a, const Integration& b) {
+    return a.mid_mjd_s < b.mid_mjd_s || (a.mid_mjd_s == b.mid_mjd_s && a.length_s > b.length_s);
+  });
   integrations.erase(std::unique(integrations.begin(), integrations.end(),
                                  [](const Integration& a, const Integration& b) { return a.mid_mjd_s == b.mid_mjd_s; }),
                      integrations.end());
+}
+
+ObservingTime observing_time(std::vector<Integration> integrations) {
+  if (integrations.empty()) return {};
+  distinct_integrations(integrations);
   const std::size_t n = integrations.size();
   ObservingTime time;
   time.median_mjd_s = n % 2 == 1 ? integrations[n / 2].mid_mjd_s
@@ -40,7 +45,9 @@ ObservingTime observing_time(std::vector<Integration> integrations) {
                                                 [](const auto& a, const auto& b) { return begin_of(a) < begin_of(b); }));
   time.end_mjd_s = end_of(*std::max_element(integrations.begin(), integrations.end(),
                                             [](const auto& a, const auto& b) { return end_of(a) < end_of(b); }));
-  time.on_source_s = covered_s(std::move(integrations));
+  const bool lengths_known = std::all_of(integrations.begin(), integrations.end(),
+                                         [](const Integration& t) { return t.length_s > 0; });
+  if (lengths_known) time.on_source_s = covered_s(std::move(integrations));
   return time;
 }
 

@@ -43,22 +43,28 @@ std::string input_count(const Plan& plan) {
   return text;
 }
 
+namespace {
+
+// "RA 12.500000, Dec -45.000000 deg", for logs and messages.
+std::string sky_position(Direction d) {
+  return "RA " + fixed(ra_degrees(d), 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
+}
+
+}  // namespace
+
 std::vector<std::string> sky_lines(const Plan& plan) {
   std::vector<std::string> lines;
   if (plan.primary_beam) lines.push_back("primary beam: " + plan.primary_beam->describe());
-  const auto degrees = [](Direction d) {
-    return "RA " + fixed(ra_degrees(d), 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
-  };
   if (plan.mosaic()) {
     lines.push_back("mosaic of " + std::to_string(plan.pointings.size()) + " pointings, each imaged and cleaned on " +
                     "its own and combined linearly with weights B^2 / sigma^2; image centre (image.centre, by default "
-                    "their middle) " + degrees(plan.image_centre));
+                    "their middle) " + sky_position(plan.image_centre));
     for (std::size_t p = 0; p < plan.pointings.size(); ++p)
-      lines.push_back("  pointing " + std::to_string(p) + ": " + degrees(plan.pointings[p]));
+      lines.push_back("  pointing " + std::to_string(p) + ": " + sky_position(plan.pointings[p]));
   } else if (plan.rephased()) {
-    lines.push_back("image centre (image.centre): " + degrees(plan.image_centre) +
+    lines.push_back("image centre (image.centre): " + sky_position(plan.image_centre) +
                     "; the visibilities are turned to it from the inputs' phase centre, " +
-                    degrees(plan.pointings.front()) + ", where the primary beam stays");
+                    sky_position(plan.pointings.front()) + ", where the primary beam stays");
   }
   return lines;
 }
@@ -567,28 +573,23 @@ void check_centre(const Config& config, Direction centre, Direction pointing, bo
 // beam.model corrects each pixel by the response there, and blanks it below beam.limit:
 // an image that no pointing's beam reaches (image.centre some degrees off, a mosaic's
 // centre between pointings far apart) would run to the end and write every corrected
-// product blank. The response is largest at the band's edges, for an analytic beam at its
-// lowest frequency, and for a cube, linear between its planes, at a plane or an edge.
+// product blank.
 void check_beam_reaches_image(const Config& config, const Plan& plan) {
-  const beam::PrimaryBeam& beam = *plan.primary_beam;
-  std::vector<double> freq_hz{plan.freq_hz.front(), plan.freq_hz.back()};
-  if (beam.cube)
-    for (double plane_hz : beam.cube->freq_hz)
-      if (plane_hz > freq_hz.front() && plane_hz < freq_hz.back()) freq_hz.push_back(plane_hz);
   const beam::ImageGrid grid{config.image.size, config.pixel_scale_rad(), plan.image_centre, plan.pointings.front()};
-  float highest = 0;
-  for (double f : freq_hz) highest = std::max(highest, beam::highest_response(beam, grid, plan.pointings, f));
-  if (highest >= config.beam.limit) return;
-  const auto degrees = [](Direction d) {
-    return "RA " + fixed(ra_degrees(d), 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
-  };
+  const double limit = config.beam.limit;
+  const double highest = beam::highest_response(*plan.primary_beam, grid, plan.pointings, plan.freq_hz.front(),
+                                                plan.freq_hz.back(), limit);
+  if (highest >= limit) return;
+  // Never "0.2 or more (0.2 at most)": as many figures as tell them apart.
+  std::string shown = number_text(highest, 3);
+  if (std::stod(shown) >= limit) shown = number_text(highest, 9);
   SPIP_THROW(ConfigError,
-             "no pixel of the " + std::to_string(config.image.size) + "^2 image about " + degrees(plan.image_centre) +
-                 " has a primary-beam response of beam.limit = " + number_text(config.beam.limit, 3) + " or more (" +
-                 number_text(highest, 3) + " at most" +
+             "no pixel of the " + std::to_string(config.image.size) + "^2 image about " + sky_position(plan.image_centre) +
+                 " has a primary-beam response of beam.limit = " + number_text(limit) + " or more (" + shown +
+                 " at most" +
                  (plan.mosaic() ? ", all " + std::to_string(plan.pointings.size()) + " pointings together" : "") +
                  "): every corrected product would be blank; expected image.centre nearer the " +
-                 (plan.mosaic() ? "pointings (the first at " : "pointing (") + degrees(plan.pointings.front()) +
+                 (plan.mosaic() ? "pointings (the first at " : "pointing (") + sky_position(plan.pointings.front()) +
                  "), a larger image, or a lower beam.limit");
 }
 

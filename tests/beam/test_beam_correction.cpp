@@ -677,6 +677,18 @@ TEST(Mosaic, TwoPointingsGiveTheTrueSkyOnTwoRanks) {
         ASSERT_EQ(a.data[i], b.data[i]) << name << " " << i;
       }
   }
+  // A mosaic centred 10 deg south of its pointings, beyond both beams, is refused.
+  EXPECT_EQ(WEXITSTATUS(run(std::string(SPIP_BIN) + args + " --image.centre 0,50 --output.dir " +
+                            scratch("south").string() + " --plan")),
+            2);
+  EXPECT_NE(spip::test::file_text(scratch("log.txt"))
+                .find("no pixel of the 256^2 image about RA 0.000000, Dec 50.000000 deg has a primary-beam response of "
+                      "beam.limit = 0.2 or more ("),
+            std::string::npos)
+      << spip::test::file_text(scratch("log.txt"));
+  EXPECT_NE(spip::test::file_text(scratch("log.txt")).find(" at most, all 2 pointings together): every corrected product"),
+            std::string::npos)
+      << spip::test::file_text(scratch("log.txt"));
   // The mosaic's pb.fits is not one antenna's beam: as beam.fits it is refused.
   EXPECT_EQ(WEXITSTATUS(run(std::string(SPIP_BIN) + " --input.ms " + east.string() + " --beam.model fits --beam.fits " +
                             (out / "spip-pb.fits").string() + " --output.dir " + scratch("mosaic-beam").string())),

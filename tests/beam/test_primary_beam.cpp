@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <memory>
 #include <numbers>
 #include <utility>
 #include <vector>
@@ -139,10 +140,53 @@ TEST(Mosaic, HighestResponseIsTheNearestPixelsOrThePointingsTogether) {
   const Direction centre{0, 0};
   const double top_edge = std::asin((size - 1 - size / 2) * cell);
   const ImageGrid grid{size, cell, centre, centre};
-  EXPECT_NEAR(highest_response(beam, grid, {{0, top_edge + 0.2 * fwhm}}, freq), std::exp(-4 * std::log(2.0) * 0.04),
+  const auto highest = [&](const std::vector<Direction>& pointings, double enough) {
+    return highest_response(beam, grid, pointings, freq, freq, enough);
+  };
+  EXPECT_NEAR(highest({{0, top_edge + 0.2 * fwhm}}, 2), std::exp(-4 * std::log(2.0) * 0.04), 1e-6);
+  EXPECT_NEAR(highest({{0, 0.15 * fwhm}, {0, -0.15 * fwhm}}, 2), std::sqrt(2.0) * std::exp(-4 * std::log(2.0) * 0.0225),
               1e-6);
-  EXPECT_NEAR(highest_response(beam, grid, {{0, 0.15 * fwhm}, {0, -0.15 * fwhm}}, freq),
-              std::sqrt(2.0) * std::exp(-4 * std::log(2.0) * 0.0225), 1e-6);
+  // Asked only whether 0.5 is reached, it stops at the first value that is.
+  EXPECT_GE(highest({{0, 0.15 * fwhm}, {0, -0.15 * fwhm}}, 0.5), 0.5);
+  // Over a band, the lowest frequency's wider beam: at half the frequency, 0.2 FWHM is 0.1.
+  EXPECT_NEAR(highest_response(beam, grid, {{0, top_edge + 0.2 * fwhm}}, 0.5 * freq, freq, 2),
+              std::exp(-4 * std::log(2.0) * 0.01), 1e-6);
+}
+
+// Where the response peaks inside the band, it is found there: a cube whose middle plane
+// is widest (uniform planes of 0.1, 0.5 and 0.1, which interpolate exactly), and a
+// polynomial model whose second fit, from the midpoint 1.5 GHz on, is 1 - a (theta nu)^2
+// where the first is a flat 0.1: just above 1.5 GHz it gives 0.6 at the nearest pixel,
+// 0.42 at 1.8 GHz, the band's top.
+TEST(Mosaic, HighestResponseIsFoundWhereTheModelPeaksInsideTheBand) {
+  auto cube = std::make_shared<BeamCube>();
+  cube->nx = cube->ny = 41;
+  cube->ref_x = cube->ref_y = 20;
+  const double cell = 1e-4;
+  cube->dl = -cell;
+  cube->dm = cell;
+  cube->freq_hz = {1.0e9, 1.1e9, 1.2e9};
+  cube->lowest_hz = 0.95e9;
+  cube->highest_hz = 1.25e9;
+  for (float value : {0.1f, 0.5f, 0.1f}) cube->response.insert(cube->response.end(), 41 * 41, value);
+  const PrimaryBeam cube_model{.model = Model::cube, .cube = cube};
+  const Direction centre{0, 0};
+  const ImageGrid grid{16, cell, centre, centre};
+  EXPECT_FLOAT_EQ(highest_response(cube_model, grid, {centre}, 1.0e9, 1.2e9, 2), 0.5f);
+  EXPECT_FLOAT_EQ(highest_response(cube_model, grid, {centre}, 1.0e9, 1.05e9, 2), 0.3f);  // the edge, halfway
+
+  const double arcmin_ghz = 180 / std::numbers::pi * 60 * 1e-9;  // theta nu in arcmin GHz per rad Hz
+  const int size = 64;
+  const double theta = 0.01, top_edge = std::asin((size - 1 - size / 2) * cell);
+  const double r = theta * 1.5e9 * arcmin_ghz;  // at the nearest pixel, just above 1.5 GHz
+  const double a = 0.4 / (r * r);
+  const PrimaryBeam polynomial{.model = Model::polynomial,
+                               .fits = {{.freq_hz = 1.0e9, .coefficients = {0.1}, .max_arcmin_ghz = 1e6},
+                                        {.freq_hz = 2.0e9, .coefficients = {1.0, -a}, .max_arcmin_ghz = 1e6}}};
+  const ImageGrid wide{size, cell, centre, centre};
+  const double found = highest_response(polynomial, wide, {{0, top_edge + theta}}, 1.2e9, 1.8e9, 2);
+  EXPECT_NEAR(found, 0.6, 1e-4);
+  EXPECT_NEAR(polynomial.response(0, std::sin(theta), 1.8e9), 1 - a * std::pow(theta * 1.8e9 * arcmin_ghz, 2), 1e-9);
 }
 
 }  // namespace

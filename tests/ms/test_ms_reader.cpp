@@ -242,6 +242,30 @@ TEST(MsReader, StartTimeAndFrequencyFrameAsTheTablesGiveThem) {
                      {"frames.ms's frequencies are LSRK", "oskar_small.ms's TOPOCENT", "one frame"});
 }
 
+// A table ordered by baseline, not by time, has the same 36 integrations: its time
+// stamps do not follow one another, and the reader still keeps each once.
+TEST(MsReader, AnMsOrderedByBaselineHasTheSameIntegrations) {
+  const std::string ms = scratch("by_baseline.ms");
+  {
+    cc::Table sample(oskar_ms);
+    cc::Block<cc::String> keys(3);
+    keys[0] = "ANTENNA1";
+    keys[1] = "ANTENNA2";
+    keys[2] = "TIME";
+    sample.sort(keys).deepCopy(ms, cc::Table::New, true);
+  }
+  const spip::ms::MsInfo info = MsReader(ms, Selection{}).info();
+  {
+    const cc::Table sorted(ms);
+    const cc::ScalarColumn<double> time(sorted, "TIME");
+    ASSERT_NE(time(0), time(1));  // the first two rows are of one baseline at two times
+  }
+  EXPECT_EQ(info.integrations.size(), 36u);
+  const spip::ms::ObservingTime time = spip::ms::observing_time(info.integrations);
+  EXPECT_NEAR(time.on_source_s, 14400, 1e-3);
+  EXPECT_NEAR(time.median_mjd_s, 60754.0 * 86400 + 7200, 1e-3);
+}
+
 // Spectral windows of different channel counts, as the VLA records them: their DATA
 // and FLAG cells differ in shape, which casacore cannot stack in one range of rows. Each
 // window reads exactly the sample's channels it holds, and the merged band is the

@@ -39,5 +39,16 @@ TEST(ObservingTime, CoversNestedAndOverlappingIntegrationsOnce) {
   EXPECT_DOUBLE_EQ(time.on_source_s, 30 + 4 + 2);
 }
 
+// One TIME given with two INTERVALs (windows dumped differently) keeps the longer; an
+// MS without INTERVAL (0) says nothing of the time on source.
+TEST(ObservingTime, KeepsTheLongerIntervalOfATimeAndNoTimeOnSourceWithoutIntervals) {
+  const ObservingTime time = observing_time({{100, 2}, {100, 10}, {200, 2}});
+  EXPECT_DOUBLE_EQ(time.start_mjd_s, 95);
+  EXPECT_DOUBLE_EQ(time.on_source_s, 12);
+  const ObservingTime unknown = observing_time({{100, 0}, {200, 0}});
+  EXPECT_DOUBLE_EQ(unknown.median_mjd_s, 150);
+  EXPECT_TRUE(std::isnan(unknown.on_source_s));
+}
+
 }  // namespace
 }  // namespace spip::ms

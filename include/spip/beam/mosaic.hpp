@@ -27,11 +27,16 @@ struct Pointings {
 std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageGrid& grid, const Pointings& pointings,
                                            int channel, double freq_hz, int first_row, int rows);
 
-// The largest effective response any pixel of the image can have at freq_hz, whatever
-// the pointings' weights: with each w_p <= w_max, R <= sqrt(sum_p B_p^2), which equal
-// weights reach. Below beam.limit, every corrected pixel would be blank.
-float highest_response(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
-                       double freq_hz);
+// The largest effective response any pixel of the image can have between low_hz and
+// high_hz, whatever the pointings' weights (with each w_p <= w_max, R <= sqrt(sum_p
+// B_p^2), which equal weights reach), or the first value found at or above `enough`.
+// Below beam.limit, every corrected pixel would be blank. It is sought where it can
+// peak: a beam's main lobe shrinks as the frequency rises, so at the band's edges, and
+// where the model changes with frequency otherwise (a cube's planes, the frequencies at
+// which a polynomial model takes its next fit); a limit below the sidelobes (the Airy
+// pattern's first, 0.0175) may find them elsewhere.
+double highest_response(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
+                        double low_hz, double high_hz, double enough);
 
 // One channel's mosaic on a whole image: its pointings' beams weighed once, then any
 // number of planes added a pointing at a time. (Its response is effective_response_rows().)

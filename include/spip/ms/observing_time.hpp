@@ -22,7 +22,11 @@ struct ObservingTime {
   double on_source_s = none;   // the time covered by integrations, overlaps once
 };
 
-// NaN throughout where there is no integration.
+// Sorted by TIME, one integration per TIME: the longest INTERVAL given for it.
+void distinct_integrations(std::vector<Integration>& integrations);
+
+// NaN throughout where there is no integration; on_source_s NaN where an INTERVAL is not
+// known (0: the column is missing).
 ObservingTime observing_time(std::vector<Integration> integrations);
 
 }  // namespace spip::ms
