@@ -442,7 +442,7 @@ const std::vector<Key>& keys() {
              "auto_threshold; 0: off"),
       scalar("clean.peak", &Config::clean, &CleanConfig::peak, any<PeakSearch>,
              "one of i, pol, iquv", "",
-             "joined-polarisation peak search on |I|, |Q+iU| or sqrt(I^2+Q^2+U^2+V^2)"),
+             "joined-polarisation peak search on i: |I|, pol: |Q+iU|, or iquv: sqrt(I^2+Q^2+U^2+V^2)"),
       scalar("clean.max_major", &Config::clean, &CleanConfig::max_major,
              [](int v) { return v >= 1; }, "an integer >= 1", "", "major-cycle limit"),
       scalar("clean.divergence_limit", &Config::clean, &CleanConfig::divergence_limit,
@@ -517,9 +517,10 @@ const std::vector<Key>& keys() {
 
       scalar("beam.model", &Config::beam, &BeamConfig::model, any<BeamModel>, "one of none, gaussian, airy, fits, auto", "",
              "primary beam the restored images are divided by (PREFIX-image-pb-*.fits, with the response in "
-             "PREFIX-pb.fits): a Gaussian of FWHM fwhm_factor lambda / D, the Airy pattern of a uniformly lit "
-             "dish, the cube beam.fits, or auto: the model of the telescope the inputs name (VLA, ATCA, MeerKAT, "
-             "ASKAP); inputs of several pointings make a linear mosaic weighted by it; none: apparent images only"),
+             "PREFIX-pb.fits): gaussian: a Gaussian of FWHM fwhm_factor lambda / D; airy: the Airy pattern of a "
+             "uniformly lit dish; fits: the cube beam.fits; auto: the model of the telescope the inputs name (VLA, "
+             "ATCA, MeerKAT, ASKAP); inputs of several pointings make a linear mosaic weighted by it; none: apparent "
+             "images only"),
       scalar("beam.dish_diameter", &Config::beam, &BeamConfig::dish_diameter_m, [](double v) { return v >= 0; },
              "a number >= 0", "m",
              "dish diameter D of the beam; 0: the inputs' ANTENNA DISH_DIAMETER (one value, the same in every input)"),
