@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 
 #include "spip/error.hpp"
@@ -31,10 +32,10 @@ std::vector<std::vector<float>> pointing_responses(const PrimaryBeam& beam, cons
   return responses;
 }
 
-// The best pointing's weight, the mosaic's reference.
 // The frequencies where a response can peak over [low_hz, high_hz]: see highest_response.
 std::vector<double> peak_frequencies(const PrimaryBeam& beam, double low_hz, double high_hz) {
-  std::vector<double> freq_hz{low_hz, high_hz};
+  std::vector<double> freq_hz{low_hz};
+  if (high_hz > low_hz) freq_hz.push_back(high_hz);
   if (beam.cube)
     for (double plane_hz : beam.cube->freq_hz)
       if (plane_hz > low_hz && plane_hz < high_hz) freq_hz.push_back(plane_hz);
@@ -57,6 +58,7 @@ std::pair<int, int> nearest_pixel(const ImageGrid& grid, Direction d) {
   return {clamped(half - l / grid.cell_rad), clamped(half + m / grid.cell_rad)};
 }
 
+// The best pointing's weight, the mosaic's reference.
 double best_weight(const std::vector<Direction>& centres, const std::vector<double>& weights) {
   if (weights.size() != centres.size())
     SPIP_THROW(Error, "mosaic: " + std::to_string(weights.size()) + " weights for " + std::to_string(centres.size()) +
@@ -83,25 +85,28 @@ std::vector<float> effective_response_rows(const PrimaryBeam& beam, const ImageG
 
 double highest_response(const PrimaryBeam& beam, const ImageGrid& grid, const std::vector<Direction>& centres,
                         double low_hz, double high_hz, double enough) {
+  if (centres.empty()) return 0;
+  const std::vector<double> freq_hz = peak_frequencies(beam, low_hz, high_hz);
   double highest = 0;
-  for (double freq_hz : peak_frequencies(beam, low_hz, high_hz)) {
-    // Where any pointing alone reaches it, as at its own pixel for any realistic image,
-    // the sum does: the whole image is scanned only for an image the beams barely reach.
+  // Where any pointing alone reaches it, as at its own pixel for any realistic image, the
+  // sum does: the whole image is scanned only for an image the beams barely reach.
+  for (double f : freq_hz)
     for (const Direction& centre : centres) {
       const auto [x, y] = nearest_pixel(grid, centre);
-      highest = std::max(highest, static_cast<double>(response_rows(beam, about(grid, centre), freq_hz, y, 1)[x]));
+      highest = std::max(highest, static_cast<double>(response_rows(beam, about(grid, centre), f, y, 1)[x]));
       if (highest >= enough) return highest;
     }
-    const Pointings equal{centres, {std::vector<double>(centres.size(), 1.0)}};
-    // The pointings' responses for a block of rows are held at once: about 16 MB of them.
-    const int block_rows = std::max<int>(1, (1 << 22) / (grid.size * static_cast<int>(centres.size())));
+  const Pointings equal{centres, {std::vector<double>(centres.size(), 1.0)}};
+  // The pointings' responses for a block of rows are held at once: about 16 MB of them.
+  const std::int64_t row_values = static_cast<std::int64_t>(grid.size) * static_cast<std::int64_t>(centres.size());
+  const int block_rows = static_cast<int>(std::max<std::int64_t>(1, (std::int64_t{1} << 22) / row_values));
+  for (double f : freq_hz)
     for (int first = 0; first < grid.size; first += block_rows) {
       const std::vector<float> response =
-          effective_response_rows(beam, grid, equal, 0, freq_hz, first, std::min(block_rows, grid.size - first));
+          effective_response_rows(beam, grid, equal, 0, f, first, std::min(block_rows, grid.size - first));
       highest = std::max(highest, static_cast<double>(*std::max_element(response.begin(), response.end())));
       if (highest >= enough) return highest;
     }
-  }
   return highest;
 }
 

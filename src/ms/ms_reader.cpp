@@ -49,14 +49,12 @@ void for_each_slice(cc::rownr_t count, F&& f) {
       first);
 }
 
-// The observation's start, as FITS's DATE-OBS means it: the earliest TIME (the middle of
-// its integration) less half its INTERVAL among the rows of the selected field and
-// window, whatever the rows' order (a calibrator's scan before the target's is not the
-// target's start). NaN where no row is of them.
 // The distinct integrations (TIME, INTERVAL; INTERVAL 0 where the column is missing) of
-// a field and its windows' rows. Rows of one time stamp mostly follow one another; where
-// they do not (a table ordered by baseline), the list is made distinct whenever it has
-// doubled, so that it holds at most twice the time stamps, not a row each.
+// the selected field and windows' rows alone, whatever the rows' order (a calibrator's
+// scan before the target's is not the target's; DATE-OBS is the earliest one's start).
+// Rows of one time stamp mostly follow one another; where they do not (a table ordered
+// by baseline), the list is made distinct whenever it has doubled, so that it holds at
+// most about twice the time stamps, not a row each.
 std::vector<Integration> integrations(const cc::Table& main, int field, const std::vector<int>& data_desc_ids) {
   const cc::ScalarColumn<double> time(main, "TIME");
   const cc::ScalarColumn<int> field_of(main, "FIELD_ID"), description_of(main, "DATA_DESC_ID");
@@ -71,12 +69,13 @@ std::vector<Integration> integrations(const cc::Table& main, int field, const st
     for (std::size_t r = 0; r < t.size(); ++r)
       if (fields[r] == field &&
           std::find(data_desc_ids.begin(), data_desc_ids.end(), descriptions[r]) != data_desc_ids.end() &&
-          (found.empty() || found.back().mid_mjd_s != t[r] || found.back().length_s < (has_interval ? interval[r] : 0.0)))
+          (found.empty() || found.back().mid_mjd_s != t[r] || found.back().length_s < (has_interval ? interval[r] : 0.0))) {
         found.push_back({t[r], has_interval ? interval[r] : 0.0});
-    if (found.size() > 2 * distinct + 1024) {
-      distinct_integrations(found);
-      distinct = found.size();
-    }
+        if (found.size() > 2 * distinct + 1024) {
+          distinct_integrations(found);
+          distinct = found.size();
+        }
+      }
   });
   distinct_integrations(found);
   return found;

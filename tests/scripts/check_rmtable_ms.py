@@ -24,7 +24,12 @@ failures = 0
 for path in (f"{out}/spip-rmtable.fits", f"{out}/spip-rmtable.csv"):
     table, problems = read_and_verify(path)
     filled = ["epoch", "int_time", "obs_interval", "stokesV", "stokesV_err"]
-    blank = [f"{c} in row {r}" for c in filled for r in range(len(table)) if not math.isfinite(float(table[c][r]))]
+    def finite(value):
+        try:
+            return math.isfinite(float(value))
+        except ValueError:  # an empty CSV field
+            return False
+    blank = [f"{c} in row {r}" for c in filled for r in range(len(table)) if not finite(table[c][r])]
     ok = not problems and not blank and len(table) > 0
     failures += not ok
     print(("ok   " if ok else "FAIL ") + f"{os.path.basename(path)}: {len(table)} rows, every standard column, "
