@@ -46,6 +46,7 @@ fits::Table catalogue_table(const std::vector<Source>& sources, const FinderSett
       column<double>(sources, "chi0", "deg", "intrinsic polarisation angle", [](S s) { return s.chi0_deg; }),
       column<double>(sources, "chi0_err", "deg", "error of chi0", [](S s) { return s.chi0_err_deg; }),
       column<double>(sources, "stokes_i", "Jy/beam", "Stokes I: mean over the channels, or at nu0 with faraday.fractional", [](S s) { return s.stokes_i; }),
+      column<double>(sources, "stokes_v", "Jy/beam", "Stokes V: mean over the channels; NaN: V not imaged", [](S s) { return s.stokes_v; }),
       column<double>(sources, "frac_pol", "", "pi / stokes_i", [](S s) { return s.frac_pol; }),
       column<double>(sources, "sigma_qu", "Jy/beam", "local FDF noise per Q or U part", [](S s) { return s.sigma; }),
       column<double>(sources, "snr", "", "pi / sigma_qu", [](S s) { return s.snr; }),

@@ -235,7 +235,7 @@ TEST(CatalogueTable, CsvHasTheColumnsOfTheFitsTableInOrder) {
   std::string header;
   for (const auto& c : table.columns) header += (header.empty() ? "" : ",") + c.name;
   EXPECT_EQ(header,
-            "name,island,component,x_pix,y_pix,ra,ra_err,dec,dec_err,phi,phi_err,pi,pi_err,chi0,chi0_err,stokes_i,"
+            "name,island,component,x_pix,y_pix,ra,ra_err,dec,dec_err,phi,phi_err,pi,pi_err,chi0,chi0_err,stokes_i,stokes_v,"
             "frac_pol,sigma_qu,snr,fdf_noise_mad,m2,faraday_complex,sigma_add,sigma_add_err_minus,sigma_add_err_plus,"
             "complex_sigma_add,beamdist,beam_response");
   // The header row first, then the two rows: no '#' lines, which CSV readers take for rows.

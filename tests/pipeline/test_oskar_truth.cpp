@@ -294,6 +294,11 @@ TEST_F(OskarTruth, RmTableGivesStokesVAndWhenTheSampleWasObserved) {
   const auto& y = table.values<double>("y_pix");
   const auto& stokes_v = table.values<double>("stokesV");
   const auto& stokes_v_err = table.values<double>("stokesV_err");
+  // spip's own catalogue lists the same Stokes V, row for row.
+  const spip::fits::Table catalogue = spip::fits::read_table(out_ + "/demo-catalogue.fits");
+  ASSERT_EQ(catalogue.values<double>("stokes_v").size(), stokes_v.size());
+  for (std::size_t r = 0; r < stokes_v.size(); ++r)
+    EXPECT_FLOAT_EQ(static_cast<float>(catalogue.values<double>("stokes_v")[r]), static_cast<float>(stokes_v[r])) << r;
   int listed = 0;
   for (const auto& c : sky.components) {
     const SourcePixel p = pixel_of(c);
