@@ -20,9 +20,9 @@ namespace {
 
 // The field of a uniformly lit aperture at x = pi D sin(theta) / lambda, 1 at x = 0:
 // 2 J1(x) / x, the limit 1 taken below x = 1e-8 where the quotient loses its digits.
-// glibc's j1 (POSIX) costs 27 ns where libstdc++'s std::cyl_bessel_j(1, x) costs 370
-// over the first 20 sidelobes, and the two agree to 1e-14: a mosaic evaluates the beam
-// for every pointing, pixel and channel.
+// glibc's j1 (POSIX) costs 26 ns where libstdc++'s std::cyl_bessel_j(1, x) costs 359
+// over the first 20 sidelobes (bench/bench_beam), and the two agree to 1e-14: a mosaic
+// evaluates the beam for every pointing, pixel and channel.
 double jinc(double x) { return std::abs(x) < 1e-8 ? 1.0 : 2.0 * ::j1(x) / x; }
 
 // The power pattern of a cosine-tapered aperture at rho = theta / FWHM: the voltage

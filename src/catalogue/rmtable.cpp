@@ -142,8 +142,8 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.real("noise_chan", "Jy", "Typical per-channel noise in Q;U", [&](S) { return context.noise_chan; });
   c.text("telescope", "Name of Telescope(s)", [&](S) { return telescope; });
   const auto observed = [&](const Source& s) {
-    if (context.pointing_times.empty()) return PointingTime{};
-    return context.pointing_times.at(settings.pointings.size() < 2 ? 0 : nearest_direction(settings.pointings, {s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg}));
+    return context.pointing_times.empty() ? PointingTime{}
+                                          : context.pointing_times.at(static_cast<std::size_t>(s.pointing));
   };
   c.real("int_time", "s", "Integration time", [&](S s) { return observed(s).int_time_s; });
   // The standard's "day", spelt as FITS spells it.

@@ -134,12 +134,15 @@ void require_shape(const Map& map, const Map& reference, const char* name) {
                           std::to_string(reference.ny));
 }
 
-// From the nearest pointing, or the projection's centre where there are none.
-double beam_distance_deg(const SinProjection& projection, const FinderSettings& settings, Direction d) {
+// The source's nearest pointing and its distance from it, or from the projection's
+// centre where there are no pointings.
+void place_in_beam(Source& s, const SinProjection& projection, const FinderSettings& settings) {
+  const Direction d{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg};
   const std::vector<Direction> pointings = settings.pointings.empty()
                                                ? std::vector<Direction>{{projection.ra_rad, projection.dec_rad}}
                                                : settings.pointings;
-  return angular_distance_rad(pointings[nearest_direction(pointings, d)], d) * rad_to_deg;
+  s.pointing = static_cast<int>(nearest_direction(pointings, d));
+  s.beamdist_deg = angular_distance_rad(pointings[static_cast<std::size_t>(s.pointing)], d) * rad_to_deg;
 }
 
 // The source at pixel (x, y): with `refine`, a PI peak, placed and measured at the vertex
@@ -162,7 +165,7 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   s.ra_deg = ra * rad_to_deg;
   s.dec_deg = dec * rad_to_deg;
   s.name = source_name(s.ra_deg, s.dec_deg);
-  s.beamdist_deg = beam_distance_deg(projection, settings, {ra, dec});
+  place_in_beam(s, projection, settings);
 
   // PI at the peak between pixels; the other quantities are the peak pixel's. The maps'
   // bias correction and errors used the pixel's own noise; redo them with the local one,
@@ -326,7 +329,7 @@ std::vector<Source> sources_at(const PixelMaps& maps, const SinProjection& proje
     s.y = y;
     s.ra_deg = position.ra_deg;
     s.dec_deg = position.dec_deg;
-    s.beamdist_deg = beam_distance_deg(projection, settings, {s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg});
+    place_in_beam(s, projection, settings);
     s.position_err_deg = s.ra_err_deg = s.dec_err_deg = std::numeric_limits<double>::quiet_NaN();  // the list's
     s.name = position.id.empty() ? source_name(s.ra_deg, s.dec_deg) : position.id;
     s.island = static_cast<int>(sources.size()) + 1;

@@ -265,7 +265,6 @@ void MsReader::Impl::open(const std::string& path) {
   read_field();
   choose_weights();
   info.integrations = integrations(main, info.field, data_desc_ids);
-  info.start_time_mjd_s = observing_time(info.integrations).start_mjd_s;
   const cc::Table observation = open_subtable(path, "OBSERVATION");
   if (observation.nrow() > 0 && observation.tableDesc().isColumn("TELESCOPE_NAME"))
     info.telescope = cc::ScalarColumn<cc::String>(observation, "TELESCOPE_NAME")(0);
@@ -701,8 +700,9 @@ std::vector<std::int64_t> MsReader::unflagged_per_channel(std::int64_t row_begin
 }
 
 std::string MsInfo::date_obs() const {
-  if (!std::isfinite(start_time_mjd_s)) return "";
-  const cc::MVTime time(start_time_mjd_s / 86400.0);
+  const double start = start_time_mjd_s();
+  if (!std::isfinite(start)) return "";
+  const cc::MVTime time(start / 86400.0);
   std::string iso = time.string(cc::MVTime::FITS, 9);
   return iso;
 }

@@ -782,7 +782,7 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
   for (std::size_t k = 0; k < plan.readers.size(); ++k)
     for (std::size_t earlier = 0; earlier < k; ++earlier) {
       const ms::MsInfo &a = plan.readers[earlier].info(), &b = plan.readers[k].info();
-      if (a.path != b.path && a.num_rows == b.num_rows && a.start_time_mjd_s == b.start_time_mjd_s &&
+      if (a.path != b.path && a.num_rows == b.num_rows && a.start_time_mjd_s() == b.start_time_mjd_s() &&
           a.freq_hz == b.freq_hz && a.ra_rad == b.ra_rad && a.dec_rad == b.dec_rad)
         log.root("WARNING: inputs " + ms::input_name(a) + " and " + ms::input_name(b) +
                  " have the same rows, start, channels and phase centre: if one is a copy of the other, every "

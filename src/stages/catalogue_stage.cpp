@@ -78,7 +78,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   if (const auto& beam = inputs.primary_beam)
     for (catalogue::Source& s : sources) {
       const Direction d{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg};
-      const auto [l, m] = direction_cosines(d, inputs.pointings[nearest_direction(inputs.pointings, d)]);
+      const auto [l, m] = direction_cosines(d, inputs.pointings.at(static_cast<std::size_t>(s.pointing)));
       s.beam_response = beam->response(l, m, inputs.reference_freq_hz);
     }
   // The maps of the peak pixel that the finder does not read.

@@ -84,7 +84,7 @@ CubeSet make_cube_set(const Config& config, const Plan& plan) {
   // The earliest input's start (an input without rows of its field has none); merge_band
   // has made sure the inputs share one frame.
   const auto earliest = std::min_element(plan.readers.begin(), plan.readers.end(), [](const auto& a, const auto& b) {
-    const double ta = a.info().start_time_mjd_s, tb = b.info().start_time_mjd_s;
+    const double ta = a.info().start_time_mjd_s(), tb = b.info().start_time_mjd_s();
     return std::isnan(tb) ? !std::isnan(ta) : ta < tb;
   });
   h.date_obs = earliest->info().date_obs();

@@ -32,8 +32,8 @@ struct RmTableContext {
   std::vector<double> freq_hz;    // the channels that were weighted
   std::vector<double> axis_freq_hz;  // every channel of the axis, weighted or blank: channelwidth is its step
   double noise_chan = 0;          // Jy/beam: the median channel's noise in Q and U
-  // Per pointing of FinderSettings::pointings: a source takes its nearest pointing's, as
-  // beamdist does; empty where the inputs do not say (other imagers' cubes).
+  // Per pointing of FinderSettings::pointings: a source takes its nearest's (Source::pointing),
+  // as beamdist does; empty where the inputs do not say (other imagers' cubes).
   std::vector<PointingTime> pointing_times{};
 };
 

@@ -77,6 +77,7 @@ struct Source {
   double snr = 0;               // PI / sigma
   double m2 = 0;                // rad/m^2
   bool faraday_complex = false;
+  int pointing = 0;             // the nearest of FinderSettings::pointings (0 without them)
   double beamdist_deg = 0;      // from the nearest pointing (the projection's centre), on the sky
   double beam_response = std::numeric_limits<double>::quiet_NaN();  // the primary beam's there; NaN: no beam
   // faraday::sigma_add of the peak pixel's channels, with its lower and upper errors; NaN where not measured.

@@ -42,7 +42,6 @@ struct MsInfo {
   // or in DATA beside the original kept as DATA_ASKAP).
   bool askap_instrument_frame = false;
   std::vector<Integration> integrations;  // the field and window's distinct TIMEs with their INTERVALs, MJD s (UTC)
-  double start_time_mjd_s = 0;        // the earliest TIME less half its INTERVAL; NaN: no row
   std::string spectral_frame = "TOPOCENT";  // FITS SPECSYS of the window's MEAS_FREQ_REF
   bool has_weight_spectrum = false;
   // Channels in one tile of the data column (all of them in OSKAR's and spip-simulate's
@@ -50,7 +49,9 @@ struct MsInfo {
   int data_tile_channels = 0;
 
   int num_channels() const { return static_cast<int>(freq_hz.size()); }
-  std::string date_obs() const;       // ISO 8601 of start_time_mjd_s, the observation's start (FITS DATE-OBS)
+  // The earliest integration's start (its TIME less half its INTERVAL), MJD s; NaN: no row.
+  double start_time_mjd_s() const { return observing_time(integrations).start_mjd_s; }
+  std::string date_obs() const;       // ISO 8601 of start_time_mjd_s(), the observation's start (FITS DATE-OBS)
   std::string stokes_summary() const; // e.g. "I Q U V" or "I Q (U, V not determined by [XX YY])"
 };
 
