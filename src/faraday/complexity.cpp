@@ -44,7 +44,12 @@ SigmaAdd sigma_add(std::span<const double> y) {
   for (int k = 0; k < samples; ++k) cdf[k] = running += std::exp(log_p[k] - peak);
   for (double& c : cdf) c /= running;
   const double median = percentile(s, cdf, 0.50);
-  return {median, median - percentile(s, cdf, 0.1572), percentile(s, cdf, 0.8427) - median};
+  // Over thousands of channels the prior's 1/sigma_add piles a thin source's posterior
+  // into the first sample. A lower bound that falls there is not resolved from zero, and
+  // is taken as zero: RM-Tools takes the sample's own value, and so calls most such
+  // sources significant (3 lower errors of a sample's width).
+  const double lower = cdf[0] > 0.1572 ? 0.0 : percentile(s, cdf, 0.1572);
+  return {median, median - lower, percentile(s, cdf, 0.8427) - median};
 }
 
 }  // namespace spip::faraday

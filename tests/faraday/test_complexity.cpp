@@ -37,3 +37,18 @@ TEST(SigmaAdd, NoiseAloneIsConsistentWithZero) {
   }
   EXPECT_TRUE(std::isnan(spip::faraday::sigma_add({}).value));
 }
+
+// 65,536 channels of Q and U, as SKA's: the prior's 1/sigma_add piles the posterior of
+// pure noise into the grid's first sample, where taking that sample's value as the lower
+// bound (as RM-Tools does) gives a lower error of a sample's width and flags most of
+// these spectra complex.
+TEST(SigmaAdd, NoiseAloneIsConsistentWithZeroOverManyChannels) {
+  for (unsigned seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
+    const spip::faraday::SigmaAdd s = spip::faraday::sigma_add(residuals(0.0, 131072, seed));
+    EXPECT_LT(s.value, 3 * s.minus) << seed << ": " << s.value << " -" << s.minus;
+  }
+  // A scatter of 0.3 of the noise in those channels is found.
+  const spip::faraday::SigmaAdd s = spip::faraday::sigma_add(residuals(0.3, 131072, 7));
+  EXPECT_GT(s.value, 3 * s.minus) << s.value << " -" << s.minus;
+  EXPECT_NEAR(s.value, 0.3, 3 * std::max(s.minus, s.plus));
+}

@@ -10,7 +10,8 @@ namespace spip::faraday {
 // as drawn from a normal distribution of variance 1 + sigma_add^2. With a flat prior on
 // log sigma_add over 1000 samples from range/1000 to the range of y_i +- 1, `value` is
 // the posterior's median and `minus`, `plus` the distances to its 15.72 and 84.27
-// percentiles: the 1-sigma interval. NaN without residuals. A Faraday-thin source in
+// percentiles: the 1-sigma interval, whose lower end is 0 where it falls in the first
+// sample (not, as RM-Tools has it, that sample). NaN without residuals. A Faraday-thin source in
 // noise gives a value of the order of its lower error; one whose Q and U the thin model
 // misses gives a value many times it.
 struct SigmaAdd {
