@@ -6,15 +6,18 @@
 #   bench/device-check.sh [tests] [realistic] [dense]   carry device-kit/spip.tar.xz
 # The second unpacks spip and runs what it is given (all three where none is named):
 # `ctest -R cuda_`, then bench/run-gpu-bench.sh on the realistic and the dense set, with
-# the ducc0 and cuFINUFFT baselines where the first call left them. Each step has a
-# limit of its own, so that a hung one leaves the others their time. Logs go to $OUT
-# (the device tool's folder) or device-out/; the last lines sum them up.
+# the ducc0 and cuFINUFFT baselines where the first call left them. The steps share the
+# call's SPIP_DEVICE_SECONDS (580: the tool stops a call at 600 s); each may take 300 s,
+# but no more than leaves every later step 150 s of it, so that a hung one leaves the
+# others their time. Logs go to $OUT (the device tool's folder) or device-out/; the
+# last lines sum them up.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 kit=device-kit
 out=${OUT:-$PWD/device-out}
 mkdir -p "$out"
 export PYTHONUNBUFFERED=1
+budget_s=${SPIP_DEVICE_SECONDS:-580}
 fail() { echo "device-check: $*" | tee -a "$out/summary.txt"; exit 1; }
 say() { echo "$*" | tee -a "$out/summary.txt"; }
 
@@ -84,20 +87,31 @@ unpack_spip() {
       fail "spip does not start: $(tail -3 "$out/spip-version.err" | tr '\n' ' ')"; }
 }
 
+# The limit of a step with $1 steps after it.
+limit_for() {
+  local left=$((budget_s - SECONDS - 150 * $1))
+  ((left > 300)) && left=300
+  ((left < 30)) && left=30
+  echo "$left"
+}
+
 run_tests() {
   # Not the CUB 12.0 header check: it compiles in CI here, and there it would wait on PyPI.
   # Verbose, for the "[ measured ]" lines of the tests that pass.
-  (cd build && timeout 300 ctest -R cuda_ -E cuda_cub_cuda12_0_headers -V) > "$out/ctest.log" 2>&1 || status=1
-  say "ctest -R cuda_: $(grep -E '% tests passed|Total Test time' "$out/ctest.log" | tr '\n' ' ')"
+  local limit
+  limit=$(limit_for "$1")
+  (cd build && timeout "$limit" ctest -R cuda_ -E cuda_cub_cuda12_0_headers -V) > "$out/ctest.log" 2>&1 || status=1
+  say "ctest -R cuda_ (limit $limit s): $(grep -E '% tests passed|Total Test time' "$out/ctest.log" | tr '\n' ' ')"
   grep -E '^ *[0-9]+/[0-9]+ Test' "$out/ctest.log" | tee -a "$out/summary.txt"
   grep -F '[ measured ]' "$out/ctest.log" | sed 's/^[0-9]*: //' > "$out/measured.txt"
   grep -E 'largest difference|agree' "$out/measured.txt" | tee -a "$out/summary.txt"
 }
 
 run_bench() {
-  local set=$1
-  say "--- $set"
-  PYTHONPATH=$PWD/$kit/site timeout 300 bench/run-gpu-bench.sh "$set" > "$out/$set.log" 2>&1 ||
+  local set=$1 limit
+  limit=$(limit_for "$2")
+  say "--- $set (limit $limit s)"
+  PYTHONPATH=$PWD/$kit/site timeout "$limit" bench/run-gpu-bench.sh "$set" > "$out/$set.log" 2>&1 ||
     { status=1; say "run-gpu-bench.sh $set failed: $(tail -2 "$out/$set.log" | tr '\n' ' ')"; }
   grep -E 'visibilities/s|values/s|Faraday samples/s|pixels/s|whole job|ducc0|cuFINUFFT|no usable GPU' \
     "$out/$set.log" | tee -a "$out/summary.txt"
@@ -125,10 +139,12 @@ fi
 unpack_spip
 [[ -d $kit/site ]] || say "no baselines here: ducc0 and cuFINUFFT are left out (run 'baselines' first on the same warm machine)"
 status=0
+later=$#
 for step in "$@"; do
+  ((later--))
   case $step in
-    tests) run_tests ;;
-    *) run_bench "$step" ;;
+    tests) run_tests "$later" ;;
+    *) run_bench "$step" "$later" ;;
   esac
 done
 exit "$status"

@@ -93,20 +93,25 @@ __global__ void search_active_kernel(PeakSearch search, const float* values, lon
   if (i < count) candidates[i] = {deconv::squared_search_value(search, values, i, count), i};
 }
 
+// A pixel taken again adds to its component, from 0 as the CPU's (clean_active_set), so
+// that a pass is bounded by the iterations alone and its model sums as the CPU's does.
 __global__ void take_active_component_kernel(const deconv::PeakCandidate* best, double gain, double stop_level,
                                              const float* values, long long count, const long long* active,
-                                             DeviceComponent* components, MinorCycleState* state) {
+                                             DeviceComponent* components, int* order, MinorCycleState* state) {
   if (state->done) return;
   if (state->iterations >= state->max_iterations || !(sqrt(static_cast<double>(best->value)) > stop_level)) {
     state->done = 1;
     return;
   }
-  DeviceComponent& component = components[state->iterations];
-  component.pixel = active[best->pixel];
+  DeviceComponent& component = components[best->pixel];
+  if (component.pixel < 0) {
+    component = DeviceComponent{active[best->pixel], {0, 0, 0, 0}};
+    order[state->found++] = static_cast<int>(best->pixel);
+  }
   state->pixel = best->pixel;  // its place in the active list
   for (int s = 0; s < 4; ++s) {
     state->flux[s] = static_cast<float>(gain * values[s * count + best->pixel]);
-    component.flux[s] = state->flux[s];
+    component.flux[s] += state->flux[s];
   }
   ++state->iterations;
 }
@@ -123,15 +128,15 @@ __global__ void subtract_active_kernel(const MinorCycleState* state, const float
   for (int s = 0; s < 4; ++s) values[s * count + i] -= state->flux[s] * psf[at];
 }
 
-// Every component found, from the whole residual and into the model, in the order found.
-__global__ void apply_components_kernel(const DeviceComponent* components, int found, const float* psf, int psf_side,
-                                        int n, float* residual, float* model) {
+// Every component found, from the whole residual and into the model, in the order first taken.
+__global__ void apply_components_kernel(const DeviceComponent* components, const int* order, int found,
+                                        const float* psf, int psf_side, int n, float* residual, float* model) {
   const long long pixel = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
   const long long pixels = static_cast<long long>(n) * n;
   if (pixel >= pixels) return;
   const int x = static_cast<int>(pixel % n), y = static_cast<int>(pixel / n);
   for (int k = 0; k < found; ++k) {
-    const DeviceComponent& c = components[k];
+    const DeviceComponent& c = components[order[k]];
     const long long at =
         deconv::psf_pixel_under(x, y, static_cast<int>(c.pixel % n), static_cast<int>(c.pixel / n), psf_side);
     for (int s = 0; s < 4; ++s) {
@@ -174,15 +179,16 @@ long long active_capacity(long long pixels) { return std::min(pixels, std::max(p
 std::size_t MinorCycle::bytes_per_pixel() {
   // A candidate per pixel, the model the divergence guard keeps (4 Stokes) and the PSF of
   // twice the image's side (4 pixels of it); per pixel of capacity (at most 1/16 of them,
-  // or 1024): two pixel lists, four values, a component; rounded up.
-  constexpr std::size_t per_active = 2 * sizeof(long long) + 4 * sizeof(float) + sizeof(DeviceComponent);
+  // or 1024): two pixel lists, four values, a component and its place in the order; rounded up.
+  constexpr std::size_t per_active = 2 * sizeof(long long) + 4 * sizeof(float) + sizeof(DeviceComponent) + sizeof(int);
   return sizeof(deconv::PeakCandidate) + 8 * sizeof(float) + (per_active + 15) / 16;
 }
 
 MinorCycle::MinorCycle(long long pixels)
     : pixels_(pixels), capacity_(active_capacity(pixels)), candidates_(static_cast<std::size_t>(pixels)), best_(1),
       state_(1), active_(static_cast<std::size_t>(capacity_)), sorted_(static_cast<std::size_t>(capacity_)),
-      values_(static_cast<std::size_t>(4 * capacity_)), components_(static_cast<std::size_t>(capacity_)), count_(1),
+      values_(static_cast<std::size_t>(4 * capacity_)), components_(static_cast<std::size_t>(capacity_)),
+      order_(static_cast<std::size_t>(capacity_)), count_(1),
       host_state_(sizeof(MinorCycleState) + sizeof(deconv::PeakCandidate) + sizeof(unsigned long long)) {
   std::size_t reduce_bytes = 0, sort_bytes = 0;
   SPIP_CUDA_CHECK(reduce_to_best(nullptr, reduce_bytes, candidates_.get(), best_.get(), pixels_, nullptr));
@@ -213,7 +219,7 @@ double MinorCycle::peak(PeakSearch search, const float* residual, const std::uin
 }
 
 void MinorCycle::start(int max_iterations, cudaStream_t stream) {
-  host_state() = MinorCycleState{0, {0, 0, 0, 0}, 0, max_iterations, 0};
+  host_state() = MinorCycleState{0, {0, 0, 0, 0}, 0, max_iterations, 0, 0};
   SPIP_CUDA_CHECK(cudaMemcpyAsync(state_.get(), &host_state(), sizeof(MinorCycleState), cudaMemcpyHostToDevice, stream));
   // The state copy above reads host_state_ when the stream gets to it; wait before reuse.
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -287,24 +293,28 @@ int MinorCycle::run_subminor(PeakSearch search, float* residual, deconv::MinorPs
     gather_active_kernel<<<blocks, threads_per_block, 0, stream>>>(residual, pixels_, active_list_, count,
                                                                      values_.get());
     SPIP_CUDA_CHECK(cudaGetLastError());
-    start(static_cast<int>(std::min<long long>(max_iterations - done, capacity_)), stream);
+    // All bits set: every component's pixel -1, not yet taken.
+    SPIP_CUDA_CHECK(cudaMemsetAsync(components_.get(), 0xff, static_cast<std::size_t>(count) * sizeof(DeviceComponent),
+                                    stream));
+    start(max_iterations - done, stream);
     do {
       for (int i = 0; i < iterations_per_look; ++i) {
         search_active_kernel<<<blocks, threads_per_block, 0, stream>>>(search, values_.get(), count, candidates_.get());
         enqueue_reduction(count, stream);
         take_active_component_kernel<<<1, 1, 0, stream>>>(best_.get(), gain, stop_level, values_.get(), count,
-                                                           active_list_, components_.get(), state_.get());
+                                                           active_list_, components_.get(), order_.get(),
+                                                           state_.get());
         subtract_active_kernel<<<blocks, threads_per_block, 0, stream>>>(state_.get(), psf.data, psf.side, size,
                                                                          active_list_, count, values_.get());
         SPIP_CUDA_CHECK(cudaGetLastError());
       }
     } while (!finished(stream));
-    const int found = host_state().iterations;
-    if (found == 0) break;
+    const int iterations = host_state().iterations;
+    if (iterations == 0) break;
     apply_components_kernel<<<blocks_for(pixels_, threads_per_block), threads_per_block, 0, stream>>>(
-        components_.get(), found, psf.data, psf.side, size, residual, model);
+        components_.get(), order_.get(), host_state().found, psf.data, psf.side, size, residual, model);
     SPIP_CUDA_CHECK(cudaGetLastError());
-    done += found;
+    done += iterations;
   }
   return done;
 }

@@ -22,9 +22,11 @@ struct MinorCycleState {
   int iterations;
   int max_iterations;
   int done;            // set once the peak falls to the stop level or the iterations run out
+  int found;           // the sub-minor pass's distinct components so far
 };
 
-// A component the sub-minor loop found, to be subtracted from the whole image later.
+// A pixel of the sub-minor pass's active list and the flux taken there, to be
+// subtracted from the whole image later; pixel -1 until it is first taken.
 struct DeviceComponent {
   long long pixel;
   float flux[4];
@@ -70,7 +72,8 @@ class MinorCycle {
   DeviceArray<long long> active_, sorted_;  // the sub-minor loop's pixels: the sort's two buffers
   const long long* active_list_ = nullptr;   // whichever of them holds the sorted list
   DeviceArray<float> values_;                // their residuals [4][count]
-  DeviceArray<DeviceComponent> components_;
+  DeviceArray<DeviceComponent> components_;  // per place in the active list, as the CPU merges a pixel's takes
+  DeviceArray<int> order_;                   // those places in the order they were first taken
   DeviceArray<unsigned long long> count_;
   PinnedBuffer host_state_;          // a MinorCycleState, the best candidate, a count
   MinorCycleState& host_state() const { return *reinterpret_cast<MinorCycleState*>(host_state_.get()); }

@@ -353,6 +353,35 @@ TEST(MinorCycleLimits, StopAtTheLargestOfThresholdNoiseAndMajorCycleGain) {
   EXPECT_DOUBLE_EQ(deconv::minor_cycle_limits(clean, 0.001, 0.5).floor, 0.01);  // threshold above 3 sigma
 }
 
+// A NaN residual pixel is passed over as the serial scan's `>` passes it over, in any
+// grouping: a NaN that a reduction tree met first would otherwise win every pairing
+// after it, and stop the GPU's CLEAN where the CPU's goes on.
+TEST(StrongerPeak, NoReductionOrderPicksANan) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  std::mt19937 rng(11);
+  std::uniform_int_distribution<int> level(0, 5);  // 0: NaN
+  for (int trial = 0; trial < 50; ++trial) {
+    std::vector<deconv::PeakCandidate> candidates;
+    for (long long p = 0; p < 61; ++p) {
+      const int l = level(rng);
+      candidates.push_back({l == 0 ? nan : static_cast<float>(l), p});
+    }
+    deconv::PeakCandidate serial{-1.0f, 0};
+    for (const deconv::PeakCandidate& c : candidates)
+      if (c.value > serial.value) serial = c;
+    std::shuffle(candidates.begin(), candidates.end(), rng);
+    deconv::PeakCandidate left_to_right{-1.0f, 0}, right_to_left{-1.0f, 0};
+    for (const deconv::PeakCandidate& c : candidates) left_to_right = deconv::stronger_peak(left_to_right, c);
+    for (const deconv::PeakCandidate& c : candidates) right_to_left = deconv::stronger_peak(c, right_to_left);
+    EXPECT_EQ(left_to_right.pixel, serial.pixel);
+    EXPECT_EQ(right_to_left.pixel, serial.pixel);
+    EXPECT_EQ(right_to_left.value, serial.value);
+  }
+  // Only NaNs: the reduction's start, no peak.
+  const deconv::PeakCandidate none = deconv::stronger_peak(deconv::stronger_peak({-1.0f, 0}, {nan, 3}), {nan, 4});
+  EXPECT_EQ(none.value, -1.0f);
+}
+
 // The rule the CUB reduction and the OpenMP search share: any grouping of any order of
 // candidates, as a reduction tree or threads make, picks the serial scan's first
 // maximum, also among exact ties.

@@ -30,8 +30,10 @@ struct PeakCandidate {
 
 // The rule both backends pick a component by: the larger value, and of equal values
 // the lower pixel, so that the pick does not depend on the order of the search (OpenMP
-// threads, a CUB reduction tree). Associative and commutative for finite values.
+// threads, a CUB reduction tree). Associative and commutative for finite values; a NaN
+// is never the stronger, as a serial scan's `>` passes it over.
 SPIP_HOST_DEVICE inline PeakCandidate stronger_peak(PeakCandidate a, PeakCandidate b) {
+  if (a.value != a.value) return b;
   return b.value > a.value || (b.value == a.value && b.pixel < a.pixel) ? b : a;
 }
 struct StrongerPeak {
