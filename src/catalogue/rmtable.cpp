@@ -1,6 +1,7 @@
 #include "spip/catalogue/rmtable.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -18,9 +19,17 @@ constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 const char* const standard_telescopes[] = {"VLA", "LOFAR", "ATCA", "DRAO-ST", "MWA", "WSRT", "Effelsberg", "ATA",
                                            "ASKAP", "ARO", "Arecibo", "Parkes", "CHIME", "FAST"};
 
+std::string upper_case(std::string text) {
+  std::ranges::transform(text, text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  return text;
+}
+
+// The name an MS or a FITS header gives, in any case; the VLA's MSs say EVLA (or JVLA).
 std::string standard_telescope(const std::string& name) {
+  const std::string written = upper_case(name);
+  if (written == "EVLA" || written == "JVLA") return "VLA";
   for (const char* known : standard_telescopes)
-    if (name == known) return name;
+    if (written == upper_case(known)) return known;
   return "Unknown";
 }
 

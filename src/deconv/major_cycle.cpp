@@ -75,6 +75,10 @@ void major_cycles(CleanBackend& backend, MinorAlgorithm* algorithm, const CleanC
                            : out.iterations >= clean.niter       ? CleanStop::niter
                                                                  : CleanStop::none;
     if (stop == CleanStop::threshold && finding_mask) {
+      if (out.iterations == 0) {  // nothing above auto_mask sigma: the mask would be empty
+        out.clean_stop = CleanStop::no_components;
+        return;
+      }
       backend.mask_model_pixels();
       masked = true;
       continue;

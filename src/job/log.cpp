@@ -1,7 +1,10 @@
 #include "spip/job/log.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <sstream>
+
+#include "spip/common/number_text.hpp"
 
 namespace spip::pipeline {
 
@@ -11,6 +14,19 @@ std::string fixed(double value, int digits) {
   out.precision(digits);
   out << value;
   return out.str();
+}
+
+std::string jansky_text(double jy) {
+  const double size = std::abs(jy);
+  if (size >= 1 || !(size > 0)) return number_text(jy, 4) + " Jy";
+  if (size >= 1e-3) return number_text(jy * 1e3, 4) + " mJy";
+  return number_text(jy * 1e6, 4) + " uJy";
+}
+
+std::string duration_text(double seconds) {
+  if (!(seconds >= 120)) return number_text(seconds, 3) + " s";
+  if (seconds < 7200) return number_text(seconds / 60, 3) + " min";
+  return fixed(seconds / 3600, 2) + " h";
 }
 
 double Log::elapsed_s() const {

@@ -14,6 +14,7 @@
 
 #include "spip/common/constants.hpp"
 #include "spip/common/freed_memory.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/deconv/clean.hpp"
 #include "spip/error.hpp"
 #include "spip/imaging/fft.hpp"
@@ -464,8 +465,9 @@ void RankRun::image_channels(const std::vector<int>& todo) {
       const double rate = handled / watch.seconds();
       const ChannelQa& qa = qa_of(c);
       log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": " + std::to_string(qa.iterations) +
-                " iterations" + per_scale(qa) + ", " + std::to_string(qa.major_cycles) + " major cycles, residual sigma " +
-                fixed(qa.residual_sigma_jy * 1e3, 3) + " mJy; rank 0 " + std::to_string(handled) + "/" +
+                " iterations" + per_scale(qa) + ", " + std::to_string(qa.major_cycles) +
+                (qa.major_cycles == 1 ? " major cycle" : " major cycles") + ", residual sigma " +
+                jansky_text(qa.residual_sigma_jy) + "; rank 0 " + std::to_string(handled) + "/" +
                 std::to_string(todo.size()) + " (job: " + std::to_string(plan_.chan_end - plan_.chan_begin) +
                 " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - handled) / rate, 1) + " s");
     }
@@ -630,7 +632,10 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
     log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": CLEAN stopped at " +
               (images.iterations >= config_.clean.niter ? "clean.niter = " + std::to_string(config_.clean.niter)
                                                         : "clean.max_major = " + std::to_string(config_.clean.max_major)) +
-              " before reaching its threshold of " + fixed(images.clean_threshold * 1e3, 3) + " mJy");
+              " before reaching its threshold of " + jansky_text(images.clean_threshold));
+  if (images.clean_stop == deconv::CleanStop::no_components && images.iterations == 0 && config_.clean.auto_mask > 0)
+    log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": CLEAN took no component: nothing lies above " +
+              "clean.auto_mask = " + number_text(config_.clean.auto_mask) + " sigma, so its mask would be empty");
   // Until restoring, a mosaic's channel keeps each pointing's model; nothing else of its
   // pointings goes to the writer thread.
   std::vector<std::vector<float>> models;

@@ -772,8 +772,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
              " MHz, correlations [" + reader.info().stokes_summary() + "] from " + reader.info().column +
              (std::isfinite(observed.on_source_s)
                   ? "; observed from " + reader.info().date_obs().substr(0, 19) + " UTC over " +
-                        fixed((observed.end_mjd_s - observed.start_mjd_s) / 3600, 2) + " h, " +
-                        fixed(observed.on_source_s / 3600, 2) + " h on source"
+                        duration_text(observed.end_mjd_s - observed.start_mjd_s) + ", " +
+                        duration_text(observed.on_source_s) + " on source"
                   : ""));
   }
   // A copy of an MS under another name is the same observation twice: its visibilities

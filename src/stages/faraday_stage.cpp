@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/complexity.hpp"
 #include "spip/faraday/moments.hpp"
@@ -206,6 +207,27 @@ void FaradayStage::correct_for_beam(RowBatch& group, const std::vector<double>& 
   for (std::vector<float>& plane : group.planes)
     for (std::size_t i = 0; i < plane.size(); ++i)
       if (group.outside[i % pixels]) plane[i] = std::numeric_limits<float>::quiet_NaN();
+}
+
+// An all-sky image's corners lie beyond the horizon (l^2 + m^2 > 1 about the SIN
+// projection's centre), where it holds no sky and its WCS no position. They are made
+// blank (blank_unmeasured() then blanks them in every product), so that no spectrum,
+// moment or catalogue source comes from them.
+void FaradayStage::blank_beyond_horizon(RowBatch& group) const {
+  const double cell = base_.cell_rad, x0 = base_.reference_x(), y0 = base_.reference_y();
+  const auto beyond = [&](double x, double y) {
+    const double l = (x - x0) * cell, m = (y - y0) * cell;
+    return l * l + m * m > 1;
+  };
+  if (!beyond(0, 0) && !beyond(base_.nx - 1, 0) && !beyond(0, base_.ny - 1) && !beyond(base_.nx - 1, base_.ny - 1))
+    return;
+  const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
+  for (int r = 0; r < group.rows; ++r)
+    for (int x = 0; x < base_.nx; ++x)
+      if (beyond(x, group.first_row + r))
+        for (std::vector<float>& plane : group.planes)
+          for (std::size_t at = static_cast<std::size_t>(r) * base_.nx + x; at < plane.size(); at += pixels)
+            plane[at] = std::numeric_limits<float>::quiet_NaN();
 }
 
 // A pixel blank (NaN) in Q or U of a channel that counts, as another imager's cubes are
@@ -492,14 +514,19 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
              fixed(nu0 / 1e6, 3) + " MHz");
   }
   const faraday::FaradayAxis& axis = s.setup.axis;
-  log.root("RM synthesis: lambda0^2 = " + fixed(s.setup.lambda0_sq, 4) + " m^2, RMSF FWHM " +
-           fixed(s.settings.fwhm, 3) + " rad/m^2, " + std::to_string(axis.count) + " depths of " +
-           fixed(axis.dphi, 3) + " to +-" + fixed(-axis.phi_first, 1) + " rad/m^2");
+  log.root("RM synthesis: lambda0^2 = " + number_text(s.setup.lambda0_sq, 5) + " m^2, RMSF FWHM " +
+           number_text(s.settings.fwhm, 4) + " rad/m^2, " + std::to_string(axis.count) + " depths of " +
+           number_text(axis.dphi, 4) + " to +-" + number_text(-axis.phi_first, 4) + " rad/m^2");
   // What was asked for, not the axis's end, which may lie up to half a step beyond it:
   // the default on a band such as OVRO-LWA's is the limit itself.
+  // Left at 0, phi_max is RM-Tools' floor of 10 RMSF widths: the warning names that, not a key the user never set.
+  const std::string range = config_.faraday.phi_max > 0
+                                ? "faraday.phi_max " + fixed(s.setup.phi_max, 1) + " rad/m^2"
+                                : "the default Faraday depth range (faraday.phi_max 0: 10 RMSF FWHM, as RM-Tools) of " +
+                                      fixed(s.setup.phi_max, 1) + " rad/m^2";
   if (s.setup.phi_max > s.setup.phi_max_unsmeared)
-    log.root("warning: faraday.phi_max " + fixed(s.setup.phi_max, 1) + " exceeds sqrt(3)/dlambda^2_max = " +
-             fixed(s.setup.phi_max_unsmeared, 1) + " rad/m^2; real data would be bandwidth-depolarised there");
+    log.root("warning: " + range + " exceeds sqrt(3)/dlambda^2_max = " + fixed(s.setup.phi_max_unsmeared, 1) +
+             " rad/m^2; real data would be bandwidth-depolarised there");
   return s;
 }
 
@@ -553,6 +580,7 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
     RowBatch group = rows_->fetch(round, group_rows, mpi);
     if (group.rows == 0) continue;
     correct_for_beam(group, weight);
+    blank_beyond_horizon(group);
     blank_unmeasured(group, weight);
     process_rows(group, weight, synthesis, iterations);
     ++groups;

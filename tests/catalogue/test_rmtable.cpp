@@ -69,3 +69,17 @@ TEST(RmTable, AnglesLieInTheStandardsRangeAndQAndUMakeThePolarisedIntensity) {
   EXPECT_EQ(column<std::int32_t>(table, "Nchan")[0], 3);
   EXPECT_NEAR(column<float>(table, "channelwidth")[0], 1e8, 1);
 }
+
+// The standard's names from the names observatories write in an MS or a FITS header:
+// in any case, and the VLA's under its EVLA and JVLA names; others are "Unknown".
+TEST(RmTable, TelescopesTakeTheStandardsNames) {
+  Source s;
+  s.name = "SPIP J000000.0+000000";
+  for (const auto& [written, standard] : {std::pair{"EVLA", "VLA"}, {"JVLA", "VLA"}, {"atca", "ATCA"},
+                                          {"LOFAR", "LOFAR"}, {"MeerKAT", "Unknown"}}) {
+    const RmTableContext context{"spip test", written, false, false, 0.09, {1e-3, 5e-4, 0.0}, {1.0e9, 1.2e9},
+                                 {1.0e9, 1.2e9}, 2e-3};
+    const spip::fits::Table table = rmtable({s}, FinderSettings{}, context);
+    EXPECT_EQ(column<std::string>(table, "telescope")[0], standard) << written;
+  }
+}

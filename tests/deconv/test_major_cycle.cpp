@@ -328,3 +328,18 @@ TEST(MajorCycle, AutoMaskCleansDeeperOnlyWhereTheFirstStageFoundComponents) {
   EXPECT_GT(model_pixels(clean(channel, unmasked).images).size(), 2 * found.size())
       << "without the mask, the same depth takes components from the noise";
 }
+
+// Nothing above auto_mask sigma: the first stage takes no component, so the mask would
+// be empty and the second stage could clean nothing, though the peak is far above
+// auto_threshold sigma. CLEAN stops for want of components, not at its threshold.
+TEST(MajorCycle, AutoMaskWithNothingAboveItsLevelFindsNoComponents) {
+  Channel channel(1.0);
+  CleanConfig config = deep(0.0);
+  config.auto_mask = 1e6;
+  config.auto_threshold = 1;
+  const auto [spy, images] = clean(channel, config);
+  EXPECT_TRUE(spy->steps.empty());
+  EXPECT_EQ(images.iterations, 0);
+  EXPECT_EQ(images.clean_stop, deconv::CleanStop::no_components);
+  EXPECT_FALSE(images.threshold_reached);
+}

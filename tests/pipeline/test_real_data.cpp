@@ -128,12 +128,14 @@ TEST_P(RealData, DefaultPipelineCompletesAndEveryProductOpensInAstropy) {
                               " --clean.niter 1000 --clean.auto_threshold 3 --parallel.threads 1";
   ASSERT_EQ(run(command, out.string() + ".log"), 0) << "see " << out << ".log";
   // The bandwidth-depolarisation warning never reads "8.3 exceeds 8.3", and OVRO-LWA, whose
-  // default phi_max is that limit itself, gets none (MWA's default, 10 RMSF widths, is beyond it).
+  // default phi_max is that limit itself, gets none (MWA's default, 10 RMSF widths, is beyond
+  // it). The default is named as such: these runs set no faraday.phi_max.
   std::smatch warning;
   const std::string log = read_text(out.string() + ".log");
-  if (std::regex_search(log, warning, std::regex(R"(faraday.phi_max (\S+) exceeds \S+ = (\S+) rad)"))) {
+  if (std::regex_search(log, warning, std::regex(R"((\S+) rad/m\^2 exceeds \S+ = (\S+) rad)"))) {
     EXPECT_NE(warning[1].str(), warning[2].str()) << warning[0];
     EXPECT_NE(std::string(set.name).rfind("ovrolwa", 0), 0u) << warning[0];
+    EXPECT_NE(log.find("warning: the default Faraday depth range"), std::string::npos) << warning[0];
   }
   std::vector<std::string> products;
   for (const auto& entry : fs::directory_iterator(out))
@@ -150,6 +152,55 @@ INSTANTIATE_TEST_SUITE_P(Telescopes, RealData, testing::ValuesIn(sets),
                          [](const testing::TestParamInfo<RealSet>& info) {
                            return std::string(info.param.name).substr(0, std::string(info.param.name).find('_'));
                          });
+
+// An all-sky image of OVRO-LWA (256^2 of 1600": 114 degrees across, its corners at
+// l^2 + m^2 = 2) holds no sky beyond the horizon: no Faraday product has a value there,
+// and no catalogue source comes from there, where the WCS gives no position.
+TEST(AllSky, NoFaradayProductOrSourceBeyondTheHorizon) {
+  const fs::path out = spip::test::scratch_path("allsky");
+  const std::string command = std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " --input.ms " + std::string(SPIP_TEST_DATA) +
+                              "/real/ovrolwa_zenith_28mhz.ms --output.dir " + out.string() +
+                              " --image.size 256 --image.scale 1600 --clean.niter 500 --clean.auto_threshold 3"
+                              " --faraday.cubes none --parallel.threads 1";
+  ASSERT_EQ(run(command, out.string() + ".log"), 0) << "see " << out << ".log";
+  const int n = 256;
+  const double cell = 1600.0 / 3600 * M_PI / 180;
+  const auto beyond = [&](double x, double y) { return std::hypot(x - n / 2, y - n / 2) * cell > 1; };
+  for (const char* product : {"peak-pi", "peak-phi", "moment-mean-I", "moment-mean-P"}) {
+    const spip::fits::FitsImage map = spip::fits::read_image((out / (std::string("spip-") + product + ".fits")).string());
+    int outside = 0, inside = 0;
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const bool finite = std::isfinite(map.data[static_cast<std::size_t>(y) * n + x]);
+        if (beyond(x, y)) {
+          outside += finite;
+        } else {
+          inside += finite;
+        }
+      }
+    EXPECT_EQ(outside, 0) << product << ": pixels with a value beyond the horizon";
+    EXPECT_GT(inside, n * n / 2) << product << ": pixels with a value within it";
+  }
+  std::ifstream catalogue(out / "spip-catalogue.csv");
+  std::string line;
+  ASSERT_TRUE(std::getline(catalogue, line));
+  std::vector<std::string> columns;
+  for (std::stringstream header(line); std::getline(header, line, ',');) columns.push_back(line);
+  const auto column = [&](const std::string& name) {
+    return static_cast<std::size_t>(std::find(columns.begin(), columns.end(), name) - columns.begin());
+  };
+  const std::size_t x_column = column("x_pix"), y_column = column("y_pix"), ra_column = column("ra");
+  ASSERT_LT(std::max({x_column, y_column, ra_column}), columns.size());
+  int rows = 0;
+  while (std::getline(catalogue, line)) {
+    std::vector<std::string> fields;
+    for (std::stringstream row(line); std::getline(row, line, ',');) fields.push_back(line);
+    ASSERT_EQ(fields.size(), columns.size());
+    EXPECT_FALSE(beyond(std::stod(fields[x_column]), std::stod(fields[y_column]))) << fields[0];
+    ++rows;
+  }
+  std::printf("[ measured ] all-sky OVRO-LWA: %d catalogue rows, none beyond the horizon\n", rows);
+}
 
 // An MS with only parallel hands (the sample's XX and YY, labelled RR LL or kept XX YY)
 // determines I and V, or I and Q: spip writes those cubes, says in one line what it

@@ -132,7 +132,8 @@ class HostCleanBackend final : public CleanBackend {
 // auto_mask sigma; the pixels holding components then become the mask, and the cycles
 // go on inside it down to auto_threshold sigma. CLEAN stops when the peak is at the
 // threshold (threshold_reached), at clean.niter or clean.max_major (not reached), or
-// when a cycle finds nothing to clean. Not restored (restore_channel).
+// when a cycle finds nothing to clean, or auto_mask's first stage nothing above its level
+// (the mask would be empty). Not restored (restore_channel).
 // The divergence guard: when the exact residual imaged after a cycle has its search peak
 // above clean.divergence_limit times the lowest peak a cycle started from (or above the
 // cycle's own start, where its minor cycles stopped early at that level), the model

@@ -22,5 +22,10 @@ class Log {
 
 // `value` with `digits` decimals, for log lines.
 std::string fixed(double value, int digits);
+// A flux density in the unit that keeps it readable (uJy, mJy or Jy, 4 significant
+// digits): an uncalibrated all-sky set's 5e5 Jy is not "506450970.900 mJy".
+std::string jansky_text(double jy);
+// A span of time in s, min or h as its length calls for: a snapshot's 36 s is not "0.01 h".
+std::string duration_text(double seconds);
 
 }  // namespace spip::pipeline

@@ -97,6 +97,7 @@ class FaradayStage {
   std::vector<std::string> write_rmsf(const Synthesis& synthesis) const;
   double channel_weight(double noise) const;
   void correct_for_beam(RowBatch& group, const std::vector<double>& weight) const;
+  void blank_beyond_horizon(RowBatch& group) const;
   void blank_unmeasured(RowBatch& group, const std::vector<double>& weight) const;
   void process_rows(const RowBatch& group, const std::vector<double>& weight, const Synthesis* synthesis,
                     long long& iterations) const;
