@@ -78,7 +78,7 @@ double image_bytes(const imaging::ImageGeometry& geometry, double clean_bytes_pe
 }  // namespace
 
 std::string MemoryPlan::describe() const {
-  return "memory plan of " + gigabytes(budget) + " per rank: the process itself " + gigabytes(process) +
+  return "memory budget of " + gigabytes(budget) + " per rank, planned as: the process itself " + gigabytes(process) +
          ", freed memory kept for reuse " + gigabytes(kept_heap) + ", imaging " +
          gigabytes(imaging) + ", channel data " +
          gigabytes(channel_data) + ", read blocks 2 x " + gigabytes(block) + " (" + std::to_string(block_channels) +

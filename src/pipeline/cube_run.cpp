@@ -164,7 +164,7 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
   run.faraday_depths = faraday.depths();
   run.image_pixels = static_cast<long long>(plan.base.nx) * plan.base.ny;
   run.faraday_s = watch.seconds();
-  log.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(run.faraday_s, 2) + " s; " +
+  log.root(faraday.done_text(run.faraday_s) + "; " +
            fixed(fits::spectral_cube_bytes_read() / 1e6, 1) + " MB of the cubes read by rank 0");
   const std::vector<ChannelQa> channels = gather_records(records, mpi);
   const std::vector<RankQa> ranks = gather_records(std::vector<RankQa>{rank_qa}, mpi);

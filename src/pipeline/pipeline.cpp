@@ -818,7 +818,7 @@ std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
   rank_qa_.faraday_exchange_s = faraday.exchange_seconds();
   times_.faraday_s = watch.seconds();
   times_.faraday_depths = faraday.depths();
-  log_.root("Faraday moments, RM synthesis and RM-CLEAN in " + fixed(times_.faraday_s, 2) + " s");
+  log_.root(faraday.done_text(times_.faraday_s));
   return written;
 }
 

@@ -83,7 +83,7 @@ std::string device_plan(const cuda::DeviceProbe& probe, double rank_bytes) {
   std::string text =
       "GPU columns: a rank's device memory while imaging and for its largest Faraday row group (a run shrinks the\n"
       "groups to the rank's share of its GPU); the times are the CPU backend's\n";
-  if (probe.devices.empty()) return text + "no GPU here (" + probe.reason + ") to fit ranks to\n";
+  if (probe.devices.empty()) return text + "no GPU here to fit ranks to (" + probe.reason + ")\n";
   const cuda::DeviceInfo& device = probe.devices.front();
   const double total = static_cast<double>(device.memory_bytes);
   constexpr double context_bytes = 512.0 * (1 << 20);  // a CUDA context on a current GPU, about

@@ -593,6 +593,11 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
            fixed(product_bytes_read_ / 1e6, 1) + " MB of products read");
 }
 
+std::string FaradayStage::done_text(double seconds) const {
+  return std::string(depths_ > 0 ? "Faraday moments, RM synthesis and RM-CLEAN" : "Faraday moments") + " in " +
+         fixed(seconds, 2) + " s";
+}
+
 // Rank 0, once every rank has written its rows: the partial products renamed, those
 // of RM synthesis only where it ran.
 std::vector<std::string> FaradayStage::commit_products(const Synthesis* synthesis) const {

@@ -370,7 +370,7 @@ TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
 // the run from the rows it counts: on a sample without flagged rows they must agree.
 TEST(SpipCli, PlanAndRunAgreeOnTheMemoryPlan) {
   const auto memory_line = [](const std::string& out) {
-    const std::size_t at = out.find("memory plan of");
+    const std::size_t at = out.find("memory budget of");
     return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
   };
   const std::string mpiexec = std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " ";

@@ -65,6 +65,8 @@ class FaradayStage {
 
   // Faraday depths of the products finish() made; 0 before, or without RM synthesis.
   int depths() const { return depths_; }
+  // The log's line for finish()'s `seconds`: what ran (RM synthesis only with depths).
+  std::string done_text(double seconds) const;
   // What this rank's finish() moved while it made the products: bytes sent to other
   // ranks over MPI, and bytes of product files read back (measured by the fits room).
   double mpi_bytes() const { return rows_->mpi_bytes(); }
