@@ -499,7 +499,8 @@ std::optional<beam::PrimaryBeam> primary_beam(const BeamConfig& config, const st
     if (!beam)
       SPIP_THROW(ConfigError, "beam.model = auto: " + ms::input_name(info) + " names the telescope '" + info.telescope +
                                   "', which has no beam model here (" + beam::known_telescopes() +
-                                  " have); set beam.model to gaussian or airy with beam.dish_diameter, or fits with beam.fits");
+                                  " have); set beam.model to fits with beam.fits (a beam cube, as an aperture array's "
+                                  "such as the MWA's or LOFAR's must be given), or gaussian or airy with beam.dish_diameter");
     return beam;
   }
   const double dish = config.dish_diameter_m > 0 ? config.dish_diameter_m : info.dish_diameter_m;

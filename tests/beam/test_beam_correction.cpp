@@ -555,8 +555,9 @@ TEST(BeamCorrection, AutoRefusesTelescopesWithoutAModelInOneLine) {
         << set;
     const std::string log = spip::test::file_text(scratch("log.txt"));
     EXPECT_NE(log.find("spip: error: beam.model = auto: "), std::string::npos) << log;
-    EXPECT_NE(log.find("which has no beam model here (VLA, ATCA, MeerKAT and ASKAP have); set beam.model to gaussian "
-                       "or airy with beam.dish_diameter, or fits with beam.fits\n"),
+    EXPECT_NE(log.find("which has no beam model here (VLA, ATCA, MeerKAT and ASKAP have); set beam.model to fits "
+                       "with beam.fits (a beam cube, as an aperture array's such as the MWA's or LOFAR's must be "
+                       "given), or gaussian or airy with beam.dish_diameter\n"),
               std::string::npos)
         << log;
     EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
