@@ -188,9 +188,11 @@ void FaradayStage::correct_for_beam(RowBatch& group, const std::vector<double>& 
   if (!beam_) return;
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
   group.outside.assign(pixels, false);
+  group.response.resize(freq_hz_.size() * pixels);
   for (std::size_t c = 0; c < freq_hz_.size(); ++c) {
     const std::vector<float> response = beam::effective_response_rows(
         *beam_, grid_, pointings_, static_cast<int>(c), freq_hz_[c], group.first_row, group.rows);
+    std::copy(response.begin(), response.end(), group.response.begin() + static_cast<std::ptrdiff_t>(c * pixels));
     float* image[4];
     for (int stokes : {stokes_i, stokes_q, stokes_u, stokes_v})  // the planes begin with them
       image[stokes] = group.planes[static_cast<std::size_t>(stokes)].data() + c * pixels;
@@ -265,6 +267,12 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   const std::vector<float> mean_i = write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
   write_moment_rows(stokes_v, first_row, group.image(stokes_v), weight);
   const std::vector<float> sigmas = synthesis ? pixel_noise(group, weight, {}) : std::vector<float>();
+  // With a primary beam the channels' noise, carried to each pixel, rises towards the
+  // edge; where CLEAN emptied a pixel's residuals (at a source) they fall below it.
+  const std::vector<float> floor = synthesis && beam_ ? noise_floor(*synthesis, group, weight, {}) : std::vector<float>();
+  std::vector<float> pixel_sigmas = floor.empty() ? sigmas : floor;  // unflattened
+  if (!floor.empty() && !sigmas.empty())
+    for (std::size_t x = 0; x < pixels; ++x) pixel_sigmas[x] = std::max(sigmas[x], floor[x]);
   const std::vector<float>& q = group.image(stokes_q);
   const std::vector<float>& u = group.image(stokes_u);
   write_moment_rows(stokes_q, first_row, q, weight);
@@ -286,9 +294,9 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
         if (!outside(i)) p[i] = cfloat(q[i], u[i]);
   // With faraday.fractional: each pixel's Stokes I at nu0 and spectral index, NaN where blanked.
   std::vector<float> i0, alpha;
-  std::vector<float> fdf_sigmas = sigmas;  // of the spectra as synthesised
+  std::vector<float> fdf_sigmas = pixel_sigmas;  // of the spectra as synthesised
   if (!synthesis->log_nu_ratio.empty()) {
-    i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, sigmas, p, alpha);
+    i0 = flatten_spectra(*synthesis, stokes_i_rows, mean_i, weight, pixel_sigmas, p, alpha);
     fdf_sigmas = flattened_noise(*synthesis, group, weight, {&alpha, &synthesis->log_nu_ratio});
   }
   const int num_chan = static_cast<int>(weight.size());
@@ -320,7 +328,7 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
     maps[i] = i / pixels == static_cast<std::size_t>(faraday::map_pi_err) ? (outside(i) ? NAN : slab.maps[i]) : measured(i, slab.maps[i]);
   for (int m = 0; m < faraday::pixel_map_count; ++m)
     writer_->rows(products_.pixel_map(m), first_row, std::span<const float>(maps).subspan(m * pixels, pixels));
-  const std::vector<float> complexity = sigma_add_rows(*synthesis, p, maps, alpha, weight, sigmas);
+  const std::vector<float> complexity = sigma_add_rows(*synthesis, group, p, maps, alpha, weight, sigmas, floor);
   for (int k = 0; k < 3; ++k)
     writer_->rows(products_.sigma_add_map(k), first_row, std::span<const float>(complexity).subspan(k * pixels, pixels));
   if (i0.empty()) return;
@@ -359,47 +367,61 @@ std::vector<float> FaradayStage::flatten_spectra(const Synthesis& synthesis, con
   return i0;
 }
 
-// faraday.fractional: each pixel's FDF noise once its channels' noise is scaled as its
-// spectrum was, by (nu_c / nu0)^-alpha. The field's is K sqrt(sum_c w_c^2 sigma_c^2
-// f_c^2), the residuals' pixel_noise() with the same factors, and the larger counts (never
-// less than the unflattened field's: pixel_sigma() keeps that floor for every pixel).
-// Unscaled where no power law was fitted; a spectrum steeper than its noise (a faint
-// pixel's fitted alpha far from the source's) then keeps its excess out of the detections.
-std::vector<float> FaradayStage::flattened_noise(const Synthesis& synthesis, const RowBatch& group,
-                                                 const std::vector<double>& weight,
-                                                 const Flattening& flattening) const {
+// Each pixel's FDF noise from the channels' noise over the field, K sqrt(sum_c w_c^2
+// sigma_c^2 f_c^2 / B_c^2): each channel's scaled as the pixel's spectrum was (f_c, with
+// `flattening`) and divided by the primary beam's response there (B_c, with a beam), as
+// the channel images were. Where CLEAN took components the residuals (pixel_noise())
+// fall below it; without a beam or flattening it is the field's FDF noise itself.
+std::vector<float> FaradayStage::noise_floor(const Synthesis& synthesis, const RowBatch& group,
+                                             const std::vector<double>& weight, const Flattening& flattening) const {
   const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
-  std::vector<float> sigma = pixel_noise(group, weight, flattening);
-  sigma.resize(pixels, 0.0f);
   std::vector<double> channel_variance(weight.size(), 0.0);  // of each channel's part of the FDF
   double plain = 0;
   for (std::size_t c = 0; c < weight.size(); ++c)
     if (weight[c] > 0) plain += channel_variance[c] = weight[c] * weight[c] * synthesis.channel_sigma[c] * synthesis.channel_sigma[c];
-  if (!(plain > 0)) return sigma;
+  std::vector<float> floor(pixels, static_cast<float>(synthesis.settings.sigma));
+  if (!(plain > 0)) return floor;
   for (std::size_t x = 0; x < pixels; ++x) {
     double scaled = 0;
     for (std::size_t c = 0; c < weight.size(); ++c) {
-      const double f = flattening.factor(x, c);
-      scaled += channel_variance[c] * f * f;
+      if (!(weight[c] > 0)) continue;
+      const double f = flattening.factor(x, c), b = group.response.empty() ? 1.0 : group.response[c * pixels + x];
+      scaled += channel_variance[c] * f * f / (b * b);
     }
-    const double field = synthesis.settings.sigma * std::sqrt(scaled / plain);
-    sigma[x] = std::max(sigma[x], static_cast<float>(field));
+    floor[x] = static_cast<float>(synthesis.settings.sigma * std::sqrt(scaled / plain));
   }
+  return floor;
+}
+
+// faraday.fractional: each pixel's FDF noise once its channels' noise is scaled as its
+// spectrum was, by (nu_c / nu0)^-alpha: the residuals' pixel_noise() with the same
+// factors, or noise_floor() where that is higher (never less than the unflattened
+// field's: pixel_sigma() keeps that floor for every pixel). Unscaled where no power law
+// was fitted; a spectrum steeper than its noise (a faint pixel's fitted alpha far from
+// the source's) then keeps its excess out of the detections.
+std::vector<float> FaradayStage::flattened_noise(const Synthesis& synthesis, const RowBatch& group,
+                                                 const std::vector<double>& weight,
+                                                 const Flattening& flattening) const {
+  std::vector<float> sigma = noise_floor(synthesis, group, weight, flattening);
+  const std::vector<float> residual = pixel_noise(group, weight, flattening);
+  for (std::size_t x = 0; x < residual.size(); ++x) sigma[x] = std::max(sigma[x], residual[x]);
   return sigma;
 }
 
 // sigma_add and its lower and upper errors per pixel ([3][pixel]) of the residuals of Q
 // and U from the Faraday-thin source of the peak fit (PI, chi0, phi), each over its
 // channel's noise at the pixel, in the channels that count: the channel's noise over the
-// field, scaled as the spectrum was with faraday.fractional, and by the pixel's FDF noise
-// over the field's where the residuals give it (`sigmas`: rising near bright sources, and
-// with the primary beam's correction towards the edge). NaN where the peak is below 5
-// sigma (the fit, and with it the model, is noise), and with a primary beam but no
-// residuals, where the noise at a pixel is not known.
-std::vector<float> FaradayStage::sigma_add_rows(const Synthesis& synthesis, const std::vector<cfloat>& p,
-                                                const std::vector<float>& maps, const std::vector<float>& alpha,
-                                                const std::vector<double>& weight,
-                                                const std::vector<float>& sigmas) const {
+// field, scaled as the spectrum was with faraday.fractional and divided by the primary
+// beam's response there, and by the pixel's FDF noise over that floor (noise_floor(),
+// `floor`; the field's without a beam) where the residuals give more (`sigmas`: rising
+// near bright sources). NaN where the peak is below 5 sigma (the fit, and with it the
+// model, is noise), and with a primary beam but no residuals, where the noise at a pixel
+// is not known.
+std::vector<float> FaradayStage::sigma_add_rows(const Synthesis& synthesis, const RowBatch& group,
+                                                const std::vector<cfloat>& p, const std::vector<float>& maps,
+                                                const std::vector<float>& alpha, const std::vector<double>& weight,
+                                                const std::vector<float>& sigmas,
+                                                const std::vector<float>& floor) const {
   const std::size_t pixels = maps.size() / faraday::pixel_map_count;
   const std::vector<double>& lambda_sq = synthesis.setup.lambda_sq;
   std::vector<float> out(3 * pixels, NAN);
@@ -414,11 +436,12 @@ std::vector<float> FaradayStage::sigma_add_rows(const Synthesis& synthesis, cons
       const double phi = maps[faraday::map_phi * pixels + x];
       if (!(pi >= 5 * maps[faraday::map_pi_err * pixels + x]) || (!alpha.empty() && std::isnan(alpha[x]))) continue;
       residuals.clear();
-      const double here = sigmas.empty() || !(field > 0)
-                              ? 1.0
-                              : faraday::pixel_sigma(field, sigmas.data(), static_cast<long long>(x)) / field;
+      const double floor_here = floor.empty() ? field : floor[x];
+      const double here = sigmas.empty() || !(floor_here > 0) ? 1.0 : std::max(1.0, sigmas[x] / floor_here);
       for (std::size_t c = 0; c < weight.size(); ++c) {
-        const double scale = here * (alpha.empty() ? 1.0 : std::exp(-alpha[x] * synthesis.log_nu_ratio[c]));
+        const double response = group.response.empty() ? 1.0 : group.response[c * pixels + x];
+        const double scale =
+            here * (alpha.empty() ? 1.0 : std::exp(-alpha[x] * synthesis.log_nu_ratio[c])) / response;
         const double sigma = synthesis.channel_sigma[c] * scale;
         if (!(weight[c] > 0) || !(sigma > 0)) continue;
         const double angle = 2 * (chi0 + phi * lambda_sq[c]);

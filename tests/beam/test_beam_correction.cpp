@@ -774,3 +774,50 @@ TEST(BeamCorrection, ChannelsOfNoWeightDoNotNarrowTheField) {
   EXPECT_GT(all_channels, 1000) << "the field must not be blank";
   EXPECT_GT(fewer, all_channels + 100) << "the flagged top channels narrowed the field";
 }
+
+// Corrected for the beam, the noise rises towards the edge as 1 / response. At a cleaned
+// source CLEAN has emptied the residuals, so the FDF noise there is the channels' noise
+// carried to the pixel through the beam, not the residuals' nor the field's: the noise
+// map (peak-pi-err) at each source is that of the pixels around it at the same distance
+// from the pointing, and sigma_add finds the Faraday-thin sources thin.
+TEST(BeamCorrection, TheNoiseAtACleanedSourceIsTheCorrectedNoiseAroundIt) {
+  const fs::path ms = apparent_ms("noisy.ms", "--beam airy --noise 2");
+  const fs::path out = scratch("noisy");
+  ASSERT_EQ(run(std::string(SPIP_BIN) + " --input.ms " + ms.string() + " --output.dir " + out.string() +
+                " --image.size " + std::to_string(size) + " --image.scale " + std::to_string(cell_arcsec) +
+                " --clean.niter 4000 --clean.auto_threshold 3 --beam.model airy --faraday.cubes none"
+                " --parallel.threads 2"),
+            0)
+      << spip::test::file_text(scratch("log.txt"));
+  const auto pi_err = spip::fits::read_image((out / "spip-peak-pi-err.fits").string());
+  const auto near_a_source = [&](int x, int y) {
+    return std::any_of(sources.begin(), sources.end(),
+                       [&](const Source& s) { return std::hypot(x - s.x(), y - s.y()) < 8; });
+  };
+  for (const Source& s : sources) {
+    const double radius = std::hypot(s.dx, s.dy);
+    std::vector<double> around;  // within a pixel of the source's distance from the pointing, away from every source
+    for (int y = 0; y < size; ++y)
+      for (int x = 0; x < size; ++x)
+        if (std::abs(std::hypot(x - size / 2, y - size / 2) - radius) < 1 && !near_a_source(x, y))
+          around.push_back(pi_err.data[static_cast<std::size_t>(y) * size + x]);
+    if (around.empty()) continue;  // the centre
+    std::nth_element(around.begin(), around.begin() + static_cast<long>(around.size() / 2), around.end());
+    const double median = around[around.size() / 2], here = pixel(pi_err, s);
+    std::printf("[ measured ] source at %.2f deg: FDF noise %.3g mJy there, %.3g mJy around it\n",
+                s.theta() * 180 / std::numbers::pi, 1e3 * here, 1e3 * median);
+    EXPECT_GT(here, 0.9 * median) << "source at (" << s.x() << ", " << s.y() << ")";
+  }
+  const spip::fits::Table catalogue = spip::fits::read_table((out / "spip-catalogue.fits").string());
+  const auto& sigma_add = catalogue.values<double>("sigma_add");
+  const auto& lower = catalogue.values<double>("sigma_add_err_minus");
+  const auto& x = catalogue.values<double>("x_pix");
+  const auto& y = catalogue.values<double>("y_pix");
+  for (const Source& s : sources)
+    for (std::size_t row = 0; row < x.size(); ++row)
+      if (std::hypot(x[row] - s.x(), y[row] - s.y()) < 1) {
+        std::printf("[ measured ] source at %.2f deg: sigma_add %.3f (-%.3f)\n", s.theta() * 180 / std::numbers::pi,
+                    sigma_add[row], lower[row]);
+        EXPECT_LT(sigma_add[row], 3 * lower[row]) << "source at (" << s.x() << ", " << s.y() << ") is thin";
+      }
+}

@@ -26,6 +26,8 @@ struct RowBatch {
   int first_row = 0, rows = 0;
   std::vector<std::vector<float>> planes;
   std::vector<bool> outside;
+  // With a primary beam: each channel's effective response at each pixel, [channel][pixel].
+  std::vector<float> response;
 
   const std::vector<float>& image(int stokes) const { return planes[static_cast<std::size_t>(stokes)]; }
   // Of Stokes Q (1) or U (2).

@@ -116,15 +116,18 @@ class FaradayStage {
   };
   std::vector<float> pixel_noise(const RowBatch& group, const std::vector<double>& weight,
                                  const Flattening& flattening) const;
+  std::vector<float> noise_floor(const Synthesis& synthesis, const RowBatch& group, const std::vector<double>& weight,
+                                 const Flattening& flattening) const;
   std::vector<float> flattened_noise(const Synthesis& synthesis, const RowBatch& group,
                                      const std::vector<double>& weight, const Flattening& flattening) const;
   std::vector<float> flatten_spectra(const Synthesis& synthesis, const std::vector<float>& stokes_i_rows,
                                      const std::vector<float>& mean_i, const std::vector<double>& weight,
                                      const std::vector<float>& sigmas, std::vector<std::complex<float>>& p,
                                      std::vector<float>& alpha) const;
-  std::vector<float> sigma_add_rows(const Synthesis& synthesis, const std::vector<std::complex<float>>& p,
-                                    const std::vector<float>& maps, const std::vector<float>& alpha,
-                                    const std::vector<double>& weight, const std::vector<float>& sigmas) const;
+  std::vector<float> sigma_add_rows(const Synthesis& synthesis, const RowBatch& group,
+                                    const std::vector<std::complex<float>>& p, const std::vector<float>& maps,
+                                    const std::vector<float>& alpha, const std::vector<double>& weight,
+                                    const std::vector<float>& sigmas, const std::vector<float>& floor) const;
 
   const Config& config_;
   const ProductRegistry& products_;
