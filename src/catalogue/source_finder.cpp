@@ -145,6 +145,20 @@ void place_in_beam(Source& s, const SinProjection& projection, const FinderSetti
   s.beamdist_deg = angular_distance_rad(pointings[static_cast<std::size_t>(s.pointing)], d) * rad_to_deg;
 }
 
+// A map's value at (x + dx, y + dy) on parabolas through its own neighbours, as PI's
+// peak is measured: Stokes I where PI peaks, so that their ratio does not depend on
+// where the source lies within its pixel. The pixel's own value along an axis without
+// an offset, or without neighbours (an edge, a blank).
+double at_offset(const Map& map, int x, int y, double dx, double dy) {
+  const double at = map.at(x, y);
+  const auto along = [at](double offset, double before, double after) {
+    return offset == 0 ? 0.0 : 0.5 * offset * (after - before) + 0.5 * offset * offset * (before - 2 * at + after);
+  };
+  const double value = at + along(dx, x > 0 ? map.at(x - 1, y) : nan, x + 1 < map.nx ? map.at(x + 1, y) : nan) +
+                       along(dy, y > 0 ? map.at(x, y - 1) : nan, y + 1 < map.ny ? map.at(x, y + 1) : nan);
+  return std::isfinite(value) ? value : at;
+}
+
 // The source at pixel (x, y): with `refine`, a PI peak, placed and measured at the vertex
 // of parabolas through its neighbours; without, at the pixel itself.
 Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinProjection& projection,
@@ -167,7 +181,7 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   s.name = source_name(s.ra_deg, s.dec_deg);
   place_in_beam(s, projection, settings);
 
-  // PI at the peak between pixels; the other quantities are the peak pixel's. The maps'
+  // PI (and Stokes I, below) at the peak between pixels; the others are the peak pixel's. The maps'
   // bias correction and errors used the pixel's own noise; redo them with the local one,
   // or the pixel's where that is higher (near a bright source's deconvolution errors).
   // Every error is proportional to sigma. As RM-Tools' measure_FDF_parms, the bias is
@@ -192,7 +206,7 @@ Source measure(const PixelMaps& maps, const Map& sigma, int x, int y, const SinP
   s.ra_err_deg = std::hypot(along_major * sin_pa, along_minor * cos_pa);
   s.dec_err_deg = std::hypot(along_major * cos_pa, along_minor * sin_pa);
   s.position_err_deg = along_major;
-  s.stokes_i = maps.stokes_i.at(x, y);
+  s.stokes_i = at_offset(maps.stokes_i, x, y, along_x.offset, along_y.offset);
   s.frac_pol = s.stokes_i > 0 ? s.pi / s.stokes_i : std::numeric_limits<double>::quiet_NaN();
   s.m2 = maps.m2.at(x, y);
   s.faraday_complex = s.m2 > settings.complexity * settings.rmsf_fwhm;
