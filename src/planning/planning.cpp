@@ -303,9 +303,11 @@ namespace {
 
 // With parallel.time_limit (what is left of the job's time before its warning), a run
 // that could never finish would only be requeued for ever: one whose slowest rank
-// cannot image a channel in one start (after the set-up),
-// or cannot do its share of the Faraday stage, which starts again from its beginning
-// when stopped. Such a run stops here; one that needs several starts says how many.
+// cannot image a channel in one start (after the set-up), a mosaic restored with the
+// common beam that cannot image all its channels in one (it keeps its pointings' models
+// only until restoring, so a resumed run images them again), or one that cannot do its
+// share of the Faraday stage, which starts again from its beginning when stopped. Such
+// a run stops here; one that needs several starts says how many.
 // Rank 0 times the rates for every rank on its CPU, so a GPU run is only told.
 void check_time(const Config& config, const parallel::MpiContext& mpi, const Log& log, const Plan& plan) {
   const double limit = config.parallel.time_limit;
@@ -317,20 +319,30 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
       const CostRates rates = measure_rates(config, plan);
       const SlowestRank slowest = slowest_rank(plan.blocks, plan.geometry);
       const double first = rates.setup_s + rates.create_s + rates.image_channel_s;
+      const double imaging = rates.setup_s + rates.create_s + slowest.channels * rates.image_channel_s;
+      const bool images_in_one_start = plan.mosaic() && restores_later(config);
       const double faraday = rates.setup_s + slowest.slab_pixels * rates.faraday_pixel_s;
       const double total = rank_seconds(rates, slowest.channels, slowest.slab_pixels);
       const std::string problem =
           first > limit ? "a rank with " + std::to_string(slowest.channels) + " channels needs about " +
                               seconds(first) + " to finish its first channel (set-up " + fixed(rates.setup_s, 1) +
                               " s, imaging " + fixed(rates.image_channel_s, 2) + " s per channel)"
+          : images_in_one_start && imaging > limit
+              ? "a mosaic restored with the common beam images every channel again when resumed (it keeps its "
+                "pointings' models only until restoring), and a rank's " + std::to_string(slowest.channels) +
+                    " channels need about " + seconds(imaging) + " in one start"
           : faraday > limit ? "a rank's share of the Faraday stage (" + fixed(slowest.slab_pixels, 0) +
                                   " pixels) needs about " + seconds(faraday) + " in one start"
                             : std::string();
+      const std::string remedy = images_in_one_start && first <= limit && imaging > limit
+                                     ? "; set image.beam (each channel is then restored as it is imaged, and a "
+                                       "resumed run keeps it), or ask for more time or more ranks"
+                                     : "; ask for more time or more ranks";
       if (!problem.empty() && plan.gpu_device < 0)
-        SPIP_THROW(ConfigError, problem + ", but parallel.time_limit is " + seconds(limit) +
-                                    "; ask for more time or more ranks");
-      log.root("estimated " + seconds(total) + " on the slowest rank (CPU rates) against parallel.time_limit " +
-               seconds(limit) +
+        SPIP_THROW(ConfigError, problem + ", but parallel.time_limit is " + seconds(limit) + remedy);
+      log.root("estimated " + seconds(total) + " on the slowest rank (CPU rates: set-up " +
+               seconds(rates.setup_s + rates.create_s) + ", imaging " + seconds(rates.image_channel_s) + " a channel, " +
+               std::to_string(slowest.channels) + " channels) against parallel.time_limit " + seconds(limit) +
                (!problem.empty() ? "; on the CPU " + problem
                 : total > limit  ? "; the run will stop before the limit and resume, in about " +
                                       std::to_string(static_cast<int>(std::ceil(total / limit))) + " starts"

@@ -24,6 +24,7 @@
 #include <fstream>
 #include <iomanip>
 #include <numbers>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <string>
@@ -820,4 +821,39 @@ TEST(BeamCorrection, TheNoiseAtACleanedSourceIsTheCorrectedNoiseAroundIt) {
                     sigma_add[row], lower[row]);
         EXPECT_LT(sigma_add[row], 3 * lower[row]) << "source at (" << s.x() << ", " << s.y() << ") is thin";
       }
+}
+
+// A mosaic restored with the common beam keeps its pointings' models only until
+// restoring: a resumed run images every channel again, so under parallel.time_limit its
+// imaging must fit one start, or the job would be requeued for ever. The limit is set
+// from the rates spip times: one rank's first channel fits it, its eight do not.
+TEST(Mosaic, ThatCannotImageInOneStartIsRefusedUnderATimeLimit) {
+  const std::vector<Source> sky{{0, 0, 1.0, -0.7, 0.30, 0, 5.0}};
+  const double offset = 45 * cell;
+  const fs::path east = apparent_ms("east.ms", "--beam airy --noise 0.05 --seed 1", sky, {offset, 0.0});
+  const fs::path west = apparent_ms("west.ms", "--beam airy --noise 0.05 --seed 2", sky, {-offset, 0.0});
+  const std::string job = std::string(SPIP_BIN) + " --input.ms " + east.string() + " " +
+                          west.string() + " --image.size " + std::to_string(size) + " --image.scale " +
+                          std::to_string(cell_arcsec) +
+                          " --clean.niter 4000 --clean.auto_threshold 3 --beam.model airy --parallel.threads 1"
+                          " --output.dir " + scratch("out").string();
+  // A limit no channel fits: refused with the rates it timed, the second time with FFTW's
+  // plans as warm as the run's below will find them.
+  std::smatch rates;
+  std::string timed;
+  for (int warm = 0; warm < 2; ++warm) {
+    EXPECT_EQ(WEXITSTATUS(run(job + " --parallel.time_limit 0.001")), 2);
+    timed = spip::test::file_text(scratch("log.txt"));
+  }
+  ASSERT_TRUE(std::regex_search(timed, rates, std::regex(R"(\(set-up ([0-9.]+) s, imaging ([0-9.]+) s per channel\))")))
+      << timed;
+  const double limit = std::stod(rates[1]) + 4.5 * std::stod(rates[2]);
+  std::printf("[ measured ] %s; parallel.time_limit %.2f s\n", rates[0].str().c_str(), limit);
+  EXPECT_EQ(WEXITSTATUS(run(job + " --parallel.time_limit " + std::to_string(limit))), 2);
+  const std::string log = spip::test::file_text(scratch("log.txt"));
+  EXPECT_NE(log.find("a mosaic restored with the common beam images every channel again when resumed"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("; set image.beam"), std::string::npos) << log;
+  EXPECT_FALSE(fs::exists(scratch("out"))) << "nothing may be written";
 }
