@@ -461,13 +461,14 @@ void RankRun::image_channels(const std::vector<int>& todo) {
     else
       image_channel(c, data, std::move(pointings), max_uv, std::move(sum), imaging.seconds() - data.wait_s, writer);
     ++handled;
-    if (mpi_.is_root() && !blank) {
+    if (leads() && !blank) {  // each rank's progress, once a group
       const double rate = handled / watch.seconds();
       const ChannelQa& qa = qa_of(c);
       log_.info("channel " + std::to_string(plan_.chan_begin + c) + ": " + std::to_string(qa.iterations) +
                 " iterations" + per_scale(qa) + ", " + std::to_string(qa.major_cycles) +
                 (qa.major_cycles == 1 ? " major cycle" : " major cycles") + ", residual sigma " +
-                jansky_text(qa.residual_sigma_jy) + "; rank 0 " + std::to_string(handled) + "/" +
+                jansky_text(qa.residual_sigma_jy) + "; rank " + std::to_string(mpi_.rank()) + " " +
+                std::to_string(handled) + "/" +
                 std::to_string(todo.size()) + " (job: " + std::to_string(plan_.chan_end - plan_.chan_begin) +
                 " channels), " + fixed(rate, 2) + " ch/s, ETA " + fixed((todo.size() - handled) / rate, 1) + " s");
     }
