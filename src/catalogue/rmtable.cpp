@@ -148,7 +148,9 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
   c.real("channelwidth", "Hz", "Typical channel width", [&](S) { return channel_width; });
   c.add<std::int32_t>("Nchan", "", "Number of channels", [&](S) { return static_cast<double>(context.freq_hz.size()); });
   c.real("rmsf_fwhm", "rad.m-2", "Full-width at half maximum of the RMSF", [&](S) { return settings.rmsf_fwhm; });
-  c.real("noise_chan", "Jy", "Typical per-channel noise in Q;U", [&](S) { return context.noise_chan; });
+  c.real("noise_chan", "Jy", "Typical per-channel noise in Q;U", [&](S s) {
+    return context.fdf_sigma > 0 && s.sigma > 0 ? context.noise_chan * s.sigma / context.fdf_sigma : context.noise_chan;
+  });
   c.text("telescope", "Name of Telescope(s)", [&](S) { return telescope; });
   const auto observed = [&](const Source& s) {
     return context.pointing_times.empty() ? PointingTime{}

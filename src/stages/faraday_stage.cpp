@@ -498,6 +498,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
       }
     std::nth_element(used_noise.begin(), used_noise.begin() + static_cast<long>(used_noise.size() / 2), used_noise.end());
     inputs.noise_chan = used_noise[used_noise.size() / 2];
+    inputs.fdf_sigma = synthesis->settings.sigma;
     inputs.pointing_times = pointing_times_;
     if (products_.has_moments(stokes_v)) inputs.mean_v = products_.moment(stokes_v, 0);
     for (const std::string& file : write_catalogue(config_, base_, inputs, products_, log)) written.push_back(file);

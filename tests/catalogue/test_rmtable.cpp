@@ -83,3 +83,17 @@ TEST(RmTable, TelescopesTakeTheStandardsNames) {
     EXPECT_EQ(column<std::string>(table, "telescope")[0], standard) << written;
   }
 }
+
+// noise_chan is the field's median channel noise carried to the source by the ratio of its
+// local FDF noise to the field's: twice the field's FDF noise (as 1 / B = 2 makes it with a
+// primary beam), twice the channel noise; without the field's FDF noise, the field's.
+TEST(RmTable, ChannelNoiseIsTheSourcesOwn) {
+  Source s;
+  s.name = "SPIP J000000.0+000000";
+  s.sigma = 2e-4;
+  RmTableContext context{"spip test", "ASKAP", false, false, 0.09, {1e-3, 5e-4, 0.0}, {1.0e9, 1.2e9},
+                         {1.0e9, 1.2e9}, 3e-3};
+  EXPECT_FLOAT_EQ(column<float>(rmtable({s}, FinderSettings{}, context), "noise_chan")[0], 3e-3f);
+  context.fdf_sigma = 1e-4;
+  EXPECT_FLOAT_EQ(column<float>(rmtable({s}, FinderSettings{}, context), "noise_chan")[0], 6e-3f);
+}

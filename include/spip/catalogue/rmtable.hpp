@@ -31,10 +31,13 @@ struct RmTableContext {
   fits::Beam beam;                // the restoring beam
   std::vector<double> freq_hz;    // the channels that were weighted
   std::vector<double> axis_freq_hz;  // every channel of the axis, weighted or blank: channelwidth is its step
-  double noise_chan = 0;          // Jy/beam: the median channel's noise in Q and U
+  double noise_chan = 0;          // Jy/beam: the median channel's noise in Q and U over the field
   // Per pointing of FinderSettings::pointings: a source takes its nearest's (Source::pointing),
   // as beamdist does; empty where the inputs do not say (other imagers' cubes).
   std::vector<PointingTime> pointing_times{};
+  // The field's FDF noise, of which a source's sigma_qu is the local value: noise_chan is
+  // scaled by their ratio to the source's place (with a primary beam, 1 / B there); 0: not scaled.
+  double fdf_sigma = 0;
 };
 
 fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& settings,

@@ -27,6 +27,7 @@ struct CatalogueInputs {
   std::vector<double> channel_freq_hz;  // the channels RM synthesis weighted
   std::vector<double> axis_freq_hz;     // every channel of the frequency axis, weighted or blank
   double noise_chan = 0;                // the median of their noise in Q and U, Jy/beam
+  double fdf_sigma = 0;                 // the field's FDF noise (RmTableContext::fdf_sigma)
   std::vector<ms::ObservingTime> pointing_times{};  // per pointing: when it was observed; empty: not known
   std::string mean_v{};                 // the mean-V moment image; empty: V not imaged
 };
