@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "spip/common/constants.hpp"
+#include "spip/common/number_text.hpp"
 #include "spip/error.hpp"
 #include "spip/faraday/spectrum_math.hpp"
 
@@ -328,16 +329,27 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
 }
 
 std::vector<Source> sources_at(const PixelMaps& maps, const SinProjection& projection, const FinderSettings& settings,
-                               const std::vector<SourcePosition>& positions) {
+                               const std::vector<SourcePosition>& positions, LeftOut* left_out) {
   const Map& pi = maps.pi;
   const Map sigma = local_noise(maps.pi_err, settings.box);
   std::vector<Source> sources;
+  const auto leave_out = [left_out](const SourcePosition& position, std::vector<std::string> LeftOut::*kind) {
+    if (!left_out) return;
+    (left_out->*kind).push_back(
+        position.id.empty() ? number_text(position.ra_deg, 8) + ", " + number_text(position.dec_deg, 8) : position.id);
+  };
   for (const SourcePosition& position : positions) {
     double x = 0, y = 0;
-    if (!projection.pixel(position.ra_deg / rad_to_deg, position.dec_deg / rad_to_deg, x, y)) continue;
+    const bool seen = projection.pixel(position.ra_deg / rad_to_deg, position.dec_deg / rad_to_deg, x, y);
     const long px = std::lround(x), py = std::lround(y);
-    if (px < 0 || py < 0 || px >= pi.nx || py >= pi.ny || !std::isfinite(pi.at(static_cast<int>(px), static_cast<int>(py))))
+    if (!seen || px < 0 || py < 0 || px >= pi.nx || py >= pi.ny) {
+      leave_out(position, &LeftOut::off_image);
       continue;
+    }
+    if (!std::isfinite(pi.at(static_cast<int>(px), static_cast<int>(py)))) {
+      leave_out(position, &LeftOut::blank);
+      continue;
+    }
     Source s = measure(maps, sigma, static_cast<int>(px), static_cast<int>(py), projection, settings, false);
     s.x = x;
     s.y = y;

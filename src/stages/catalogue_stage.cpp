@@ -33,6 +33,14 @@ catalogue::Map stokes_i_map(const CatalogueInputs& inputs, const catalogue::Map&
   return stokes_i;
 }
 
+// "; KIND: a, b, c" for the log, the first ten named; nothing where there are none.
+std::string listed(const std::string& kind, const std::vector<std::string>& names) {
+  if (names.empty()) return "";
+  std::string text = "; " + std::to_string(names.size()) + " " + kind + ": ";
+  for (std::size_t k = 0; k < std::min<std::size_t>(names.size(), 10); ++k) text += (k ? ", " : "") + names[k];
+  return names.size() > 10 ? text + " and " + std::to_string(names.size() - 10) + " more" : text;
+}
+
 }  // namespace
 
 std::vector<std::string> write_catalogue(const Config& config, const fits::ImageHeader& base,
@@ -71,9 +79,12 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                "blank pixels not listed: the sources may lie beyond, where they are not measured");
   } else {
     const std::vector<catalogue::SourcePosition> positions = catalogue::read_source_positions(config.catalogue.sources);
-    sources = catalogue::sources_at(maps, projection, settings, positions);
+    catalogue::LeftOut left_out;
+    sources = catalogue::sources_at(maps, projection, settings, positions, &left_out);
     log.root("catalogue.sources: " + std::to_string(sources.size()) + " of the " + std::to_string(positions.size()) +
-             " positions of " + config.catalogue.sources + " measured; the others are off the image or blank");
+             " positions of " + config.catalogue.sources + " measured" + listed("off the image", left_out.off_image) +
+             listed("on blank pixels (below beam.limit, or with faraday.fractional below its Stokes I threshold)",
+                    left_out.blank));
   }
   if (const auto& beam = inputs.primary_beam)
     for (catalogue::Source& s : sources) {

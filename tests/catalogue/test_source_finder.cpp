@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <numbers>
+#include <limits>
 #include <random>
+#include <tuple>
 
 #include "spip/catalogue/catalogue_table.hpp"
 #include "spip/catalogue/source_finder.hpp"
@@ -229,6 +231,29 @@ TEST(SourcesAt, CorrectTheBiasFromFiveSigmaAndTakeTheHigherNoise) {
   EXPECT_NEAR(sources[1].sigma, 2 * sigma, 1e-9) << "the pixel's noise, above the box's";
   const double measured_sq = bright * bright + 2.3 * 4 * sigma * sigma;
   EXPECT_NEAR(sources[1].pi, std::sqrt(measured_sq - 2.3 * 4 * sigma * sigma), 1e-9);
+}
+
+// Positions off the image and on blank pixels are left out, and named by kind.
+TEST(SourcesAt, NameThePositionsTheyLeaveOutByKind) {
+  FinderSettings settings;
+  settings.box = 16;
+  settings.beam_fwhm_pix = settings.beam_major_pix = settings.beam_minor_pix = 4;
+  PixelMaps maps = maps_with(64, {{16, 16, 1e-3, 5.0, 0, 5.0}}, 1e-4f, 4);
+  maps.pi.values[static_cast<std::size_t>(40) * 64 + 40] = std::numeric_limits<float>::quiet_NaN();
+  double ra = 0, dec = 0;
+  std::vector<SourcePosition> positions;
+  for (const auto& [x, y, id] : {std::tuple{16, 16, "seen"}, {40, 40, "blank"}, {200, 16, "beyond"}, {-90, 5, ""}}) {
+    projection.world(x, y, ra, dec);
+    positions.push_back({id, ra / deg, dec / deg});
+  }
+  LeftOut left_out;
+  const std::vector<Source> sources = sources_at(maps, projection, settings, positions, &left_out);
+  ASSERT_EQ(sources.size(), 1u);
+  EXPECT_EQ(sources[0].name, "seen");
+  EXPECT_EQ(left_out.blank, std::vector<std::string>{"blank"});
+  ASSERT_EQ(left_out.off_image.size(), 2u);
+  EXPECT_EQ(left_out.off_image[0], "beyond");
+  EXPECT_NE(left_out.off_image[1].find(", "), std::string::npos) << "unnamed: its RA, Dec";
 }
 
 TEST(FindSources, AFlatFieldHasNone) {

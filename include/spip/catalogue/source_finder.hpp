@@ -100,9 +100,13 @@ struct SourcePosition {
 };
 // The Faraday quantities at each position, as POSSUM measures them at its Stokes I
 // components: at the nearest pixel, with the local noise, in the list's order, each its
-// own island; positions off the image or on unmeasured pixels are left out.
+// own island; positions off the image or on unmeasured (blank) pixels are left out, and
+// with `left_out` listed there by kind, each by its id or else its RA, Dec.
+struct LeftOut {
+  std::vector<std::string> off_image, blank;
+};
 std::vector<Source> sources_at(const PixelMaps& maps, const SinProjection& projection, const FinderSettings& settings,
-                               const std::vector<SourcePosition>& positions);
+                               const std::vector<SourcePosition>& positions, LeftOut* left_out = nullptr);
 // The positions in a FITS or CSV table (by its name's ending) with RA and Dec columns in
 // degrees: ra/dec, ra_deg/dec_deg, ra_deg_cont/dec_deg_cont (Selavy), raj2000/dej2000,
 // any case; the id from component_id, source_name, source_id, name or id where there is
