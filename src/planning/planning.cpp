@@ -606,6 +606,35 @@ void check_beam_reaches_image(const Config& config, const Plan& plan) {
                  "), a larger image, or a lower beam.limit");
 }
 
+// Each image channel takes each Stokes parameter from the inputs whose correlations give
+// it. A channel whose inputs do not give one that others give (an input of XX and YY
+// alone, where another has XY and YX too) would image it as zero and weigh it fully in
+// RM synthesis: such a band is refused in one line.
+void check_stokes_of_every_channel(const Plan& plan) {
+  for (int s = 0; s < ms::num_stokes; ++s) {
+    if (!plan.stokes[s]) continue;
+    int first = -1, last = -1, input = -1;
+    for (int c = 0; c < plan.band.size(); ++c) {
+      const std::vector<ms::ChannelPart>& parts = plan.band.channels[static_cast<std::size_t>(c)].parts;
+      if (parts.empty() || std::any_of(parts.begin(), parts.end(), [&](const ms::ChannelPart& part) {
+            return plan.readers[static_cast<std::size_t>(part.input)].info().stokes_determined[s];
+          }))
+        continue;
+      if (first < 0) first = c, input = parts.front().input;
+      last = c;
+    }
+    if (first < 0) continue;
+    const ms::MsInfo& info = plan.readers[static_cast<std::size_t>(input)].info();
+    SPIP_THROW(InputError, "Stokes " + std::string(1, "IQUV"[s]) + " is given by other inputs but not on channels " +
+                               std::to_string(plan.chan_begin + first) + "-" + std::to_string(plan.chan_begin + last) +
+                               " (" + fixed(plan.freq_hz[static_cast<std::size_t>(first)] / 1e6, 4) + "-" +
+                               fixed(plan.freq_hz[static_cast<std::size_t>(last)] / 1e6, 4) + " MHz), which only " +
+                               "inputs such as " + ms::input_name(info) + " (correlations [" + info.stokes_summary() +
+                               "]) cover: it would be imaged as zero there; image those channels apart "
+                               "(input.freq_min, input.freq_max), or leave that input out");
+  }
+}
+
 }  // namespace
 
 Plan open_plan(const Config& config) {
@@ -662,6 +691,7 @@ Plan open_plan(const Config& config) {
   }
   for (const ms::MsReader& reader : plan.readers)
     for (int s = 0; s < ms::num_stokes; ++s) plan.stokes[s] = plan.stokes[s] || reader.info().stokes_determined[s];
+  check_stokes_of_every_channel(plan);
   if (plan.freq_hz.size() >= 2 && plan.polarised())
     plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),

@@ -206,6 +206,31 @@ TEST(AllSky, NoFaradayProductOrSourceBeyondTheHorizon) {
 // determines I and V, or I and Q: spip writes those cubes, says in one line what it
 // skips, and writes no Faraday products. Its dirty I equals the full sample's, and its
 // V (RR - LL)/2 the sample's Q (XX - YY)/2.
+// An input of XX and YY alone beside one with all four correlations, on channels only the
+// first covers: U and V would be imaged as zero there and weigh fully in RM synthesis.
+// The band is refused in one line that names the channels and the input.
+TEST(ParallelHandsOnly, BesideAFullInputOnChannelsOfTheirOwnAreRefused) {
+  const std::string sample = std::string(SPIP_TEST_DATA) + "/oskar_small.ms";
+  const std::string xxyy = spip::test::scratch_path("xxyy.ms").string();
+  spip::test::copy_parallel_hands(sample, xxyy, false);
+  const fs::path above = spip::test::scratch_path("above.ms");  // four channels above the sample's 40
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + SPIP_TEST_DATA + "/oskar_small.sky.txt --telescope " +
+                    SPIP_TEST_DATA + "/oskar_small.tm --freq-start 168.6e6 --channels 4 --times 4 --out " + above.string(),
+                spip::test::scratch_path("sim.log")),
+            0);
+  const fs::path out = spip::test::scratch_path("mixed");
+  EXPECT_EQ(run(std::string(SPIP_BIN) + " --input.ms " + xxyy + " --input.ms " + above.string() +
+                    " --image.size 64 --image.scale 120 --output.dir " + out.string(),
+                out.string() + ".log"),
+            3);
+  const std::string log = read_text(out.string() + ".log");
+  EXPECT_NE(log.find("spip: error: Stokes U is given by other inputs but not on channels 0-39 (120.6000-167.4000 MHz), "
+                     "which only inputs such as " + xxyy + " (correlations [XX YY]) cover"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(fs::exists(out)) << "nothing may be written";
+}
+
 TEST(ParallelHandsOnly, WritesTheStokesTheyDetermineAndNoFaradayProducts) {
   const std::string sample = std::string(SPIP_TEST_DATA) + "/oskar_small.ms";
   const std::string args = " --image.size 64 --image.scale 120 --clean.niter 50 --parallel.threads 1 --output.dir ";
