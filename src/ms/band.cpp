@@ -74,6 +74,17 @@ std::vector<double> Band::freq_hz() const {
   return freq;
 }
 
+std::vector<double> Band::data_freq_hz() const {
+  std::vector<double> freq;
+  for (const BandChannel& c : channels) freq.push_back(c.data_freq_hz > 0 ? c.data_freq_hz : c.freq_hz);
+  return freq;
+}
+
+int Band::off_centre() const {
+  return static_cast<int>(std::count_if(channels.begin(), channels.end(),
+                                        [](const BandChannel& c) { return c.data_freq_hz > 0; }));
+}
+
 int Band::gaps() const {
   return static_cast<int>(std::count_if(channels.begin(), channels.end(),
                                         [](const BandChannel& c) { return c.parts.empty(); }));
@@ -162,10 +173,23 @@ Band bin_band(const Band& band, int count, double width_hz) {
   Band binned;
   binned.step_hz = width_hz;
   for (int k = 0; k < count; ++k) binned.channels.push_back({low + (k + 0.5) * width_hz, width_hz, {}});
+  std::vector<double> freq_sum(static_cast<std::size_t>(count), 0.0);
+  std::vector<int> members(static_cast<std::size_t>(count), 0);
   for (const BandChannel& channel : band.channels) {
-    const auto k = std::clamp(static_cast<int>(std::floor((channel.freq_hz - low) / width_hz)), 0, count - 1);
-    std::vector<ChannelPart>& parts = binned.channels[static_cast<std::size_t>(k)].parts;
+    const auto k = static_cast<std::size_t>(
+        std::clamp(static_cast<int>(std::floor((channel.freq_hz - low) / width_hz)), 0, count - 1));
+    std::vector<ChannelPart>& parts = binned.channels[k].parts;
     parts.insert(parts.end(), channel.parts.begin(), channel.parts.end());
+    if (channel.parts.empty()) continue;
+    freq_sum[k] += channel.freq_hz;
+    ++members[k];
+  }
+  // A full bin's channels lie symmetric about its centre: their mean is the centre but
+  // for rounding, and the centre is kept.
+  for (std::size_t k = 0; k < binned.channels.size(); ++k) {
+    BandChannel& bin = binned.channels[k];
+    const double mean = members[k] > 0 ? freq_sum[k] / members[k] : bin.freq_hz;
+    if (std::abs(mean - bin.freq_hz) > 1e-6 * width_hz) bin.data_freq_hz = mean;
   }
   return binned;
 }

@@ -685,6 +685,7 @@ Plan open_plan(const Config& config) {
   plan.chan_begin = stored_numbering(plan, binned) ? plan.band.channels.front().parts.front().channel : 0;
   plan.chan_end = plan.chan_begin + plan.band.size();
   plan.freq_hz = plan.band.freq_hz();
+  plan.data_freq_hz = plan.band.data_freq_hz();
   if (plan.primary_beam) {
     plan.primary_beam->check_band(plan.freq_hz.front(), plan.freq_hz.back());
     check_beam_reaches_image(config, plan);
@@ -693,7 +694,7 @@ Plan open_plan(const Config& config) {
     for (int s = 0; s < ms::num_stokes; ++s) plan.stokes[s] = plan.stokes[s] || reader.info().stokes_determined[s];
   check_stokes_of_every_channel(plan);
   if (plan.freq_hz.size() >= 2 && plan.polarised())
-    plan.num_phi = FaradayStage::planned_axis(plan.freq_hz, config.faraday).count;
+    plan.num_phi = FaradayStage::planned_axis(plan.data_freq_hz, config.faraday).count;
   plan.geometry = imaging::ImageGeometry::make(config.image.size, config.pixel_scale_rad(),
                                                imaging::oversampling_for(config.image.accuracy, config.image.padding));
   std::vector<std::size_t> input_rows;
@@ -843,6 +844,10 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
            (plan.band.gaps() > 0 ? ", " + std::to_string(plan.band.gaps()) +
                                        " of them in gaps between the inputs' channels (blank planes)"
                                  : std::string()));
+  if (const int off = plan.band.off_centre(); off > 0)
+    log.root(std::to_string(off) + " of the bins hold channels off their centre (a gap, the band's end, or bins that do not "
+             "divide the channels evenly): the FITS axis "
+             "labels each bin at its centre, RM synthesis takes it at its channels' mean frequency");
   std::string correlations;
   for (const ms::MsReader& reader : plan.readers)
     correlations += (correlations.empty() ? "" : "; ") + reader.info().stokes_summary();

@@ -146,6 +146,35 @@ TEST(Band, BinsOfEqualWidth) {
   EXPECT_THROW(bin_band(band, 0, 49.3e6), InputError);
 }
 
+// Where a bin lacks some of its channels (a gap, or the band's end), its data lie at
+// their mean frequency, not at the centre its FITS label gives: RM synthesis takes that.
+// Full bins keep their centre to the bit.
+TEST(Band, BinsThatLackChannelsHaveTheirDataOffCentre) {
+  const Band band = merge({window("a.ms", 120.6e6, 1.2e6, 40, 1.2e6)});
+  const Band ten = bin_band(band, 10, 0);
+  EXPECT_EQ(ten.off_centre(), 0);
+  EXPECT_EQ(ten.data_freq_hz(), ten.freq_hz());
+  // 40 channels into 39 bins of 48/39 MHz: bin k holds channels whose centres fall in it.
+  const Band odd = bin_band(band, 39, 0);
+  ASSERT_EQ(odd.size(), 39);
+  EXPECT_GT(odd.off_centre(), 30);
+  for (const BandChannel& bin : odd.channels) {
+    double sum = 0;
+    for (const ChannelPart& part : bin.parts) sum += 120.6e6 + 1.2e6 * part.channel;
+    ASSERT_FALSE(bin.parts.empty());
+    const double mean = sum / static_cast<double>(bin.parts.size());
+    EXPECT_NEAR(bin.data_freq_hz > 0 ? bin.data_freq_hz : bin.freq_hz, mean, 1e-3) << bin.freq_hz;
+  }
+  // Two windows a channel apart (127.8 MHz missing), in bins of 2.4 MHz: the fourth bin,
+  // labelled 128.4 MHz, holds the 129.0 MHz channel alone.
+  const Band gap = merge({window("a.ms", 120.6e6, 1.2e6, 6, 1.2e6), window("b.ms", 129.0e6, 1.2e6, 3, 1.2e6)});
+  const Band five = bin_band(gap, 5, 0);
+  ASSERT_EQ(five.size(), 5);
+  EXPECT_EQ(five.off_centre(), 1);
+  EXPECT_NEAR(five.channels[3].freq_hz, 128.4e6, 1e-3);
+  EXPECT_NEAR(five.data_freq_hz()[3], 129.0e6, 1e-3);
+}
+
 // A bin over a gap between sub-bands holds no part: a blank image channel.
 TEST(Band, BinsOverAGapAreBlank) {
   const Band band = merge({window("low.ms", 100e6, 1e6, 4, 1e6), window("high.ms", 108e6, 1e6, 4, 1e6)});

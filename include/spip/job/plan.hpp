@@ -49,6 +49,7 @@ struct Plan {
   // and after); otherwise (several inputs, high to low, gaps, bins) they count from 0.
   int chan_begin = 0, chan_end = 0;
   std::vector<double> freq_hz;                   // of the image channels
+  std::vector<double> data_freq_hz;              // where their data lie (ms::Band::data_freq_hz): RM synthesis's
   std::array<bool, ms::num_stokes> stokes{};     // which of I, Q, U, V some input's correlations determine
   int num_phi = 0;                               // Faraday depths (0: fewer than two channels, or not polarised)
   // Channel blocks, relative to chan_begin. Groups of ranks_per_channel consecutive

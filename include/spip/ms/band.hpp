@@ -23,6 +23,9 @@ struct BandChannel {
   double freq_hz = 0;
   double width_hz = 0;
   std::vector<ChannelPart> parts;
+  // Where a bin's data lie, the mean frequency of its channels, where that is not its
+  // centre (channels missing from the bin); 0: at freq_hz.
+  double data_freq_hz = 0;
 };
 
 struct Band {
@@ -31,6 +34,10 @@ struct Band {
 
   int size() const { return static_cast<int>(channels.size()); }
   std::vector<double> freq_hz() const;
+  // Each channel's data_freq_hz, or its freq_hz where that is 0.
+  std::vector<double> data_freq_hz() const;
+  // How many channels' data lie off their centre.
+  int off_centre() const;
   int gaps() const;
   // Whether every channel but gaps holds parts of all `inputs` inputs.
   bool every_channel_has_all(int inputs) const;
@@ -52,7 +59,9 @@ Band merge_band(const std::vector<MsInfo>& inputs, const std::vector<std::vector
 // -channels-out: `count` of them across the band (from the lowest channel's lower edge
 // to the highest's upper edge), or as many as `width_hz` takes. A bin holds the parts of
 // every channel centred in it, each to be gridded at its own frequency; its frequency
-// is its centre, its width the bin's, and a bin without channels is blank.
+// is its centre, its width the bin's, and a bin without channels is blank. A bin that
+// lacks some channels (a gap, a flagged window, a last bin partly past the band's end)
+// has its data at their mean frequency (data_freq_hz), which RM synthesis must take.
 Band bin_band(const Band& band, int count, double width_hz);
 
 // "path", or "path (field F, spectral window N)" with either where the MS has several: for
