@@ -153,11 +153,11 @@ void place_in_beam(Source& s, const SinProjection& projection, const FinderSetti
 double at_offset(const Map& map, int x, int y, double dx, double dy) {
   const double at = map.at(x, y);
   const auto along = [at](double offset, double before, double after) {
-    return offset == 0 ? 0.0 : 0.5 * offset * (after - before) + 0.5 * offset * offset * (before - 2 * at + after);
+    const double change = 0.5 * offset * (after - before) + 0.5 * offset * offset * (before - 2 * at + after);
+    return offset != 0 && std::isfinite(change) ? change : 0.0;
   };
-  const double value = at + along(dx, x > 0 ? map.at(x - 1, y) : nan, x + 1 < map.nx ? map.at(x + 1, y) : nan) +
-                       along(dy, y > 0 ? map.at(x, y - 1) : nan, y + 1 < map.ny ? map.at(x, y + 1) : nan);
-  return std::isfinite(value) ? value : at;
+  return at + along(dx, x > 0 ? map.at(x - 1, y) : nan, x + 1 < map.nx ? map.at(x + 1, y) : nan) +
+         along(dy, y > 0 ? map.at(x, y - 1) : nan, y + 1 < map.ny ? map.at(x, y + 1) : nan);
 }
 
 // The source at pixel (x, y): with `refine`, a PI peak, placed and measured at the vertex

@@ -154,7 +154,8 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
   if (convolved)
     rows = kept_rows(*convolved, plan.blocks, false, plan.base.nx, plan.base.ny, static_cast<int>(plan.freq_hz.size()),
                      {plan.cubes.i.has_value(), true, true, plan.cubes.v.has_value()});
-  FaradayStage faraday(config, plan.products, plan.base, plan.freq_hz, plan.memory.faraday_group, plan.gpu_device,
+  FaradayStage faraday(config, plan.products, plan.base, plan.freq_hz, plan.freq_hz, plan.memory.faraday_group,
+                       plan.gpu_device,
                        plan.gpu_share_bytes, std::move(rows), std::nullopt, beam::Pointings{}, {});
   CommittedProducts products;
   products.paths = faraday.finish(noise, mpi, log, stop);

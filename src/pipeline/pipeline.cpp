@@ -807,7 +807,8 @@ std::vector<std::string> RankRun::run_faraday_stage(const fits::Beam& beam) {
   if (!plan_.polarised()) return {};
   fits::ImageHeader base = cubes_.base;
   base.beam = beam;
-  FaradayStage faraday(config_, plan_.products, base, plan_.data_freq_hz, plan_.memory.faraday_group, plan_.gpu_device,
+  FaradayStage faraday(config_, plan_.products, base, plan_.freq_hz, plan_.data_freq_hz, plan_.memory.faraday_group,
+                       plan_.gpu_device,
                        plan_.gpu_share_bytes,
                        kept_rows(*kept_, plan_.blocks, plan_.products.made(ChannelCubeKind::residual), base.nx,
                                  base.ny, static_cast<int>(plan_.freq_hz.size())),

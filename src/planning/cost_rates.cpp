@@ -220,7 +220,7 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
     rates.restore_channel_s = 4 * pixels * static_cast<double>(restored) / rate;
   }
   rates.faraday_pixel_s = plan.polarised() ? faraday_bytes / pixels / rate : 0.0;
-  if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.freq_hz);
+  if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.data_freq_hz);
   return rates;
 }
 
@@ -249,8 +249,9 @@ CostRates rates_from_qa(const std::string& path, const Config& config, const Pla
   rates.faraday_pixel_s = qa.run.faraday_s * qa.run.ranks / static_cast<double>(qa.run.image_pixels);
   if (num_chan > previous_channels && previous_channels >= 2)
     rates.faraday_pixel_s +=
-        faraday_seconds_per_pixel(config, plan.freq_hz) -
-        faraday_seconds_per_pixel(config, std::vector<double>(plan.freq_hz.begin(), plan.freq_hz.begin() + previous_channels));
+        faraday_seconds_per_pixel(config, plan.data_freq_hz) -
+        faraday_seconds_per_pixel(config, std::vector<double>(plan.data_freq_hz.begin(),
+                                                              plan.data_freq_hz.begin() + previous_channels));
   rates.from = "measured by the run of " + path + " (" + std::to_string(previous_channels) + " channels)";
   return rates;
 }

@@ -607,22 +607,28 @@ void check_beam_reaches_image(const Config& config, const Plan& plan) {
 }
 
 // Each image channel takes each Stokes parameter from the inputs whose correlations give
-// it. A channel whose inputs do not give one that others give (an input of XX and YY
-// alone, where another has XY and YX too) would image it as zero and weigh it fully in
-// RM synthesis: such a band is refused in one line.
+// it, a mosaic's pointing from its own inputs. A channel (of a pointing) whose inputs do
+// not give one that others give (an input of XX and YY alone, where another has XY and
+// YX too) would image it as zero and weigh it fully in RM synthesis: such a band is
+// refused in one line.
 void check_stokes_of_every_channel(const Plan& plan) {
+  const auto pointing_of = [&](int input) {
+    return plan.input_pointing.empty() ? 0 : plan.input_pointing[static_cast<std::size_t>(input)];
+  };
   for (int s = 0; s < ms::num_stokes; ++s) {
     if (!plan.stokes[s]) continue;
     int first = -1, last = -1, input = -1;
-    for (int c = 0; c < plan.band.size(); ++c) {
-      const std::vector<ms::ChannelPart>& parts = plan.band.channels[static_cast<std::size_t>(c)].parts;
-      if (parts.empty() || std::any_of(parts.begin(), parts.end(), [&](const ms::ChannelPart& part) {
-            return plan.readers[static_cast<std::size_t>(part.input)].info().stokes_determined[s];
-          }))
-        continue;
-      if (first < 0) first = c, input = parts.front().input;
-      last = c;
-    }
+    for (int c = 0; c < plan.band.size(); ++c)
+      for (const ms::ChannelPart& part : plan.band.channels[static_cast<std::size_t>(c)].parts) {
+        const std::vector<ms::ChannelPart>& parts = plan.band.channels[static_cast<std::size_t>(c)].parts;
+        if (std::any_of(parts.begin(), parts.end(), [&](const ms::ChannelPart& other) {
+              return pointing_of(other.input) == pointing_of(part.input) &&
+                     plan.readers[static_cast<std::size_t>(other.input)].info().stokes_determined[s];
+            }))
+          continue;
+        if (first < 0) first = c, input = part.input;
+        last = c;
+      }
     if (first < 0) continue;
     const ms::MsInfo& info = plan.readers[static_cast<std::size_t>(input)].info();
     SPIP_THROW(InputError, "Stokes " + std::string(1, "IQUV"[s]) + " is given by other inputs but not on channels " +

@@ -88,13 +88,14 @@ struct FaradayStage::Synthesis {
 };
 
 FaradayStage::FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
-                           std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
+                           std::vector<double> freq_hz, std::vector<double> data_freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                            std::unique_ptr<FaradayRows> rows, std::optional<beam::PrimaryBeam> primary_beam,
                            beam::Pointings pointings, std::vector<ms::ObservingTime> pointing_times)
     : config_(config),
       products_(products),
       base_(base),
       freq_hz_(std::move(freq_hz)),
+      data_freq_hz_(std::move(data_freq_hz)),
       group_bytes_(group_bytes),
       gpu_device_(gpu_device),
       gpu_bytes_(gpu_bytes),
@@ -493,7 +494,7 @@ std::vector<std::string> FaradayStage::finish(const std::vector<double>& channel
     std::vector<double> used_noise;
     for (std::size_t c = 0; c < weight.size(); ++c)
       if (weight[c] > 0) {
-        inputs.channel_freq_hz.push_back(freq_hz_[c]);
+        inputs.channel_freq_hz.push_back(data_freq_hz_[c]);
         used_noise.push_back(noise[c]);
       }
     std::nth_element(used_noise.begin(), used_noise.begin() + static_cast<long>(used_noise.size() / 2), used_noise.end());
@@ -517,7 +518,7 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
     return std::nullopt;
   }
   Synthesis s;
-  s.setup = faraday::make_setup(freq_hz_, weight, config_.faraday);
+  s.setup = faraday::make_setup(data_freq_hz_, weight, config_.faraday);
   double weight_sum = 0, noise_sum = 0;
   for (std::size_t c = 0; c < weight.size(); ++c) {
     weight_sum += weight[c];
@@ -533,7 +534,7 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
   for (const std::string& name : config_.faraday.cubes) s.cubes.push_back(cube_choice(name));
   if (config_.faraday.fractional) {
     const double nu0 = speed_of_light / std::sqrt(s.setup.lambda0_sq);
-    for (double nu : freq_hz_) s.log_nu_ratio.push_back(std::log(nu / nu0));
+    for (double nu : data_freq_hz_) s.log_nu_ratio.push_back(std::log(nu / nu0));
     log.root("faraday.fractional: Q and U divided by each pixel's Stokes I power law, PI at nu0 = " +
              fixed(nu0 / 1e6, 3) + " MHz");
   }

@@ -50,7 +50,7 @@ class FaradayStage {
   // first (NaN below beam.limit), so that every product describes the true sky: about
   // `pointings`, the mosaic's effective response where there are several.
   FaradayStage(const Config& config, const ProductRegistry& products, const fits::ImageHeader& base,
-               std::vector<double> freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
+               std::vector<double> freq_hz, std::vector<double> data_freq_hz, double group_bytes, int gpu_device, std::size_t gpu_bytes,
                std::unique_ptr<FaradayRows> rows, std::optional<beam::PrimaryBeam> primary_beam,
                beam::Pointings pointings, std::vector<ms::ObservingTime> pointing_times);
 
@@ -132,7 +132,8 @@ class FaradayStage {
   const Config& config_;
   const ProductRegistry& products_;
   fits::ImageHeader base_;
-  std::vector<double> freq_hz_;
+  std::vector<double> freq_hz_;       // the channels' on the FITS axis: the primary beam's, channelwidth's
+  std::vector<double> data_freq_hz_;  // where their data lie (ms::Band::data_freq_hz): RM synthesis's
   double group_bytes_;
   int gpu_device_;            // -1: the CPU backend
   std::size_t gpu_bytes_;
