@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "spip/beam/primary_beam.hpp"
+#include "spip/common/text_case.hpp"
 
 namespace spip::beam {
 namespace {
@@ -89,8 +90,7 @@ PrimaryBeam askap() {
 }  // namespace
 
 std::optional<PrimaryBeam> telescope_beam(const std::string& telescope) {
-  std::string name = telescope;
-  std::ranges::transform(name, name.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+  const std::string name = upper_case(telescope);
   if (name.starts_with("VLA") || name.starts_with("EVLA") || name.starts_with("JVLA")) return vla();
   if (name.starts_with("ATCA")) return atca();
   if (name.starts_with("MEERKAT")) return meerkat();

@@ -9,6 +9,7 @@
 
 #include "spip/common/celestial.hpp"
 #include "spip/common/constants.hpp"
+#include "spip/common/text_case.hpp"
 
 namespace spip::catalogue {
 namespace {
@@ -18,11 +19,6 @@ constexpr double nan = std::numeric_limits<double>::quiet_NaN();
 // The standard's telescope names; others are its blank, "Unknown".
 const char* const standard_telescopes[] = {"VLA", "LOFAR", "ATCA", "DRAO-ST", "MWA", "WSRT", "Effelsberg", "ATA",
                                            "ASKAP", "ARO", "Arecibo", "Parkes", "CHIME", "FAST"};
-
-std::string upper_case(std::string text) {
-  std::ranges::transform(text, text.begin(), [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
-  return text;
-}
 
 // The name an MS or a FITS header gives, in any case; the VLA's MSs say EVLA (or JVLA).
 std::string standard_telescope(const std::string& name) {

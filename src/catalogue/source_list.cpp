@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "spip/catalogue/source_finder.hpp"
+#include "spip/common/text_case.hpp"
 #include "spip/error.hpp"
 #include "spip/fits/fits_table.hpp"
 
@@ -16,17 +17,13 @@ const char* const ra_names[] = {"ra", "ra_deg", "ra_deg_cont", "raj2000"};
 const char* const dec_names[] = {"dec", "dec_deg", "dec_deg_cont", "dej2000", "decj2000"};
 const char* const id_names[] = {"component_id", "source_name", "source_id", "name", "id"};
 
-std::string lower(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::tolower(c); });
-  return text;
-}
 
 // The index of the first of `names` among `columns` (any case), or -1.
 template <std::size_t N>
 long find_column(const std::vector<std::string>& columns, const char* const (&names)[N]) {
   for (const char* name : names)
     for (std::size_t k = 0; k < columns.size(); ++k)
-      if (lower(columns[k]) == name) return static_cast<long>(k);
+      if (lower_case(columns[k]) == name) return static_cast<long>(k);
   return -1;
 }
 
@@ -119,7 +116,7 @@ std::vector<SourcePosition> from_fits(const std::string& path) {
 std::vector<SourcePosition> read_source_positions(const std::string& path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) refuse(path, "no such file");
-  const std::string name = lower(path);
+  const std::string name = lower_case(path);
   return name.ends_with(".fits") || name.ends_with(".fit") || name.ends_with(".fits.gz") ? from_fits(path)
                                                                                          : from_csv(path);
 }

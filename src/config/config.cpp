@@ -18,6 +18,7 @@
 
 #include <boost/program_options.hpp>
 
+#include "spip/common/text_case.hpp"
 #include "spip/error.hpp"
 
 namespace spip {
@@ -60,8 +61,7 @@ bool parse(std::string_view text, double& out) {
 }
 
 bool parse(std::string_view text, bool& out) {
-  std::string lower(text);
-  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string lower = lower_case(std::string(text));
   for (std::string_view yes : {"true", "yes", "on", "1"})
     if (lower == yes) return out = true, true;
   for (std::string_view no : {"false", "no", "off", "0"})

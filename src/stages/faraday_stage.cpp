@@ -382,15 +382,16 @@ std::vector<float> FaradayStage::noise_floor(const Synthesis& synthesis, const R
     if (weight[c] > 0) plain += channel_variance[c] = weight[c] * weight[c] * synthesis.channel_sigma[c] * synthesis.channel_sigma[c];
   std::vector<float> floor(pixels, static_cast<float>(synthesis.settings.sigma));
   if (!(plain > 0)) return floor;
-  for (std::size_t x = 0; x < pixels; ++x) {
-    double scaled = 0;
-    for (std::size_t c = 0; c < weight.size(); ++c) {
-      if (!(weight[c] > 0)) continue;
+  std::vector<double> scaled(pixels, 0.0);  // channel by channel: each channel's responses are contiguous
+  for (std::size_t c = 0; c < weight.size(); ++c) {
+    if (!(weight[c] > 0)) continue;
+    for (std::size_t x = 0; x < pixels; ++x) {
       const double f = flattening.factor(x, c), b = group.response.empty() ? 1.0 : group.response[c * pixels + x];
-      scaled += channel_variance[c] * f * f / (b * b);
+      scaled[x] += channel_variance[c] * f * f / (b * b);
     }
-    floor[x] = static_cast<float>(synthesis.settings.sigma * std::sqrt(scaled / plain));
   }
+  for (std::size_t x = 0; x < pixels; ++x)
+    floor[x] = static_cast<float>(synthesis.settings.sigma * std::sqrt(scaled[x] / plain));
   return floor;
 }
 
