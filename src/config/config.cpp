@@ -549,6 +549,10 @@ const std::vector<Key>& keys() {
        "with -I, -Q, -U, -V), psf and pb",
        false, set_channel_cubes,
        [](const Config& c) { return std::vector<std::string>{selection_text(c.output.channel_cubes, channel_cube_names())}; }},
+      scalar("output.checkpoint_interval", &Config::output, &OutputConfig::checkpoint_interval,
+             [](double v) { return v >= 0; }, "a number >= 0", "s",
+             "how often a rank syncs its cubes to disk and marks the channels in them as done; a killed run "
+             "images again at most this much of each rank's work; 0: after every channel"),
 
       scalar("parallel.device", &Config::parallel, &ParallelConfig::device, any<Device>,
              "one of auto, cpu, gpu", "", "auto (GPU when present), cpu or gpu"),

@@ -19,10 +19,11 @@ namespace fs = std::filesystem;
 const std::string marker_format = "spip progress markers, qa version " + std::to_string(qa_version);
 
 // Settings that do not change the products: how many threads, how long the allocation
-// is (a requeued job passes it anew), and paths that name the same inputs and folder
-// in other words (the inputs themselves are compared by their fingerprint).
-constexpr const char* settings_without_effect[] = {"parallel.threads", "parallel.time_limit", "input.ms",
-                                                   "output.dir"};
+// is (a requeued job passes it anew), how often progress is synced, and paths that
+// name the same inputs and folder in other words (the inputs themselves are compared
+// by their fingerprint).
+constexpr const char* settings_without_effect[] = {"parallel.threads", "parallel.time_limit",
+                                                   "output.checkpoint_interval", "input.ms", "output.dir"};
 
 // "section.key" -> its values, from the text to_ini() writes.
 std::map<std::string, std::string> settings(const std::string& ini) {
@@ -188,5 +189,21 @@ void ChannelProgress::mark_restored(int channel, double restored_peak) const {
 }
 
 void ChannelProgress::remove() const { fs::remove_all(dir_); }
+
+Checkpoint::Checkpoint(std::function<void()> sync, double interval_s)
+    : sync_(std::move(sync)), interval_s_(interval_s) {}
+
+void Checkpoint::mark_after_sync(std::function<void()> marker) {
+  waiting_.push_back(std::move(marker));
+  if (since_sync_.seconds() >= interval_s_) flush();
+}
+
+void Checkpoint::flush() {
+  if (waiting_.empty()) return;
+  sync_();
+  for (const auto& marker : waiting_) marker();
+  waiting_.clear();
+  since_sync_ = Stopwatch();
+}
 
 }  // namespace spip::pipeline

@@ -161,7 +161,9 @@ class RankRun {
         // Rank 0 decides whether to resume for all (start_or_resume): only it needs the inputs' fingerprint.
         progress_(plan.products.progress_dir(), progress_settings(config, plan),
                   mpi.is_root() ? fingerprint_of(config, plan) : ""),
-        cubes_(make_cube_set(config, plan)), chosen_(chosen_beam(config.image)),
+        cubes_(make_cube_set(config, plan)),
+        checkpoint_([this] { cubes_.writer->sync(); }, config.output.checkpoint_interval),
+        chosen_(chosen_beam(config.image)),
         qa_(static_cast<std::size_t>(mine_.size())), noise_(static_cast<std::size_t>(mine_.size())) {}
 
   CommittedProducts run() {
@@ -233,6 +235,7 @@ class RankRun {
   // Created before the job's restoring beam is known (every channel's PSF must be
   // fitted first): rank 0 writes it into the headers at the end.
   const CubeSet cubes_;
+  Checkpoint checkpoint_;  // the channels' markers, each after its planes are synced
   const std::optional<imaging::Beam> chosen_;  // image.beam
   std::unique_ptr<ImagingStage> imaging_;
   // The planes the later steps take instead of reading the products back: each
@@ -418,7 +421,7 @@ bool RankRun::recall_planes(int c) {
 
 // Each channel is read, staged and imaged once: PSF, dirty images, CLEAN; restored here
 // with its own beam unless restore_later(). The feed reads ahead; the writer writes
-// the planes and then the marker one channel behind.
+// the planes one channel behind, and their markers at the next checkpoint.
 void RankRun::image_channels(const std::vector<int>& todo) {
   const Stopwatch watch;
   source_->want(todo);
@@ -476,6 +479,7 @@ void RankRun::image_channels(const std::vector<int>& todo) {
   feed.reset();
   source_.reset();  // its blocks, which the Faraday stage's memory plan counts as freed
   writer.finish();
+  checkpoint_.flush();
   // Before the stop point: it waits for the slowest rank, which is not this rank's time.
   rank_qa_.image_s = watch.seconds() - rank_qa_.read_s;
   stop_.leave_if_requested(leads() ? std::to_string(mine_.size() - static_cast<int>(todo.size()) + handled) +
@@ -518,8 +522,7 @@ void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writ
   const std::string record = nlohmann::ordered_json(ChannelMarker{qa, -1.0}).dump();
   writer.submit([this, c, record] {
     write_blank_channel(cubes_, c);
-    cubes_.writer->sync();
-    progress_.mark_done(plan_.chan_begin + c, record);
+    checkpoint_.mark_after_sync([this, c, record] { progress_.mark_done(plan_.chan_begin + c, record); });
   });
 }
 
@@ -657,8 +660,9 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
     const double pol_noise = 0.5 * (deconv::mad_sigma(images.residual.data() + pixels, pixels) +
                                     deconv::mad_sigma(images.residual.data() + 2 * pixels, pixels));
     noise_of(c) = pol_noise;
-    cubes_.writer->sync();
-    progress_.mark_done(plan_.chan_begin + c, nlohmann::ordered_json(ChannelMarker{qa, pol_noise}).dump());
+    checkpoint_.mark_after_sync([this, c, record = nlohmann::ordered_json(ChannelMarker{qa, pol_noise}).dump()] {
+      progress_.mark_done(plan_.chan_begin + c, record);
+    });
   });
 }
 
@@ -764,13 +768,13 @@ void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector
       peak = *std::max_element(restored.begin(), restored.begin() + pixels);
       write_restored(cubes_, c, restored, weights);
       keep_planes(c, restored, nullptr);
-      cubes_.writer->sync();
-      progress_.mark_restored(absolute, peak);
+      checkpoint_.mark_after_sync([this, absolute, peak] { progress_.mark_restored(absolute, peak); });
       ++restored_here;
     }
     qa_of(c).restored_peak_i_jy = peak;
     qa_of(c).dynamic_range = dynamic_range(peak, qa_of(c).residual_sigma_jy);
   }
+  checkpoint_.flush();
   rank_qa_.restore_s = watch.seconds();  // before the stop point, which waits for the slowest rank
   stop_.leave_if_requested(std::to_string(done) + " of this rank's " + std::to_string(mine_.size()) +
                            " channels are restored with the common beam, each with its marker");

@@ -27,11 +27,12 @@ namespace fs = std::filesystem;
 namespace {
 
 // Open MPI's session folder goes into the test's own folder too: a killed mpiexec
-// leaves it behind.
+// leaves it behind. Each channel is marked as soon as it is written, so that a test can
+// stop the run after a given number of channels.
 std::string command_for(const std::string& out, const std::string& ms = std::string(SPIP_TEST_DATA) + "/oskar_small.ms") {
   return "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " 2 " + SPIP_BIN + " --config " +
          SPIP_DEMO_CONFIG + " --input.ms " + ms + " --output.dir " + out +
-         " --image.size 256 --image.scale 20 --faraday.dphi 1 --parallel.threads 1";
+         " --image.size 256 --image.scale 20 --faraday.dphi 1 --parallel.threads 1 --output.checkpoint_interval 0";
 }
 
 // Markers of channels imaged (extension ""), or restored with the common beam (".restored").
@@ -188,6 +189,24 @@ int stop_after_markers(const std::string& command, const std::string& out, int c
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+// Channels imaged by the run logging to `log` so far: each logs its progress once.
+int channels_imaged(const std::string& log) {
+  int imaged = 0;
+  const std::string phrase = " (job: 40 channels)";
+  for (std::size_t at = log.find(phrase); at != std::string::npos; at = log.find(phrase, at + 1)) ++imaged;
+  return imaged;
+}
+
+// Starts `command` in a session of its own and waits (at most 300 s) until it has
+// imaged `count` channels; returns the session.
+pid_t start_and_wait_for_channels(const std::string& command, const std::string& log, int count) {
+  const pid_t child = start_in_own_session(command, log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
+  while (channels_imaged(read_file(log)) < count && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  return child;
+}
+
 // "restored_peak_i_jy" of every channel record of a qa.json, in channel order.
 std::vector<double> restored_peaks(const std::string& qa) {
   const std::string text = read_file(qa);
@@ -282,6 +301,50 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] killed after " << done_when_killed << " of 40 channels; " << compared
             << " FITS products identical to the uninterrupted run\n";
+}
+
+// With a checkpoint interval longer than the run, markers wait for the end of the
+// imaging: a run killed before then has marked nothing, and its channels are all
+// imaged again; one stopped by SIGTERM syncs its cubes and marks every channel it
+// imaged before it leaves, and those are not imaged again.
+TEST(Resume, MarkersWaitForTheNextCheckpoint) {
+  const std::string base = fresh_dir("spip_resume_checkpoint");
+  const std::string reference = reference_products(), killed = base + "/killed", stopped = base + "/stopped";
+  ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
+  const auto command = [](const std::string& out) {
+    std::string line = command_for(out);
+    line.replace(line.find("--output.checkpoint_interval 0"), 30, "--output.checkpoint_interval 1000");
+    return line;
+  };
+
+  const pid_t child = start_and_wait_for_channels(command(killed), base + "/killed.log", 8);
+  kill_session(child);
+  waitpid(child, nullptr, 0);
+  const int imaged_when_killed = channels_imaged(read_file(base + "/killed.log"));
+  ASSERT_GE(imaged_when_killed, 8);
+  ASSERT_LT(imaged_when_killed, 40) << "the run finished before it could be killed";
+  EXPECT_EQ(count_markers(killed), 0) << "a marker was written before the first checkpoint";
+  ASSERT_EQ(std::system((command(killed) + " > " + base + "/after-kill.log 2>&1").c_str()), 0);
+  EXPECT_EQ(channels_staged(read_file(base + "/after-kill.log")), 40);
+  EXPECT_GE(expect_identical_products(reference, killed), 50);
+
+  const pid_t run = start_and_wait_for_channels(command(stopped), base + "/stopped.log", 8);
+  const std::vector<pid_t> ranks = spip_ranks(run);
+  ASSERT_EQ(ranks.size(), 2u);
+  kill(ranks.back(), SIGTERM);
+  int status = 0;
+  waitpid(run, &status, 0);
+  const std::string log = read_file(base + "/stopped.log");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 75) << log;
+  const int imaged_when_stopped = channels_imaged(log);
+  ASSERT_LT(imaged_when_stopped, 40) << "the run finished before it could be stopped";
+  EXPECT_EQ(count_markers(stopped), imaged_when_stopped) << log;
+  ASSERT_EQ(std::system((command(stopped) + " > " + base + "/after-stop.log 2>&1").c_str()), 0);
+  EXPECT_EQ(channels_staged(read_file(base + "/after-stop.log")), 40 - imaged_when_stopped);
+  EXPECT_GE(expect_identical_products(reference, stopped), 50);
+  std::cout << "[ measured ] killed after imaging " << imaged_when_killed << " of 40 channels before a checkpoint: "
+            << "no markers, all imaged again; stopped after " << imaged_when_stopped << ": as many markers\n";
+  fs::remove_all(base);
 }
 
 // The sample as four MSs of 10 channels given in shuffled order (issue 29): a rank's
@@ -479,8 +542,8 @@ TEST(Resume, ChangedInputImagesEveryChannelAgain) {
   fs::remove_all(base);
 }
 
-// A setting that does not change the products (parallel.threads) keeps the progress,
-// and the log names it.
+// Settings that do not change the products (parallel.threads, how often progress is
+// synced) keep the progress, and the log names them.
 TEST(Resume, ChangedThreadsStillResume) {
   const std::string base = fresh_dir("spip_resume_threads");
   const std::string out = base + "/out";
@@ -490,11 +553,12 @@ TEST(Resume, ChangedThreadsStillResume) {
 
   std::string two_threads = command_for(out);
   two_threads.replace(two_threads.find("--parallel.threads 1"), 20, "--parallel.threads 2");
+  two_threads.replace(two_threads.find("--output.checkpoint_interval 0"), 30, "--output.checkpoint_interval 5");
   ASSERT_EQ(std::system((two_threads + " > " + base + "/again.log 2>&1").c_str()), 0);
   const std::string log = read_file(base + "/again.log");
   EXPECT_NE(log.find("resuming from the progress markers of " + std::to_string(done_when_stopped) +
                      " channel(s): same inputs and settings; changed without effect on the products: "
-                     "parallel.threads 1 -> 2"),
+                     "output.checkpoint_interval 0 -> 5, parallel.threads 1 -> 2"),
             std::string::npos)
       << log;
   EXPECT_EQ(channels_staged(log), 40 - done_when_stopped) << log;

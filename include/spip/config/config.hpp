@@ -130,6 +130,7 @@ struct OutputConfig {
   std::string dir = "spip-out";
   std::string prefix = "spip";
   std::vector<std::string> channel_cubes = channel_cube_names();  // of channel_cube_names(), in its order
+  double checkpoint_interval = 10;  // seconds between syncs of the cubes, each followed by its channels' markers
 };
 
 struct ParallelConfig {
