@@ -30,8 +30,10 @@ fail() {
   failures=$((failures + 1))
 }
 
-# The sample at 256^2 with 121 depths: about 10 s on 2 ranks of this machine.
-options=(--input.ms "$source_dir/data/oskar_small.ms" --image.size 256 --faraday.dphi 1)
+# The sample at 256^2 with 121 depths: about 10 s on 2 ranks of this machine. Each
+# channel is marked as soon as it is written, so that a job can be warned mid-run.
+options=(--input.ms "$source_dir/data/oskar_small.ms" --image.size 256 --faraday.dphi 1
+  --output.checkpoint_interval 0)
 launcher=srun
 [[ $SLURM_CLUSTER_MPI == pmix ]] || launcher=mpirun
 
