@@ -38,6 +38,7 @@ json pointing_list(const std::vector<Direction>& pointings) {
 void to_json(json& out, const ChannelQa& qa) {
   out = json{{"channel", qa.channel},
              {"freq_hz", qa.freq_hz},
+             {"data_freq_hz", qa.data_freq_hz},
              {"rank", qa.rank},
              {"blank", qa.blank.empty() ? json() : json(qa.blank)},
              {"visibilities", qa.visibilities},
@@ -70,6 +71,7 @@ void to_json(json& out, const ChannelQa& qa) {
 void from_json(const json& in, ChannelQa& qa) {
   qa.channel = in.at("channel").get<int>();
   qa.freq_hz = number(in, "freq_hz");
+  qa.data_freq_hz = number(in, "data_freq_hz");
   qa.rank = in.at("rank").get<int>();
   qa.blank = in.at("blank").is_null() ? std::string() : in.at("blank").get<std::string>();
   qa.visibilities = number(in, "visibilities");

@@ -103,7 +103,7 @@ std::vector<double> channel_noise(const CubePlan& plan, int rank, PlaneStore* co
     noise.push_back(!measured ? -1.0 : plan.noise.empty() ? 0.5 * (q + u) : plan.noise[static_cast<std::size_t>(c)]);
     ChannelQa qa;
     qa.channel = c;
-    qa.freq_hz = plan.freq_hz[static_cast<std::size_t>(c)];
+    qa.freq_hz = qa.data_freq_hz = plan.freq_hz[static_cast<std::size_t>(c)];
     qa.rank = rank;
     qa.blank = measured ? "" : why;
     qa.residual_sigma_jy = measured ? 0.5 * (q + u) : NAN;

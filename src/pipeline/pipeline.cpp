@@ -505,6 +505,7 @@ void RankRun::blank_channel(int c, const ChannelStats& data, ChannelWriter& writ
   qa = ChannelQa{};
   qa.channel = plan_.chan_begin + c;
   qa.freq_hz = data.freq_hz;
+  qa.data_freq_hz = plan_.data_freq_hz.at(static_cast<std::size_t>(c));
   qa.rank = mpi_.rank();
   qa.blank = plan_.band.channels.at(static_cast<std::size_t>(c)).parts.empty()
                  ? "gap: no input has this frequency"
@@ -605,6 +606,7 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
   ChannelQa& qa = qa_of(c);
   qa = ChannelQa{plan_.chan_begin + c,
                  data.freq_hz,
+                 plan_.data_freq_hz.at(static_cast<std::size_t>(c)),
                  mpi_.rank(),
                  {},
                  data.visibilities,

@@ -285,3 +285,37 @@ TEST(CatalogueTable, CsvHasTheColumnsOfTheFitsTableInOrder) {
   EXPECT_TRUE(csv.starts_with(header + "\n")) << csv.substr(0, 200);
   EXPECT_EQ(std::count(csv.begin(), csv.end(), '\n'), 3);
 }
+
+// Every number of the CSV reads back to the FITS table's value: a position just short of
+// RA 360 stays short of it.
+TEST(CatalogueTable, CsvNumbersReadBackExactly) {
+  FinderSettings settings;
+  Source s;
+  s.name = "SPIP J235959.9+595959";
+  s.ra_deg = 359.9999999925;
+  s.dec_deg = 59.99999999999;
+  s.pi = 0.1 + 0.2;
+  s.frac_pol = std::numeric_limits<double>::quiet_NaN();
+  const spip::fits::Table table = catalogue_table({s}, settings);
+  const std::string csv = to_csv(table);
+  std::istringstream lines(csv);
+  std::string header, row;
+  std::getline(lines, header);
+  std::getline(lines, row);
+  std::vector<std::string> fields;
+  for (std::istringstream cells(row); std::getline(cells, row, ',');) fields.push_back(row);
+  ASSERT_EQ(fields.size(), table.columns.size());
+  int numbers = 0;
+  for (std::size_t c = 0; c < fields.size(); ++c)
+    if (const auto* values = std::get_if<std::vector<double>>(&table.columns[c].values)) {
+      const double expected = values->front();
+      if (std::isnan(expected)) {
+        EXPECT_EQ(fields[c], "nan") << table.columns[c].name;
+      } else {
+        EXPECT_EQ(std::stod(fields[c]), expected) << table.columns[c].name << ": " << fields[c];
+        ++numbers;
+      }
+    }
+  EXPECT_GE(numbers, 10);
+  EXPECT_NE(csv.find(",359.9999999925,"), std::string::npos) << csv;
+}

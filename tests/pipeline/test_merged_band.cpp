@@ -314,6 +314,22 @@ TEST_F(MergedBand, FlaggedAndEmptyChannelsAreLeftOut) {
 TEST(ChannelBinning, BinsThatDoNotDivideTheChannelsKeepTheDepthsAndAngles) {
   const fs::path out = run(2, {sample}, "--image.channels_out 31 --faraday.cubes none", "odd_bins");
   EXPECT_NE(log_of(out).find("30 of the bins hold channels off their centre"), std::string::npos) << log_of(out);
+  // qa.json gives each bin's centre and its channels' mean: the sample's channels lie at
+  // 120.6 + 1.2 k MHz, the 31 bins span 120.0 to 168.0 MHz.
+  const nlohmann::json channels = channel_records(out);
+  ASSERT_EQ(channels.size(), 31u);
+  const double width = 48e6 / 31;
+  std::vector<double> sum(31, 0.0), count(31, 0.0);
+  for (int k = 0; k < 40; ++k) {
+    const double freq = 120.6e6 + 1.2e6 * k;
+    const auto bin = static_cast<std::size_t>((freq - 120e6) / width);
+    sum[bin] += freq;
+    ++count[bin];
+  }
+  for (std::size_t bin = 0; bin < 31; ++bin) {
+    EXPECT_NEAR(channels[bin].at("freq_hz").get<double>(), 120e6 + (bin + 0.5) * width, 1e-3) << bin;
+    EXPECT_NEAR(channels[bin].at("data_freq_hz").get<double>(), sum[bin] / count[bin], 1e-3) << bin;
+  }
   std::ifstream csv(out / "demo-catalogue.csv");
   std::string line;
   ASSERT_TRUE(std::getline(csv, line));

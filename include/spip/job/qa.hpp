@@ -15,11 +15,12 @@
 namespace spip::pipeline {
 
 // The records' layout; progress markers of another version are not resumed from.
-inline constexpr int qa_version = 6;
+inline constexpr int qa_version = 7;
 
 struct ChannelQa {
   int channel = 0;
-  double freq_hz = 0;
+  double freq_hz = 0;       // the FITS axis's: a binned channel's centre
+  double data_freq_hz = 0;  // where RM synthesis takes it: its data's mean frequency
   int rank = 0;
   std::string blank;             // why the channel's planes are blank (NaN); empty: imaged
   double visibilities = 0, flagged_fraction = 0;
