@@ -23,24 +23,22 @@ restarts=${SLURM_RESTART_COUNT:-0}
 resumable=75  # spip's exit code for "stopped early, resume with the same command"
 
 # Seconds left in this allocation before the warning, from squeue's [D-]HH:MM:SS (none
-# when unlimited): spip refuses to start a run that could never finish in them.
-time_left_s() {
-  local left days=0 h=0 m=0 s=0
-  left=$(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null)
-  [[ $left =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]] || return
-  days=${BASH_REMATCH[2]:-0} h=${BASH_REMATCH[4]:-0} m=${BASH_REMATCH[5]} s=${BASH_REMATCH[6]}
-  local total=$(((10#$days * 24 + 10#$h) * 3600 + 10#$m * 60 + 10#$s))
-  local seconds=$((total - ${SPIP_WARNING_S:-0}))
-  # A limit shorter than the warning (a debug queue's ten minutes) leaves nothing after
-  # it: spip gets the whole allocation rather than a second.
-  if ((seconds < 60)); then
+# when unlimited): spip refuses to start a run that could never finish in them. A
+# limit shorter than the warning (a debug queue's ten minutes) leaves nothing after it:
+# spip gets the whole allocation rather than a second, and the warning, which then
+# comes at once (before spip could take it, whose ranks it would kill), is not passed
+# on; the TERM at the limit stops spip instead, and the job is requeued as after a warning.
+limit= ignore_warning=0
+if [[ $(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null) =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]]; then
+  total=$((((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 60 + 10#${BASH_REMATCH[5]}) * 60 + 10#${BASH_REMATCH[6]}))
+  limit=$((total - ${SPIP_WARNING_S:-0}))
+  if ((limit < 60)); then
     echo "spip job $SLURM_JOB_ID: ${total} s left, less than a minute beyond the warning's ${SPIP_WARNING_S:-0} s:" \
-         "spip plans with all of it" >&2
-    seconds=$total
+         "spip plans with all of it, and the warning is not passed on" >&2
+    limit=$total ignore_warning=1
   fi
-  echo $((seconds > 1 ? seconds : 1))
-}
-limit=$(time_left_s)
+  limit=$((limit > 1 ? limit : 1))
+fi
 threads=${SLURM_CPUS_PER_TASK:-1}
 
 # The options this script gives spip, less those the user gave after OUTPUT_DIR (spip
@@ -68,10 +66,15 @@ echo "spip job $SLURM_JOB_ID: config $config; products in $out; log in ${log:-th
 # keeps its progress, but the job is not requeued.
 launcher_pid=
 interrupted=0 warned=0 cancelled=0
-trap 'interrupted=1 warned=1; echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop after the current channel"
-      [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' USR1
+trap 'interrupted=1 warned=1
+      if ((ignore_warning)); then
+        echo "spip job $SLURM_JOB_ID: time-limit warning; not passed on, the allocation is shorter than it"
+      else
+        echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop at its next resumable point"
+        [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"
+      fi' USR1
 trap 'interrupted=1; ((warned)) || cancelled=1
-      echo "spip job $SLURM_JOB_ID: terminated; asking spip to stop after the current channel"
+      echo "spip job $SLURM_JOB_ID: terminated; asking spip to stop at its next resumable point"
       [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' TERM
 
 case $launcher in

@@ -10,6 +10,7 @@
 #include "spip/config/config.hpp"
 #include "spip/error.hpp"
 #include "spip/job/log.hpp"
+#include "spip/job/stop_request.hpp"
 #include "spip/parallel/mpi_context.hpp"
 #include "spip/pipeline/pipeline.hpp"
 #include "spip/planning/plan_report.hpp"
@@ -42,6 +43,7 @@ int report(const spip::parallel::MpiContext& mpi, const std::string& message, sp
 }  // namespace
 
 int main(int argc, char** argv) {
+  spip::pipeline::StopRequest::catch_signals();
   spin_briefly_at_barriers(argv);
   spip::share_one_heap();
   std::unique_ptr<spip::parallel::MpiContext> world;

@@ -1,8 +1,13 @@
 #include "spip/job/stop_request.hpp"
 
 #include <signal.h>
+#include <unistd.h>
 
+#include <algorithm>
+#include <array>
+#include <cerrno>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <utility>
 
@@ -17,7 +22,39 @@ namespace {
 std::atomic<int> signalled{0};
 static_assert(std::atomic<int>::is_always_lock_free);
 
-extern "C" void on_stop_signal(int number) { signalled.store(number); }
+const char* signal_name(int number);
+const char* signal_note(int number);
+constexpr std::array<int, 4> stop_signals{SIGTERM, SIGUSR1, SIGINT, SIGHUP};
+
+// What the handler writes at once, one line per signal: the run may be minutes from
+// its next stop point, and the one who sent the signal wants to know it arrived. Two
+// sets: before the rank is known, and after; the handler reads the one `ranked` names.
+struct Notices {
+  std::array<std::array<char, 256>, stop_signals.size()> text{};
+  std::array<std::size_t, stop_signals.size()> length{};
+  void set(const std::string& prefix) {
+    for (std::size_t k = 0; k < stop_signals.size(); ++k) {
+      const int n = std::snprintf(text[k].data(), text[k].size(),
+                                  "%s received %s%s; stopping at the next point the run can resume from "
+                                  "(after the channel in hand, or the Faraday stage's row group)\n",
+                                  prefix.c_str(), signal_name(stop_signals[k]), signal_note(stop_signals[k]));
+      length[k] = n > 0 ? std::min(static_cast<std::size_t>(n), text[k].size() - 1) : 0;
+    }
+  }
+};
+std::array<Notices, 2> notices;
+volatile sig_atomic_t ranked = 0;
+
+extern "C" void on_stop_signal(int number) {
+  signalled.store(number);
+  const Notices& notice = notices[ranked ? 1 : 0];
+  for (std::size_t k = 0; k < stop_signals.size(); ++k)
+    if (stop_signals[k] == number) {
+      const int saved = errno;  // the interrupted code may be about to read it
+      [[maybe_unused]] const ssize_t written = write(STDOUT_FILENO, notice.text[k].data(), notice.length[k]);
+      errno = saved;
+    }
+}
 
 struct sigaction handler_for(void (*handler)(int), int flags) {
   struct sigaction action;
@@ -32,16 +69,24 @@ const char* signal_name(int number) {
   switch (number) {
     case SIGTERM: return "SIGTERM";
     case SIGUSR1: return "SIGUSR1";
-    case SIGINT: return "SIGINT (Ctrl-C; press it again to stop at once)";
-    case SIGHUP: return "SIGHUP (the terminal closed)";
+    case SIGINT: return "SIGINT";
+    case SIGHUP: return "SIGHUP";
     default: return "a signal";
+  }
+}
+
+const char* signal_note(int number) {
+  switch (number) {
+    case SIGINT: return " (Ctrl-C; press it again to stop at once)";
+    case SIGHUP: return " (the terminal closed)";
+    default: return "";
   }
 }
 
 }  // namespace
 
-StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
-  signalled.store(0);
+void StopRequest::catch_signals() {
+  if (notices[0].length[0] == 0) notices[0].set("[spip]");
   const struct sigaction action = handler_for(on_stop_signal, 0);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
@@ -56,15 +101,20 @@ StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : noti
   }
 }
 
+StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
+  notices[1].set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()) + "]");
+  ranked = 1;
+  catch_signals();
+}
+
 bool StopRequest::requested() {
   const int number = signalled.load();
   if (number != 0) notice_.announce();
   const bool stop = number != 0 || notice_.heard();
   if (stop && !logged_) {
     logged_ = true;
-    log_.info(number != 0 ? std::string("received ") + signal_name(number) +
-                                "; finishing the current channel, then stopping"
-                          : "another rank was asked to stop; finishing the current channel, then stopping");
+    log_.info(number != 0 ? std::string("stopping as ") + signal_name(number) + " asked, where the ranks next meet"
+                          : "another rank was asked to stop; stopping where the ranks next meet");
   }
   return stop;
 }

@@ -344,8 +344,10 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
                seconds(rates.setup_s + rates.create_s) + ", imaging " + seconds(rates.image_channel_s) + " a channel, " +
                std::to_string(slowest.channels) + " channels) against parallel.time_limit " + seconds(limit) +
                (!problem.empty() ? "; on the CPU " + problem
-                : total > limit  ? "; the run will stop before the limit and resume, in about " +
-                                      std::to_string(static_cast<int>(std::ceil(total / limit))) + " starts"
+                : total > limit  ? "; it needs about " +
+                                      std::to_string(static_cast<int>(std::ceil(total / limit))) +
+                                      " starts, each stopped by the batch system's warning or SIGTERM (spip does "
+                                      "not stop itself at the limit) and resumed"
                                  : std::string()));
     }
   } catch (...) {

@@ -646,6 +646,36 @@ TEST(Resume, CtrlCToSpipAloneStopsResumablyAndASecondAtOnce) {
   fs::remove_all(base);
 }
 
+// A signal is acknowledged when it arrives, not when the run reaches its next stop
+// point: here a second into the first of two channels that each take 10 s or so to
+// CLEAN (300,000 iterations, no threshold).
+TEST(Resume, ASignalIsAcknowledgedAtOnce) {
+  const std::string base = fresh_dir("spip_resume_acknowledged");
+  const std::string out = base + "/out", log = base + "/stopped.log";
+  std::string alone = command_for(out) +
+                      " --image.channels_out 2 --clean.threshold 0 --clean.auto_threshold 0 --clean.niter 300000";
+  alone.replace(alone.find(std::string(SPIP_MPIEXEC) + " 2 "), std::string(SPIP_MPIEXEC).size() + 3, "");
+  const pid_t child = start_in_own_session(alone, log);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+  while (read_file(log).find("created") == std::string::npos && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  const std::vector<pid_t> ranks = spip_ranks(child);
+  ASSERT_EQ(ranks.size(), 1u) << read_file(log);
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  kill(ranks.front(), SIGUSR1);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  const std::string early = read_file(log);
+  int status = 0;
+  waitpid(child, &status, 0);
+  const std::string whole = read_file(log);
+  ASSERT_EQ(early.find("channel 0: "), std::string::npos) << "the first channel was done too soon to tell:\n" << whole;
+  EXPECT_NE(early.find("] received SIGUSR1; stopping at the next point the run can resume from"), std::string::npos)
+      << early;
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 75) << whole;
+  EXPECT_NE(whole.find("stopping as SIGUSR1 asked"), std::string::npos) << whole;
+  fs::remove_all(base);
+}
+
 // A mosaic of two pointings 1 deg apart (the sample's sky simulated from each), killed
 // while its channels are imaged: the resumed run images again what the killed one did
 // not restore (a channel keeps each pointing's model only in memory until it is

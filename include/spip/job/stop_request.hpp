@@ -19,6 +19,11 @@ class StopRequest {
   // in place there, Slurm's warning killed ranks waiting in MPI_Finalize while rank 0
   // was still committing a complete run's products.
   StopRequest(const parallel::MpiContext& mpi, const Log& log);
+  // The same handlers from the process's first moment, before MPI starts: a signal then
+  // (Slurm's warning to a job that starts late in its allocation) would otherwise kill
+  // the rank; it stops the run at its first stop point instead. A signal is
+  // acknowledged on standard output at once, wherever the run is.
+  static void catch_signals();
   StopRequest(const StopRequest&) = delete;
   StopRequest& operator=(const StopRequest&) = delete;
 
