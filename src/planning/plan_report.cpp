@@ -56,6 +56,34 @@ std::string clock_time(double seconds) {
   return text;
 }
 
+// A bundled sbatch script by the path that reaches it: beside an installed spip
+// (PREFIX/share/spip/slurm), or in the checkout that built it; else as the README names it.
+std::string slurm_script(const std::string& name) {
+  std::error_code error;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
+  if (error) return "slurm/" + name;
+  for (const std::filesystem::path& candidate :
+       {exe / ".." / "share" / "spip" / "slurm" / name, exe / ".." / ".." / ".." / "slurm" / name}) {
+    const std::filesystem::path found = std::filesystem::canonical(candidate, error);
+    if (!error && std::filesystem::is_regular_file(found, error)) return found.string();
+  }
+  return "slurm/" + name;
+}
+
+// The sbatch line for `ranks` ranks, `node_ranks` a node: one-node.sbatch where they fit
+// one node, else multi-node.sbatch on as many nodes as they need. The time is what the
+// run needs and the script's warning ahead of the limit (SPIP_WARNING_S).
+std::string sbatch_line(int ranks, int node_ranks, int threads, long mem_per_cpu_mb, double run_s) {
+  const bool one_node = ranks <= node_ranks;
+  const int nodes = (ranks + node_ranks - 1) / node_ranks;
+  return "sbatch " +
+         (one_node ? "--ntasks=" + std::to_string(ranks)
+                   : "--nodes=" + std::to_string(nodes) + " --ntasks-per-node=" + std::to_string(node_ranks)) +
+         " --cpus-per-task=" + std::to_string(threads) + " --mem-per-cpu=" + std::to_string(mem_per_cpu_mb) +
+         "M --time=" + clock_time(run_s + (one_node ? 600 : 900)) + " " +
+         slurm_script(one_node ? "one-node.sbatch" : "multi-node.sbatch");
+}
+
 std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }
 
 std::string size_text(double bytes) {
@@ -229,13 +257,12 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
     const SlowestRank slowest = slowest_rank(parallel::balance_channels(uniform, n), plan.geometry);
     out << " " << n << ": " << clock_time(rank_seconds(rates, slowest.channels, slowest.slab_pixels)) << ";";
   }
-  // Slurm counts memory in MiB. A quarter more memory than planned; for the time, ten
-  // minutes for the warning before the limit and the margins that docs/benchmarks.md
-  // measured: rates timed here came to 0.6-0.7 of a run, a short run's to 0.7-1.0.
+  // Slurm counts memory in MiB. A quarter more memory than planned; for the time, the
+  // margins that docs/benchmarks.md measured: rates timed here came to 0.6-0.7 of a
+  // run, a short run's to 0.7-1.0.
   const long mem_per_cpu_mb = static_cast<long>(std::ceil(1.25 * peak_bytes / threads / (1 << 20)));
   const double margin = request.previous_qa.empty() ? 2.0 : 1.5;
-  out << "\n\nsuggested: sbatch --ntasks=" << ranks << " --cpus-per-task=" << threads << " --mem-per-cpu="
-      << mem_per_cpu_mb << "M --time=" << clock_time(margin * slowest_s + 600) << " slurm/one-node.sbatch "
+  out << "\n\nsuggested: " << sbatch_line(ranks, node.ranks, threads, mem_per_cpu_mb, margin * slowest_s) << " "
       << (config.config_file.empty() ? std::string("CONFIG") : config.config_file) << " " << config.output.dir << "\n";
 }
 

@@ -600,9 +600,11 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
   const int group_rows = static_cast<int>(-mpi.max(-static_cast<double>(own_rows)));  // the same on every rank
   const int rounds = (widest + group_rows - 1) / group_rows;
   long long iterations = 0;
-  int groups = 0;
+  int groups = 0, rows_done = 0;
+  Stopwatch since_progress;
   for (int round = 0; round < rounds; ++round) {
-    stop.leave_if_requested(left_partial);
+    stop.leave_if_requested(std::string(left_partial) + " (" + std::to_string(rows_done) + " of this rank's " +
+                            std::to_string(y1 - y0) + " rows were done, in " + fixed(watch.seconds(), 1) + " s)");
     RowBatch group = rows_->fetch(round, group_rows, mpi);
     if (group.rows == 0) continue;
     correct_for_beam(group, weight);
@@ -610,6 +612,14 @@ void FaradayStage::synthesise_slab(const std::vector<double>& weight, const Synt
     blank_unmeasured(group, weight);
     process_rows(group, weight, synthesis, iterations);
     ++groups;
+    rows_done += group.rows;
+    // A stage of many row groups may take hours: its progress every 10 s or so.
+    if (since_progress.seconds() >= 10 && rows_done < y1 - y0) {
+      const double rate = rows_done / watch.seconds();
+      log.info("Faraday stage: " + std::to_string(rows_done) + " of this rank's " + std::to_string(y1 - y0) +
+               " rows in " + fixed(watch.seconds(), 1) + " s, ETA " + fixed((y1 - y0 - rows_done) / rate, 0) + " s");
+      since_progress = Stopwatch();
+    }
   }
   product_bytes_read_ = fits::CubeFile::bytes_read() - read_before;
   log.info("Faraday slab rows [" + std::to_string(y0) + ", " + std::to_string(y1) + ") in " + std::to_string(groups) +

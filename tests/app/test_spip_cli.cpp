@@ -341,8 +341,9 @@ TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
                           "20 moment images 5.5 MB, 6 FDF cubes 0.19 GB, 12 pixel maps 3.3 MB, 3 RMSF files 0.3 MB"),
             std::string::npos)
       << plan.out;
-  EXPECT_NE(plan.out.find("suggested: sbatch --ntasks=3 --cpus-per-task=1 --mem-per-cpu="), std::string::npos)
-      << plan.out;
+  // One node or several: as many ranks a node as its cores hold (PlanSuggestsTheScript...).
+  EXPECT_NE(plan.out.find("suggested: sbatch --"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find(" --cpus-per-task=1 --mem-per-cpu="), std::string::npos) << plan.out;
   EXPECT_FALSE(fs::exists(scratch("plan"))) << "a plan writes nothing";
   std::printf("[ measured ] %s", plan.out.c_str());
 
@@ -396,6 +397,26 @@ TEST(SpipCli, PlanSharesANodesMemoryAmongTheRanksItsCoresHold) {
                                  "--plan-node-ranks 100000"),
                         2, {"parallel.memory_gb allows"});
   expect_one_line_error(run_spip(sample_args("plan_n0") + " --plan --plan-node-ranks 0"), 2, {"--plan-node-ranks 0"});
+}
+
+// Ranks beyond one node's are suggested with the multi-node script, on as many nodes as
+// they need, and each script by a path that reaches it from this build.
+TEST(SpipCli, PlanSuggestsTheScriptForAsManyNodesAsTheRanksNeed) {
+  const auto suggested = [](const std::string& options) {
+    const Outcome plan = run_spip(sample_args("plan_script") + " --image.size 128 --plan " + options);
+    EXPECT_EQ(plan.exit_code, 0) << plan.err;
+    return plan.out.substr(std::min(plan.out.size(), plan.out.find("suggested: ")));
+  };
+  const std::string many = suggested("--plan-ranks 32 --plan-node-ranks 8");
+  EXPECT_NE(many.find("sbatch --nodes=4 --ntasks-per-node=8 --cpus-per-task="), std::string::npos) << many;
+  const std::string few = suggested("--plan-ranks 2 --plan-node-ranks 8");
+  EXPECT_NE(few.find("sbatch --ntasks=2 --cpus-per-task="), std::string::npos) << few;
+  for (const auto& [line, script] : {std::pair{many, "multi-node.sbatch"}, {few, "one-node.sbatch"}}) {
+    const std::size_t at = line.find(script);
+    ASSERT_NE(at, std::string::npos) << line;
+    const std::string path = line.substr(line.rfind(' ', at) + 1, at + std::string(script).size() - line.rfind(' ', at) - 1);
+    EXPECT_TRUE(fs::is_regular_file(path)) << path << " from: " << line;
+  }
 }
 
 TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {

@@ -464,6 +464,7 @@ TEST(Resume, StoppedInTheFaradayStageResumesToIdenticalProducts) {
   ASSERT_TRUE(WIFEXITED(status)) << log;
   ASSERT_EQ(WEXITSTATUS(status), 75) << "the stage ended before the stop reached it:\n" << log;
   EXPECT_NE(log.find("the Faraday products are left partial"), std::string::npos) << log;
+  EXPECT_NE(log.find(" rows were done, in "), std::string::npos) << "each rank says how far it got: " << log;
   EXPECT_EQ(count_markers(stopped), 40);
   EXPECT_FALSE(fs::exists(stopped + "/demo-peak-phi.fits")) << "nothing of the stage may look complete";
 
