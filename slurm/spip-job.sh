@@ -14,6 +14,11 @@ if (($# < 2)); then
   echo "usage: sbatch slurm/<script>.sbatch CONFIG OUTPUT_DIR [spip options]" >&2
   exit 2
 fi
+if [[ -z ${SLURM_JOB_ID:-} ]]; then
+  echo "spip-job.sh: run it through sbatch (slurm/one-node.sbatch, multi-node.sbatch or multi-node-gpu.sbatch):" \
+       "SLURM_JOB_ID is not set" >&2
+  exit 2
+fi
 config=$1 out=$2
 shift 2
 bin=${SPIP_BIN:-$(command -v spip || echo "$(cd "$(dirname "$0")/.." && pwd)/build/src/app/spip")}
@@ -22,13 +27,33 @@ max_restarts=${SPIP_MAX_RESTARTS:-20}
 restarts=${SLURM_RESTART_COUNT:-0}
 resumable=75  # spip's exit code for "stopped early, resume with the same command"
 
+# Slurm's warning (--signal=B:USR1@SECONDS) reaches this shell only: pass it on. Each
+# rank then finishes its channel, and all exit with the resumable code. A TERM that no
+# warning came before is scancel (or an administrator): spip stops the same way and
+# keeps its progress, but the job is not requeued.
+# The traps come first: a warning before them would end this shell, and the job.
+launcher_pid= ignore_warning=0
+interrupted=0 warned=0 cancelled=0
+trap 'interrupted=1 warned=1
+      if ((ignore_warning)); then
+        echo "spip job $SLURM_JOB_ID: time-limit warning; not passed on, the allocation is shorter than it"
+      else
+        echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop at its next resumable point"
+        [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"
+      fi' USR1
+trap 'interrupted=1; ((warned)) || cancelled=1
+      echo "spip job $SLURM_JOB_ID: terminated; asking spip to stop at its next resumable point"
+      [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' TERM
+
 # Seconds left in this allocation before the warning, from squeue's [D-]HH:MM:SS (none
 # when unlimited): spip refuses to start a run that could never finish in them. A
 # limit shorter than the warning (a debug queue's ten minutes) leaves nothing after it:
 # spip gets the whole allocation rather than a second, and the warning, which then
 # comes at once (before spip could take it, whose ranks it would kill), is not passed
-# on; the TERM at the limit stops spip instead, and the job is requeued as after a warning.
-limit= ignore_warning=0
+# on. The TERM at the limit stops spip instead: the job is requeued where spip leaves
+# within Slurm's KillWait (30 s by default), else it ends at the limit with what its
+# last checkpoint marked, and the same command resumes from there.
+limit=
 if [[ $(squeue -h -j "$SLURM_JOB_ID" -o %L 2>/dev/null) =~ ^(([0-9]+)-)?(([0-9]+):)?([0-9]+):([0-9]+)$ ]]; then
   total=$((((10#${BASH_REMATCH[2]:-0} * 24 + 10#${BASH_REMATCH[4]:-0}) * 60 + 10#${BASH_REMATCH[5]}) * 60 + 10#${BASH_REMATCH[6]}))
   limit=$((total - ${SPIP_WARNING_S:-0}))
@@ -59,23 +84,6 @@ echo "spip job $SLURM_JOB_ID, start $((restarts + 1)): $SLURM_NTASKS rank(s) on 
      "($SLURM_JOB_NODELIST), $threads OpenMP thread(s) each, launched by $launcher"
 echo "spip job $SLURM_JOB_ID: config $config; products in $out; log in ${log:-the job output file};" \
      "time left ${limit:-unlimited} s"
-
-# Slurm's warning (--signal=B:USR1@SECONDS) reaches this shell only: pass it on. Each
-# rank then finishes its channel, and all exit with the resumable code. A TERM that no
-# warning came before is scancel (or an administrator): spip stops the same way and
-# keeps its progress, but the job is not requeued.
-launcher_pid=
-interrupted=0 warned=0 cancelled=0
-trap 'interrupted=1 warned=1
-      if ((ignore_warning)); then
-        echo "spip job $SLURM_JOB_ID: time-limit warning; not passed on, the allocation is shorter than it"
-      else
-        echo "spip job $SLURM_JOB_ID: time-limit warning; asking spip to stop at its next resumable point"
-        [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"
-      fi' USR1
-trap 'interrupted=1; ((warned)) || cancelled=1
-      echo "spip job $SLURM_JOB_ID: terminated; asking spip to stop at its next resumable point"
-      [[ -n $launcher_pid ]] && kill -USR1 "$launcher_pid"' TERM
 
 case $launcher in
   srun)

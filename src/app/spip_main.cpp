@@ -43,7 +43,7 @@ int report(const spip::parallel::MpiContext& mpi, const std::string& message, sp
 }  // namespace
 
 int main(int argc, char** argv) {
-  spip::pipeline::StopRequest::catch_signals();
+  spip::pipeline::StopRequest::hold_signals();
   spin_briefly_at_barriers(argv);
   spip::share_one_heap();
   std::unique_ptr<spip::parallel::MpiContext> world;
@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   } catch (const spip::Error& e) {
     return report(mpi, e.what(), e.code());
   }
+  if (command.action != spip::CommandAction::run) spip::pipeline::StopRequest::release_signals();
   switch (command.action) {
     case spip::CommandAction::help:
       if (mpi.is_root()) std::cout << spip::help_text();

@@ -49,6 +49,12 @@ MinorCycleResult run_minor_cycles(CleanBackend& backend, MinorAlgorithm* algorit
   return result;
 }
 
+// CLEAN stops at this fraction of the first cycle's peak whatever its thresholds: below
+// it the residual is the imaging's rounding and the gridder's error, not sky. Noise-free
+// data cleaned with no threshold went on to 1e-8 of the peak, where the peaks of such
+// residuals wander, and grow, from cycle to cycle, and channels were marked diverged.
+constexpr double rounding_floor = 1e-5;
+
 // The major cycles on the backend's images until one of CleanStop's reasons. A cycle
 // diverged when the exact residual's search peak is past clean.divergence_limit times
 // the lowest starting peak so far, or when its minor cycles stopped at that level and
@@ -59,6 +65,7 @@ void major_cycles(CleanBackend& backend, MinorAlgorithm* algorithm, const CleanC
   bool masked = false;  // clean.auto_mask's second stage
   bool whole_psf_made = false;
   double lowest_start = std::numeric_limits<double>::infinity();
+  std::optional<double> first_start;
   std::optional<double> known_peak;  // the last cycle's exact residual's, while the mask stays
   for (;;) {
     const bool finding_mask = clean.auto_mask > 0 && !masked;
@@ -67,7 +74,9 @@ void major_cycles(CleanBackend& backend, MinorAlgorithm* algorithm, const CleanC
     out.search_noise = clean.auto_threshold > 0 ? backend.noise(clean.peak) : 0.0;
     const double start = known_peak ? *known_peak : backend.peak(clean.peak);
     known_peak.reset();
+    if (!first_start) first_start = start;
     lowest_start = std::min(lowest_start, start);
+    stage.threshold_jy = std::max(stage.threshold_jy, rounding_floor * *first_start);
     const MinorCycleLimits limits = minor_cycle_limits(stage, out.search_noise, start);
     out.clean_threshold = limits.floor;
     const CleanStop stop = !limits.run                          ? CleanStop::threshold

@@ -193,6 +193,13 @@ void ChannelProgress::remove() const { fs::remove_all(dir_); }
 Checkpoint::Checkpoint(std::function<void()> sync, double interval_s)
     : sync_(std::move(sync)), interval_s_(interval_s) {}
 
+Checkpoint::~Checkpoint() {
+  try {
+    flush();
+  } catch (...) {  // the error that is unwinding the run is the one to report
+  }
+}
+
 void Checkpoint::mark_after_sync(std::function<void()> marker) {
   waiting_.push_back(std::move(marker));
   if (since_sync_.seconds() >= interval_s_) flush();

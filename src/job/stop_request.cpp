@@ -27,8 +27,7 @@ const char* signal_note(int number);
 constexpr std::array<int, 4> stop_signals{SIGTERM, SIGUSR1, SIGINT, SIGHUP};
 
 // What the handler writes at once, one line per signal: the run may be minutes from
-// its next stop point, and the one who sent the signal wants to know it arrived. Two
-// sets: before the rank is known, and after; the handler reads the one `ranked` names.
+// its next stop point, and the one who sent the signal wants to know it arrived.
 struct Notices {
   std::array<std::array<char, 256>, stop_signals.size()> text{};
   std::array<std::size_t, stop_signals.size()> length{};
@@ -42,12 +41,11 @@ struct Notices {
     }
   }
 };
-std::array<Notices, 2> notices;
-volatile sig_atomic_t ranked = 0;
+Notices notices;  // set before the handlers are installed
 
 extern "C" void on_stop_signal(int number) {
   signalled.store(number);
-  const Notices& notice = notices[ranked ? 1 : 0];
+  const Notices& notice = notices;
   for (std::size_t k = 0; k < stop_signals.size(); ++k)
     if (stop_signals[k] == number) {
       const int saved = errno;  // the interrupted code may be about to read it
@@ -83,10 +81,28 @@ const char* signal_note(int number) {
   }
 }
 
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int number : stop_signals) sigaddset(&set, number);
+  return set;
+}
+
 }  // namespace
 
-void StopRequest::catch_signals() {
-  if (notices[0].length[0] == 0) notices[0].set("[spip]");
+void StopRequest::hold_signals() {
+  const sigset_t set = stop_signal_set();
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+}
+
+void StopRequest::release_signals() {
+  const sigset_t set = stop_signal_set();
+  sigprocmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
+  signalled.store(0);
+  notices.set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()) + "]");
   const struct sigaction action = handler_for(on_stop_signal, 0);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
@@ -99,12 +115,7 @@ void StopRequest::catch_signals() {
     struct sigaction current;
     if (sigaction(number, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaction(number, handling, nullptr);
   }
-}
-
-StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
-  notices[1].set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()) + "]");
-  ranked = 1;
-  catch_signals();
+  release_signals();  // those held since hold_signals() arrive now
 }
 
 bool StopRequest::requested() {

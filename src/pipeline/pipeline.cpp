@@ -692,8 +692,8 @@ void RankRun::log_clean_marks(int channel, const deconv::ChannelImages& images) 
   // Where point CLEAN would have taken the PSF of twice the side, say why multiscale may not follow.
   const bool far = config_.clean.multiscale && images.far_sidelobe >= deconv::whole_psf_sidelobe;
   if (images.clean_stop == deconv::CleanStop::diverged)
-    log_.info(name + "CLEAN DIVERGED: its peak rose to " + fixed(images.diverged_peak, 3) +
-              " Jy/beam, past clean.divergence_limit = " + fixed(config_.clean.divergence_limit, 2) +
+    log_.info(name + "CLEAN DIVERGED: its peak rose to " + jansky_text(images.diverged_peak) +
+              "/beam, past clean.divergence_limit = " + fixed(config_.clean.divergence_limit, 2) +
               " times the lowest peak a cycle started from; stopped with the model from before that cycle, and the " +
               "Faraday stage gives the channel weight 0" +
               (far ? "; the PSF reaches " + fixed(images.far_sidelobe, 2) +

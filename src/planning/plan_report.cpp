@@ -57,31 +57,41 @@ std::string clock_time(double seconds) {
 }
 
 // A bundled sbatch script by the path that reaches it: beside an installed spip
-// (PREFIX/share/spip/slurm), or in the checkout that built it; else as the README names it.
+// (PREFIX/share/spip/slurm, which knows its prefix), or in the checkout that built it,
+// whose scripts find the job body through SPIP_HOME (sbatch passes the environment on);
+// else as the README names it, for a submission from the checkout.
 std::string slurm_script(const std::string& name) {
   std::error_code error;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
   if (error) return "slurm/" + name;
-  for (const std::filesystem::path& candidate :
-       {exe / ".." / "share" / "spip" / "slurm" / name, exe / ".." / ".." / ".." / "slurm" / name}) {
-    const std::filesystem::path found = std::filesystem::canonical(candidate, error);
-    if (!error && std::filesystem::is_regular_file(found, error)) return found.string();
-  }
+  const std::filesystem::path installed = std::filesystem::canonical(exe / ".." / "share" / "spip" / "slurm" / name, error);
+  if (!error) return installed.string();
+  const std::filesystem::path checkout = std::filesystem::canonical(exe / ".." / ".." / "..", error);
+  if (!error && std::filesystem::is_regular_file(checkout / "slurm" / name, error))
+    return "SPIP_HOME=" + checkout.string() + " sbatch " + (checkout / "slurm" / name).string();
   return "slurm/" + name;
 }
 
 // The sbatch line for `ranks` ranks, `node_ranks` a node: one-node.sbatch where they fit
-// one node, else multi-node.sbatch on as many nodes as they need. The time is what the
-// run needs and the script's warning ahead of the limit (SPIP_WARNING_S).
-std::string sbatch_line(int ranks, int node_ranks, int threads, long mem_per_cpu_mb, double run_s) {
-  const bool one_node = ranks <= node_ranks;
+// one node, else multi-node.sbatch (multi-node-gpu.sbatch with parallel.device = gpu)
+// on as many nodes as they need, the ranks in all given too where they do not fill the
+// last. The time is what the run needs and the script's warning ahead of the limit
+// (SPIP_WARNING_S).
+std::string sbatch_line(int ranks, int node_ranks, int threads, long mem_per_cpu_mb, double run_s, bool gpu) {
+  const bool one_node = ranks <= node_ranks && !gpu;
   const int nodes = (ranks + node_ranks - 1) / node_ranks;
-  return "sbatch " +
+  std::string script = slurm_script(one_node ? "one-node.sbatch" : gpu ? "multi-node-gpu.sbatch" : "multi-node.sbatch");
+  std::string submit = "sbatch";
+  if (const std::size_t at = script.find(" sbatch "); at != std::string::npos) {  // SPIP_HOME=... sbatch SCRIPT
+    submit = script.substr(0, at + 7);
+    script = script.substr(at + 8);
+  }
+  return submit + " " +
          (one_node ? "--ntasks=" + std::to_string(ranks)
-                   : "--nodes=" + std::to_string(nodes) + " --ntasks-per-node=" + std::to_string(node_ranks)) +
+                   : "--nodes=" + std::to_string(nodes) + " --ntasks-per-node=" + std::to_string(node_ranks) +
+                         (ranks % node_ranks ? " --ntasks=" + std::to_string(ranks) : "")) +
          " --cpus-per-task=" + std::to_string(threads) + " --mem-per-cpu=" + std::to_string(mem_per_cpu_mb) +
-         "M --time=" + clock_time(run_s + (one_node ? 600 : 900)) + " " +
-         slurm_script(one_node ? "one-node.sbatch" : "multi-node.sbatch");
+         "M --time=" + clock_time(run_s + (one_node ? 600 : 900)) + " " + script;
 }
 
 std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }
@@ -262,7 +272,10 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // run, a short run's to 0.7-1.0.
   const long mem_per_cpu_mb = static_cast<long>(std::ceil(1.25 * peak_bytes / threads / (1 << 20)));
   const double margin = request.previous_qa.empty() ? 2.0 : 1.5;
-  out << "\n\nsuggested: " << sbatch_line(ranks, node.ranks, threads, mem_per_cpu_mb, margin * slowest_s) << " "
+  out << "\n\nsuggested: "
+      << sbatch_line(ranks, node.ranks, threads, mem_per_cpu_mb, margin * slowest_s,
+                     config.parallel.device == Device::gpu)
+      << " "
       << (config.config_file.empty() ? std::string("CONFIG") : config.config_file) << " " << config.output.dir << "\n";
 }
 

@@ -342,7 +342,8 @@ TEST(SpipCli, PlanPrintsEveryRankAndTheJobToAskFor) {
             std::string::npos)
       << plan.out;
   // One node or several: as many ranks a node as its cores hold (PlanSuggestsTheScript...).
-  EXPECT_NE(plan.out.find("suggested: sbatch --"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("suggested: "), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find(" sbatch --"), std::string::npos) << plan.out;
   EXPECT_NE(plan.out.find(" --cpus-per-task=1 --mem-per-cpu="), std::string::npos) << plan.out;
   EXPECT_FALSE(fs::exists(scratch("plan"))) << "a plan writes nothing";
   std::printf("[ measured ] %s", plan.out.c_str());
@@ -400,15 +401,16 @@ TEST(SpipCli, PlanSharesANodesMemoryAmongTheRanksItsCoresHold) {
 }
 
 // Ranks beyond one node's are suggested with the multi-node script, on as many nodes as
-// they need, and each script by a path that reaches it from this build.
+// they need and no more ranks than planned, and each script by a path that reaches it
+// from this build (from a checkout, with the SPIP_HOME its scripts find the job body by).
 TEST(SpipCli, PlanSuggestsTheScriptForAsManyNodesAsTheRanksNeed) {
   const auto suggested = [](const std::string& options) {
     const Outcome plan = run_spip(sample_args("plan_script") + " --image.size 128 --plan " + options);
     EXPECT_EQ(plan.exit_code, 0) << plan.err;
     return plan.out.substr(std::min(plan.out.size(), plan.out.find("suggested: ")));
   };
-  const std::string many = suggested("--plan-ranks 32 --plan-node-ranks 8");
-  EXPECT_NE(many.find("sbatch --nodes=4 --ntasks-per-node=8 --cpus-per-task="), std::string::npos) << many;
+  const std::string many = suggested("--plan-ranks 20 --plan-node-ranks 8");
+  EXPECT_NE(many.find("sbatch --nodes=3 --ntasks-per-node=8 --ntasks=20 --cpus-per-task="), std::string::npos) << many;
   const std::string few = suggested("--plan-ranks 2 --plan-node-ranks 8");
   EXPECT_NE(few.find("sbatch --ntasks=2 --cpus-per-task="), std::string::npos) << few;
   for (const auto& [line, script] : {std::pair{many, "multi-node.sbatch"}, {few, "one-node.sbatch"}}) {
@@ -416,6 +418,10 @@ TEST(SpipCli, PlanSuggestsTheScriptForAsManyNodesAsTheRanksNeed) {
     ASSERT_NE(at, std::string::npos) << line;
     const std::string path = line.substr(line.rfind(' ', at) + 1, at + std::string(script).size() - line.rfind(' ', at) - 1);
     EXPECT_TRUE(fs::is_regular_file(path)) << path << " from: " << line;
+    if (const std::size_t home = line.find("SPIP_HOME="); home != std::string::npos) {
+      const std::string dir = line.substr(home + 10, line.find(' ', home) - home - 10);
+      EXPECT_TRUE(fs::is_regular_file(fs::path(dir) / "slurm" / "spip-job.sh")) << dir << " from: " << line;
+    }
   }
 }
 

@@ -654,7 +654,8 @@ TEST(Resume, ASignalIsAcknowledgedAtOnce) {
   const std::string base = fresh_dir("spip_resume_acknowledged");
   const std::string out = base + "/out", log = base + "/stopped.log";
   std::string alone = command_for(out) +
-                      " --image.channels_out 2 --clean.threshold 0 --clean.auto_threshold 0 --clean.niter 300000";
+                      " --image.channels_out 2 --clean.threshold 0 --clean.auto_threshold 0 --clean.niter 300000"
+                      " --parallel.device cpu";
   alone.replace(alone.find(std::string(SPIP_MPIEXEC) + " 2 "), std::string(SPIP_MPIEXEC).size() + 3, "");
   const pid_t child = start_in_own_session(alone, log);
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);

@@ -61,6 +61,10 @@ class ChannelProgress {
 class Checkpoint {
  public:
   Checkpoint(std::function<void()> sync, double interval_s);
+  // A run leaving on an error still marks the channels it wrote, where they can be synced.
+  ~Checkpoint();
+  Checkpoint(const Checkpoint&) = delete;
+  Checkpoint& operator=(const Checkpoint&) = delete;
   // Writes `marker` after the next sync: at once if the interval has passed.
   void mark_after_sync(std::function<void()> marker);
   void flush();

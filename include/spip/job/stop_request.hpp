@@ -17,13 +17,16 @@ class StopRequest {
   // Installs the handlers for the rest of the process: a signal after the last point
   // where ranks meet is one the run is past, and ignored. With the default handling back
   // in place there, Slurm's warning killed ranks waiting in MPI_Finalize while rank 0
-  // was still committing a complete run's products.
+  // was still committing a complete run's products. Each signal is acknowledged on
+  // standard output when it arrives, wherever the run is.
   StopRequest(const parallel::MpiContext& mpi, const Log& log);
-  // The same handlers from the process's first moment, before MPI starts: a signal then
-  // (Slurm's warning to a job that starts late in its allocation) would otherwise kill
-  // the rank; it stops the run at its first stop point instead. A signal is
-  // acknowledged on standard output at once, wherever the run is.
-  static void catch_signals();
+  // From the process's first moment (before it starts itself again and before MPI
+  // starts) the stop signals wait, blocked, until the constructor's handlers take
+  // them: one then (Slurm's warning to a job that starts late in its allocation) would
+  // otherwise kill the rank. What does not run the pipeline (--help, --plan) releases
+  // them to their default action instead.
+  static void hold_signals();
+  static void release_signals();
   StopRequest(const StopRequest&) = delete;
   StopRequest& operator=(const StopRequest&) = delete;
 
