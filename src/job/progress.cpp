@@ -44,8 +44,22 @@ std::map<std::string, std::string> settings(const std::string& ini) {
   return values;
 }
 
-// "clean.niter 3000 -> 50" for every setting that differs, of the kind asked for.
-std::string differences(const std::string& before, const std::string& now, bool with_effect) {
+// What a setting changes, for a run that finds markers made with another value: the
+// channels (they are imaged again), only the Faraday stage and the catalogue (which
+// every run makes anew from the channels, faraday.ionosphere excepted, which rotates
+// the visibilities), or nothing in the products.
+enum class Effect { channels, faraday_stage, none };
+Effect effect_of(const std::string& key) {
+  if (std::find(std::begin(settings_without_effect), std::end(settings_without_effect), key) !=
+      std::end(settings_without_effect))
+    return Effect::none;
+  if ((key.starts_with("faraday.") && key != "faraday.ionosphere") || key.starts_with("catalogue."))
+    return Effect::faraday_stage;
+  return Effect::channels;
+}
+
+// "clean.niter 3000 -> 50" for every setting that differs, of the effect asked for.
+std::string differences(const std::string& before, const std::string& now, Effect effect) {
   const auto a = settings(before), b = settings(now);
   std::map<std::string, std::string> keys;
   for (const auto& [key, value] : a) keys[key];
@@ -56,9 +70,7 @@ std::string differences(const std::string& before, const std::string& now, bool 
     const std::string was = old_value == a.end() ? "(none)" : old_value->second;
     const std::string is = new_value == b.end() ? "(none)" : new_value->second;
     if (was == is) continue;
-    const bool no_effect = std::find(std::begin(settings_without_effect), std::end(settings_without_effect), key) !=
-                           std::end(settings_without_effect);
-    if (no_effect == with_effect) continue;
+    if (effect_of(key) != effect) continue;
     listed += (listed.empty() ? "" : ", ") + key + " " + was + " -> " + is;
   }
   return listed;
@@ -142,7 +154,7 @@ ResumeDecision ChannelProgress::decide(const std::vector<std::string>& partial_c
     decision.reason = "they were written by an older spip";
     return decision;
   }
-  if (const std::string changed = differences(config_before, config_text_, true); !changed.empty()) {
+  if (const std::string changed = differences(config_before, config_text_, Effect::channels); !changed.empty()) {
     decision.reason = "the settings changed: " + changed;
     return decision;
   }
@@ -157,7 +169,9 @@ ResumeDecision ChannelProgress::decide(const std::vector<std::string>& partial_c
     }
   decision.resume = true;
   decision.reason = "same inputs and settings";
-  if (const std::string changed = differences(config_before, config_text_, false); !changed.empty())
+  if (const std::string changed = differences(config_before, config_text_, Effect::faraday_stage); !changed.empty())
+    decision.reason += "; changed for the Faraday stage and catalogue only, which the run makes anew: " + changed;
+  if (const std::string changed = differences(config_before, config_text_, Effect::none); !changed.empty())
     decision.reason += "; changed without effect on the products: " + changed;
   return decision;
 }

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <sstream>
 
 #include "spip/common/constants.hpp"
 #include "spip/common/freed_memory.hpp"
@@ -54,11 +55,21 @@ std::string fingerprint_of(const Config& config, const Plan& plan) {
   return input_fingerprint(paths, rows, files);
 }
 
-// The settings the markers must match: the configuration, and what planning chose that
-// changes a channel's bits (a group of ranks sums its images; a GPU rounds otherwise; a
-// spip that pads to another grid size).
+// The settings the markers must match: the configuration, with the channels as selected
+// rather than as spelled (input.channel_end = 40 of 40 channels, or a freq_min below the
+// band, select what the defaults do), and what planning chose that changes a channel's
+// bits (a group of ranks sums its images; a GPU rounds otherwise; a spip that pads to
+// another grid size).
 std::string progress_settings(const Config& config, const Plan& plan) {
-  return to_ini(config) + "\n[plan]\nranks_per_channel = " + std::to_string(plan.ranks_per_channel) +
+  Config selected = config;
+  selected.input.channel_begin = plan.chan_begin;
+  selected.input.channel_end = plan.chan_end;
+  selected.input.freq_min_hz = selected.input.freq_max_hz = 0;
+  std::ostringstream band;
+  band.precision(17);
+  band << plan.freq_hz.size() << " channels from " << plan.freq_hz.front() << " to " << plan.freq_hz.back() << " Hz";
+  return to_ini(selected) + "\n[plan]\nchannels = " + band.str() +
+         "\nranks_per_channel = " + std::to_string(plan.ranks_per_channel) +
          "\nbackend = " + (plan.backend.starts_with("gpu") ? "gpu" : "cpu") +
          "\ngrid_size = " + std::to_string(plan.geometry.grid_size) + "\n";
 }

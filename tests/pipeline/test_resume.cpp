@@ -544,7 +544,8 @@ TEST(Resume, ChangedInputImagesEveryChannelAgain) {
 }
 
 // Settings that do not change the products (parallel.threads, how often progress is
-// synced) keep the progress, and the log names them.
+// synced), or only the Faraday stage's (made anew by every run), keep the progress, and
+// the log names them; the same channels selected in other words are no change at all.
 TEST(Resume, ChangedThreadsStillResume) {
   const std::string base = fresh_dir("spip_resume_threads");
   const std::string out = base + "/out";
@@ -555,11 +556,14 @@ TEST(Resume, ChangedThreadsStillResume) {
   std::string two_threads = command_for(out);
   two_threads.replace(two_threads.find("--parallel.threads 1"), 20, "--parallel.threads 2");
   two_threads.replace(two_threads.find("--output.checkpoint_interval 0"), 30, "--output.checkpoint_interval 5");
+  two_threads += " --input.channel_end 40";  // the channels the default selects, spelled out
+  two_threads += " --faraday.rmclean_niter 500";  // the Faraday stage is made anew anyway
   ASSERT_EQ(std::system((two_threads + " > " + base + "/again.log 2>&1").c_str()), 0);
   const std::string log = read_file(base + "/again.log");
   EXPECT_NE(log.find("resuming from the progress markers of " + std::to_string(done_when_stopped) +
-                     " channel(s): same inputs and settings; changed without effect on the products: "
-                     "output.checkpoint_interval 0 -> 5, parallel.threads 1 -> 2"),
+                     " channel(s): same inputs and settings; changed for the Faraday stage and catalogue only, "
+                     "which the run makes anew: faraday.rmclean_niter 1000 -> 500; changed without effect on the "
+                     "products: output.checkpoint_interval 0 -> 5, parallel.threads 1 -> 2"),
             std::string::npos)
       << log;
   EXPECT_EQ(channels_staged(log), 40 - done_when_stopped) << log;
