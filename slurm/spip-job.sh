@@ -122,7 +122,8 @@ while :; do
 done
 
 if ((status == resumable && cancelled)); then
-  echo "spip job $SLURM_JOB_ID: cancelled; its progress is saved, and it is not requeued." \
+  echo "spip job $SLURM_JOB_ID: terminated with no warning before (scancel, an administrator, or a preemption," \
+       "which Slurm requeues itself where its PreemptMode says so); its progress is saved, and this script does not requeue it." \
        "Resume by submitting the same command again."
   exit "$status"
 fi

@@ -682,8 +682,8 @@ void RankRun::image_channel(int c, const ChannelStats& data, std::vector<std::op
 fits::Beam RankRun::agree_on_common_beam() {
   const fits::Beam beam = common_beam(beams_, mpi_);
   log_.root("common restoring beam " + fixed(beam.major_rad * rad_to_arcsec, 2) + "\" x " +
-            fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * rad_to_deg, 1) + " deg; grid " +
-            std::to_string(plan_.geometry.grid_size) + "^2, " + grid_summary_ + " (last channel of rank 0)");
+            fixed(beam.minor_rad * rad_to_arcsec, 2) + "\", PA " + fixed(beam.pa_rad * rad_to_deg, 1) + " deg");
+  log_.root("grid " + std::to_string(plan_.geometry.grid_size) + "^2, " + grid_summary_ + " (last channel of rank 0)");
   return beam;
 }
 

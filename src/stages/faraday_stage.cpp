@@ -541,8 +541,9 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
   }
   const faraday::FaradayAxis& axis = s.setup.axis;
   log.root("RM synthesis: lambda0^2 = " + number_text(s.setup.lambda0_sq, 5) + " m^2, RMSF FWHM " +
-           number_text(s.settings.fwhm, 4) + " rad/m^2, " + std::to_string(axis.count) + " depths of " +
-           number_text(axis.dphi, 4) + " to +-" + number_text(-axis.phi_first, 4) + " rad/m^2");
+           number_text(s.settings.fwhm, 4) + " rad/m^2, " + std::to_string(axis.count) + " depths from " +
+           number_text(axis.phi_first, 4) + " to +" + number_text(-axis.phi_first, 4) + " rad/m^2 in steps of " +
+           number_text(axis.dphi, 4));
   // What was asked for, not the axis's end, which may lie up to half a step beyond it:
   // the default on a band such as OVRO-LWA's is the limit itself.
   // Left at 0, phi_max is RM-Tools' floor of 10 RMSF widths: the warning names that, not a key the user never set.
