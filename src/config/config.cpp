@@ -564,7 +564,8 @@ const std::vector<Key>& keys() {
              "memory a rank may hold (the process itself, 0.06 GB; freed memory kept for reuse, at most 0.27 GB; channel blocks, grids, CLEAN's buffers, Faraday chunks); 0: the node's memory over its ranks"),
       scalar("parallel.scratch", &Config::parallel, &ParallelConfig::scratch, [](std::string) { return true; },
              "a path", "",
-             "node-local folder for the image planes a rank keeps when they exceed parallel.memory_gb; empty: $TMPDIR or /tmp"),
+             "node-local folder for the image planes a rank keeps when they exceed parallel.memory_gb, made if only it is "
+             "missing; empty: $TMPDIR or /tmp"),
       scalar("parallel.channels_per_rank", &Config::parallel, &ParallelConfig::channels_per_rank,
              [](int v) { return v >= 0; }, "an integer >= 0", "channels",
              "fixed channel block per rank; 0: balance unflagged visibilities over ranks"),

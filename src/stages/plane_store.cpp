@@ -19,10 +19,12 @@ namespace {
   SPIP_THROW(InputError, "parallel.scratch " + dir + ": " + what + ": " + std::strerror(errno));
 }
 
-// An unnamed file in `dir`: nothing is left behind, however the run ends.
+// An unnamed file in `dir`: nothing is left behind, however the run ends. The folder
+// itself is made where its parent exists (a job's node-local folder), but no more: a
+// mistyped path would have made a whole tree, even at the root.
 int unnamed_file(const std::string& dir) {
   std::error_code error;
-  std::filesystem::create_directories(dir, error);
+  std::filesystem::create_directory(dir, error);
   std::string path = (std::filesystem::path(dir) / "spip-planes-XXXXXX").string();
   const int fd = mkstemp(path.data());
   if (fd < 0) scratch_failure(dir, "cannot create a file");

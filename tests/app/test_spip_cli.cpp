@@ -192,6 +192,12 @@ TEST(SpipCli, AnUnusableScratchFolderIsRefusedBeforeTheRun) {
                               (file / "x").string());
   expect_one_line_error(outcome, 3, {"parallel.scratch", "Not a directory"});
   EXPECT_FALSE(fs::exists(scratch("scratch_out") / "spip-dirty-I.fits.partial")) << "nothing may be written";
+  // A mistyped path (its parent missing) is refused, not made.
+  const fs::path mistyped = scratch("no_such_folder") / "kept";
+  expect_one_line_error(run(std::string(SPIP_BIN) + " --config " + SPIP_DEMO_CONFIG + " " + sample_args("scratch_out2") +
+                            " --parallel.memory_gb 0.3 --parallel.scratch " + mistyped.string()),
+                        3, {"parallel.scratch", "No such file or directory"});
+  EXPECT_FALSE(fs::exists(mistyped.parent_path())) << "a mistyped scratch path must not be made";
 }
 
 // A run clears what an earlier run of its prefix left: products this run does not make
