@@ -870,7 +870,7 @@ CommittedProducts RankRun::commit(const fits::Beam& beam, const std::vector<std:
     products.paths.push_back(qa_path);
   }
   if (mpi_.is_root()) log_clean_summary(channels);
-  log_.root("done in " + fixed(total_.seconds(), 3) + " s");
+  log_.root("done in " + fixed(log_.elapsed_s(), 3) + " s");  // planning included
   return products;
 }
 
