@@ -98,23 +98,41 @@ std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, c
 // cgemm ran on one core: 7.8 of the Faraday stage's 21 s on issue 46's 128-channel set).
 // Only a pthreads OpenBLAS is told to keep to one thread: an OpenMP one runs single-
 // threaded inside a parallel region anyway, and its openblas_set_num_threads() would
-// also set OpenMP's thread count for the rest of the run. Column blocks start on whole
-// cache lines.
+// also set OpenMP's thread count for the rest of the run.
+//
+// Every call takes a block of the same number of pixels, the last one padded with zeros:
+// OpenBLAS sums a pixel's channels in an order that depends on the shape of the call and
+// on where the pixel falls in it (a partial block of columns takes another kernel), so
+// calls over each thread's share of a row group, whose sizes follow the ranks, threads
+// and memory budget, gave products that differed in their last bits between such runs.
 void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f) {
   const std::complex<float> one(1.0f, 0.0f), zero(0.0f, 0.0f);
-  constexpr long long line = 8;  // pixels of a 64-byte line
+  constexpr int block = 64;  // pixels: eight 64-byte lines
+  const int blocks = (num_pixels + block - 1) / block;
   if (openblas_get_parallel() == OPENBLAS_THREAD) openblas_set_num_threads(1);
 #pragma omp parallel
   {
-    const int threads = omp_get_num_threads(), thread = omp_get_thread_num();
-    const auto edge = [&](int t) {
-      return static_cast<int>(std::min<long long>(num_pixels, num_pixels / line * t / threads * line));
-    };
-    const int first = edge(thread), end = thread + 1 == threads ? num_pixels : edge(thread + 1);
-    if (end > first)
-      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, end - first, num_chan, &one, a.data(), num_chan,
-                  p + first, num_pixels, &zero, f + first, num_pixels);
+    std::vector<std::complex<float>> padded_p, padded_f;
+#pragma omp for schedule(static)
+    for (int b = 0; b < blocks; ++b) {
+      const int first = b * block, count = std::min(block, num_pixels - first);
+      if (count == block) {
+        cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, block, num_chan, &one, a.data(), num_chan,
+                    p + first, num_pixels, &zero, f + first, num_pixels);
+        continue;
+      }
+      padded_p.assign(static_cast<std::size_t>(num_chan) * block, zero);
+      padded_f.resize(static_cast<std::size_t>(num_phi) * block);
+      for (int c = 0; c < num_chan; ++c)
+        std::copy_n(p + static_cast<std::size_t>(c) * num_pixels + first, count,
+                    padded_p.data() + static_cast<std::size_t>(c) * block);
+      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, block, num_chan, &one, a.data(), num_chan,
+                  padded_p.data(), block, &zero, padded_f.data(), block);
+      for (int k = 0; k < num_phi; ++k)
+        std::copy_n(padded_f.data() + static_cast<std::size_t>(k) * block, count,
+                    f + static_cast<std::size_t>(k) * num_pixels + first);
+    }
   }
 }
 
