@@ -92,10 +92,11 @@ case $launcher in
     srun --mpi=pmix --cpu-bind=cores --cpus-per-task="$threads" "$bin" "${options[@]}" "$@" &
     ;;
   mpirun)
-    # N ranks a node where the job asked for them so; else the job's ranks in all, over
+    # N ranks a node where the job asked for them so, the job's ranks in all at most
+    # (--ntasks that does not fill the last node); else the job's ranks in all, over
     # the slots Slurm gave each node (ppr:SLURM_NTASKS:node would start that many on each).
     if [[ -n ${SLURM_NTASKS_PER_NODE:-} ]]; then
-      flags=(-q --bind-to core --map-by "ppr:$SLURM_NTASKS_PER_NODE:node:PE=$threads")
+      flags=(-q -np "$SLURM_NTASKS" --bind-to core --map-by "ppr:$SLURM_NTASKS_PER_NODE:node:PE=$threads")
     else
       flags=(-q -np "$SLURM_NTASKS" --bind-to core --map-by "slot:PE=$threads")
     fi

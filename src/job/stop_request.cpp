@@ -41,10 +41,13 @@ struct Notices {
     }
   }
 };
-Notices notices;  // set before the handlers are installed
+Notices notices;
+std::atomic<bool> notices_set{false};  // before then, a signal is taken without a word
+static_assert(std::atomic<bool>::is_always_lock_free);
 
 extern "C" void on_stop_signal(int number) {
   signalled.store(number);
+  if (!notices_set.load(std::memory_order_acquire)) return;
   const Notices& notice = notices;
   for (std::size_t k = 0; k < stop_signals.size(); ++k)
     if (stop_signals[k] == number) {
@@ -88,21 +91,13 @@ sigset_t stop_signal_set() {
   return set;
 }
 
-}  // namespace
+// The handlers, once a process image: a Ctrl-C taken before the StopRequest has reset
+// its handler, and the next one must stop the run at once.
+bool handlers_installed = false;
 
-void StopRequest::hold_signals() {
-  const sigset_t set = stop_signal_set();
-  sigprocmask(SIG_BLOCK, &set, nullptr);
-}
-
-void StopRequest::release_signals() {
-  const sigset_t set = stop_signal_set();
-  sigprocmask(SIG_UNBLOCK, &set, nullptr);
-}
-
-StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
-  signalled.store(0);
-  notices.set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()) + "]");
+void install_handlers() {
+  if (handlers_installed) return;
+  handlers_installed = true;
   const struct sigaction action = handler_for(on_stop_signal, 0);
   sigaction(SIGTERM, &action, nullptr);
   sigaction(SIGUSR1, &action, nullptr);
@@ -115,7 +110,43 @@ StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : noti
     struct sigaction current;
     if (sigaction(number, nullptr, &current) == 0 && current.sa_handler != SIG_IGN) sigaction(number, handling, nullptr);
   }
-  release_signals();  // those held since hold_signals() arrive now
+}
+
+// A signal before the process's first StopRequest is its run's; later ones start afresh.
+bool first_request = true;
+
+void unblock() {
+  const sigset_t set = stop_signal_set();
+  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
+}
+
+}  // namespace
+
+// The handlers too: threads that libraries start before main (OpenBLAS's) have the
+// signals unblocked, and one of them may take a signal where spip does not start itself
+// again (OMP_WAIT_POLICY or GOMP_SPINCOUNT set).
+void StopRequest::hold_signals() {
+  install_handlers();
+  const sigset_t set = stop_signal_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+void StopRequest::release_signals() {
+  for (int number : stop_signals) {
+    struct sigaction current;
+    if (sigaction(number, nullptr, &current) == 0 && current.sa_handler == on_stop_signal) signal(number, SIG_DFL);
+  }
+  unblock();
+  if (const int number = signalled.exchange(0); number != 0) raise(number);
+}
+
+StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
+  if (!first_request) signalled.store(0);
+  first_request = false;
+  notices.set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()) + "]");
+  notices_set.store(true, std::memory_order_release);
+  install_handlers();
+  unblock();  // those held since hold_signals() arrive now
 }
 
 bool StopRequest::requested() {

@@ -55,16 +55,20 @@ std::string fingerprint_of(const Config& config, const Plan& plan) {
   return input_fingerprint(paths, rows, files);
 }
 
-// The settings the markers must match: the configuration, with the channels as selected
-// rather than as spelled (input.channel_end = 40 of 40 channels, or a freq_min below the
-// band, select what the defaults do), and what planning chose that changes a channel's
-// bits (a group of ranks sums its images; a GPU rounds otherwise; a spip that pads to
-// another grid size).
+// The settings the markers must match: the configuration, with unbinned channels as
+// selected rather than as spelled (input.channel_end = 40 of 40 channels, or a freq_min
+// below the band, select what the defaults do: the same count between the same first
+// and last frequencies of the same inputs), and what planning chose that changes a
+// channel's bits (a group of ranks sums its images; a GPU rounds otherwise; a spip that
+// pads to another grid size). Bins keep the selection as spelled: another one may give
+// the same bins with other channels in the last.
 std::string progress_settings(const Config& config, const Plan& plan) {
   Config selected = config;
-  selected.input.channel_begin = plan.chan_begin;
-  selected.input.channel_end = plan.chan_end;
-  selected.input.freq_min_hz = selected.input.freq_max_hz = 0;
+  if (config.image.channels_out == 0 && config.image.channel_width_hz == 0) {
+    selected.input.channel_begin = plan.chan_begin;
+    selected.input.channel_end = plan.chan_end;
+    selected.input.freq_min_hz = selected.input.freq_max_hz = 0;
+  }
   std::ostringstream band;
   band.precision(17);
   band << plan.freq_hz.size() << " channels from " << plan.freq_hz.front() << " to " << plan.freq_hz.back() << " Hz";

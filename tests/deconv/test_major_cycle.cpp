@@ -344,7 +344,7 @@ TEST(MajorCycle, AutoMaskWithNothingAboveItsLevelFindsNoComponents) {
   EXPECT_FALSE(images.threshold_reached);
 }
 
-// Noise-free data cleaned with no threshold: CLEAN stops at 1e-5 of the first peak, not
+// Noise-free data cleaned with no threshold: CLEAN stops at 1e-6 of the first peak, not
 // at float rounding (1e-8 of it here), where the peaks of the residual wander and grow
 // from cycle to cycle and the divergence guard took the channel for diverged (the
 // sample's channel 5 at 4e-7 Jy beside its 2.19 Jy; here at 8e-8 Jy).
@@ -352,9 +352,9 @@ TEST(MajorCycle, NoiseFreeDataCleanedWithoutAThresholdDoesNotDiverge) {
   Channel channel(0.0);
   const auto [spy, images] = clean(channel, deep(0.0));
   EXPECT_EQ(images.clean_stop, deconv::CleanStop::threshold) << "peak " << images.diverged_peak;
-  EXPECT_NEAR(images.clean_threshold, 1e-5 * 2.0, 1e-5 * 0.1);
+  EXPECT_NEAR(images.clean_threshold, 1e-6 * 2.0, 1e-6 * 0.1);
   const float residual = *std::max_element(images.residual.begin(), images.residual.begin() + geometry.pixels());
-  EXPECT_LT(residual, 1.5e-5 * 2.0);
+  EXPECT_LT(residual, 1.5e-6 * 2.0);
   std::printf("[ measured ] noise-free, no threshold: %d iterations, %d major cycles, residual peak %.3g Jy, stop %s\n",
               images.iterations, images.major_cycles, residual, deconv::clean_stop_name(images.clean_stop));
 }

@@ -32,3 +32,14 @@ TEST(StopRequest, ASignalAfterTheRunIsIgnored) {
   mpi->barrier();  // reached only by a rank the signals did not end
 }
 
+
+// A signal that comes while MPI starts, before the run's StopRequest exists, waits for it
+// (spip holds the stop signals from its first moment) and stops the run at its first
+// stop point, on every rank, instead of killing the rank that got it.
+TEST(StopRequest, ASignalHeldFromTheStartStopsTheRunAtItsFirstStopPoint) {
+  spip::pipeline::StopRequest::hold_signals();
+  if (mpi->is_root()) raise(SIGUSR1);  // blocked: pending until the StopRequest takes it
+  const spip::pipeline::Log log(mpi->rank(), mpi->size());
+  spip::pipeline::StopRequest stop(*mpi, log);
+  EXPECT_THROW(stop.leave_if_requested("nothing"), spip::pipeline::Interrupted);
+}

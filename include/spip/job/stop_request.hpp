@@ -21,10 +21,10 @@ class StopRequest {
   // standard output when it arrives, wherever the run is.
   StopRequest(const parallel::MpiContext& mpi, const Log& log);
   // From the process's first moment (before it starts itself again and before MPI
-  // starts) the stop signals wait, blocked, until the constructor's handlers take
-  // them: one then (Slurm's warning to a job that starts late in its allocation) would
-  // otherwise kill the rank. What does not run the pipeline (--help, --plan) releases
-  // them to their default action instead.
+  // starts) the stop signals wait, blocked, until the constructor takes them: one then
+  // (Slurm's warning to a job that starts late in its allocation) would otherwise kill
+  // the rank. What does not run the pipeline (--help, --plan) releases them to their
+  // default action instead, and one that came meanwhile acts at once.
   static void hold_signals();
   static void release_signals();
   StopRequest(const StopRequest&) = delete;
