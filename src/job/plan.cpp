@@ -10,6 +10,16 @@ bool restores_later(const Config& config) {
   return config.clean.niter > 0 && config.image.common_beam && !(config.image.beam_major_arcsec > 0);
 }
 
+bool resumes_finished_channels(const Config& config, const Plan& plan) {
+  const ProductRegistry& products = plan.products;
+  const bool restored = !plan.polarised() || (products.on_disk(ChannelCubeKind::image) &&
+                                              (!products.made(ChannelCubeKind::residual) ||
+                                               products.on_disk(ChannelCubeKind::residual)));
+  if (!restores_later(config)) return restored;
+  return !plan.mosaic() && restored && products.on_disk(ChannelCubeKind::model) &&
+         products.on_disk(ChannelCubeKind::residual);
+}
+
 int kept_planes(const Config& config, const Plan& plan) {
   // A mosaic keeps its residual and each pointing's model until restoring.
   if (restores_later(config)) return (plan.mosaic() ? 1 + static_cast<int>(plan.pointings.size()) : 2) * ms::num_stokes;

@@ -305,12 +305,19 @@ namespace {
 // that could never finish would only be requeued for ever: one whose slowest rank
 // cannot image a channel in one start (after the set-up), a mosaic restored with the
 // common beam that cannot image all its channels in one (it keeps its pointings' models
-// only until restoring, so a resumed run images them again), or one that cannot do its
-// share of the Faraday stage, which starts again from its beginning when stopped. Such
-// a run stops here; one that needs several starts says how many.
+// only until restoring, so a resumed run images them again), one whose channel cubes
+// keep nothing a resumed run could take back that cannot image its channels and do its
+// share of the Faraday stage in one, or one that cannot do its share of the Faraday
+// stage, which starts again from its beginning when stopped. Such a run stops here; one
+// that needs several starts says how many.
 // Rank 0 times the rates for every rank on its CPU, so a GPU run is only told.
 void check_time(const Config& config, const parallel::MpiContext& mpi, const Log& log, const Plan& plan) {
   const double limit = config.parallel.time_limit;
+  const bool cubes_resume = plan.mosaic() || resumes_finished_channels(config, plan);
+  if (!cubes_resume)
+    log.root("warning: output.channel_cubes keeps no planes that a stopped run could take back (model and residual "
+             "until restoring, then image and residual): a resumed run images every channel again; write them, or "
+             "set image.beam and write image and residual, where the run may be stopped");
   if (!(limit > 0)) return;
   const auto seconds = [](double s) { return fixed(s, s < 10 ? 2 : 0) + " s"; };
   std::exception_ptr failure;
@@ -331,13 +338,21 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
               ? "a mosaic restored with the common beam images every channel again when resumed (it keeps its "
                 "pointings' models only until restoring), and a rank's " + std::to_string(slowest.channels) +
                     " channels need about " + seconds(imaging) + " in one start"
+          : !cubes_resume && total > limit
+              ? "output.channel_cubes keeps no planes that a resumed run could take back, so every start images "
+                "every channel again, and a rank's " + std::to_string(slowest.channels) +
+                    " channels and its share of the Faraday stage need about " + seconds(total) + " in one start"
           : faraday > limit ? "a rank's share of the Faraday stage (" + fixed(slowest.slab_pixels, 0) +
                                   " pixels) needs about " + seconds(faraday) + " in one start"
                             : std::string();
-      const std::string remedy = images_in_one_start && first <= limit && imaging > limit
-                                     ? "; set image.beam (each channel is then restored as it is imaged, and a "
-                                       "resumed run keeps it), or ask for more time or more ranks"
-                                     : "; ask for more time or more ranks";
+      const std::string remedy =
+          images_in_one_start && first <= limit && imaging > limit
+              ? "; set image.beam (each channel is then restored as it is imaged, and a resumed run keeps it), or ask "
+                "for more time or more ranks"
+          : !cubes_resume && first <= limit && total > limit
+              ? "; write model and residual in output.channel_cubes (or set image.beam and write image and residual), "
+                "or ask for more time or more ranks"
+              : "; ask for more time or more ranks";
       if (!problem.empty() && plan.gpu_device < 0)
         SPIP_THROW(ConfigError, problem + ", but parallel.time_limit is " + seconds(limit) + remedy);
       log.root("estimated " + seconds(total) + " on the slowest rank (CPU rates: set-up " +

@@ -310,6 +310,27 @@ TEST(SpipCli, RunThatCannotFinishAChannelInItsTimeLimitStopsBeforeReading) {
   std::printf("[ measured ] %s", outcome.err.c_str());
 }
 
+// Channel cubes that keep nothing a resumed run could take back (the restored image alone,
+// while restoring waits for the common beam) make every start image every channel again:
+// under a time limit the run needs more than one start for, requeues would never end, so
+// it is refused; without one, the log warns. A trial's survey settings so made no progress.
+TEST(SpipCli, ChannelCubesAResumedRunCannotUseAreRefusedUnderATimeLimit) {
+  const std::string job = std::string(SPIP_BIN) + " --config " + SPIP_DEMO_CONFIG + " " + sample_args("images") +
+                          " --image.size 128 --image.scale 40 --output.channel_cubes image";
+  const Outcome rates = run(job + " --parallel.time_limit 0.001");
+  std::smatch timed;
+  ASSERT_TRUE(std::regex_search(rates.err, timed, std::regex(R"(\(set-up ([0-9.]+) s, imaging ([0-9.]+) s per channel\))")))
+      << rates.err;
+  // Room for a few channels in a start, not for the rank's 40.
+  const double limit = std::stod(timed[1]) + 0.05 + std::sqrt(40.0) * std::stod(timed[2]);
+  const Outcome refused = run(job + " --parallel.time_limit " + std::to_string(limit));
+  expect_one_line_error(refused, 2, {"output.channel_cubes keeps no planes that a resumed run could take back",
+                                     "; write model and residual in output.channel_cubes"});
+  EXPECT_FALSE(fs::exists(scratch("images"))) << "nothing may be written";
+  const Outcome plan = run(job + " --plan --plan-ranks 1");
+  EXPECT_NE(plan.out.find("warning: output.channel_cubes keeps no planes"), std::string::npos) << plan.out;
+}
+
 // --plan times its rates by imaging one channel here: a channel larger than this
 // node's memory (a job planned on a login node for bigger nodes) is refused in one line
 // at once, before anything is allocated, instead of taking the node's memory.

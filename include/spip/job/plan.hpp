@@ -119,6 +119,11 @@ std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* row
 // With CLEAN and a common beam, restoring waits for every channel's fitted beam; a beam
 // given as image.beam is known at once, and each channel is restored as it is imaged.
 bool restores_later(const Config& config);
+// Whether a resumed run can take back from the partial cubes the planes of every channel
+// an earlier start finished (RankRun::recall_planes): until restoring its model and
+// residual, once restored its image and (where made) residual; a mosaic restored with
+// the common beam keeps its pointings' models only in memory. Else it images them again.
+bool resumes_finished_channels(const Config& config, const Plan& plan);
 // Planes a rank keeps of each of its channels (PlaneStore): the model and the residual
 // until restoring, then the restored image and the residual for the Faraday stage.
 int kept_planes(const Config& config, const Plan& plan);
