@@ -39,7 +39,7 @@ po::options_description options() {
     ("noise", po::value<double>()->default_value(0.0), "noise sigma per correlation [Jy]")
     ("flag-fraction", po::value<double>()->default_value(0.0), "fraction of visibilities flagged")
     ("seed", po::value<std::uint64_t>()->default_value(1), "random seed for noise and flags")
-    ("flag-channels", po::value<std::vector<int>>()->multitoken(), "channels to flag entirely")
+    ("flag-channels", po::value<std::vector<int>>()->multitoken(), "channels to flag entirely, separated by spaces (--flag-channels 50 51 52)")
     ("split", po::value<std::string>(),
      "instead of simulating, rearrange this MS's channels into the spectral windows of --windows")
     ("windows", po::value<std::vector<std::string>>()->multitoken(),

@@ -50,7 +50,7 @@ fits::Table catalogue_table(const std::vector<Source>& sources, const FinderSett
       column<double>(sources, "x_pix", "pix", "zero-based image x of the PI peak", [](S s) { return s.x; }),
       column<double>(sources, "y_pix", "pix", "zero-based image y of the PI peak", [](S s) { return s.y; }),
       column<double>(sources, "ra", "deg", "right ascension (FK5 J2000)", [](S s) { return s.ra_deg; }),
-      column<double>(sources, "ra_err", "deg", "position error along RA on the sky", [](S s) { return s.ra_err_deg; }),
+      column<double>(sources, "ra_err", "deg", "position error along RA on the sky (an angle: already times cos dec)", [](S s) { return s.ra_err_deg; }),
       column<double>(sources, "dec", "deg", "declination (FK5 J2000)", [](S s) { return s.dec_deg; }),
       column<double>(sources, "dec_err", "deg", "position error in declination", [](S s) { return s.dec_err_deg; }),
       column<double>(sources, "phi", "rad/m^2", "Faraday depth of the clean FDF peak", [](S s) { return s.phi; }),

@@ -435,7 +435,8 @@ const std::vector<Key>& keys() {
              "absolute stopping threshold"),
       scalar("clean.auto_threshold", &Config::clean, &CleanConfig::auto_threshold,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
-             "stop at this many sigma (MAD) of the peak-search quantity, re-estimated each major cycle; 0: off"),
+             "stop at this many sigma (MAD) of the peak-search quantity (clean.peak), re-estimated each major cycle; "
+             "with iquv, the default, that sigma is the four Stokes images' joined, about twice Stokes I's; 0: off"),
       scalar("clean.auto_mask", &Config::clean, &CleanConfig::auto_mask,
              [](double v) { return v >= 0; }, "a number >= 0", "sigma",
              "clean everywhere down to this many sigma, then only where components were found down to "

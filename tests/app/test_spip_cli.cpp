@@ -631,7 +631,12 @@ TEST(SpipCli, FaradayProductsDoNotDependOnThreads) {
 
 TEST(SpipCli, ReadAheadInSmallBlocksGivesTheSameProducts) {
   const auto qa = [](const std::string& dir) { return scratch(dir) / "spip-qa.json"; };
-  ASSERT_EQ(run_spip(base_args("whole")).exit_code, 0);
+  const Outcome whole = run_spip(base_args("whole"));
+  ASSERT_EQ(whole.exit_code, 0);
+  // 120" pixels under the sample's beam, about 100" across its minor axis at the top of
+  // the band; the resume tests' 20" pixels sample it 5 times, and say nothing.
+  EXPECT_NE(whole.out.find("'s beam is "), std::string::npos) << whole.out;
+  EXPECT_NE(whole.out.find(" pixels: fewer than 3 under-sample it"), std::string::npos) << whole.out;
   const Outcome blocks = run_spip(base_args("blocks") + " --input.block_channels 3");
   ASSERT_EQ(blocks.exit_code, 0) << blocks.err;
   EXPECT_EQ(channel_records(qa("whole")), channel_records(qa("blocks")));

@@ -295,6 +295,7 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
 
   ASSERT_EQ(std::system((command_for(resumed) + " > " + base + "/resumed.log 2>&1").c_str()), 0);
   EXPECT_NE(read_file(base + "/resumed.log").find("resuming:"), std::string::npos);
+  EXPECT_EQ(read_file(base + "/resumed.log").find("fewer than 3"), std::string::npos) << "20\" pixels sample the beam";
   EXPECT_FALSE(fs::exists(resumed + "/.demo.progress"));
 
   const int compared = expect_identical_products(reference, resumed);
