@@ -108,7 +108,7 @@ std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, c
 void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f) {
   const std::complex<float> one(1.0f, 0.0f), zero(0.0f, 0.0f);
-  constexpr int block = 64;  // pixels: eight 64-byte lines
+  constexpr int block = 256;  // pixels: 32 of 64-byte lines, the A matrix packed once for them
   const int blocks = (num_pixels + block - 1) / block;
   if (openblas_get_parallel() == OPENBLAS_THREAD) openblas_set_num_threads(1);
 #pragma omp parallel
