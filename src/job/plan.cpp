@@ -1,5 +1,6 @@
 #include "spip/job/plan.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "spip/common/constants.hpp"
@@ -10,14 +11,17 @@ bool restores_later(const Config& config) {
   return config.clean.niter > 0 && config.image.common_beam && !(config.image.beam_major_arcsec > 0);
 }
 
+std::vector<ChannelCubeKind> cubes_to_resume_from(const Config& config, const Plan& plan) {
+  if (!plan.polarised()) return {};
+  std::vector<ChannelCubeKind> kinds{ChannelCubeKind::image};
+  if (plan.products.made(ChannelCubeKind::residual)) kinds.push_back(ChannelCubeKind::residual);
+  if (restores_later(config) && !plan.mosaic()) kinds.push_back(ChannelCubeKind::model);
+  return kinds;
+}
+
 bool resumes_finished_channels(const Config& config, const Plan& plan) {
-  const ProductRegistry& products = plan.products;
-  const bool restored = !plan.polarised() || (products.on_disk(ChannelCubeKind::image) &&
-                                              (!products.made(ChannelCubeKind::residual) ||
-                                               products.on_disk(ChannelCubeKind::residual)));
-  if (!restores_later(config)) return restored;
-  return !plan.mosaic() && restored && products.on_disk(ChannelCubeKind::model) &&
-         products.on_disk(ChannelCubeKind::residual);
+  const std::vector<ChannelCubeKind> kinds = cubes_to_resume_from(config, plan);
+  return std::all_of(kinds.begin(), kinds.end(), [&](ChannelCubeKind kind) { return plan.products.on_disk(kind); });
 }
 
 int kept_planes(const Config& config, const Plan& plan) {

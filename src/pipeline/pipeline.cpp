@@ -737,8 +737,10 @@ void RankRun::log_clean_summary(const std::vector<ChannelQa>& channels) const {
 // Fewer than 3 pixels across a channel's beam (the highest frequencies of a wide band at
 // an image.scale chosen for the lowest) leave CLEAN's components and the restored fluxes
 // of extended emission off by tens of per cent: a trial's 2.8 pixels flattened spectral
-// indices by 0.07 to 0.14.
+// indices by 0.07 to 0.14. The beams are the fitted ones: image.beam's, where given,
+// says nothing of the PSF's sampling.
 void RankRun::log_beam_sampling(const std::vector<ChannelQa>& channels) const {
+  if (chosen_) return;
   const ChannelQa* narrowest = nullptr;
   for (const ChannelQa& qa : channels)
     if (qa.blank.empty() && qa.beam.minor_rad > 0 && (!narrowest || qa.beam.minor_rad < narrowest->beam.minor_rad))

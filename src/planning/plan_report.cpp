@@ -260,9 +260,9 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   }
   out << "\n" << first.describe() << " (rank 0)\n";
   out << "products: " << product_summary(plan.products) << "\n";
-  if (!plan.mosaic() && !resumes_finished_channels(config, plan))
-    out << "warning: output.channel_cubes keeps no planes that a stopped run could take back: a resumed run images "
-           "every channel again\n";
+  if (!resumes_finished_channels(config, plan))
+    out << "warning: output.channel_cubes does not write what a stopped run takes back the channels it finished "
+           "from: a resumed run images every channel again\n";
   for (const std::string& line : sky_lines(plan)) out << line << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";

@@ -301,6 +301,17 @@ SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, cons
 
 namespace {
 
+// "image, residual and model", as output.channel_cubes names them.
+std::string cubes_text(const std::vector<ChannelCubeKind>& kinds) {
+  std::string text;
+  for (std::size_t k = 0; k < kinds.size(); ++k) {
+    const ChannelCubeKind kind = kinds[k];
+    text += (k == 0 ? "" : k + 1 == kinds.size() ? " and " : ", ") +
+            std::string(kind == ChannelCubeKind::image ? "image" : kind == ChannelCubeKind::residual ? "residual" : "model");
+  }
+  return text;
+}
+
 // With parallel.time_limit (what is left of the job's time before its warning), a run
 // that could never finish would only be requeued for ever: one whose slowest rank
 // cannot image a channel in one start (after the set-up), a mosaic restored with the
@@ -313,11 +324,12 @@ namespace {
 // Rank 0 times the rates for every rank on its CPU, so a GPU run is only told.
 void check_time(const Config& config, const parallel::MpiContext& mpi, const Log& log, const Plan& plan) {
   const double limit = config.parallel.time_limit;
-  const bool cubes_resume = plan.mosaic() || resumes_finished_channels(config, plan);
+  const bool cubes_resume = resumes_finished_channels(config, plan);
+  const std::string needed = cubes_text(cubes_to_resume_from(config, plan));
   if (!cubes_resume)
-    log.root("warning: output.channel_cubes keeps no planes that a stopped run could take back (model and residual "
-             "until restoring, then image and residual): a resumed run images every channel again; write them, or "
-             "set image.beam and write image and residual, where the run may be stopped");
+    log.root("warning: output.channel_cubes does not write all Stokes of the " + needed +
+             " cubes, from which a stopped run takes back the channels it finished: a resumed run images every "
+             "channel again; write them where the run may be stopped");
   if (!(limit > 0)) return;
   const auto seconds = [](double s) { return fixed(s, s < 10 ? 2 : 0) + " s"; };
   std::exception_ptr failure;
@@ -339,9 +351,10 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
                 "pointings' models only until restoring), and a rank's " + std::to_string(slowest.channels) +
                     " channels need about " + seconds(imaging) + " in one start"
           : !cubes_resume && total > limit
-              ? "output.channel_cubes keeps no planes that a resumed run could take back, so every start images "
-                "every channel again, and a rank's " + std::to_string(slowest.channels) +
-                    " channels and its share of the Faraday stage need about " + seconds(total) + " in one start"
+              ? "output.channel_cubes does not write the " + needed + " cubes a resumed run takes back the channels "
+                "an earlier start finished from, so every start images every channel again, and a rank's " +
+                    std::to_string(slowest.channels) + " channels and its share of the Faraday stage need about " +
+                    seconds(total) + " in one start"
           : faraday > limit ? "a rank's share of the Faraday stage (" + fixed(slowest.slab_pixels, 0) +
                                   " pixels) needs about " + seconds(faraday) + " in one start"
                             : std::string();
@@ -350,8 +363,7 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
               ? "; set image.beam (each channel is then restored as it is imaged, and a resumed run keeps it), or ask "
                 "for more time or more ranks"
           : !cubes_resume && first <= limit && total > limit
-              ? "; write model and residual in output.channel_cubes (or set image.beam and write image and residual), "
-                "or ask for more time or more ranks"
+              ? "; write all Stokes of the " + needed + " cubes (output.channel_cubes), or ask for more time or more ranks"
               : "; ask for more time or more ranks";
       if (!problem.empty() && plan.gpu_device < 0)
         SPIP_THROW(ConfigError, problem + ", but parallel.time_limit is " + seconds(limit) + remedy);

@@ -321,14 +321,20 @@ TEST(SpipCli, ChannelCubesAResumedRunCannotUseAreRefusedUnderATimeLimit) {
   std::smatch timed;
   ASSERT_TRUE(std::regex_search(rates.err, timed, std::regex(R"(\(set-up ([0-9.]+) s, imaging ([0-9.]+) s per channel\))")))
       << rates.err;
-  // Room for a few channels in a start, not for the rank's 40.
-  const double limit = std::stod(timed[1]) + 0.05 + std::sqrt(40.0) * std::stod(timed[2]);
+  // Room for 8 channels in a start, not for the rank's 40 (the set-up is given to 0.1 s).
+  const double limit = std::stod(timed[1]) + 0.25 + 8 * std::stod(timed[2]);
   const Outcome refused = run(job + " --parallel.time_limit " + std::to_string(limit));
-  expect_one_line_error(refused, 2, {"output.channel_cubes keeps no planes that a resumed run could take back",
-                                     "; write model and residual in output.channel_cubes"});
+  expect_one_line_error(refused, 2, {"output.channel_cubes does not write the image, residual and model cubes",
+                                     "; write all Stokes of the image, residual and model cubes"});
   EXPECT_FALSE(fs::exists(scratch("images"))) << "nothing may be written";
   const Outcome plan = run(job + " --plan --plan-ranks 1");
-  EXPECT_NE(plan.out.find("warning: output.channel_cubes keeps no planes"), std::string::npos) << plan.out;
+  EXPECT_NE(plan.out.find("warning: output.channel_cubes does not write what a stopped run takes back"),
+            std::string::npos) << plan.out;
+  // With image.beam each channel is restored as it is imaged: image and residual suffice.
+  const Outcome restored_at_once = run(job + ",residual --image.beam 200,150,0 --plan --plan-ranks 1");
+  ASSERT_EQ(restored_at_once.exit_code, 0) << restored_at_once.err;
+  EXPECT_NE(restored_at_once.out.find("suggested:"), std::string::npos) << restored_at_once.out;
+  EXPECT_EQ(restored_at_once.out.find("warning: output.channel_cubes"), std::string::npos) << restored_at_once.out;
 }
 
 // --plan times its rates by imaging one channel here: a channel larger than this

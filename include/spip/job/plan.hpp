@@ -119,10 +119,12 @@ std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* row
 // With CLEAN and a common beam, restoring waits for every channel's fitted beam; a beam
 // given as image.beam is known at once, and each channel is restored as it is imaged.
 bool restores_later(const Config& config);
-// Whether a resumed run can take back from the partial cubes the planes of every channel
-// an earlier start finished (RankRun::recall_planes): until restoring its model and
-// residual, once restored its image and (where made) residual; a mosaic restored with
-// the common beam keeps its pointings' models only in memory. Else it images them again.
+// The channel cubes a resumed run takes back the planes of the channels an earlier start
+// finished from (RankRun::recall_planes), where the run has Q and U: once restored its
+// image and (where made) residual; until restoring with the common beam its model and
+// residual as well, but for a mosaic, which keeps its pointings' models only in memory
+// (check_time has its own rule for it). Without them it images those channels again.
+std::vector<ChannelCubeKind> cubes_to_resume_from(const Config& config, const Plan& plan);
 bool resumes_finished_channels(const Config& config, const Plan& plan);
 // Planes a rank keeps of each of its channels (PlaneStore): the model and the residual
 // until restoring, then the restored image and the residual for the Faraday stage.
