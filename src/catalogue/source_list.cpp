@@ -17,7 +17,6 @@ const char* const ra_names[] = {"ra", "ra_deg", "ra_deg_cont", "raj2000"};
 const char* const dec_names[] = {"dec", "dec_deg", "dec_deg_cont", "dej2000", "decj2000"};
 const char* const id_names[] = {"component_id", "source_name", "source_id", "name", "id"};
 
-
 // The index of the first of `names` among `columns` (any case), or -1.
 template <std::size_t N>
 long find_column(const std::vector<std::string>& columns, const char* const (&names)[N]) {

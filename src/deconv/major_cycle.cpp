@@ -52,8 +52,8 @@ MinorCycleResult run_minor_cycles(CleanBackend& backend, MinorAlgorithm* algorit
 // CLEAN stops at this fraction of the first cycle's peak whatever its thresholds: below
 // about 1e-7 of it the residual of float32 images is rounding, not sky. Noise-free data
 // cleaned with no threshold went on into it, where the peaks of such residuals wander,
-// and grow, from cycle to cycle, and channels were marked diverged (2 of the sample's
-// first 12 with a floor of 3e-8, none with 1e-7). A tenth of a dynamic range of 1e7.
+// and grow, from cycle to cycle, and channels were marked diverged
+// (MajorCycle.NoiseFreeDataCleanedWithoutAThresholdDoesNotDiverge). Ten times above it.
 constexpr double rounding_floor = 1e-6;
 
 // The major cycles on the backend's images until one of CleanStop's reasons. A cycle

@@ -11,11 +11,18 @@ bool restores_later(const Config& config) {
   return config.clean.niter > 0 && config.image.common_beam && !(config.image.beam_major_arcsec > 0);
 }
 
-std::vector<ChannelCubeKind> cubes_to_resume_from(const Config& config, const Plan& plan) {
+std::vector<ChannelCubeKind> cubes_to_recall(const Plan& plan, bool restored) {
+  if (!restored) return {ChannelCubeKind::model, ChannelCubeKind::residual};
   if (!plan.polarised()) return {};
-  std::vector<ChannelCubeKind> kinds{ChannelCubeKind::image};
-  if (plan.products.made(ChannelCubeKind::residual)) kinds.push_back(ChannelCubeKind::residual);
-  if (restores_later(config) && !plan.mosaic()) kinds.push_back(ChannelCubeKind::model);
+  if (!plan.products.made(ChannelCubeKind::residual)) return {ChannelCubeKind::image};
+  return {ChannelCubeKind::image, ChannelCubeKind::residual};
+}
+
+std::vector<ChannelCubeKind> cubes_to_resume_from(const Config& config, const Plan& plan) {
+  std::vector<ChannelCubeKind> kinds = cubes_to_recall(plan, true);
+  if (restores_later(config) && !plan.mosaic())
+    for (ChannelCubeKind kind : cubes_to_recall(plan, false))
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
   return kinds;
 }
 

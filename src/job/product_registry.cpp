@@ -36,6 +36,8 @@ constexpr double catalogue_bytes = 64e3, record_bytes_per_channel = 2e3;
 
 }  // namespace
 
+const char* to_string(ChannelCubeKind kind) { return channel_names[static_cast<int>(kind)]; }
+
 const char* to_string(ProductKind kind) {
   constexpr const char* names[] = {"channel cube", "moment image",   "FDF cube", "pixel map",
                                    "RMSF file",    "catalogue file", "record"};

@@ -417,16 +417,15 @@ std::vector<float> RankRun::restore_kept_mosaic(int c, const imaging::Beam& beam
 // A channel an earlier run finished: its kept planes from the partial cubes it wrote;
 // false where output.channel_cubes left out a cube they would come from.
 bool RankRun::recall_planes(int c) {
-  const bool restored = !restore_later() || progress_.restored(plan_.chan_begin + c);
-  if (restored && !plan_.polarised()) return true;
-  const ChannelCubeKind first = restored ? ChannelCubeKind::image : ChannelCubeKind::model;
-  const bool with_residual = !restored || plan_.products.made(ChannelCubeKind::residual);
-  const ProductRegistry& products = plan_.products;
-  if (!products.on_disk(first) || (with_residual && !products.on_disk(ChannelCubeKind::residual))) return false;
+  const std::vector<ChannelCubeKind> kinds =
+      cubes_to_recall(plan_, !restore_later() || progress_.restored(plan_.chan_begin + c));
+  if (kinds.empty()) return true;
+  if (!std::all_of(kinds.begin(), kinds.end(), [&](ChannelCubeKind kind) { return plan_.products.on_disk(kind); }))
+    return false;
   const double before = fits::CubeFile::bytes_read();
-  const std::vector<float> image = read_stokes_planes(cubes_, first, c);
-  if (with_residual) {
-    const std::vector<float> residual = read_stokes_planes(cubes_, ChannelCubeKind::residual, c);
+  const std::vector<float> image = read_stokes_planes(cubes_, kinds.front(), c);
+  if (kinds.size() > 1) {
+    const std::vector<float> residual = read_stokes_planes(cubes_, kinds.back(), c);
     keep_planes(c, image, &residual);
   } else {
     keep_planes(c, image, nullptr);

@@ -58,18 +58,21 @@ std::string clock_time(double seconds) {
 
 // A bundled sbatch script by the path that reaches it: beside an installed spip
 // (PREFIX/share/spip/slurm, which knows its prefix), or in the checkout that built it,
-// whose scripts find the job body through SPIP_HOME (sbatch passes the environment on);
-// else as the README names it, for a submission from the checkout.
-std::string slurm_script(const std::string& name) {
+// whose scripts find the job body through SPIP_HOME (`home`; sbatch passes the
+// environment on); else as the README names it, for a submission from the checkout.
+struct SlurmScript {
+  std::string path, home;
+};
+SlurmScript slurm_script(const std::string& name) {
   std::error_code error;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", error).parent_path();
-  if (error) return "slurm/" + name;
+  if (error) return {"slurm/" + name, ""};
   const std::filesystem::path installed = std::filesystem::canonical(exe / ".." / "share" / "spip" / "slurm" / name, error);
-  if (!error) return installed.string();
+  if (!error) return {installed.string(), ""};
   const std::filesystem::path checkout = std::filesystem::canonical(exe / ".." / ".." / "..", error);
   if (!error && std::filesystem::is_regular_file(checkout / "slurm" / name, error))
-    return "SPIP_HOME=" + checkout.string() + " sbatch " + (checkout / "slurm" / name).string();
-  return "slurm/" + name;
+    return {(checkout / "slurm" / name).string(), checkout.string()};
+  return {"slurm/" + name, ""};
 }
 
 // The sbatch line for `ranks` ranks, `node_ranks` a node: one-node.sbatch where they fit
@@ -80,18 +83,14 @@ std::string slurm_script(const std::string& name) {
 std::string sbatch_line(int ranks, int node_ranks, int threads, long mem_per_cpu_mb, double run_s, bool gpu) {
   const bool one_node = ranks <= node_ranks && !gpu;
   const int nodes = (ranks + node_ranks - 1) / node_ranks;
-  std::string script = slurm_script(one_node ? "one-node.sbatch" : gpu ? "multi-node-gpu.sbatch" : "multi-node.sbatch");
-  std::string submit = "sbatch";
-  if (const std::size_t at = script.find(" sbatch "); at != std::string::npos) {  // SPIP_HOME=... sbatch SCRIPT
-    submit = script.substr(0, at + 7);
-    script = script.substr(at + 8);
-  }
-  return submit + " " +
+  const SlurmScript script =
+      slurm_script(one_node ? "one-node.sbatch" : gpu ? "multi-node-gpu.sbatch" : "multi-node.sbatch");
+  return (script.home.empty() ? "" : "SPIP_HOME=" + script.home + " ") + "sbatch " +
          (one_node ? "--ntasks=" + std::to_string(ranks)
                    : "--nodes=" + std::to_string(nodes) + " --ntasks-per-node=" + std::to_string(node_ranks) +
                          (ranks % node_ranks ? " --ntasks=" + std::to_string(ranks) : "")) +
          " --cpus-per-task=" + std::to_string(threads) + " --mem-per-cpu=" + std::to_string(mem_per_cpu_mb) +
-         "M --time=" + clock_time(run_s + (one_node ? 600 : 900)) + " " + script;
+         "M --time=" + clock_time(run_s + (one_node ? 600 : 900)) + " " + script.path;
 }
 
 std::string gb(double bytes) { return fixed(bytes / 1e9, bytes < 1e8 ? 3 : 2) + " GB"; }

@@ -304,11 +304,8 @@ namespace {
 // "image, residual and model", as output.channel_cubes names them.
 std::string cubes_text(const std::vector<ChannelCubeKind>& kinds) {
   std::string text;
-  for (std::size_t k = 0; k < kinds.size(); ++k) {
-    const ChannelCubeKind kind = kinds[k];
-    text += (k == 0 ? "" : k + 1 == kinds.size() ? " and " : ", ") +
-            std::string(kind == ChannelCubeKind::image ? "image" : kind == ChannelCubeKind::residual ? "residual" : "model");
-  }
+  for (std::size_t k = 0; k < kinds.size(); ++k)
+    text += std::string(k == 0 ? "" : k + 1 == kinds.size() ? " and " : ", ") + to_string(kinds[k]);
   return text;
 }
 
@@ -647,9 +644,9 @@ void check_stokes_of_every_channel(const Plan& plan) {
   for (int s = 0; s < ms::num_stokes; ++s) {
     if (!plan.stokes[s]) continue;
     int first = -1, last = -1, input = -1;
-    for (int c = 0; c < plan.band.size(); ++c)
-      for (const ms::ChannelPart& part : plan.band.channels[static_cast<std::size_t>(c)].parts) {
-        const std::vector<ms::ChannelPart>& parts = plan.band.channels[static_cast<std::size_t>(c)].parts;
+    for (int c = 0; c < plan.band.size(); ++c) {
+      const std::vector<ms::ChannelPart>& parts = plan.band.channels[static_cast<std::size_t>(c)].parts;
+      for (const ms::ChannelPart& part : parts) {
         if (std::any_of(parts.begin(), parts.end(), [&](const ms::ChannelPart& other) {
               return pointing_of(other.input) == pointing_of(part.input) &&
                      plan.readers[static_cast<std::size_t>(other.input)].info().stokes_determined[s];
@@ -658,6 +655,7 @@ void check_stokes_of_every_channel(const Plan& plan) {
         if (first < 0) first = c, input = part.input;
         last = c;
       }
+    }
     if (first < 0) continue;
     const ms::MsInfo& info = plan.readers[static_cast<std::size_t>(input)].info();
     SPIP_THROW(InputError, "Stokes " + std::string(1, "IQUV"[s]) + " is given by other inputs but not on channels " +

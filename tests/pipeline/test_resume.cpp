@@ -176,17 +176,22 @@ std::string reference_products() {
   return reference;
 }
 
-// Starts `command` and sends SIGTERM to its second rank once `count` channels are
-// done: what Slurm does at the time limit. Returns the run's exit code.
-int stop_after_markers(const std::string& command, const std::string& out, int count, const std::string& log) {
-  const pid_t child = start_in_own_session(command, log);
-  wait_for_markers(out, count);
+// Sends SIGTERM to the second rank of the run in session `child`, what Slurm does at the
+// time limit, and returns the run's exit code.
+int terminate_second_rank(pid_t child) {
   const std::vector<pid_t> ranks = spip_ranks(child);
   EXPECT_EQ(ranks.size(), 2u);
   if (!ranks.empty()) kill(ranks.back(), SIGTERM);
   int status = 0;
   waitpid(child, &status, 0);
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// Starts `command` and stops it so once `count` channels are done.
+int stop_after_markers(const std::string& command, const std::string& out, int count, const std::string& log) {
+  const pid_t child = start_in_own_session(command, log);
+  wait_for_markers(out, count);
+  return terminate_second_rank(child);
 }
 
 // Channels imaged by the run logging to `log` so far: each logs its progress once.
@@ -329,14 +334,9 @@ TEST(Resume, MarkersWaitForTheNextCheckpoint) {
   EXPECT_EQ(channels_staged(read_file(base + "/after-kill.log")), 40);
   EXPECT_GE(expect_identical_products(reference, killed), 50);
 
-  const pid_t run = start_and_wait_for_channels(command(stopped), base + "/stopped.log", 8);
-  const std::vector<pid_t> ranks = spip_ranks(run);
-  ASSERT_EQ(ranks.size(), 2u);
-  kill(ranks.back(), SIGTERM);
-  int status = 0;
-  waitpid(run, &status, 0);
+  const int code = terminate_second_rank(start_and_wait_for_channels(command(stopped), base + "/stopped.log", 8));
   const std::string log = read_file(base + "/stopped.log");
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 75) << log;
+  ASSERT_EQ(code, 75) << log;
   const int imaged_when_stopped = channels_imaged(log);
   ASSERT_LT(imaged_when_stopped, 40) << "the run finished before it could be stopped";
   EXPECT_EQ(count_markers(stopped), imaged_when_stopped) << log;

@@ -119,11 +119,15 @@ std::vector<double> inputs_uvw_m(const Plan& plan, std::vector<std::size_t>* row
 // With CLEAN and a common beam, restoring waits for every channel's fitted beam; a beam
 // given as image.beam is known at once, and each channel is restored as it is imaged.
 bool restores_later(const Config& config);
-// The channel cubes a resumed run takes back the planes of the channels an earlier start
-// finished from (RankRun::recall_planes), where the run has Q and U: once restored its
-// image and (where made) residual; until restoring with the common beam its model and
-// residual as well, but for a mosaic, which keeps its pointings' models only in memory
-// (check_time has its own rule for it). Without them it images those channels again.
+// The channel cubes a resumed run reads a finished channel's planes back from
+// (RankRun::recall_planes), first the image or model, then the residual: before it is
+// restored with the common beam its model and residual; once restored, where the run
+// has Q and U for the Faraday stage, its image and (where CLEAN makes one) residual;
+// else none. Without them it images the channel again.
+std::vector<ChannelCubeKind> cubes_to_recall(const Plan& plan, bool restored);
+// Those of every channel an earlier start may have finished: the restored ones' and,
+// where restoring waits for the common beam, the others' too, but for a mosaic, which
+// keeps its pointings' models only in memory (check_time has its own rule for it).
 std::vector<ChannelCubeKind> cubes_to_resume_from(const Config& config, const Plan& plan);
 bool resumes_finished_channels(const Config& config, const Plan& plan);
 // Planes a rank keeps of each of its channels (PlaneStore): the model and the residual

@@ -28,6 +28,8 @@ const char* to_string(ProductKind kind);
 // The channel cubes of a run: one per Stokes parameter of each kind, the PSF, and with a
 // primary beam the restored images divided by it (image_pb) and its response (pb).
 enum class ChannelCubeKind { dirty, model, residual, image, psf, image_pb, pb };
+// The kind as output.channel_cubes names it: "image", "image-pb", ...
+const char* to_string(ChannelCubeKind kind);
 
 // Quantities of the moment images: the Stokes parameters and P = |Q + iU|.
 inline constexpr int moment_quantities = 5, moment_orders = 4;  // mean, std, skew, kurt

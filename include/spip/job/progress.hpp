@@ -54,9 +54,9 @@ class ChannelProgress {
 };
 
 // A marker may be written only once its channel's planes are on disk, which takes a
-// sync of every cube file. Syncing once per channel flushed each file once per channel:
-// a quarter of a 2,048-channel run of 64^2 images on a local disk, more on a parallel
-// file system. So markers wait here for a sync that comes once `interval_s` has passed
+// sync of every cube file. Syncing once per channel flushed each file once per channel
+// (21 fsyncs a channel of the full set of cubes), which a parallel file system charges
+// dearly for. So markers wait here for a sync that comes once `interval_s` has passed
 // since the last, or at flush(); a killed run loses at most that much of a rank's work.
 class Checkpoint {
  public:
