@@ -1,7 +1,8 @@
 // The Faraday stage's arithmetic on one row group, on this machine's cores: RM synthesis
 // (faraday::synthesise, the Faraday cube F = A P) against a bare cblas_cgemm of the
-// same shape on the same data, and RM-CLEAN with the peak fit (faraday::clean_slab) in
-// pixels per second. Prints a table; run by bench/run-faraday-bench.sh.
+// same shape on the same data, each pixel's noise from its residuals with a thin source
+// taken out of every one (faraday::residual_noise, its worst case), and RM-CLEAN with
+// the peak fit (faraday::clean_slab) in pixels per second. Prints a table; run by bench/run-faraday-bench.sh.
 //   bench_faraday [channels] [depths] [pixels] [repeats]
 #include <cblas.h>
 #include <omp.h>
@@ -95,12 +96,25 @@ int main(int argc, char** argv) {
     iterations = spip::faraday::clean_slab(f, pixels, rmsf_double, settings).iterations;
   });
 
+  // The spectra as residual planes, each pixel's thin source taken out of its noise.
+  std::vector<float> q(p.size()), u(p.size());
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    q[i] = p[i].real();
+    u[i] = p[i].imag();
+  }
+  const std::vector<double> channel_sigma(num_chan, 0.01);
+  const std::vector<float> expected(pixels, static_cast<float>(sigma));
+  const double noise_s = best_seconds(repeats, [&] {
+    spip::faraday::residual_noise(setup, a, {q.data(), u.data(), pixels, {}}, channel_sigma, expected, 5);
+  });
+
   const double samples = static_cast<double>(num_phi) * pixels;
   std::printf("Faraday row group: %d channels, %d depths, %d pixels (best of %d)\n", num_chan, num_phi, pixels, repeats);
   std::printf("%-34s %10s %16s\n", "step", "time [s]", "rate");
   std::printf("%-34s %10.4f %12.3g samples/s\n", "RM synthesis (faraday::synthesise)", synth_s, samples / synth_s);
   std::printf("%-34s %10.4f %12.3g samples/s\n", "bare cblas_cgemm, same shape", bare_s, samples / bare_s);
   std::printf("%-34s %10s %15.0f %%\n", "synthesis / bare cgemm", "", 100.0 * bare_s / synth_s);
+  std::printf("%-34s %10.4f %12.3g samples/s\n", "residual noise (residual_noise)", noise_s, samples / noise_s);
   std::printf("%-34s %10.4f %12.3g pixels/s  (%.1f iterations per pixel)\n", "RM-CLEAN + peak fit (clean_slab)",
               clean_s, pixels / clean_s, static_cast<double>(iterations) / pixels);
   return 0;

@@ -136,6 +136,133 @@ void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_
   }
 }
 
+namespace {
+
+// |F| of three neighbouring depths -> the peak's offset from the middle one, in samples.
+double parabolic_offset(double before, double at, double after) {
+  const double curvature = before - 2 * at + after;
+  return curvature < 0 ? std::clamp(0.5 * (before - after) / curvature, -0.5, 0.5) : 0.0;
+}
+
+// residual_noise() for one pixel: `r` its channels and `f` its FDF, each `stride` apart,
+// `peak` the depth of its FDF's largest amplitude.
+double pixel_residual_noise(const SynthesisSetup& setup, const std::complex<float>* r, const std::complex<float>* f,
+                            int stride, int peak, double expected, double detection, double fitted_part) {
+  const std::size_t num_chan = setup.weight.size();
+  double weight_sum = 0, weight_sq_sum = 0, power = 0;
+  for (std::size_t c = 0; c < num_chan; ++c) {
+    const double w = setup.weight[c];
+    if (!(w > 0)) continue;
+    weight_sum += w;
+    weight_sq_sum += w * w;
+    power += 0.5 * w * w * std::norm(std::complex<double>(r[c * stride]));
+  }
+  if (!std::isfinite(power)) return std::numeric_limits<double>::quiet_NaN();
+  const FaradayAxis& axis = setup.axis;
+  const auto amplitude = [&](int k) { return static_cast<double>(std::abs(f[k * stride])); };
+  if (!(amplitude(peak) >= detection * expected)) return std::sqrt(power) / weight_sum;
+  const double offset =
+      peak > 0 && peak + 1 < axis.count ? parabolic_offset(amplitude(peak - 1), amplitude(peak), amplitude(peak + 1)) : 0;
+  const double phi = axis.phi(peak) + offset * axis.dphi;
+  std::complex<double> thin;
+  for (std::size_t c = 0; c < num_chan; ++c)
+    if (const double w = setup.weight[c]; w > 0)
+      thin += w * w * std::complex<double>(r[c * stride]) *
+              std::polar(1.0, -2 * phi * (setup.lambda_sq[c] - setup.lambda0_sq));
+  thin /= weight_sq_sum;
+  // Least squares: what is left of the power is the power less the fitted part's.
+  const double left = std::sqrt(std::max(0.0, power - 0.5 * std::norm(thin) * weight_sq_sum) / (1 - fitted_part));
+  // A thin source and the expected noise must explain the residual: near a bright source
+  // CLEAN's errors follow its depth, but change with frequency as the PSF's sidelobes do,
+  // and what the fit leaves of them is still well above the noise.
+  const double effective_channels = weight_sum * weight_sum / weight_sq_sum;
+  const double consistent = std::max(2.25, 1 + 5 / std::sqrt(effective_channels));  // in power
+  const double raw = std::sqrt(power);
+  return (left * left <= consistent * expected * expected * weight_sum * weight_sum ? left : raw) / weight_sum;
+}
+
+// The part of the noise's expected power that fitting a thin source takes with it,
+// linearised: the amplitude's two parameters take sum w^4 s^2 / (sum w^2 sum w^2 s^2),
+// the depth's one half as much with each channel's share weighted by g^2, g = lambda^2
+// less its mean under the weights w^2 (the depth's direction once the amplitude's is out).
+double fitted_noise_part(const SynthesisSetup& setup, const std::vector<double>& channel_sigma) {
+  double weight_sq_sum = 0, mean_lambda_sq = 0;
+  for (std::size_t c = 0; c < setup.weight.size(); ++c)
+    if (const double w = setup.weight[c]; w > 0) {
+      weight_sq_sum += w * w;
+      mean_lambda_sq += w * w * setup.lambda_sq[c];
+    }
+  if (!(weight_sq_sum > 0)) return 0;
+  mean_lambda_sq /= weight_sq_sum;
+  double noise = 0, amplitude = 0, depth = 0, lever = 0;
+  for (std::size_t c = 0; c < setup.weight.size(); ++c)
+    if (const double w = setup.weight[c]; w > 0) {
+      const double w2 = w * w, s2 = channel_sigma[c] * channel_sigma[c], g2 = std::pow(setup.lambda_sq[c] - mean_lambda_sq, 2);
+      noise += w2 * s2;
+      amplitude += w2 * w2 * s2;
+      depth += w2 * w2 * s2 * g2;
+      lever += w2 * g2;
+    }
+  if (!(noise > 0)) return 0;
+  return amplitude / (weight_sq_sum * noise) + (lever > 0 ? 0.5 * depth / (lever * noise) : 0.0);
+}
+
+}  // namespace
+
+std::vector<float> residual_noise(const SynthesisSetup& setup, const std::vector<std::complex<float>>& a,
+                                  const ResidualPlanes& residual, const std::vector<double>& channel_sigma,
+                                  const std::vector<float>& expected, double detection) {
+  const int num_phi = setup.axis.count, num_chan = static_cast<int>(setup.weight.size());
+  const int num_pixels = residual.num_pixels;
+  const double fitted_part = fitted_noise_part(setup, channel_sigma);
+  // A block's FDF is at most 2^21 samples (16 MB) per thread on axes of up to 2^17
+  // depths. Every call is a whole number of 16-column tiles, as in synthesise(), so that
+  // a pixel's FDF has the same bits wherever it falls.
+  const int block = std::clamp((1 << 21) / std::max(num_phi, 1) / 16 * 16, 16, 256);
+  const int blocks = (num_pixels + block - 1) / block;
+  const std::complex<float> one(1.0f, 0.0f), zero(0.0f, 0.0f);
+  std::vector<float> sigma(static_cast<std::size_t>(num_pixels));
+  if (openblas_get_parallel() == OPENBLAS_THREAD) openblas_set_num_threads(1);
+#pragma omp parallel
+  {
+    std::vector<std::complex<float>> r(static_cast<std::size_t>(num_chan) * block),
+        f(static_cast<std::size_t>(num_phi) * block);
+    std::vector<float> largest(static_cast<std::size_t>(block));
+    std::vector<int> peak(static_cast<std::size_t>(block));
+#pragma omp for schedule(static)
+    for (int b = 0; b < blocks; ++b) {
+      const int first = b * block, count = std::min(block, num_pixels - first);
+      std::fill(r.begin(), r.end(), zero);
+      for (int c = 0; c < num_chan; ++c) {
+        if (!(setup.weight[c] > 0)) continue;  // blank channels are NaN
+        for (int j = 0; j < count; ++j) {
+          const std::size_t x = static_cast<std::size_t>(first + j), i = static_cast<std::size_t>(c) * num_pixels + x;
+          const float scale = static_cast<float>(residual.flattening.factor(x, static_cast<std::size_t>(c)));
+          r[static_cast<std::size_t>(c) * block + j] = std::complex<float>(residual.q[i], residual.u[i]) * scale;
+        }
+      }
+      cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, block, num_chan, &one, a.data(), num_chan,
+                  r.data(), block, &zero, f.data(), block);
+      // The peaks a depth at a time, along the FDF's rows.
+      std::fill(largest.begin(), largest.end(), -1.0f);
+      std::fill(peak.begin(), peak.end(), 0);
+      for (int k = 0; k < num_phi; ++k) {
+        const std::complex<float>* row = f.data() + static_cast<std::size_t>(k) * block;
+        for (int j = 0; j < block; ++j)
+          if (const float power = std::norm(row[j]); power > largest[j]) {
+            largest[j] = power;
+            peak[j] = k;
+          }
+      }
+      for (int j = 0; j < count; ++j)
+        sigma[static_cast<std::size_t>(first + j)] = static_cast<float>(
+            pixel_residual_noise(setup, r.data() + j, f.data() + j, block, peak[j],
+                                 expected[static_cast<std::size_t>(first + j)], detection, fitted_part));
+    }
+  }
+  return sigma;
+}
+
 std::vector<std::complex<double>> rmsf(const SynthesisSetup& setup, const FaradayAxis& axis) {
   double weight_sum = 0;
   for (double w : setup.weight) weight_sum += w;

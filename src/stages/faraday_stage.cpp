@@ -32,6 +32,10 @@ constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy
 constexpr const char* map_types[] = {"Rotation Measure", "Intensity", "", "", "", "", "", "", ""};
 static_assert(std::size(map_units) == faraday::pixel_map_count && std::size(map_types) == faraday::pixel_map_count);
 // What a stop inside the stage leaves: its inputs (channel images or cubes) are whole.
+// A Faraday-thin peak of a pixel's residual FDF at this many times its expected noise
+// is a source CLEAN left there, not noise (pixel_noise()): noise alone reaches it in
+// about 1e-3 of the pixels of a 300-RMSF-wide axis (exp(-12.5) per independent depth).
+constexpr double thin_residual_detection = 5;
 constexpr const char* left_partial = "the Faraday products are left partial and a resumed run makes them again";
 
 fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit, const std::string& btype) {
@@ -155,29 +159,17 @@ std::vector<float> FaradayStage::write_moment_rows(int quantity, int first_row, 
   return m.mean;
 }
 
-// Each pixel's FDF noise from its residual Q and U over the channels, K sqrt(sum_c w_c^2
-// (Q_c^2 + U_c^2) / 2): what RM synthesis makes of what CLEAN left, thermal noise and
-// deconvolution errors alike. With `flattening` (faraday.fractional), each residual is
+// Each pixel's FDF noise from its residual Q and U (faraday::residual_noise(), which
+// takes out a Faraday-thin source CLEAN left there), `expected` its noise from the
+// channels' (noise_floor()). With `flattening` (faraday.fractional), each residual is
 // scaled as the pixel's spectrum was. Empty without residual cubes.
-std::vector<float> FaradayStage::pixel_noise(const RowBatch& group, const std::vector<double>& weight,
-                                             const Flattening& flattening) const {
+std::vector<float> FaradayStage::pixel_noise(const Synthesis& synthesis, const RowBatch& group,
+                                             const std::vector<float>& expected, const Flattening& flattening) const {
   if (!group.has_residuals()) return {};
-  const std::size_t pixels = static_cast<std::size_t>(group.rows) * base_.nx;
-  double weight_sum = 0;
-  for (double w : weight) weight_sum += w;
-  std::vector<double> power(pixels, 0.0);
-  for (int stokes : {stokes_q, stokes_u}) {
-    const std::vector<float>& residual = group.residual(stokes);
-    for (std::size_t c = 0; c < weight.size(); ++c)
-      if (weight[c] > 0)
-        for (std::size_t i = 0; i < pixels; ++i) {
-          const double r = residual[c * pixels + i] * flattening.factor(i, c);
-          power[i] += 0.5 * weight[c] * weight[c] * r * r;
-        }
-  }
-  std::vector<float> sigma(pixels);
-  for (std::size_t i = 0; i < pixels; ++i) sigma[i] = static_cast<float>(std::sqrt(power[i]) / weight_sum);
-  return sigma;
+  const int pixels = group.rows * base_.nx;
+  return faraday::residual_noise(synthesis.setup, synthesis.a,
+                                 {group.residual(stokes_q).data(), group.residual(stokes_u).data(), pixels, flattening},
+                                 synthesis.channel_sigma, expected, thin_residual_detection);
 }
 
 // The residual planes are divided too, so that each pixel's FDF noise, and with it the
@@ -267,10 +259,11 @@ void FaradayStage::process_rows(const RowBatch& group, const std::vector<double>
   const std::vector<float>& stokes_i_rows = group.image(stokes_i);
   const std::vector<float> mean_i = write_moment_rows(stokes_i, first_row, stokes_i_rows, weight);
   write_moment_rows(stokes_v, first_row, group.image(stokes_v), weight);
-  const std::vector<float> sigmas = synthesis ? pixel_noise(group, weight, {}) : std::vector<float>();
+  const std::vector<float> expected = synthesis ? noise_floor(*synthesis, group, weight, {}) : std::vector<float>();
+  const std::vector<float> sigmas = synthesis ? pixel_noise(*synthesis, group, expected, {}) : std::vector<float>();
   // With a primary beam the channels' noise, carried to each pixel, rises towards the
   // edge; where CLEAN emptied a pixel's residuals (at a source) they fall below it.
-  const std::vector<float> floor = synthesis && beam_ ? noise_floor(*synthesis, group, weight, {}) : std::vector<float>();
+  const std::vector<float> floor = beam_ ? expected : std::vector<float>();
   std::vector<float> pixel_sigmas = floor.empty() ? sigmas : floor;  // unflattened
   if (!floor.empty() && !sigmas.empty())
     for (std::size_t x = 0; x < pixels; ++x) pixel_sigmas[x] = std::max(sigmas[x], floor[x]);
@@ -405,7 +398,7 @@ std::vector<float> FaradayStage::flattened_noise(const Synthesis& synthesis, con
                                                  const std::vector<double>& weight,
                                                  const Flattening& flattening) const {
   std::vector<float> sigma = noise_floor(synthesis, group, weight, flattening);
-  const std::vector<float> residual = pixel_noise(group, weight, flattening);
+  const std::vector<float> residual = pixel_noise(synthesis, group, sigma, flattening);
   for (std::size_t x = 0; x < residual.size(); ++x) sigma[x] = std::max(sigma[x], residual[x]);
   return sigma;
 }

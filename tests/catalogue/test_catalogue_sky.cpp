@@ -5,14 +5,19 @@
 //    false detection with probability exp(-32) = 1.3e-14, so 3e-10 are expected and one
 //    fails the test;
 //  - a Faraday-thin and a Faraday-complex source (two thin components 30 rad/m^2 apart):
-//    each found once, only the second flagged complex, by m2 and by sigma_add.
+//    each found once, only the second flagged complex, by m2 and by sigma_add;
+//  - a faint thin source (30 mJy polarised, 5 times the channels' noise, 32 times the
+//    FDF's) that CLEAN, stopping at 3 times the noise of its joined search, leaves partly
+//    in the residual: its noise is the field's, not raised by itself.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <vector>
 
 #include "spip/fits/fits_image.hpp"
 #include "spip/fits/fits_table.hpp"
@@ -37,6 +42,7 @@ class CatalogueSky : public testing::Test {
                                        "\"thin\", 0.2, 60.05, 0.2, , , 0.0, 144e6, 0, 12.0, 0.25, 30.0, , , \n"
                                        "\"double_a\", 359.8, 59.9, 0.1, , , 0.0, 144e6, 0, -15.0, 0.3, 10.0, , , \n"
                                        "\"double_b\", 359.8, 59.9, 0.1, , , 0.0, 144e6, 0, 15.0, 0.3, 60.0, , , \n");
+    faint_status_ = simulate_and_run("faint", "\"faint\", 0.2, 60.05, 0.06, , , 0.0, 144e6, 0, 12.0, 0.5, 30.0, , , \n");
   }
 
   static int simulate_and_run(const std::string& name, const std::string& components) {
@@ -62,11 +68,12 @@ class CatalogueSky : public testing::Test {
   }
 
   static std::string dir_;
-  static int noise_status_, sources_status_;
+  static int noise_status_, sources_status_, faint_status_;
 };
 std::string CatalogueSky::dir_;
 int CatalogueSky::noise_status_ = -1;
 int CatalogueSky::sources_status_ = -1;
+int CatalogueSky::faint_status_ = -1;
 
 }  // namespace
 
@@ -114,4 +121,22 @@ TEST_F(CatalogueSky, ThinAndComplexSourcesFoundOnceAndTold) {
       EXPECT_NEAR(m2[r], 15.0, 1.5);
     }
   }
+}
+
+// The residual's own thin source is taken out of its pixels' noise
+// (faraday::residual_noise()): before, the source's error was 1.8 times the field's FDF
+// noise (1.66 against 0.91 mJy) and its signal-to-noise 17.5 instead of 31.
+TEST_F(CatalogueSky, AFaintSourceLeftInTheResidualIsNotItsOwnNoise) {
+  ASSERT_EQ(faint_status_, 0) << "see " << dir_ << "/faint.log";
+  const spip::fits::Table table = catalogue("faint");
+  ASSERT_EQ(table.columns.front().rows(), 1u) << "rows of faint-catalogue.fits";
+  std::vector<float> noise = spip::fits::read_image(dir_ + "/faint/faint-peak-pi-err.fits").data;
+  std::erase_if(noise, [](float v) { return !std::isfinite(v); });
+  std::nth_element(noise.begin(), noise.begin() + noise.size() / 2, noise.end());
+  const double field = noise[noise.size() / 2];
+  const double pi = table.values<double>("pi")[0], pi_err = table.values<double>("pi_err")[0];
+  std::cout << "[ measured ] faint source: pi " << pi << " pi_err " << pi_err << " field FDF noise " << field
+            << " snr " << table.values<double>("snr")[0] << "\n";
+  EXPECT_NEAR(pi, 0.03, 0.003);
+  EXPECT_NEAR(pi_err / field, 1.0, 0.1);
 }

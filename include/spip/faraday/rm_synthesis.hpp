@@ -2,7 +2,9 @@
 // RM synthesis (Brentjens & de Bruyn 2005) as one complex matrix product, RM-CLEAN
 // (Heald 2009) and peak fitting, per pixel. Pure functions on arrays.
 //   F(phi) = K sum_c w_c P_c exp(-2i phi (lambda_c^2 - lambda0^2)),  K = 1 / sum_c w_c
+#include <cmath>
 #include <complex>
+#include <cstddef>
 #include <vector>
 
 #include "spip/config/config.hpp"
@@ -39,6 +41,41 @@ std::vector<std::complex<float>> synthesis_matrix(const SynthesisSetup& setup, c
 void synthesise(const std::vector<std::complex<float>>& a, int num_phi, int num_chan,
                 const std::complex<float>* p, int num_pixels, std::complex<float>* f);
 
+// faraday.fractional's scaling of a pixel's channel: (nu_c / nu0)^-alpha where a power
+// law was fitted, 1 elsewhere and without one.
+struct Flattening {
+  const std::vector<float>* alpha = nullptr;          // per pixel, NaN where no law
+  const std::vector<double>* log_nu_ratio = nullptr;  // ln(nu_c / nu0)
+  double factor(std::size_t pixel, std::size_t channel) const {
+    return alpha && !std::isnan((*alpha)[pixel]) ? std::exp(-(*alpha)[pixel] * (*log_nu_ratio)[channel]) : 1.0;
+  }
+};
+// A slab's residual Q and U planes, [channel][pixel], each scaled as the pixel's
+// spectrum was.
+struct ResidualPlanes {
+  const float* q = nullptr;
+  const float* u = nullptr;
+  int num_pixels = 0;
+  Flattening flattening;
+};
+// Each pixel's FDF noise from its residual spectrum r_c (Q + iU over the channels of
+// weight > 0): K sqrt(sum_c w_c^2 |r_c - t_c|^2 / 2 / (1 - q)), what RM synthesis makes
+// of what CLEAN left, thermal noise and deconvolution errors alike. t is the residual's
+// own Faraday-thin peak where its FDF (`a` times r) reaches `detection` times the pixel's
+// `expected` noise and the fit leaves at most 1.5 times that noise (or 1 + 5 / sqrt(N)
+// times its power, N the channels' effective number, where that is more): a polarised
+// source CLEAN left in the residual, one below its threshold, is signal, and without
+// this it raised its own pixels' noise with itself. A bright source's errors, which
+// follow its depth but swing with frequency as the PSF's sidelobes do, stay noise.
+// t_c = T exp(2i phi (lambda_c^2 - lambda0^2)) at the peak's depth (parabolic
+// interpolation of |F|), T its least-squares amplitude under the weights w^2; q, from
+// the channels' noise (`channel_sigma`), is the part of the noise's expected power that
+// fitting T and the depth takes with it (3 of 2N parameters for N equal channels).
+// Elsewhere t = 0 and q = 0. NaN where a residual is. The FDFs are made in
+// blocks of a size set by the depths alone, so the result does not depend on threads.
+std::vector<float> residual_noise(const SynthesisSetup& setup, const std::vector<std::complex<float>>& a,
+                                  const ResidualPlanes& residual, const std::vector<double>& channel_sigma,
+                                  const std::vector<float>& expected, double detection);
 // The RMSF on `axis` (K sum w exp(-2i phi (lambda^2 - lambda0^2))) and the FWHM of its
 // main lobe measured on a fine grid.
 std::vector<std::complex<double>> rmsf(const SynthesisSetup& setup, const FaradayAxis& axis);

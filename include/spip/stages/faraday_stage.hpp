@@ -105,16 +105,8 @@ class FaradayStage {
                     long long& iterations) const;
   std::vector<float> write_moment_rows(int quantity, int first_row, const std::vector<float>& planes,
                                        const std::vector<double>& weight) const;
-  // faraday.fractional's scaling of a pixel's channel: (nu_c / nu0)^-alpha where a power
-  // law was fitted, 1 elsewhere and without one.
-  struct Flattening {
-    const std::vector<float>* alpha = nullptr;          // per pixel, NaN where no law
-    const std::vector<double>* log_nu_ratio = nullptr;  // ln(nu_c / nu0)
-    double factor(std::size_t pixel, std::size_t channel) const {
-      return alpha && !std::isnan((*alpha)[pixel]) ? std::exp(-(*alpha)[pixel] * (*log_nu_ratio)[channel]) : 1.0;
-    }
-  };
-  std::vector<float> pixel_noise(const RowBatch& group, const std::vector<double>& weight,
+  using Flattening = faraday::Flattening;
+  std::vector<float> pixel_noise(const Synthesis& synthesis, const RowBatch& group, const std::vector<float>& expected,
                                  const Flattening& flattening) const;
   std::vector<float> noise_floor(const Synthesis& synthesis, const RowBatch& group, const std::vector<double>& weight,
                                  const Flattening& flattening) const;
