@@ -1,10 +1,15 @@
 #include "spip/job/progress.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "spip/error.hpp"
 #include "spip/job/qa.hpp"
@@ -14,6 +19,7 @@ namespace spip::pipeline {
 namespace {
 
 namespace fs = std::filesystem;
+using json = nlohmann::ordered_json;
 
 // Written with the markers: their records are ChannelMarkers of this QA version.
 const std::string marker_format = "spip progress markers, qa version " + std::to_string(qa_version);
@@ -127,25 +133,62 @@ std::string input_fingerprint(const std::vector<std::string>& ms_paths, const st
   return out.str();
 }
 
-ChannelProgress::ChannelProgress(std::string dir, std::string config_text, std::string inputs)
+ChannelProgress::ChannelProgress(std::string dir, std::string config_text, std::string inputs, int rank)
     : dir_(std::move(dir)),
       config_text_(std::move(config_text)),
-      inputs_(std::move(inputs)) {}
+      inputs_(std::move(inputs)),
+      rank_(rank) {}
 
-std::string ChannelProgress::marker(int channel) const {
-  char name[32];
-  std::snprintf(name, sizeof name, "channel-%06d", channel);
-  return (fs::path(dir_) / name).string();
+ChannelProgress::~ChannelProgress() {
+  if (journal_) std::fclose(journal_);
 }
 
-std::string ChannelProgress::restored_marker(int channel) const { return marker(channel) + ".restored"; }
+void ChannelProgress::load() const {
+  if (loaded_) return;
+  loaded_ = true;
+  std::vector<fs::path> journals;
+  std::error_code error;
+  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error))
+    if (it->path().filename().string().starts_with("rank-") && it->path().extension() == ".jsonl")
+      journals.push_back(it->path());
+  std::sort(journals.begin(), journals.end());
+  for (const fs::path& journal : journals) {
+    const std::string text = read_text(journal.string());
+    for (std::size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
+      const json line = json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin),
+                                    text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+      if (!line.is_object() || !line.contains("channel") || !line["channel"].is_number_integer()) continue;
+      const int channel = line["channel"].get<int>();
+      if (line.contains("record") && line["record"].is_object()) records_[channel] = line["record"].dump();
+      if (line.contains("restored_peak"))  // NaN is written as null
+        restored_[channel] = line["restored_peak"].is_number() ? line["restored_peak"].get<double>()
+                                                                 : std::numeric_limits<double>::quiet_NaN();
+    }
+  }
+}
+
+void ChannelProgress::append(const std::string& line) const {
+  const std::lock_guard lock(mutex_);
+  if (!journal_) {
+    char name[32];
+    std::snprintf(name, sizeof name, "rank-%06d.jsonl", rank_);
+    const std::string path = (fs::path(dir_) / name).string();
+    journal_ = std::fopen(path.c_str(), "a");
+    if (!journal_) SPIP_THROW(InputError, path + ": cannot write: " + std::strerror(errno));
+  }
+  // A line whose write fails may be cut short: unread, as a kill's would be.
+  if (std::fputs((line + "\n").c_str(), journal_) == EOF || std::fflush(journal_) != 0)
+    SPIP_THROW(InputError, dir_ + ": cannot write rank " + std::to_string(rank_) + "'s progress: " + std::strerror(errno));
+}
 
 ResumeDecision ChannelProgress::decide(const std::vector<std::string>& partial_cubes) const {
   ResumeDecision decision;
-  std::error_code error;
-  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error))
-    decision.channels_done += it->path().filename().string().rfind("channel-", 0) == 0 && !it->path().has_extension();
   if (!fs::exists(dir_)) return decision;
+  {
+    const std::lock_guard lock(mutex_);
+    load();
+    decision.channels_done = static_cast<int>(records_.size());
+  }
   const std::string made_from = read_text((fs::path(dir_) / "inputs.txt").string());
   const std::string config_before = read_text((fs::path(dir_) / "config.ini").string());
   const std::string format = made_from.substr(0, made_from.find('\n'));
@@ -177,32 +220,61 @@ ResumeDecision ChannelProgress::decide(const std::vector<std::string>& partial_c
 }
 
 void ChannelProgress::start_fresh() const {
+  const std::lock_guard lock(mutex_);
   fs::remove_all(dir_);
   fs::create_directories(dir_);
   write_text_atomically((fs::path(dir_) / "config.ini").string(), config_text_);
   write_text_atomically((fs::path(dir_) / "inputs.txt").string(), marker_format + "\n" + inputs_);
+  records_.clear();
+  restored_.clear();
+  loaded_ = true;  // nothing earlier counts
 }
 
-bool ChannelProgress::done(int channel) const { return fs::exists(marker(channel)); }
+bool ChannelProgress::done(int channel) const {
+  const std::lock_guard lock(mutex_);
+  load();
+  return records_.contains(channel);
+}
 
-std::string ChannelProgress::record(int channel) const { return read_text(marker(channel)); }
+std::string ChannelProgress::record(int channel) const {
+  const std::lock_guard lock(mutex_);
+  load();
+  const auto found = records_.find(channel);
+  return found == records_.end() ? "" : found->second;
+}
 
 void ChannelProgress::mark_done(int channel, const std::string& record) const {
-  write_text_atomically(marker(channel), record + "\n");
+  json line;
+  line["channel"] = channel;
+  line["record"] = json::parse(record);
+  append(line.dump());
 }
 
-bool ChannelProgress::restored(int channel) const { return fs::exists(restored_marker(channel)); }
+bool ChannelProgress::restored(int channel) const {
+  const std::lock_guard lock(mutex_);
+  load();
+  return restored_.contains(channel);
+}
 
-double ChannelProgress::restored_peak(int channel) const { return std::stod(read_text(restored_marker(channel))); }
+double ChannelProgress::restored_peak(int channel) const {
+  const std::lock_guard lock(mutex_);
+  load();
+  return restored_.at(channel);
+}
 
 void ChannelProgress::mark_restored(int channel, double restored_peak) const {
-  std::ostringstream out;
-  out.precision(17);
-  out << restored_peak << "\n";
-  write_text_atomically(restored_marker(channel), out.str());
+  json line;
+  line["channel"] = channel;
+  line["restored_peak"] = restored_peak;
+  append(line.dump());
 }
 
-void ChannelProgress::remove() const { fs::remove_all(dir_); }
+void ChannelProgress::remove() const {
+  const std::lock_guard lock(mutex_);
+  if (journal_) std::fclose(journal_);
+  journal_ = nullptr;
+  fs::remove_all(dir_);
+}
 
 Checkpoint::Checkpoint(std::function<void()> sync, double interval_s)
     : sync_(std::move(sync)), interval_s_(interval_s) {}

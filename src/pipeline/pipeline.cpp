@@ -175,7 +175,7 @@ class RankRun {
         staging_group_(group_ ? std::make_unique<MpiRowGroup>(group_->staging()) : nullptr),
         // Rank 0 decides whether to resume for all (start_or_resume): only it needs the inputs' fingerprint.
         progress_(plan.products.progress_dir(), progress_settings(config, plan),
-                  mpi.is_root() ? fingerprint_of(config, plan) : ""),
+                  mpi.is_root() ? fingerprint_of(config, plan) : "", mpi.rank()),
         cubes_(make_cube_set(config, plan)),
         checkpoint_([this] { cubes_.writer->sync(); }, config.output.checkpoint_interval),
         chosen_(chosen_beam(config.image)),

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -221,17 +223,49 @@ TEST(ChannelProgress, ResumesOnlyWithTheSameInputsFilesAndPlan) {
   std::ofstream(table) << "0 1.0\n100 1.5\n";
   const std::string settings = "[clean]\nniter = 5\n\n[plan]\nranks_per_channel = 1\nbackend = cpu\n";
   const auto fingerprint = [&] { return input_fingerprint({ms.string()}, {10}, {table.string()}); };
-  ChannelProgress(dir.string(), settings, fingerprint()).start_fresh();
-  EXPECT_TRUE(ChannelProgress(dir.string(), settings, fingerprint()).decide({}).resume);
+  ChannelProgress(dir.string(), settings, fingerprint(), 0).start_fresh();
+  EXPECT_TRUE(ChannelProgress(dir.string(), settings, fingerprint(), 0).decide({}).resume);
   std::string regrouped = settings;
   regrouped.replace(regrouped.find("= 1"), 3, "= 2");
-  const ResumeDecision grouped = ChannelProgress(dir.string(), regrouped, fingerprint()).decide({});
+  const ResumeDecision grouped = ChannelProgress(dir.string(), regrouped, fingerprint(), 0).decide({});
   EXPECT_FALSE(grouped.resume);
   EXPECT_NE(grouped.reason.find("plan.ranks_per_channel 1 -> 2"), std::string::npos) << grouped.reason;
   std::ofstream(table) << "0 1.0\n100 2.5\n200 3.0\n";  // regenerated under the same name
-  const ResumeDecision redone = ChannelProgress(dir.string(), settings, fingerprint()).decide({});
+  const ResumeDecision redone = ChannelProgress(dir.string(), settings, fingerprint(), 0).decide({});
   EXPECT_FALSE(redone.resume);
   EXPECT_NE(redone.reason.find("ionosphere.txt changed"), std::string::npos) << redone.reason;
+}
+
+// The markers of every rank's journal count, whichever rank reads them (a run may resume
+// with other ranks), as written to the last bit; a line a kill cut short does not, and
+// a fresh start forgets them all.
+TEST(ChannelProgress, ReadsEveryRanksJournalButNoLineCutShort) {
+  const std::string dir = spip::test::scratch_path("progress").string(), settings = "[clean]\nniter = 5\n";
+  const double peak = 0.1 + 0.2;  // 0.30000000000000004
+  {
+    const ChannelProgress zero(dir, settings, "inputs", 0);
+    zero.start_fresh();
+    zero.mark_done(3, R"({"noise": 1.5e-3, "beam": null})");
+    zero.mark_restored(3, peak);
+    const ChannelProgress one(dir, settings, "", 1);
+    one.mark_done(7, R"({"noise": 2.5e-3})");
+    one.mark_restored(7, std::numeric_limits<double>::quiet_NaN());
+  }
+  std::ofstream(fs::path(dir) / "rank-000001.jsonl", std::ios::app) << R"({"channel": 8, "record": {"noise": 1)";
+  const ChannelProgress reader(dir, settings, "inputs", 2);
+  const ResumeDecision decision = reader.decide({});
+  EXPECT_TRUE(decision.resume) << decision.reason;
+  EXPECT_EQ(decision.channels_done, 2);
+  EXPECT_TRUE(reader.done(3));
+  EXPECT_TRUE(reader.done(7));
+  EXPECT_FALSE(reader.done(8));
+  EXPECT_EQ(reader.record(3), R"({"noise":0.0015,"beam":null})");
+  EXPECT_EQ(reader.restored_peak(3), peak);
+  EXPECT_TRUE(std::isnan(reader.restored_peak(7)));
+  EXPECT_FALSE(reader.restored(8));
+  reader.start_fresh();
+  EXPECT_FALSE(reader.done(3));
+  EXPECT_EQ(ChannelProgress(dir, settings, "inputs", 0).decide({}).channels_done, 0);
 }
 
 }  // namespace

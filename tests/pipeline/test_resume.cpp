@@ -12,6 +12,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 #include <vector>
@@ -35,14 +38,21 @@ std::string command_for(const std::string& out, const std::string& ms = std::str
          " --image.size 256 --image.scale 20 --faraday.dphi 1 --parallel.threads 1 --output.checkpoint_interval 0";
 }
 
-// Markers of channels imaged (extension ""), or restored with the common beam (".restored").
-int count_markers(const std::string& out, const std::string& extension = "") {
+// Channels marked imaged (`kind` "record") or restored with the common beam
+// ("restored_peak") in the journals of the run writing to `out`: whole lines only.
+int count_markers(const std::string& out, const std::string& kind = "record") {
   const fs::path dir = fs::path(out) / ".demo.progress";
-  int n = 0;
+  std::set<int> channels;
   std::error_code error;
-  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error))
-    n += it->path().filename().string().rfind("channel-", 0) == 0 && it->path().extension() == extension;
-  return n;
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error)) {
+    if (it->path().extension() != ".jsonl") continue;
+    std::ifstream in(it->path());
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::regex marker("\\{\"channel\":(\\d+),\"" + kind + "\":[^\\n]*\\n");
+    for (auto m = std::sregex_iterator(text.begin(), text.end(), marker); m != std::sregex_iterator(); ++m)
+      channels.insert(std::stoi((*m)[1]));
+  }
+  return static_cast<int>(channels.size());
 }
 
 // Processes of session `sid`. Open MPI starts each rank in a process group of its own,
@@ -96,10 +106,10 @@ pid_t start_in_own_session(const std::string& command, const std::string& log) {
 }
 
 // Waits (at most 300 s) until `count` channels of the run writing to `out` are done
-// (or restored, with extension ".restored").
-void wait_for_markers(const std::string& out, int count, const std::string& extension = "") {
+// (or restored, with `kind` "restored_peak").
+void wait_for_markers(const std::string& out, int count, const std::string& kind = "record") {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(300);
-  while (count_markers(out, extension) < count && std::chrono::steady_clock::now() < deadline)
+  while (count_markers(out, kind) < count && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(2));
 }
 
@@ -114,12 +124,12 @@ int channels_staged(const std::string& log) {
 }
 
 // Starts the run writing to `out` (output to `log`) in a session of its own, waits for
-// `count` markers (of `extension`) and kills every process of it at once.
-void kill_after_markers(const std::string& out, int count, const std::string& extension, const std::string& log,
+// `count` markers (of `kind`) and kills every process of it at once.
+void kill_after_markers(const std::string& out, int count, const std::string& kind, const std::string& log,
                         const std::string& command = "") {
   const pid_t child = start_in_own_session(command.empty() ? command_for(out) : command, log);
   ASSERT_GE(child, 0);
-  wait_for_markers(out, count, extension);
+  wait_for_markers(out, count, kind);
   kill_session(child);
   int status = 0;
   waitpid(child, &status, 0);
@@ -286,12 +296,12 @@ TEST(Resume, KilledRunFinishesWithIdenticalProducts) {
   const std::string reference = reference_products(), resumed = base + "/resumed";
   ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
 
-  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log"));
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "record", base + "/killed.log"));
   // What is at stake: nothing of the killed run may go on writing.
   const int markers_at_kill = count_markers(resumed);
   std::this_thread::sleep_for(std::chrono::seconds(1));
   ASSERT_EQ(count_markers(resumed), markers_at_kill) << "the killed run is still writing";
-  EXPECT_EQ(count_markers(resumed, ".restored"), 0) << "restored before every channel had its beam";
+  EXPECT_EQ(count_markers(resumed, "restored_peak"), 0) << "restored before every channel had its beam";
   const int done_when_killed = count_markers(resumed);
   ASSERT_GE(done_when_killed, 6);
   ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";
@@ -360,7 +370,7 @@ TEST(Resume, KilledRunOfSeveralMeasurementSetsFinishesWithIdenticalProducts) {
                                                     {"30-39", "0-9", "20-29", "10-19"}, "part"))
     inputs += (inputs.empty() ? "" : " --input.ms ") + ms;
   const std::string command = command_for(resumed, inputs);
-  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log", command));
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "record", base + "/killed.log", command));
   const int done_when_killed = count_markers(resumed);
   ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";
   ASSERT_EQ(std::system((command + " > " + base + "/resumed.log 2>&1").c_str()), 0);
@@ -380,8 +390,8 @@ TEST(Resume, KilledWhileRestoringRestoresOnlyWhatIsLeft) {
   const std::string reference = reference_products(), resumed = base + "/resumed";
   ASSERT_FALSE(reference.empty()) << "the uninterrupted run failed";
 
-  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 4, ".restored", base + "/killed.log"));
-  const int restored_at_kill = count_markers(resumed, ".restored");
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 4, "restored_peak", base + "/killed.log"));
+  const int restored_at_kill = count_markers(resumed, "restored_peak");
   ASSERT_GE(restored_at_kill, 4);
   ASSERT_EQ(count_markers(resumed), 40) << "restoring began before every channel was imaged";
   ASSERT_FALSE(fs::exists(resumed + "/demo-image-I.fits")) << "nothing may look complete after a kill";
@@ -702,7 +712,7 @@ TEST(Resume, KilledMosaicFinishesWithIdenticalProducts) {
   ASSERT_EQ(std::system((command(reference) + " > " + base + "/reference.log 2>&1").c_str()), 0)
       << read_file(base + "/reference.log");
 
-  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "", base + "/killed.log", command(resumed)));
+  ASSERT_NO_FATAL_FAILURE(kill_after_markers(resumed, 6, "record", base + "/killed.log", command(resumed)));
   const int done_when_killed = count_markers(resumed);
   ASSERT_LT(done_when_killed, 40) << "the run finished before it could be killed";
   ASSERT_FALSE(fs::exists(resumed + "/demo-image-pb-I.fits")) << "nothing may look complete after a kill";

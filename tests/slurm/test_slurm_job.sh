@@ -77,7 +77,7 @@ reference=$job_out
 wait_for_markers() {
   markers=0
   for _ in $(seq 600); do
-    markers=$(ls "$job_out/.demo.progress" 2>/dev/null | grep -c '^channel-[0-9]*$')
+    markers=$(cat "$job_out"/.demo.progress/rank-*.jsonl 2>/dev/null | grep -c '"record":')
     ((markers >= $1)) && break
     sleep 0.1
   done

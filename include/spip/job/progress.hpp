@@ -1,13 +1,15 @@
 #pragma once
-// What a killed run leaves for the next one: a marker per channel whose planes are in
-// every partial cube (the restored ones may wait for the job's beam), holding the
-// numbers the later stages need (QA, noise, beam), and one per channel restored with
-// the job's beam, holding its restored Stokes I peak. Beside them, what the channels
-// were made from: the configuration, and each input's path, rows and table files
-// (size and modification time). A run started again from the same settings and inputs
-// resumes from them.
+// What a killed run leaves for the next one: for each channel whose planes are in every
+// partial cube (the restored ones may wait for the job's beam), a record of the numbers
+// the later stages need (QA, noise, beam), and for each channel restored with the job's
+// beam, its restored Stokes I peak. Beside them, what the channels were made from: the
+// configuration, and each input's path, rows and table files (size and modification
+// time). A run started again from the same settings and inputs resumes from them.
 #include <cstdint>
+#include <cstdio>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -22,11 +24,21 @@ struct ResumeDecision {
   int channels_done = 0;  // markers found
 };
 
+// The markers are lines appended to one journal per rank (rank-NNNNNN.jsonl), not a
+// file per channel: at 65,536 channels that was 131,072 files created and renamed in
+// one folder, each a metadata operation a parallel file system serialises. A line is
+// one JSON object, {"channel": N, "record": {...}} or {"channel": N, "restored_peak":
+// x}; one that a kill cut short (no newline, or not JSON) is not read, so a marker is
+// either whole or absent. Every journal of the folder is read, whichever rank wrote it,
+// so a run may resume with other ranks.
 class ChannelProgress {
  public:
   // Markers in `dir` (ProductRegistry::progress_dir); `config_text`: the run's to_ini();
-  // `inputs`: input_fingerprint() of its inputs.
-  ChannelProgress(std::string dir, std::string config_text, std::string inputs);
+  // `inputs`: input_fingerprint() of its inputs; `rank`: whose journal this process writes.
+  ChannelProgress(std::string dir, std::string config_text, std::string inputs, int rank);
+  ~ChannelProgress();
+  ChannelProgress(const ChannelProgress&) = delete;
+  ChannelProgress& operator=(const ChannelProgress&) = delete;
 
   // Resume when the markers were made from the same inputs and from settings that
   // differ at most in ones that do not change the products (parallel.threads and
@@ -35,10 +47,12 @@ class ChannelProgress {
   ResumeDecision decide(const std::vector<std::string>& partial_cubes) const;
   // Rank 0, for a fresh run: forget earlier markers and record what the run is made from.
   void start_fresh() const;
+  // What the journals held when first asked (after start_or_resume's decision): a run's
+  // own markers are never asked for.
   bool done(int channel) const;
-  // The marker's text (a ChannelMarker's JSON, qa.hpp).
+  // The marker's record (a ChannelMarker's JSON, qa.hpp).
   std::string record(int channel) const;
-  // Written under a temporary name and renamed: a marker is either complete or absent.
+  // Appended to this rank's journal and handed to the kernel at once.
   void mark_done(int channel, const std::string& record) const;
   bool restored(int channel) const;
   double restored_peak(int channel) const;
@@ -46,11 +60,17 @@ class ChannelProgress {
   void remove() const;
 
  private:
-  std::string marker(int channel) const;
-  std::string restored_marker(int channel) const;
+  void load() const;
+  void append(const std::string& line) const;
   std::string dir_;
   std::string config_text_;
   std::string inputs_;
+  int rank_;
+  mutable std::mutex mutex_;
+  mutable bool loaded_ = false;
+  mutable std::map<int, std::string> records_;
+  mutable std::map<int, double> restored_;
+  mutable std::FILE* journal_ = nullptr;
 };
 
 // A marker may be written only once its channel's planes are on disk, which takes a
