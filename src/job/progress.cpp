@@ -22,7 +22,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 // Written with the markers: their records are ChannelMarkers of this QA version.
-const std::string marker_format = "spip progress markers, qa version " + std::to_string(qa_version);
+const std::string marker_format = "spip progress journals, qa version " + std::to_string(qa_version);
 
 // Settings that do not change the products: how many threads, how long the allocation
 // is (a requeued job passes it anew), how often progress is synced, and paths that
@@ -143,27 +143,46 @@ ChannelProgress::~ChannelProgress() {
   if (journal_) std::fclose(journal_);
 }
 
-void ChannelProgress::load() const {
-  if (loaded_) return;
-  loaded_ = true;
-  std::vector<fs::path> journals;
+// The whole lines of every journal in the folder, journal after journal by name.
+std::string ChannelProgress::journals() const {
+  std::vector<fs::path> files;
   std::error_code error;
   for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error))
     if (it->path().filename().string().starts_with("rank-") && it->path().extension() == ".jsonl")
-      journals.push_back(it->path());
-  std::sort(journals.begin(), journals.end());
-  for (const fs::path& journal : journals) {
-    const std::string text = read_text(journal.string());
-    for (std::size_t begin = 0, end; (end = text.find('\n', begin)) != std::string::npos; begin = end + 1) {
-      const json line = json::parse(text.begin() + static_cast<std::ptrdiff_t>(begin),
-                                    text.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
-      if (!line.is_object() || !line.contains("channel") || !line["channel"].is_number_integer()) continue;
-      const int channel = line["channel"].get<int>();
-      if (line.contains("record") && line["record"].is_object()) records_[channel] = line["record"].dump();
-      if (line.contains("restored_peak"))  // NaN is written as null
-        restored_[channel] = line["restored_peak"].is_number() ? line["restored_peak"].get<double>()
-                                                                 : std::numeric_limits<double>::quiet_NaN();
-    }
+      files.push_back(it->path());
+  std::sort(files.begin(), files.end());
+  std::string lines;
+  for (const fs::path& file : files) {
+    const std::string text = read_text(file.string());
+    lines += text.substr(0, text.rfind('\n') + 1);  // none where there is no newline
+  }
+  return lines;
+}
+
+void ChannelProgress::adopt(const std::string& lines) const {
+  const std::lock_guard lock(mutex_);
+  records_.clear();
+  restored_.clear();
+  parse(lines);
+  loaded_ = true;
+}
+
+void ChannelProgress::load() const {
+  if (loaded_) return;
+  loaded_ = true;
+  parse(journals());
+}
+
+void ChannelProgress::parse(const std::string& lines) const {
+  for (std::size_t begin = 0, end; (end = lines.find('\n', begin)) != std::string::npos; begin = end + 1) {
+    const json line = json::parse(lines.begin() + static_cast<std::ptrdiff_t>(begin),
+                                  lines.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
+    if (!line.is_object() || !line.contains("channel") || !line["channel"].is_number_integer()) continue;
+    const int channel = line["channel"].get<int>();
+    if (line.contains("record") && line["record"].is_object()) records_[channel] = line["record"].dump();
+    if (line.contains("restored_peak"))  // NaN is written as null
+      restored_[channel] = line["restored_peak"].is_number() ? line["restored_peak"].get<double>()
+                                                               : std::numeric_limits<double>::quiet_NaN();
   }
 }
 
@@ -173,8 +192,13 @@ void ChannelProgress::append(const std::string& line) const {
     char name[32];
     std::snprintf(name, sizeof name, "rank-%06d.jsonl", rank_);
     const std::string path = (fs::path(dir_) / name).string();
-    journal_ = std::fopen(path.c_str(), "a");
+    journal_ = std::fopen(path.c_str(), "a+");
     if (!journal_) SPIP_THROW(InputError, path + ": cannot write: " + std::strerror(errno));
+    // A line a kill cut short is ended first, or the next one would join it and be lost.
+    // (A stream read must be followed by a seek before it is written.)
+    const bool cut_short = std::fseek(journal_, -1, SEEK_END) == 0 && std::fgetc(journal_) != '\n';
+    std::fseek(journal_, 0, SEEK_END);
+    if (cut_short) std::fputc('\n', journal_);
   }
   // A line whose write fails may be cut short: unread, as a kill's would be.
   if (std::fputs((line + "\n").c_str(), journal_) == EOF || std::fflush(journal_) != 0)

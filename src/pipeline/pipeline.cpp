@@ -331,6 +331,8 @@ bool RankRun::start_or_resume() {
     log_.info("created " + std::to_string(cubes_.cubes.size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
   }
   mpi_.barrier();
+  // One rank reads the journals: 65,536 channels' records are some 64 MB.
+  progress_.adopt(resume ? mpi_.broadcast_text(mpi_.is_root() ? progress_.journals() : std::string()) : std::string());
   return resume;
 }
 
@@ -784,7 +786,7 @@ void RankRun::restore_with_common_beam(const fits::Beam& beam, const std::vector
     const int absolute = plan_.chan_begin + c;
     if (noise_of(c) < 0) continue;  // blanked: NaN planes
     double peak = 0;
-    if (progress_.restored(absolute) && recalled[static_cast<std::size_t>(c - mine_.begin)]) {
+    if (recalled[static_cast<std::size_t>(c - mine_.begin)] && progress_.restored(absolute)) {
       peak = progress_.restored_peak(absolute);
     } else {
       if (stop_.requested()) break;

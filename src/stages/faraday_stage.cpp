@@ -547,6 +547,15 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
   if (s.setup.phi_max > s.setup.phi_max_unsmeared)
     log.root("warning: " + range + " exceeds sqrt(3)/dlambda^2_max = " + fixed(s.setup.phi_max_unsmeared, 1) +
              " rad/m^2; real data would be bandwidth-depolarised there");
+  // RM-CLEAN puts its components on the depth samples: a bright thin source between two
+  // is split over both, and on a coarse axis its peak reads low and its components
+  // spread (RmClean.AThinSourceBetweenCoarseDepthsReadsLowAndSpreads).
+  if (const double per_fwhm = s.settings.fwhm / axis.dphi; per_fwhm < 5)
+    log.root("warning: faraday.dphi " + number_text(axis.dphi, 4) + " rad/m^2 samples the RMSF FWHM (" +
+             number_text(s.settings.fwhm, 4) + " rad/m^2) " + fixed(per_fwhm, 1) +
+             " times: a bright Faraday-thin source between two depths reads up to 6 % low in peak PI at 2.5 samples "
+             "(2 % at 4) and RM-CLEAN spreads its components (m2), which can flag it complex; 5 or more keep that "
+             "under 1 % (faraday.dphi 0 samples it faraday.samples_per_fwhm times, 10 by default, as RM-Tools)");
   return s;
 }
 

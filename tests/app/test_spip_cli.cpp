@@ -635,6 +635,18 @@ TEST(SpipCli, FaradayProductsDoNotDependOnThreads) {
   EXPECT_GE(compared, 30);
 }
 
+// A depth axis that samples the RMSF FWHM fewer than 5 times is warned about: the
+// demo's 0.5 rad/m^2 samples the sample's 1.27 rad/m^2 2.5 times; the default 10.
+TEST(SpipCli, ACoarseDepthAxisIsWarnedAbout) {
+  const Outcome coarse = run_spip(base_args("coarse") + " --faraday.dphi 0.5 --faraday.phi_max 20");
+  ASSERT_EQ(coarse.exit_code, 0) << coarse.err;
+  const std::string warning = "samples the RMSF FWHM (1.274 rad/m^2) 2.5 times";
+  EXPECT_NE(coarse.out.find("warning: faraday.dphi 0.5 rad/m^2 " + warning), std::string::npos) << coarse.out;
+  const Outcome fine = run_spip(base_args("fine") + " --faraday.phi_max 20");
+  ASSERT_EQ(fine.exit_code, 0) << fine.err;
+  EXPECT_EQ(fine.out.find("samples the RMSF FWHM"), std::string::npos) << fine.out;
+}
+
 TEST(SpipCli, ReadAheadInSmallBlocksGivesTheSameProducts) {
   const auto qa = [](const std::string& dir) { return scratch(dir) / "spip-qa.json"; };
   const Outcome whole = run_spip(base_args("whole"));

@@ -259,6 +259,13 @@ TEST(ChannelProgress, ReadsEveryRanksJournalButNoLineCutShort) {
   EXPECT_TRUE(reader.done(3));
   EXPECT_TRUE(reader.done(7));
   EXPECT_FALSE(reader.done(8));
+  // Rank 1 of a resumed run ends the cut line before its own, which is then read whole.
+  ChannelProgress(dir, settings, "", 1).mark_done(9, R"({"noise": 3.5e-3})");
+  const ChannelProgress other(dir, settings, "inputs", 0);
+  other.adopt(reader.journals());
+  EXPECT_TRUE(other.done(9));
+  EXPECT_FALSE(other.done(8));
+  EXPECT_EQ(other.record(7), R"({"noise":0.0025})");
   EXPECT_EQ(reader.record(3), R"({"noise":0.0015,"beam":null})");
   EXPECT_EQ(reader.restored_peak(3), peak);
   EXPECT_TRUE(std::isnan(reader.restored_peak(7)));

@@ -29,8 +29,12 @@ struct ResumeDecision {
 // one folder, each a metadata operation a parallel file system serialises. A line is
 // one JSON object, {"channel": N, "record": {...}} or {"channel": N, "restored_peak":
 // x}; one that a kill cut short (no newline, or not JSON) is not read, so a marker is
-// either whole or absent. Every journal of the folder is read, whichever rank wrote it,
-// so a run may resume with other ranks.
+// either whole or absent. Every journal of the folder counts, whichever rank wrote it,
+// so a run may resume with other ranks; rank 0 reads them and hands them to the others
+// (journals(), adopt()), so that the file system sees one reader. A channel marked
+// twice (imaged again where its planes could not be read back) keeps the line read
+// last, journals in the order of their names: both come from the same inputs and
+// settings.
 class ChannelProgress {
  public:
   // Markers in `dir` (ProductRegistry::progress_dir); `config_text`: the run's to_ini();
@@ -47,8 +51,11 @@ class ChannelProgress {
   ResumeDecision decide(const std::vector<std::string>& partial_cubes) const;
   // Rank 0, for a fresh run: forget earlier markers and record what the run is made from.
   void start_fresh() const;
-  // What the journals held when first asked (after start_or_resume's decision): a run's
-  // own markers are never asked for.
+  // The whole lines of every journal, for the other ranks, which adopt() them; a rank
+  // that adopted none reads the journals when first asked. A run's own markers are never
+  // asked for.
+  std::string journals() const;
+  void adopt(const std::string& lines) const;
   bool done(int channel) const;
   // The marker's record (a ChannelMarker's JSON, qa.hpp).
   std::string record(int channel) const;
@@ -61,6 +68,7 @@ class ChannelProgress {
 
  private:
   void load() const;
+  void parse(const std::string& lines) const;
   void append(const std::string& line) const;
   std::string dir_;
   std::string config_text_;
