@@ -144,10 +144,25 @@ double parabolic_offset(double before, double at, double after) {
   return curvature < 0 ? std::clamp(0.5 * (before - after) / curvature, -0.5, 0.5) : 0.0;
 }
 
-// residual_noise() for one pixel: `r` its channels and `f` its FDF, each `stride` apart,
-// `peak` the depth of its FDF's largest amplitude.
-double pixel_residual_noise(const SynthesisSetup& setup, const std::complex<float>* r, const std::complex<float>* f,
-                            int stride, int peak, double expected, double detection, double fitted_part) {
+// The least-squares amplitude under the weights w^2 of a thin source at `phi` in the
+// channels `x` (`stride` apart).
+std::complex<double> thin_amplitude(const SynthesisSetup& setup, const std::complex<float>* x, int stride, double phi) {
+  std::complex<double> sum;
+  double weight_sq_sum = 0;
+  for (std::size_t c = 0; c < setup.weight.size(); ++c)
+    if (const double w = setup.weight[c]; w > 0) {
+      sum += w * w * std::complex<double>(x[c * stride]) * std::polar(1.0, -2 * phi * (setup.lambda_sq[c] - setup.lambda0_sq));
+      weight_sq_sum += w * w;
+    }
+  return sum / weight_sq_sum;
+}
+
+// residual_noise() for one pixel: `r` its residual channels, `model` its restored ones
+// less those (null without them) and `f` its residual FDF, each `stride` apart, `peak`
+// the depth of that FDF's largest amplitude.
+double pixel_residual_noise(const SynthesisSetup& setup, const std::complex<float>* r, const std::complex<float>* model,
+                            const std::complex<float>* f, int stride, int peak, double expected, double detection,
+                            double fitted_part) {
   const std::size_t num_chan = setup.weight.size();
   double weight_sum = 0, weight_sq_sum = 0, power = 0;
   for (std::size_t c = 0; c < num_chan; ++c) {
@@ -164,21 +179,19 @@ double pixel_residual_noise(const SynthesisSetup& setup, const std::complex<floa
   const double offset =
       peak > 0 && peak + 1 < axis.count ? parabolic_offset(amplitude(peak - 1), amplitude(peak), amplitude(peak + 1)) : 0;
   const double phi = axis.phi(peak) + offset * axis.dphi;
-  std::complex<double> thin;
-  for (std::size_t c = 0; c < num_chan; ++c)
-    if (const double w = setup.weight[c]; w > 0)
-      thin += w * w * std::complex<double>(r[c * stride]) *
-              std::polar(1.0, -2 * phi * (setup.lambda_sq[c] - setup.lambda0_sq));
-  thin /= weight_sq_sum;
+  const std::complex<double> thin = thin_amplitude(setup, r, stride, phi);
   // Least squares: what is left of the power is the power less the fitted part's.
   const double left = std::sqrt(std::max(0.0, power - 0.5 * std::norm(thin) * weight_sq_sum) / (1 - fitted_part));
   // A thin source and the expected noise must explain the residual: near a bright source
   // CLEAN's errors follow its depth, but change with frequency as the PSF's sidelobes do,
-  // and what the fit leaves of them is still well above the noise.
+  // and what the fit leaves of them is still well above the noise. At a source CLEAN
+  // took at least as much of (its model holds as much at that depth), what it left is
+  // the rest of that source, whatever else the residual holds.
   const double effective_channels = weight_sum * weight_sum / weight_sq_sum;
   const double consistent = std::max(2.25, 1 + 5 / std::sqrt(effective_channels));  // in power
-  const double raw = std::sqrt(power);
-  return (left * left <= consistent * expected * expected * weight_sum * weight_sum ? left : raw) / weight_sum;
+  const bool explained = left * left <= consistent * expected * expected * weight_sum * weight_sum;
+  const bool cleaned_here = model && std::abs(thin_amplitude(setup, model, stride, phi)) >= std::abs(thin);
+  return (explained || cleaned_here ? left : std::sqrt(power)) / weight_sum;
 }
 
 // The part of the noise's expected power that fitting a thin source takes with it,
@@ -228,7 +241,7 @@ std::vector<float> residual_noise(const SynthesisSetup& setup, const std::vector
 #pragma omp parallel
   {
     std::vector<std::complex<float>> r(static_cast<std::size_t>(num_chan) * block),
-        f(static_cast<std::size_t>(num_phi) * block);
+        model(residual.restored_q ? r.size() : 0), f(static_cast<std::size_t>(num_phi) * block);
     std::vector<float> largest(static_cast<std::size_t>(block));
     std::vector<int> peak(static_cast<std::size_t>(block));
 #pragma omp for schedule(static)
@@ -241,6 +254,10 @@ std::vector<float> residual_noise(const SynthesisSetup& setup, const std::vector
           const std::size_t x = static_cast<std::size_t>(first + j), i = static_cast<std::size_t>(c) * num_pixels + x;
           const float scale = static_cast<float>(residual.flattening.factor(x, static_cast<std::size_t>(c)));
           r[static_cast<std::size_t>(c) * block + j] = std::complex<float>(residual.q[i], residual.u[i]) * scale;
+          if (!model.empty())
+            model[static_cast<std::size_t>(c) * block + j] =
+                std::complex<float>(residual.restored_q[i] - residual.q[i], residual.restored_u[i] - residual.u[i]) *
+                scale;
         }
       }
       cblas_cgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, num_phi, block, num_chan, &one, a.data(), num_chan,
@@ -258,7 +275,7 @@ std::vector<float> residual_noise(const SynthesisSetup& setup, const std::vector
       }
       for (int j = 0; j < count; ++j)
         sigma[static_cast<std::size_t>(first + j)] = static_cast<float>(
-            pixel_residual_noise(setup, r.data() + j, f.data() + j, block, peak[j],
+            pixel_residual_noise(setup, r.data() + j, model.empty() ? nullptr : model.data() + j, f.data() + j, block, peak[j],
                                  expected[static_cast<std::size_t>(first + j)], detection, fitted_part));
     }
   }

@@ -168,7 +168,8 @@ std::vector<float> FaradayStage::pixel_noise(const Synthesis& synthesis, const R
   if (!group.has_residuals()) return {};
   const int pixels = group.rows * base_.nx;
   return faraday::residual_noise(synthesis.setup, synthesis.a,
-                                 {group.residual(stokes_q).data(), group.residual(stokes_u).data(), pixels, flattening},
+                                 {group.residual(stokes_q).data(), group.residual(stokes_u).data(), pixels, flattening,
+                                  group.image(stokes_q).data(), group.image(stokes_u).data()},
                                  synthesis.channel_sigma, expected, thin_residual_detection);
 }
 

@@ -363,10 +363,13 @@ TEST_F(OskarTruth, FractionalPolarisationRecoversPiAtTheReferenceFrequency) {
             << " MHz\n";
   // The noise map is the same with and without it where faint Stokes I leaves no power
   // law to divide by (a corner of the field), and scaled as the spectra were elsewhere:
-  // the catalogue's noise, the local one over boxes of 20 beams around each source (or
-  // the source pixel's own, scaled with its spectrum, where that is higher), stays within
-  // the scaling's few per cent of the plain run's (it was 3 times that when the unfitted
-  // pixels were left out of the boxes), and the same three sources are listed.
+  // the catalogue's noise is the local one over boxes of 20 beams around each source, as
+  // the plain run's within the scaling's few per cent (it was 3 times that when the
+  // unfitted pixels were left out of the boxes), or the source pixel's own where that is
+  // higher, and the same three sources are listed. At a source, the pixel's own is what
+  // CLEAN left less the rest of the source (faraday::residual_noise): its errors, thin
+  // before the spectrum is divided by its power law, less so after, so that at the steep
+  // S4 (alpha = -2) it is 2.6 times the plain run's.
   const auto pi_err = spip::fits::read_image(product("peak-pi-err"));
   const auto plain_pi_err = spip::fits::read_image(out + "/demo-peak-pi-err.fits");
   EXPECT_TRUE(std::isnan(pi.data[0])) << "faraday.fractional blanks the faint corner";
@@ -387,7 +390,6 @@ TEST_F(OskarTruth, FractionalPolarisationRecoversPiAtTheReferenceFrequency) {
       const double own = pi_err.data[static_cast<std::size_t>(y) * static_cast<std::size_t>(pi_err.shape[0]) + static_cast<std::size_t>(x)];
       EXPECT_GE(sigma_qu[r], own * (1 - 1e-6)) << r;
       EXPECT_NEAR(std::max(plain.values<double>("sigma_qu")[k], own), sigma_qu[r], 0.03 * sigma_qu[r]) << r;
-      EXPECT_LT(sigma_qu[r], 1.1 * plain.values<double>("sigma_qu")[k]) << r;
     }
     EXPECT_EQ(matches, 1) << "row " << r << " of the catalogue without faraday.fractional";
   }

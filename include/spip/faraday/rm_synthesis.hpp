@@ -51,12 +51,14 @@ struct Flattening {
   }
 };
 // A slab's residual Q and U planes, [channel][pixel], each scaled as the pixel's
-// spectrum was.
+// spectrum was, and its restored ones where there are some.
 struct ResidualPlanes {
   const float* q = nullptr;
   const float* u = nullptr;
   int num_pixels = 0;
   Flattening flattening;
+  const float* restored_q = nullptr;
+  const float* restored_u = nullptr;
 };
 // Each pixel's FDF noise from its residual spectrum r_c (Q + iU over the channels of
 // weight > 0): K sqrt(sum_c w_c^2 |r_c - t_c|^2 / 2 / (1 - q)), what RM synthesis makes
@@ -66,7 +68,10 @@ struct ResidualPlanes {
 // times its power, N the channels' effective number, where that is more): a polarised
 // source CLEAN left in the residual, one below its threshold, is signal, and without
 // this it raised its own pixels' noise with itself. A bright source's errors, which
-// follow its depth but swing with frequency as the PSF's sidelobes do, stay noise.
+// follow its depth but swing with frequency as the PSF's sidelobes do, stay noise; but
+// where the restored planes are given and the model (restored less residual) holds at
+// least as much at the peak's depth as the residual, t is the rest of a source CLEAN
+// took, and is taken out whatever the fit leaves.
 // t_c = T exp(2i phi (lambda_c^2 - lambda0^2)) at the peak's depth (parabolic
 // interpolation of |F|), T its least-squares amplitude under the weights w^2; q, from
 // the channels' noise (`channel_sigma`), is the part of the noise's expected power that
