@@ -167,9 +167,13 @@ std::vector<float> FaradayStage::pixel_noise(const Synthesis& synthesis, const R
                                              const std::vector<float>& expected, const Flattening& flattening) const {
   if (!group.has_residuals()) return {};
   const int pixels = group.rows * base_.nx;
+  // With leakage the corrected images, not the residuals, lose their leaked Stokes I
+  // (correct_for_beam()): the two differ by more than the model.
+  const bool model_known = !(beam_ && beam_->has_leakage());
   return faraday::residual_noise(synthesis.setup, synthesis.a,
                                  {group.residual(stokes_q).data(), group.residual(stokes_u).data(), pixels, flattening,
-                                  group.image(stokes_q).data(), group.image(stokes_u).data()},
+                                  model_known ? group.image(stokes_q).data() : nullptr,
+                                  model_known ? group.image(stokes_u).data() : nullptr},
                                  synthesis.channel_sigma, expected, thin_residual_detection);
 }
 

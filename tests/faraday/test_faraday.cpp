@@ -672,13 +672,14 @@ TEST(ResidualNoise, AThinSourceLeftInTheResidualIsNotItsOwnNoise) {
                                                  expected, std::numeric_limits<double>::infinity());
   // The swinging sources again, as the rest of a source whose model (restored less
   // residual) holds twice as much at its depth: taken out, what is left is the swing; and
-  // beside a model holding half as much: kept. (The swing is largest in the channels of
+  // beside a model holding half as much, or twice as much at another depth: kept. (The swing is largest in the channels of
   // most weight, so that the residual's thin amplitude is up to 1.6 times 20 sigma_F.)
-  const auto with_model = [&](double fraction) {
+  const auto with_model = [&](double fraction, double depth_offset) {
     std::vector<float> restored_q(q), restored_u(u);
     for (int x = 2 * group; x < pixels; ++x) {
       const Thin& source = sources[static_cast<std::size_t>(x)];
-      const std::vector<std::complex<float>> model = spectrum(freq, {{fraction * source.p, source.chi0, source.rm}});
+      const std::vector<std::complex<float>> model =
+          spectrum(freq, {{fraction * source.p, source.chi0, source.rm + depth_offset}});
       for (std::size_t c = 0; c < chans; ++c) {
         const double stored = std::exp(alpha * log_nu_ratio[c]);
         restored_q[c * pixels + x] += static_cast<float>(model[c].real() * stored);
@@ -688,16 +689,20 @@ TEST(ResidualNoise, AThinSourceLeftInTheResidualIsNotItsOwnNoise) {
     return residual_noise(setup, a, {q.data(), u.data(), pixels, flattening, restored_q.data(), restored_u.data()},
                           channel_sigma, expected, 5);
   };
-  const std::vector<float> cleaned = with_model(2.0), beside = with_model(0.5);
-  int taken = 0, kept_beside = 0;
+  const std::vector<float> cleaned = with_model(2.0, 0.0), beside = with_model(0.5, 0.0),
+                           elsewhere = with_model(2.0, 10.0);  // 8 RMSF widths away
+  int taken = 0, kept_beside = 0, kept_elsewhere = 0;
   for (int x = 2 * group; x < pixels; ++x) {
     taken += cleaned[x] < kept[x];  // kept: nothing taken out
     kept_beside += beside[x] == sigma[x];
+    kept_elsewhere += elsewhere[x] == sigma[x];
   }
   std::cout << "[ measured ] swinging sources taken out beside a model of twice their amplitude: " << taken
-            << "; kept beside one of 0.5: " << kept_beside << " of " << group << "\n";
+            << "; kept beside one of 0.5: " << kept_beside << ", beside one at another depth: " << kept_elsewhere
+            << " of " << group << "\n";
   EXPECT_EQ(taken, group);
   EXPECT_EQ(kept_beside, group);
+  EXPECT_EQ(kept_elsewhere, group);
   double mean[3] = {0, 0, 0}, mean_kept = 0;
   int differ[3] = {0, 0, 0};
   for (int x = 0; x < pixels; ++x) {

@@ -369,7 +369,7 @@ TEST_F(OskarTruth, FractionalPolarisationRecoversPiAtTheReferenceFrequency) {
   // higher, and the same three sources are listed. At a source, the pixel's own is what
   // CLEAN left less the rest of the source (faraday::residual_noise): its errors, thin
   // before the spectrum is divided by its power law, less so after, so that at the steep
-  // S4 (alpha = -2) it is 2.6 times the plain run's.
+  // S4 (alpha = -2) it is some 2.6 times the plain run's (printed), and below 4 times.
   const auto pi_err = spip::fits::read_image(product("peak-pi-err"));
   const auto plain_pi_err = spip::fits::read_image(out + "/demo-peak-pi-err.fits");
   EXPECT_TRUE(std::isnan(pi.data[0])) << "faraday.fractional blanks the faint corner";
@@ -390,6 +390,10 @@ TEST_F(OskarTruth, FractionalPolarisationRecoversPiAtTheReferenceFrequency) {
       const double own = pi_err.data[static_cast<std::size_t>(y) * static_cast<std::size_t>(pi_err.shape[0]) + static_cast<std::size_t>(x)];
       EXPECT_GE(sigma_qu[r], own * (1 - 1e-6)) << r;
       EXPECT_NEAR(std::max(plain.values<double>("sigma_qu")[k], own), sigma_qu[r], 0.03 * sigma_qu[r]) << r;
+      // Counting the source's own remainder, as once, made it some 10 times the plain run's.
+      std::cout << "[ measured ] row " << r << ": sigma_qu with faraday.fractional / without: "
+                << sigma_qu[r] / plain.values<double>("sigma_qu")[k] << "\n";
+      EXPECT_LT(sigma_qu[r], 4 * plain.values<double>("sigma_qu")[k]) << r;
     }
     EXPECT_EQ(matches, 1) << "row " << r << " of the catalogue without faraday.fractional";
   }
