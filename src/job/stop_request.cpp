@@ -45,9 +45,8 @@ Notices notices;
 std::atomic<bool> notices_set{false};  // before then, a signal is taken without a word
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-extern "C" void on_stop_signal(int number) {
-  signalled.store(number);
-  if (!notices_set.load(std::memory_order_acquire)) return;
+// Async-signal-safe: write(2) of text set before the handlers could call it.
+void write_notice(int number) {
   const Notices& notice = notices;
   for (std::size_t k = 0; k < stop_signals.size(); ++k)
     if (stop_signals[k] == number) {
@@ -55,6 +54,11 @@ extern "C" void on_stop_signal(int number) {
       [[maybe_unused]] const ssize_t written = write(STDOUT_FILENO, notice.text[k].data(), notice.length[k]);
       errno = saved;
     }
+}
+
+extern "C" void on_stop_signal(int number) {
+  signalled.store(number);
+  if (notices_set.load(std::memory_order_acquire)) write_notice(number);
 }
 
 struct sigaction handler_for(void (*handler)(int), int flags) {
@@ -143,10 +147,16 @@ void StopRequest::release_signals() {
 StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : notice_(mpi), log_(log) {
   if (!first_request) signalled.store(0);
   first_request = false;
+  notices_set.store(false, std::memory_order_release);
   notices.set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()) + "]");
-  notices_set.store(true, std::memory_order_release);
   install_handlers();
   unblock();  // those held since hold_signals() arrive now
+}
+
+void StopRequest::acknowledge_signals() {
+  // A signal between the two lines is written twice at most: never lost.
+  notices_set.store(true, std::memory_order_release);
+  if (const int number = signalled.load(); number != 0) write_notice(number);
 }
 
 bool StopRequest::requested() {

@@ -931,9 +931,11 @@ CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, con
   StopRequest stop(mpi, log);
   if (config.input.cubes()) {
     const CubePlan plan = make_cube_plan(config, mpi, log, break_claim);
+    stop.acknowledge_signals();
     return after_planning([&] { return run_on_cubes(config, plan, mpi, log, stop); });
   }
   Plan plan = make_plan(config, mpi, log, break_claim);
+  stop.acknowledge_signals();
   return after_planning([&] { return RankRun(config, plan, mpi, log, stop).run(); });
 }
 

@@ -4,6 +4,8 @@
 
 #include <signal.h>
 
+#include <string>
+
 #include "spip/job/failures.hpp"
 #include "spip/job/log.hpp"
 #include "spip/job/stop_request.hpp"
@@ -41,5 +43,24 @@ TEST(StopRequest, ASignalHeldFromTheStartStopsTheRunAtItsFirstStopPoint) {
   if (mpi->is_root()) raise(SIGUSR1);  // blocked: pending until the StopRequest takes it
   const spip::pipeline::Log log(mpi->rank(), mpi->size());
   spip::pipeline::StopRequest stop(*mpi, log);
+  EXPECT_THROW(stop.leave_if_requested("nothing"), spip::pipeline::Interrupted);
+}
+
+// A signal while the run is planned is taken without a word until the plan stands, and
+// acknowledged then: a run that fails while planning prints only its error, though
+// mpiexec sends the other ranks SIGTERM as one rank leaves with it.
+TEST(StopRequest, ASignalWhilePlanningIsAcknowledgedOnceTheRunIsPlanned) {
+  const spip::pipeline::Log log(mpi->rank(), mpi->size());
+  spip::pipeline::StopRequest stop(*mpi, log);
+  testing::internal::CaptureStdout();
+  if (mpi->is_root()) raise(SIGUSR1);
+  EXPECT_EQ(testing::internal::GetCapturedStdout(), "");
+  testing::internal::CaptureStdout();
+  stop.acknowledge_signals();
+  const std::string acknowledged = testing::internal::GetCapturedStdout();
+  if (mpi->is_root())
+    EXPECT_NE(acknowledged.find("] received SIGUSR1"), std::string::npos) << acknowledged;
+  else
+    EXPECT_EQ(acknowledged, "");
   EXPECT_THROW(stop.leave_if_requested("nothing"), spip::pipeline::Interrupted);
 }

@@ -17,9 +17,15 @@ class StopRequest {
   // Installs the handlers for the rest of the process: a signal after the last point
   // where ranks meet is one the run is past, and ignored. With the default handling back
   // in place there, Slurm's warning killed ranks waiting in MPI_Finalize while rank 0
-  // was still committing a complete run's products. Each signal is acknowledged on
-  // standard output when it arrives, wherever the run is.
+  // was still committing a complete run's products. Once the run is planned
+  // (acknowledge_signals()), each signal is acknowledged on standard output when it
+  // arrives, wherever the run is.
   StopRequest(const parallel::MpiContext& mpi, const Log& log);
+  // From here on a signal is acknowledged at once, and one taken while planning is
+  // acknowledged now. A run that fails while planning says only why: mpiexec sends the
+  // other ranks SIGTERM as soon as one leaves with an error, and their notices printed
+  // beside that one error, on a race.
+  void acknowledge_signals();
   // From the process's first moment (before it starts itself again and before MPI
   // starts) the stop signals wait, blocked, until the constructor takes them: one then
   // (Slurm's warning to a job that starts late in its allocation) would otherwise kill
