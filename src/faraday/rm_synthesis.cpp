@@ -190,8 +190,8 @@ double pixel_residual_noise(const SynthesisSetup& setup, const std::complex<floa
   const double effective_channels = weight_sum * weight_sum / weight_sq_sum;
   const double consistent = std::max(2.25, 1 + 5 / std::sqrt(effective_channels));  // in power
   const bool explained = left * left <= consistent * expected * expected * weight_sum * weight_sum;
-  const bool cleaned_here = model && std::abs(thin_amplitude(setup, model, stride, phi)) >= std::abs(thin);
-  return (explained || cleaned_here ? left : std::sqrt(power)) / weight_sum;
+  const bool taken_out = explained || (model && std::abs(thin_amplitude(setup, model, stride, phi)) >= std::abs(thin));
+  return (taken_out ? left : std::sqrt(power)) / weight_sum;
 }
 
 // The part of the noise's expected power that fitting a thin source takes with it,

@@ -143,11 +143,13 @@ ChannelProgress::~ChannelProgress() {
   if (journal_) std::fclose(journal_);
 }
 
+namespace {
+
 // The whole lines of every journal in the folder, journal after journal by name.
-std::string ChannelProgress::journals() const {
+std::string read_journals(const std::string& dir) {
   std::vector<fs::path> files;
   std::error_code error;
-  for (fs::directory_iterator it(dir_, error), end; !error && it != end; it.increment(error))
+  for (fs::directory_iterator it(dir, error), end; !error && it != end; it.increment(error))
     if (it->path().filename().string().starts_with("rank-") && it->path().extension() == ".jsonl")
       files.push_back(it->path());
   std::sort(files.begin(), files.end());
@@ -159,10 +161,17 @@ std::string ChannelProgress::journals() const {
   return lines;
 }
 
+}  // namespace
+
+std::string ChannelProgress::journals() const {
+  const std::lock_guard lock(mutex_);
+  load();
+  return lines_;
+}
+
 void ChannelProgress::adopt(const std::string& lines) const {
   const std::lock_guard lock(mutex_);
-  records_.clear();
-  restored_.clear();
+  std::string().swap(lines_);  // what was read is handed on: tens of MB at 65,536 channels
   parse(lines);
   loaded_ = true;
 }
@@ -170,10 +179,13 @@ void ChannelProgress::adopt(const std::string& lines) const {
 void ChannelProgress::load() const {
   if (loaded_) return;
   loaded_ = true;
-  parse(journals());
+  lines_ = read_journals(dir_);
+  parse(lines_);
 }
 
 void ChannelProgress::parse(const std::string& lines) const {
+  records_.clear();
+  restored_.clear();
   for (std::size_t begin = 0, end; (end = lines.find('\n', begin)) != std::string::npos; begin = end + 1) {
     const json line = json::parse(lines.begin() + static_cast<std::ptrdiff_t>(begin),
                                   lines.begin() + static_cast<std::ptrdiff_t>(end), nullptr, false);
@@ -249,6 +261,7 @@ void ChannelProgress::start_fresh() const {
   fs::create_directories(dir_);
   write_text_atomically((fs::path(dir_) / "config.ini").string(), config_text_);
   write_text_atomically((fs::path(dir_) / "inputs.txt").string(), marker_format + "\n" + inputs_);
+  lines_.clear();
   records_.clear();
   restored_.clear();
   loaded_ = true;  // nothing earlier counts
@@ -268,10 +281,7 @@ std::string ChannelProgress::record(int channel) const {
 }
 
 void ChannelProgress::mark_done(int channel, const std::string& record) const {
-  json line;
-  line["channel"] = channel;
-  line["record"] = json::parse(record);
-  append(line.dump());
+  append("{\"channel\":" + std::to_string(channel) + ",\"record\":" + record + "}");  // a record is one JSON object
 }
 
 bool ChannelProgress::restored(int channel) const {

@@ -331,7 +331,8 @@ bool RankRun::start_or_resume() {
     log_.info("created " + std::to_string(cubes_.cubes.size()) + " cubes in " + fixed(times_.create_s, 2) + " s");
   }
   mpi_.barrier();
-  // One rank reads the journals: 65,536 channels' records are some 64 MB.
+  // Rank 0 read the journals to decide; the others take what it read (65,536 channels'
+  // records are some 50 MB) rather than every rank reading every journal.
   progress_.adopt(resume ? mpi_.broadcast_text(mpi_.is_root() ? progress_.journals() : std::string()) : std::string());
   return resume;
 }
@@ -908,8 +909,10 @@ CommittedProducts RankRun::commit(const fits::Beam& beam, const std::vector<std:
 namespace {
 
 // Errors once the ranks work together may be one rank's alone: RankFailure aborts the job.
+// Signals are acknowledged from here on (StopRequest::acknowledge_signals()).
 template <class Steps>
-CommittedProducts after_planning(Steps steps) {
+CommittedProducts after_planning(StopRequest& stop, Steps steps) {
+  stop.acknowledge_signals();
   try {
     return steps();
   } catch (const Interrupted&) {
@@ -931,12 +934,10 @@ CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, con
   StopRequest stop(mpi, log);
   if (config.input.cubes()) {
     const CubePlan plan = make_cube_plan(config, mpi, log, break_claim);
-    stop.acknowledge_signals();
-    return after_planning([&] { return run_on_cubes(config, plan, mpi, log, stop); });
+    return after_planning(stop, [&] { return run_on_cubes(config, plan, mpi, log, stop); });
   }
   Plan plan = make_plan(config, mpi, log, break_claim);
-  stop.acknowledge_signals();
-  return after_planning([&] { return RankRun(config, plan, mpi, log, stop).run(); });
+  return after_planning(stop, [&] { return RankRun(config, plan, mpi, log, stop).run(); });
 }
 
 }  // namespace spip::pipeline

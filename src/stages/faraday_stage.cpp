@@ -31,11 +31,11 @@ constexpr int stokes_i = 0, stokes_q = 1, stokes_u = 2, stokes_v = 3, quantity_p
 constexpr const char* map_units[] = {"rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", "rad", "rad/m^2", "Jy/beam", ""};
 constexpr const char* map_types[] = {"Rotation Measure", "Intensity", "", "", "", "", "", "", ""};
 static_assert(std::size(map_units) == faraday::pixel_map_count && std::size(map_types) == faraday::pixel_map_count);
-// What a stop inside the stage leaves: its inputs (channel images or cubes) are whole.
 // A Faraday-thin peak of a pixel's residual FDF at this many times its expected noise
 // is a source CLEAN left there, not noise (pixel_noise()): noise alone reaches it in
 // about 1e-3 of the pixels of a 300-RMSF-wide axis (exp(-12.5) per independent depth).
 constexpr double thin_residual_detection = 5;
+// What a stop inside the stage leaves: its inputs (channel images or cubes) are whole.
 constexpr const char* left_partial = "the Faraday products are left partial and a resumed run makes them again";
 
 fits::ImageHeader plain_image(fits::ImageHeader header, const std::string& bunit, const std::string& btype) {
@@ -379,7 +379,7 @@ std::vector<float> FaradayStage::noise_floor(const Synthesis& synthesis, const R
   for (std::size_t c = 0; c < weight.size(); ++c)
     if (weight[c] > 0) plain += channel_variance[c] = weight[c] * weight[c] * synthesis.channel_sigma[c] * synthesis.channel_sigma[c];
   std::vector<float> floor(pixels, static_cast<float>(synthesis.settings.sigma));
-  if (!(plain > 0)) return floor;
+  if (!(plain > 0) || (group.response.empty() && !flattening.alpha)) return floor;
   std::vector<double> scaled(pixels, 0.0);  // channel by channel: each channel's responses are contiguous
   for (std::size_t c = 0; c < weight.size(); ++c) {
     if (!(weight[c] > 0)) continue;

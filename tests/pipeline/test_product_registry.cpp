@@ -262,7 +262,7 @@ TEST(ChannelProgress, ReadsEveryRanksJournalButNoLineCutShort) {
   // Rank 1 of a resumed run ends the cut line before its own, which is then read whole.
   ChannelProgress(dir, settings, "", 1).mark_done(9, R"({"noise": 3.5e-3})");
   const ChannelProgress other(dir, settings, "inputs", 0);
-  other.adopt(reader.journals());
+  other.adopt(ChannelProgress(dir, settings, "inputs", 2).journals());  // reader's were read before line 9
   EXPECT_TRUE(other.done(9));
   EXPECT_FALSE(other.done(8));
   EXPECT_EQ(other.record(7), R"({"noise":0.0025})");

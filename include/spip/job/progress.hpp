@@ -51,9 +51,10 @@ class ChannelProgress {
   ResumeDecision decide(const std::vector<std::string>& partial_cubes) const;
   // Rank 0, for a fresh run: forget earlier markers and record what the run is made from.
   void start_fresh() const;
-  // The whole lines of every journal, for the other ranks, which adopt() them; a rank
-  // that adopted none reads the journals when first asked. A run's own markers are never
-  // asked for.
+  // The whole lines of every journal as this object read them (at decide() or the first
+  // question; none once it adopted some), for the other ranks, which adopt() them; a
+  // rank that adopted none reads the journals when first asked. A run's own markers are
+  // never asked for.
   std::string journals() const;
   void adopt(const std::string& lines) const;
   bool done(int channel) const;
@@ -76,6 +77,7 @@ class ChannelProgress {
   int rank_;
   mutable std::mutex mutex_;
   mutable bool loaded_ = false;
+  mutable std::string lines_;  // as read, until adopt()
   mutable std::map<int, std::string> records_;
   mutable std::map<int, double> restored_;
   mutable std::FILE* journal_ = nullptr;
