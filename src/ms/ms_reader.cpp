@@ -186,6 +186,7 @@ struct MsReader::Impl {
     cc::Slicer range;
     std::vector<char> keep;
     std::size_t kept = 0;
+    std::int64_t flagged = 0;  // rows left out only for their FLAG_ROW
   };
   RowChunk keep_rows(cc::rownr_t first, cc::rownr_t count) const;
   // Rows of a main-table column (and a section of each cell), or an InputError naming
@@ -397,7 +398,7 @@ void MsReader::Impl::choose_weights() {
 }
 
 MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_t count) const {
-  RowChunk chunk{cc::Slicer(cc::IPosition(1, first), cc::IPosition(1, count)), std::vector<char>(count, 0), 0};
+  RowChunk chunk{cc::Slicer(cc::IPosition(1, first), cc::IPosition(1, count)), std::vector<char>(count, 0), 0, 0};
   const cc::Vector<int> ant1 = scalars<int>("ANTENNA1", chunk.range);
   const cc::Vector<int> ant2 = scalars<int>("ANTENNA2", chunk.range);
   const cc::Vector<int> field = scalars<int>("FIELD_ID", chunk.range);
@@ -406,8 +407,10 @@ MsReader::Impl::RowChunk MsReader::Impl::keep_rows(cc::rownr_t first, cc::rownr_
   for (cc::rownr_t r = 0; r < count; ++r) {
     const bool wanted_ddid =
         std::find(data_desc_ids.begin(), data_desc_ids.end(), ddid(r)) != data_desc_ids.end();
-    chunk.keep[r] = ant1(r) != ant2(r) && !flag_row(r) && field(r) == info.field && wanted_ddid;
+    const bool selected = ant1(r) != ant2(r) && field(r) == info.field && wanted_ddid;
+    chunk.keep[r] = selected && !flag_row(r);
     chunk.kept += chunk.keep[r];
+    chunk.flagged += selected && flag_row(r);
   }
   return chunk;
 }
@@ -594,6 +597,7 @@ VisBlock MsReader::read(int chan_begin, int chan_end, const std::vector<char>& s
     for (cc::rownr_t first = 0; first < total; first += step) {
       chunks.push_back(m.keep_rows(first, std::min(step, total - first)));
       Impl::RowChunk& chunk = chunks.back();
+      block.flagged_rows += chunk.flagged;
       if (!share.empty())
         for (std::size_t r = 0; r < chunk.keep.size(); ++r)
           if (chunk.keep[r] && !share.at(selected++)) {

@@ -132,6 +132,8 @@ ChannelStats gather_channel(const std::vector<ms::VisBlock>& blocks, const ms::B
                stats);
     stats.nonfinite_samples += static_cast<double>(block.nonfinite_samples.at(static_cast<std::size_t>(stored)));
     stats.samples += static_cast<double>(n);
+    // Each member's block counts every FLAG_ROW row; the group's sum takes them once.
+    if (!group || group->leads()) stats.samples += static_cast<double>(block.flagged_rows);
     max_uv_m = std::max(max_uv_m, coordinates.max_uv_m(part.input, weights) * ratio);
     first += n;
   }

@@ -53,6 +53,14 @@ void set_flag_all_channels(const std::string& ms, std::size_t row, int corr) {
   });
 }
 
+std::size_t set_flag_row_every(const std::string& ms, std::size_t every) {
+  cc::Table table = open_for_update(ms);
+  cc::ScalarColumn<bool> flag_row(table, "FLAG_ROW");
+  std::size_t count = 0;
+  for (cc::rownr_t r = 0; r < table.nrow(); r += every, ++count) flag_row.put(r, true);
+  return count;
+}
+
 void set_weight(const std::string& ms, std::size_t row, int corr, float value) {
   edit_cell<float>(ms, "WEIGHT", row, [&](cc::Array<float>& cell) { cell(cc::IPosition(1, corr)) = value; });
 }

@@ -22,6 +22,9 @@ void set_data(const std::string& ms, const Sample& sample, std::complex<float> v
 void set_flag(const std::string& ms, const Sample& sample);
 // Flags correlation `corr` of a row in every channel.
 void set_flag_all_channels(const std::string& ms, std::size_t row, int corr);
+// FLAG_ROW of every `every`-th row from the first, FLAG left as it is: a row flagged
+// whole, as some flaggers and correlators mark it. Returns how many were set.
+std::size_t set_flag_row_every(const std::string& ms, std::size_t every);
 // WEIGHT of one correlation of a row (an MS without WEIGHT_SPECTRUM).
 void set_weight(const std::string& ms, std::size_t row, int corr, float value);
 // DATA times `factor` in every row, as a recalibration would change it.

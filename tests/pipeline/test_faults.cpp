@@ -33,10 +33,11 @@ std::string read_file(const fs::path& path) {
 
 // The demo's configuration (faraday.fractional on) on `ms`, small enough to be quick;
 // fixed channel blocks, so that runs whose flags differ split the channels alike.
-std::string command_for(const std::string& ms, const std::string& out) {
+std::string command_for(const std::string& ms, const std::string& out, int channels_per_rank = 20) {
   return "TMPDIR=" + spip::test::scratch_dir().string() + " " + SPIP_MPIEXEC + " 2 " + SPIP_BIN + " --config " +
          SPIP_DEMO_CONFIG + " --input.ms " + ms + " --output.dir " + out +
-         " --image.size 128 --image.scale 40 --faraday.dphi 1 --parallel.threads 1 --parallel.channels_per_rank 20";
+         " --image.size 128 --image.scale 40 --faraday.dphi 1 --parallel.threads 1 --parallel.channels_per_rank " +
+         std::to_string(channels_per_rank);
 }
 
 int run(const std::string& command, const fs::path& log) {
@@ -75,15 +76,17 @@ int expect_same_products(const fs::path& reference, const fs::path& other) {
   return compared;
 }
 
-// "nonfinite_samples" of each channel record of a qa.json, by channel.
-std::map<int, double> nonfinite_per_channel(const fs::path& qa) {
+// A number of each channel record of a qa.json, by channel.
+std::map<int, double> per_channel(const fs::path& qa, const std::string& key) {
   const std::string text = read_file(qa);
-  std::map<int, double> counts;
-  const std::regex record(R"(\{"channel": (\d+),[^}]*"nonfinite_samples": ([0-9.e+]+))");
+  std::map<int, double> values;
+  const std::regex record(R"(\{"channel": (\d+),[^}]*")" + key + R"(": ([0-9.e+-]+))");
   for (auto it = std::sregex_iterator(text.begin(), text.end(), record); it != std::sregex_iterator(); ++it)
-    counts[std::stoi((*it)[1])] = std::stod((*it)[2]);
-  return counts;
+    values[std::stoi((*it)[1])] = std::stod((*it)[2]);
+  return values;
 }
+
+std::map<int, double> nonfinite_per_channel(const fs::path& qa) { return per_channel(qa, "nonfinite_samples"); }
 
 }  // namespace
 
@@ -179,4 +182,30 @@ TEST(Faults, SecondRunInTheSameFolderIsRefused) {
   EXPECT_GE(compared, 50);
   std::cout << "[ measured ] the second run: " << refused << "[ measured ] the first run's " << compared
             << " FITS products equal those of a run alone\n";
+}
+
+// Rows flagged whole by FLAG_ROW (their FLAG left unset, as some correlators and
+// flaggers write them) are flagged samples of every channel: once they were left out of
+// the count, and qa.json said 0 of a quarter of the data flagged. Each member of a rank
+// group reads every such row; the group counts them once.
+TEST(Faults, RowsFlaggedWholeCountInTheFlaggedFraction) {
+  const std::string ms = copy_of_sample("flag_row.ms");
+  const std::size_t flagged = spip::test::set_flag_row_every(ms, 4);
+  const double expected = static_cast<double>(flagged) / 9936.0;  // the sample's rows, none flagged before
+  for (const int ranks_per_channel : {1, 2}) {
+    const std::string group = std::to_string(ranks_per_channel);
+    const fs::path out = spip::test::scratch_path("group" + group), log = spip::test::scratch_path("group" + group + ".log");
+    ASSERT_EQ(run(command_for(ms, out.string(), 20 * ranks_per_channel) +
+                      " --clean.niter 0 --faraday.cubes none --parallel.ranks_per_channel " + group,
+                  log),
+              0)
+        << read_file(log);
+    const std::map<int, double> fractions = per_channel(out / "demo-qa.json", "flagged_fraction");
+    ASSERT_EQ(fractions.size(), 40u) << ranks_per_channel;
+    for (const auto& [channel, fraction] : fractions)
+      EXPECT_NEAR(fraction, expected, 1e-9) << "channel " << channel << ", parallel.ranks_per_channel "
+                                             << ranks_per_channel;
+    std::cout << "[ measured ] parallel.ranks_per_channel " << ranks_per_channel << ": flagged_fraction "
+              << fractions.begin()->second << " with " << flagged << " of 9936 rows flagged by FLAG_ROW\n";
+  }
 }

@@ -73,6 +73,9 @@ struct VisBlock {
   // Per channel: correlation samples of the kept rows whose value or weight is NaN or
   // Inf, flagged or not; every one is treated as flagged.
   std::vector<std::int64_t> nonfinite_samples;
+  // Cross-correlation rows of the field and window that FLAG_ROW flags whole: not in the
+  // block, but flagged samples of every channel, in every share of the rows alike.
+  std::int64_t flagged_rows = 0;
 
   int num_channels() const { return chan_end - chan_begin; }
   std::size_t num_rows() const { return uvw_m.size() / 3; }
