@@ -120,7 +120,6 @@ std::vector<double> channel_noise(const CubePlan& plan, int rank, PlaneStore* co
 
 CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const parallel::MpiContext& mpi,
                                const Log& log, StopRequest& stop) {
-  const Stopwatch total;
   log.root(plan.memory.describe() + " (rank 0)");
   log.info("RM synthesis and RM-CLEAN on the " + plan.backend + " backend");
   std::vector<ChannelQa> records;
@@ -170,7 +169,7 @@ CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const
   const std::vector<ChannelQa> channels = gather_records(records, mpi);
   const std::vector<RankQa> ranks = gather_records(std::vector<RankQa>{rank_qa}, mpi);
   if (mpi.is_root()) {
-    run.total_s = total.seconds();
+    run.total_s = log.elapsed_s();  // planning included, as in "done in"
     const fits::Beam beam = plan.base.beam.value_or(fits::Beam{});
     write_text_atomically(plan.products.qa(),
                           qa_json_text(run, {beam.major_rad, beam.minor_rad, beam.pa_rad}, {}, channels, ranks));

@@ -239,7 +239,6 @@ class RankRun {
   const parallel::MpiContext& mpi_;
   const Log& log_;
   StopRequest& stop_;
-  const Stopwatch total_;
   const parallel::ChannelBlock imaged_;  // the channels this rank (with its group) images
   const parallel::ChannelBlock mine_;    // those it keeps and writes: imaged_, or none past a group's first rank
   // parallel.ranks_per_channel > 1: the ranks sharing imaged_'s rows, and their
@@ -891,7 +890,7 @@ CommittedProducts RankRun::commit(const fits::Beam& beam, const std::vector<std:
     times_.channels = plan_.chan_end - plan_.chan_begin;
     times_.image_pixels = static_cast<long long>(plan_.geometry.pixels());
     times_.grid_size = plan_.geometry.grid_size;
-    times_.total_s = total_.seconds();
+    times_.total_s = log_.elapsed_s();  // planning included, as in "done in"
     write_text_atomically(qa_path, qa_json_text(times_, {beam.major_rad, beam.minor_rad, beam.pa_rad}, plan_.pointings, channels,
                                                 ranks));
     products.paths.push_back(qa_path);

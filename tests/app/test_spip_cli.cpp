@@ -300,6 +300,24 @@ TEST(SpipCli, RunWritesItsEffectiveConfigurationAndSaysWhereInOneLine) {
   EXPECT_EQ(again.out, text);
 }
 
+// qa.json's total_s is the run's time as the log's "done in" gives it, planning
+// included: it once started after planning, below the time stamps of the run's own
+// last lines.
+TEST(SpipCli, TheTotalTimeInQaIsTheLogsDoneIn) {
+  const Outcome outcome = run_spip(base_args("total"));
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  std::smatch stamp, done, total;
+  ASSERT_TRUE(std::regex_search(outcome.out, stamp,
+                                std::regex(R"(\+([0-9.]+) s\] Faraday moments, RM synthesis and RM-CLEAN in)")))
+      << outcome.out;
+  ASSERT_TRUE(std::regex_search(outcome.out, done, std::regex(R"(\] done in ([0-9.]+) s)"))) << outcome.out;
+  const std::string qa = read_file(scratch("total") / "spip-qa.json");
+  ASSERT_TRUE(std::regex_search(qa, total, std::regex(R"("total_s": ([0-9.e+-]+))"))) << qa;
+  const double total_s = std::stod(total[1]);
+  EXPECT_GE(total_s, std::stod(stamp[1]) - 0.001) << "after the Faraday stage's last line";
+  EXPECT_LE(total_s, std::stod(done[1]) + 0.001);
+}
+
 TEST(SpipCli, RunThatCannotFinishAChannelInItsTimeLimitStopsBeforeReading) {
   // Rank 0 creates the products with their headers only: the first channel's estimate is
   // the set-up and one channel's imaging, some tenths of a second on the sample.
