@@ -228,12 +228,15 @@ std::vector<float> residual_noise(const SynthesisSetup& setup, const std::vector
   const int num_phi = setup.axis.count, num_chan = static_cast<int>(setup.weight.size());
   const int num_pixels = residual.num_pixels;
   const double fitted_part = fitted_noise_part(setup, channel_sigma);
-  // A block's FDF is at most 2^18 samples (2 MB) per thread, outside the memory plan as
-  // RM-CLEAN's per-thread spectra are, on axes of up to 2^14 depths (timed by hand: 80
-  // pixels a block at 3,129 depths cost what 256 did). Every call is a whole number of
-  // 16-column tiles, as in synthesise(), so that a pixel's FDF has the same bits
-  // wherever it falls.
-  const int block = std::clamp((1 << 18) / std::max(num_phi, 1) / 16 * 16, 16, 256);
+  // A block's FDF is at most 2^18 samples (2 MB) per thread, and its residual and model
+  // spectra 2^20 (8 MB) each, outside the memory plan as RM-CLEAN's per-thread spectra
+  // are, on axes of up to 2^14 depths and 2^16 channels (timed by hand: 80 pixels a
+  // block at 3,129 depths cost what 256 did, 128 at 2,048 channels 8 % more than 256).
+  // Bounded by the depths alone, 65,536 channels took 134 MB a buffer. Every call is a
+  // whole number of 16-column tiles, as in synthesise(), so that a pixel's FDF has the
+  // same bits wherever it falls.
+  const int block =
+      std::clamp(std::min((1 << 18) / std::max(num_phi, 1), (1 << 20) / std::max(num_chan, 1)) / 16 * 16, 16, 256);
   const int blocks = (num_pixels + block - 1) / block;
   const std::complex<float> one(1.0f, 0.0f), zero(0.0f, 0.0f);
   std::vector<float> sigma(static_cast<std::size_t>(num_pixels));

@@ -3,6 +3,7 @@
 // RM-CLEAN and peak fitting against those truths.
 #include <gtest/gtest.h>
 #include <omp.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <array>
@@ -742,6 +743,43 @@ TEST(ResidualNoise, AThinSourceLeftInTheResidualIsNotItsOwnNoise) {
                      std::vector<float>(shifted_pixels, static_cast<float>(sigma_f)), 5);
   omp_set_num_threads(threads);
   EXPECT_TRUE(std::equal(sigma.begin(), sigma.end(), shifted.begin() + shift));
+}
+
+// Each thread's residual and model spectra for a block of pixels are bounded by the
+// channels as well as the depths: at 65,536 channels (an SKA band) and a short depth
+// axis they took 134 MB each, outside the memory plan. One pixel of noise on one thread
+// must now raise the peak RSS by under 48 MB (its residual noise is still K sqrt(sum
+// w^2 |r|^2 / 2)). The peak is the process's: ctest runs each test in one of its own.
+TEST(ResidualNoise, AThreadsSpectraStayBoundedAtManyChannels) {
+  constexpr int chans = 65536;
+  std::vector<double> freq(chans), channel_sigma(chans, 1e-3), weight(chans, 1e6);
+  for (int c = 0; c < chans; ++c) freq[c] = 700e6 + 1100e6 * c / chans;
+  const SynthesisSetup setup = make_setup(freq, weight, fine_axis(40, 10));
+  const auto a = synthesis_matrix(setup, setup.axis);
+  std::vector<float> q(chans), u(chans), restored_q(chans), restored_u(chans);
+  std::mt19937 random(5);
+  std::normal_distribution<float> gauss(0.0f, 1e-3f);
+  double power = 0;
+  for (int c = 0; c < chans; ++c) {
+    q[c] = restored_q[c] = gauss(random);
+    u[c] = restored_u[c] = gauss(random);
+    power += 0.5 * 1e12 * (double(q[c]) * q[c] + double(u[c]) * u[c]);
+  }
+  const double sigma_f = 1e-3 / std::sqrt(chans);
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  rusage before{};
+  getrusage(RUSAGE_SELF, &before);
+  const std::vector<float> sigma = residual_noise(
+      setup, a, {q.data(), u.data(), 1, {}, restored_q.data(), restored_u.data()}, channel_sigma,
+      std::vector<float>(1, static_cast<float>(sigma_f)), 5);
+  rusage after{};
+  getrusage(RUSAGE_SELF, &after);
+  omp_set_num_threads(threads);
+  const double grown_mb = (after.ru_maxrss - before.ru_maxrss) / 1024.0;
+  std::cout << "[ measured ] peak RSS grew by " << grown_mb << " MB over " << setup.axis.count << " depths\n";
+  EXPECT_LT(grown_mb, 48);
+  EXPECT_NEAR(sigma[0], std::sqrt(power) / (1e6 * chans), 1e-4 * sigma[0]);
 }
 
 // The power law faraday.fractional divides by: exact on a power law, blind to channels
