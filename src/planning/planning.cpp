@@ -79,6 +79,21 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// An input whose channels lie further apart than the axis's step (another input's finer
+// channels set it) fills only some of its planes in its part of the band: the rest are
+// blank, which the count of gaps alone does not explain. Empty where it fills them all.
+std::string coarse_input_line(const ms::MsInfo& info, double step_hz) {
+  std::vector<double> freq = info.freq_hz;
+  std::sort(freq.begin(), freq.end());
+  double spacing = std::numeric_limits<double>::infinity();
+  for (std::size_t k = 1; k < freq.size(); ++k) spacing = std::min(spacing, freq[k] - freq[k - 1]);
+  if (!std::isfinite(spacing) || spacing < 1.5 * step_hz) return "";
+  return "input " + ms::input_name(info) + ": its channels are " + fixed(spacing / 1e3, 3) + " kHz apart, " +
+         fixed(spacing / step_hz, 1) + " times the axis's step, so that its part of the band has blank planes "
+         "between its channels; image.channel_width " + fixed(spacing, 0) + " bins every input onto one axis of "
+         "that step";
+}
+
 // Phase centres closer than this (0.2 mas) are the same field.
 constexpr double same_direction_rad = 1e-9;
 
@@ -877,6 +892,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
            (plan.band.gaps() > 0 ? ", " + std::to_string(plan.band.gaps()) +
                                        " of them in gaps between the inputs' channels (blank planes)"
                                  : std::string()));
+  for (const ms::MsReader& reader : plan.readers)
+    if (const std::string line = coarse_input_line(reader.info(), plan.band.step_hz); !line.empty()) log.root(line);
   if (const int off = plan.band.off_centre(); off > 0)
     log.root(std::to_string(off) + " of the bins hold channels off their centre (a gap, the band's end, or bins that do not "
              "divide the channels evenly): the FITS axis "

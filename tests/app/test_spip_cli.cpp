@@ -665,6 +665,31 @@ TEST(SpipCli, ACoarseDepthAxisIsWarnedAbout) {
   EXPECT_EQ(fine.out.find("samples the RMSF FWHM"), std::string::npos) << fine.out;
 }
 
+// An input of coarser channels beside the sample (2.4 MHz apart on its 1.2 MHz axis)
+// leaves a blank plane between each two of its channels. The log says which input, why,
+// and how to bin every input onto one axis; the sample, whose channels set the step, is
+// not named.
+TEST(SpipCli, AnInputOfCoarserChannelsIsNamed) {
+  const fs::path coarse = scratch("coarse.ms");
+  ASSERT_EQ(run(std::string(SPIP_SIMULATE_BIN) + " --sky " + data_dir + "/oskar_small.sky.txt --telescope " + data_dir +
+                "/oskar_small.tm --out " + coarse.string() + " --channels 4 --freq-start 169.8e6 --freq-inc 2.4e6 "
+                "--times 8")
+                .exit_code,
+            0);
+  const Outcome outcome = run_spip(sample_args("coarse") + " --input.ms " + coarse.string() +
+                                   " --image.size 64 --image.scale 120 --clean.niter 0 --faraday.cubes none");
+  ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
+  EXPECT_NE(outcome.out.find("48 channels from 120.6000 MHz in steps of 1200.000 kHz, 4 of them in gaps"),
+            std::string::npos)
+      << outcome.out;
+  EXPECT_NE(outcome.out.find("input " + coarse.string() + ": its channels are 2400.000 kHz apart, 2.0 times the axis's "
+                             "step, so that its part of the band has blank planes between its channels; "
+                             "image.channel_width 2400000 bins"),
+            std::string::npos)
+      << outcome.out;
+  EXPECT_EQ(outcome.out.find("input " + oskar_ms + ": its channels are"), std::string::npos) << outcome.out;
+}
+
 TEST(SpipCli, ReadAheadInSmallBlocksGivesTheSameProducts) {
   const auto qa = [](const std::string& dir) { return scratch(dir) / "spip-qa.json"; };
   const Outcome whole = run_spip(base_args("whole"));
