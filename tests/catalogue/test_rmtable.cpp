@@ -52,6 +52,10 @@ TEST(RmTable, AnglesLieInTheStandardsRangeAndQAndUMakeThePolarisedIntensity) {
   const spip::fits::Table table = rmtable({s}, FinderSettings{}, context);
   ASSERT_GE(table.columns.size(), 58u);
   EXPECT_EQ(table.columns[0].name, "ra");
+  // The catalogue's FK5 (J2000) position in ICRS, as astropy 6 gives it:
+  // SkyCoord(10, -30, unit="deg", frame="fk5").icrs, 9.2 and 5.5 mas away.
+  EXPECT_NEAR(column<double>(table, "ra")[0], 9.999997035291825, 1e-9);
+  EXPECT_NEAR(column<double>(table, "dec")[0], -30.00000152948646, 1e-9);
   EXPECT_EQ(table.columns[57].name, "notes");
   // chi(lambda0^2) = chi0 + phi lambda0^2 = -37 deg - 22.5 rad, in [0, 180).
   const double expected = std::fmod(std::fmod(-37.0 - 22.5 / deg, 180.0) + 180.0, 180.0);

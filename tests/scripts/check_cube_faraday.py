@@ -186,7 +186,10 @@ def check_rmtable(out, catalogue):
             if r is None:
                 check(False, f"  {s['name']} is in the RMTable")
                 continue
-            galactic = SkyCoord(float(r["ra"]), float(r["dec"]), unit="deg", frame="fk5").galactic
+            icrs = SkyCoord(float(s["ra"]), float(s["dec"]), unit="deg", frame="fk5").icrs
+            check(abs(float(r["ra"]) - icrs.ra.deg) * math.cos(icrs.dec.rad) < 1e-9 and abs(float(r["dec"]) - icrs.dec.deg) < 1e-9,
+                  f"  {s['name']}: ra and dec are astropy's ICRS of the catalogue's FK5 position")
+            galactic = SkyCoord(float(r["ra"]), float(r["dec"]), unit="deg", frame="icrs").galactic
             check(abs(float(r["l"]) - galactic.l.deg) < 1e-5 and abs(float(r["b"]) - galactic.b.deg) < 1e-5
                   and abs(math.hypot(float(r["stokesQ"]), float(r["stokesU"])) - float(r["polint"])) < 1e-6
                   and r["rm_method"] == "RM Synthesis - Pol. Int" and r["Nchan"] == NC,
