@@ -88,12 +88,17 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
     return s.pi > 0 ? s.frac_pol * std::hypot(s.pi_err / s.pi, s.sigma / s.stokes_i) : nan;
   };
 
-  // The catalogue's positions are FK5 (J2000), as its images' RADESYS; the standard's ICRS.
-  const auto icrs = [](S s) { return icrs_of_fk5({s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg}); };
+  // The catalogue's positions are in its images' RADESYS; the standard's are ICRS.
+  const auto icrs = [&](S s) {
+    const Direction position{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg};
+    return context.icrs_positions ? position : icrs_of_fk5(position);
+  };
   Columns c(sources);
   c.add<double>("ra", "deg", "Right Ascension [ICRS]", [&](S s) { return icrs(s).ra_rad * rad_to_deg; });
   c.add<double>("dec", "deg", "Declination [ICRS]", [&](S s) { return icrs(s).dec_rad * rad_to_deg; });
-  // From the FK5 position, as astropy takes ICRS through FK5 to galactic.
+  // From the position as given: the rotation's numbers define galactic axes on FK5 J2000
+  // and, the same numbers, on ICRS (Hipparcos); on FK5 as astropy's, which takes ICRS
+  // through FK5 to galactic.
   const auto galactic_deg = [](S s, int k) {
     return galactic({s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg})[static_cast<std::size_t>(k)] * rad_to_deg;
   };

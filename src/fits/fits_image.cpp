@@ -200,8 +200,8 @@ void write_cards(fitsfile* fptr, const ImageHeader& h, const std::string& path) 
     cards.real("CDELT" + n, axes[i].cdelt, "");
     cards.text("CUNIT" + n, axes[i].cunit, "");
   }
-  cards.text("RADESYS", "FK5", "");
-  cards.real("EQUINOX", 2000.0, "");
+  cards.text("RADESYS", h.radesys, "");
+  if (h.radesys == "FK5") cards.real("EQUINOX", 2000.0, "");
   // For SIN the native pole is fixed; stating both stops readers from guessing.
   cards.real("LONPOLE", 180.0, "");
   cards.real("LATPOLE", h.dec_rad * rad_to_deg, "");

@@ -195,12 +195,14 @@ SpectralCube open_spectral_cube(const std::string& path) {
     cube.stokes = static_cast<Stokes>(code);
   }
 
-  // Positions are taken, and the products labelled, as FK5 J2000 (or ICRS, 20 mas from
-  // it) in a plain SIN projection; anything else would move every source.
-  const std::string frame = has(header, "RADESYS") ? header.text("RADESYS") : "";
-  if (!frame.empty() && frame != "FK5" && frame != "ICRS")
+  // Positions in FK5 J2000 or ICRS, in a plain SIN projection; anything else would move
+  // every source. Without RADESYS the frame is FK5 where EQUINOX is given, else ICRS
+  // (WCS Paper II), and the products are labelled as the cube is.
+  const std::string frame =
+      has(header, "RADESYS") ? header.text("RADESYS") : has(header, "EQUINOX") ? std::string("FK5") : std::string("ICRS");
+  if (frame != "FK5" && frame != "ICRS")
     refuse(path, "its RADESYS is " + frame + "; spip takes FK5 (J2000) or ICRS positions");
-  if (frame != "ICRS" && has(header, "EQUINOX") && std::abs(header.number("EQUINOX") - 2000) > 1e-6)
+  if (frame == "FK5" && has(header, "EQUINOX") && std::abs(header.number("EQUINOX") - 2000) > 1e-6)
     refuse(path, "its EQUINOX is " + std::to_string(header.number("EQUINOX")) + "; spip takes J2000 (FK5) or ICRS positions");
   for (const std::string& term : {"PV" + std::to_string(y + 1) + "_1", "PV" + std::to_string(y + 1) + "_2"})
     if (number_or(header, term, 0) != 0)
@@ -226,6 +228,7 @@ SpectralCube open_spectral_cube(const std::string& path) {
   grid.cell_rad = dy / rad_to_deg;
   grid.ra_rad = number_or(header, "CRVAL" + std::to_string(x + 1), 0) / rad_to_deg;
   grid.dec_rad = number_or(header, "CRVAL" + std::to_string(y + 1), 0) / rad_to_deg;
+  grid.radesys = frame;
   grid.reference_pixel = std::array<double, 2>{number_or(header, "CRPIX" + std::to_string(x + 1), 1) - 1,
                                                number_or(header, "CRPIX" + std::to_string(y + 1), 1) - 1};
   if (has(header, "BUNIT")) grid.bunit = header.text("BUNIT");

@@ -35,6 +35,7 @@ std::string mismatch(const fits::SpectralCube& cube, const fits::SpectralCube& r
   if (std::abs(a.ra_rad - b.ra_rad) * std::cos(b.dec_rad) > tolerance || std::abs(a.dec_rad - b.dec_rad) > tolerance ||
       std::abs(a.reference_x() - b.reference_x()) > 1e-6 || std::abs(a.reference_y() - b.reference_y()) > 1e-6)
     return "another reference direction or pixel (CRVAL, CRPIX)";
+  if (a.radesys != b.radesys) return "RADESYS " + a.radesys + " against " + b.radesys;
   if (cube.freq_hz.size() != reference.freq_hz.size())
     return std::to_string(cube.freq_hz.size()) + " channels against " + std::to_string(reference.freq_hz.size());
   for (std::size_t c = 0; c < cube.freq_hz.size(); ++c)

@@ -69,11 +69,17 @@ def header(stokes, order, cdelt_hz=6e6):
     return h
 
 
-def write(path, data, stokes, order, **kw):
-    """data [freq, y, x] written with the FITS axes `order` (fastest first)."""
+def write(path, data, stokes, order, frame=None, **kw):
+    """data [freq, y, x] written with the FITS axes `order` (fastest first); `frame`: its
+    RADESYS (FK5 with EQUINOX 2000), else neither key."""
     numpy_axes = ["STOKES", "FREQ", "DEC", "RA"]  # of data[None]
     perm = [numpy_axes.index(name) for name in reversed(order)]
-    fits.PrimaryHDU(np.transpose(data[None], perm).astype(np.float32), header(stokes, order, **kw)).writeto(path)
+    h = header(stokes, order, **kw)
+    if frame:
+        h["RADESYS"] = frame
+        if frame == "FK5":
+            h["EQUINOX"] = 2000.0
+    fits.PrimaryHDU(np.transpose(data[None], perm).astype(np.float32), h).writeto(path)
 
 
 def make_cubes():
@@ -93,6 +99,7 @@ def make_cubes():
     write(f"{WORK}/u.fits", u, 3, ["RA", "DEC", "STOKES", "FREQ"])   # CASA's exportfits order
     write(f"{WORK}/i.fits", i, 1, ["FREQ", "RA", "DEC", "STOKES"])
     write(f"{WORK}/u-other-axis.fits", u, 3, ["RA", "DEC", "FREQ", "STOKES"], cdelt_hz=6.5e6)
+    write(f"{WORK}/u-fk5.fits", u, 3, ["RA", "DEC", "STOKES", "FREQ"], frame="FK5")
     np.savetxt(f"{WORK}/noise.txt", sigma)
     np.savetxt(f"{WORK}/freqs.txt", FREQ)
     os.mkdir(f"{WORK}/gap")  # the same with a channel flagged throughout
@@ -175,6 +182,10 @@ def check_rmtable(out, catalogue):
     """The RMTable files as the rmtable package reads and verifies them."""
     from astropy.coordinates import SkyCoord
     from rmtable_verify import read_and_verify
+    # The cubes give neither RADESYS nor EQUINOX: ICRS (WCS Paper II), which the products keep.
+    frame = fits.getheader(f"{out}/c-peak-pi.fits").get("RADESYS")
+    check(frame == "ICRS" and "EQUINOX" not in fits.getheader(f"{out}/c-peak-pi.fits"),
+          f"the products' RADESYS is {frame}, without EQUINOX, as the cubes' frame without either key")
     for path in (f"{out}/c-rmtable.fits", f"{out}/c-rmtable.csv"):
         t, problems = read_and_verify(path)
         check(not problems, f"{os.path.basename(path)}: all 58 standard columns; verify_limits and "
@@ -186,9 +197,9 @@ def check_rmtable(out, catalogue):
             if r is None:
                 check(False, f"  {s['name']} is in the RMTable")
                 continue
-            icrs = SkyCoord(float(s["ra"]), float(s["dec"]), unit="deg", frame="fk5").icrs
+            icrs = SkyCoord(float(s["ra"]), float(s["dec"]), unit="deg", frame=frame.lower()).icrs
             check(abs(float(r["ra"]) - icrs.ra.deg) * math.cos(icrs.dec.rad) < 1e-9 and abs(float(r["dec"]) - icrs.dec.deg) < 1e-9,
-                  f"  {s['name']}: ra and dec are astropy's ICRS of the catalogue's FK5 position")
+                  f"  {s['name']}: ra and dec are astropy's ICRS of the catalogue's {frame} position")
             galactic = SkyCoord(float(r["ra"]), float(r["dec"]), unit="deg", frame="icrs").galactic
             check(abs(float(r["l"]) - galactic.l.deg) < 1e-5 and abs(float(r["b"]) - galactic.b.deg) < 1e-5
                   and abs(math.hypot(float(r["stokesQ"]), float(r["stokesU"])) - float(r["polint"])) < 1e-6
@@ -631,6 +642,10 @@ def main():
           f"a U cube on another frequency axis is refused in one line naming both (exit {run.returncode}): "
           f"{run.stderr.strip()}")
     check(not os.path.exists(f"{WORK}/refused"), "and nothing is written")
+    run = subprocess.run([SPIP, "--input.cube_q", f"{WORK}/q.fits", "--input.cube_u", f"{WORK}/u-fk5.fits",
+                          "--output.dir", f"{WORK}/refused"], capture_output=True, text=True)
+    check(run.returncode == 3 and "RADESYS FK5 against ICRS" in run.stderr and not os.path.exists(f"{WORK}/refused"),
+          f"a U cube in FK5 beside a Q cube in ICRS is refused (exit {run.returncode}): {run.stderr.strip()}")
 
     check_beamless_cubes(one)
     check_channel_beams()

@@ -8,6 +8,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
+from astropy.coordinates import SkyCoord
+from astropy.io import fits
+from astropy.table import Table
+
 sys.dont_write_bytecode = True  # the tests write into their own TMPDIR, not beside the sources
 from rmtable_verify import read_and_verify  # noqa: E402
 
@@ -34,4 +39,14 @@ for path in (f"{out}/spip-rmtable.fits", f"{out}/spip-rmtable.csv"):
     failures += not ok
     print(("ok   " if ok else "FAIL ") + f"{os.path.basename(path)}: {len(table)} rows, every standard column, "
           f"verify_limits and verify_standard_strings pass, {', '.join(filled)} filled ({problems}, blank: {blank})")
+    # An MS's J2000 positions are the products' FK5; the standard's ra and dec are ICRS.
+    catalogue = Table.read(f"{out}/spip-catalogue.fits")
+    icrs = SkyCoord(catalogue["ra"], catalogue["dec"], unit="deg", frame="fk5").icrs
+    worst_mas = max(float(np.max(np.abs(np.asarray(table["ra"], float) - icrs.ra.deg) * np.cos(icrs.dec.rad))),
+                    float(np.max(np.abs(np.asarray(table["dec"], float) - icrs.dec.deg)))) * 3.6e6
+    shift_mas = float(np.max(icrs.separation(SkyCoord(catalogue["ra"], catalogue["dec"], unit="deg", frame="icrs")).mas))
+    ok = fits.getheader(f"{out}/spip-peak-pi.fits")["RADESYS"] == "FK5" and worst_mas < 0.01 and shift_mas > 1
+    failures += not ok
+    print(("ok   " if ok else "FAIL ") + f"{os.path.basename(path)}: ra and dec are astropy's ICRS of the FK5 "
+          f"catalogue within {worst_mas:.2g} mas (the two frames {shift_mas:.1f} mas apart there)")
 sys.exit(1 if failures else 0)

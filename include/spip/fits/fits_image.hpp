@@ -37,7 +37,10 @@ struct LinearAxis {
 
 struct ImageHeader {
   int nx = 0, ny = 0;
-  double ra_rad = 0, dec_rad = 0;  // phase centre (J2000)
+  double ra_rad = 0, dec_rad = 0;  // phase centre, in `radesys`
+  // The celestial frame (FITS RADESYS): FK5 (J2000, EQUINOX 2000), as a Measurement
+  // Set's J2000 directions, or ICRS, as another imager's cube may be.
+  std::string radesys = "FK5";
   double cell_rad = 0;             // pixel size; CDELT1 = -cell, CDELT2 = +cell (in degrees)
   // Zero-based pixel (x, y) of (ra_rad, dec_rad); none: (nx/2, ny/2), where spip images it.
   std::optional<std::array<double, 2>> reference_pixel;
