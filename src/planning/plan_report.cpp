@@ -160,6 +160,8 @@ void print_cube_plan(const Config& config, int ranks, const NodeShare& node, std
   out << "\neach rank reads its channels' Q and U planes once (their noise and blanks), then its slab's rows of every "
          "cube, a group at a time\nproducts: "
       << product_summary(plan.products) << "\n";
+  if (plan.num_phi > 0)
+    for (const std::string& warning : FaradayStage::axis_warnings(plan.freq_hz, config.faraday)) out << warning << "\n";
 }
 
 }  // namespace
@@ -259,9 +261,9 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   }
   out << "\n" << first.describe() << " (rank 0)\n";
   out << "products: " << product_summary(plan.products) << "\n";
-  if (!resumes_finished_channels(config, plan))
-    out << "warning: output.channel_cubes does not write what a stopped run takes back the channels it finished "
-           "from: a resumed run images every channel again\n";
+  if (const std::string warning = resume_cubes_warning(config, plan); !warning.empty()) out << warning << "\n";
+  if (num_phi > 0)
+    for (const std::string& warning : FaradayStage::axis_warnings(plan.data_freq_hz, config.faraday)) out << warning << "\n";
   for (const std::string& line : sky_lines(plan)) out << line << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";

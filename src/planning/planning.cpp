@@ -50,7 +50,26 @@ std::string sky_position(Direction d) {
   return "RA " + fixed(ra_degrees(d), 6) + ", Dec " + fixed(d.dec_rad * rad_to_deg, 6) + " deg";
 }
 
+// "image, residual and model", as output.channel_cubes names them.
+std::string cubes_text(const std::vector<ChannelCubeKind>& kinds) {
+  std::string text;
+  for (std::size_t k = 0; k < kinds.size(); ++k)
+    text += std::string(k == 0 ? "" : k + 1 == kinds.size() ? " and " : ", ") + to_string(kinds[k]);
+  return text;
+}
+
 }  // namespace
+
+std::string resume_cubes_warning(const Config& config, const Plan& plan) {
+  std::vector<ChannelCubeKind> missing;
+  for (ChannelCubeKind kind : cubes_to_resume_from(config, plan))
+    if (!plan.products.on_disk(kind)) missing.push_back(kind);
+  if (missing.empty()) return "";
+  return "warning: output.channel_cubes does not write every Stokes of the " + cubes_text(missing) + " cube" +
+         (missing.size() > 1 ? "s" : "") + ", from which a stopped run takes back the channels it finished: a "
+         "resumed run images every channel again; write " + (missing.size() > 1 ? "them" : "it") +
+         " where the run may be stopped";
+}
 
 std::vector<std::string> sky_lines(const Plan& plan) {
   std::vector<std::string> lines;
@@ -316,13 +335,6 @@ SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, cons
 
 namespace {
 
-// "image, residual and model", as output.channel_cubes names them.
-std::string cubes_text(const std::vector<ChannelCubeKind>& kinds) {
-  std::string text;
-  for (std::size_t k = 0; k < kinds.size(); ++k)
-    text += std::string(k == 0 ? "" : k + 1 == kinds.size() ? " and " : ", ") + to_string(kinds[k]);
-  return text;
-}
 
 // With parallel.time_limit (what is left of the job's time before its warning), a run
 // that could never finish would only be requeued for ever: one whose slowest rank
@@ -338,10 +350,7 @@ void check_time(const Config& config, const parallel::MpiContext& mpi, const Log
   const double limit = config.parallel.time_limit;
   const bool cubes_resume = resumes_finished_channels(config, plan);
   const std::string needed = cubes_text(cubes_to_resume_from(config, plan));
-  if (!cubes_resume)
-    log.root("warning: output.channel_cubes does not write all Stokes of the " + needed +
-             " cubes, from which a stopped run takes back the channels it finished: a resumed run images every "
-             "channel again; write them where the run may be stopped");
+  if (const std::string warning = resume_cubes_warning(config, plan); !warning.empty()) log.root(warning);
   if (!(limit > 0)) return;
   const auto seconds = [](double s) { return fixed(s, s < 10 ? 2 : 0) + " s"; };
   std::exception_ptr failure;
@@ -906,6 +915,9 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
              (plan.polarised() ? std::string()
                              : ", and no Faraday products (moments, RM synthesis, RM-CLEAN, peak maps, catalogue), "
                                "which need Q and U"));
+  // Before hours of imaging, not after: the axis needs only the frequencies.
+  if (plan.num_phi > 0)
+    for (const std::string& warning : FaradayStage::axis_warnings(plan.data_freq_hz, config.faraday)) log.root(warning);
   // Before the FLAG column is read for the channel costs, or anything is written.
   plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
   const RankDevice chosen = choose_rank_device(config, mpi, log);

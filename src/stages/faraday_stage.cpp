@@ -138,6 +138,35 @@ faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_
   return faraday::make_setup(freq_hz, std::vector<double>(freq_hz.size(), 1.0), config).axis;
 }
 
+std::vector<std::string> FaradayStage::axis_warnings(const std::vector<double>& freq_hz, const FaradayConfig& config) {
+  std::vector<std::string> warnings;
+  if (freq_hz.size() < 2) return warnings;
+  const faraday::SynthesisSetup setup = faraday::make_setup(freq_hz, std::vector<double>(freq_hz.size(), 1.0), config);
+  // What was asked for, not the axis's end, which may lie up to half a step beyond it:
+  // the default on a band such as OVRO-LWA's is the limit itself.
+  // Left at 0, phi_max is RM-Tools' floor of 10 RMSF widths: the warning names that, not a key the user never set.
+  const std::string range = config.phi_max > 0
+                                ? "faraday.phi_max " + fixed(setup.phi_max, 1) + " rad/m^2"
+                                : "the default Faraday depth range (faraday.phi_max 0: 10 RMSF FWHM, as RM-Tools) of " +
+                                      fixed(setup.phi_max, 1) + " rad/m^2";
+  if (setup.phi_max > setup.phi_max_unsmeared)
+    warnings.push_back("warning: " + range + " exceeds sqrt(3)/dlambda^2_max = " + fixed(setup.phi_max_unsmeared, 1) +
+                       " rad/m^2; real data would be bandwidth-depolarised there");
+  // RM-CLEAN puts its components on the depth samples: a bright thin source between two
+  // is split over both, and on a coarse axis its peak reads low and its components
+  // spread (RmClean.AThinSourceBetweenCoarseDepthsReadsLowAndSpreads). Channel weights
+  // change the FWHM by a few per cent; every channel counts alike here.
+  const double fwhm = faraday::measured_fwhm(setup);
+  if (const double per_fwhm = fwhm / setup.axis.dphi; per_fwhm < 5)
+    warnings.push_back(
+        "warning: faraday.dphi " + number_text(setup.axis.dphi, 4) + " rad/m^2 samples the RMSF FWHM (" +
+        number_text(fwhm, 4) + " rad/m^2, every channel weighted alike) " + fixed(per_fwhm, 1) +
+        " times: a bright Faraday-thin source between two depths reads up to 6 % low in peak PI at 2.5 samples "
+        "(2 % at 4) and RM-CLEAN spreads its components (m2), which can flag it complex; 5 or more keep that "
+        "under 1 % (faraday.dphi 0 samples it faraday.samples_per_fwhm times, 10 by default, as RM-Tools)");
+  return warnings;
+}
+
 double FaradayStage::channel_weight(double noise) const {
   if (noise < 0) return 0.0;  // blanked channel
   if (!config_.faraday.variance_weights) return 1.0;
@@ -542,25 +571,6 @@ std::optional<FaradayStage::Synthesis> FaradayStage::plan_synthesis(const std::v
            number_text(s.settings.fwhm, 4) + " rad/m^2, " + std::to_string(axis.count) + " depths from " +
            number_text(axis.phi_first, 4) + " to +" + number_text(-axis.phi_first, 4) + " rad/m^2 in steps of " +
            number_text(axis.dphi, 4));
-  // What was asked for, not the axis's end, which may lie up to half a step beyond it:
-  // the default on a band such as OVRO-LWA's is the limit itself.
-  // Left at 0, phi_max is RM-Tools' floor of 10 RMSF widths: the warning names that, not a key the user never set.
-  const std::string range = config_.faraday.phi_max > 0
-                                ? "faraday.phi_max " + fixed(s.setup.phi_max, 1) + " rad/m^2"
-                                : "the default Faraday depth range (faraday.phi_max 0: 10 RMSF FWHM, as RM-Tools) of " +
-                                      fixed(s.setup.phi_max, 1) + " rad/m^2";
-  if (s.setup.phi_max > s.setup.phi_max_unsmeared)
-    log.root("warning: " + range + " exceeds sqrt(3)/dlambda^2_max = " + fixed(s.setup.phi_max_unsmeared, 1) +
-             " rad/m^2; real data would be bandwidth-depolarised there");
-  // RM-CLEAN puts its components on the depth samples: a bright thin source between two
-  // is split over both, and on a coarse axis its peak reads low and its components
-  // spread (RmClean.AThinSourceBetweenCoarseDepthsReadsLowAndSpreads).
-  if (const double per_fwhm = s.settings.fwhm / axis.dphi; per_fwhm < 5)
-    log.root("warning: faraday.dphi " + number_text(axis.dphi, 4) + " rad/m^2 samples the RMSF FWHM (" +
-             number_text(s.settings.fwhm, 4) + " rad/m^2) " + fixed(per_fwhm, 1) +
-             " times: a bright Faraday-thin source between two depths reads up to 6 % low in peak PI at 2.5 samples "
-             "(2 % at 4) and RM-CLEAN spreads its components (m2), which can flag it complex; 5 or more keep that "
-             "under 1 % (faraday.dphi 0 samples it faraday.samples_per_fwhm times, 10 by default, as RM-Tools)");
   return s;
 }
 

@@ -346,7 +346,9 @@ TEST(SpipCli, ChannelCubesAResumedRunCannotUseAreRefusedUnderATimeLimit) {
                                      "; write all Stokes of the image, residual and model cubes"});
   EXPECT_FALSE(fs::exists(scratch("images"))) << "nothing may be written";
   const Outcome plan = run(job + " --plan --plan-ranks 1");
-  EXPECT_NE(plan.out.find("warning: output.channel_cubes does not write what a stopped run takes back"),
+  // The cubes it lacks, named: it writes the image.
+  EXPECT_NE(plan.out.find("warning: output.channel_cubes does not write every Stokes of the residual and model cubes, "
+                          "from which a stopped run takes back the channels it finished"),
             std::string::npos) << plan.out;
   // With image.beam each channel is restored as it is imaged: image and residual suffice.
   const Outcome restored_at_once = run(job + ",residual --image.beam 200,150,0 --plan --plan-ranks 1");
@@ -658,8 +660,14 @@ TEST(SpipCli, FaradayProductsDoNotDependOnThreads) {
 TEST(SpipCli, ACoarseDepthAxisIsWarnedAbout) {
   const Outcome coarse = run_spip(base_args("coarse") + " --faraday.dphi 0.5 --faraday.phi_max 20");
   ASSERT_EQ(coarse.exit_code, 0) << coarse.err;
-  const std::string warning = "samples the RMSF FWHM (1.274 rad/m^2) 2.5 times";
-  EXPECT_NE(coarse.out.find("warning: faraday.dphi 0.5 rad/m^2 " + warning), std::string::npos) << coarse.out;
+  const std::string warning = "warning: faraday.dphi 0.5 rad/m^2 samples the RMSF FWHM (1.274 rad/m^2, every channel "
+                              "weighted alike) 2.5 times";
+  const std::size_t warned = coarse.out.find(warning);
+  ASSERT_NE(warned, std::string::npos) << coarse.out;
+  EXPECT_LT(warned, coarse.out.find("channel 0:")) << "before any channel is imaged";
+  const Outcome plan = run_spip(base_args("plan") + " --faraday.dphi 0.5 --faraday.phi_max 20 --plan");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find(warning), std::string::npos) << "and by --plan:\n" << plan.out;
   const Outcome fine = run_spip(base_args("fine") + " --faraday.phi_max 20");
   ASSERT_EQ(fine.exit_code, 0) << fine.err;
   EXPECT_EQ(fine.out.find("samples the RMSF FWHM"), std::string::npos) << fine.out;

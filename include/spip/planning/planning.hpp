@@ -67,6 +67,9 @@ std::string input_count(const Plan& plan);
 // The primary beam and, with image.centre, the two centres, one line each: for the run's
 // log and --plan.
 std::vector<std::string> sky_lines(const Plan& plan);
+// The warning that output.channel_cubes leaves out cubes a stopped run takes back the
+// channels it finished from, naming them; empty where it writes them all.
+std::string resume_cubes_warning(const Config& config, const Plan& plan);
 
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan);

@@ -87,6 +87,10 @@ class FaradayStage {
   // The Faraday depth axis a run of these channels would use, all channels weighted
   // alike: what planning and the disk estimate need before any channel is imaged.
   static faraday::FaradayAxis planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config);
+  // Warnings on that axis, for planning to give before any channel is imaged: a range
+  // beyond what the channels' widths leave undepolarised, and a step that samples the
+  // RMSF too coarsely for RM-CLEAN. Empty where there is nothing to warn of.
+  static std::vector<std::string> axis_warnings(const std::vector<double>& freq_hz, const FaradayConfig& config);
 
  private:
   struct Synthesis;
