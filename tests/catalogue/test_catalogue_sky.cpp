@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <vector>
 
 #include "spip/fits/fits_image.hpp"
@@ -121,6 +122,11 @@ TEST_F(CatalogueSky, ThinAndComplexSourcesFoundOnceAndTold) {
       EXPECT_NEAR(m2[r], 15.0, 1.5);
     }
   }
+  // The log counts what each test flags.
+  std::ifstream log(dir_ + "/sources.log");
+  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("catalogue: 2 polarised source(s) above"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 Faraday-complex by m2 and 1 by sigma_add"), std::string::npos) << text;
 }
 
 // The residual's own thin source is taken out of its pixels' noise
