@@ -78,10 +78,11 @@ bool measured_around(const Map& pi, int x, int y) {
   return true;
 }
 
-// Whether two pixels lie at least a beam's FWHM apart along the line joining them: beyond
-// the ellipse of the beam's full widths (x runs west, as RA falls).
-bool beam_apart(const FinderSettings& settings, int p, int q, int nx) {
-  const double east = -(p % nx - q % nx), north = p / nx - q / nx;
+// Whether two sources lie at least a beam's FWHM apart along the line joining them:
+// beyond the ellipse of the beam's full widths (x runs west, as RA falls). At the
+// positions listed, between pixels: their peak pixels can be a FWHM apart when they are not.
+bool beam_apart(const FinderSettings& settings, const Source& a, const Source& b) {
+  const double east = -(a.x - b.x), north = a.y - b.y;
   const double sin_pa = std::sin(settings.beam_pa_rad), cos_pa = std::cos(settings.beam_pa_rad);
   const double along = (east * sin_pa + north * cos_pa) / settings.beam_major_pix;
   const double across = (east * cos_pa - north * sin_pa) / settings.beam_minor_pix;
@@ -303,7 +304,7 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
   std::vector<Source> sources;
   if (truncated) *truncated = 0;
   for (std::size_t n = 0; n < islands.size(); ++n) {
-    std::vector<int> kept;
+    std::vector<Source> kept;
     for (int p : islands[n]) {
       if (!is_local_maximum(pi, p % pi.nx, p / pi.nx)) continue;
       // A cut-off peak is left out before it can hide fainter components near it.
@@ -311,13 +312,12 @@ std::vector<Source> find_sources(const PixelMaps& maps, const SinProjection& pro
         if (truncated) ++*truncated;
         continue;
       }
-      const bool apart =
-          std::all_of(kept.begin(), kept.end(), [&](int q) { return beam_apart(settings, p, q, pi.nx); });
-      if (apart) kept.push_back(p);
+      Source s = measure(maps, sigma, p % pi.nx, p / pi.nx, projection, settings);
+      if (std::all_of(kept.begin(), kept.end(), [&](const Source& k) { return beam_apart(settings, s, k); }))
+        kept.push_back(std::move(s));
     }
     int component = 0;
-    for (int p : kept) {
-      Source s = measure(maps, sigma, p % pi.nx, p / pi.nx, projection, settings);
+    for (Source& s : kept) {
       if (!has_stokes_i(s)) continue;
       s.island = static_cast<int>(n + 1);
       s.component = ++component;

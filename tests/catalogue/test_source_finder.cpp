@@ -187,6 +187,27 @@ TEST(FindSources, AnEllipticalBeamGivesErrorsAndSeparationsAlongItsAxes) {
             1u);
 }
 
+// Two components are a beam's FWHM apart where they are listed, between pixels: peaks of
+// blobs at x = 20.4 and 24.6 fall on pixels 20 and 25, a 5-pixel beam apart, but their
+// positions lie 4.2 pixels apart, and a survey trial's extended source came out as two
+// components so placed. A third blob 5.6 pixels from the first stays a component.
+TEST(FindSources, ComponentsAreABeamApartWhereTheyAreListed) {
+  FinderSettings settings;
+  settings.box = 16;
+  settings.beam_fwhm_pix = settings.beam_major_pix = settings.beam_minor_pix = 5;
+  settings.rmsf_fwhm = 1.3;
+  const std::vector<Source> close =
+      find_sources(maps_with(64, {{20.4, 32.0, 1.0, 5.0, 0, 5.0}, {24.6, 32.0, 0.8, 5.0, 0, 5.0}}, 1e-4f, 3),
+                   projection, settings);
+  ASSERT_EQ(close.size(), 1u);
+  EXPECT_NEAR(close[0].x, 20.4, 0.1);
+  const std::vector<Source> apart =
+      find_sources(maps_with(64, {{20.4, 32.0, 1.0, 5.0, 0, 5.0}, {26.0, 32.0, 0.8, 5.0, 0, 5.0}}, 1e-4f, 3),
+                   projection, settings);
+  ASSERT_EQ(apart.size(), 2u);
+  EXPECT_GE(std::abs(apart[1].x - apart[0].x), 5.0);
+}
+
 // A peak at the image's edge or beside a blank region is not listed: the source may lie
 // beyond it. Here one beyond the left edge and one beyond a blank band, both counted; a
 // source with one bad (blank) pixel beside its peak is still listed.
