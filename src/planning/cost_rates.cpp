@@ -14,6 +14,7 @@
 #include "spip/common/constants.hpp"
 #include "spip/common/free_space.hpp"
 #include "spip/error.hpp"
+#include "spip/faraday/moments.hpp"
 #include "spip/faraday/rm_synthesis.hpp"
 #include "spip/fits/fits_image.hpp"
 #include "spip/imaging/beam.hpp"
@@ -69,12 +70,17 @@ void write_synthetic_channel(const Config& config, const Plan& plan, const std::
                            ms::num_stokes, out.weights);
 }
 
-// RM synthesis and RM-CLEAN of noise spectra (most pixels of a real field hold only
-// noise) on the run's Faraday depth axis, per pixel, over 4096 pixels: enough blocks for
-// every thread. An axis longer than sampled_depths (the demo's has 241) is timed on its
-// central depths and scaled by its length, as synthesis and each RM-CLEAN pass go; a
-// longer noise spectrum also holds more peaks above the cutoff, so for it this is a lower
-// bound (but one that --plan can make: the whole axis took 51 GB at 1.56 million depths).
+// The Faraday stage's work per pixel on noise spectra (most pixels of a real field hold
+// only noise), on the run's Faraday depth axis, over 4096 pixels: enough blocks for every
+// thread. It times what each row group does beside reading and writing: the moments of
+// I, V, Q, U and P (a pass over the channels each), with CLEAN each pixel's FDF noise
+// from its residuals (twice with faraday.fractional: as imaged and as flattened), and
+// RM synthesis with RM-CLEAN; RM synthesis alone once took a third of the stage (a
+// survey trial's plan was 9 times short). An axis longer than sampled_depths (the demo's
+// has 241) is timed on its central depths and scaled by its length, as synthesis and each
+// RM-CLEAN pass go; a longer noise spectrum also holds more peaks above the cutoff, so for
+// it this is a lower bound (but one that --plan can make: the whole axis took 51 GB at
+// 1.56 million depths).
 double faraday_seconds_per_pixel(const Config& config, const std::vector<double>& freq_hz) {
   constexpr int pixels = 4096, sampled_depths = 1025;
   const std::vector<double> weight(freq_hz.size(), 1.0);
@@ -89,13 +95,36 @@ double faraday_seconds_per_pixel(const Config& config, const std::vector<double>
       setup, sigma, {f.rmclean_gain, f.rmclean_cutoff * sigma, f.rmclean_niter, f.rmclean_xcorr});
   std::mt19937 random(1);
   std::normal_distribution<float> noise(0.0f, 1.0f);
-  std::vector<std::complex<float>> p(static_cast<std::size_t>(num_chan) * pixels);
-  for (auto& value : p) value = {noise(random), noise(random)};
+  std::vector<float> q(static_cast<std::size_t>(num_chan) * pixels), u(q.size());
+  for (std::size_t k = 0; k < q.size(); ++k) {
+    q[k] = noise(random);
+    u[k] = noise(random);
+  }
+  std::vector<std::complex<float>> p(q.size());
+  for (std::size_t k = 0; k < p.size(); ++k) p[k] = {q[k], u[k]};
   const std::vector<std::complex<float>> a = faraday::synthesis_matrix(setup, setup.axis);
   const std::vector<std::complex<float>> rmsf = faraday::rmsf_for_clean(setup);
-  const Stopwatch watch;
+  const std::vector<double> channel_sigma(freq_hz.size(), 1.0);
+  const std::vector<float> expected(pixels, static_cast<float>(sigma));
+  std::vector<float> alpha(pixels, -0.7f);
+  std::vector<double> log_nu_ratio;
+  for (double nu : freq_hz) log_nu_ratio.push_back(std::log(nu / freq_hz[freq_hz.size() / 2]));
+  const Stopwatch moments;
+  for (int quantity = 0; quantity < 5; ++quantity) {
+    faraday::PowerSums sums(pixels);
+    for (int c = 0; c < num_chan; ++c) sums.add((quantity % 2 ? u : q).data() + static_cast<std::size_t>(c) * pixels, 1.0);
+    faraday::moments(sums);
+  }
+  const double moments_s = moments.seconds();
+  const Stopwatch depths;  // what grows with the axis
+  if (config.clean.niter > 0) {
+    faraday::residual_noise(setup, a, {q.data(), u.data(), pixels, {}, q.data(), u.data()}, channel_sigma, expected, 5);
+    if (f.fractional)
+      faraday::residual_noise(setup, a, {q.data(), u.data(), pixels, {&alpha, &log_nu_ratio}, q.data(), u.data()},
+                              channel_sigma, expected, 5);
+  }
   faraday::synthesise_slab(a, num_chan, p.data(), pixels, rmsf, settings);
-  return watch.seconds() / pixels * axis_scale;
+  return (moments_s + depths.seconds() * axis_scale) / pixels;
 }
 
 // Bytes per second with which this process writes products to the file system of
