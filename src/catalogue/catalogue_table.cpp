@@ -12,7 +12,7 @@ namespace {
 
 template <class T>
 fits::TableColumn column(const std::vector<Source>& sources, const char* name, const char* unit,
-                         const char* description, std::function<T(const Source&)> value) {
+                         const std::string& description, std::function<T(const Source&)> value) {
   std::vector<T> values;
   for (const Source& s : sources) values.push_back(value(s));
   return {name, unit, description, std::move(values)};
@@ -43,15 +43,16 @@ fits::Table catalogue_table(const std::vector<Source>& sources, const FinderSett
   using S = const Source&;
   fits::Table table;
   table.extname = "CATALOGUE";
+  const std::string frame = settings.radesys == "FK5" ? "FK5 J2000" : settings.radesys;
   table.columns = {
       column<std::string>(sources, "name", "", "IAU-style name from the truncated position", [](S s) { return s.name; }),
       column<std::int32_t>(sources, "island", "", "island number, brightest first", [](S s) { return s.island; }),
       column<std::int32_t>(sources, "component", "", "component within its island", [](S s) { return s.component; }),
       column<double>(sources, "x_pix", "pix", "zero-based image x of the PI peak", [](S s) { return s.x; }),
       column<double>(sources, "y_pix", "pix", "zero-based image y of the PI peak", [](S s) { return s.y; }),
-      column<double>(sources, "ra", "deg", "right ascension (FK5 J2000)", [](S s) { return s.ra_deg; }),
+      column<double>(sources, "ra", "deg", "right ascension (" + frame + ")", [](S s) { return s.ra_deg; }),
       column<double>(sources, "ra_err", "deg", "position error along RA on the sky (an angle: already times cos dec)", [](S s) { return s.ra_err_deg; }),
-      column<double>(sources, "dec", "deg", "declination (FK5 J2000)", [](S s) { return s.dec_deg; }),
+      column<double>(sources, "dec", "deg", "declination (" + frame + ")", [](S s) { return s.dec_deg; }),
       column<double>(sources, "dec_err", "deg", "position error in declination", [](S s) { return s.dec_err_deg; }),
       column<double>(sources, "phi", "rad/m^2", "Faraday depth of the clean FDF peak", [](S s) { return s.phi; }),
       column<double>(sources, "phi_err", "rad/m^2", "error of phi", [](S s) { return s.phi_err; }),

@@ -196,14 +196,20 @@ SpectralCube open_spectral_cube(const std::string& path) {
   }
 
   // Positions in FK5 J2000 or ICRS, in a plain SIN projection; anything else would move
-  // every source. Without RADESYS the frame is FK5 where EQUINOX is given, else ICRS
-  // (WCS Paper II), and the products are labelled as the cube is.
-  const std::string frame =
-      has(header, "RADESYS") ? header.text("RADESYS") : has(header, "EQUINOX") ? std::string("FK5") : std::string("ICRS");
+  // every source. Without RADESYS the frame is FK4 before an equinox of 1984, FK5 from
+  // it, and ICRS without one (WCS Paper II; AIPS's EPOCH where EQUINOX is missing), and
+  // the products are labelled as the cube is.
+  const char* equinox_key = has(header, "EQUINOX") ? "EQUINOX" : has(header, "EPOCH") ? "EPOCH" : nullptr;
+  const std::string frame = has(header, "RADESYS") ? header.text("RADESYS")
+                            : !equinox_key          ? std::string("ICRS")
+                            : header.number(equinox_key) < 1984 ? std::string("FK4")
+                                                                : std::string("FK5");
   if (frame != "FK5" && frame != "ICRS")
-    refuse(path, "its RADESYS is " + frame + "; spip takes FK5 (J2000) or ICRS positions");
-  if (frame == "FK5" && has(header, "EQUINOX") && std::abs(header.number("EQUINOX") - 2000) > 1e-6)
-    refuse(path, "its EQUINOX is " + std::to_string(header.number("EQUINOX")) + "; spip takes J2000 (FK5) or ICRS positions");
+    refuse(path, "its frame is " + frame + " (RADESYS, or its " + (equinox_key ? equinox_key : "EQUINOX") +
+                     "); spip takes FK5 (J2000) or ICRS positions");
+  if (frame == "FK5" && equinox_key && std::abs(header.number(equinox_key) - 2000) > 1e-6)
+    refuse(path, "its " + std::string(equinox_key) + " is " + std::to_string(header.number(equinox_key)) +
+                     "; spip takes J2000 (FK5) or ICRS positions");
   for (const std::string& term : {"PV" + std::to_string(y + 1) + "_1", "PV" + std::to_string(y + 1) + "_2"})
     if (number_or(header, term, 0) != 0)
       refuse(path, "its SIN projection has " + term + " = " + std::to_string(header.number(term)) +

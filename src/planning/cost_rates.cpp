@@ -73,15 +73,15 @@ void write_synthetic_channel(const Config& config, const Plan& plan, const std::
 // The Faraday stage's work per pixel on noise spectra (most pixels of a real field hold
 // only noise), on the run's Faraday depth axis, over 4096 pixels: enough blocks for every
 // thread. It times what each row group does beside reading and writing: the moments of
-// I, V, Q, U and P (a pass over the channels each), with CLEAN each pixel's FDF noise
-// from its residuals (twice with faraday.fractional: as imaged and as flattened), and
+// I, V, Q, U and P (a pass over the channels each), where the run makes residuals each
+// pixel's FDF noise from them (twice with faraday.fractional: as imaged and as flattened), and
 // RM synthesis with RM-CLEAN; RM synthesis alone once took a third of the stage (a
 // survey trial's plan was 9 times short). An axis longer than sampled_depths (the demo's
 // has 241) is timed on its central depths and scaled by its length, as synthesis and each
 // RM-CLEAN pass go; a longer noise spectrum also holds more peaks above the cutoff, so for
 // it this is a lower bound (but one that --plan can make: the whole axis took 51 GB at
 // 1.56 million depths).
-double faraday_seconds_per_pixel(const Config& config, const std::vector<double>& freq_hz) {
+double faraday_seconds_per_pixel(const Config& config, const std::vector<double>& freq_hz, bool residuals) {
   constexpr int pixels = 4096, sampled_depths = 1025;
   const std::vector<double> weight(freq_hz.size(), 1.0);
   faraday::SynthesisSetup setup = faraday::make_setup(freq_hz, weight, config.faraday);
@@ -117,7 +117,7 @@ double faraday_seconds_per_pixel(const Config& config, const std::vector<double>
   }
   const double moments_s = moments.seconds();
   const Stopwatch depths;  // what grows with the axis
-  if (config.clean.niter > 0) {
+  if (residuals) {
     faraday::residual_noise(setup, a, {q.data(), u.data(), pixels, {}, q.data(), u.data()}, channel_sigma, expected, 5);
     if (f.fractional)
       faraday::residual_noise(setup, a, {q.data(), u.data(), pixels, {&alpha, &log_nu_ratio}, q.data(), u.data()},
@@ -249,7 +249,7 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
     rates.restore_channel_s = 4 * pixels * static_cast<double>(restored) / rate;
   }
   rates.faraday_pixel_s = plan.polarised() ? faraday_bytes / pixels / rate : 0.0;
-  if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.data_freq_hz);
+  if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.data_freq_hz, plan.products.made(ChannelCubeKind::residual));
   return rates;
 }
 
@@ -276,11 +276,13 @@ CostRates rates_from_qa(const std::string& path, const Config& config, const Pla
   const int num_chan = plan.chan_end - plan.chan_begin;
   rates.create_s *= static_cast<double>(num_chan) / previous_channels;
   rates.faraday_pixel_s = qa.run.faraday_s * qa.run.ranks / static_cast<double>(qa.run.image_pixels);
-  if (num_chan > previous_channels && previous_channels >= 2)
+  const bool residuals = plan.products.made(ChannelCubeKind::residual);
+  if (plan.num_phi > 0 && num_chan > previous_channels && previous_channels >= 2)
     rates.faraday_pixel_s +=
-        faraday_seconds_per_pixel(config, plan.data_freq_hz) -
-        faraday_seconds_per_pixel(config, std::vector<double>(plan.data_freq_hz.begin(),
-                                                              plan.data_freq_hz.begin() + previous_channels));
+        faraday_seconds_per_pixel(config, plan.data_freq_hz, residuals) -
+        faraday_seconds_per_pixel(config,
+                                  std::vector<double>(plan.data_freq_hz.begin(), plan.data_freq_hz.begin() + previous_channels),
+                                  residuals);
   rates.from = "measured by the run of " + path + " (" + std::to_string(previous_channels) + " channels)";
   return rates;
 }

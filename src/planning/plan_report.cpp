@@ -263,7 +263,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   out << "products: " << product_summary(plan.products) << "\n";
   if (const std::string warning = resume_cubes_warning(config, plan); !warning.empty()) out << warning << "\n";
   if (num_phi > 0)
-    for (const std::string& warning : FaradayStage::axis_warnings(plan.data_freq_hz, config.faraday)) out << warning << "\n";
+    for (const std::string& warning : FaradayStage::axis_warnings(plan.data_freq_hz, config.faraday, data_channels(plan)))
+      out << warning << "\n";
   for (const std::string& line : sky_lines(plan)) out << line << "\n";
   if (gpu) out << device_plan(probe, gpu_peak);
   out << "wall time at other rank counts:";

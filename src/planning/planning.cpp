@@ -88,6 +88,12 @@ std::vector<std::string> sky_lines(const Plan& plan) {
   return lines;
 }
 
+std::vector<double> data_channels(const Plan& plan) {
+  std::vector<double> weight;
+  for (const ms::BandChannel& channel : plan.band.channels) weight.push_back(channel.parts.empty() ? 0.0 : 1.0);
+  return weight;
+}
+
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan) {
   const int num_chan = plan.chan_end - plan.chan_begin;
@@ -110,7 +116,7 @@ std::string coarse_input_line(const ms::MsInfo& info, double step_hz) {
   return "input " + ms::input_name(info) + ": its channels are " + fixed(spacing / 1e3, 3) + " kHz apart, " +
          fixed(spacing / step_hz, 1) + " times the axis's step, so that its part of the band has blank planes "
          "between its channels; image.channel_width " + fixed(spacing, 0) + " bins every input onto one axis of "
-         "that step";
+         "that step, which lowers the largest Faraday depth its channels leave undepolarised (sqrt(3)/dlambda^2_max)";
 }
 
 // Phase centres closer than this (0.2 mas) are the same field.
@@ -917,7 +923,8 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
                                "which need Q and U"));
   // Before hours of imaging, not after: the axis needs only the frequencies.
   if (plan.num_phi > 0)
-    for (const std::string& warning : FaradayStage::axis_warnings(plan.data_freq_hz, config.faraday)) log.root(warning);
+    for (const std::string& warning : FaradayStage::axis_warnings(plan.data_freq_hz, config.faraday, data_channels(plan)))
+      log.root(warning);
   // Before the FLAG column is read for the channel costs, or anything is written.
   plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
   const RankDevice chosen = choose_rank_device(config, mpi, log);

@@ -69,6 +69,7 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
   settings.rmsf_fwhm = inputs.rmsf_fwhm;
   settings.complexity = config.catalogue.complexity;
   settings.pointings = inputs.pointings;
+  settings.radesys = base.radesys;
 
   std::vector<catalogue::Source> sources;
   if (config.catalogue.sources.empty()) {
@@ -116,7 +117,6 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
                                           inputs.axis_freq_hz,
                                           inputs.noise_chan};
   context.fdf_sigma = inputs.fdf_sigma;
-  context.icrs_positions = base.radesys == "ICRS";
   for (const ms::ObservingTime& t : inputs.pointing_times)
     context.pointing_times.push_back({t.median_mjd_s / 86400.0, t.on_source_s, (t.end_mjd_s - t.start_mjd_s) / 86400.0});
   const fits::Table standard = catalogue::rmtable(sources, settings, context);

@@ -138,10 +138,12 @@ faraday::FaradayAxis FaradayStage::planned_axis(const std::vector<double>& freq_
   return faraday::make_setup(freq_hz, std::vector<double>(freq_hz.size(), 1.0), config).axis;
 }
 
-std::vector<std::string> FaradayStage::axis_warnings(const std::vector<double>& freq_hz, const FaradayConfig& config) {
+std::vector<std::string> FaradayStage::axis_warnings(const std::vector<double>& freq_hz, const FaradayConfig& config,
+                                                     std::vector<double> weight) {
   std::vector<std::string> warnings;
-  if (freq_hz.size() < 2) return warnings;
-  const faraday::SynthesisSetup setup = faraday::make_setup(freq_hz, std::vector<double>(freq_hz.size(), 1.0), config);
+  if (weight.empty()) weight.assign(freq_hz.size(), 1.0);
+  if (std::count_if(weight.begin(), weight.end(), [](double w) { return w > 0; }) < 2) return warnings;
+  const faraday::SynthesisSetup setup = faraday::make_setup(freq_hz, weight, config);
   // What was asked for, not the axis's end, which may lie up to half a step beyond it:
   // the default on a band such as OVRO-LWA's is the limit itself.
   // Left at 0, phi_max is RM-Tools' floor of 10 RMSF widths: the warning names that, not a key the user never set.
@@ -157,9 +159,14 @@ std::vector<std::string> FaradayStage::axis_warnings(const std::vector<double>& 
   // spread (RmClean.AThinSourceBetweenCoarseDepthsReadsLowAndSpreads). Channel weights
   // change the FWHM by a few per cent; every channel counts alike here.
   const double fwhm = faraday::measured_fwhm(setup);
+  // Left at 0, dphi is the FWHM over samples_per_fwhm: the warning names that key.
+  const std::string step = config.dphi > 0 ? "faraday.dphi " + number_text(setup.axis.dphi, 4) + " rad/m^2"
+                                           : "the depth step of " + number_text(setup.axis.dphi, 4) +
+                                                 " rad/m^2 (faraday.dphi 0, faraday.samples_per_fwhm " +
+                                                 number_text(config.samples_per_fwhm, 3) + ")";
   if (const double per_fwhm = fwhm / setup.axis.dphi; per_fwhm < 5)
     warnings.push_back(
-        "warning: faraday.dphi " + number_text(setup.axis.dphi, 4) + " rad/m^2 samples the RMSF FWHM (" +
+        "warning: " + step + " samples the RMSF FWHM (" +
         number_text(fwhm, 4) + " rad/m^2, every channel weighted alike) " + fixed(per_fwhm, 1) +
         " times: a bright Faraday-thin source between two depths reads up to 6 % low in peak PI at 2.5 samples "
         "(2 % at 4) and RM-CLEAN spreads its components (m2), which can flag it complex; 5 or more keep that "

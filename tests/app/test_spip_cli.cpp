@@ -662,9 +662,10 @@ TEST(SpipCli, ACoarseDepthAxisIsWarnedAbout) {
   ASSERT_EQ(coarse.exit_code, 0) << coarse.err;
   const std::string warning = "warning: faraday.dphi 0.5 rad/m^2 samples the RMSF FWHM (1.274 rad/m^2, every channel "
                               "weighted alike) 2.5 times";
-  const std::size_t warned = coarse.out.find(warning);
+  const std::size_t warned = coarse.out.find(warning), imaged = coarse.out.find("channel 0:");
   ASSERT_NE(warned, std::string::npos) << coarse.out;
-  EXPECT_LT(warned, coarse.out.find("channel 0:")) << "before any channel is imaged";
+  ASSERT_NE(imaged, std::string::npos) << coarse.out;
+  EXPECT_LT(warned, imaged) << "before any channel is imaged";
   const Outcome plan = run_spip(base_args("plan") + " --faraday.dphi 0.5 --faraday.phi_max 20 --plan");
   ASSERT_EQ(plan.exit_code, 0) << plan.err;
   EXPECT_NE(plan.out.find(warning), std::string::npos) << "and by --plan:\n" << plan.out;

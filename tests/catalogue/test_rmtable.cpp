@@ -56,6 +56,18 @@ TEST(RmTable, AnglesLieInTheStandardsRangeAndQAndUMakeThePolarisedIntensity) {
   // SkyCoord(10, -30, unit="deg", frame="fk5").icrs, 9.2 and 5.5 mas away.
   EXPECT_NEAR(column<double>(table, "ra")[0], 9.999997035291825, 1e-9);
   EXPECT_NEAR(column<double>(table, "dec")[0], -30.00000152948646, 1e-9);
+  // From images in ICRS the position is the standard's as it is, and l and b those of its
+  // FK5 position, as above: one place, one l and b.
+  FinderSettings icrs;
+  icrs.radesys = "ICRS";
+  Source moved = s;
+  moved.ra_deg = 9.999997035291825;
+  moved.dec_deg = -30.00000152948646;
+  const spip::fits::Table from_icrs = rmtable({moved}, icrs, context);
+  EXPECT_EQ(column<double>(from_icrs, "ra")[0], moved.ra_deg);
+  EXPECT_EQ(column<double>(from_icrs, "dec")[0], moved.dec_deg);
+  EXPECT_NEAR(column<double>(from_icrs, "l")[0], column<double>(table, "l")[0], 1e-9);
+  EXPECT_NEAR(column<double>(from_icrs, "b")[0], column<double>(table, "b")[0], 1e-9);
   EXPECT_EQ(table.columns[57].name, "notes");
   // chi(lambda0^2) = chi0 + phi lambda0^2 = -37 deg - 22.5 rad, in [0, 180).
   const double expected = std::fmod(std::fmod(-37.0 - 22.5 / deg, 180.0) + 180.0, 180.0);

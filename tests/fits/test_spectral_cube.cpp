@@ -247,6 +247,8 @@ TEST_F(SpectralCubeTest, CubesSpipCannotTakeAreRefusedSayingWhy) {
   const std::vector<std::string> plain = axis_cards({"RA", "DEC", "FREQ"});
   EXPECT_NE(refusal("b1950.fits", {4, 4, 2}, with(plain, {card("EQUINOX", "1950.0")})).find("EQUINOX"), std::string::npos);
   EXPECT_NE(refusal("fk4.fits", {4, 4, 2}, with(plain, {card("RADESYS", "'FK4'")})).find("FK4"), std::string::npos);
+  EXPECT_NE(refusal("epoch1950.fits", {4, 4, 2}, with(plain, {card("EPOCH", "1950.0")})).find("FK4 (RADESYS, or its EPOCH)"),
+            std::string::npos);
   EXPECT_NE(refusal("ncp.fits", {4, 4, 2}, with(plain, {card("PV2_2", "1.7320508")})).find("PV2_2"), std::string::npos);
   EXPECT_NE(refusal("kelvin.fits", {4, 4, 2}, with(plain, {card("BUNIT", "'K'")})).find("'K'"), std::string::npos);
   EXPECT_NE(refusal("mjy.fits", {4, 4, 2}, with(plain, {card("BUNIT", "'mJy/beam'")})).find("Jy/beam"), std::string::npos);
@@ -279,6 +281,25 @@ TEST_F(SpectralCubeTest, CubesSpipCannotTakeAreRefusedSayingWhy) {
     ADD_FAILURE() << "a gzip-compressed cube was taken";
   } catch (const spip::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("compressed"), std::string::npos) << e.what();
+  }
+}
+
+// The frame a cube's positions are in, which its products keep: RADESYS where given;
+// else FK5 with an equinox (EQUINOX, or AIPS's EPOCH) of 2000, and ICRS with none (WCS
+// Paper II), so that FK5's 20 mas are not taken as ICRS or the reverse.
+TEST_F(SpectralCubeTest, TheFrameIsRadesysOrWhatTheEquinoxSays) {
+  const std::vector<std::string> plain = axis_cards({"RA", "DEC", "FREQ"});
+  int written = 0;
+  for (const auto& [cards, frame] :
+       {std::pair{std::vector<std::string>{card("RADESYS", "'ICRS'")}, "ICRS"},
+        std::pair{std::vector<std::string>{card("RADESYS", "'FK5'"), card("EQUINOX", "2000.0")}, "FK5"},
+        std::pair{std::vector<std::string>{card("EQUINOX", "2000.0")}, "FK5"},
+        std::pair{std::vector<std::string>{card("EPOCH", "2000.0")}, "FK5"}, std::pair{std::vector<std::string>{}, "ICRS"}}) {
+    std::vector<std::string> all = plain;
+    all.insert(all.end(), cards.begin(), cards.end());
+    const std::string file = path("frame-" + std::to_string(written++) + ".fits");
+    write_fits(file, {4, 4, 2}, all, std::vector<float>(32, 1.0f));
+    EXPECT_EQ(spip::fits::open_spectral_cube(file).grid.radesys, frame) << (cards.empty() ? "no key" : cards.front());
   }
 }
 

@@ -38,8 +38,6 @@ struct RmTableContext {
   // The field's FDF noise, of which a source's sigma_qu is the local value: noise_chan is
   // scaled by their ratio to the source's place (with a primary beam, 1 / B there); 0: not scaled.
   double fdf_sigma = 0;
-  // The sources' positions are ICRS already (RADESYS ICRS), not FK5 to be turned.
-  bool icrs_positions = false;
 };
 
 fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& settings,

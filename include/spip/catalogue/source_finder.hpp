@@ -54,6 +54,7 @@ struct FinderSettings {
   double rmsf_fwhm = 1;         // rad/m^2
   double complexity = 0.5;      // Faraday-complex when m2 > complexity * RMSF FWHM
   std::vector<Direction> pointings;  // beamdist is the distance from the nearest; none: from the image's centre
+  std::string radesys = "FK5";  // the positions' frame, the images' RADESYS: FK5 (J2000) or ICRS
 };
 
 struct Source {

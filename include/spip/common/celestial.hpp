@@ -10,7 +10,7 @@
 
 namespace spip {
 
-// A direction (J2000), radians.
+// A direction (J2000 unless said otherwise), radians.
 struct Direction {
   double ra_rad = 0, dec_rad = 0;
 };
@@ -44,20 +44,25 @@ inline double ra_degrees(Direction d) {
   return deg >= 360.0 ? 0.0 : deg;
 }
 
-// The ICRS direction of an FK5 (J2000) one, as the RMTable standard's ra and dec must
-// be: the FK5 frame's orientation against the Hipparcos frame, (-19.9, -9.1, +22.9) mas
-// about the x, y and z axes (Mignard & Froeschle 2000; ERFA's fk5hip, which astropy's FK5
-// to ICRS takes), to first order in those angles (the second, 1e-14 rad, is below a
-// double's rounding of a unit vector).
-inline Direction icrs_of_fk5(Direction d) {
+// FK5's orientation against the Hipparcos frame (ICRS), (-19.9, -9.1, +22.9) mas about
+// the x, y and z axes (Mignard & Froeschle 2000; ERFA's fk5hip, which astropy's FK5 to
+// ICRS takes), to first order in those angles: the second order, 1e-14 rad (2 nano-arcsec),
+// is far below any position spip gives. `to_icrs` false turns the other way.
+inline Direction fk5_icrs_rotated(Direction d, bool to_icrs) {
   constexpr double mas = 3.14159265358979323846 / 180 / 3.6e6;
-  constexpr double ex = -19.9 * mas, ey = -9.1 * mas, ez = 22.9 * mas;
+  const double s = to_icrs ? 1.0 : -1.0;
+  const double ex = s * -19.9 * mas, ey = s * -9.1 * mas, ez = s * 22.9 * mas;
   const double p[3] = {std::cos(d.dec_rad) * std::cos(d.ra_rad), std::cos(d.dec_rad) * std::sin(d.ra_rad),
                        std::sin(d.dec_rad)};
   const double q[3] = {p[0] + ez * p[1] - ey * p[2], -ez * p[0] + p[1] + ex * p[2], ey * p[0] - ex * p[1] + p[2]};
   const double ra = std::atan2(q[1], q[0]);
   return {ra < 0 ? ra + 2 * 3.14159265358979323846 : ra, std::asin(std::clamp(q[2], -1.0, 1.0))};
 }
+
+// The ICRS direction of an FK5 (J2000) one, as the RMTable standard's ra and dec must be,
+// and the FK5 direction of an ICRS one.
+inline Direction icrs_of_fk5(Direction d) { return fk5_icrs_rotated(d, true); }
+inline Direction fk5_of_icrs(Direction d) { return fk5_icrs_rotated(d, false); }
 
 // Galactic longitude and latitude (radians, l in [0, 2 pi)) of a J2000 direction: the
 // rotation of the Hipparcos catalogue's definition (ESA 1997, vol. 1, sec. 1.5.3), for

@@ -71,6 +71,9 @@ std::vector<std::string> sky_lines(const Plan& plan);
 // channels it finished from, naming them; empty where it writes them all.
 std::string resume_cubes_warning(const Config& config, const Plan& plan);
 
+// 1 for each channel of the axis that some input gives data for, 0 for a gap.
+std::vector<double> data_channels(const Plan& plan);
+
 // A Faraday row's bytes, or none where the correlations give no Q and U.
 double faraday_row_bytes(const Plan& plan);
 

@@ -89,8 +89,10 @@ class FaradayStage {
   static faraday::FaradayAxis planned_axis(const std::vector<double>& freq_hz, const FaradayConfig& config);
   // Warnings on that axis, for planning to give before any channel is imaged: a range
   // beyond what the channels' widths leave undepolarised, and a step that samples the
-  // RMSF too coarsely for RM-CLEAN. Empty where there is nothing to warn of.
-  static std::vector<std::string> axis_warnings(const std::vector<double>& freq_hz, const FaradayConfig& config);
+  // RMSF too coarsely for RM-CLEAN. `weight`: 1 for a channel with data, 0 for a gap;
+  // empty: every channel counts. Empty where there is nothing to warn of.
+  static std::vector<std::string> axis_warnings(const std::vector<double>& freq_hz, const FaradayConfig& config,
+                                                std::vector<double> weight = {});
 
  private:
   struct Synthesis;
