@@ -118,8 +118,10 @@ def sky_axes(fig, cell, header, title: str):
         warnings.simplefilter("ignore", FITSFixedWarning)
         sky = WCS(header).celestial
     ax = fig.add_subplot(cell, projection=sky)
-    ax.coords[0].set_axislabel("RA (J2000)")
-    ax.coords[1].set_axislabel("Dec (J2000)")
+    # The map's own frame: FK5 (J2000) from a Measurement Set, ICRS from ICRS cubes.
+    frame = "ICRS" if header.get("RADESYS", "FK5").strip() == "ICRS" else "J2000"
+    ax.coords[0].set_axislabel(f"RA ({frame})")
+    ax.coords[1].set_axislabel(f"Dec ({frame})")
     ax.set_title(title)
     return ax
 
