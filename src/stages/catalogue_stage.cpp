@@ -133,6 +133,13 @@ std::vector<std::string> write_catalogue(const Config& config, const fits::Image
            " (boxes of " + std::to_string(settings.box) + " pixels), " +
            std::to_string(complex) + " Faraday-complex by m2 and " + std::to_string(complex_sigma_add) +
            " by sigma_add, in " + fixed(watch.seconds(), 2) + " s");
+  // Nothing in the image plane takes a PSF's sidelobes out of a dirty image, and RM-CLEAN
+  // cleans only in depth: a sidelobe shares its source's depth and spectrum, so no test
+  // of the FDF tells it from a source.
+  if (!config.input.cubes() && config.clean.niter == 0 && config.catalogue.sources.empty() && !sources.empty())
+    log.root("warning: with clean.niter 0 the catalogue is found on dirty images, in which a bright source's PSF "
+             "sidelobes lie at its own Faraday depth: those above catalogue.threshold are listed as sources; "
+             "clean, or raise catalogue.threshold");
   return {products.catalogue_table(), products.catalogue_csv(), products.rmtable_table(), products.rmtable_csv()};
 }
 

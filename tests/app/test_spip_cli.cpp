@@ -1021,6 +1021,10 @@ TEST(SpipCli, AChannelThatCannotReachItsThresholdSaysSo) {
   for (double r : reached) EXPECT_EQ(r, 0.0);
   const Outcome dirty = run_spip(sample_args("dirty") + small + " --clean.niter 0");
   ASSERT_EQ(dirty.exit_code, 0) << dirty.err;
+  // A catalogue of dirty images may list sidelobes, and says so; a cleaned one does not.
+  const std::string sidelobes = "warning: with clean.niter 0 the catalogue is found on dirty images";
+  EXPECT_NE(dirty.out.find(sidelobes), std::string::npos) << dirty.out;
+  EXPECT_EQ(outcome.out.find(sidelobes), std::string::npos) << outcome.out;
   for (double r : qa_values(scratch("dirty") / "spip-qa.json", "threshold_reached")) EXPECT_TRUE(std::isnan(r));
 }
 
