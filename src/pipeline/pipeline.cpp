@@ -933,10 +933,14 @@ CommittedProducts run(const Config& config, const parallel::MpiContext& mpi, con
   StopRequest stop(mpi, log);
   if (config.input.cubes()) {
     const CubePlan plan = make_cube_plan(config, mpi, log, break_claim);
-    return after_planning(stop, [&] { return run_on_cubes(config, plan, mpi, log, stop); });
+    CommittedProducts made = after_planning(stop, [&] { return run_on_cubes(config, plan, mpi, log, stop); });
+    remove_earlier_products(config, plan.products, made.paths, mpi, log);
+    return made;
   }
   Plan plan = make_plan(config, mpi, log, break_claim);
-  return after_planning(stop, [&] { return RankRun(config, plan, mpi, log, stop).run(); });
+  CommittedProducts made = after_planning(stop, [&] { return RankRun(config, plan, mpi, log, stop).run(); });
+  remove_earlier_products(config, plan.products, made.paths, mpi, log);
+  return made;
 }
 
 }  // namespace spip::pipeline

@@ -476,13 +476,14 @@ std::vector<std::string> input_files(const Config& config) {
   return files;
 }
 
-// An earlier run's products left beside this run's would pass for its own (the
-// quick-look page drew a 64-pixel run's catalogue on a 128-pixel run's maps); the run
-// writes all of them anew, so none is worth keeping. The partial channel cubes stay:
-// resume continues them, and a fresh start recreates them. An input among them is refused.
-int clear_earlier_products(const Config& config, const ProductRegistry& products) {
-  const std::vector<std::string> inputs = input_files(config), earlier = products.earlier_runs_files();
-  for (const std::string& file : earlier)
+// An earlier run's products are replaced, or removed once this run has made its own
+// (remove_earlier_products()): an input among them is refused before anything is written.
+// Only its partial Faraday products go now: they are never resumed from, and this run
+// creates its own. The partial channel cubes stay: resume continues them, and a fresh
+// start recreates them.
+void check_inputs_among_products(const Config& config, const ProductRegistry& products) {
+  const std::vector<std::string> inputs = input_files(config);
+  for (const std::string& file : products.earlier_runs_files())
     for (const std::string& input : inputs) {
       std::error_code error;
       if (fs::equivalent(file, input, error))
@@ -490,13 +491,12 @@ int clear_earlier_products(const Config& config, const ProductRegistry& products
                                     " in " + config.output.dir + ", which this run would replace; choose another "
                                     "output.prefix or output.dir");
     }
-  int cleared = 0;
-  for (const std::string& file : earlier) {
-    std::error_code error;
-    if (fs::remove(file, error)) ++cleared;
-    if (error) SPIP_THROW(InputError, "cannot remove an earlier run's " + file + ": " + error.message());
-  }
-  return cleared;
+  for (const std::string& file : products.earlier_runs_files())
+    if (file.ends_with(".partial")) {
+      std::error_code error;
+      fs::remove(file, error);
+      if (error) SPIP_THROW(InputError, "cannot remove an earlier run's " + file + ": " + error.message());
+    }
 }
 
 }  // namespace
@@ -511,21 +511,32 @@ void prepare_output(const Config& config, const ProductRegistry& products, bool 
   }
   agree_on_failure(mpi, failure);
   const std::string path = products.effective_config();
-  int cleared = 0;
   try {
     if (mpi.is_root()) {
       fs::create_directories(config.output.dir);
-      cleared = clear_earlier_products(config, products);
+      check_inputs_among_products(config, products);
       write_text_atomically(path, to_ini(config));
     }
   } catch (...) {
     failure = std::current_exception();
   }
   agree_on_failure(mpi, failure);
-  if (cleared > 0)
-    log.root("removed " + std::to_string(cleared) + " file(s) an earlier run left under the prefix " +
-             config.output.prefix + " in " + config.output.dir);
   log.root("effective configuration in " + path);
+}
+
+void remove_earlier_products(const Config& config, const ProductRegistry& products,
+                             const std::vector<std::string>& made, const parallel::MpiContext& mpi, const Log& log) {
+  if (!mpi.is_root()) return;
+  int removed = 0;
+  for (const std::string& file : products.earlier_runs_files()) {
+    if (std::find(made.begin(), made.end(), file) != made.end()) continue;
+    std::error_code error;
+    if (fs::remove(file, error)) ++removed;
+    if (error) log.root("warning: cannot remove an earlier run's " + file + ": " + error.message());
+  }
+  if (removed > 0)
+    log.root("removed " + std::to_string(removed) + " file(s) an earlier run of the prefix " + config.output.prefix +
+             " left in " + config.output.dir + " that this run does not make");
 }
 
 namespace {

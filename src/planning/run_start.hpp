@@ -42,7 +42,7 @@ std::unique_ptr<RunClaim> claim_run(const Config& config, const ProductRegistry&
                                     const parallel::MpiContext& mpi, const Log& log);
 
 // Once the run is known to start: a usable parallel.scratch on every rank whose kept
-// planes spill there, an earlier run's products of the prefix cleared, and the
+// planes spill there, no input among the names of the prefix's products, and the
 // effective configuration next to the products.
 void prepare_output(const Config& config, const ProductRegistry& products, bool spills,
                     const parallel::MpiContext& mpi, const Log& log);

@@ -210,6 +210,17 @@ TEST(SpipCli, ARunClearsAnEarlierRunsProductsOfItsPrefixAlone) {
   std::ofstream(out / "spip-quicklook.png").put('x');
   for (const char* name : {"spip-FDF_tot_dirty.fits", "spip-dirty-I.fits", "spip-catalogue.csv", "spip-rmsf.txt"})
     ASSERT_TRUE(fs::exists(out / name)) << name;
+  // A run that fails once it has started (its data column cut short) leaves the earlier
+  // run's products as they were: they once went first, and nothing was left.
+  const fs::path damaged = scratch("damaged.ms");
+  fs::copy(oskar_ms, damaged, fs::copy_options::recursive);
+  fs::resize_file(damaged / "table.f5_TSM0", fs::file_size(damaged / "table.f5_TSM0") / 2);
+  const Outcome failed = run_spip("--input.ms " + damaged.string() + " --output.dir " + out.string() +
+                                  " --parallel.threads 1 --image.size 64 --image.scale 120 --input.channel_end 8");
+  ASSERT_EQ(failed.exit_code, 3) << failed.err;
+  ASSERT_NE(failed.out.find("effective configuration in"), std::string::npos) << "it started:\n" << failed.out;
+  for (const char* name : {"spip-FDF_tot_dirty.fits", "spip-dirty-I.fits", "spip-catalogue.csv", "spip-qa.json"})
+    EXPECT_TRUE(fs::exists(out / name)) << name << " of the earlier run is gone after a failed run";
   const Outcome second = run_spip(base_args("earlier") + " --input.channel_end 8 --faraday.cubes none " +
                                   "--catalogue.threshold 0 --output.channel_cubes image");
   ASSERT_EQ(second.exit_code, 0) << second.err;

@@ -36,6 +36,12 @@ class Log;
 // writes the effective configuration next to the products.
 Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log& log, bool break_claim);
 
+// Rank 0, once the run has committed `made`: the files an earlier run of the prefix left
+// that this run did not replace. Until here they stay, so that a run that fails leaves
+// the earlier run's products as they were (a truncated input once left none).
+void remove_earlier_products(const Config& config, const ProductRegistry& products,
+                             const std::vector<std::string>& made, const parallel::MpiContext& mpi, const Log& log);
+
 // What the metadata says, the same for a run and for --plan: the inputs, the imaged
 // channels and their Faraday depths, the image and grid.
 Plan open_plan(const Config& config);
