@@ -22,7 +22,8 @@ namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
 
 // Written with the markers: their records are ChannelMarkers of this QA version.
-const std::string marker_format = "spip progress journals, qa version " + std::to_string(qa_version);
+// Inputs named where they lie since journals 2, so that a moved input is still the same one.
+const std::string marker_format = "spip progress journals 2, qa version " + std::to_string(qa_version);
 
 // Settings that do not change the products: how many threads, how long the allocation
 // is (a requeued job passes it anew), how often progress is synced, and paths that
@@ -82,11 +83,17 @@ std::string differences(const std::string& before, const std::string& now, Effec
   return listed;
 }
 
-// The first field of a fingerprint line: an input's path or a file's name.
-std::string name_in(const std::string& line) {
-  const std::size_t begin = line.rfind("input ", 0) == 0 ? 6 : 2;
-  return line.substr(begin, line.find(' ', begin) - begin);
+// A fingerprint's input line, "input rows N at PATH": what identifies the input (its
+// rows; its files follow), and where it lies, which may change: an input moved or staged
+// to another disk with its files' sizes and times kept is the same input.
+bool is_input(const std::string& line) { return line.rfind("input ", 0) == 0; }
+std::string identity(const std::string& line) { return line.substr(0, line.find(" at ")); }
+std::string place(const std::string& line) {
+  const std::size_t at = line.find(" at ");
+  return at == std::string::npos ? line : line.substr(at + 4);
 }
+// A file line's name, "  NAME SIZE TIME".
+std::string name_in(const std::string& line) { return line.substr(2, line.find(' ', 2) - 2); }
 
 // Which input changed, and how, from the first line of the fingerprints that differs.
 std::string first_change(const std::string& before, const std::string& now) {
@@ -96,13 +103,26 @@ std::string first_change(const std::string& before, const std::string& now) {
     const bool more_a = static_cast<bool>(std::getline(a, x)), more_b = static_cast<bool>(std::getline(b, y));
     if (!more_a && !more_b) return "";
     if (!more_a || !more_b) return "the list of inputs changed";
-    const bool input_line = y.rfind("input ", 0) == 0;
-    if (input_line) input = name_in(y);
+    if (is_input(y)) input = place(y);
     if (x == y) continue;
-    if (input_line != (x.rfind("input ", 0) == 0) || name_in(x) != name_in(y))
-      return input_line ? "the list of inputs changed" : input + " changed (its list of table files)";
-    return input + " changed (" + (input_line ? "its row count" : name_in(y) + ": size or modification time") + ")";
+    if (is_input(x) != is_input(y)) return is_input(y) ? "the list of inputs changed" : input + " changed (its list of table files)";
+    if (is_input(y)) {
+      if (identity(x) == identity(y)) continue;  // moved
+      return input + " changed (its row count)";
+    }
+    if (name_in(x) != name_in(y)) return input + " changed (its list of table files)";
+    return input + " changed (" + name_in(y) + ": size or modification time)";
   }
+}
+
+// "NOW (was BEFORE)" for each input that lies elsewhere than when the markers were written.
+std::string moved_inputs(const std::string& before, const std::string& now) {
+  std::istringstream a(before), b(now);
+  std::string moved;
+  for (std::string x, y; std::getline(a, x) && std::getline(b, y);)
+    if (is_input(x) && is_input(y) && place(x) != place(y))
+      moved += (moved.empty() ? "" : ", ") + place(y) + " (was " + place(x) + ")";
+  return moved;
 }
 
 }  // namespace
@@ -118,7 +138,7 @@ std::string input_fingerprint(const std::vector<std::string>& ms_paths, const st
   };
   for (std::size_t k = 0; k < ms_paths.size(); ++k) {
     const fs::path ms = fs::canonical(ms_paths[k]);
-    out << "input " << ms.string() << " rows " << rows[k] << "\n";
+    out << "input rows " << rows[k] << " at " << ms.string() << "\n";
     std::vector<fs::path> files;
     for (const auto& entry : fs::recursive_directory_iterator(ms, fs::directory_options::follow_directory_symlink))
       if (entry.path().filename() != "table.lock" && entry.is_regular_file(error)) files.push_back(entry.path());
@@ -127,8 +147,8 @@ std::string input_fingerprint(const std::vector<std::string>& ms_paths, const st
   }
   for (const std::string& path : files_read) {
     const fs::path file = fs::canonical(path);
-    out << "input " << file.string() << " rows 0\n";
-    describe(file, file.filename().string());
+    out << "input rows 0 at " << file.string() << "\n";
+    describe(file, "file");
   }
   return out.str();
 }
@@ -248,6 +268,8 @@ ResumeDecision ChannelProgress::decide(const std::vector<std::string>& partial_c
     }
   decision.resume = true;
   decision.reason = "same inputs and settings";
+  if (const std::string moved = moved_inputs(inputs_before, inputs_); !moved.empty())
+    decision.reason += "; inputs found elsewhere: " + moved;
   if (const std::string changed = differences(config_before, config_text_, Effect::faraday_stage); !changed.empty())
     decision.reason += "; changed for the Faraday stage and catalogue only, which the run makes anew: " + changed;
   if (const std::string changed = differences(config_before, config_text_, Effect::none); !changed.empty())

@@ -230,6 +230,21 @@ TEST(ChannelProgress, ResumesOnlyWithTheSameInputsFilesAndPlan) {
   const ResumeDecision grouped = ChannelProgress(dir.string(), regrouped, fingerprint(), 0).decide({});
   EXPECT_FALSE(grouped.resume);
   EXPECT_NE(grouped.reason.find("plan.ranks_per_channel 1 -> 2"), std::string::npos) << grouped.reason;
+  // Moved, as a job staging its data to a node's disk does (the files keep their sizes
+  // and times): the same input, and the decision says where it was.
+  const fs::path moved = spip::test::scratch_path("staged.ms");
+  fs::rename(ms, moved);
+  const ResumeDecision staged =
+      ChannelProgress(dir.string(), settings, input_fingerprint({moved.string()}, {10}, {table.string()}), 0).decide({});
+  EXPECT_TRUE(staged.resume) << staged.reason;
+  EXPECT_NE(staged.reason.find("inputs found elsewhere: " + fs::canonical(moved).string() + " (was "),
+            std::string::npos)
+      << staged.reason;
+  fs::rename(moved, ms);
+  // Another row count, or a file changed, is another input.
+  EXPECT_FALSE(ChannelProgress(dir.string(), settings, input_fingerprint({ms.string()}, {11}, {table.string()}), 0)
+                   .decide({})
+                   .resume);
   std::ofstream(table) << "0 1.0\n100 2.5\n200 3.0\n";  // regenerated under the same name
   const ResumeDecision redone = ChannelProgress(dir.string(), settings, fingerprint(), 0).decide({});
   EXPECT_FALSE(redone.resume);

@@ -106,10 +106,12 @@ class Checkpoint {
   std::vector<std::function<void()>> waiting_;
 };
 
-// Each input's canonical path and row count, and the size and modification time of
+// Each input's row count and canonical path, and the size and modification time of
 // every file of its tables (the lock files excepted): what changes when the data are
-// recalibrated, flagged or replaced, read without opening a table. `files_read`: other
-// files whose contents shape every channel (faraday.ionosphere, beam.fits), likewise.
+// recalibrated, flagged or replaced, read without opening a table. The paths are not
+// compared: an input moved, or staged to another disk, with its files' sizes and times
+// kept is the same input (ChannelProgress::decide() says where it was). `files_read`:
+// other files whose contents shape every channel (faraday.ionosphere, beam.fits), likewise.
 std::string input_fingerprint(const std::vector<std::string>& ms_paths, const std::vector<std::int64_t>& rows,
                               const std::vector<std::string>& files_read = {});
 
