@@ -76,8 +76,11 @@ bool parse(std::string_view text, std::string& out) {
 
 bool non_empty(std::string text) { return !text.empty(); }
 
-// A prefix names files in output.dir: a '/' would put them in folders spip never made.
-bool file_name_prefix(std::string text) { return !text.empty() && text.find('/') == std::string::npos; }
+// A prefix names files in output.dir: a '/' would put them in folders spip never made,
+// and a leading '.' would hide every product (and the claim, .PREFIX.claim, with them).
+bool file_name_prefix(std::string text) {
+  return !text.empty() && text.find('/') == std::string::npos && !text.starts_with('.');
+}
 
 template <class Enum, std::size_t N>
 bool parse_word(std::string_view text, Enum& out,
@@ -541,7 +544,7 @@ const std::vector<Key>& keys() {
       scalar("output.dir", &Config::output, &OutputConfig::dir, non_empty,
              "a non-empty path", "", "directory for the output images"),
       scalar("output.prefix", &Config::output, &OutputConfig::prefix,
-             file_name_prefix, "a non-empty file name prefix without '/'", "",
+             file_name_prefix, "a non-empty file name prefix without '/', not starting with '.'", "",
              "file name prefix of the output images"),
       {"output.channel_cubes", "words", "", "per-channel cubes to write, comma-separated: dirty, model, residual, "
        "image (or restored), image-pb (restored and primary-beam corrected, with beam.model), each for all Stokes "

@@ -531,8 +531,10 @@ INSTANTIATE_TEST_SUITE_P(
                     OutOfRange{"input.column", "FLAG", "one of auto, DATA, CORRECTED_DATA, MODEL_DATA"},
                     OutOfRange{"input.ms", "", "a Measurement Set path"},
                     OutOfRange{"output.dir", "", "a non-empty path"},
-                    OutOfRange{"output.prefix", "", "a non-empty file name prefix without '/'"},
-                    OutOfRange{"output.prefix", "a/b", "a non-empty file name prefix without '/'"}),
+                    OutOfRange{"output.prefix", "", "a non-empty file name prefix without '/', not starting with '.'"},
+                    OutOfRange{"output.prefix", "a/b", "a non-empty file name prefix without '/', not starting with '.'"},
+                    OutOfRange{"output.prefix", ".", "a non-empty file name prefix without '/', not starting with '.'"},
+                    OutOfRange{"output.prefix", ".hidden", "a non-empty file name prefix without '/', not starting with '.'"}),
     [](const testing::TestParamInfo<OutOfRange>& info) {
       std::string name = info.param.key + "_" + info.param.value + "_" + std::to_string(info.index);
       for (char& c : name)
