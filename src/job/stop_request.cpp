@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cmath>
+#include <ctime>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -27,31 +29,67 @@ const char* signal_note(int number);
 constexpr std::array<int, 4> stop_signals{SIGTERM, SIGUSR1, SIGINT, SIGHUP};
 
 // What the handler writes at once, one line per signal: the run may be minutes from
-// its next stop point, and the one who sent the signal wants to know it arrived.
+// its next stop point, and the one who sent the signal wants to know it arrived. Its
+// time stamp, "+S.mmm s" since the log's start as every log line has, is written in the
+// handler between the two parts set here.
 struct Notices {
-  std::array<std::array<char, 256>, stop_signals.size()> text{};
+  std::array<char, 64> head{};  // "[spip R/N +"
+  std::size_t head_length = 0;
+  std::array<std::array<char, 256>, stop_signals.size()> text{};  // " s] received ..."
   std::array<std::size_t, stop_signals.size()> length{};
-  void set(const std::string& prefix) {
+  long long log_start_ns = 0;  // CLOCK_MONOTONIC, which the log's steady clock reads
+  void set(const std::string& prefix, long long start_ns) {
+    log_start_ns = start_ns;
+    const int h = std::snprintf(head.data(), head.size(), "%s +", prefix.c_str());
+    head_length = h > 0 ? std::min(static_cast<std::size_t>(h), head.size() - 1) : 0;
     for (std::size_t k = 0; k < stop_signals.size(); ++k) {
       const int n = std::snprintf(text[k].data(), text[k].size(),
-                                  "%s received %s%s; stopping at the next point the run can resume from "
+                                  " s] received %s%s; stopping at the next point the run can resume from "
                                   "(after the channel in hand, or the Faraday stage's row group)\n",
-                                  prefix.c_str(), signal_name(stop_signals[k]), signal_note(stop_signals[k]));
+                                  signal_name(stop_signals[k]), signal_note(stop_signals[k]));
       length[k] = n > 0 ? std::min(static_cast<std::size_t>(n), text[k].size() - 1) : 0;
     }
   }
 };
 Notices notices;
+
+long long monotonic_ns() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);  // async-signal-safe
+  return static_cast<long long>(now.tv_sec) * 1000000000LL + now.tv_nsec;
+}
+
+// "S.mmm" of `ns`, by hand into `out`: snprintf may not be called in a handler.
+std::size_t seconds_text(long long ns, char* out) {
+  const long long ms = std::max(0LL, ns / 1000000);
+  char digits[24];
+  std::size_t count = 0;
+  for (long long s = ms / 1000; count == 0 || s > 0; s /= 10) digits[count++] = static_cast<char>('0' + s % 10);
+  std::size_t k = 0;
+  while (count > 0) out[k++] = digits[--count];
+  const int fraction = static_cast<int>(ms % 1000);
+  out[k++] = '.';
+  out[k++] = static_cast<char>('0' + fraction / 100);
+  out[k++] = static_cast<char>('0' + fraction / 10 % 10);
+  out[k++] = static_cast<char>('0' + fraction % 10);
+  return k;
+}
 std::atomic<bool> notices_set{false};  // before then, a signal is taken without a word
 static_assert(std::atomic<bool>::is_always_lock_free);
 
-// Async-signal-safe: write(2) of text set before the handlers could call it.
+// Async-signal-safe: one write(2) of text set before the handlers could call it, and the
+// time stamp formatted here.
 void write_notice(int number) {
   const Notices& notice = notices;
   for (std::size_t k = 0; k < stop_signals.size(); ++k)
     if (stop_signals[k] == number) {
       const int saved = errno;  // the interrupted code may be about to read it
-      [[maybe_unused]] const ssize_t written = write(STDOUT_FILENO, notice.text[k].data(), notice.length[k]);
+      std::array<char, 64 + 24 + 256> line;
+      std::size_t used = 0;
+      for (std::size_t c = 0; c < notice.head_length; ++c) line[used++] = notice.head[c];
+      used += seconds_text(monotonic_ns() - notice.log_start_ns, line.data() + used);
+      for (std::size_t c = 0; c < notice.length[k]; ++c) line[used++] = notice.text[k][c];
+      [[maybe_unused]] const ssize_t written = write(STDOUT_FILENO, line.data(), used);
       errno = saved;
     }
 }
@@ -148,7 +186,8 @@ StopRequest::StopRequest(const parallel::MpiContext& mpi, const Log& log) : noti
   if (!first_request) signalled.store(0);
   first_request = false;
   notices_set.store(false, std::memory_order_release);
-  notices.set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()) + "]");
+  notices.set("[spip " + std::to_string(mpi.rank()) + "/" + std::to_string(mpi.size()),
+              monotonic_ns() - std::llround(log.elapsed_s() * 1e9));
   install_handlers();
   unblock();  // those held since hold_signals() arrive now
 }
