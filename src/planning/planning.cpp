@@ -421,7 +421,8 @@ std::optional<cuda::DeviceInfo> choose_device(const Config& config, int local_ra
   if (probe.devices.empty()) {
     if (requested == Device::gpu)
       SPIP_THROW(ConfigError, "parallel.device = gpu but no usable GPU: " + probe.reason);
-    log.info("no GPU (" + probe.reason + "); using the CPU backend");
+    // One line a node: its ranks all find what the first finds, and nodes may differ.
+    if (local_rank == 0) log.info("no GPU on this node (" + probe.reason + "); its ranks use the CPU backend");
     return std::nullopt;
   }
   return probe.devices[static_cast<std::size_t>(local_rank) % probe.devices.size()];

@@ -552,7 +552,16 @@ TEST(SpipCli, AutoDeviceFallsBackToCpuAndSaysSo) {
   ASSERT_EQ(outcome.exit_code, 0) << outcome.err;
   const bool gpu = outcome.out.find("-> GPU") != std::string::npos;
   if (!gpu) {
-    EXPECT_NE(outcome.out.find("using the CPU backend"), std::string::npos) << outcome.out;
+    EXPECT_NE(outcome.out.find("use the CPU backend"), std::string::npos) << outcome.out;
+    // Once a node, not once a rank.
+    const Outcome two = run(std::string(SPIP_MPIEXEC) + " 2 " + SPIP_BIN + " " + base_args("auto2") +
+                            " --parallel.device auto");
+    ASSERT_EQ(two.exit_code, 0) << two.err;
+    int lines = 0;
+    for (std::size_t at = two.out.find("no GPU on this node"); at != std::string::npos;
+         at = two.out.find("no GPU on this node", at + 1))
+      ++lines;
+    EXPECT_EQ(lines, 1) << two.out;
   }
 }
 
