@@ -90,18 +90,15 @@ fits::Table rmtable(const std::vector<Source>& sources, const FinderSettings& se
 
   // The catalogue's positions are in its images' RADESYS; the standard's are ICRS.
   const bool icrs_given = settings.radesys == "ICRS";
-  const auto icrs = [&](S s) {
-    const Direction position{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg};
-    return icrs_given ? position : icrs_of_fk5(position);
-  };
+  const auto position = [](S s) { return Direction{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg}; };
+  const auto icrs = [&](S s) { return icrs_given ? position(s) : icrs_of_fk5(position(s)); };
   Columns c(sources);
   c.add<double>("ra", "deg", "Right Ascension [ICRS]", [&](S s) { return icrs(s).ra_rad * rad_to_deg; });
   c.add<double>("dec", "deg", "Declination [ICRS]", [&](S s) { return icrs(s).dec_rad * rad_to_deg; });
   // From the FK5 position, as astropy takes ICRS through FK5 to galactic: one place on
   // the sky gets one l and b whichever frame its images were in.
   const auto galactic_deg = [&](S s, int k) {
-    const Direction position{s.ra_deg / rad_to_deg, s.dec_deg / rad_to_deg};
-    return galactic(icrs_given ? fk5_of_icrs(position) : position)[static_cast<std::size_t>(k)] * rad_to_deg;
+    return galactic(icrs_given ? fk5_of_icrs(position(s)) : position(s))[static_cast<std::size_t>(k)] * rad_to_deg;
   };
   c.add<double>("l", "deg", "Galactic Longitude", [&](S s) { return galactic_deg(s, 0); });
   c.add<double>("b", "deg", "Galactic Latitude", [&](S s) { return galactic_deg(s, 1); });

@@ -105,7 +105,8 @@ std::string first_change(const std::string& before, const std::string& now) {
     if (!more_a || !more_b) return "the list of inputs changed";
     if (is_input(y)) input = place(y);
     if (x == y) continue;
-    if (is_input(x) != is_input(y)) return is_input(y) ? "the list of inputs changed" : input + " changed (its list of table files)";
+    if (is_input(x) != is_input(y))
+      return is_input(y) ? "the list of inputs changed" : input + " changed (its list of table files)";
     if (is_input(y)) {
       if (identity(x) == identity(y)) continue;  // moved
       return input + " changed (its row count)";

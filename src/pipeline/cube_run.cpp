@@ -121,8 +121,6 @@ std::vector<double> channel_noise(const CubePlan& plan, int rank, PlaneStore* co
 CommittedProducts run_on_cubes(const Config& config, const CubePlan& plan, const parallel::MpiContext& mpi,
                                const Log& log, StopRequest& stop) {
   log.root(plan.memory.describe() + " (rank 0)");
-  if (plan.num_phi > 0)
-    for (const std::string& warning : FaradayStage::axis_warnings(plan.freq_hz, config.faraday)) log.root(warning);
   log.info("RM synthesis and RM-CLEAN on the " + plan.backend + " backend");
   std::vector<ChannelQa> records;
   RankQa rank_qa;

@@ -249,7 +249,9 @@ CostRates measure_rates(const Config& config, const Plan& plan) {
     rates.restore_channel_s = 4 * pixels * static_cast<double>(restored) / rate;
   }
   rates.faraday_pixel_s = plan.polarised() ? faraday_bytes / pixels / rate : 0.0;
-  if (plan.num_phi > 0) rates.faraday_pixel_s += faraday_seconds_per_pixel(config, plan.data_freq_hz, plan.products.made(ChannelCubeKind::residual));
+  if (plan.num_phi > 0)
+    rates.faraday_pixel_s +=
+        faraday_seconds_per_pixel(config, plan.data_freq_hz, plan.products.made(ChannelCubeKind::residual));
   return rates;
 }
 

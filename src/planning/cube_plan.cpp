@@ -263,6 +263,8 @@ CubePlan make_cube_plan(const Config& config, const parallel::MpiContext& mpi, c
   }
   if (!plan.cubes.i && (config.catalogue.threshold > 0 || !config.catalogue.sources.empty()))
     log.root("no catalogue: it compares each source's polarised intensity with Stokes I; give input.cube_i");
+  if (plan.num_phi > 0 && mpi.is_root())
+    for (const std::string& warning : FaradayStage::axis_warnings(plan.freq_hz, config.faraday)) log.root(warning);
   plan.claim = claim_run(config, plan.products, break_claim, mpi, log);
   // RM synthesis and RM-CLEAN on this rank's GPU where there is one, as after imaging.
   const RankDevice chosen = choose_rank_device(config, mpi, log);

@@ -483,8 +483,8 @@ std::vector<std::string> input_files(const Config& config) {
 // creates its own. The partial channel cubes stay: resume continues them, and a fresh
 // start recreates them.
 void check_inputs_among_products(const Config& config, const ProductRegistry& products) {
-  const std::vector<std::string> inputs = input_files(config);
-  for (const std::string& file : products.earlier_runs_files())
+  const std::vector<std::string> inputs = input_files(config), earlier = products.earlier_runs_files();
+  for (const std::string& file : earlier)
     for (const std::string& input : inputs) {
       std::error_code error;
       if (fs::equivalent(file, input, error))
@@ -492,7 +492,7 @@ void check_inputs_among_products(const Config& config, const ProductRegistry& pr
                                     " in " + config.output.dir + ", which this run would replace; choose another "
                                     "output.prefix or output.dir");
     }
-  for (const std::string& file : products.earlier_runs_files())
+  for (const std::string& file : earlier)
     if (file.ends_with(".partial")) {
       std::error_code error;
       fs::remove(file, error);
@@ -933,8 +933,9 @@ Plan make_plan(const Config& config, const parallel::MpiContext& mpi, const Log&
              (plan.polarised() ? std::string()
                              : ", and no Faraday products (moments, RM synthesis, RM-CLEAN, peak maps, catalogue), "
                                "which need Q and U"));
-  // Before hours of imaging, not after: the axis needs only the frequencies.
-  if (plan.num_phi > 0)
+  // Before hours of imaging, not after: the axis needs only the frequencies. Rank 0's
+  // alone, as it alone says them.
+  if (plan.num_phi > 0 && mpi.is_root())
     for (const std::string& warning : FaradayStage::axis_warnings(plan.data_freq_hz, config.faraday, data_channels(plan)))
       log.root(warning);
   // Before the FLAG column is read for the channel costs, or anything is written.

@@ -44,6 +44,17 @@ inline double ra_degrees(Direction d) {
   return deg >= 360.0 ? 0.0 : deg;
 }
 
+// `d` turned by the rotation matrix `m` of equatorial Cartesian coordinates; the
+// longitude in [0, 2 pi).
+inline Direction rotated(Direction d, const double (&m)[3][3]) {
+  const double e[3] = {std::cos(d.dec_rad) * std::cos(d.ra_rad), std::cos(d.dec_rad) * std::sin(d.ra_rad),
+                       std::sin(d.dec_rad)};
+  double g[3];
+  for (int i = 0; i < 3; ++i) g[i] = m[i][0] * e[0] + m[i][1] * e[1] + m[i][2] * e[2];
+  const double longitude = std::atan2(g[1], g[0]);
+  return {longitude < 0 ? longitude + 2 * 3.14159265358979323846 : longitude, std::asin(std::clamp(g[2], -1.0, 1.0))};
+}
+
 // FK5's orientation against the Hipparcos frame (ICRS), (-19.9, -9.1, +22.9) mas about
 // the x, y and z axes (Mignard & Froeschle 2000; ERFA's fk5hip, which astropy's FK5 to
 // ICRS takes), to first order in those angles: the second order, 1e-14 rad (2 nano-arcsec),
@@ -52,11 +63,8 @@ inline Direction fk5_icrs_rotated(Direction d, bool to_icrs) {
   constexpr double mas = 3.14159265358979323846 / 180 / 3.6e6;
   const double s = to_icrs ? 1.0 : -1.0;
   const double ex = s * -19.9 * mas, ey = s * -9.1 * mas, ez = s * 22.9 * mas;
-  const double p[3] = {std::cos(d.dec_rad) * std::cos(d.ra_rad), std::cos(d.dec_rad) * std::sin(d.ra_rad),
-                       std::sin(d.dec_rad)};
-  const double q[3] = {p[0] + ez * p[1] - ey * p[2], -ez * p[0] + p[1] + ex * p[2], ey * p[0] - ex * p[1] + p[2]};
-  const double ra = std::atan2(q[1], q[0]);
-  return {ra < 0 ? ra + 2 * 3.14159265358979323846 : ra, std::asin(std::clamp(q[2], -1.0, 1.0))};
+  const double m[3][3] = {{1.0, ez, -ey}, {-ez, 1.0, ex}, {ey, -ex, 1.0}};
+  return rotated(d, m);
 }
 
 // The ICRS direction of an FK5 (J2000) one, as the RMTable standard's ra and dec must be,
@@ -71,12 +79,8 @@ inline std::array<double, 2> galactic(Direction d) {
   constexpr double rotation[3][3] = {{-0.0548755604162154, -0.8734370902348850, -0.4838350155487132},
                                      {+0.4941094278755837, -0.4448296299600112, +0.7469822444972189},
                                      {-0.8676661490190047, -0.1980763734312015, +0.4559837761750669}};
-  const double e[3] = {std::cos(d.dec_rad) * std::cos(d.ra_rad), std::cos(d.dec_rad) * std::sin(d.ra_rad),
-                       std::sin(d.dec_rad)};
-  double g[3];
-  for (int i = 0; i < 3; ++i) g[i] = rotation[i][0] * e[0] + rotation[i][1] * e[1] + rotation[i][2] * e[2];
-  const double l = std::atan2(g[1], g[0]);
-  return {l < 0 ? l + 2 * 3.14159265358979323846 : l, std::asin(std::clamp(g[2], -1.0, 1.0))};
+  const Direction g = rotated(d, rotation);
+  return {g.ra_rad, g.dec_rad};
 }
 
 // The index of the direction of `among` (not empty) nearest to `d`.
