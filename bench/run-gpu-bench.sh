@@ -24,8 +24,8 @@ work=$(mktemp -d "${TMPDIR:-/tmp}/spip-gpu-bench.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 baselines() {  # ducc0 and cuFINUFFT on the channel bench_gpu wrote, onto the grid it used
   local grid
-  grid=$(grep -o 'on a [0-9]*^2 grid' "$work/rates.txt" | head -1 | grep -o '[0-9][0-9]*')
-  python3 bench/gpu_baselines.py "$work/channel.bin" 1024 15 "$grid"
+  grid=$(sed -n 's/.* on a \([0-9]*\)^2 grid.*/\1/p' "$work/rates.txt" | head -1)
+  python3 bench/gpu_baselines.py "$work/channel.bin" 1024 15 "$grid" || echo "baselines failed (above)"
 }
 if [[ $1 == dense ]]; then
   bench/make-realistic-ms.sh "$work/dense.ms" 2 2000

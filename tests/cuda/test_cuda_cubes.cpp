@@ -1,7 +1,9 @@
 // The Faraday stage on another imager's cubes (input.cube_q, cube_u, cube_i) with its RM
 // synthesis on the GPU, against the same run on the CPU, product by product
 // (tests/common/product_compare.hpp). The cubes are the restored Q, U and I cubes of a
-// CPU run of the sample, so the two runs differ only in the stage's device: RM
+// CPU run of the noisy sample (backend_products.hpp: the sample's own restored cubes
+// hold no noise, and their sigma_add, at a signal-to-noise of 3e8, differed by 0.75 of
+// its peak, H200, 2026-11-30), so the two runs differ only in the stage's device: RM
 // synthesis through cuBLAS instead of OpenBLAS, whose sums differ in their last bits.
 // Without RM-CLEAN, whose choices between near-equal depths are not continuous in those
 // bits (test_cuda_pipeline compares its products by the share that agrees), every
@@ -13,6 +15,7 @@
 #include <string>
 #include <utility>
 
+#include "backend_products.hpp"
 #include "product_compare.hpp"
 #include "scratch.hpp"
 
@@ -35,7 +38,7 @@ fs::path run(const std::string& arguments, const std::string& name) {
 }  // namespace
 
 TEST(CudaCubes, TheFaradayStageOnCubesMatchesTheCpuBackend) {
-  const fs::path imaged = run("--input.ms " + std::string(SPIP_TEST_DATA) + "/oskar_small.ms --image.size 128" +
+  const fs::path imaged = run("--input.ms " + spip::test::noisy_sample_ms() + " --image.size 128" +
                                   " --image.scale 60 --clean.niter 1000 --parallel.device cpu" +
                                   " --output.channel_cubes image --faraday.cubes none",
                               "imaged");

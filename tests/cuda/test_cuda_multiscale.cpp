@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "backend_products.hpp"
 #include "gpu_test_main.hpp"
-#include "product_compare.hpp"
 #include "scratch.hpp"
 #include "spip/cuda/scale_convolver.hpp"
 #include "spip/deconv/multiscale.hpp"
@@ -19,10 +19,10 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path run(const std::string& device, const std::string& name) {
+fs::path run(const std::string& device, const std::string& ms, const std::string& name) {
   const fs::path out = spip::test::scratch_path(name);
   const std::string command = std::string(SPIP_MPIEXEC) + " 1 " + SPIP_BIN + " --config " + SPIP_DEMO_CONFIG +
-                              " --input.ms " + SPIP_TEST_DATA + "/oskar_small.ms --output.dir " + out.string() +
+                              " --input.ms " + ms + " --output.dir " + out.string() +
                               " --image.size 256 --image.scale 40 --faraday.dphi 1 --input.channel_end 8" +
                               " --clean.multiscale true --clean.scales 0,6,12,24 --parallel.device " + device +
                               " > " + out.string() + ".log 2>&1";
@@ -58,11 +58,15 @@ TEST(CudaMultiscale, ScalePsfsAndCrossTermsEqualTheCpus) {
   EXPECT_LT(worst, 1e-6);
 }
 
+// Multiscale CLEAN's choices between near-equal scales and pixels follow the last bits
+// as Hogbom's do, and its models spread wider: on the sample, whose only noise is
+// CLEAN's own error, the models differed by 2.3e-4 of their peak and the noise maps by
+// up to 3 times (H200, 2026-11-30), so the comparison is the pipeline's, on the noisy
+// sample (backend_products.hpp).
 TEST(CudaMultiscale, AMultiscaleRunOnTheGpuMakesTheCpusProducts) {
-  const fs::path cpu = run("cpu", "multiscale_cpu");
-  const fs::path gpu = run("gpu", "multiscale_gpu");
+  const std::string ms = spip::test::noisy_sample_ms();
+  const fs::path cpu = run("cpu", ms, "multiscale_cpu");
+  const fs::path gpu = run("gpu", ms, "multiscale_gpu");
   EXPECT_NE(spip::test::file_text(gpu.string() + ".log").find("on gpu"), std::string::npos);
-  // The images agree to about 1e-6 of their peaks (H100, 2026-11-26); the maps derived
-  // from faint signal (peak-pi-err, peak-chi0, the moments of V) amplify that to 2.4e-5.
-  EXPECT_GE(spip::test::expect_equal_products(cpu, gpu, "GPU multiscale", 5e-5), 50);
+  EXPECT_GT(spip::test::expect_backends_agree(cpu, gpu), 40);
 }
