@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "spip/cuda/device.hpp"
 #include "spip/config/config.hpp"
 #include "spip/fits/fits_image.hpp"
@@ -81,6 +83,76 @@ TEST(CudaPipeline, ADegeneratePsfIsCleanedAsOnTheCpu) {
   std::printf("[ measured ] ATCA 32 channels: model I %.4f Jy on the CPU, %.4f Jy on the GPU\n", cpu_flux, gpu_flux);
   EXPECT_GT(cpu_flux, 5.0);
   EXPECT_NEAR(gpu_flux, cpu_flux, 1e-3 * cpu_flux);
+}
+
+namespace {
+
+// spip on the GPU into `out` with `arguments`, its log's text; the run must exit 0.
+std::string run_on_gpu(const std::string& arguments, const fs::path& out) {
+  const std::string command = std::string(SPIP_BIN) + " --output.dir " + out.string() +
+                              " --faraday.cubes none --parallel.device gpu " + arguments + " > " + out.string() +
+                              ".log 2>&1";
+  EXPECT_EQ(std::system(command.c_str()), 0) << "see " << out << ".log";
+  return spip::test::file_text(out.string() + ".log");
+}
+
+nlohmann::json first_channel_qa(const fs::path& out) {
+  std::ifstream in(out / "spip-qa.json");
+  return nlohmann::json::parse(in).at("channels").at(0);
+}
+
+double largest(const std::vector<float>& values) {
+  double peak = 0;
+  for (float v : values)
+    if (std::isfinite(v)) peak = std::max(peak, std::abs(static_cast<double>(v)));
+  return peak;
+}
+
+}  // namespace
+
+// Issue 41's cases that can diverge, on the GPU backend as tests/pipeline's
+// test_clean_divergence.cpp runs them on the CPU. One 1 MHz ATCA channel, whose PSF
+// peaks again at 1.0 off its centre: point CLEAN converges and the channel is marked
+// degenerate, multiscale does not start on it, and no product exceeds 100 times the
+// dirty peak. OVRO-LWA at 28 MHz, whose PSF's lobe is wider than the image: multiscale
+// CLEAN diverges, and the guard stops it, marks the channel and says why in its log.
+TEST(CudaPipeline, TheDivergenceGuardAndTheMarksHoldOnTheGpu) {
+  const fs::path base = spip::test::scratch_dir();
+  const std::string atca = std::string(SPIP_TEST_DATA) + "/real/atca_1934_snapshot.ms";
+  for (const std::string extra : {"", " --clean.multiscale true"}) {
+    const fs::path out = base / (extra.empty() ? "atca_point" : "atca_multiscale");
+    run_on_gpu("--input.ms " + atca + " --image.size 256 --image.scale 1.5 --input.freq_min 2.6275e9" +
+                   " --input.freq_max 2.6285e9 --clean.auto_threshold 3 --clean.niter 2000" + extra,
+               out);
+    const nlohmann::json qa = first_channel_qa(out);
+    EXPECT_GE(qa.at("psf_sidelobe").get<double>(), 0.999) << extra;
+    EXPECT_EQ(qa.at("clean_stop"), extra.empty() ? "threshold" : "degenerate_psf") << extra;
+    double dirty_peak = 0, product_peak = 0;
+    for (const char* stokes : {"I", "Q", "U", "V"}) {
+      const auto read = [&](const char* product) {
+        return spip::fits::read_image((out / ("spip-" + std::string(product) + "-" + stokes + ".fits")).string()).data;
+      };
+      dirty_peak = std::max(dirty_peak, largest(read("dirty")));
+      for (const char* product : {"model", "residual", "image"}) product_peak = std::max(product_peak, largest(read(product)));
+    }
+    std::printf("[ measured ] one ATCA channel on the GPU%s: products' peak %.3g of the dirty peak, CLEAN stop %s\n",
+                extra.c_str(), product_peak / dirty_peak, qa.at("clean_stop").get<std::string>().c_str());
+    EXPECT_LE(product_peak, 100 * dirty_peak) << extra;
+  }
+  const std::string lwa = std::string(SPIP_TEST_DATA) + "/real/ovrolwa_zenith_28mhz.ms";
+  for (const std::string extra : {"", " --clean.multiscale true"}) {
+    const fs::path out = base / (extra.empty() ? "lwa_point" : "lwa_multiscale");
+    const std::string log = run_on_gpu("--input.ms " + lwa + " --image.size 128 --image.scale 60 --input.channel_end 1" +
+                                           " --clean.niter 300" + extra,
+                                       out);
+    EXPECT_EQ(first_channel_qa(out).at("clean_stop"), extra.empty() ? "niter" : "diverged") << log;
+    EXPECT_EQ(log.find("the PSF reaches 1.00 of its peak a quarter of the image or more from it") != std::string::npos,
+              !extra.empty())
+        << log;
+    EXPECT_NE(log.find(extra.empty() ? "CLEAN summary: 0 of 1 channels DIVERGED" : "CLEAN summary: 1 of 1 channels DIVERGED"),
+              std::string::npos)
+        << log;
+  }
 }
 
 // Primary-beam correction (beam.model airy, with `more` keys) of `ms` on both backends: the

@@ -204,7 +204,7 @@ TEST(AtcaSnapshot, OneChannelIsMarkedAndNoProductRunsAway) {
 }
 
 // The minor cycles alone on that channel's dirty images: with its PSF of the image's
-// side (what spip used, and what multiscale and the GPU still use) Hogbom runs away, and
+// side (what spip used, and what multiscale still uses) Hogbom runs away, and
 // the guard stops it once the peak is 4 times its start; with the PSF of twice the side
 // it reaches the threshold without the guard.
 TEST(AtcaSnapshot, TheGuardStopsHogbomThatAnImageSizedPsfMakesRunAway) {
