@@ -65,20 +65,21 @@ for module in astropy matplotlib; do
 done
 
 # With --tests: RM-Tools and rmtable, the references of the Faraday stage on other
-# imagers' cubes and of the RMTable catalogue (tests/scripts/check_cube_faraday.py), in a
-# virtual environment of their own ($SPIP_TEST_VENV, default /opt/spip/test-venv), so
-# that their pinned numpy does not touch the system's Python.
+# imagers' cubes and of the RMTable catalogue (tests/scripts/check_cube_faraday.py), and
+# the everybeam wheel, the primary beam's (check_beam_everybeam.py), in a virtual
+# environment of their own ($SPIP_TEST_VENV, default /opt/spip/test-venv), so that their
+# pinned numpy does not touch the system's Python.
 if $tests; then
   venv=${SPIP_TEST_VENV:-/opt/spip/test-venv}
-  if ! "$venv/bin/python" -c 'import importlib.metadata as m, RMtools_3D, rmtable
-assert m.version("RM-Tools") == "1.5.0"' 2>/dev/null; then
-    echo "spip: installing RM-Tools 1.5.0 and rmtable into $venv (pip)"
+  if ! "$venv/bin/python" -c 'import importlib.metadata as m, RMtools_3D, rmtable, everybeam
+assert m.version("RM-Tools") == "1.5.0" and m.version("everybeam") == "0.9.1"' 2>/dev/null; then
+    echo "spip: installing RM-Tools 1.5.0, rmtable and everybeam into $venv (pip)"
     if ! python3 -c 'import ensurepip, venv' 2>/dev/null; then
       export DEBIAN_FRONTEND=noninteractive
       apt-get install -y -qq --no-install-recommends python3-venv >/dev/null ||
         { apt-get update -qq && apt-get install -y -qq --no-install-recommends python3-venv >/dev/null; }
     fi
     python3 -m venv "$venv"
-    "$venv/bin/pip" install -q "RM-Tools==1.5.0" "rmtable==1.2.1"
+    "$venv/bin/pip" install -q "RM-Tools==1.5.0" "rmtable==1.2.1" "everybeam==0.9.1"
   fi
 fi
