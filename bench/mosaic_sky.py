@@ -27,7 +27,7 @@ SOURCES = [
     ("one_0", POINTINGS[0][0], POINTINGS[0][1] + 0.6, 0.9, -0.5, 0.30, 60.0, -80.0),
     ("one_1", POINTINGS[1][0] - 0.4, POINTINGS[1][1] - 0.3, 1.1, -0.8, 0.15, 10.0, 120.0),
     ("one_2", POINTINGS[2][0] + 0.3, POINTINGS[2][1] - 0.45, 0.7, 0.3, 0.35, -45.0, 5.0),
-    # 1.5 deg out from the first pointing, away from the others: at 27-62 % of its beam
+    # 1.5 deg out from the first pointing, away from the others: at 27-64 % of its beam
     # over the band, the lowest response a survey's catalogue keeps (25 %).
     ("edge_0", POINTINGS[0][0], POINTINGS[0][1] + 1.5, 1.5, -0.7, 0.30, 20.0, 60.0),
 ]

@@ -10,9 +10,6 @@
 #include "spip/fits/fits_image.hpp"
 
 namespace spip::test {
-namespace {
-
-namespace fs = std::filesystem;
 
 double peak_of(const std::vector<float>& values) {
   double peak = 0;
@@ -23,9 +20,14 @@ double peak_of(const std::vector<float>& values) {
 
 double median_of(std::vector<float> values) {
   std::erase_if(values, [](float v) { return !std::isfinite(v); });
+  if (values.empty()) return 0;
   std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
   return values[values.size() / 2];
 }
+
+namespace {
+
+namespace fs = std::filesystem;
 
 // The angle is derotated to lambda^2 = 0 by phi lambda0^2, so that it carries the
 // depth's differences times lambda0^2: it is judged on the largest derotation of the

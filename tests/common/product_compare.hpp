@@ -5,8 +5,13 @@
 // that are non-linear in the data only where a source is (see expect_equal_products).
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace spip::test {
+
+// The largest |value| and the median of the finite values (0 where there are none).
+double peak_of(const std::vector<float>& values);
+double median_of(std::vector<float> values);
 
 // Every product of `other` against `reference` (the demo's prefix), to `tolerance` of
 // its scale, with gtest expectations and a "[ measured ]" line per product; returns the

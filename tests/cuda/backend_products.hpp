@@ -4,22 +4,19 @@
 // pointing those jobs image.
 #include <filesystem>
 #include <string>
-#include <vector>
 
 namespace spip::test {
-
-// The median of the finite values.
-double median(std::vector<float> values);
 
 // Every FITS product of `gpu` against `cpu` (the demo's prefix), with gtest
 // expectations and a "[ measured ]" line per product; returns the products compared.
 int expect_backends_agree(const std::filesystem::path& cpu, const std::filesystem::path& gpu);
 
 // The sample's sky from the sample's own phase centre, 40 channels, with noise
-// (sample_pointing.hpp), made under scratch_dir(): the sample itself has none, and then
-// every noise estimate of a product (error maps, FDF noise, sigma_add's residuals over
-// the noise, RM-CLEAN's noise-scaled cutoff) measures CLEAN's own errors, or float32
-// rounding at a signal-to-noise of 1e8, which the two backends make differently.
+// (sample_pointing.hpp: 12 dumps instead of the sample's 36, through 94 m Airy dishes),
+// made under scratch_dir(): the sample itself has none, and then every noise estimate
+// of a product (error maps, FDF noise, sigma_add's residuals over the noise, RM-CLEAN's
+// noise-scaled cutoff) measures CLEAN's own errors, or float32 rounding at a
+// signal-to-noise of 3e8, which the two backends make differently.
 std::string noisy_sample_ms();
 
 }  // namespace spip::test
