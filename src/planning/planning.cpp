@@ -341,7 +341,6 @@ SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, cons
 
 namespace {
 
-
 // With parallel.time_limit (what is left of the job's time before its warning), a run
 // that could never finish would only be requeued for ever: one whose slowest rank
 // cannot image a channel in one start (after the set-up), a mosaic restored with the

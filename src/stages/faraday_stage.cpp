@@ -156,8 +156,8 @@ std::vector<std::string> FaradayStage::axis_warnings(const std::vector<double>& 
                        " rad/m^2; real data would be bandwidth-depolarised there");
   // RM-CLEAN puts its components on the depth samples: a bright thin source between two
   // is split over both, and on a coarse axis its peak reads low and its components
-  // spread (RmClean.AThinSourceBetweenCoarseDepthsReadsLowAndSpreads). Channel weights
-  // change the FWHM by a few per cent; every channel counts alike here.
+  // spread (RmClean.AThinSourceBetweenCoarseDepthsReadsLowAndSpreads). Every channel
+  // counts alike here: the noise weights that move the FWHM are known only once imaged.
   const double fwhm = faraday::measured_fwhm(setup);
   // Left at 0, dphi is the FWHM over samples_per_fwhm: the warning names that key.
   const std::string step = config.dphi > 0 ? "faraday.dphi " + number_text(setup.axis.dphi, 4) + " rad/m^2"

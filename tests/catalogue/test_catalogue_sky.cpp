@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <iterator>
 #include <vector>
 
 #include "spip/fits/fits_image.hpp"
@@ -123,8 +122,7 @@ TEST_F(CatalogueSky, ThinAndComplexSourcesFoundOnceAndTold) {
     }
   }
   // The log counts what each test flags.
-  std::ifstream log(dir_ + "/sources.log");
-  const std::string text((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>());
+  const std::string text = spip::test::file_text(dir_ + "/sources.log");
   EXPECT_NE(text.find("catalogue: 2 polarised source(s) above"), std::string::npos) << text;
   EXPECT_NE(text.find("1 Faraday-complex by m2 and 1 by sigma_add"), std::string::npos) << text;
 }

@@ -190,7 +190,9 @@ TEST(FindSources, AnEllipticalBeamGivesErrorsAndSeparationsAlongItsAxes) {
 // Two components are a beam's FWHM apart where they are listed, between pixels: peaks of
 // blobs at x = 20.4 and 24.6 fall on pixels 20 and 25, a 5-pixel beam apart, but their
 // positions lie 4.2 pixels apart, and a survey trial's extended source came out as two
-// components so placed. A third blob 5.6 pixels from the first stays a component.
+// components so placed. Moved to 5.6 pixels from the first, the second blob stays a
+// component. The blobs are drawn 3 pixels wide, narrower than the finder's beam, so that
+// each keeps a maximum of its own.
 TEST(FindSources, ComponentsAreABeamApartWhereTheyAreListed) {
   FinderSettings settings;
   settings.box = 16;
