@@ -22,6 +22,7 @@
 #include <stdexcept>
 #include <future>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -239,6 +240,30 @@ int main(int argc, char** argv) {
   std::snprintf(reference, sizeof reference, "bare cublasCgemm %.4g /s (%.2f TFLOP/s)", samples / cgemm_s,
                 8.0 * samples * channels / cgemm_s / 1e12);
   row("RM synthesis (with transfers)", synthesis_s, samples / synthesis_s, "Faraday samples/s", reference);
+  // As the Faraday stage runs it: the spectra up, the cube kept for RM-CLEAN.
+  start = Clock::now();
+  spip::cuda::synthesise(device.index, a.data(), phi, channels, p.data(), pixels, nullptr);
+  const double kept_s = seconds_since(start);
+  std::snprintf(reference, sizeof reference, "%.1f%% of the bare product", 100.0 * cgemm_s / kept_s);
+  row("  the same, cube kept on the device", kept_s, samples / kept_s, "Faraday samples/s", reference);
+  // What the link allows: its rates (a 256 MiB copy), and the bare product's share of
+  // the time when the spectra and the cube move at the pinned rate and nothing overlaps.
+  const spip::cuda::LinkRates link = spip::cuda::link_rates(device.index, std::size_t{256} << 20, 5);
+  for (const auto& [name, up, down] : {std::tuple{"host-device link, pinned", link.pinned_up, link.pinned_down},
+                                       std::tuple{"  pageable (the driver's staging)", link.pageable_up, link.pageable_down},
+                                       std::tuple{"  spip's staged copy", link.staged_up, link.staged_down}}) {
+    std::snprintf(reference, sizeof reference, "up; down %.3g GB/s", 1e-9 * down);
+    row(name, 0.0, 1e-9 * up, "GB/s", reference);
+  }
+  const double spectra_bytes = 8.0 * channels * pixels, cube_bytes = 8.0 * samples;
+  const double floor_s = spectra_bytes / link.pinned_up + cube_bytes / link.pinned_down;
+  std::snprintf(reference, sizeof reference, "%.3g GB up, %.3g GB down: at most %.1f%% of the bare product",
+                1e-9 * spectra_bytes, 1e-9 * cube_bytes, 100.0 * cgemm_s / (floor_s + cgemm_s));
+  row("  link floor of RM synthesis", floor_s, samples / (floor_s + cgemm_s), "Faraday samples/s", reference);
+  const double kept_floor_s = spectra_bytes / link.pinned_up;
+  std::snprintf(reference, sizeof reference, "spectra up: at most %.1f%% of the bare product",
+                100.0 * cgemm_s / (kept_floor_s + cgemm_s));
+  row("  the same, cube kept", kept_floor_s, samples / (kept_floor_s + cgemm_s), "Faraday samples/s", reference);
 
   // The per-pixel stage on a slab of 16384 pixels, each with a Faraday-thin source.
   const int slab_pixels = std::min(pixels, 16384);

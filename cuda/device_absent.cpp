@@ -44,6 +44,7 @@ faraday::SlabSpectra synthesise_slab(int, const std::vector<std::complex<float>>
   SPIP_THROW(Error, "spip was built without the CUDA backend");
 }
 
+LinkRates link_rates(int, std::size_t, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 double seconds_per_fft(int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 double seconds_per_cgemm(int, int, int, int, int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }
 double fp32_peak_flops(int) { SPIP_THROW(Error, "spip was built without the CUDA backend"); }

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -13,6 +14,7 @@
 #include "detail/density_weighting.hpp"
 #include "detail/gridding_kernels.hpp"
 #include "detail/point_preparation.hpp"
+#include "detail/staged_copy.hpp"
 #include "spip/common/constants.hpp"
 #include "spip/common/stopwatch.hpp"
 #include "spip/imaging/channel_imager.hpp"
@@ -117,9 +119,11 @@ struct DeviceImager::Impl {
   void fft(int batch, int direction);
   void grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets, KernelTimes* times = nullptr);
   void predict_residual(KernelTimes* times = nullptr);
-  PinnedBuffer download_buffer;  // 8 MiB in two halves, reused by every download
-  std::array<cudaEvent_t, 2> downloaded{};  // a half's copy is done
-  void download(float* host, const float* device_images, long long count);
+  std::optional<detail::StagedCopy> downloads;  // made once the device is chosen
+  // Returns when done.
+  void download(float* host, const float* device_images, long long count) {
+    downloads->to_host(host, device_images, count * sizeof(float), compute);
+  }
 };
 
 DeviceImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, double accuracy, bool wstacking,
@@ -136,8 +140,7 @@ DeviceImager::Impl::Impl(int device_index, const imaging::ImageGeometry& g, doub
                           std::to_string(max_visibilities) + " visibilities needs " + std::to_string(needed >> 20) +
                           " MiB on GPU " + std::to_string(device) + " but " + std::to_string(free_bytes >> 20) +
                           " MiB are free; use a smaller image.size or image.padding, or fewer ranks per GPU");
-  download_buffer = PinnedBuffer(8u << 20);
-  for (cudaEvent_t& event : downloaded) SPIP_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  downloads.emplace(4u << 20);
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&compute, cudaStreamNonBlocking));
   SPIP_CUDA_CHECK(cudaStreamCreateWithFlags(&upload, cudaStreamNonBlocking));
   for (cudaEvent_t* event :
@@ -190,7 +193,6 @@ DeviceImager::Impl::~Impl() {
     cudaEventDestroy(slot.upload_end);
   }
   for (auto& [batch, plan] : plans) cufftDestroy(plan);
-  for (cudaEvent_t event : downloaded) cudaEventDestroy(event);
   for (cudaEvent_t event : {epoch, compute_start, compute_end, weighting_start, preparation_start, preparation_end})
     cudaEventDestroy(event);
   cudaStreamDestroy(upload);
@@ -299,27 +301,6 @@ void DeviceImager::Impl::predict_residual(KernelTimes* times) {
   });
   detail::subtract_model(plain.get(), mirrored.get(), static_cast<long long>(rows), slot.vis.get(),
                          residual_vis.get(), compute);
-}
-
-// Through a reused pinned buffer, so that the copies run at the link's rate rather than
-// through the driver's pageable staging: a piece at a time into one half while the host
-// copies the last piece out of the other; returns when done.
-void DeviceImager::Impl::download(float* host, const float* device_images, long long count) {
-  const long long piece = static_cast<long long>(download_buffer.bytes() / sizeof(float) / 2);
-  auto* pinned = reinterpret_cast<float*>(download_buffer.get());
-  const auto enqueue = [&](long long at) {
-    float* half = pinned + (at / piece % 2) * piece;
-    SPIP_CUDA_CHECK(cudaMemcpyAsync(half, device_images + at, std::min(piece, count - at) * sizeof(float),
-                                    cudaMemcpyDeviceToHost, compute));
-    SPIP_CUDA_CHECK(cudaEventRecord(downloaded[at / piece % 2], compute));
-  };
-  if (count > 0) enqueue(0);
-  for (long long at = 0; at < count; at += piece) {
-    if (at + piece < count) enqueue(at + piece);  // into the half copied out last time
-    SPIP_CUDA_CHECK(cudaEventSynchronize(downloaded[at / piece % 2]));
-    const float* half = pinned + (at / piece % 2) * piece;
-    std::copy(half, half + std::min(piece, count - at), host + at);
-  }
 }
 
 namespace {

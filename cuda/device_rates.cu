@@ -1,5 +1,10 @@
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
 #include "detail/cublas_library.hpp"
 #include "detail/cuda_check.hpp"
+#include "detail/staged_copy.hpp"
 #include "spip/cuda/device_rates.hpp"
 
 namespace spip::cuda {
@@ -25,7 +30,42 @@ double seconds_per_call(int repeats, Work&& work) {
   return 1e-3 * ms / repeats;
 }
 
+// Bytes per second of `copy`, the best of `repeats` after a warm-up, host-timed
+// (the staged copy's host side runs between its link copies).
+template <class Copy>
+double best_rate(std::size_t bytes, int repeats, Copy&& copy) {
+  copy();
+  double best = 0;
+  for (int i = 0; i < repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
+    copy();
+    SPIP_CUDA_CHECK(cudaDeviceSynchronize());
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best = std::max(best, static_cast<double>(bytes) / seconds);
+  }
+  return best;
+}
+
 }  // namespace
+
+LinkRates link_rates(int device, std::size_t bytes, int repeats) {
+  SPIP_CUDA_CHECK(cudaSetDevice(device));
+  DeviceArray<char> on_device(bytes);
+  detail::PinnedBuffer pinned(bytes);
+  std::vector<char> pageable(bytes, 1);
+  detail::StagedCopy staged;
+  const auto copy = [&](void* to, const void* from, cudaMemcpyKind kind) {
+    return [=] { SPIP_CUDA_CHECK(cudaMemcpy(to, from, bytes, kind)); };
+  };
+  LinkRates rates{};
+  rates.pinned_up = best_rate(bytes, repeats, copy(on_device.get(), pinned.get(), cudaMemcpyHostToDevice));
+  rates.pinned_down = best_rate(bytes, repeats, copy(pinned.get(), on_device.get(), cudaMemcpyDeviceToHost));
+  rates.pageable_up = best_rate(bytes, repeats, copy(on_device.get(), pageable.data(), cudaMemcpyHostToDevice));
+  rates.pageable_down = best_rate(bytes, repeats, copy(pageable.data(), on_device.get(), cudaMemcpyDeviceToHost));
+  rates.staged_up = best_rate(bytes, repeats, [&] { staged.to_device(on_device.get(), pageable.data(), bytes, nullptr); });
+  rates.staged_down = best_rate(bytes, repeats, [&] { staged.to_host(pageable.data(), on_device.get(), bytes, nullptr); });
+  return rates;
+}
 
 double seconds_per_fft(int device, int grid_size, int batch, int repeats) {
   SPIP_CUDA_CHECK(cudaSetDevice(device));

@@ -2,6 +2,7 @@
 
 #include "detail/cublas_library.hpp"
 #include "detail/cuda_check.hpp"
+#include "detail/staged_copy.hpp"
 #include "spip/cuda/rm_synthesis.hpp"
 #include "spip/faraday/spectrum_math.hpp"
 
@@ -10,6 +11,7 @@ namespace {
 
 using detail::blocks_for;
 using detail::DeviceArray;
+using detail::StagedCopy;
 using faraday::Sample;
 using faraday::Spectrum;
 
@@ -37,16 +39,22 @@ void multiply(const DeviceArray<Sample>& a, const DeviceArray<Sample>& p, int nu
                               reinterpret_cast<cuComplex*>(f.get()), num_pixels));
 }
 
-DeviceArray<Sample> upload(const std::complex<float>* values, std::size_t count) {
+// The spectra, cubes and maps go through `staged` (every copy here is on the legacy
+// default stream, as are the kernels and cuBLAS), the small operands directly.
+DeviceArray<Sample> upload(const std::complex<float>* values, std::size_t count, StagedCopy* staged = nullptr) {
   DeviceArray<Sample> device(count);
-  SPIP_CUDA_CHECK(cudaMemcpy(device.get(), values, device.bytes(), cudaMemcpyHostToDevice));
+  if (staged)
+    staged->to_device(device.get(), values, device.bytes(), nullptr);
+  else
+    SPIP_CUDA_CHECK(cudaMemcpy(device.get(), values, device.bytes(), cudaMemcpyHostToDevice));
   return device;
 }
 
-template <class T>
-void download(const DeviceArray<Sample>& device, std::vector<T>& host) {
+template <class T, class D>
+void download(const DeviceArray<D>& device, std::vector<T>& host, StagedCopy& staged) {
+  static_assert(sizeof(T) == sizeof(D));
   host.resize(device.size());
-  SPIP_CUDA_CHECK(cudaMemcpy(host.data(), device.get(), device.bytes(), cudaMemcpyDeviceToHost));
+  staged.to_host(host.data(), device.get(), device.bytes(), nullptr);
 }
 
 // One thread per pixel: the neighbouring threads of a warp read neighbouring pixels of
@@ -103,11 +111,15 @@ std::size_t slab_bytes(int num_phi, int num_chan, int num_pixels) {
 void synthesise(int device, const std::complex<float>* a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f) {
   require_free(device, synthesis_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
+  StagedCopy staged;
   const DeviceArray<Sample> da = upload(a, static_cast<std::size_t>(num_phi) * num_chan);
-  const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels);
+  const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels, &staged);
   DeviceArray<Sample> df(static_cast<std::size_t>(num_phi) * num_pixels);
   multiply(da, dp, num_phi, num_chan, num_pixels, df);
-  SPIP_CUDA_CHECK(cudaMemcpy(f, df.get(), df.bytes(), cudaMemcpyDeviceToHost));
+  if (f)
+    staged.to_host(f, df.get(), df.bytes(), nullptr);
+  else
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(nullptr));
 }
 
 namespace {
@@ -117,7 +129,7 @@ namespace {
 // cube comes back only with `keep_clean`.
 void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std::vector<std::complex<float>>& rmsf_double,
                      const faraday::SpectrumSettings& settings, const std::vector<float>& pixel_sigmas,
-                     bool keep_clean, faraday::SlabSpectra& slab) {
+                     bool keep_clean, StagedCopy& staged, faraday::SlabSpectra& slab) {
   const std::size_t cube = dirty.size();
   DeviceArray<Sample> residual(cube), model(cube), clean(cube);
   SPIP_CUDA_CHECK(cudaMemcpy(residual.get(), dirty.get(), dirty.bytes(), cudaMemcpyDeviceToDevice));
@@ -137,9 +149,8 @@ void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std
                                                   sigma_values, residual.get(), maps.get());
   SPIP_CUDA_CHECK(cudaGetLastError());
 
-  if (keep_clean) download(clean, slab.clean);
-  slab.maps.resize(maps.size());
-  SPIP_CUDA_CHECK(cudaMemcpy(slab.maps.data(), maps.get(), maps.bytes(), cudaMemcpyDeviceToHost));
+  if (keep_clean) download(clean, slab.clean, staged);
+  download(maps, slab.maps, staged);
   std::vector<int> counts(static_cast<std::size_t>(num_pixels));
   SPIP_CUDA_CHECK(cudaMemcpy(counts.data(), iterations.get(), iterations.bytes(), cudaMemcpyDeviceToHost));
   slab.iterations = 0;
@@ -154,10 +165,11 @@ faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dir
   if (num_pixels == 0) return {};
   const int num_phi = settings.axis.count;
   require_free(device, slab_bytes(num_phi, 0, num_pixels), num_phi, num_pixels);
-  const DeviceArray<Sample> device_dirty = upload(dirty.data(), dirty.size());
+  StagedCopy staged;
+  const DeviceArray<Sample> device_dirty = upload(dirty.data(), dirty.size(), &staged);
   faraday::SlabSpectra slab;
   slab.dirty = std::move(dirty);
-  clean_on_device(device_dirty, num_pixels, rmsf_double, settings, pixel_sigmas, true, slab);
+  clean_on_device(device_dirty, num_pixels, rmsf_double, settings, pixel_sigmas, true, staged, slab);
   return slab;
 }
 
@@ -169,15 +181,16 @@ faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<
   if (num_pixels == 0) return {};
   const int num_phi = settings.axis.count;
   require_free(device, slab_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
+  StagedCopy staged;
   DeviceArray<Sample> dirty(static_cast<std::size_t>(num_phi) * num_pixels);
   {
     const DeviceArray<Sample> da = upload(a.data(), a.size());
-    const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels);
+    const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels, &staged);
     multiply(da, dp, num_phi, num_chan, num_pixels, dirty);
   }
   faraday::SlabSpectra slab;
-  if (kept.dirty) download(dirty, slab.dirty);
-  clean_on_device(dirty, num_pixels, rmsf_double, settings, pixel_sigmas, kept.clean, slab);
+  if (kept.dirty) download(dirty, slab.dirty, staged);
+  clean_on_device(dirty, num_pixels, rmsf_double, settings, pixel_sigmas, kept.clean, staged, slab);
   return slab;
 }
 

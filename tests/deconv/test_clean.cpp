@@ -161,6 +161,25 @@ TEST(PsfShape, TheSidelobeSearchFindsWhatAScanOfEveryPixelFinds) {
   EXPECT_GT(with_sidelobe, 5);
 }
 
+// far_sidelobe() reads exactly the pixels N/4 or more from the centre along either axis:
+// a single pixel anywhere in an empty image, of an even and an odd side.
+TEST(PsfShape, TheFarSidelobeIsTheHighestPixelAQuarterOfTheSideOut) {
+  for (const int side : {64, 33}) {
+    std::vector<float> psf(static_cast<std::size_t>(side) * side, 0.0f);
+    int far_pixels = 0;
+    for (int y = 0; y < side; ++y)
+      for (int x = 0; x < side; ++x) {
+        const bool far = std::max(std::abs(x - side / 2), std::abs(y - side / 2)) >= side / 4;
+        psf[static_cast<std::size_t>(y) * side + x] = -2.0f;
+        ASSERT_EQ(deconv::far_sidelobe(psf.data(), side), far ? 2.0 : 0.0) << side << ": " << x << ", " << y;
+        psf[static_cast<std::size_t>(y) * side + x] = 0.0f;
+        far_pixels += far;
+      }
+    const int inner = 2 * (side / 4) - 1;
+    EXPECT_EQ(far_pixels, side * side - inner * inner);
+  }
+}
+
 using MinorCycleFunction = decltype(&deconv::hogbom);
 class MinorCycles : public testing::TestWithParam<MinorCycleFunction> {};
 INSTANTIATE_TEST_SUITE_P(HogbomAndSubminor, MinorCycles, testing::Values(&deconv::hogbom, &deconv::subminor_hogbom),

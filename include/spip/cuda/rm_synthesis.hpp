@@ -17,8 +17,10 @@ std::size_t synthesis_bytes(int num_phi, int num_chan, int num_pixels);
 // the RMSF of twice the range, the pixel noise, the pixel maps and the iteration counts.
 std::size_t slab_bytes(int num_phi, int num_chan, int num_pixels);
 
-// F[phi][pixel] = A[phi][c] P[c][pixel] on `device`. Throws spip::Error if the device
-// cannot hold the operands (saying how much is needed and free) or a CUDA call fails.
+// F[phi][pixel] = A[phi][c] P[c][pixel] on `device`; with `f` null the cube stays
+// there and is dropped, as the Faraday stage's is before RM-CLEAN (for benchmarks).
+// Throws spip::Error if the device cannot hold the operands (saying how much is needed
+// and free) or a CUDA call fails.
 void synthesise(int device, const std::complex<float>* a, int num_phi, int num_chan, const std::complex<float>* p,
                 int num_pixels, std::complex<float>* f);
 

@@ -1,0 +1,33 @@
+#pragma once
+// Copies between pageable host memory and the device through a reused pinned buffer in
+// two halves: the link fills or drains one half while the host's threads copy the other.
+// The driver's own pageable copies stage through one host thread's memcpy, which runs at
+// a fraction of the link's rate, and a channel's images or a slab's cubes are too large
+// to keep pinned.
+#include <array>
+#include <cstddef>
+
+#include "cuda_check.hpp"
+
+namespace spip::cuda::detail {
+
+class StagedCopy {
+ public:
+  // Halves of `half_bytes`, on the current device's context.
+  explicit StagedCopy(std::size_t half_bytes = 8u << 20);
+  ~StagedCopy();
+  StagedCopy(const StagedCopy&) = delete;
+  StagedCopy& operator=(const StagedCopy&) = delete;
+
+  // Each returns when its copy is done, the link's part run on `stream`.
+  void to_host(void* host, const void* device, std::size_t bytes, cudaStream_t stream);
+  void to_device(void* device, const void* host, std::size_t bytes, cudaStream_t stream);
+
+ private:
+  char* half(std::size_t piece) const { return buffer_.get() + piece % 2 * half_bytes_; }
+  std::size_t half_bytes_;
+  PinnedBuffer buffer_;
+  std::array<cudaEvent_t, 2> done_{};  // the last link copy through each half
+};
+
+}  // namespace spip::cuda::detail
