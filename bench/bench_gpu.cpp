@@ -174,7 +174,8 @@ int main(int argc, char** argv) {
        {std::pair{"  per channel: upload", t.upload_ms}, std::pair{"  per channel: weighting", t.weighting_ms},
         std::pair{"  per channel: preparation", t.preparation_ms},
         std::pair{"  per channel: first images (host)", t.invert_ms},
-        std::pair{"  per channel: noise (host)", t.noise_ms}, std::pair{"  per channel: download (host)", t.fetch_ms}})
+        std::pair{"  per channel: noise (host)", t.noise_ms}, std::pair{"  per channel: download (host)", t.fetch_ms},
+        std::pair{"    of which the copies from the device", t.images_download_ms}})
     row(name, 1e-3 * ms / t.channels, 1e-3 * ms / t.channels / channel_s, "of an end-to-end channel", "");
 
   // The driver's own host steps on a channel's images (deconv::clean_channel's): the

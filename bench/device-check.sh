@@ -113,7 +113,7 @@ run_bench() {
   say "--- $set (limit $limit s)"
   PYTHONPATH=$PWD/$kit/site timeout "$limit" bench/run-gpu-bench.sh "$set" > "$out/$set.log" 2>&1 ||
     { status=1; say "run-gpu-bench.sh $set failed: $(tail -2 "$out/$set.log" | tr '\n' ' ')"; }
-  grep -E 'visibilities/s|values/s|Faraday samples/s|GB/s|pixels/s|whole job|ducc0|cuFINUFFT|no usable GPU' \
+  grep -E 'visibilities/s|values/s|Faraday samples/s|GB/s|pixels/s|whole job|  (gpu|cpu): |ducc0|cuFINUFFT|no usable GPU' \
     "$out/$set.log" | tee -a "$out/summary.txt"
 }
 

@@ -47,6 +47,9 @@ for device in gpu cpu; do
   if build/src/app/spip "${common[@]}" --parallel.device "$device" --output.dir "$work/$device" > "$work/$device.log" 2>&1; then
     echo "whole job on the $device: $(python3 -c "print(round($(date +%s.%N) - $start, 1))") s;" \
          "$(grep -o 'Faraday moments, RM synthesis and RM-CLEAN in [0-9.]* s' "$work/$device.log")"
+    # Where the job's time went, from spip's own timing lines.
+    grep -E 'FFT plans|waited .* for reads|restored .* channels|Faraday slab rows|catalogue:|done in' \
+      "$work/$device.log" | sed "s/^/  $device: /"
   else
     echo "whole job on the $device: failed (last lines below)"; tail -3 "$work/$device.log"
   fi

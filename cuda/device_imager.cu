@@ -538,17 +538,22 @@ class DeviceImager::DeviceBackend final : public deconv::CleanBackend {
   void fetch(deconv::ChannelImages& out) override {
     const Stopwatch watch;
     const long long values = num_stokes * m_.pixels();
-    out.dirty.resize(values);
-    m_.download(out.dirty.data(), m_.dirty.get(), values);
+    double link_s = 0;  // in the copies alone, not in the host's vectors
+    const auto download = [&](std::vector<float>& host, const float* device) {
+      host.resize(values);
+      const Stopwatch copy;
+      m_.download(host.data(), device, values);
+      link_s += copy.seconds();
+    };
+    download(out.dirty, m_.dirty.get());
     if (modelled_) {
-      for (auto [host, device] : {std::pair{&out.model, m_.model.get()}, std::pair{&out.residual, m_.residual.get()}}) {
-        host->resize(values);
-        m_.download(host->data(), device, values);
-      }
+      download(out.model, m_.model.get());
+      download(out.residual, m_.residual.get());
     } else {  // no minor cycle ran: the residual is the dirty image, the model empty
       out.residual = out.dirty;
       out.model.assign(values, 0.0f);
     }
+    m_.stats.images_download_ms += 1e3 * link_s;
     const detail::ResidualStatistics::Values statistics = m_.statistics->measure(m_.residual.get(), m_.compute);
     out.residual_sigma = statistics.sigma;
     out.residual_peak = statistics.peak;

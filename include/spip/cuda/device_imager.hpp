@@ -41,6 +41,7 @@ struct TransferStats {
   double invert_ms = 0;
   double noise_ms = 0;
   double fetch_ms = 0;
+  double images_download_ms = 0;  // of fetch_ms, in the images' copies from the device alone
 };
 
 // One channel's imaging stage by stage on the device (event timings, each stage waited
