@@ -266,9 +266,9 @@ int main(int argc, char** argv) {
                 100.0 * cgemm_s / (kept_floor_s + cgemm_s));
   row("  the same, cube kept", kept_floor_s, samples / (kept_floor_s + cgemm_s), "Faraday samples/s", reference);
 
-  // The per-pixel stage on slabs of 16384 and 262144 pixels (a CPU rank's row group of
-  // this image holds about 23,000, a GPU rank's up to 380,000), each pixel with a
-  // Faraday-thin source.
+  // The per-pixel stage on slabs of 16384 and 262144 pixels (a row group of this image
+  // holds about 23,000), each pixel with a Faraday-thin source: a thread per pixel
+  // fills a GPU only on the larger.
   const auto rmsf_double = spip::faraday::rmsf_for_clean(setup);
   const auto settings = spip::faraday::spectrum_settings(setup, 1e-3, {0.1, 5e-3, 1000, false});
   for (const int slab_pixels : {std::min(pixels, 16384), std::min(pixels, 262144)}) {

@@ -58,15 +58,9 @@ constexpr double process_bytes = 0.06e9;
 // Reading wider blocks saves passes over the MS (its tiles hold every channel), but
 // nothing beyond this.
 constexpr double block_cap = 1.0 * (1u << 30);
-// On CPU cores a Faraday row group gains nothing beyond this: the cgemm is as fast on
-// 10^4 pixels as on 10^6, and RM-CLEAN works pixel by pixel.
+// A Faraday row group gains nothing beyond this: the cgemm is as fast on 10^4 pixels as
+// on 10^6, and RM-CLEAN works pixel by pixel.
 constexpr double faraday_group_cap = 256.0 * (1u << 20);
-// A GPU's RM-CLEAN runs a thread per pixel, and each group pays the device's
-// allocations and the transfers' start: the realistic set's 1024^2 image went through
-// an H200 in 45 groups of 23 rows (23,552 threads, a tenth of what it holds resident)
-// in 4.58 s against 5.05 s on 16 cores. Its groups are bounded by the budget and the
-// device's share instead (FaradayStage::group_rows).
-constexpr double gpu_faraday_group_cap = 4.0 * (1u << 30);
 
 std::string gigabytes(double bytes) { return fixed(bytes / gb, bytes < 0.1 * gb ? 3 : 2) + " GB"; }
 
@@ -201,8 +195,7 @@ MemoryPlan plan_memory(const MemoryNeeds& needs) {
   // its row groups take half of what the process, the heap's kept blocks and the kept
   // planes leave. Sized beside the imaging, a 1024^2 multiscale run had groups of one row.
   const double after_imaging = plan.budget - plan.process - plan.kept_heap - (plan.kept_spilled ? 0.0 : plan.kept);
-  const double cap = needs.faraday_on_gpu ? gpu_faraday_group_cap : faraday_group_cap;
-  plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * after_imaging, cap));
+  plan.faraday_group = std::max(needs.faraday_row_bytes, std::min(0.5 * after_imaging, faraday_group_cap));
   return plan;
 }
 

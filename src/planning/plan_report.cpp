@@ -234,8 +234,7 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   double peak_bytes = 0, slowest_s = 0, gpu_peak = gpu_imaging;
   for (int r = 0; r < ranks; ++r) {
     const parallel::ChannelBlock& block = plan.imaged[static_cast<std::size_t>(r)];
-    MemoryNeeds needs = memory_needs(config, plan, r, basis);
-    needs.faraday_on_gpu = gpu;  // a GPU rank's larger row groups, where a rank may take one
+    const MemoryNeeds needs = memory_needs(config, plan, r, basis);
     const MemoryPlan memory = plan_memory(needs);
     const double host = memory.process + memory.kept_heap + memory.imaging + memory.channel_data + 2 * memory.block +
                         (memory.kept_spilled ? 0.0 : memory.kept);

@@ -326,7 +326,6 @@ MemoryNeeds memory_needs(const Config& config, const Plan& plan, int rank, const
   needs.faraday_row_bytes = faraday_row_bytes(plan);
   needs.kept_bytes = PlaneStore::bytes(plan.blocks[r].size(), kept_planes(config, plan), plan.geometry.pixels());
   needs.pointings = static_cast<int>(plan.pointings.size());
-  needs.faraday_on_gpu = plan.gpu_device >= 0;
   return needs;
 }
 

@@ -337,23 +337,6 @@ TEST(MemoryBudget, AFixedBlockWidthThatCannotFitIsRefused) {
   EXPECT_EQ(spip::pipeline::plan_memory(needs).block_channels, 32);
 }
 
-// A CPU rank's Faraday row groups stop at 256 MiB, where the cgemm and RM-CLEAN gain no
-// more; a GPU rank's take up to 4 GiB of what the budget leaves after imaging (half of
-// it), since its RM-CLEAN runs a thread per pixel and each group pays the device's set-up.
-TEST(MemoryBudget, AGpuRanksFaradayGroupsAreLarger) {
-  spip::pipeline::MemoryNeeds needs = needs_of(64e9, 1024, 88704, 64, 1.1e7);
-  const double cpu = spip::pipeline::plan_memory(needs).faraday_group;
-  needs.faraday_on_gpu = true;
-  const double gpu = spip::pipeline::plan_memory(needs).faraday_group;
-  EXPECT_EQ(cpu, 256.0 * (1 << 20));
-  EXPECT_EQ(gpu, 4.0 * (1 << 30));
-  needs.budget = 4e9;  // half of what imaging leaves
-  const spip::pipeline::MemoryPlan small = spip::pipeline::plan_memory(needs);
-  EXPECT_GT(small.faraday_group, 256.0 * (1 << 20));
-  EXPECT_DOUBLE_EQ(small.faraday_group,
-                   0.5 * (small.budget - small.process - small.kept_heap - (small.kept_spilled ? 0.0 : small.kept)));
-}
-
 // On another imager's cubes, rank 0's catalogue holds its maps after the Faraday stage:
 // 2048^2 cubes on a 0.13 GB budget peaked at 0.23 GB with a catalogue and 0.095 GB
 // without. Its maps count, and kept planes that cannot sit beside them spill.

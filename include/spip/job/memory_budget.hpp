@@ -41,7 +41,6 @@ struct MemoryNeeds {
   double faraday_row_bytes = 0;    // one image row of the Faraday stage, the least it needs
   double kept_bytes = 0;           // the planes this rank keeps of its channels for restoring and the Faraday stage
   int pointings = 1;               // a mosaic's: each channel's sums and its pointings' models
-  bool faraday_on_gpu = false;     // the rank's Faraday stage runs on its GPU: larger row groups
 };
 
 // What the configured CLEAN holds in host memory per image pixel beside the images:
