@@ -6,23 +6,22 @@
 #include "detail/staged_copy.hpp"
 
 namespace spip::cuda::detail {
-namespace {
 
-// One piece between pageable and pinned memory, split over the process's threads: one
-// thread's memcpy moves about 10 GB/s, the link 25-55 GB/s.
-void copy_on_threads(char* to, const char* from, std::size_t bytes) {
+// One piece between pageable and pinned memory, split over the threads: one thread's
+// memcpy moves 5-14 GB/s on the H200's host, the link 55 GB/s.
+void StagedCopy::copy_on_threads(char* to, const char* from, std::size_t bytes) const {
   constexpr std::size_t stripe = 256u << 10;
   const auto stripes = static_cast<long long>((bytes + stripe - 1) / stripe);
-#pragma omp parallel for schedule(static) if (stripes > 1)
+  const int threads = host_threads_ > 0 ? host_threads_ : omp_get_max_threads();
+#pragma omp parallel for schedule(static) num_threads(threads) if (stripes > 1 && threads > 1)
   for (long long s = 0; s < stripes; ++s) {
     const std::size_t at = static_cast<std::size_t>(s) * stripe;
     std::memcpy(to + at, from + at, std::min(stripe, bytes - at));
   }
 }
 
-}  // namespace
-
-StagedCopy::StagedCopy(std::size_t half_bytes) : half_bytes_(half_bytes), buffer_(2 * half_bytes) {
+StagedCopy::StagedCopy(std::size_t half_bytes, int host_threads)
+    : half_bytes_(half_bytes), host_threads_(host_threads), buffer_(2 * half_bytes) {
   for (cudaEvent_t& event : done_) SPIP_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
 }
 

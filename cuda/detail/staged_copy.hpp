@@ -13,8 +13,9 @@ namespace spip::cuda::detail {
 
 class StagedCopy {
  public:
-  // Halves of `half_bytes`, on the current device's context.
-  explicit StagedCopy(std::size_t half_bytes = 8u << 20);
+  // Halves of `half_bytes`, on the current device's context; the host's side on
+  // `host_threads` threads (0: OpenMP's count).
+  explicit StagedCopy(std::size_t half_bytes = 8u << 20, int host_threads = 0);
   ~StagedCopy();
   StagedCopy(const StagedCopy&) = delete;
   StagedCopy& operator=(const StagedCopy&) = delete;
@@ -25,7 +26,9 @@ class StagedCopy {
 
  private:
   char* half(std::size_t piece) const { return buffer_.get() + piece % 2 * half_bytes_; }
+  void copy_on_threads(char* to, const char* from, std::size_t bytes) const;
   std::size_t half_bytes_;
+  int host_threads_;
   PinnedBuffer buffer_;
   std::array<cudaEvent_t, 2> done_{};  // the last link copy through each half
 };
