@@ -271,7 +271,9 @@ int main(int argc, char** argv) {
   // fills a GPU only on the larger.
   const auto rmsf_double = spip::faraday::rmsf_for_clean(setup);
   const auto settings = spip::faraday::spectrum_settings(setup, 1e-3, {0.1, 5e-3, 1000, false});
-  for (const int slab_pixels : {std::min(pixels, 16384), std::min(pixels, 262144)}) {
+  std::vector<int> slabs{std::min(pixels, 16384)};
+  if (pixels > 16384) slabs.push_back(std::min(pixels, 262144));
+  for (const int slab_pixels : slabs) {
     std::vector<std::complex<float>> thin(static_cast<std::size_t>(channels) * slab_pixels);
     for (int c = 0; c < channels; ++c)
       for (int x = 0; x < slab_pixels; ++x)

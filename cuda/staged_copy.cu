@@ -22,7 +22,15 @@ void StagedCopy::copy_on_threads(char* to, const char* from, std::size_t bytes) 
 
 StagedCopy::StagedCopy(std::size_t half_bytes, int host_threads)
     : half_bytes_(half_bytes), host_threads_(host_threads), buffer_(2 * half_bytes) {
-  for (cudaEvent_t& event : done_) SPIP_CUDA_CHECK(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  if (half_bytes == 0) SPIP_THROW(Error, "StagedCopy: halves of 0 bytes");
+  for (cudaEvent_t& event : done_) {
+    const cudaError_t made = cudaEventCreateWithFlags(&event, cudaEventDisableTiming);
+    if (made != cudaSuccess) {  // the destructor will not run: no event is left behind
+      for (cudaEvent_t other : done_)
+        if (other) cudaEventDestroy(other);
+      SPIP_CUDA_CHECK(made);
+    }
+  }
 }
 
 StagedCopy::~StagedCopy() {

@@ -1,6 +1,7 @@
 #pragma once
-// Copies between pageable host memory and the device through a reused pinned buffer in
-// two halves: the link fills or drains one half while the host's threads copy the other.
+// Copies between pageable host memory and the device through a pinned buffer in two
+// halves, kept for the copier's life: the link fills or drains one half while the
+// host's threads copy the other.
 // The driver's own pageable copies stage through one host thread's memcpy, which runs at
 // a fraction of the link's rate, and a channel's images or a slab's cubes are too large
 // to keep pinned.

@@ -334,7 +334,7 @@ std::optional<PsfSidelobe> degenerate_sidelobe(const float* psf, int n) {
         const Candidate here{at / peak, static_cast<long long>(y) * n + x};
         if (here.value >= 1 - 1e-3 && distance_sq(x, y) > beyond_sq && here.beats(mine)) mine = here;
       }
-#pragma omp critical
+#pragma omp critical(spip_sidelobe_merge)
     if (mine.beats(best)) best = mine;
   }
   if (best.pixel < 0) return std::nullopt;
@@ -342,6 +342,7 @@ std::optional<PsfSidelobe> degenerate_sidelobe(const float* psf, int n) {
   return PsfSidelobe{best.value, std::sqrt(static_cast<double>(distance_sq(x, y)))};
 }
 
+// On the process's threads, as degenerate_sidelobe(), and over the far pixels alone.
 double far_sidelobe(const float* psf, int n) {
   const int centre = n / 2, reach = n / 4;
   double far = 0;

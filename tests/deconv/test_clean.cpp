@@ -2,6 +2,7 @@
 // come back at their positions and fluxes, in every Stokes plane, and the joined
 // searches find polarised structure that Stokes I alone would miss.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -159,6 +160,24 @@ TEST(PsfShape, TheSidelobeSearchFindsWhatAScanOfEveryPixelFinds) {
     EXPECT_NEAR(rings->distance_px, every->distance_px, 1e-12 * every->distance_px);
   }
   EXPECT_GT(with_sidelobe, 5);
+}
+
+// Of equal sidelobes in rows that different threads scan, degenerate_sidelobe() reports
+// the first in row order, as a serial scan does, whichever thread reports first.
+TEST(PsfShape, EqualSidelobesOnOtherThreadsGiveTheFirstInRowOrder) {
+  std::vector<float> psf(plane, 0.0f);
+  psf[(n / 2) * n + n / 2] = 1.0f;
+  psf[1 * n + n / 2 + 8] = 1.0f;   // rows 0-15: the first of four threads
+  psf[(n - 2) * n + n / 2] = 1.0f; // rows 48-63: the last
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(4);
+  for (int run = 0; run < 50; ++run) {
+    const auto found = deconv::degenerate_sidelobe(psf.data(), n);
+    ASSERT_TRUE(found.has_value());
+    ASSERT_EQ(found->value, 1.0);
+    ASSERT_DOUBLE_EQ(found->distance_px, std::hypot(8.0, n / 2 - 1.0)) << "run " << run;
+  }
+  omp_set_num_threads(threads);
 }
 
 // far_sidelobe() reads exactly the pixels N/4 or more from the centre along either axis:
