@@ -421,12 +421,17 @@ void CubeFile::create(const std::string& path, const ImageHeader& header) {
 
 namespace {
 
-// FITS keeps IEEE float32 big-endian.
+// FITS keeps IEEE float32 big-endian. A word at a time, which the compiler turns into
+// vector byte shuffles: byte by byte, a GPU rank's writer thread spent 8 ms a channel of
+// 36 MB here, a sixth of its time.
 std::vector<std::byte> disk_bytes(std::span<const float> pixels) {
   std::vector<std::byte> bytes(pixels.size() * sizeof(float));
+  std::byte* out = bytes.data();
   for (std::size_t i = 0; i < pixels.size(); ++i) {
-    const auto bits = std::bit_cast<std::uint32_t>(pixels[i]);
-    for (int b = 0; b < 4; ++b) bytes[4 * i + static_cast<std::size_t>(b)] = static_cast<std::byte>(bits >> (24 - 8 * b));
+    std::uint32_t word = std::bit_cast<std::uint32_t>(pixels[i]);
+    if constexpr (std::endian::native == std::endian::little)
+      word = (word >> 24) | ((word >> 8) & 0xff00u) | ((word << 8) & 0xff0000u) | (word << 24);
+    std::memcpy(out + 4 * i, &word, sizeof word);
   }
   return bytes;
 }
