@@ -313,29 +313,24 @@ std::optional<PsfSidelobe> degenerate_sidelobe(const float* psf, int n) {
   // (1.5 pixels: a squared distance above 2.25, so of 3 or more).
   const long long beyond_sq = std::max(half_width_sq, 2LL);
   const float peak = psf[static_cast<std::size_t>(n / 2) * n + n / 2];
-  // The highest such pixel, the first in row order among equals, on the process's
-  // threads: a GPU makes a channel's PSF in less time than one thread takes to read it.
-  struct Candidate {
-    double value = 0;
-    long long pixel = -1;
-    bool beats(const Candidate& other) const {
-      return pixel >= 0 && (other.pixel < 0 || value > other.value || (value == other.value && pixel < other.pixel));
-    }
-  };
-  Candidate best;
+  // The highest such pixel, of equals the first in row order (stronger_peak, the
+  // components' rule), on the process's threads: a GPU makes a channel's PSF in less
+  // time than one thread takes to read it.
+  PeakCandidate best{-1.0f, -1};
 #pragma omp parallel
   {
-    Candidate mine;
+    PeakCandidate mine{-1.0f, -1};
 #pragma omp for schedule(static) nowait
     for (int y = 0; y < n; ++y)
       for (int x = 0; x < n; ++x) {
         const float at = psf[static_cast<std::size_t>(y) * n + x];
         if (peak > 0 && at < 0.99f * peak) continue;  // far from the test below, without a division
-        const Candidate here{at / peak, static_cast<long long>(y) * n + x};
-        if (here.value >= 1 - 1e-3 && distance_sq(x, y) > beyond_sq && here.beats(mine)) mine = here;
+        const float value = at / peak;
+        if (value >= 1 - 1e-3 && distance_sq(x, y) > beyond_sq)
+          mine = stronger_peak(mine, {value, static_cast<long long>(y) * n + x});
       }
 #pragma omp critical(spip_sidelobe_merge)
-    if (mine.beats(best)) best = mine;
+    best = stronger_peak(best, mine);
   }
   if (best.pixel < 0) return std::nullopt;
   const auto x = static_cast<int>(best.pixel % n), y = static_cast<int>(best.pixel / n);

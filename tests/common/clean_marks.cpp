@@ -1,0 +1,58 @@
+#include "clean_marks.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <vector>
+
+#include "product_compare.hpp"
+#include "spip/fits/fits_image.hpp"
+
+namespace fs = std::filesystem;
+
+namespace spip::test {
+
+nlohmann::json channel_qa(const fs::path& out, int k) {
+  std::ifstream in(out / "spip-qa.json");
+  return nlohmann::json::parse(in).at("channels").at(k);
+}
+
+double expect_degenerate_channel_marked(const fs::path& out, bool multiscale) {
+  const nlohmann::json qa = channel_qa(out);
+  EXPECT_GE(qa.at("psf_sidelobe").get<double>(), 0.999) << "one line of baselines: a degenerate PSF";
+  EXPECT_EQ(qa.at("clean_stop"), multiscale ? "degenerate_psf" : "threshold");
+  const auto plane = [&](const std::string& product, const char* stokes) {
+    return fits::read_image((out / ("spip-" + product + "-" + stokes + ".fits")).string()).data;
+  };
+  double dirty_peak = 0, product_peak = 0;
+  std::size_t not_finite = 0;  // a product that ran away to Inf or NaN, which peak_of() passes over
+  for (const char* stokes : {"I", "Q", "U", "V"}) {
+    dirty_peak = std::max(dirty_peak, peak_of(plane("dirty", stokes)));
+    for (const char* product : {"model", "residual", "image"}) {
+      const std::vector<float> values = plane(product, stokes);
+      not_finite += std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
+      product_peak = std::max(product_peak, peak_of(values));
+    }
+  }
+  EXPECT_EQ(not_finite, 0u);
+  EXPECT_LE(product_peak, 100 * dirty_peak);
+  if (multiscale) {
+    EXPECT_EQ(peak_of(plane("model", "I")), 0.0) << "no component on a degenerate PSF";
+  }
+  return product_peak / dirty_peak;
+}
+
+void expect_wide_lobe_outcome(const fs::path& out, const std::string& log, bool multiscale) {
+  EXPECT_EQ(channel_qa(out).at("clean_stop"), multiscale ? "diverged" : "niter") << log;
+  const bool says_why = log.find("the PSF reaches 1.00 of its peak a quarter of the image or more from it") !=
+                            std::string::npos &&
+                        log.find("point CLEAN (clean.multiscale false)") != std::string::npos;
+  EXPECT_EQ(says_why, multiscale) << log;
+  EXPECT_NE(log.find(multiscale ? "CLEAN summary: 1 of 1 channels DIVERGED" : "CLEAN summary: 0 of 1 channels DIVERGED"),
+            std::string::npos)
+      << log;
+}
+
+}  // namespace spip::test
