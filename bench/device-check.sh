@@ -3,10 +3,11 @@
 # over what bench/device-pack.sh made here. Two calls, back to back on the warm machine
 # (the first leaves the baselines in device-kit/site, which git ignores):
 #   bench/device-check.sh baselines                     carry device-kit/baselines.tar.xz
-#   bench/device-check.sh [tests] [realistic] [dense]   carry device-kit/spip.tar.xz
-# The second unpacks spip and runs what it is given (all three where none is named):
+#   bench/device-check.sh [tests] [realistic] [dense] [profile]   carry device-kit/spip.tar.xz
+# The second unpacks spip and runs what it is given (the first three where none is named):
 # `ctest -R cuda_`, then bench/run-gpu-bench.sh on the realistic and the dense set, with
-# the ducc0 and cuFINUFFT baselines where the first call left them. The steps share the
+# the ducc0 and cuFINUFFT baselines where the first call left them; `profile` reads the
+# gridding kernel's hardware counters with Nsight Compute (ncu). The steps share the
 # call's SPIP_DEVICE_SECONDS (580: the tool stops a call at 600 s); each may take 300 s,
 # but no more than leaves every later step 150 s of it, so that a hung one leaves the
 # others their time. Logs go to $OUT (the device tool's folder) or device-out/; the
@@ -117,13 +118,40 @@ run_bench() {
     "$out/$set.log" | tee -a "$out/summary.txt"
 }
 
+# What bounds the gridding kernel: ncu's full set on its first launches (the images' and
+# the PSF's) for two channels of the realistic set at 1e-4, at the GPU's own clocks as
+# the benches run. The report, its details page and its source page (stall samples per
+# SASS instruction; the build has no line tables, which would add 5 MB to every program
+# the kit carries) come back; the headline figures go to the summary.
+run_profile() {
+  local limit ncu ms=$TMPDIR/profile.ms
+  limit=$(limit_for "$1")
+  ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | tail -1)
+  [[ -n $ncu ]] || { say "--- profile: no ncu on this machine"; return; }
+  say "--- profile (limit $limit s): $("$ncu" --version | tail -1)"
+  bench/make-realistic-ms.sh "$ms" > "$out/profile.log" 2>&1 ||
+    { status=1; say "profile: the realistic set was not made: $(tail -2 "$out/profile.log" | tr '\n' ' ')"; return; }
+  timeout "$limit" "$ncu" --clock-control none --kernel-name regex:grid_subgrids --launch-count 3 --set full \
+    --force-overwrite --export "$out/grid_subgrids" \
+    build/bench/bench_gpu "$ms" 2 1024 15 - 1e-4 >> "$out/profile.log" 2>&1 ||
+    { status=1; say "profile: ncu failed: $(grep -m2 -E 'ERROR|==ERR' "$out/profile.log" | tr '\n' ' ')"; }
+  rm -rf "$ms"
+  [[ -f $out/grid_subgrids.ncu-rep ]] ||
+    { status=1; say "profile: no report: $(grep -m2 -E 'ERROR|==ERR' "$out/profile.log" | tr '\n' ' ')"; return; }
+  "$ncu" --import "$out/grid_subgrids.ncu-rep" --page details > "$out/profile-details.txt" 2>&1
+  "$ncu" --import "$out/grid_subgrids.ncu-rep" --page source --csv --print-source sass \
+    > "$out/profile-source.csv" 2>&1 || say "profile: no source page ($(tail -1 "$out/profile-source.csv"))"
+  grep -E 'grid_subgrids_kernel|^ *(Duration|Compute \(SM\) Throughput|Memory Throughput|Executed Ipc Active|Achieved Occupancy|Theoretical Occupancy|Registers Per Thread|Block Limit (Registers|Shared Mem|Warps)|Warp Cycles Per Issued Instruction|Executed Instructions|No Eligible|Issued Warp Per Scheduler|L1/TEX Hit Rate|Mem Busy|Max Bandwidth) ' \
+    "$out/profile-details.txt" | tee -a "$out/summary.txt"
+}
+
 if [[ ${1:-} == baselines ]]; then
   (($# == 1)) || fail "baselines is a call of its own"
 else
   (($# > 0)) || set -- tests realistic dense
   for step in "$@"; do
-    [[ $step == tests || $step == realistic || $step == dense ]] ||
-      fail "unknown step $step (tests, realistic, dense, or baselines alone)"
+    [[ $step == tests || $step == realistic || $step == dense || $step == profile ]] ||
+      fail "unknown step $step (tests, realistic, dense, profile, or baselines alone)"
   done
 fi
 export TMPDIR
@@ -144,6 +172,7 @@ for step in "$@"; do
   ((later--))
   case $step in
     tests) run_tests "$later" ;;
+    profile) run_profile "$later" ;;
     *) run_bench "$step" "$later" ;;
   esac
 done
