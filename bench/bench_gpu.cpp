@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
         std::pair{"  per channel: preparation", t.preparation_ms},
         std::pair{"  per channel: first images (host)", t.invert_ms},
         std::pair{"  per channel: noise (host)", t.noise_ms}, std::pair{"  per channel: download (host)", t.fetch_ms},
-        std::pair{"    of which the copies from the device", t.images_download_ms}})
+        std::pair{"    of which the staged copies", t.images_download_ms}})
     row(name, 1e-3 * ms / t.channels, 1e-3 * ms / t.channels / channel_s, "of an end-to-end channel", "");
 
   // The driver's own host steps on a channel's images (deconv::clean_channel's): the
@@ -260,11 +260,12 @@ int main(int argc, char** argv) {
   const double floor_s = spectra_bytes / link.pinned_up + cube_bytes / link.pinned_down;
   std::snprintf(reference, sizeof reference, "%.3g GB up, %.3g GB down: at most %.1f%% of the bare product",
                 1e-9 * spectra_bytes, 1e-9 * cube_bytes, 100.0 * cgemm_s / (floor_s + cgemm_s));
-  row("  link floor of RM synthesis", floor_s, samples / (floor_s + cgemm_s), "Faraday samples/s", reference);
+  row("  link floor of RM synthesis", floor_s + cgemm_s, samples / (floor_s + cgemm_s), "Faraday samples/s", reference);
   const double kept_floor_s = spectra_bytes / link.pinned_up;
   std::snprintf(reference, sizeof reference, "spectra up: at most %.1f%% of the bare product",
                 100.0 * cgemm_s / (kept_floor_s + cgemm_s));
-  row("  the same, cube kept", kept_floor_s, samples / (kept_floor_s + cgemm_s), "Faraday samples/s", reference);
+  row("  link floor, cube kept", kept_floor_s + cgemm_s, samples / (kept_floor_s + cgemm_s), "Faraday samples/s",
+      reference);
 
   // The per-pixel stage on slabs of 16384 and 262144 pixels (a row group of this image
   // holds about 23,000), each pixel with a Faraday-thin source: a thread per pixel

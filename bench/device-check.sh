@@ -118,9 +118,10 @@ run_bench() {
     "$out/$set.log" | tee -a "$out/summary.txt"
 }
 
-# What bounds the gridding kernel: ncu's full set on its first launches (the images' and
-# the PSF's) for two channels of the realistic set at 1e-4, at the GPU's own clocks as
-# the benches run. The report, its details page and its source page (stall samples per
+# What bounds the gridding kernel: ncu's full set on its first three launches in
+# bench_gpu on two channels of the realistic set at 1e-4 (a launch grids a channel's
+# images and PSF together as lanes: the two channels, then the kernel's timed rerun), at
+# the GPU's own clocks as the benches run. The set-up shares the step's time limit. The report, its details page and its source page (stall samples per
 # SASS instruction; the build has no line tables, which would add 5 MB to every program
 # the kit carries) come back; the headline figures go to the summary.
 run_profile() {
@@ -129,9 +130,9 @@ run_profile() {
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | tail -1)
   [[ -n $ncu ]] || { say "--- profile: no ncu on this machine"; return; }
   say "--- profile (limit $limit s): $("$ncu" --version | tail -1)"
-  bench/make-realistic-ms.sh "$ms" > "$out/profile.log" 2>&1 ||
+  timeout "$limit" bench/make-realistic-ms.sh "$ms" > "$out/profile.log" 2>&1 ||
     { status=1; say "profile: the realistic set was not made: $(tail -2 "$out/profile.log" | tr '\n' ' ')"; return; }
-  timeout "$limit" "$ncu" --clock-control none --kernel-name regex:grid_subgrids --launch-count 3 --set full \
+  timeout "$limit" "$ncu" --clock-control none --kernel-name 'regex:(^|:)grid_subgrids' --launch-count 3 --set full \
     --force-overwrite --export "$out/grid_subgrids" \
     build/bench/bench_gpu "$ms" 2 1024 15 - 1e-4 >> "$out/profile.log" 2>&1 ||
     { status=1; say "profile: ncu failed: $(grep -m2 -E 'ERROR|==ERR' "$out/profile.log" | tr '\n' ' ')"; }

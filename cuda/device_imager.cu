@@ -119,8 +119,8 @@ struct DeviceImager::Impl {
   void fft(int batch, int direction);
   void grid_images(const detail::LaneSource& source, const detail::ImageTargets& targets, KernelTimes* times = nullptr);
   void predict_residual(KernelTimes* times = nullptr);
-  // Made once the device is chosen. One host thread: a channel's 16 MB of images leave
-  // in 1-2 ms, while the helper thread stages the next channel beside it.
+  // Made once the device is chosen. One host thread for its side: the helper thread
+  // stages the next channel beside it.
   std::optional<detail::StagedCopy> downloads;
   // Returns when done.
   void download(float* host, const float* device_images, long long count) {
@@ -540,7 +540,7 @@ class DeviceImager::DeviceBackend final : public deconv::CleanBackend {
   void fetch(deconv::ChannelImages& out) override {
     const Stopwatch watch;
     const long long values = num_stokes * m_.pixels();
-    double link_s = 0;  // in the copies alone, not in the host's vectors
+    double link_s = 0;  // in the staged copies alone, not in filling the host's vectors
     const auto download = [&](std::vector<float>& host, const float* device) {
       host.resize(values);
       const Stopwatch copy;

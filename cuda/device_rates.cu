@@ -35,6 +35,7 @@ double seconds_per_call(int repeats, Work&& work) {
 template <class Copy>
 double best_rate(std::size_t bytes, int repeats, Copy&& copy) {
   copy();
+  SPIP_CUDA_CHECK(cudaDeviceSynchronize());
   double best = 0;
   for (int i = 0; i < repeats; ++i) {
     const auto start = std::chrono::steady_clock::now();

@@ -39,14 +39,10 @@ void multiply(const DeviceArray<Sample>& a, const DeviceArray<Sample>& p, int nu
                               reinterpret_cast<cuComplex*>(f.get()), num_pixels));
 }
 
-// The spectra, cubes and maps go through `staged` (every copy here is on the legacy
-// default stream, as are the kernels and cuBLAS), the small operands directly.
-DeviceArray<Sample> upload(const std::complex<float>* values, std::size_t count, StagedCopy* staged = nullptr) {
+// Through `staged`, on the legacy default stream, as are the kernels and cuBLAS.
+DeviceArray<Sample> upload(const std::complex<float>* values, std::size_t count, StagedCopy& staged) {
   DeviceArray<Sample> device(count);
-  if (staged)
-    staged->to_device(device.get(), values, device.bytes(), nullptr);
-  else
-    SPIP_CUDA_CHECK(cudaMemcpy(device.get(), values, device.bytes(), cudaMemcpyHostToDevice));
+  staged.to_device(device.get(), values, device.bytes(), nullptr);
   return device;
 }
 
@@ -112,8 +108,8 @@ void synthesise(int device, const std::complex<float>* a, int num_phi, int num_c
                 int num_pixels, std::complex<float>* f) {
   require_free(device, synthesis_bytes(num_phi, num_chan, num_pixels), num_phi, num_pixels);
   StagedCopy staged;
-  const DeviceArray<Sample> da = upload(a, static_cast<std::size_t>(num_phi) * num_chan);
-  const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels, &staged);
+  const DeviceArray<Sample> da = upload(a, static_cast<std::size_t>(num_phi) * num_chan, staged);
+  const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels, staged);
   DeviceArray<Sample> df(static_cast<std::size_t>(num_phi) * num_pixels);
   multiply(da, dp, num_phi, num_chan, num_pixels, df);
   if (f)
@@ -134,7 +130,7 @@ void clean_on_device(const DeviceArray<Sample>& dirty, int num_pixels, const std
   DeviceArray<Sample> residual(cube), model(cube), clean(cube);
   SPIP_CUDA_CHECK(cudaMemcpy(residual.get(), dirty.get(), dirty.bytes(), cudaMemcpyDeviceToDevice));
   SPIP_CUDA_CHECK(cudaMemset(model.get(), 0, model.bytes()));
-  const DeviceArray<Sample> rmsf = upload(rmsf_double.data(), rmsf_double.size());
+  const DeviceArray<Sample> rmsf = upload(rmsf_double.data(), rmsf_double.size(), staged);
   DeviceArray<float> sigmas(pixel_sigmas.size());
   if (!pixel_sigmas.empty())
     SPIP_CUDA_CHECK(cudaMemcpy(sigmas.get(), pixel_sigmas.data(), sigmas.bytes(), cudaMemcpyHostToDevice));
@@ -166,7 +162,7 @@ faraday::SlabSpectra clean_slab(int device, std::vector<std::complex<float>> dir
   const int num_phi = settings.axis.count;
   require_free(device, slab_bytes(num_phi, 0, num_pixels), num_phi, num_pixels);
   StagedCopy staged;
-  const DeviceArray<Sample> device_dirty = upload(dirty.data(), dirty.size(), &staged);
+  const DeviceArray<Sample> device_dirty = upload(dirty.data(), dirty.size(), staged);
   faraday::SlabSpectra slab;
   slab.dirty = std::move(dirty);
   clean_on_device(device_dirty, num_pixels, rmsf_double, settings, pixel_sigmas, true, staged, slab);
@@ -184,8 +180,8 @@ faraday::SlabSpectra synthesise_slab(int device, const std::vector<std::complex<
   StagedCopy staged;
   DeviceArray<Sample> dirty(static_cast<std::size_t>(num_phi) * num_pixels);
   {
-    const DeviceArray<Sample> da = upload(a.data(), a.size());
-    const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels, &staged);
+    const DeviceArray<Sample> da = upload(a.data(), a.size(), staged);
+    const DeviceArray<Sample> dp = upload(p, static_cast<std::size_t>(num_chan) * num_pixels, staged);
     multiply(da, dp, num_phi, num_chan, num_pixels, dirty);
   }
   faraday::SlabSpectra slab;

@@ -3,8 +3,11 @@
 // halves, kept for the copier's life: the link fills or drains one half while the
 // host's threads copy the other.
 // The driver's own pageable copies stage through one host thread's memcpy, which runs at
-// a fraction of the link's rate, and a channel's images or a slab's cubes are too large
-// to keep pinned.
+// a fraction of the link's rate (bench_gpu's link rows), and a channel's images or a
+// slab's cubes are too large to keep pinned. Copies that fit the buffer go through the
+// driver, and the buffer is pinned at the first that does not: pinning costs
+// milliseconds, more than staging saves on a few MB, and RM synthesis makes a copier per
+// row group, whose spectra are often that small.
 #include <array>
 #include <cstddef>
 
@@ -27,10 +30,13 @@ class StagedCopy {
 
  private:
   char* half(std::size_t piece) const { return buffer_.get() + piece % 2 * half_bytes_; }
+  std::size_t piece_bytes(std::size_t bytes, std::size_t piece) const;
+  // False where the driver copies `bytes` itself; otherwise pins the buffer if not yet.
+  bool stages(std::size_t bytes);
   void copy_on_threads(char* to, const char* from, std::size_t bytes) const;
   std::size_t half_bytes_;
   int host_threads_;
-  PinnedBuffer buffer_;
+  PinnedBuffer buffer_;  // empty until a copy needs it
   std::array<cudaEvent_t, 2> done_{};  // the last link copy through each half
 };
 

@@ -41,7 +41,9 @@ struct TransferStats {
   double invert_ms = 0;
   double noise_ms = 0;
   double fetch_ms = 0;
-  double images_download_ms = 0;  // of fetch_ms, in the images' copies from the device alone
+  // Of fetch_ms, in the images' staged copies alone (the link, and the host's copy out of
+  // pinned memory), not in filling the channel's vectors.
+  double images_download_ms = 0;
 };
 
 // One channel's imaging stage by stage on the device (event timings, each stage waited
