@@ -354,7 +354,9 @@ TEST(SpipCli, ChannelCubesAResumedRunCannotUseAreRefusedUnderATimeLimit) {
   ASSERT_TRUE(std::regex_search(rates.err, timed, std::regex(R"(\(set-up ([0-9.]+) s, imaging ([0-9.]+) s per channel\))")))
       << rates.err;
   // Room for 16 channels in a start, not for the rank's 40 (the set-up is given to 0.1
-  // s): midway, so that either run may be timed slower than the other.
+  // s): refused for these cubes unless the second run images 2.5 times faster than the
+  // first was timed, and unless it is 16 times slower (then not one channel fits a start,
+  // which is refused for that).
   const double limit = std::stod(timed[1]) + 0.25 + 16 * std::stod(timed[2]);
   const Outcome refused = run(job + " --parallel.time_limit " + std::to_string(limit));
   expect_one_line_error(refused, 2, {"output.channel_cubes does not write the image, residual and model cubes",

@@ -12,6 +12,11 @@ namespace spip::test {
 // Channel k's record in the run's qa.json.
 nlohmann::json channel_qa(const std::filesystem::path& out, int k = 0);
 
+// spip's arguments for the two cases below (the MS, the image, the band and CLEAN as
+// issue 41 ran them), for either backend to run.
+std::string degenerate_channel_case();
+std::string wide_lobe_case();
+
 // One 1 MHz channel of the ATCA snapshot, whose PSF peaks again at 1.0 off its centre:
 // marked degenerate; point CLEAN stopped at its threshold, multiscale not started (an
 // empty model); every product finite and within 100 times the dirty peak. Returns the

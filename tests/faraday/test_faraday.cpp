@@ -768,22 +768,24 @@ TEST(ResidualNoise, AThreadsSpectraStayBoundedAtManyChannels) {
     power += 0.5 * 1e12 * (double(q[c]) * q[c] + double(u[c]) * u[c]);
   }
   const double sigma_f = 1e-3 / std::sqrt(chans);
-  const int threads = omp_get_max_threads();
-  omp_set_num_threads(1);
-  // The process's peak RSS in kB (VmHWM of /proc/self/status).
-  const auto peak_kb = [] {
+  // A field of /proc/self/status in kB: VmHWM the peak RSS, VmRSS the present one.
+  const auto status_kb = [](const std::string& key) {
     std::ifstream status("/proc/self/status");
     for (std::string line; std::getline(status, line);)
-      if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6));
+      if (line.rfind(key + ":", 0) == 0) return std::stod(line.substr(key.size() + 1));
     return -1.0;
   };
-  std::ofstream("/proc/self/clear_refs") << "5";
-  const double before = peak_kb();
+  ASSERT_TRUE(std::ofstream("/proc/self/clear_refs") << "5") << "cannot reset the peak RSS";
+  const double before = status_kb("VmHWM");
   ASSERT_GT(before, 0);
+  // Without the reset the peak would still be the axis set-up's, and hide the growth.
+  ASSERT_LT(before - status_kb("VmRSS"), 4096) << "clear_refs did not reset VmHWM to the present RSS";
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
   const std::vector<float> sigma = residual_noise(
       setup, a, {q.data(), u.data(), 1, {}, restored_q.data(), restored_u.data()}, channel_sigma,
       std::vector<float>(1, static_cast<float>(sigma_f)), 5);
-  const double after = peak_kb();
+  const double after = status_kb("VmHWM");
   omp_set_num_threads(threads);
   const double grown_mb = (after - before) / 1024.0;
   std::cout << "[ measured ] peak RSS grew by " << grown_mb << " MB over " << setup.axis.count << " depths\n";

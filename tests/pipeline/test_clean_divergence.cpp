@@ -176,8 +176,11 @@ TEST(AtcaSnapshot, ThirtyTwoChannelsConvergeAsADirectDftHogbomDoes) {
 // image-sized PSF, does not start on it. No product is above 100 times the dirty peak.
 TEST(AtcaSnapshot, OneChannelIsMarkedAndNoProductRunsAway) {
   for (const bool multiscale : {false, true}) {
-    const fs::path out = image(multiscale ? "multiscale" : "point", band1,
-                               std::string(" --clean.niter 2000") + (multiscale ? " --clean.multiscale true" : ""));
+    const fs::path out = spip::test::scratch_path(multiscale ? "multiscale" : "point");
+    const std::string command = std::string(SPIP_BIN) + " --output.dir " + out.string() +
+                                " --faraday.cubes none --parallel.threads 2" + spip::test::degenerate_channel_case() +
+                                (multiscale ? " --clean.multiscale true" : "");
+    ASSERT_EQ(run(command, out.string() + ".log"), 0) << "see " << out << ".log";
     SCOPED_TRACE(multiscale ? "multiscale" : "point CLEAN");
     spip::test::expect_degenerate_channel_marked(out, multiscale);
   }
@@ -307,12 +310,10 @@ TEST(EastWestSnapshot, UnequalFeedGainsConvergeToTheSkyTheGainsShow) {
 // its centre. Point CLEAN takes the PSF of twice the side there and does not diverge; multiscale
 // CLEAN subtracts the image's, diverges, and the guard's line says why and what to do.
 TEST(WideLobe, MultiscaleDivergesWherePointCleanDoesNotAndTheLogSaysWhy) {
-  const std::string lwa = std::string(SPIP_TEST_DATA) + "/real/ovrolwa_zenith_28mhz.ms";
   for (const std::string extra : {"", " --clean.multiscale true"}) {
     const fs::path out = spip::test::scratch_path(extra.empty() ? "point" : "multiscale");
-    const std::string command = std::string(SPIP_BIN) + " --input.ms " + lwa + " --output.dir " + out.string() +
-                                " --image.size 128 --image.scale 60 --input.channel_end 1 --clean.niter 300" +
-                                " --faraday.cubes none --parallel.threads 2" + extra;
+    const std::string command = std::string(SPIP_BIN) + " --output.dir " + out.string() +
+                                " --faraday.cubes none --parallel.threads 2" + spip::test::wide_lobe_case() + extra;
     ASSERT_EQ(run(command, out.string() + ".log"), 0) << "see " << out << ".log";
     spip::test::expect_wide_lobe_outcome(out, spip::test::file_text(out.string() + ".log"), !extra.empty());
     // The set's frequencies are LSRK (MEAS_FREQ_REF 1), and its cubes say so.

@@ -49,7 +49,7 @@ with fits.open(f"{out}/spip-pb.fits") as hdul:
 wcs = WCS(header)
 pb = pb.reshape(-1, header["NAXIS2"], header["NAXIS1"])  # channel, y, x (a STOKES axis of 1 dropped)
 telescope = everybeam.load_telescope(ms, element_response_model="skamid_analytical")
-time = float(header["MJD-OBS"]) * 86400.0 if "MJD-OBS" in header else 0.0  # a dish's response does not change with it
+time = 0.0  # a dish's response does not change with time
 
 worst = 0.0
 step = 2
