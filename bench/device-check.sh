@@ -119,20 +119,23 @@ run_bench() {
 }
 
 # What bounds the gridding kernel: ncu's full set on its first three launches in
-# bench_gpu on two channels of the realistic set at 1e-4 (a launch grids a channel's
-# images and PSF together as lanes: the two channels, then the kernel's timed rerun), at
-# the GPU's own clocks as the benches run. The set-up shares the step's time limit. The report, its details page and its source page (stall samples per
-# SASS instruction; the build has no line tables, which would add 5 MB to every program
-# the kit carries) come back; the headline figures go to the summary.
+# bench_gpu on two channels of the realistic set at 1e-4 (a launch grids a batch of
+# w-planes of a channel's images and PSF together as lanes; bench_gpu prints the batches
+# per channel), at the GPU's own clocks as the benches run. ncu gets what making the
+# set leaves of the step's time limit. The report, its details page and its source page (stall
+# samples per SASS instruction; the build has no line tables, which would add 5 MB to
+# every program the kit carries) come back; the headline figures go to the summary.
 run_profile() {
-  local limit ncu ms=$TMPDIR/profile.ms
+  local limit ncu ms=$TMPDIR/profile.ms start=$SECONDS
   limit=$(limit_for "$1")
   ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2>/dev/null | tail -1)
   [[ -n $ncu ]] || { say "--- profile: no ncu on this machine"; return; }
   say "--- profile (limit $limit s): $("$ncu" --version | tail -1)"
   timeout "$limit" bench/make-realistic-ms.sh "$ms" > "$out/profile.log" 2>&1 ||
     { status=1; say "profile: the realistic set was not made: $(tail -2 "$out/profile.log" | tr '\n' ' ')"; return; }
-  timeout "$limit" "$ncu" --clock-control none --kernel-name 'regex:(^|:)grid_subgrids' --launch-count 3 --set full \
+  local left=$((limit - (SECONDS - start)))
+  ((left >= 30)) || { status=1; say "profile: making the set left ${left} s of ${limit} s for ncu"; rm -rf "$ms"; return; }
+  timeout "$left" "$ncu" --clock-control none --kernel-name 'regex:(^|:)grid_subgrids' --launch-count 3 --set full \
     --force-overwrite --export "$out/grid_subgrids" \
     build/bench/bench_gpu "$ms" 2 1024 15 - 1e-4 >> "$out/profile.log" 2>&1 ||
     { status=1; say "profile: ncu failed: $(grep -m2 -E 'ERROR|==ERR' "$out/profile.log" | tr '\n' ' ')"; }
