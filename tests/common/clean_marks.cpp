@@ -30,19 +30,20 @@ nlohmann::json channel_qa(const fs::path& out, int k) {
   return nlohmann::json::parse(in).at("channels").at(k);
 }
 
+std::vector<float> product_plane(const fs::path& out, const std::string& product, const char* stokes) {
+  return fits::read_image((out / ("spip-" + product + "-" + stokes + ".fits")).string()).data;
+}
+
 double expect_degenerate_channel_marked(const fs::path& out, bool multiscale) {
   const nlohmann::json qa = channel_qa(out);
   EXPECT_GE(qa.at("psf_sidelobe").get<double>(), 0.999) << "one line of baselines: a degenerate PSF";
   EXPECT_EQ(qa.at("clean_stop"), multiscale ? "degenerate_psf" : "threshold");
-  const auto plane = [&](const std::string& product, const char* stokes) {
-    return fits::read_image((out / ("spip-" + product + "-" + stokes + ".fits")).string()).data;
-  };
   double dirty_peak = 0, product_peak = 0;
   std::size_t not_finite = 0;  // a product that ran away to Inf or NaN, which peak_of() passes over
   for (const char* stokes : {"I", "Q", "U", "V"}) {
-    dirty_peak = std::max(dirty_peak, peak_of(plane("dirty", stokes)));
+    dirty_peak = std::max(dirty_peak, peak_of(product_plane(out, "dirty", stokes)));
     for (const char* product : {"model", "residual", "image"}) {
-      const std::vector<float> values = plane(product, stokes);
+      const std::vector<float> values = product_plane(out, product, stokes);
       not_finite += std::count_if(values.begin(), values.end(), [](float v) { return !std::isfinite(v); });
       product_peak = std::max(product_peak, peak_of(values));
     }
@@ -50,7 +51,7 @@ double expect_degenerate_channel_marked(const fs::path& out, bool multiscale) {
   EXPECT_EQ(not_finite, 0u);
   EXPECT_LE(product_peak, 100 * dirty_peak);
   if (multiscale) {
-    EXPECT_EQ(peak_of(plane("model", "I")), 0.0) << "no component on a degenerate PSF";
+    EXPECT_EQ(peak_of(product_plane(out, "model", "I")), 0.0) << "no component on a degenerate PSF";
   }
   return product_peak / dirty_peak;
 }

@@ -4,6 +4,7 @@
 // on the GPU) are judged by the same rules. `out` is a run's output folder (prefix spip).
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -11,6 +12,9 @@ namespace spip::test {
 
 // Channel k's record in the run's qa.json.
 nlohmann::json channel_qa(const std::filesystem::path& out, int k = 0);
+
+// The run's image of `product` (dirty, model, residual, image) in one Stokes parameter.
+std::vector<float> product_plane(const std::filesystem::path& out, const std::string& product, const char* stokes);
 
 // spip's arguments for the two cases below (the MS, the image, the band and CLEAN as
 // issue 41 ran them), for either backend to run.

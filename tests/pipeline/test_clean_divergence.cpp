@@ -55,10 +55,6 @@ fs::path image(const std::string& name, const std::string& band, const std::stri
   return out;
 }
 
-std::vector<float> plane(const fs::path& out, const std::string& product, const char* stokes) {
-  return spip::fits::read_image((out / ("spip-" + product + "-" + stokes + ".fits")).string()).data;
-}
-
 double sum(const std::vector<double>& values) { return std::accumulate(values.begin(), values.end(), 0.0); }
 
 // Every pixel of a side x side image centred on the phase centre.
@@ -145,7 +141,7 @@ TEST(AtcaSnapshot, ThirtyTwoChannelsConvergeAsADirectDftHogbomDoes) {
 
   EXPECT_NEAR(qa.at("iterations").get<int>(), ref.iterations, 1);
   for (int s = 0; s < 2; ++s) {
-    const std::vector<float> model = plane(out, "model", stokes_names[s]);
+    const std::vector<float> model = spip::test::product_plane(out, "model", stokes_names[s]);
     const double spip_flux = std::accumulate(model.begin(), model.end(), 0.0);
     const double ref_flux = sum(ref.model[s]);
     std::printf("[ measured ] 32 channels, Stokes %s: model %.4f Jy (reference %.4f) in %d iterations (%d)\n",
@@ -160,7 +156,7 @@ TEST(AtcaSnapshot, ThirtyTwoChannelsConvergeAsADirectDftHogbomDoes) {
     ref_peak = std::max(ref_peak, std::sqrt(v));
   }
   std::array<std::vector<float>, 4> residual;
-  for (int s = 0; s < 4; ++s) residual[s] = plane(out, "residual", stokes_names[s]);
+  for (int s = 0; s < 4; ++s) residual[s] = spip::test::product_plane(out, "residual", stokes_names[s]);
   double spip_peak = 0;
   for (std::size_t p = 0; p < residual[0].size(); ++p) {
     double v = 0;
@@ -195,7 +191,7 @@ TEST(AtcaSnapshot, TheGuardStopsHogbomThatAnImageSizedPsfMakesRunAway) {
   const fs::path wide = image("wide", band1, " --clean.niter 0", 2 * n);
   std::vector<float> dirty;
   for (const char* stokes : stokes_names) {
-    const std::vector<float> p = plane(small, "dirty", stokes);
+    const std::vector<float> p = spip::test::product_plane(small, "dirty", stokes);
     dirty.insert(dirty.end(), p.begin(), p.end());
   }
   const std::vector<float> psf = spip::fits::read_image((small / "spip-psf.fits").string()).data;
@@ -249,7 +245,8 @@ TEST(AtcaSnapshot, SixtyFourChannelsOnTwoRanksConvergeOrAreMarked) {
   }
   EXPECT_GE(imaged, 60);
   double dirty_peak = 0;
-  for (const char* stokes : stokes_names) dirty_peak = std::max(dirty_peak, spip::test::peak_of(plane(out, "dirty", stokes)));
+  for (const char* stokes : stokes_names)
+    dirty_peak = std::max(dirty_peak, spip::test::peak_of(spip::test::product_plane(out, "dirty", stokes)));
   for (const char* map : {"moment-mean-I", "peak-pi"}) {
     const double peak = spip::test::peak_of(
         spip::fits::read_image((out / ("spip-" + std::string(map) + ".fits")).string()).data);
@@ -297,7 +294,7 @@ TEST(EastWestSnapshot, UnequalFeedGainsConvergeToTheSkyTheGainsShow) {
   const double q_b = 0.8 * std::cos(M_PI / 3), u_b = 0.8 * std::sin(M_PI / 3);
   const double expected[] = {1.1 * 14 + 0.1 * q_b, 0.1 * 14 + 1.1 * q_b, u_b};
   for (int s = 0; s < 3; ++s) {
-    const std::vector<float> model = plane(out, "model", stokes_names[s]);
+    const std::vector<float> model = spip::test::product_plane(out, "model", stokes_names[s]);
     const double flux = std::accumulate(model.begin(), model.end(), 0.0);
     std::printf("[ measured ] east-west snapshot, Stokes %s: model %.4f Jy of %.4f, %d iterations\n",
                 stokes_names[s], flux, expected[s], qa.at("iterations").get<int>());
