@@ -11,16 +11,23 @@ name=spip_ds9_$$
 # DS9 and XPA keep their sockets and logs in a folder of this run's own, removed at the end.
 scratch=$(mktemp -d "${TMPDIR:-/tmp}/spip_ds9.XXXXXX")
 export TMPDIR=$scratch XPA_TMPDIR=$scratch
+# The XPA name server is this script's own child rather than one DS9 launches: DS9's
+# would outlive it and rewrite its log as the folder is being removed (xpans -e exits,
+# truncating xpans_unix.log, only once DS9 is gone), so that `rm -rf` would fail.
+xpans -l "$scratch/xpans.log" > /dev/null 2>&1 &
+xpans=$!
 # Xvfb picks a free display and writes its number once it accepts clients.
 ready=$scratch/display
 Xvfb -displayfd 3 -screen 0 800x600x24 -nolisten tcp 3> "$ready" > /dev/null 2>&1 &
 xvfb=$!
-for _ in $(seq 100); do [[ -s $ready ]] && break; sleep 0.1; done
-[[ -s $ready ]] || { echo "check_ds9: Xvfb did not start" >&2; kill $xvfb; wait $xvfb 2> /dev/null; rm -rf "$scratch"; exit 1; }
+ds9=
+# DS9, Xvfb and xpans are waited for before their folder goes: they write into it until they exit.
+trap 'kill $ds9 $xvfb $xpans 2> /dev/null || true; wait $ds9 $xvfb $xpans 2> /dev/null || true; rm -rf "$scratch"' EXIT
+for _ in $(seq 100); do [[ -s $ready && -S $scratch/xpans_unix ]] && break; sleep 0.1; done
+[[ -s $ready ]] || { echo "check_ds9: Xvfb did not start" >&2; exit 1; }
+[[ -S $scratch/xpans_unix ]] || { echo "check_ds9: xpans did not start" >&2; exit 1; }
 DISPLAY=:$(cat "$ready") ds9 -title "$name" > /dev/null 2>&1 &
 ds9=$!
-# DS9 and Xvfb are waited for before their folder goes: they write into it until they exit.
-trap 'kill $ds9 $xvfb 2> /dev/null || true; wait $ds9 $xvfb 2> /dev/null || true; rm -rf "$scratch"' EXIT
 for _ in $(seq 60); do
   [[ $(xpaaccess "$name" 2> /dev/null) == yes ]] && break
   sleep 1
