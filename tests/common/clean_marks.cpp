@@ -14,15 +14,23 @@ namespace fs = std::filesystem;
 
 namespace spip::test {
 
-std::string degenerate_channel_case() {
+namespace {
+
+std::string clean_kind(bool multiscale) { return multiscale ? " --clean.multiscale true" : ""; }
+
+}  // namespace
+
+std::string degenerate_channel_case(bool multiscale) {
   return std::string(" --input.ms ") + SPIP_TEST_DATA +
          "/real/atca_1934_snapshot.ms --image.size 256 --image.scale 1.5 --input.freq_min 2.6275e9"
-         " --input.freq_max 2.6285e9 --clean.auto_threshold 3 --clean.niter 2000";
+         " --input.freq_max 2.6285e9 --clean.auto_threshold 3 --clean.niter 2000" +
+         clean_kind(multiscale);
 }
 
-std::string wide_lobe_case() {
+std::string wide_lobe_case(bool multiscale) {
   return std::string(" --input.ms ") + SPIP_TEST_DATA +
-         "/real/ovrolwa_zenith_28mhz.ms --image.size 128 --image.scale 60 --input.channel_end 1 --clean.niter 300";
+         "/real/ovrolwa_zenith_28mhz.ms --image.size 128 --image.scale 60 --input.channel_end 1 --clean.niter 300" +
+         clean_kind(multiscale);
 }
 
 nlohmann::json channel_qa(const fs::path& out, int k) {

@@ -17,9 +17,9 @@ nlohmann::json channel_qa(const std::filesystem::path& out, int k = 0);
 std::vector<float> product_plane(const std::filesystem::path& out, const std::string& product, const char* stokes);
 
 // spip's arguments for the two cases below (the MS, the image, the band and CLEAN as
-// issue 41 ran them), for either backend to run.
-std::string degenerate_channel_case();
-std::string wide_lobe_case();
+// issue 41 ran them), point or multiscale CLEAN, for either backend to run.
+std::string degenerate_channel_case(bool multiscale);
+std::string wide_lobe_case(bool multiscale);
 
 // One 1 MHz channel of the ATCA snapshot, whose PSF peaks again at 1.0 off its centre:
 // marked degenerate; point CLEAN stopped at its threshold, multiscale not started (an

@@ -80,9 +80,8 @@ TEST(CudaPipeline, ADegeneratePsfIsCleanedAsOnTheCpu) {
                                    " --clean.niter 2000 --clean.auto_threshold 3",
                                out);
     ASSERT_TRUE(ran.exited_0) << "see " << out << ".log";
-    const std::string& text = ran.log;
-    EXPECT_NE(text.find("CLEAN ran with the PSF of twice the image's side"), std::string::npos) << device;
-    EXPECT_NE(text.find("CLEAN summary: 0 of 1 channels DIVERGED"), std::string::npos) << device;
+    EXPECT_NE(ran.log.find("CLEAN ran with the PSF of twice the image's side"), std::string::npos) << device;
+    EXPECT_NE(ran.log.find("CLEAN summary: 0 of 1 channels DIVERGED"), std::string::npos) << device;
     model[device] = spip::fits::read_image((out / "spip-model-I.fits").string()).data;
   }
   double cpu_flux = 0, gpu_flux = 0;
@@ -105,15 +104,16 @@ TEST(CudaPipeline, TheDivergenceGuardAndTheMarksHoldOnTheGpu) {
   const fs::path base = spip::test::scratch_dir();
   for (const bool multiscale : {false, true}) {
     SCOPED_TRACE(multiscale ? "multiscale" : "point CLEAN");
-    const std::string extra = multiscale ? " --clean.multiscale true" : "";
     const fs::path one = base / (multiscale ? "atca_multiscale" : "atca_point");
-    EXPECT_TRUE(run_on("gpu", spip::test::degenerate_channel_case() + extra, one).exited_0) << "see " << one << ".log";
+    ASSERT_TRUE(run_on("gpu", spip::test::degenerate_channel_case(multiscale), one).exited_0)
+        << "see " << one << ".log";
     const double peak = spip::test::expect_degenerate_channel_marked(one, multiscale);
-    std::printf("[ measured ] one ATCA channel on the GPU%s: products' peak %.3g of the dirty peak, CLEAN stop %s\n",
-                extra.c_str(), peak, spip::test::channel_qa(one).at("clean_stop").get<std::string>().c_str());
+    std::printf("[ measured ] one ATCA channel on the GPU, %s: products' peak %.3g of the dirty peak, CLEAN stop %s\n",
+                multiscale ? "multiscale" : "point CLEAN", peak,
+                spip::test::channel_qa(one).at("clean_stop").get<std::string>().c_str());
     const fs::path wide = base / (multiscale ? "lwa_multiscale" : "lwa_point");
-    const SpipRun ran = run_on("gpu", spip::test::wide_lobe_case() + extra, wide);
-    EXPECT_TRUE(ran.exited_0) << "see " << wide << ".log";
+    const SpipRun ran = run_on("gpu", spip::test::wide_lobe_case(multiscale), wide);
+    ASSERT_TRUE(ran.exited_0) << "see " << wide << ".log";
     spip::test::expect_wide_lobe_outcome(wide, ran.log, multiscale);
   }
 }

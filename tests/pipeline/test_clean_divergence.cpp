@@ -55,12 +55,10 @@ fs::path image(const std::string& name, const std::string& band, const std::stri
   return out;
 }
 
-// spip on one of issue 41's cases (clean_marks.hpp) into `out`, point or multiscale
-// CLEAN; its exit status.
-int run_case(const fs::path& out, const std::string& issue41_case, bool multiscale) {
+// spip on one of issue 41's cases (clean_marks.hpp) into `out`; its exit status.
+int run_case(const fs::path& out, const std::string& issue41_case) {
   const std::string command = std::string(SPIP_BIN) + " --output.dir " + out.string() +
-                              " --faraday.cubes none --parallel.threads 2" + issue41_case +
-                              (multiscale ? " --clean.multiscale true" : "");
+                              " --faraday.cubes none --parallel.threads 2" + issue41_case;
   return run(command, out.string() + ".log");
 }
 
@@ -183,7 +181,7 @@ TEST(AtcaSnapshot, OneChannelIsMarkedAndNoProductRunsAway) {
   for (const bool multiscale : {false, true}) {
     SCOPED_TRACE(multiscale ? "multiscale" : "point CLEAN");
     const fs::path out = spip::test::scratch_path(multiscale ? "multiscale" : "point");
-    ASSERT_EQ(run_case(out, spip::test::degenerate_channel_case(), multiscale), 0) << "see " << out << ".log";
+    ASSERT_EQ(run_case(out, spip::test::degenerate_channel_case(multiscale)), 0) << "see " << out << ".log";
     spip::test::expect_degenerate_channel_marked(out, multiscale);
   }
 }
@@ -316,7 +314,7 @@ TEST(WideLobe, MultiscaleDivergesWherePointCleanDoesNotAndTheLogSaysWhy) {
   for (const bool multiscale : {false, true}) {
     SCOPED_TRACE(multiscale ? "multiscale" : "point CLEAN");
     const fs::path out = spip::test::scratch_path(multiscale ? "multiscale" : "point");
-    ASSERT_EQ(run_case(out, spip::test::wide_lobe_case(), multiscale), 0) << "see " << out << ".log";
+    ASSERT_EQ(run_case(out, spip::test::wide_lobe_case(multiscale)), 0) << "see " << out << ".log";
     spip::test::expect_wide_lobe_outcome(out, spip::test::file_text(out.string() + ".log"), multiscale);
     // The set's frequencies are LSRK (MEAS_FREQ_REF 1), and its cubes say so.
     EXPECT_EQ(spip::fits::read_image((out / "spip-image-I.fits").string()).text("SPECSYS"), "LSRK");
