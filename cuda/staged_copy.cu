@@ -76,15 +76,16 @@ void StagedCopy::to_device(void* device, const void* host, std::size_t bytes, cu
   auto* to = static_cast<char*>(device);
   if (!stages(bytes)) {
     SPIP_CUDA_CHECK(cudaMemcpyAsync(to, from, bytes, cudaMemcpyHostToDevice, stream));
-  } else {
-    const std::size_t pieces = (bytes + half_bytes_ - 1) / half_bytes_;
-    for (std::size_t piece = 0; piece < pieces; ++piece) {
-      if (piece >= 2) SPIP_CUDA_CHECK(cudaEventSynchronize(done_[piece % 2]));  // the half's last upload is done
-      copy_on_threads(half(piece), from + piece * half_bytes_, piece_bytes(bytes, piece));
-      SPIP_CUDA_CHECK(cudaMemcpyAsync(to + piece * half_bytes_, half(piece), piece_bytes(bytes, piece),
-                                      cudaMemcpyHostToDevice, stream));
-      SPIP_CUDA_CHECK(cudaEventRecord(done_[piece % 2], stream));
-    }
+    SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  const std::size_t pieces = (bytes + half_bytes_ - 1) / half_bytes_;
+  for (std::size_t piece = 0; piece < pieces; ++piece) {
+    if (piece >= 2) SPIP_CUDA_CHECK(cudaEventSynchronize(done_[piece % 2]));  // the half's last upload is done
+    copy_on_threads(half(piece), from + piece * half_bytes_, piece_bytes(bytes, piece));
+    SPIP_CUDA_CHECK(cudaMemcpyAsync(to + piece * half_bytes_, half(piece), piece_bytes(bytes, piece),
+                                    cudaMemcpyHostToDevice, stream));
+    SPIP_CUDA_CHECK(cudaEventRecord(done_[piece % 2], stream));
   }
   SPIP_CUDA_CHECK(cudaStreamSynchronize(stream));
 }

@@ -27,9 +27,8 @@ po::options_description options() {
     ("out", po::value<std::string>()->required(), "Measurement Set to write")
     ("template", po::value<std::string>(), "keep this MS's UVW, times, baselines and frequencies")
     ("telescope", po::value<std::string>(), "OSKAR telescope model folder (layout.txt, position.txt)")
-    ("telescope-name", po::value<std::string>(),
-     "with --telescope: the OBSERVATION table's TELESCOPE_NAME, which beam.model auto and EveryBeam read "
-     "(default spip-simulate)")
+    ("telescope-name", po::value<std::string>()->default_value(spip::sim::ArrayDescription{}.telescope),
+     "with --telescope: the OBSERVATION table's TELESCOPE_NAME, which beam.model auto and EveryBeam read")
     ("ra", po::value<double>()->default_value(0.0), "phase centre RA [deg]")
     ("dec", po::value<double>()->default_value(60.0), "phase centre Dec [deg]")
     ("apparent", po::bool_switch(), "treat RA/Dec as apparent coordinates, as OSKAR does")
@@ -148,7 +147,7 @@ int run(const po::variables_map& vm) {
     array.dump_s = vm["dump"].as<double>();
     array.num_times = vm["times"].as<int>();
     if (vm.count("dish-diameter")) array.dish_diameter_m = vm["dish-diameter"].as<double>();
-    if (vm.count("telescope-name")) array.telescope = vm["telescope-name"].as<std::string>();
+    array.telescope = vm["telescope-name"].as<std::string>();
     spip::sim::simulate_from_array(array, out, sky, corruption);
   } else {
     std::cerr << "spip-simulate: give --template MS or --telescope DIR\n";
