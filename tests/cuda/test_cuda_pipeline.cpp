@@ -82,7 +82,7 @@ TEST(CudaPipeline, ADegeneratePsfIsCleanedAsOnTheCpu) {
     ASSERT_TRUE(ran.exited_0) << "see " << out << ".log";
     EXPECT_NE(ran.log.find("CLEAN ran with the PSF of twice the image's side"), std::string::npos) << device;
     EXPECT_NE(ran.log.find("CLEAN summary: 0 of 1 channels DIVERGED"), std::string::npos) << device;
-    model[device] = spip::fits::read_image((out / "spip-model-I.fits").string()).data;
+    model[device] = spip::test::product_plane(out, "model", "I");
   }
   double cpu_flux = 0, gpu_flux = 0;
   for (std::size_t i = 0; i < model["cpu"].size(); ++i) {
