@@ -18,13 +18,20 @@ namespace {
 
 std::string clean_kind(bool multiscale) { return multiscale ? " --clean.multiscale true" : ""; }
 
+// The ATCA snapshot on 256 pixels of 1.5", CLEAN to 3 sigma in at most 2000 iterations.
+std::string atca_snapshot_case(const std::string& band) {
+  return std::string(" --input.ms ") + SPIP_TEST_DATA + "/real/atca_1934_snapshot.ms --image.size 256 --image.scale 1.5" +
+         band + " --clean.auto_threshold 3 --clean.niter 2000";
+}
+
 }  // namespace
 
+std::string merged_band_case() {
+  return atca_snapshot_case(" --input.freq_min 2.612e9 --input.freq_max 2.644e9 --image.channel_width 32015624");
+}
+
 std::string degenerate_channel_case(bool multiscale) {
-  return std::string(" --input.ms ") + SPIP_TEST_DATA +
-         "/real/atca_1934_snapshot.ms --image.size 256 --image.scale 1.5 --input.freq_min 2.6275e9"
-         " --input.freq_max 2.6285e9 --clean.auto_threshold 3 --clean.niter 2000" +
-         clean_kind(multiscale);
+  return atca_snapshot_case(" --input.freq_min 2.6275e9 --input.freq_max 2.6285e9") + clean_kind(multiscale);
 }
 
 std::string wide_lobe_case(bool multiscale) {

@@ -16,8 +16,12 @@ nlohmann::json channel_qa(const std::filesystem::path& out, int k = 0);
 // The run's image of `product` (dirty, model, residual, image) in one Stokes parameter.
 std::vector<float> product_plane(const std::filesystem::path& out, const std::string& product, const char* stokes);
 
-// spip's arguments for the two cases below (the MS, the image, the band and CLEAN as
-// issue 41 ran them), point or multiscale CLEAN, for either backend to run.
+// spip's arguments for issue 41's cases (the MS, the image, the band and CLEAN as the
+// issue ran them), for either backend to run. The ATCA snapshot's 32 channels from 2613
+// to 2644 MHz (its channel k is at 2660 - k MHz) imaged as one, whose PSF is a ridge as
+// high as its peak; the weighting is the caller's.
+std::string merged_band_case();
+// The two below, point or multiscale CLEAN.
 std::string degenerate_channel_case(bool multiscale);
 std::string wide_lobe_case(bool multiscale);
 

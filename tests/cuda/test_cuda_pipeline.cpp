@@ -73,12 +73,7 @@ TEST(CudaPipeline, ADegeneratePsfIsCleanedAsOnTheCpu) {
   std::map<std::string, std::vector<float>> model;
   for (const char* device : {"cpu", "gpu"}) {
     const fs::path out = base / device;
-    const SpipRun ran = run_on(device,
-                               std::string(" --input.ms ") + SPIP_TEST_DATA + "/real/atca_1934_snapshot.ms" +
-                                   " --image.size 256 --image.scale 1.5 --input.freq_min 2.612e9" +
-                                   " --input.freq_max 2.644e9 --image.channel_width 32015624" +
-                                   " --clean.niter 2000 --clean.auto_threshold 3",
-                               out);
+    const SpipRun ran = run_on(device, spip::test::merged_band_case(), out);
     ASSERT_TRUE(ran.exited_0) << "see " << out << ".log";
     EXPECT_NE(ran.log.find("CLEAN ran with the PSF of twice the image's side"), std::string::npos) << device;
     EXPECT_NE(ran.log.find("CLEAN summary: 0 of 1 channels DIVERGED"), std::string::npos) << device;

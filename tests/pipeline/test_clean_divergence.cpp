@@ -35,9 +35,6 @@ namespace {
 constexpr int n = 256;
 constexpr double scale_arcsec = 1.5;
 const std::string ms = std::string(SPIP_TEST_DATA) + "/real/atca_1934_snapshot.ms";
-// The channels are stored high to low, channel k at 2660 - k MHz: these 32 are 2613 to 2644 MHz.
-const std::string band32 = " --input.freq_min 2.612e9 --input.freq_max 2.644e9 --image.channel_width 32015624";
-const std::string band1 = " --input.freq_min 2.6275e9 --input.freq_max 2.6285e9";
 const char* stokes_names[] = {"I", "Q", "U", "V"};
 
 int run(const std::string& command, const fs::path& log) {
@@ -45,12 +42,14 @@ int run(const std::string& command, const fs::path& log) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// spip on the snapshot into a fresh folder, `size` pixels of 1.5"; CLEAN as the issue ran it.
-fs::path image(const std::string& name, const std::string& band, const std::string& extra, int size = n) {
+// spip's dirty images and PSF, `size` pixels of 1.5", of the snapshot's 1 MHz channel
+// that degenerate_channel_case (clean_marks.hpp) cleans, into a fresh folder.
+fs::path dirty_images(const std::string& name, int size) {
   const fs::path out = spip::test::scratch_path(name);
   const std::string command = std::string(SPIP_BIN) + " --input.ms " + ms + " --output.dir " + out.string() +
-                              " --image.size " + std::to_string(size) + " --image.scale 1.5" + band +
-                              " --clean.auto_threshold 3 --faraday.cubes none --parallel.threads 2" + extra;
+                              " --image.size " + std::to_string(size) + " --image.scale 1.5" +
+                              " --input.freq_min 2.6275e9 --input.freq_max 2.6285e9 --clean.niter 0" +
+                              " --faraday.cubes none --parallel.threads 2";
   EXPECT_EQ(run(command, out.string() + ".log"), 0) << "see " << out << ".log";
   return out;
 }
@@ -129,13 +128,14 @@ double mad_sigma_of(std::vector<double> values) {
 // leaves a far copy of each component unsubtracted, and it takes that copy as a further
 // component, so its model holds nearly twice the flux the dirty peak (9.8 Jy) allows.
 TEST(AtcaSnapshot, ThirtyTwoChannelsConvergeAsADirectDftHogbomDoes) {
-  const fs::path out = image("band32", band32, " --image.weighting natural --clean.niter 2000");
+  const fs::path out = spip::test::scratch_path("band32");
+  ASSERT_EQ(run_case(out, spip::test::merged_band_case() + " --image.weighting natural"), 0) << "see " << out << ".log";
   const nlohmann::json qa = spip::test::channel_qa(out);
   EXPECT_EQ(qa.at("clean_stop"), "threshold");
   EXPECT_GE(qa.at("psf_sidelobe").get<double>(), 0.999) << "one line of baselines: a degenerate PSF";
   const double stop = qa.at("clean_threshold_jy").get<double>();
 
-  std::vector<int> channels;
+  std::vector<int> channels;  // the case's band: channel k is at 2660 - k MHz
   for (int k = 16; k < 48; ++k) channels.push_back(k);
   const auto dirty = spip::test::direct_dft(ms, channels, grid_of(n), all_pixels(n));
   const std::vector<double> psf2 = spip::test::direct_psf(ms, channels, grid_of(2 * n), all_pixels(2 * n));
@@ -191,8 +191,8 @@ TEST(AtcaSnapshot, OneChannelIsMarkedAndNoProductRunsAway) {
 // the guard stops it once the peak is 4 times its start; with the PSF of twice the side
 // it reaches the threshold without the guard.
 TEST(AtcaSnapshot, TheGuardStopsHogbomThatAnImageSizedPsfMakesRunAway) {
-  const fs::path small = image("small", band1, " --clean.niter 0");
-  const fs::path wide = image("wide", band1, " --clean.niter 0", 2 * n);
+  const fs::path small = dirty_images("small", n);
+  const fs::path wide = dirty_images("wide", 2 * n);
   std::vector<float> dirty;
   for (const char* stokes : stokes_names) {
     const std::vector<float> p = spip::test::product_plane(small, "dirty", stokes);
