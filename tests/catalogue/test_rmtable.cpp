@@ -21,17 +21,26 @@ const std::vector<T>& column(const spip::fits::Table& table, const std::string& 
 
 }  // namespace
 
-// The north Galactic pole and the Galactic centre (J2000, Hipparcos's definition).
-TEST(RmTable, GalacticCoordinatesOfTheFramesDefiningDirections) {
-  const auto pole = spip::galactic({192.85948 * deg, 27.12825 * deg});
-  EXPECT_NEAR(pole[1] / deg, 90.0, 1e-4);
+// The Galactic frame's pole and its node on the J2000 equator (the IAU 1958 definition
+// precessed to FK5 J2000), the Galactic centre, and two positions as astropy 8 gives them:
+// SkyCoord(ra, dec, unit="deg", frame="fk5").galactic. Hipparcos's rounded matrix, which
+// spip took before, fails all but the centre's (it lies up to 9 mas from astropy's).
+TEST(RmTable, GalacticCoordinatesOfTheFramesDefiningDirectionsAndAsAstropyGivesThem) {
+  const auto pole = spip::galactic({192.8594812065348 * deg, 27.12825118085622 * deg});
+  EXPECT_NEAR(pole[1] / deg, 90.0, 1e-9);
+  // The ascending node of the Galactic plane on the equator, 90 deg east of the pole's RA.
+  const auto node = spip::galactic({282.8594812065348 * deg, 0.0});
+  EXPECT_NEAR(node[0] / deg, 122.9319185680026 - 90, 1e-11);
+  EXPECT_NEAR(node[1] / deg, 0.0, 1e-11);
   const auto centre = spip::galactic({266.40500 * deg, -28.93617 * deg});
   EXPECT_NEAR(std::remainder(centre[0] / deg, 360.0), 0.0, 1e-4);
   EXPECT_NEAR(centre[1] / deg, 0.0, 1e-4);
-  // The ascending node of the Galactic plane on the equator is at l = 32.93192 deg.
-  const auto node = spip::galactic({282.85948 * deg, 0.0});
-  EXPECT_NEAR(node[0] / deg, 32.93192, 1e-4);
-  EXPECT_NEAR(node[1] / deg, 0.0, 1e-4);
+  const auto south = spip::galactic({10 * deg, -30 * deg});
+  EXPECT_NEAR(south[0] / deg, 343.4275325011415, 1e-9);
+  EXPECT_NEAR(south[1] / deg, -86.18536506934579, 1e-11);
+  const auto cygnus = spip::galactic({300.5 * deg, 62.25 * deg});
+  EXPECT_NEAR(cygnus[0] / deg, 95.42064895924682, 1e-11);
+  EXPECT_NEAR(cygnus[1] / deg, 16.138563000380927, 1e-11);
 }
 
 TEST(RmTable, AnglesLieInTheStandardsRangeAndQAndUMakeThePolarisedIntensity) {
