@@ -48,14 +48,15 @@ inline double ra_degrees(Direction d) {
 using Rotation = std::array<std::array<double, 3>, 3>;
 
 // `d` turned by the rotation `m` of equatorial Cartesian coordinates; the longitude in
-// [0, 2 pi).
+// [0, 2 pi). The latitude from atan2, not asin, which loses half the digits near a pole.
 inline Direction rotated(Direction d, const Rotation& m) {
   const double e[3] = {std::cos(d.dec_rad) * std::cos(d.ra_rad), std::cos(d.dec_rad) * std::sin(d.ra_rad),
                        std::sin(d.dec_rad)};
   double g[3];
   for (int i = 0; i < 3; ++i) g[i] = m[i][0] * e[0] + m[i][1] * e[1] + m[i][2] * e[2];
   const double longitude = std::atan2(g[1], g[0]);
-  return {longitude < 0 ? longitude + 2 * 3.14159265358979323846 : longitude, std::asin(std::clamp(g[2], -1.0, 1.0))};
+  return {longitude < 0 ? longitude + 2 * 3.14159265358979323846 : longitude,
+          std::atan2(g[2], std::hypot(g[0], g[1]))};
 }
 
 // FK5's orientation against the Hipparcos frame (ICRS), (-19.9, -9.1, +22.9) mas about
