@@ -69,7 +69,7 @@ done
 # the everybeam wheel, the primary beam's (check_beam_everybeam.py), in a virtual
 # environment of their own ($SPIP_TEST_VENV, default /opt/spip/test-venv), so that their
 # pinned numpy does not touch the system's Python. everybeam has wheels for x86-64
-# Linux only; where pip finds none, its test is skipped and the others still run.
+# Linux only; where pip finds none, its test is disabled and the others still run.
 if $tests; then
   venv=${SPIP_TEST_VENV:-/opt/spip/test-venv}
   if ! "$venv/bin/python" -c 'import importlib.metadata as m, RMtools_3D, rmtable
@@ -87,6 +87,6 @@ assert m.version("RM-Tools") == "1.5.0"' 2>/dev/null; then
 assert m.version("everybeam") == "0.9.1"' 2>/dev/null; then
     echo "spip: installing everybeam 0.9.1 into $venv (pip)"
     "$venv/bin/pip" install -q "everybeam==0.9.1" ||
-      echo "spip: no everybeam 0.9.1 for this machine: the beam_everybeam test will be skipped"
+      echo "spip: no everybeam 0.9.1 for this machine: the beam_everybeam test is disabled"
   fi
 fi

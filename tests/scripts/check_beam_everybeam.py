@@ -16,11 +16,7 @@ import os
 import subprocess
 import sys
 
-try:
-    import everybeam
-except ImportError as error:
-    print(f"SKIP: the everybeam wheel is not importable here ({error})")
-    sys.exit(77)
+import everybeam
 import numpy as np
 from astropy.io import fits
 from astropy.wcs import WCS

@@ -201,7 +201,7 @@ def check_rmtable(out, catalogue):
             check(abs(float(r["ra"]) - icrs.ra.deg) * math.cos(icrs.dec.rad) < 1e-9 and abs(float(r["dec"]) - icrs.dec.deg) < 1e-9,
                   f"  {s['name']}: ra and dec are astropy's ICRS of the catalogue's {frame} position")
             galactic = SkyCoord(float(r["ra"]), float(r["dec"]), unit="deg", frame="icrs").galactic
-            check(abs((float(r["l"]) - galactic.l.deg + 180) % 360 - 180) < 1e-9 and abs(float(r["b"]) - galactic.b.deg) < 1e-9
+            check(abs((float(r["l"]) - galactic.l.deg + 180) % 360 - 180) < 1e-11 and abs(float(r["b"]) - galactic.b.deg) < 1e-11
                   and abs(math.hypot(float(r["stokesQ"]), float(r["stokesU"])) - float(r["polint"])) < 1e-6
                   and r["rm_method"] == "RM Synthesis - Pol. Int" and r["Nchan"] == NC,
                   f"  {s['name']}: l and b as astropy's, Q and U make polint, rm_method and Nchan as run")
