@@ -509,7 +509,8 @@ def check_stop_and_rerun():
     # a stop after the last row group leaves without a count.
     got = "; ".join(re.findall(r"\((\d+ of this rank's \d+ rows were done, in [\d.]+ s)\)", said))
     check(code == 75 and "the Faraday products are left partial" in said,
-          f"SIGTERM to one rank in the Faraday stage: exit {code} (75 resumes), the products left partial ({got or 'after the last row group'})")
+          f"SIGTERM to one rank in the Faraday stage: exit {code} (75 resumes), the products left partial "
+          f"({got or 'after the last row group'})")
     final = [f for f in os.listdir(stopped) if f.endswith((".fits", ".json", ".csv"))]
     check(not final and not os.path.exists(f"{stopped}/.spip.claim"),
           f"  nothing looks final ({final}), and the claim is released")
