@@ -27,26 +27,34 @@ namespace spip::pipeline {
 
 namespace {
 
-// How many of the planned ranks share a node's memory: --plan-node-ranks, or as many as a
-// node like this one has cores for at `threads` each. Cores and memory are the whole
-// node's, not this step's (srun -n1 -c8 --plan for a job of many ranks a node).
+// How many of the planned ranks share a node's memory (node_ranks), and why that many.
+// Cores and memory are the whole node's, not this step's (srun -n1 -c8 --plan for a job
+// of many ranks a node); GPUs are those this process sees (a step given none sees none).
 struct NodeShare {
   int ranks = 1;
-  bool given = false;
+  std::string basis;
   double budget(const Config& config) const { return memory_budget_bytes(config.parallel, ranks, physical_memory_bytes()); }
   std::string describe(const Config& config) const {
-    return "memory: " + std::to_string(ranks) + " rank(s) a node" +
-           (given ? " (--plan-node-ranks)" : " (as many as this node's cores hold; --plan-node-ranks sets it)") +
+    return "memory: " + std::to_string(ranks) + " rank(s) a node (" + basis + ")" +
            (config.parallel.memory_gb > 0 ? ", parallel.memory_gb each"
                                            : ", sharing a node's " + fixed(physical_memory_bytes() / 1e9, 1) +
                                                  " GB (a run takes less where its cgroup or Slurm gives it less)");
   }
 };
 
-NodeShare node_share(int ranks, int threads, int given) {
-  if (given > 0) return {std::min(given, ranks), true};
-  const long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  return {std::clamp(static_cast<int>(cores / std::max(1, threads)), 1, ranks), false};
+// A GPU job's script gives each rank a GPU of its own, so a node holds no more ranks than
+// GPUs; a node without one (a login node) cannot say how many the job's nodes have.
+NodeShare node_share(const Config& config, int ranks, int threads, int given, const cuda::DeviceProbe& probe) {
+  const bool gpu_job = config.parallel.device == Device::gpu;
+  const int gpus = gpu_job ? static_cast<int>(probe.devices.size()) : 0;
+  const int count = node_ranks(ranks, given, sysconf(_SC_NPROCESSORS_ONLN), threads, gpus);
+  if (given > 0) return {count, "--plan-node-ranks"};
+  if (!gpu_job) return {count, "as many as this node's cores hold; --plan-node-ranks sets it"};
+  if (gpus > 0)
+    return {count, "as many as this node's cores hold, one to each of its " + std::to_string(gpus) +
+                       " visible GPU(s) at most; --plan-node-ranks sets it"};
+  return {count, "as many as this node's cores hold, for it has no GPU to count; parallel.device = gpu gives each "
+                 "rank a GPU of its own, so give --plan-node-ranks the job's GPUs a node"};
 }
 
 std::string clock_time(double seconds) {
@@ -172,7 +180,8 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // run here; for other nodes, set parallel.threads to the intended --cpus-per-task.
   omp_set_num_threads(config.parallel.threads > 0 ? config.parallel.threads : std::max(1, omp_get_num_procs() / ranks));
   const int threads = omp_get_max_threads();
-  const NodeShare node = node_share(ranks, threads, request.node_ranks);
+  const cuda::DeviceProbe probe = cuda::probe_devices();
+  const NodeShare node = node_share(config, ranks, threads, request.node_ranks, probe);
   if (config.input.cubes()) return print_cube_plan(config, ranks, node, out);
   Plan plan = open_plan(config);
   const int num_chan = plan.chan_end - plan.chan_begin;
@@ -180,7 +189,6 @@ void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks,
   // From the metadata alone every row counts in every channel; a run balances the
   // unflagged visibilities plus each channel's grid work, counting them from FLAG.
   const std::vector<std::int64_t> uniform(static_cast<std::size_t>(num_chan), 1);
-  const cuda::DeviceProbe probe = cuda::probe_devices();
   const bool gpu = probe.backend_built && config.parallel.device != Device::cpu;
   // The ranks share nodes like this one, and may image on either backend.
   const MemoryBasis basis{node.budget(config),

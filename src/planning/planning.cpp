@@ -339,6 +339,12 @@ SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, cons
   return slowest;
 }
 
+int node_ranks(int ranks, int given, long cores, int threads, int gpus) {
+  if (given > 0) return std::min(given, ranks);
+  const long by_cores = cores / std::max(1, threads);
+  return static_cast<int>(std::clamp<long>(gpus > 0 ? std::min<long>(by_cores, gpus) : by_cores, 1, ranks));
+}
+
 namespace {
 
 // With parallel.time_limit (what is left of the job's time before its warning), a run

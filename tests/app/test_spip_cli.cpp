@@ -495,6 +495,35 @@ TEST(SpipCli, PlanSuggestsTheScriptForAsManyNodesAsTheRanksNeed) {
   }
 }
 
+// multi-node-gpu.sbatch gives each rank a GPU of its own, so a GPU job's plan puts no
+// more ranks on a node than it has GPUs, and a node without any (this one in CI) says that
+// --plan-node-ranks must give the job's; the suggested line asks what the memory line says.
+TEST(SpipCli, PlanForAGpuJobPutsNoMoreRanksOnANodeThanItsGpus) {
+  const Outcome plan =
+      run_spip(sample_args("plan_gpu") + " --image.size 128 --parallel.device gpu --plan --plan-ranks 20");
+  ASSERT_EQ(plan.exit_code, 0) << plan.err;
+  const std::size_t memory = plan.out.find("memory: ");
+  ASSERT_NE(memory, std::string::npos) << plan.out;
+  const std::string line = plan.out.substr(memory, plan.out.find('\n', memory) - memory);
+  const int per_node = std::stoi(line.substr(8));
+  if (const std::size_t gpus = line.find(" visible GPU(s)"); gpus != std::string::npos)
+    EXPECT_LE(per_node, std::stoi(line.substr(line.rfind(' ', gpus - 1) + 1))) << line;
+  else
+    EXPECT_NE(line.find("no GPU to count; parallel.device = gpu gives each rank a GPU of its own, so give "
+                        "--plan-node-ranks the job's GPUs a node"),
+              std::string::npos)
+        << line;
+  EXPECT_NE(plan.out.find("--nodes=" + std::to_string((20 + per_node - 1) / per_node) +
+                          " --ntasks-per-node=" + std::to_string(per_node)),
+            std::string::npos)
+      << plan.out;
+  EXPECT_NE(plan.out.find("multi-node-gpu.sbatch"), std::string::npos) << plan.out;
+  const Outcome given =
+      run_spip(sample_args("plan_gpu4") + " --image.size 128 --parallel.device gpu --plan --plan-ranks 20 --plan-node-ranks 4");
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_NE(given.out.find("--nodes=5 --ntasks-per-node=4 --cpus-per-task="), std::string::npos) << given.out;
+}
+
 TEST(SpipCli, PlanReadsRatesFromAPreviousRunsQa) {
   ASSERT_EQ(run_spip(base_args("rates")).exit_code, 0);
   const fs::path qa = scratch("rates") / "spip-qa.json";

@@ -113,5 +113,18 @@ TEST(Decompose, LargestRowShare) {
   EXPECT_EQ(largest_row_share(4), 0.375);
 }
 
+// --plan's ranks a node: a 64-core node at 8 threads a rank holds 8; a GPU job's script
+// gives each rank a GPU of its own, so a node of 4 GPUs holds 4 (and one of 16 GPUs still
+// only the 8 its cores hold); --plan-node-ranks wins; never more than the job's ranks.
+TEST(Decompose, RanksANodeHoldsByItsCoresAndItsGpus) {
+  EXPECT_EQ(node_ranks(32, 0, 64, 8, 0), 8);
+  EXPECT_EQ(node_ranks(32, 0, 64, 8, 4), 4);
+  EXPECT_EQ(node_ranks(32, 0, 64, 8, 16), 8);
+  EXPECT_EQ(node_ranks(32, 6, 64, 8, 4), 6);
+  EXPECT_EQ(node_ranks(3, 0, 64, 8, 4), 3);
+  EXPECT_EQ(node_ranks(3, 6, 64, 8, 0), 3);
+  EXPECT_EQ(node_ranks(32, 0, 4, 8, 0), 1);
+}
+
 }  // namespace
 }  // namespace spip::pipeline

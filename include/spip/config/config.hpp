@@ -164,7 +164,7 @@ struct ParsedCommand {
   CommandAction action = CommandAction::run;
   Config config;
   int plan_ranks = 0;             // --plan-ranks; 0: the ranks spip runs on
-  int plan_node_ranks = 0;        // --plan-node-ranks; 0: as many as this node's cores hold
+  int plan_node_ranks = 0;        // --plan-node-ranks; 0: as many as this node's cores (and GPUs) hold
   std::string plan_rates;         // --plan-rates: a previous run's qa.json
   bool break_claim = false;       // --break-claim: clear another run's claim on the output
   // Keys given that the run has no use for, and why: the run warns of them.

@@ -14,7 +14,7 @@ namespace spip::pipeline {
 struct PlanRequest {
   int ranks = 0;
   std::string previous_qa;
-  int node_ranks = 0;  // ranks sharing a node's memory; 0: as many as this node's cores hold
+  int node_ranks = 0;  // ranks sharing a node's memory; 0: as many as this node's cores (and GPUs) hold
 };
 void print_plan(const Config& config, const PlanRequest& request, int mpi_ranks, std::ostream& out);
 

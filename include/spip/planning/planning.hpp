@@ -93,6 +93,12 @@ struct SlowestRank {
 };
 SlowestRank slowest_rank(const std::vector<parallel::ChannelBlock>& blocks, const imaging::ImageGeometry& geometry);
 
+// How many of a job's `ranks` --plan puts on one node: `given` (--plan-node-ranks) where
+// set, else as many as its `cores` hold at `threads` each and, where `gpus` > 0, no more
+// than that: multi-node-gpu.sbatch gives each rank a GPU of its own. At least 1, at most
+// `ranks`.
+int node_ranks(int ranks, int given, long cores, int threads, int gpus);
+
 // What the memory figures of every rank start from: the bytes a rank may use
 // (memory_budget_bytes) and CLEAN's bytes per pixel, the most of any rank's backend.
 struct MemoryBasis {
